@@ -1,0 +1,171 @@
+#include "client/cli/args.h"
+
+#include <cctype>
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace libreyolo::cli {
+namespace {
+
+const FlagSpec* FindFlag(const CommandSpec& spec, const std::string& name) {
+  for (const FlagSpec& f : spec.flags) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+bool LooksLikeKeyValue(const std::string& arg) {
+  const size_t eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0 || absl::StartsWith(arg, "-")) return false;
+  for (size_t i = 0; i < eq; ++i) {
+    const char c = arg[i];
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ParsedArgs::Switch(const std::string& name, bool def) const {
+  auto it = switches.find(name);
+  return it == switches.end() ? def : it->second;
+}
+
+std::optional<std::string> ParsedArgs::Value(const std::string& name) const {
+  auto it = values.find(name);
+  if (it == values.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string ParsedArgs::ValueOr(const std::string& name, const std::string& def) const {
+  return Value(name).value_or(def);
+}
+
+absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
+                                     const std::vector<std::string>& args) {
+  ParsedArgs out;
+  bool only_positionals = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (only_positionals || a == "-" || !absl::StartsWith(a, "-")) {
+      if (!only_positionals && LooksLikeKeyValue(a)) {
+        const std::string key = a.substr(0, a.find('='));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", a, "' looks like key=value; this command takes POSIX flags: write --", key, " ",
+            a.substr(a.find('=') + 1), " (see --help)"));
+      }
+      out.positionals.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      only_positionals = true;
+      continue;
+    }
+    if (a == "-h" || a == "--help") {
+      out.help = true;
+      continue;
+    }
+    if (!absl::StartsWith(a, "--")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option '", a, "': flags are spelled --name (see --help)"));
+    }
+    std::string name = a.substr(2);
+    std::optional<std::string> inline_value;
+    if (const size_t eq = name.find('='); eq != std::string::npos) {
+      inline_value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const FlagSpec* f = FindFlag(spec, name);
+    bool negated = false;
+    if (f == nullptr && absl::StartsWith(name, "no-")) {
+      f = FindFlag(spec, name.substr(3));
+      if (f != nullptr && !f->negatable) f = nullptr;
+      negated = f != nullptr;
+    }
+    if (f == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " for '",
+                                                     spec.name, "' (see --help for its flags)"));
+    }
+    if (f->value_name.empty()) {
+      if (inline_value.has_value()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", f->name, " is a switch and takes no value"));
+      }
+      out.switches[f->name] = !negated;
+      continue;
+    }
+    if (inline_value.has_value()) {
+      out.values[f->name] = *inline_value;
+    } else if (i + 1 < args.size()) {
+      out.values[f->name] = args[++i];
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", f->name, " needs a value (", f->value_name, ")"));
+    }
+  }
+  if (out.help) return out;
+  size_t required = 0;
+  for (const PositionalSpec& p : spec.positionals) required += p.required ? 1 : 0;
+  if (out.positionals.size() < required) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", spec.name, "' needs ", required == 1 ? "a " : absl::StrCat(required, " "),
+        spec.positionals[out.positionals.size()].name, required == 1 ? "" : " argument(s)",
+        " (see --help)"));
+  }
+  if (out.positionals.size() > spec.positionals.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("unexpected argument '",
+                                                   out.positionals[spec.positionals.size()],
+                                                   "' for '", spec.name, "' (see --help)"));
+  }
+  return out;
+}
+
+absl::StatusOr<int> ParseIntFlag(const std::string& flag, const std::string& value) {
+  int v = 0;
+  if (!absl::SimpleAtoi(value, &v)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " needs an integer, got '", value, "'"));
+  }
+  return v;
+}
+
+absl::StatusOr<double> ParseDoubleFlag(const std::string& flag, const std::string& value) {
+  double v = 0;
+  if (!absl::SimpleAtod(value, &v) || !std::isfinite(v)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " needs a number, got '", value, "'"));
+  }
+  return v;
+}
+
+std::string HelpText(const std::string& program, const CommandSpec& spec) {
+  std::string usage = absl::StrCat("usage: ", program, " ", spec.name);
+  for (const PositionalSpec& p : spec.positionals) {
+    absl::StrAppend(&usage, p.required ? " <" : " [<", p.name, p.required ? ">" : ">]");
+  }
+  if (!spec.flags.empty()) absl::StrAppend(&usage, " [flags]");
+  std::string out = absl::StrCat(usage, "\n\n", spec.description, "\n");
+  if (!spec.positionals.empty()) {
+    out += "\narguments:\n";
+    for (const PositionalSpec& p : spec.positionals) {
+      absl::StrAppendFormat(&out, "  %-26s %s\n", p.name, p.help);
+    }
+  }
+  out += "\nflags:\n";
+  for (const FlagSpec& f : spec.flags) {
+    std::string left = absl::StrCat("--", f.name);
+    if (!f.value_name.empty()) absl::StrAppend(&left, " ", f.value_name);
+    if (f.negatable) absl::StrAppend(&left, " / --no-", f.name);
+    std::string help = f.help;
+    if (!f.default_value.empty()) absl::StrAppend(&help, " (default: ", f.default_value, ")");
+    absl::StrAppendFormat(&out, "  %-26s %s\n", left, help);
+  }
+  absl::StrAppendFormat(&out, "  %-26s %s\n", "-h, --help", "show this help");
+  return out;
+}
+
+}  // namespace libreyolo::cli

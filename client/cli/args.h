@@ -1,0 +1,60 @@
+// POSIX-style argument parsing for `libreyolo` subcommands (no global flags: Abseil tip #103).
+#ifndef LIBREYOLO_CLIENT_CLI_ARGS_H_
+#define LIBREYOLO_CLIENT_CLI_ARGS_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace libreyolo::cli {
+
+struct FlagSpec {
+  std::string name;        // without dashes: "top"
+  std::string value_name;  // "N"; empty for a switch (--json, --tensorcore)
+  std::string default_value;
+  std::string help;
+  bool negatable = false;  // a switch that also has --no-<name>
+};
+
+struct PositionalSpec {
+  std::string name;  // "trace"
+  bool required = true;
+  std::string help;
+};
+
+struct CommandSpec {
+  std::string name;     // "kernels"
+  std::string summary;  // one line for the subcommand list
+  std::string description;
+  std::vector<PositionalSpec> positionals;
+  std::vector<FlagSpec> flags;
+};
+
+struct ParsedArgs {
+  std::vector<std::string> positionals;
+  std::map<std::string, std::string> values;  // flags that take a value
+  std::map<std::string, bool> switches;       // switches given (true, or false for --no-x)
+  bool help = false;
+
+  bool Switch(const std::string& name, bool def = false) const;
+  std::optional<std::string> Value(const std::string& name) const;
+  std::string ValueOr(const std::string& name, const std::string& def) const;
+};
+
+// INVALID_ARGUMENT (exit 2) for an unknown flag, a missing value, a key=value argument, or a
+// wrong number of positionals; the message says what to write instead.
+absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec, const std::vector<std::string>& args);
+
+// Parses an integer flag value, naming the flag in the error.
+absl::StatusOr<int> ParseIntFlag(const std::string& flag, const std::string& value);
+absl::StatusOr<double> ParseDoubleFlag(const std::string& flag, const std::string& value);
+
+// `--help` text: usage line, description, positionals and every flag with its default.
+std::string HelpText(const std::string& program, const CommandSpec& spec);
+
+}  // namespace libreyolo::cli
+
+#endif  // LIBREYOLO_CLIENT_CLI_ARGS_H_

@@ -1,0 +1,46 @@
+// `compare`: deltas between two profiles, with the significance rule of docs/metrics.md.
+#ifndef LIBREYOLO_COMMON_ANALYSIS_COMPARE_H_
+#define LIBREYOLO_COMMON_ANALYSIS_COMPARE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/profile/profile.h"
+
+namespace libreyolo {
+
+struct CompareDelta {
+  std::string metric;
+  std::string unit;
+  bool higher_is_better = false;
+  OptDouble before, after;
+  OptDouble delta() const;
+  OptDouble pct() const;  // relative change in percent
+};
+
+struct Significance {
+  bool available = false;  // n >= 2 on both sides
+  bool significant = false;
+  double abs_diff = 0, two_se = 0;
+  int64_t n_before = 0, n_after = 0;
+  std::string text;  // which numbers were compared, or why no call can be made
+};
+
+struct CompareResult {
+  std::string before_label, after_label;
+  std::vector<CompareDelta> deltas;  // img_per_s, ms_per_image, step_ms, gpu_util, ...
+  std::string bound_before, bound_after;
+  Significance significance;
+};
+
+CompareResult Compare(const Profile& before, const Profile& after, const std::string& before_label,
+                      const std::string& after_label);
+
+// sample standard deviation helpers shared with repeat aggregation
+Significance SignificanceOf(double mean_a, double sd_a, int64_t n_a, double mean_b, double sd_b,
+                            int64_t n_b);
+
+}  // namespace libreyolo
+
+#endif  // LIBREYOLO_COMMON_ANALYSIS_COMPARE_H_

@@ -1,0 +1,113 @@
+#include "common/analysis/kernel_classify.h"
+
+#include <regex>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+
+namespace libreyolo {
+namespace {
+
+std::regex Rx(const char* pattern) {
+  return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+}
+
+struct CategoryRule {
+  std::regex pattern;
+  const char* category;
+};
+
+const std::vector<CategoryRule>& CategoryRules() {
+  static const auto* rules = new std::vector<CategoryRule>{
+      {Rx("nccl|rccl|all_reduce|allreduce|all_gather|allgather|reduce_scatter|alltoall|all_to_all"),
+       kCategoryCommunication},
+      {Rx("bn_bw|bn_fw|batchnorm|batch_norm|layer_norm|group_norm|instance_norm|softmax|welford|"
+          "\\breduce|variance|rms_norm"),
+       kCategoryNorm},
+      {Rx("nchwtonhwc|nhwctonchw"), kCategoryLayout},
+      {Rx("gemm|conv|implicit|cutlass|cudnn|wgrad|dgrad|winograd"), kCategoryGemm},
+      {Rx("memcpy|memset|\\bcopy|catarray|concat|contiguous|\\bgather|\\bscatter|\\bpermute|"
+          "\\btranspose"),
+       kCategoryLayout},
+      {Rx("elementwise|vectorized|pointwise|activation|silu|relu|sigmoid|unary|binary|clamp|fill|"
+          "arange"),
+       kCategoryElementwise},
+  };
+  return *rules;
+}
+
+}  // namespace
+
+std::string KernelCategory(std::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(absl::string_view(name.data(), name.size()));
+  for (const auto& rule : CategoryRules()) {
+    if (std::regex_search(lower, rule.pattern)) return rule.category;
+  }
+  return kCategoryOther;
+}
+
+bool IsTensorCoreKernel(std::string_view name) {
+  static const auto* pattern = new std::regex(
+      Rx("h884|h1688|h16816|s1688|s16816|i8816|i16832|hmma|imma|xmma|gmma|tensorop|wmma|16816|"
+         "16832|884gemm|1688gemm"));
+  return std::regex_search(absl::AsciiStrToLower(absl::string_view(name.data(), name.size())), *pattern);
+}
+
+std::string FriendlyKernelName(std::string_view name) {
+  // Ordered: the first substring (of the lower-cased name) that matches names the kernel.
+  static const auto* rules = new std::vector<std::pair<const char*, const char*>>{
+      {"bn_bw", "cudnn batchnorm (bwd)"},
+      {"bn_fw_tr", "cudnn batchnorm (fwd, train)"},
+      {"bn_fw_inf", "cudnn batchnorm (fwd, eval)"},
+      {"batch_norm_backward", "batchnorm (bwd)"},
+      {"batch_norm_collect_statistics", "batchnorm statistics"},
+      {"batch_norm", "batchnorm"},
+      {"implicit_convolve_sgemm", "cudnn conv (implicit sgemm)"},
+      {"implicitgemm", "cutlass conv (implicit gemm)"},
+      {"wgrad", "conv weight grad"},
+      {"dgrad", "conv data grad"},
+      {"winograd", "conv (winograd)"},
+      {"nchwtonhwc", "layout NCHW->NHWC"},
+      {"nhwctonchw", "layout NHWC->NCHW"},
+      {"ampere_sgemm", "sgemm (ampere)"},
+      {"volta_sgemm", "sgemm (volta)"},
+      {"sm80_xmma_gemm", "xmma gemm (sm80)"},
+      {"sm90_xmma", "xmma (sm90)"},
+      {"cutlass", "cutlass gemm"},
+      {"gemv", "gemv"},
+      {"sgemm", "sgemm"},
+      {"silu_backward", "silu (bwd)"},
+      {"silu", "silu"},
+      {"sigmoid", "sigmoid"},
+      {"max_pool", "max pool"},
+      {"avg_pool", "avg pool"},
+      {"upsample", "upsample"},
+      {"catarray", "cat"},
+      {"direct_copy_kernel", "copy"},
+      {"softmax", "softmax"},
+      {"reduce_kernel", "reduce"},
+      {"nccl", "nccl collective"},
+      {"fill_kernel", "fill"},
+      {"fillfunctor", "fill"},
+      {"addfunctor", "add"},
+      {"mulfunctor", "mul"},
+      {"multi_tensor_apply", "multi-tensor apply (optimizer)"},
+  };
+  const std::string lower = absl::AsciiStrToLower(absl::string_view(name.data(), name.size()));
+  for (const auto& [needle, friendly] : *rules) {
+    if (absl::StrContains(lower, needle)) return friendly;
+  }
+  return std::string(name);
+}
+
+std::string CutName(std::string_view name, size_t max_chars) {
+  if (name.size() <= max_chars) return std::string(name);
+  size_t cut = max_chars;
+  // Step back over UTF-8 continuation bytes so the result stays valid UTF-8.
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(name.substr(0, cut));
+}
+
+}  // namespace libreyolo

@@ -1,0 +1,110 @@
+#include "common/analysis/verdict.h"
+
+#include "absl/strings/str_format.h"
+
+namespace libreyolo {
+namespace {
+
+constexpr double kComputeUtil = 0.8;
+constexpr double kDataloadFrac = 0.2;
+constexpr double kStageFrac = 0.35;
+
+Verdict TrainingVerdict(const Profile& p) {
+  const double step = p.step_ms.value_or(0);
+  const double util = p.gpu_util.value_or(0);
+  const double util_raw = p.gpu_util_raw.value_or(util);
+  const double mallocs = p.cuda_mallocs_per_step.value_or(0);
+  const double frac = p.dataload_frac.value_or(0);
+  const bool has_gpu = p.kernels_per_step.value_or(0) > 0;
+
+  if (p.memory_pressure.value_or(false)) {
+    return {kBoundMemoryPressure,
+            absl::StrFormat("%.1f cudaMalloc/cudaFree calls per step (threshold 5) and GPU "
+                            "utilisation %.2f (raw %.2f): the caching allocator is thrashing, so "
+                            "every other number here is unreliable. Lower --batch or --imgsz, "
+                            "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or free "
+                            "memory held by other processes, then profile again.",
+                            mallocs, util, util_raw)};
+  }
+  if (frac >= kDataloadFrac) {
+    return {kBoundDataloader,
+            absl::StrFormat("data loading takes %.1f ms of the %.1f ms step (%.0f%%, threshold "
+                            "20%%). Raise --workers, use pinned memory and persistent workers, "
+                            "cache decoded images, or move augmentation off the critical path.",
+                            p.dataload_ms.value_or(0), step, 100 * frac)};
+  }
+  if (!has_gpu) {
+    return {kBoundCompute,
+            absl::StrFormat("no GPU kernels in the %.1f ms step: the work runs on the CPU and the "
+                            "step is CPU-bound. See `ops` for where the CPU time goes; use a GPU "
+                            "device, fewer threads contending, or a smaller --imgsz.",
+                            step)};
+  }
+  if (util >= kComputeUtil) {
+    return {kBoundCompute,
+            absl::StrFormat("the GPU is busy %.1f of %.1f ms per step (utilisation %.2f, "
+                            "threshold 0.80); Tensor Core share %.0f%%. Use AMP (bf16/fp16), "
+                            "channels_last, fewer/larger kernels (torch.compile), or a smaller "
+                            "model.",
+                            p.gpu_busy_ms_per_step.value_or(0), step, util,
+                            p.tensorcore_pct.value_or(0))};
+  }
+  return {kBoundHost,
+          absl::StrFormat("the GPU is busy only %.1f of %.1f ms per step (utilisation %.2f < "
+                          "0.80) with %.0f kernel launches per step; host overhead %.2f ms per "
+                          "step (%s). Raise --batch, use CUDA graphs or torch.compile to cut "
+                          "launches, and avoid host synchronisations (.item(), .cpu()).",
+                          p.gpu_busy_ms_per_step.value_or(0), step, util,
+                          p.launches_per_step.value_or(0), p.host_overhead_ms_per_step.value_or(0),
+                          p.host_overhead_method.value_or("residual"))};
+}
+
+Verdict InferenceVerdict(const Profile& p) {
+  const double step = p.step_ms.value_or(0);
+  const Stages& s = *p.stages_ms;
+  const double pre = s.preprocess.value_or(0);
+  const double fwd = s.forward.value_or(0);
+  const double post = s.postprocess.value_or(0);
+  if (step > 0 && post >= fwd && post / step >= kStageFrac) {
+    return {kBoundNms,
+            absl::StrFormat("postprocess (decode + NMS) takes %.2f ms of %.2f ms (%.0f%%), more "
+                            "than the forward pass (%.2f ms). Raise --conf, lower --max-det, or "
+                            "run NMS on the device.",
+                            post, step, 100 * post / step, fwd)};
+  }
+  if (step > 0 && pre >= fwd && pre / step >= kStageFrac) {
+    return {kBoundPreprocess,
+            absl::StrFormat("preprocess (decode + letterbox + copy) takes %.2f ms of %.2f ms "
+                            "(%.0f%%), more than the forward pass (%.2f ms). Decode in parallel, "
+                            "resize on the device, or feed pre-sized images.",
+                            pre, step, 100 * pre / step, fwd)};
+  }
+  const bool on_cpu = p.kernels_per_step.value_or(0) <= 0;
+  const double util = p.gpu_util.value_or(0);
+  if (on_cpu || util >= kComputeUtil) {
+    return {kBoundCompute,
+            absl::StrFormat("the forward pass dominates (%.2f of %.2f ms)%s. Use --half, a "
+                            "smaller --imgsz or model size, or a larger --batch for throughput.",
+                            fwd, step, on_cpu ? " and runs on the CPU" : "")};
+  }
+  return {kBoundHost,
+          absl::StrFormat("GPU utilisation %.2f < 0.80 with %.0f launches per iteration: the "
+                          "device waits for the host. Raise --batch, use CUDA graphs or "
+                          "TensorRT, and avoid host synchronisations.",
+                          util, p.launches_per_step.value_or(0))};
+}
+
+}  // namespace
+
+bool IsMemoryPressure(double mallocs_per_step, double gpu_util_raw) {
+  return mallocs_per_step >= 5 || gpu_util_raw > 1.05;
+}
+
+Verdict ComputeVerdict(const Profile& p) {
+  if (p.mode == "inference" && p.stages_ms.has_value() && !p.memory_pressure.value_or(false)) {
+    return InferenceVerdict(p);
+  }
+  return TrainingVerdict(p);
+}
+
+}  // namespace libreyolo

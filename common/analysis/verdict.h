@@ -1,0 +1,31 @@
+// The bottleneck verdict (`bound`) and its reason (`bound_why`), docs/metrics.md "Verdicts".
+#ifndef LIBREYOLO_COMMON_ANALYSIS_VERDICT_H_
+#define LIBREYOLO_COMMON_ANALYSIS_VERDICT_H_
+
+#include <string>
+
+#include "common/profile/profile.h"
+
+namespace libreyolo {
+
+inline constexpr char kBoundMemoryPressure[] = "memory-pressure";
+inline constexpr char kBoundDataloader[] = "dataloader";
+inline constexpr char kBoundCompute[] = "compute";
+inline constexpr char kBoundHost[] = "host / launch";
+inline constexpr char kBoundNms[] = "nms / postprocess";
+inline constexpr char kBoundPreprocess[] = "preprocess";
+
+struct Verdict {
+  std::string bound;
+  std::string why;  // quotes the deciding numbers and names the levers to try
+};
+
+// Uses the profile's metrics (step_ms, gpu_util, dataload_frac, memory_pressure, stages_ms, ...).
+Verdict ComputeVerdict(const Profile& p);
+
+// Memory pressure: cudaMalloc/cudaFree per step >= 5 or gpu_util_raw > 1.05.
+bool IsMemoryPressure(double mallocs_per_step, double gpu_util_raw);
+
+}  // namespace libreyolo
+
+#endif  // LIBREYOLO_COMMON_ANALYSIS_VERDICT_H_

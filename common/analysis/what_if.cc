@@ -1,0 +1,101 @@
+#include "common/analysis/what_if.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace libreyolo {
+
+absl::StatusOr<WhatIfResult> WhatIf(const Profile& p, const WhatIfRequest& req) {
+  if (req.remove_category.has_value() == req.remove_launches.has_value()) {
+    return absl::InvalidArgumentError(
+        "what-if needs exactly one of --remove-category C or --remove-launches N "
+        "(e.g. --remove-category layout, --remove-launches 100)");
+  }
+  if (!p.step_ms.has_value() || *p.step_ms <= 0) {
+    return absl::InvalidArgumentError("what-if: the profile has no step time to project from");
+  }
+  WhatIfResult r;
+  r.trace = p.trace.value_or("");
+  r.bound = p.bound;
+  const double step = *p.step_ms;
+  const double busy = p.gpu_busy_ms_per_step.value_or(0);
+  const double dataload = p.dataload_ms.value_or(0);
+  const double host = p.host_overhead_ms_per_step.value_or(0);
+  const double launches = p.launches_per_step.value_or(0);
+  const double util = p.gpu_util.value_or(0);
+
+  if (p.launch_api_ms_per_step.value_or(0) > 0 && launches > 0) {
+    r.per_launch_ms = *p.launch_api_ms_per_step / launches;
+    r.per_launch_source = "launch_api";
+  } else {
+    r.per_launch_ms = launches > 0 ? host / launches : 0;
+    r.per_launch_source = "host_overhead";
+  }
+
+  std::string clamp_note;
+  if (req.remove_category.has_value()) {
+    std::vector<std::string> matched;
+    for (const CategoryRow& c : p.categories) {
+      if (absl::StrContains(c.name, *req.remove_category)) {
+        matched.push_back(c.name);
+        r.removed_gpu_ms += c.ms_per_step;
+      }
+    }
+    if (matched.empty()) {
+      std::vector<std::string> names;
+      for (const CategoryRow& c : p.categories) names.push_back(c.name);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--remove-category '", *req.remove_category, "' matches no kernel category of this "
+          "profile; it has: ",
+          names.empty() ? std::string("none (no GPU kernels)") : absl::StrJoin(names, ", ")));
+    }
+    r.removed_category = absl::StrJoin(matched, ", ");
+    r.removed_launches = busy > 0 ? launches * r.removed_gpu_ms / busy : 0;
+  } else {
+    if (*req.remove_launches < 0) {
+      return absl::InvalidArgumentError("--remove-launches must be >= 0");
+    }
+    r.removed_launches = *req.remove_launches;
+    if (r.removed_launches > launches) {
+      clamp_note = absl::StrFormat(
+          " --remove-launches %.0f exceeds the %.1f launches per step; %.1f were removed.",
+          r.removed_launches, launches, launches);
+      r.removed_launches = launches;
+    }
+  }
+
+  r.step_now_ms = step;
+  if (util < 0.8) {
+    r.mechanism = "launch";
+    r.step_projected_ms = std::max(step - r.removed_launches * r.per_launch_ms, busy + dataload);
+  } else {
+    r.mechanism = "gpu";
+    r.step_projected_ms = std::max(step - r.removed_gpu_ms, host);
+  }
+  r.step_projected_ms = std::min(r.step_projected_ms, step);
+  r.speedup = r.step_projected_ms > 0 ? step / r.step_projected_ms : 1;
+  if (p.img_per_s.has_value()) {
+    r.img_per_s_now = p.img_per_s;
+    r.img_per_s_projected = *p.img_per_s * r.speedup;
+  }
+  r.caveat = absl::StrCat(
+      r.mechanism == "launch"
+          ? absl::StrFormat("GPU utilisation %.2f < 0.80: the step is bound by the host, so only "
+                            "launches removed (x %.4f ms each, from %s) shorten it, and never "
+                            "below GPU busy + data loading (%.2f ms).",
+                            util, r.per_launch_ms, r.per_launch_source, busy + dataload)
+          : absl::StrFormat("GPU utilisation %.2f >= 0.80: the step is bound by GPU work, so "
+                            "only GPU time removed shortens it, and never below the host "
+                            "overhead (%.2f ms).",
+                            util, host),
+      " An estimate from one profile: it assumes the rest of the step is unchanged and that the "
+      "removed work is not replaced; measure again after the change and use `compare`.",
+      clamp_note);
+  return r;
+}
+
+}  // namespace libreyolo

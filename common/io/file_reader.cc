@@ -1,0 +1,77 @@
+#include "common/io/file_reader.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace libreyolo {
+namespace {
+
+bool LooksGzip(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  unsigned char magic[2] = {0, 0};
+  const size_t n = std::fread(magic, 1, 2, f);
+  std::fclose(f);
+  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ChunkedFileReader>> ChunkedFileReader::Open(
+    const std::string& path) {
+  std::FILE* probe = std::fopen(path.c_str(), "rb");
+  if (probe == nullptr) {
+    const int err = errno;
+    if (err == ENOENT) return absl::NotFoundError(absl::StrCat("no such file: ", path));
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot open ", path, ": ", std::strerror(err)));
+  }
+  std::fclose(probe);
+  std::unique_ptr<ChunkedFileReader> reader(new ChunkedFileReader());
+  reader->path_ = path;
+  reader->compressed_ = LooksGzip(path);
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (gz == nullptr) return absl::InternalError(absl::StrCat("cannot open ", path));
+  gzbuffer(gz, 1 << 18);
+  reader->gz_ = gz;
+  return reader;
+}
+
+ChunkedFileReader::~ChunkedFileReader() {
+  if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
+}
+
+absl::StatusOr<size_t> ChunkedFileReader::Read(char* out, size_t capacity) {
+  auto gz = static_cast<gzFile>(gz_);
+  const unsigned want = static_cast<unsigned>(capacity > (1u << 30) ? (1u << 30) : capacity);
+  const int n = gzread(gz, out, want);
+  int errnum = Z_OK;
+  const char* msg = gzerror(gz, &errnum);
+  if (n < 0 || (errnum != Z_OK && errnum != Z_STREAM_END)) {
+    return absl::DataLossError(absl::StrCat(
+        path_, ": ", compressed_ ? "corrupt or truncated gzip data" : "read error", " (",
+        msg != nullptr ? msg : "unknown", "); re-copy or re-export the file"));
+  }
+  return static_cast<size_t>(n);
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  auto reader = ChunkedFileReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  std::string data;
+  std::vector<char> buf(1 << 16);
+  while (true) {
+    auto n = (*reader)->Read(buf.data(), buf.size());
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    data.append(buf.data(), *n);
+  }
+  return data;
+}
+
+}  // namespace libreyolo

@@ -1,0 +1,47 @@
+#include "common/load/load_profile.h"
+
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "common/io/file_reader.h"
+#include "common/profile/profile_json.h"
+#include "common/trace/trace_analyser.h"
+
+namespace libreyolo {
+namespace {
+
+constexpr size_t kPeekBytes = 1 << 16;
+
+// Profiles (ours and the Python tool's) write "schema" as their first key; traces start with
+// "schemaVersion"/"traceEvents". Peeking at the head decides without reading a 1 GB trace twice.
+absl::StatusOr<bool> LooksLikeProfile(const std::string& path) {
+  auto reader = ChunkedFileReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  std::string head(kPeekBytes, '\0');
+  size_t got = 0;
+  while (got < head.size()) {
+    auto n = (*reader)->Read(head.data() + got, head.size() - got);
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    got += *n;
+  }
+  head.resize(got);
+  const size_t schema = head.find("\"schema\"");
+  const size_t events = head.find("\"traceEvents\"");
+  if (schema == std::string::npos) return false;
+  if (events != std::string::npos && events < schema) return false;
+  return head.find(kProfileSchemaPrefix, schema) != std::string::npos;
+}
+
+}  // namespace
+
+absl::StatusOr<Profile> LoadProfile(const std::string& path) {
+  auto is_profile = LooksLikeProfile(path);
+  if (!is_profile.ok()) return is_profile.status();
+  if (!*is_profile) return AnalyseTraceFile(path);
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) return text.status();
+  return ReadProfileJson(*text, path);
+}
+
+}  // namespace libreyolo

@@ -1,0 +1,152 @@
+// The in-memory profile: what profile.json holds and what every reader consumes.
+//
+// One struct for both origins: a profile.json written by us or by the Python LibreYOLO, and a
+// raw Chrome trace analysed on the fly. Every scalar a file may lack is std::optional, so that a
+// reader shows "n/a" instead of guessing (profile-format.md: "missing optional keys are shown as
+// n/a, never guessed").
+#ifndef LIBREYOLO_COMMON_PROFILE_PROFILE_H_
+#define LIBREYOLO_COMMON_PROFILE_PROFILE_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace libreyolo {
+
+inline constexpr char kProfileSchema[] = "libreyolo.profile.analysis/v1";
+inline constexpr char kProfileSchemaPrefix[] = "libreyolo.profile.analysis";
+
+using OptDouble = std::optional<double>;
+
+struct KernelRow {
+  std::string kernel;    // friendly name
+  std::string raw_name;  // the trace's name, cut to 90 characters in files
+  std::string category;
+  bool tensorcore = false;
+  double ms_per_step = 0;
+  double pct_of_gpu = 0;
+  double count_per_step = 0;
+};
+
+struct OpRow {
+  std::string op;
+  std::string input_shapes;  // empty unless grouped by input shape
+  double count_per_step = 0;
+  double ms_per_step = 0;  // CPU total
+  OptDouble self_cpu_ms_per_step;
+  OptDouble pct_of_cpu_ops;
+  OptDouble self_cpu_mem_bytes;
+  OptDouble cpu_mem_bytes;
+  OptDouble self_device_mem_bytes;
+  OptDouble device_mem_bytes;
+  OptDouble flops;
+  OptDouble device_ms_per_step;
+  OptDouble self_device_ms_per_step;
+};
+
+struct CategoryRow {
+  std::string name;
+  double pct = 0;
+  double ms_per_step = 0;
+};
+
+struct PhaseRow {
+  std::string phase;
+  double gpu_ms_per_step = 0;
+  OptDouble wall_ms_per_step;
+  double kernels_per_step = 0;
+  double ops_per_step = 0;
+  int64_t unique_kernels = 0;
+};
+
+struct Latency {
+  double p50_ms = 0, p90_ms = 0, p99_ms = 0, mean_ms = 0, min_ms = 0, max_ms = 0;
+  int64_t n = 0;
+  std::vector<double> samples_ms;  // ours only; empty for Python profiles
+};
+
+struct Stages {
+  OptDouble preprocess, forward, postprocess;
+};
+
+// Counts of trace content the analyser could not use (perfetto-style stats: never fatal).
+struct ParseStats {
+  int64_t events = 0;            // every element of traceEvents
+  int64_t complete_events = 0;   // ph == "X" with a numeric ts
+  int64_t skipped_events = 0;    // malformed: missing/non-numeric ts, non-object, ...
+  int64_t non_numeric_ids = 0;   // correlation/flow ids that were not integers
+  int64_t duplicate_steps = 0;   // extra copies of a ProfilerStep#N
+};
+
+struct DeviceInfo {
+  std::string type;  // "cuda", "rocm", "cpu"
+  std::string name;
+  std::optional<int64_t> index, sm_count;
+  OptDouble memory_mb;
+};
+
+struct RepeatInfo {
+  OptDouble img_per_s_std;
+  std::optional<int64_t> img_per_s_n;
+  std::vector<double> img_per_s_trials;
+};
+
+struct Profile {
+  std::string schema = kProfileSchema;
+  std::optional<std::string> trace;  // path of the Chrome trace this came from
+  std::string model;
+  std::string config_json = "{}";  // the config object, verbatim JSON
+  std::optional<std::string> mode;  // "inference" or absent (training / raw trace)
+  std::string source_kind;          // "profile" or "trace": how this was loaded
+
+  std::string bound;
+  std::string bound_why;
+
+  // Step-level metrics (profile-format.md / docs/metrics.md).
+  OptDouble step_ms, img_per_s, dataload_ms, dataload_frac;
+  OptDouble gpu_util, gpu_util_raw;
+  std::optional<bool> memory_pressure;
+  OptDouble cuda_mallocs_per_step;
+  OptDouble gpu_busy_ms_per_step, gpu_kernel_ms_per_step, mean_kernel_us, kernels_per_step;
+  std::optional<int64_t> unique_kernels;
+  OptDouble memcpy_ms_per_step, tensorcore_pct, peak_vram_mb, peak_reserved_mb;
+  OptDouble host_overhead_ms_per_step, host_overhead_residual_ms_per_step;
+  std::optional<std::string> host_overhead_method;  // "measured" | "residual"
+  OptDouble launch_api_ms_per_step, host_api_ms_per_step, gpu_wait_host_ms_per_step;
+  OptDouble launches_per_step;
+  std::optional<std::string> launches_source;  // "runtime" | "kernels"
+  OptDouble ops_per_step;
+  OptDouble flops_per_step, achieved_tflops;
+  OptDouble self_cpu_total_ms_per_step, self_device_total_ms_per_step;
+  std::optional<int64_t> batch;  // from config, where known
+
+  OptDouble window_wall_ms;
+  std::optional<int64_t> real_steps;
+
+  std::vector<CategoryRow> categories;
+  std::vector<PhaseRow> phases;
+  std::map<std::string, std::vector<KernelRow>> kernels_by_phase;
+  std::map<std::string, std::vector<OpRow>> ops_by_phase;
+  std::vector<KernelRow> kernels;            // all, by time
+  std::vector<OpRow> ops;                    // all, grouped by name
+  std::vector<OpRow> ops_by_input_shape;     // grouped by (name, input shapes); may be empty
+  bool has_input_shapes = false;             // ops were recorded with shapes
+
+  std::optional<Latency> latency;
+  std::optional<Stages> stages_ms;
+  RepeatInfo repeat;
+
+  std::optional<DeviceInfo> device;
+  std::string tool_name, tool_version;
+  std::optional<std::string> created_at;
+  ParseStats parse_stats;
+
+  // Flat metrics a file carried that we do not derive ourselves (shown by `get`).
+  std::map<std::string, std::string> extra_metrics_json;
+};
+
+}  // namespace libreyolo
+
+#endif  // LIBREYOLO_COMMON_PROFILE_PROFILE_H_

@@ -1,0 +1,313 @@
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/profile/profile_json.h"
+
+namespace libreyolo {
+namespace {
+
+using rapidjson::Value;
+
+std::string ToJson(const Value& v) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  v.Accept(w);
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+// Reads typed fields out of a JSON object; the first wrong-typed field becomes the error.
+class FieldReader {
+ public:
+  FieldReader(const std::string& what, absl::Status* status) : what_(what), status_(status) {}
+
+  const Value* Find(const Value& obj, const char* key) const {
+    if (!obj.IsObject()) return nullptr;
+    auto it = obj.FindMember(key);
+    if (it == obj.MemberEnd() || it->value.IsNull()) return nullptr;
+    return &it->value;
+  }
+
+  void Fail(const std::string& path, const char* expected) {
+    if (status_->ok()) {
+      *status_ = absl::InvalidArgumentError(
+          absl::StrCat(what_, ": key \"", path, "\" should be ", expected,
+                       "; the profile is damaged: re-run `libreyolo profile` to write it again"));
+    }
+  }
+
+  OptDouble Double(const Value& obj, const char* key, const std::string& ctx = "") {
+    const Value* v = Find(obj, key);
+    if (v == nullptr) return std::nullopt;
+    if (v->IsBool()) return v->GetBool() ? 1.0 : 0.0;  // Python writes True/False as numbers too
+    if (!v->IsNumber()) {
+      Fail(ctx + key, "a number");
+      return std::nullopt;
+    }
+    return v->GetDouble();
+  }
+  double DoubleOr(const Value& obj, const char* key, double def, const std::string& ctx = "") {
+    return Double(obj, key, ctx).value_or(def);
+  }
+  std::optional<int64_t> Int(const Value& obj, const char* key, const std::string& ctx = "") {
+    const OptDouble d = Double(obj, key, ctx);
+    if (!d.has_value()) return std::nullopt;
+    return static_cast<int64_t>(std::llround(*d));
+  }
+  std::optional<bool> Bool(const Value& obj, const char* key, const std::string& ctx = "") {
+    const Value* v = Find(obj, key);
+    if (v == nullptr) return std::nullopt;
+    if (v->IsBool()) return v->GetBool();
+    if (v->IsNumber()) return v->GetDouble() != 0;
+    Fail(ctx + key, "true or false");
+    return std::nullopt;
+  }
+  std::optional<std::string> String(const Value& obj, const char* key,
+                                    const std::string& ctx = "") {
+    const Value* v = Find(obj, key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->IsString()) {
+      Fail(ctx + key, "a string");
+      return std::nullopt;
+    }
+    return std::string(v->GetString(), v->GetStringLength());
+  }
+  const Value* Array(const Value& obj, const char* key) {
+    const Value* v = Find(obj, key);
+    if (v == nullptr) return nullptr;
+    if (!v->IsArray()) {
+      Fail(key, "a list");
+      return nullptr;
+    }
+    return v;
+  }
+  const Value* Object(const Value& obj, const char* key) {
+    const Value* v = Find(obj, key);
+    if (v == nullptr) return nullptr;
+    if (!v->IsObject()) {
+      Fail(key, "an object");
+      return nullptr;
+    }
+    return v;
+  }
+
+ private:
+  std::string what_;
+  absl::Status* status_;
+};
+
+KernelRow ReadKernelRow(FieldReader& r, const Value& v, const std::string& ctx) {
+  KernelRow k;
+  k.raw_name = r.String(v, "raw_name", ctx).value_or("");
+  k.kernel = r.String(v, "kernel", ctx).value_or(k.raw_name);
+  if (k.raw_name.empty()) k.raw_name = k.kernel;
+  k.category = r.String(v, "category", ctx).value_or("other");
+  k.tensorcore = r.Bool(v, "tensorcore", ctx).value_or(false);
+  k.ms_per_step = r.DoubleOr(v, "ms_per_step", 0, ctx);
+  k.pct_of_gpu = r.DoubleOr(v, "pct_of_gpu", 0, ctx);
+  k.count_per_step = r.DoubleOr(v, "count_per_step", 0, ctx);
+  return k;
+}
+
+std::vector<KernelRow> ReadKernelRows(FieldReader& r, const Value* arr, const std::string& ctx) {
+  std::vector<KernelRow> rows;
+  if (arr == nullptr) return rows;
+  for (const Value& v : arr->GetArray()) {
+    if (v.IsObject()) rows.push_back(ReadKernelRow(r, v, ctx));
+  }
+  return rows;
+}
+
+std::vector<OpRow> ReadOpRows(FieldReader& r, const Value* arr, const std::string& ctx) {
+  std::vector<OpRow> rows;
+  if (arr == nullptr) return rows;
+  for (const Value& v : arr->GetArray()) {
+    if (!v.IsObject()) continue;
+    OpRow o;
+    o.op = r.String(v, "op", ctx).value_or("");
+    o.input_shapes = r.String(v, "input_shapes", ctx).value_or("");
+    o.count_per_step = r.DoubleOr(v, "count_per_step", 0, ctx);
+    o.ms_per_step = r.DoubleOr(v, "ms_per_step", 0, ctx);
+    o.self_cpu_ms_per_step = r.Double(v, "self_cpu_ms_per_step", ctx);
+    o.pct_of_cpu_ops = r.Double(v, "pct_of_cpu_ops", ctx);
+    o.self_cpu_mem_bytes = r.Double(v, "self_cpu_mem_bytes", ctx);
+    o.cpu_mem_bytes = r.Double(v, "cpu_mem_bytes", ctx);
+    o.self_device_mem_bytes = r.Double(v, "self_device_mem_bytes", ctx);
+    o.device_mem_bytes = r.Double(v, "device_mem_bytes", ctx);
+    o.flops = r.Double(v, "flops", ctx);
+    o.device_ms_per_step = r.Double(v, "device_ms_per_step", ctx);
+    o.self_device_ms_per_step = r.Double(v, "self_device_ms_per_step", ctx);
+    rows.push_back(std::move(o));
+  }
+  return rows;
+}
+
+}  // namespace
+
+absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string& what) {
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseNanAndInfFlag | rapidjson::kParseIterativeFlag>(text.data(),
+                                                                              text.size());
+  if (doc.HasParseError()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": not valid JSON at byte ", doc.GetErrorOffset(), ": ",
+        rapidjson::GetParseError_En(doc.GetParseError()), ". Is the file complete?"));
+  }
+  if (!doc.IsObject()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": a profile must be a JSON object"));
+  }
+  absl::Status status;
+  FieldReader r(what, &status);
+  Profile p;
+  p.source_kind = "profile";
+  p.schema = r.String(doc, "schema").value_or("");
+  if (!absl::StartsWith(p.schema, kProfileSchemaPrefix)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": schema \"", p.schema, "\" is not a libreyolo profile (expected \"",
+                     kProfileSchema, "\")"));
+  }
+  p.trace = r.String(doc, "trace");
+  p.model = r.String(doc, "model").value_or("");
+  if (const Value* cfg = r.Object(doc, "config")) {
+    p.config_json = ToJson(*cfg);
+    p.batch = r.Int(*cfg, "batch", "config.");
+  }
+  p.mode = r.String(doc, "mode");
+  p.bound = r.String(doc, "bound").value_or("");
+  p.bound_why = r.String(doc, "bound_why").value_or("");
+  p.step_ms = r.Double(doc, "step_ms");
+  p.img_per_s = r.Double(doc, "img_per_s");
+  p.dataload_ms = r.Double(doc, "dataload_ms");
+  p.dataload_frac = r.Double(doc, "dataload_frac");
+  p.gpu_util = r.Double(doc, "gpu_util");
+  p.gpu_util_raw = r.Double(doc, "gpu_util_raw");
+  p.memory_pressure = r.Bool(doc, "memory_pressure");
+  p.cuda_mallocs_per_step = r.Double(doc, "cuda_mallocs_per_step");
+  p.host_overhead_ms_per_step = r.Double(doc, "host_overhead_ms_per_step");
+  p.host_overhead_method = r.String(doc, "host_overhead_method");
+  p.host_overhead_residual_ms_per_step = r.Double(doc, "host_overhead_residual_ms_per_step");
+  p.launch_api_ms_per_step = r.Double(doc, "launch_api_ms_per_step");
+  p.host_api_ms_per_step = r.Double(doc, "host_api_ms_per_step");
+  p.gpu_wait_host_ms_per_step = r.Double(doc, "gpu_wait_host_ms_per_step");
+  p.launches_per_step = r.Double(doc, "launches_per_step");
+  p.launches_source = r.String(doc, "launches_source");
+  p.gpu_busy_ms_per_step = r.Double(doc, "gpu_busy_ms_per_step");
+  p.gpu_kernel_ms_per_step = r.Double(doc, "gpu_kernel_ms_per_step");
+  p.mean_kernel_us = r.Double(doc, "mean_kernel_us");
+  p.kernels_per_step = r.Double(doc, "kernels_per_step");
+  p.unique_kernels = r.Int(doc, "unique_kernels");
+  p.memcpy_ms_per_step = r.Double(doc, "memcpy_ms_per_step");
+  p.tensorcore_pct = r.Double(doc, "tensorcore_pct");
+  p.peak_vram_mb = r.Double(doc, "peak_vram_mb");
+  p.ops_per_step = r.Double(doc, "ops_per_step");
+  p.flops_per_step = r.Double(doc, "flops_per_step");
+  p.achieved_tflops = r.Double(doc, "achieved_tflops");
+  p.self_cpu_total_ms_per_step = r.Double(doc, "self_cpu_total_ms_per_step");
+  p.self_device_total_ms_per_step = r.Double(doc, "self_device_total_ms_per_step");
+  if (const Value* mem = r.Object(doc, "memory")) {
+    p.peak_reserved_mb = r.Double(*mem, "peak_reserved_mb", "memory.");
+    if (!p.peak_vram_mb) p.peak_vram_mb = r.Double(*mem, "peak_allocated_mb", "memory.");
+  }
+  if (const Value* win = r.Object(doc, "window")) {
+    p.window_wall_ms = r.Double(*win, "wall_ms", "window.");
+    p.real_steps = r.Int(*win, "real_steps", "window.");
+  }
+  if (const Value* metrics = r.Object(doc, "metrics")) {
+    for (const auto& m : metrics->GetObject()) {
+      p.extra_metrics_json[std::string(m.name.GetString(), m.name.GetStringLength())] =
+          ToJson(m.value);
+    }
+    if (!p.ops_per_step) p.ops_per_step = r.Double(*metrics, "ops_per_step", "metrics.");
+  }
+  if (const Value* cats = r.Array(doc, "categories")) {
+    for (const Value& c : cats->GetArray()) {
+      if (!c.IsObject()) continue;
+      p.categories.push_back(CategoryRow{r.String(c, "name", "categories.").value_or(""),
+                                         r.DoubleOr(c, "pct", 0, "categories."),
+                                         r.DoubleOr(c, "ms_per_step", 0, "categories.")});
+    }
+  }
+  if (const Value* phases = r.Array(doc, "phases")) {
+    for (const Value& v : phases->GetArray()) {
+      if (!v.IsObject()) continue;
+      PhaseRow row;
+      row.phase = r.String(v, "phase", "phases.").value_or("");
+      row.gpu_ms_per_step = r.DoubleOr(v, "gpu_ms_per_step", 0, "phases.");
+      row.wall_ms_per_step = r.Double(v, "wall_ms_per_step", "phases.");
+      row.kernels_per_step = r.DoubleOr(v, "kernels_per_step", 0, "phases.");
+      row.ops_per_step = r.DoubleOr(v, "ops_per_step", 0, "phases.");
+      row.unique_kernels = r.Int(v, "unique_kernels", "phases.").value_or(0);
+      if (!row.phase.empty()) p.phases.push_back(std::move(row));
+    }
+  }
+  if (const Value* kbp = r.Object(doc, "kernels_by_phase")) {
+    for (const auto& m : kbp->GetObject()) {
+      if (!m.value.IsArray()) continue;
+      p.kernels_by_phase[m.name.GetString()] =
+          ReadKernelRows(r, &m.value, "kernels_by_phase.");
+    }
+  }
+  if (const Value* obp = r.Object(doc, "ops_by_phase")) {
+    for (const auto& m : obp->GetObject()) {
+      if (!m.value.IsArray()) continue;
+      p.ops_by_phase[m.name.GetString()] = ReadOpRows(r, &m.value, "ops_by_phase.");
+    }
+  }
+  p.kernels = ReadKernelRows(r, r.Array(doc, "kernels"), "kernels.");
+  if (p.kernels.empty()) p.kernels = ReadKernelRows(r, r.Array(doc, "top_kernels"), "top_kernels.");
+  p.ops = ReadOpRows(r, r.Array(doc, "ops"), "ops.");
+  p.ops_by_input_shape = ReadOpRows(r, r.Array(doc, "ops_by_input_shape"), "ops_by_input_shape.");
+  p.has_input_shapes = r.Bool(doc, "has_input_shapes").value_or(!p.ops_by_input_shape.empty());
+
+  if (const Value* lat = r.Object(doc, "latency")) {
+    Latency l;
+    l.p50_ms = r.DoubleOr(*lat, "p50_ms", 0, "latency.");
+    l.p90_ms = r.DoubleOr(*lat, "p90_ms", 0, "latency.");
+    l.p99_ms = r.DoubleOr(*lat, "p99_ms", 0, "latency.");
+    l.mean_ms = r.DoubleOr(*lat, "mean_ms", 0, "latency.");
+    l.min_ms = r.DoubleOr(*lat, "min_ms", 0, "latency.");
+    l.max_ms = r.DoubleOr(*lat, "max_ms", 0, "latency.");
+    l.n = r.Int(*lat, "n", "latency.").value_or(0);
+    if (const Value* s = r.Array(*lat, "samples_ms")) {
+      for (const Value& v : s->GetArray()) {
+        if (v.IsNumber()) l.samples_ms.push_back(v.GetDouble());
+      }
+    }
+    p.latency = l;
+  }
+  if (const Value* st = r.Object(doc, "stages_ms")) {
+    p.stages_ms = Stages{r.Double(*st, "preprocess", "stages_ms."),
+                         r.Double(*st, "forward", "stages_ms."),
+                         r.Double(*st, "postprocess", "stages_ms.")};
+  }
+  p.repeat.img_per_s_std = r.Double(doc, "img_per_s_std");
+  p.repeat.img_per_s_n = r.Int(doc, "img_per_s_n");
+  if (const Value* trials = r.Array(doc, "img_per_s_trials")) {
+    for (const Value& v : trials->GetArray()) {
+      if (v.IsNumber()) p.repeat.img_per_s_trials.push_back(v.GetDouble());
+    }
+  }
+  if (const Value* dev = r.Object(doc, "device")) {
+    DeviceInfo d;
+    d.type = r.String(*dev, "type", "device.").value_or("");
+    d.name = r.String(*dev, "name", "device.").value_or("");
+    d.index = r.Int(*dev, "index", "device.");
+    d.sm_count = r.Int(*dev, "sm_count", "device.");
+    d.memory_mb = r.Double(*dev, "memory_mb", "device.");
+    p.device = d;
+  }
+  if (const Value* tool = r.Object(doc, "tool")) {
+    p.tool_name = r.String(*tool, "name", "tool.").value_or("");
+    p.tool_version = r.String(*tool, "version", "tool.").value_or("");
+  }
+  p.created_at = r.String(doc, "created_at");
+  if (!status.ok()) return status;
+  return p;
+}
+
+}  // namespace libreyolo

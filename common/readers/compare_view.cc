@@ -1,0 +1,64 @@
+#include "common/readers/compare_view.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/json/json_writer.h"
+#include "common/render/text_table.h"
+
+namespace libreyolo {
+namespace {
+
+std::string Verdict(const CompareDelta& d) {
+  const OptDouble delta = d.delta();
+  if (!delta || *delta == 0) return "";
+  const bool better = d.higher_is_better ? *delta > 0 : *delta < 0;
+  return better ? "better" : "worse";
+}
+
+}  // namespace
+
+std::string RenderCompareText(const CompareResult& r) {
+  std::string out = absl::StrCat("before: ", r.before_label, "\nafter:  ", r.after_label, "\n\n");
+  TextTable t({{"metric", TextTable::Align::kLeft}, {"before"}, {"after"}, {"delta"},
+               {"change"}, {"", TextTable::Align::kLeft}});
+  for (const CompareDelta& d : r.deltas) {
+    if (!d.before && !d.after) continue;
+    const OptDouble pct = d.pct();
+    t.AddRow({d.metric, Fmt(d.before, 3), Fmt(d.after, 3), Fmt(d.delta(), 3),
+              pct ? absl::StrFormat("%+.1f %%", *pct) : "n/a", Verdict(d)});
+  }
+  t.AddRow({"bound", r.bound_before.empty() ? "n/a" : r.bound_before,
+            r.bound_after.empty() ? "n/a" : r.bound_after, "", "",
+            r.bound_before == r.bound_after ? "" : "changed"});
+  out += t.Render(0);
+  absl::StrAppend(&out, "\nsignificance: ", r.significance.text, "\n");
+  return out;
+}
+
+std::string RenderCompareJson(const CompareResult& r) {
+  JsonWriter w;
+  w.BeginObject().Field("before", r.before_label).Field("after", r.after_label);
+  w.Key("deltas").BeginArray();
+  for (const CompareDelta& d : r.deltas) {
+    w.BeginObject().Field("metric", d.metric).Field("unit", d.unit).Field("before", d.before)
+        .Field("after", d.after).Field("delta", d.delta()).Field("pct", d.pct())
+        .Field("higher_is_better", d.higher_is_better).EndObject();
+  }
+  w.EndArray();
+  w.Key("bound").BeginObject().Field("before", r.bound_before).Field("after", r.bound_after)
+      .EndObject();
+  const Significance& s = r.significance;
+  w.Key("img_per_s_significance").BeginObject().Field("available", s.available);
+  if (s.available) {
+    w.Field("significant", s.significant).Field("abs_diff", s.abs_diff)
+        .Field("two_se", s.two_se);
+  } else {
+    w.Key("significant").Null();
+  }
+  w.Field("n_before", s.n_before).Field("n_after", s.n_after).Field("significance", s.text)
+      .EndObject();
+  w.EndObject();
+  return w.Take();
+}
+
+}  // namespace libreyolo

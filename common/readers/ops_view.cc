@@ -1,0 +1,213 @@
+#include "common/readers/ops_view.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/json/json_writer.h"
+#include "common/readers/phases_view.h"
+#include "common/render/text_table.h"
+
+namespace libreyolo {
+namespace {
+
+using Key = std::function<double(const OpRow&)>;
+
+double Avg(const OpRow& r) { return r.count_per_step > 0 ? r.ms_per_step / r.count_per_step : 0; }
+
+const std::vector<std::pair<std::string, Key>>& SortTable() {
+  static const auto* table = new std::vector<std::pair<std::string, Key>>{
+      {"cpu_time_total", [](const OpRow& r) { return r.ms_per_step; }},
+      {"self_cpu_time_total", [](const OpRow& r) { return r.self_cpu_ms_per_step.value_or(0); }},
+      {"cpu_time_avg", Avg},
+      {"count", [](const OpRow& r) { return r.count_per_step; }},
+      {"self_cpu_memory_usage", [](const OpRow& r) { return r.self_cpu_mem_bytes.value_or(0); }},
+      {"cpu_memory_usage", [](const OpRow& r) { return r.cpu_mem_bytes.value_or(0); }},
+      {"flops", [](const OpRow& r) { return r.flops.value_or(0); }},
+      {"device_time_total", [](const OpRow& r) { return r.device_ms_per_step.value_or(0); }},
+      {"self_device_time_total",
+       [](const OpRow& r) { return r.self_device_ms_per_step.value_or(0); }},
+      {"device_memory_usage", [](const OpRow& r) { return r.device_mem_bytes.value_or(0); }},
+      {"self_device_memory_usage",
+       [](const OpRow& r) { return r.self_device_mem_bytes.value_or(0); }},
+  };
+  return *table;
+}
+
+bool AnyNonZero(const std::vector<OpRow>& rows, OptDouble OpRow::*field) {
+  return std::any_of(rows.begin(), rows.end(),
+                     [field](const OpRow& r) { return (r.*field).value_or(0) != 0; });
+}
+
+}  // namespace
+
+const std::vector<std::string>& OpSortKeys() {
+  static const auto* keys = [] {
+    auto* k = new std::vector<std::string>;
+    for (const auto& [name, fn] : SortTable()) k->push_back(name);
+    return k;
+  }();
+  return *keys;
+}
+
+absl::StatusOr<OpsView> BuildOps(const Profile& p, const OpsOptions& o, const std::string& source) {
+  const Key* key = nullptr;
+  for (const auto& [name, fn] : SortTable()) {
+    if (name == o.sort) key = &fn;
+  }
+  if (key == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown --sort '", o.sort,
+                                                   "' for ops; use one of: ",
+                                                   absl::StrJoin(OpSortKeys(), ", ")));
+  }
+  const std::vector<OpRow>* rows = &p.ops;
+  if (o.group_by_input_shape && o.phase.has_value()) {
+    return absl::InvalidArgumentError(
+        "--group-by-input-shape and --phase cannot be combined; use one of them");
+  }
+  if (o.group_by_input_shape) {
+    if (!p.has_input_shapes || p.ops_by_input_shape.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          source, " was recorded without input shapes, so --group-by-input-shape has nothing to "
+                  "group by. Record with shapes (libreyolo profile run/infer --record-shapes, or "
+                  "torch.profiler.profile(record_shapes=True)) and try again."));
+    }
+    rows = &p.ops_by_input_shape;
+  }
+  if (o.phase.has_value()) {
+    auto it = p.ops_by_phase.find(*o.phase);
+    if (it == p.ops_by_phase.end()) {
+      return absl::NotFoundError(absl::StrCat("unknown phase '", *o.phase,
+                                              "'; this profile has: ", PhaseNamesForMessage(p)));
+    }
+    rows = &it->second;
+  }
+  OpsView v;
+  v.source = source;
+  v.options = o;
+  v.rows = *rows;
+  v.total_rows = v.rows.size();
+  std::stable_sort(v.rows.begin(), v.rows.end(), [key](const OpRow& a, const OpRow& b) {
+    return (*key)(a) > (*key)(b);
+  });
+  if (o.top > 0 && v.rows.size() > static_cast<size_t>(o.top)) {
+    v.rows.resize(static_cast<size_t>(o.top));
+  }
+  v.show_memory = AnyNonZero(*rows, &OpRow::cpu_mem_bytes) ||
+                  AnyNonZero(*rows, &OpRow::self_cpu_mem_bytes);
+  v.show_device = AnyNonZero(*rows, &OpRow::device_ms_per_step) ||
+                  AnyNonZero(*rows, &OpRow::device_mem_bytes);
+  v.show_flops = AnyNonZero(*rows, &OpRow::flops);
+  v.self_cpu_total_ms_per_step = p.self_cpu_total_ms_per_step;
+  v.self_device_total_ms_per_step = p.self_device_total_ms_per_step;
+  v.real_steps = p.real_steps;
+  v.peak_vram_mb = p.peak_vram_mb;
+  v.peak_reserved_mb = p.peak_reserved_mb;
+  v.flops_per_step = p.flops_per_step;
+  v.achieved_tflops = p.achieved_tflops;
+  return v;
+}
+
+std::string RenderOpsText(const OpsView& v) {
+  if (v.rows.empty()) {
+    return absl::StrCat("no CPU ops in ", v.source,
+                        v.options.phase ? absl::StrCat(" (phase ", *v.options.phase, ")") : "",
+                        "\n");
+  }
+  using A = TextTable::Align;
+  std::vector<TextTable::Column> cols = {{"op", A::kLeft, 60}};
+  if (v.options.group_by_input_shape) cols.push_back({"input shapes", A::kLeft, 50});
+  for (const char* h : {"calls/step", "CPU total ms", "self CPU ms", "CPU avg us", "self CPU %"}) {
+    cols.push_back({h});
+  }
+  if (v.show_memory) {
+    cols.push_back({"CPU mem"});
+    cols.push_back({"self CPU mem"});
+  }
+  if (v.show_device) {
+    cols.push_back({"device total ms"});
+    cols.push_back({"self device ms"});
+    cols.push_back({"device mem"});
+    cols.push_back({"self device mem"});
+  }
+  if (v.show_flops) cols.push_back({"FLOPs/step"});
+  TextTable t(cols);
+  for (const OpRow& r : v.rows) {
+    std::vector<std::string> cells = {r.op};
+    if (v.options.group_by_input_shape) cells.push_back(r.input_shapes);
+    cells.push_back(Fmt(r.count_per_step, 1));
+    cells.push_back(Fmt(r.ms_per_step, 3));
+    cells.push_back(Fmt(r.self_cpu_ms_per_step, 3));
+    cells.push_back(Fmt(r.count_per_step > 0 ? OptDouble(1000 * r.ms_per_step / r.count_per_step)
+                                             : std::nullopt,
+                        1));
+    cells.push_back(Fmt(r.pct_of_cpu_ops, 2));
+    if (v.show_memory) {
+      cells.push_back(FmtBytes(r.cpu_mem_bytes));
+      cells.push_back(FmtBytes(r.self_cpu_mem_bytes));
+    }
+    if (v.show_device) {
+      cells.push_back(Fmt(r.device_ms_per_step, 3));
+      cells.push_back(Fmt(r.self_device_ms_per_step, 3));
+      cells.push_back(FmtBytes(r.device_mem_bytes));
+      cells.push_back(FmtBytes(r.self_device_mem_bytes));
+    }
+    if (v.show_flops) cells.push_back(FmtFlops(r.flops));
+    t.AddRow(std::move(cells));
+  }
+  std::string out = t.Render(0);
+  absl::StrAppend(&out, "showing ", v.rows.size(), " of ", v.total_rows, " ops, sorted by ",
+                  v.options.sort, "; all values per step\n");
+  absl::StrAppend(&out, "Self CPU time total: ", FmtUnit(v.self_cpu_total_ms_per_step, "ms", 3),
+                  " per step");
+  if (v.real_steps && v.self_cpu_total_ms_per_step) {
+    absl::StrAppend(&out, " (", Fmt(*v.self_cpu_total_ms_per_step *
+                                        static_cast<double>(*v.real_steps), 3),
+                    " ms over ", *v.real_steps, " steps)");
+  }
+  out += "\n";
+  if (v.show_device) {
+    absl::StrAppend(&out, "Self device time total: ",
+                    FmtUnit(v.self_device_total_ms_per_step, "ms", 3), " per step\n");
+  }
+  if (v.peak_vram_mb) {
+    absl::StrAppend(&out, "Peak device memory: allocated ", FmtUnit(v.peak_vram_mb, "MB", 1),
+                    ", reserved ", FmtUnit(v.peak_reserved_mb, "MB", 1), "\n");
+  }
+  if (v.flops_per_step) {
+    absl::StrAppend(&out, "FLOPs: ", FmtFlops(v.flops_per_step), " per step, achieved ",
+                    FmtUnit(v.achieved_tflops, "TFLOP/s", 3), "\n");
+  }
+  return out;
+}
+
+std::string RenderOpsJson(const OpsView& v) {
+  JsonWriter w;
+  w.BeginObject().Field("source", v.source).Field("phase", v.options.phase)
+      .Field("sort", v.options.sort)
+      .Field("group_by_input_shape", v.options.group_by_input_shape)
+      .Field("total_rows", static_cast<int64_t>(v.total_rows))
+      .Field("self_cpu_total_ms_per_step", v.self_cpu_total_ms_per_step)
+      .Field("self_device_total_ms_per_step", v.self_device_total_ms_per_step)
+      .Field("peak_vram_mb", v.peak_vram_mb).Field("peak_reserved_mb", v.peak_reserved_mb)
+      .Field("flops_per_step", v.flops_per_step).Field("achieved_tflops", v.achieved_tflops);
+  w.Key("ops").BeginArray();
+  for (const OpRow& r : v.rows) {
+    w.BeginObject().Field("op", r.op);
+    if (v.options.group_by_input_shape) w.Field("input_shapes", r.input_shapes);
+    w.Field("count_per_step", r.count_per_step).Field("ms_per_step", r.ms_per_step)
+        .Field("self_cpu_ms_per_step", r.self_cpu_ms_per_step)
+        .Field("pct_of_cpu_ops", r.pct_of_cpu_ops)
+        .Field("cpu_mem_bytes", r.cpu_mem_bytes).Field("self_cpu_mem_bytes", r.self_cpu_mem_bytes)
+        .Field("device_ms_per_step", r.device_ms_per_step)
+        .Field("self_device_ms_per_step", r.self_device_ms_per_step)
+        .Field("device_mem_bytes", r.device_mem_bytes)
+        .Field("self_device_mem_bytes", r.self_device_mem_bytes).Field("flops", r.flops)
+        .EndObject();
+  }
+  w.EndArray().EndObject();
+  return w.Take();
+}
+
+}  // namespace libreyolo

@@ -1,0 +1,43 @@
+// `ops`: the framework view, aten/autograd ops ranked by CPU time (torch's key_averages table).
+#ifndef LIBREYOLO_COMMON_READERS_OPS_VIEW_H_
+#define LIBREYOLO_COMMON_READERS_OPS_VIEW_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/profile/profile.h"
+
+namespace libreyolo {
+
+struct OpsOptions {
+  int top = 20;  // <= 0: all
+  std::optional<std::string> phase;
+  std::string sort = "cpu_time_total";
+  bool group_by_input_shape = false;
+};
+
+struct OpsView {
+  std::string source;
+  OpsOptions options;
+  std::vector<OpRow> rows;
+  size_t total_rows = 0;
+  bool show_memory = false, show_device = false, show_flops = false;
+  OptDouble self_cpu_total_ms_per_step, self_device_total_ms_per_step;
+  std::optional<int64_t> real_steps;
+  OptDouble peak_vram_mb, peak_reserved_mb, flops_per_step, achieved_tflops;
+};
+
+// The accepted --sort keys, in the order `--help` lists them.
+const std::vector<std::string>& OpSortKeys();
+
+// NOT_FOUND for an unknown phase; INVALID_ARGUMENT for an unknown sort key; FAILED_PRECONDITION
+// for --group-by-input-shape on a profile recorded without shapes. All exit 2.
+absl::StatusOr<OpsView> BuildOps(const Profile& p, const OpsOptions& o, const std::string& source);
+std::string RenderOpsText(const OpsView& v);
+std::string RenderOpsJson(const OpsView& v);
+
+}  // namespace libreyolo
+
+#endif  // LIBREYOLO_COMMON_READERS_OPS_VIEW_H_

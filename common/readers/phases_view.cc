@@ -1,0 +1,69 @@
+#include "common/readers/phases_view.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/json/json_writer.h"
+#include "common/render/text_table.h"
+
+namespace libreyolo {
+
+PhasesView BuildPhases(const Profile& p, const std::string& source) {
+  PhasesView v;
+  v.source = source;
+  v.step_ms = p.step_ms;
+  v.gpu_kernel_ms_per_step = p.gpu_kernel_ms_per_step;
+  v.phases = p.phases;
+  if (p.gpu_kernel_ms_per_step.has_value()) {
+    double attributed = 0;
+    for (const PhaseRow& r : p.phases) attributed += r.gpu_ms_per_step;
+    v.unattributed_gpu_ms_per_step = std::max(*p.gpu_kernel_ms_per_step - attributed, 0.0);
+  }
+  return v;
+}
+
+std::string RenderPhasesText(const PhasesView& v) {
+  if (v.phases.empty()) {
+    return absl::StrCat("no phases in ", v.source,
+                        ": the trace has no step/<phase>, ## forward ## or Optimizer.step "
+                        "ranges. Wrap the loop's parts in torch.profiler.record_function(...).\n");
+  }
+  TextTable t({{"phase", TextTable::Align::kLeft}, {"GPU ms/step"}, {"wall ms/step"},
+               {"kernels/step"}, {"ops/step"}, {"unique kernels"}});
+  for (const PhaseRow& r : v.phases) {
+    t.AddRow({r.phase, Fmt(r.gpu_ms_per_step, 3), Fmt(r.wall_ms_per_step, 3),
+              Fmt(r.kernels_per_step, 1), Fmt(r.ops_per_step, 1),
+              absl::StrCat(r.unique_kernels)});
+  }
+  if (v.unattributed_gpu_ms_per_step.value_or(0) > 0) {
+    t.AddRow({"(unattributed)", Fmt(v.unattributed_gpu_ms_per_step, 3), "", "", "", ""});
+  }
+  return absl::StrCat("step ", FmtUnit(v.step_ms, "ms"), ", GPU kernel time ",
+                      FmtUnit(v.gpu_kernel_ms_per_step, "ms", 3), " per step\n", t.Render());
+}
+
+std::string RenderPhasesJson(const PhasesView& v) {
+  JsonWriter w;
+  w.BeginObject().Field("source", v.source).Field("step_ms", v.step_ms)
+      .Field("gpu_kernel_ms_per_step", v.gpu_kernel_ms_per_step)
+      .Field("unattributed_gpu_ms_per_step", v.unattributed_gpu_ms_per_step);
+  w.Key("phases").BeginArray();
+  for (const PhaseRow& r : v.phases) {
+    w.BeginObject().Field("phase", r.phase).Field("gpu_ms_per_step", r.gpu_ms_per_step)
+        .Field("wall_ms_per_step", r.wall_ms_per_step)
+        .Field("kernels_per_step", r.kernels_per_step).Field("ops_per_step", r.ops_per_step)
+        .Field("unique_kernels", r.unique_kernels).EndObject();
+  }
+  w.EndArray().EndObject();
+  return w.Take();
+}
+
+std::string PhaseNamesForMessage(const Profile& p) {
+  std::vector<std::string> names;
+  for (const PhaseRow& r : p.phases) names.push_back(r.phase);
+  return names.empty() ? std::string("none (the profile has no phase ranges)")
+                       : absl::StrJoin(names, ", ");
+}
+
+}  // namespace libreyolo

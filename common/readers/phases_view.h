@@ -1,0 +1,29 @@
+// `phases`: GPU and wall time per phase (forward, backward, dataload, ...).
+#ifndef LIBREYOLO_COMMON_READERS_PHASES_VIEW_H_
+#define LIBREYOLO_COMMON_READERS_PHASES_VIEW_H_
+
+#include <string>
+#include <vector>
+
+#include "common/profile/profile.h"
+
+namespace libreyolo {
+
+struct PhasesView {
+  std::string source;
+  OptDouble step_ms;
+  OptDouble gpu_kernel_ms_per_step;  // all kernels; the rest is unattributed
+  std::vector<PhaseRow> phases;
+  OptDouble unattributed_gpu_ms_per_step;
+};
+
+PhasesView BuildPhases(const Profile& p, const std::string& source);
+std::string RenderPhasesText(const PhasesView& v);
+std::string RenderPhasesJson(const PhasesView& v);
+
+// The phase names a profile has, for "unknown --phase" messages.
+std::string PhaseNamesForMessage(const Profile& p);
+
+}  // namespace libreyolo
+
+#endif  // LIBREYOLO_COMMON_READERS_PHASES_VIEW_H_

@@ -1,0 +1,689 @@
+#include "common/trace/trace_analyser.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <tuple>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "common/analysis/kernel_classify.h"
+#include "common/analysis/verdict.h"
+#include "common/trace/event_tree.h"
+#include "common/trace/trace_reader.h"
+
+namespace libreyolo {
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+
+struct Window {
+  int64_t w0 = 0, w1 = 0;
+  int64_t real_steps = 1;
+  bool Contains(int64_t ts) const { return ts >= w0 && ts < w1; }
+};
+
+Window FindWindow(const TraceData& trace, ParseStats* stats) {
+  // De-duplicate ProfilerStep#N: prefer the CPU copy, else the first copy in file order.
+  absl::flat_hash_map<int64_t, StepMark> kept;
+  for (const StepMark& s : trace.steps) {
+    auto [it, inserted] = kept.try_emplace(s.number, s);
+    if (!inserted) {
+      ++stats->duplicate_steps;
+      if (s.cpu_copy && !it->second.cpu_copy) it->second = s;
+    }
+  }
+  Window w;
+  if (kept.empty()) {
+    if (trace.min_ts_ns <= trace.max_end_ns) {
+      w.w0 = trace.min_ts_ns;
+      w.w1 = trace.max_end_ns;
+    }
+    return w;
+  }
+  w.w0 = INT64_MAX;
+  w.w1 = INT64_MIN;
+  for (const auto& [n, s] : kept) {
+    w.w0 = std::min(w.w0, s.ts_ns);
+    w.w1 = std::max(w.w1, s.ts_ns + s.dur_ns);
+  }
+  w.real_steps = static_cast<int64_t>(kept.size());
+  return w;
+}
+
+// Runtime API names without a trailing "_v<digits>" (cudaLaunchKernelExC_v11060).
+std::string_view StripVersionSuffix(std::string_view name) {
+  const size_t pos = name.rfind("_v");
+  if (pos == std::string_view::npos || pos + 2 >= name.size()) return name;
+  for (size_t i = pos + 2; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return name;
+  }
+  return name.substr(0, pos);
+}
+
+bool IsLaunchCall(std::string_view name) {
+  static constexpr std::array<std::string_view, 11> kPrefixes = {
+      "cudaLaunchKernel",    "cudaLaunchCooperativeKernel", "cudaGraphLaunch",
+      "cuLaunchKernel",      "cuLaunchCooperativeKernel",   "cuGraphLaunch",
+      "hipLaunchKernel",     "hipExtLaunchKernel",          "hipModuleLaunchKernel",
+      "hipExtModuleLaunchKernel", "hipGraphLaunch"};
+  const std::string_view n = StripVersionSuffix(name);
+  for (const auto p : kPrefixes) {
+    if (n.starts_with(p)) return true;
+  }
+  return false;
+}
+
+bool IsMallocCall(std::string_view name) {
+  const std::string_view n = StripVersionSuffix(name);
+  return n == "cudaMalloc" || n == "cudaFree" || n == "cuMemAlloc" || n == "cuMemFree" ||
+         n == "hipMalloc" || n == "hipFree";
+}
+
+constexpr std::array<const char*, 7> kPhaseOrder = {
+    "dataload", "to_device", "preprocess", "forward", "backward", "postprocess", "optimizer"};
+
+// Phase ids: 0 = none; others index into `names`.
+class PhaseTable {
+ public:
+  PhaseTable() { names_.emplace_back(); }
+  uint16_t Id(const std::string& phase) {
+    auto it = ids_.find(phase);
+    if (it != ids_.end()) return it->second;
+    names_.push_back(phase);
+    const auto id = static_cast<uint16_t>(names_.size() - 1);
+    ids_.emplace(phase, id);
+    return id;
+  }
+  const std::string& Name(uint16_t id) const { return names_[id]; }
+  size_t size() const { return names_.size(); }
+
+ private:
+  std::vector<std::string> names_;
+  absl::flat_hash_map<std::string, uint16_t> ids_;
+};
+
+double UnionLength(std::vector<std::pair<int64_t, int64_t>>& iv) {
+  std::sort(iv.begin(), iv.end());
+  int64_t total = 0, cur_s = 0, cur_e = INT64_MIN;
+  for (const auto& [s, e] : iv) {
+    if (s > cur_e) {
+      if (cur_e > cur_s) total += cur_e - cur_s;
+      cur_s = s;
+      cur_e = e;
+    } else {
+      cur_e = std::max(cur_e, e);
+    }
+  }
+  if (cur_e > cur_s) total += cur_e - cur_s;
+  return static_cast<double>(total);
+}
+
+struct KernelAgg {
+  int64_t dur_ns = 0;
+  int64_t count = 0;
+};
+
+struct OpAgg {
+  uint32_t name = 0, shapes = 0;
+  int64_t count = 0;
+  int64_t total_ns = 0, self_ns = 0;
+  int64_t self_device_ns = 0, device_ns = 0;
+  int64_t self_cpu_mem = 0, cpu_mem = 0, self_dev_mem = 0, dev_mem = 0;
+  double flops = 0;
+  bool has_flops = false;
+};
+
+struct PhaseAgg {
+  int64_t gpu_ns = 0;
+  int64_t kernels = 0;
+  int64_t ops = 0;
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  absl::flat_hash_map<uint32_t, KernelAgg> kernel_names;
+  absl::flat_hash_map<uint32_t, OpAgg> op_names;
+};
+
+// Everything derived from the per-thread nesting, by event index.
+struct Ancestry {
+  std::vector<uint16_t> phase;     // innermost enclosing phase (self included)
+  std::vector<int32_t> op;         // innermost enclosing cpu_op (self included), -1 none
+  std::vector<int32_t> runtime;    // innermost enclosing runtime call (self included), -1 none
+};
+
+class Analyser {
+ public:
+  // Takes the trace by value: events outside the window are dropped before any analysis.
+  explicit Analyser(TraceData t) : t_(std::move(t)), ev_(t_.events) {}
+
+  Profile Run() {
+    Profile p;
+    p.source_kind = "trace";
+    p.parse_stats = t_.stats;
+    p.device = t_.device;
+    p.has_input_shapes = t_.has_input_shapes;
+    win_ = FindWindow(t_, &p.parse_stats);
+    // Every metric uses only events whose start lies in the window (docs/metrics.md), including
+    // the launch calls, phase spans and parent ops they are linked to.
+    std::erase_if(t_.events, [this](const TraceEvent& e) { return !win_.Contains(e.ts_ns); });
+    steps_ = static_cast<double>(win_.real_steps);
+    tree_ = BuildEventTree(t_);
+    ComputeAncestry();
+    LinkLaunches();
+
+    p.real_steps = win_.real_steps;
+    p.window_wall_ms = static_cast<double>(win_.w1 - win_.w0) / kNsPerMs;
+    p.step_ms = *p.window_wall_ms / steps_;
+
+    KernelMetrics(p);
+    RuntimeMetrics(p);
+    OpMetrics(p);
+    PhaseMetrics(p);
+    MemoryMetrics(p);
+
+    // Host overhead: measured where kernels can be tied to launches, else the residual.
+    const double busy = p.gpu_busy_ms_per_step.value_or(0);
+    const double dataload = p.dataload_ms.value_or(0);
+    p.host_overhead_residual_ms_per_step = std::max(*p.step_ms - busy - dataload, 0.0);
+    if (kernels_with_launch_ > 0) {
+      p.host_overhead_ms_per_step = p.gpu_wait_host_ms_per_step;
+      p.host_overhead_method = "measured";
+    } else {
+      p.host_overhead_ms_per_step = p.host_overhead_residual_ms_per_step;
+      p.host_overhead_method = "residual";
+    }
+    if (p.step_ms.value_or(0) > 0 && p.flops_per_step.has_value()) {
+      p.achieved_tflops = *p.flops_per_step / (*p.step_ms / 1000.0) / 1e12;
+    }
+    p.memory_pressure = IsMemoryPressure(p.cuda_mallocs_per_step.value_or(0),
+                                         p.gpu_util_raw.value_or(0));
+    const Verdict v = ComputeVerdict(p);
+    p.bound = v.bound;
+    p.bound_why = v.why;
+    return p;
+  }
+
+ private:
+  bool InWindow(const TraceEvent& e) const { return win_.Contains(e.ts_ns); }
+  double PerStepMs(int64_t ns) const { return static_cast<double>(ns) / kNsPerMs / steps_; }
+  double PerStep(double v) const { return v / steps_; }
+
+  void ComputeAncestry() {
+    const size_t n = ev_.size();
+    anc_.phase.assign(n, 0);
+    anc_.op.assign(n, -1);
+    anc_.runtime.assign(n, -1);
+    autograd_.assign(n, 0);
+    phase_name_of_string_.clear();
+    for (const uint32_t i : tree_.order) {
+      const int32_t par = tree_.parent[i];
+      const TraceEvent& e = ev_[i];
+      uint16_t phase = par >= 0 ? anc_.phase[static_cast<size_t>(par)] : 0;
+      int32_t op = par >= 0 ? anc_.op[static_cast<size_t>(par)] : -1;
+      int32_t rt = par >= 0 ? anc_.runtime[static_cast<size_t>(par)] : -1;
+      uint8_t autograd = par >= 0 ? autograd_[static_cast<size_t>(par)] : 0;
+      if (e.cls == EventClass::kCpuOp || e.cls == EventClass::kAnnotation) {
+        const uint16_t own = SpanPhase(e.name);
+        if (own != 0) phase = own;
+      }
+      if (e.cls == EventClass::kCpuOp) {
+        op = static_cast<int32_t>(i);
+        if (!autograd && absl::StartsWith(t_.strings.Get(e.name),
+                                          "autograd::engine::evaluate_function:")) {
+          autograd = 1;
+        }
+      }
+      if (e.cls == EventClass::kRuntime) rt = static_cast<int32_t>(i);
+      anc_.phase[i] = phase;
+      anc_.op[i] = op;
+      anc_.runtime[i] = rt;
+      autograd_[i] = autograd;
+    }
+  }
+
+  // Phase id of a span name, cached per interned name.
+  uint16_t SpanPhase(uint32_t name) {
+    auto it = phase_name_of_string_.find(name);
+    if (it != phase_name_of_string_.end()) return it->second;
+    const std::string phase = PhaseOfSpanName(t_.strings.Get(name));
+    const uint16_t id = phase.empty() ? 0 : phases_.Id(phase);
+    phase_name_of_string_.emplace(name, id);
+    return id;
+  }
+
+  // The phase of a CPU-side node: its enclosing phase span, else backward inside autograd.
+  uint16_t NodePhase(size_t i) {
+    if (anc_.phase[i] != 0) return anc_.phase[i];
+    if (autograd_[i]) return phases_.Id("backward");
+    return 0;
+  }
+
+  void LinkLaunches() {
+    // Correlation id -> runtime event (args.correlation), and flow id -> enclosing runtime call.
+    absl::flat_hash_map<int64_t, int32_t> by_corr;
+    absl::flat_hash_map<int64_t, int32_t> by_flow;
+    for (uint32_t i = 0; i < ev_.size(); ++i) {
+      const TraceEvent& e = ev_[i];
+      if (e.correlation == kNoId) continue;
+      if (e.cls == EventClass::kRuntime) {
+        by_corr.try_emplace(e.correlation, static_cast<int32_t>(i));
+      } else if (e.cls == EventClass::kFlowStart) {
+        by_flow.try_emplace(e.correlation, anc_.runtime[i]);
+      }
+    }
+    launch_of_.assign(ev_.size(), -1);
+    for (uint32_t i = 0; i < ev_.size(); ++i) {
+      const TraceEvent& e = ev_[i];
+      if (!IsGpuActivity(e.cls) || e.correlation == kNoId) continue;
+      auto it = by_corr.find(e.correlation);
+      if (it != by_corr.end()) {
+        launch_of_[i] = it->second;
+        continue;
+      }
+      auto jt = by_flow.find(e.correlation);
+      if (jt != by_flow.end()) launch_of_[i] = jt->second;  // -1 when the flow has no call
+    }
+  }
+
+  // Phase of a kernel: through its launch; without one, by time overlap with phase spans.
+  uint16_t KernelPhase(size_t i) {
+    if (launch_of_[i] >= 0) return NodePhase(static_cast<size_t>(launch_of_[i]));
+    if (!overlap_ready_) BuildOverlapIndex();
+    const int64_t ts = ev_[i].ts_ns;
+    // Latest-starting span with start <= ts that still contains ts.
+    auto it = std::upper_bound(overlap_spans_.begin(), overlap_spans_.end(), ts,
+                               [](int64_t v, const auto& s) { return v < std::get<0>(s); });
+    while (it != overlap_spans_.begin()) {
+      --it;
+      if (std::get<1>(*it) > ts) return std::get<2>(*it);
+    }
+    return 0;
+  }
+
+  void BuildOverlapIndex() {
+    overlap_ready_ = true;
+    for (uint32_t i = 0; i < ev_.size(); ++i) {
+      const TraceEvent& e = ev_[i];
+      if (e.cls != EventClass::kCpuOp && e.cls != EventClass::kAnnotation) continue;
+      const uint16_t ph = SpanPhase(e.name);
+      if (ph != 0) overlap_spans_.emplace_back(e.ts_ns, e.ts_ns + e.dur_ns, ph);
+    }
+    std::stable_sort(overlap_spans_.begin(), overlap_spans_.end(),
+                     [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+  }
+
+  PhaseAgg& Phase(uint16_t id) {
+    if (phase_aggs_.size() <= id) phase_aggs_.resize(static_cast<size_t>(id) + 1);
+    return phase_aggs_[id];
+  }
+
+  void KernelMetrics(Profile& p) {
+    absl::flat_hash_map<uint32_t, KernelAgg> by_name;
+    std::vector<std::pair<int64_t, uint32_t>> starts;  // (ts, event) of window kernels
+    int64_t sum_ns = 0, count = 0, memcpy_ns = 0;
+    for (uint32_t i = 0; i < ev_.size(); ++i) {
+      const TraceEvent& e = ev_[i];
+      if (!InWindow(e)) continue;
+      if (e.cls == EventClass::kMemcpy || e.cls == EventClass::kMemset) {
+        memcpy_ns += e.dur_ns;
+        continue;
+      }
+      if (e.cls != EventClass::kKernel) continue;
+      sum_ns += e.dur_ns;
+      ++count;
+      auto& agg = by_name[e.name];
+      agg.dur_ns += e.dur_ns;
+      ++agg.count;
+      starts.emplace_back(e.ts_ns, i);
+      if (launch_of_[i] >= 0) {
+        ++kernels_with_launch_;
+        const int32_t op = anc_.op[static_cast<size_t>(launch_of_[i])];
+        if (op >= 0) self_device_ns_[static_cast<uint32_t>(op)] += e.dur_ns;
+      }
+      const uint16_t ph = KernelPhase(i);
+      if (ph != 0) {
+        PhaseAgg& pa = Phase(ph);
+        pa.gpu_ns += e.dur_ns;
+        ++pa.kernels;
+        auto& ka = pa.kernel_names[e.name];
+        ka.dur_ns += e.dur_ns;
+        ++ka.count;
+      }
+    }
+    p.gpu_kernel_ms_per_step = PerStepMs(sum_ns);
+    p.kernels_per_step = PerStep(static_cast<double>(count));
+    p.unique_kernels = static_cast<int64_t>(by_name.size());
+    p.mean_kernel_us = count > 0 ? static_cast<double>(sum_ns) / 1000.0 / static_cast<double>(count)
+                                 : 0.0;
+    p.memcpy_ms_per_step = PerStepMs(memcpy_ns);
+
+    // Union of kernel intervals, and GPU idle time spent waiting for the next launch to return.
+    std::sort(starts.begin(), starts.end());
+    int64_t busy = 0, wait = 0, cur_s = 0, cur_e = INT64_MIN;
+    for (const auto& [ts, i] : starts) {
+      const TraceEvent& k = ev_[i];
+      const int64_t end = ts + k.dur_ns;
+      if (ts > cur_e) {
+        if (cur_e != INT64_MIN) {
+          busy += cur_e - cur_s;
+          if (launch_of_[i] >= 0) {
+            const TraceEvent& l = ev_[static_cast<size_t>(launch_of_[i])];
+            const int64_t launch_end = l.ts_ns + l.dur_ns;
+            if (launch_end > cur_e) wait += std::min(ts, launch_end) - cur_e;
+          }
+        }
+        cur_s = ts;
+        cur_e = end;
+      } else {
+        cur_e = std::max(cur_e, end);
+      }
+    }
+    if (cur_e != INT64_MIN) busy += cur_e - cur_s;
+    p.gpu_busy_ms_per_step = PerStepMs(busy);
+    p.gpu_wait_host_ms_per_step = PerStepMs(wait);
+    const double step = p.step_ms.value_or(0);
+    p.gpu_util_raw = step > 0 ? *p.gpu_busy_ms_per_step / step : 0.0;
+    p.gpu_util = std::min(*p.gpu_util_raw, 1.0);
+
+    // Kernel rows, categories and Tensor Core share.
+    int64_t tc_ns = 0;
+    absl::flat_hash_map<std::string, int64_t> cat_ns;
+    for (const auto& [name, agg] : by_name) {
+      const std::string& raw = t_.strings.Get(name);
+      KernelRow row = MakeKernelRow(raw, agg, sum_ns);
+      if (row.tensorcore) tc_ns += agg.dur_ns;
+      cat_ns[row.category] += agg.dur_ns;
+      p.kernels.push_back(std::move(row));
+    }
+    SortKernelRows(p.kernels);
+    p.tensorcore_pct = sum_ns > 0 ? 100.0 * static_cast<double>(tc_ns) / static_cast<double>(sum_ns)
+                                  : 0.0;
+    for (const auto& [name, ns] : cat_ns) {
+      p.categories.push_back(CategoryRow{
+          name, sum_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(sum_ns) : 0.0,
+          PerStepMs(ns)});
+    }
+    std::sort(p.categories.begin(), p.categories.end(), [](const auto& a, const auto& b) {
+      return std::tie(b.ms_per_step, a.name) < std::tie(a.ms_per_step, b.name);
+    });
+  }
+
+  KernelRow MakeKernelRow(const std::string& raw, const KernelAgg& agg, int64_t all_ns) {
+    auto it = classified_.find(raw);
+    if (it == classified_.end()) {
+      it = classified_.emplace(raw, std::make_pair(KernelCategory(raw), IsTensorCoreKernel(raw)))
+               .first;
+    }
+    KernelRow row;
+    row.raw_name = raw;
+    row.kernel = FriendlyKernelName(raw);
+    row.category = it->second.first;
+    row.tensorcore = it->second.second;
+    row.ms_per_step = PerStepMs(agg.dur_ns);
+    row.count_per_step = PerStep(static_cast<double>(agg.count));
+    row.pct_of_gpu =
+        all_ns > 0 ? 100.0 * static_cast<double>(agg.dur_ns) / static_cast<double>(all_ns) : 0.0;
+    return row;
+  }
+
+  static void SortKernelRows(std::vector<KernelRow>& rows) {
+    std::sort(rows.begin(), rows.end(), [](const KernelRow& a, const KernelRow& b) {
+      return std::tie(b.ms_per_step, a.raw_name) < std::tie(a.ms_per_step, b.raw_name);
+    });
+  }
+
+  void RuntimeMetrics(Profile& p) {
+    int64_t runtime = 0, launches = 0, mallocs = 0, launch_ns = 0, api_ns = 0;
+    absl::flat_hash_map<uint32_t, std::pair<bool, bool>> kind;  // name -> (launch, malloc)
+    for (const TraceEvent& e : ev_) {
+      if (e.cls != EventClass::kRuntime || !InWindow(e)) continue;
+      ++runtime;
+      auto it = kind.find(e.name);
+      if (it == kind.end()) {
+        const std::string& n = t_.strings.Get(e.name);
+        it = kind.emplace(e.name, std::make_pair(IsLaunchCall(n), IsMallocCall(n))).first;
+        if (absl::StrContains(n, "Synchronize")) sync_names_.insert(e.name);
+      }
+      if (it->second.first) {
+        ++launches;
+        launch_ns += e.dur_ns;
+      }
+      if (it->second.second) ++mallocs;
+      if (!sync_names_.contains(e.name)) api_ns += e.dur_ns;
+    }
+    if (runtime > 0) {
+      p.launches_per_step = PerStep(static_cast<double>(launches));
+      p.launches_source = "runtime";
+    } else {
+      p.launches_per_step = p.kernels_per_step;
+      p.launches_source = "kernels";
+    }
+    p.cuda_mallocs_per_step = PerStep(static_cast<double>(mallocs));
+    p.launch_api_ms_per_step = PerStepMs(launch_ns);
+    p.host_api_ms_per_step = PerStepMs(api_ns);
+  }
+
+  void OpMetrics(Profile& p) {
+    // Memory instants belong to the innermost op on their thread.
+    const size_t n = ev_.size();
+    std::vector<int64_t> self_cpu_mem(n, 0), self_dev_mem(n, 0);
+    int64_t cpu_op_count = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const TraceEvent& e = ev_[i];
+      if (e.cls != EventClass::kMemoryInstant || anc_.op[i] < 0) continue;
+      auto& target = e.device_type > 0 ? self_dev_mem : self_cpu_mem;
+      target[static_cast<size_t>(anc_.op[i])] += e.bytes;
+    }
+    // Inclusive values: children after parents in `order`, so walk it backwards.
+    std::vector<int64_t> cpu_mem(self_cpu_mem), dev_mem(self_dev_mem), dev_ns(n, 0);
+    for (const auto& [i, ns] : self_device_ns_) dev_ns[i] = ns;
+    std::vector<int64_t> self_dev_ns(dev_ns);
+    for (auto it = tree_.order.rbegin(); it != tree_.order.rend(); ++it) {
+      const uint32_t i = *it;
+      if (ev_[i].cls != EventClass::kCpuOp) continue;
+      const int32_t par = tree_.parent[i];
+      if (par < 0) continue;
+      const int32_t up = anc_.op[static_cast<size_t>(par)];
+      if (up < 0) continue;
+      const auto u = static_cast<size_t>(up);
+      cpu_mem[u] += cpu_mem[i];
+      dev_mem[u] += dev_mem[i];
+      dev_ns[u] += dev_ns[i];
+    }
+
+    absl::flat_hash_map<uint32_t, OpAgg> by_name;
+    absl::flat_hash_map<std::pair<uint32_t, uint32_t>, OpAgg> by_shape;
+    int64_t self_total = 0, self_dev_total = 0;
+    double flops_total = 0;
+    bool any_flops = false;
+    for (const uint32_t i : tree_.order) {
+      const TraceEvent& e = ev_[i];
+      if (e.cls != EventClass::kCpuOp || !InWindow(e)) continue;
+      ++cpu_op_count;
+      const int64_t self_ns = std::max<int64_t>(e.dur_ns - tree_.child_dur_ns[i], 0);
+      self_total += self_ns;
+      self_dev_total += self_dev_ns[i];
+      if (e.flops >= 0) {
+        flops_total += e.flops;
+        any_flops = true;
+      }
+      auto add = [&](OpAgg& a) {
+        a.name = e.name;
+        ++a.count;
+        a.total_ns += e.dur_ns;
+        a.self_ns += self_ns;
+        a.self_device_ns += self_dev_ns[i];
+        a.device_ns += dev_ns[i];
+        a.self_cpu_mem += self_cpu_mem[i];
+        a.cpu_mem += cpu_mem[i];
+        a.self_dev_mem += self_dev_mem[i];
+        a.dev_mem += dev_mem[i];
+        if (e.flops >= 0) {
+          a.flops += e.flops;
+          a.has_flops = true;
+        }
+      };
+      add(by_name[e.name]);
+      if (t_.has_input_shapes) {
+        OpAgg& s = by_shape[{e.name, e.shapes}];
+        add(s);
+        s.shapes = e.shapes;
+      }
+      const uint16_t ph = NodePhase(i);
+      if (ph != 0) {
+        PhaseAgg& pa = Phase(ph);
+        ++pa.ops;
+        add(pa.op_names[e.name]);
+      }
+    }
+    p.ops_per_step = PerStep(static_cast<double>(cpu_op_count));
+    self_total_ns_ = self_total;
+    p.self_cpu_total_ms_per_step = PerStepMs(self_total);
+    p.self_device_total_ms_per_step = PerStepMs(self_dev_total);
+    if (any_flops) p.flops_per_step = PerStep(flops_total);
+    p.ops = OpRows(by_name);
+    if (t_.has_input_shapes) {
+      absl::flat_hash_map<uint32_t, OpAgg> flat;
+      uint32_t k = 0;
+      for (auto& [key, agg] : by_shape) flat.emplace(k++, agg);
+      p.ops_by_input_shape = OpRows(flat);
+    }
+  }
+
+  std::vector<OpRow> OpRows(const absl::flat_hash_map<uint32_t, OpAgg>& aggs) const {
+    std::vector<OpRow> rows;
+    rows.reserve(aggs.size());
+    for (const auto& [key, a] : aggs) {
+      OpRow r;
+      r.op = t_.strings.Get(a.name);
+      r.input_shapes = t_.strings.Get(a.shapes);
+      r.count_per_step = PerStep(static_cast<double>(a.count));
+      r.ms_per_step = PerStepMs(a.total_ns);
+      r.self_cpu_ms_per_step = PerStepMs(a.self_ns);
+      r.pct_of_cpu_ops = self_total_ns_ > 0 ? 100.0 * static_cast<double>(a.self_ns) /
+                                                  static_cast<double>(self_total_ns_)
+                                            : 0.0;
+      r.self_cpu_mem_bytes = PerStep(static_cast<double>(a.self_cpu_mem));
+      r.cpu_mem_bytes = PerStep(static_cast<double>(a.cpu_mem));
+      r.self_device_mem_bytes = PerStep(static_cast<double>(a.self_dev_mem));
+      r.device_mem_bytes = PerStep(static_cast<double>(a.dev_mem));
+      r.device_ms_per_step = PerStepMs(a.device_ns);
+      r.self_device_ms_per_step = PerStepMs(a.self_device_ns);
+      if (a.has_flops) r.flops = PerStep(a.flops);
+      rows.push_back(std::move(r));
+    }
+    std::sort(rows.begin(), rows.end(), [](const OpRow& a, const OpRow& b) {
+      return std::tie(b.ms_per_step, a.op, a.input_shapes) <
+             std::tie(a.ms_per_step, b.op, b.input_shapes);
+    });
+    return rows;
+  }
+
+  void PhaseMetrics(Profile& p) {
+    for (uint32_t i = 0; i < ev_.size(); ++i) {
+      const TraceEvent& e = ev_[i];
+      if ((e.cls != EventClass::kCpuOp && e.cls != EventClass::kAnnotation) || !InWindow(e)) {
+        continue;
+      }
+      const uint16_t ph = SpanPhase(e.name);
+      if (ph != 0) Phase(ph).spans.emplace_back(e.ts_ns, e.ts_ns + e.dur_ns);
+    }
+    std::vector<uint16_t> ids;
+    for (uint16_t id = 1; id < phase_aggs_.size(); ++id) {
+      const PhaseAgg& a = phase_aggs_[id];
+      if (!a.spans.empty() || a.kernels > 0 || a.ops > 0) ids.push_back(id);
+    }
+    auto rank = [this](uint16_t id) {
+      const std::string& name = phases_.Name(id);
+      for (size_t k = 0; k < kPhaseOrder.size(); ++k) {
+        if (name == kPhaseOrder[k]) return std::make_pair(k, std::string());
+      }
+      return std::make_pair(kPhaseOrder.size(), name);
+    };
+    std::sort(ids.begin(), ids.end(), [&](uint16_t a, uint16_t b) { return rank(a) < rank(b); });
+    p.dataload_ms = 0.0;
+    for (const uint16_t id : ids) {
+      PhaseAgg& a = phase_aggs_[id];
+      PhaseRow row;
+      row.phase = phases_.Name(id);
+      row.gpu_ms_per_step = PerStepMs(a.gpu_ns);
+      if (!a.spans.empty()) row.wall_ms_per_step = UnionLength(a.spans) / kNsPerMs / steps_;
+      row.kernels_per_step = PerStep(static_cast<double>(a.kernels));
+      row.ops_per_step = PerStep(static_cast<double>(a.ops));
+      row.unique_kernels = static_cast<int64_t>(a.kernel_names.size());
+      if (row.phase == "dataload") p.dataload_ms = row.wall_ms_per_step.value_or(0);
+      std::vector<KernelRow> krows;
+      for (const auto& [name, agg] : a.kernel_names) {
+        krows.push_back(MakeKernelRow(t_.strings.Get(name), agg, a.gpu_ns));
+      }
+      SortKernelRows(krows);
+      p.kernels_by_phase[row.phase] = std::move(krows);
+      p.ops_by_phase[row.phase] = OpRows(a.op_names);
+      p.phases.push_back(std::move(row));
+    }
+    const double step = p.step_ms.value_or(0);
+    p.dataload_frac = step > 0 ? *p.dataload_ms / step : 0.0;
+  }
+
+  void MemoryMetrics(Profile& p) {
+    int64_t peak_alloc = -1, peak_reserved = -1;
+    for (const TraceEvent& e : ev_) {
+      if (e.cls != EventClass::kMemoryInstant || e.device_type <= 0 || !InWindow(e)) continue;
+      peak_alloc = std::max(peak_alloc, e.total_allocated);
+      peak_reserved = std::max(peak_reserved, e.total_reserved);
+    }
+    if (peak_alloc >= 0) p.peak_vram_mb = static_cast<double>(peak_alloc) / 1e6;
+    if (peak_reserved >= 0) p.peak_reserved_mb = static_cast<double>(peak_reserved) / 1e6;
+  }
+
+  TraceData t_;
+  const std::vector<TraceEvent>& ev_;
+  Window win_;
+  double steps_ = 1;
+  EventTree tree_;
+  Ancestry anc_;
+  std::vector<uint8_t> autograd_;
+  std::vector<int32_t> launch_of_;
+  PhaseTable phases_;
+  absl::flat_hash_map<uint32_t, uint16_t> phase_name_of_string_;
+  std::vector<PhaseAgg> phase_aggs_;
+  absl::flat_hash_map<uint32_t, int64_t> self_device_ns_;
+  absl::flat_hash_map<std::string, std::pair<std::string, bool>> classified_;
+  absl::flat_hash_set<uint32_t> sync_names_;
+  std::vector<std::tuple<int64_t, int64_t, uint16_t>> overlap_spans_;
+  bool overlap_ready_ = false;
+  int64_t kernels_with_launch_ = 0;
+  int64_t self_total_ns_ = 0;
+};
+
+}  // namespace
+
+std::string PhaseOfSpanName(const std::string& name) {
+  if (absl::StartsWith(name, "step/") && name.size() > 5) return name.substr(5);
+  if (name == "## forward ##") return "forward";
+  if (name == "## backward ##") return "backward";
+  if (name == "## data_load ##" || name == "## dataload ##" ||
+      absl::StartsWith(name, "enumerate(DataLoader)#")) {
+    return "dataload";
+  }
+  if (name == "## to_device ##") return "to_device";
+  if (absl::StartsWith(name, "Optimizer.step#") || absl::StartsWith(name, "Optimizer.zero_grad#") ||
+      name == "## optimizer ##") {
+    return "optimizer";
+  }
+  return "";
+}
+
+Profile AnalyseTrace(TraceData trace) { return Analyser(std::move(trace)).Run(); }
+
+absl::StatusOr<Profile> AnalyseTraceFile(const std::string& path) {
+  auto data = ReadTraceFile(path);
+  if (!data.ok()) return data.status();
+  Profile p = AnalyseTrace(*std::move(data));
+  p.trace = path;
+  return p;
+}
+
+}  // namespace libreyolo

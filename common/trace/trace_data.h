@@ -1,0 +1,88 @@
+// The compact in-memory form of a Chrome trace: only what the metrics need.
+//
+// A 1 GB trace holds millions of events; each is kept as a fixed-size record with interned
+// strings, so peak memory stays a fraction of the file (docs/metrics.md lists what is used).
+#ifndef LIBREYOLO_COMMON_TRACE_TRACE_DATA_H_
+#define LIBREYOLO_COMMON_TRACE_TRACE_DATA_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "common/profile/profile.h"
+
+namespace libreyolo {
+
+enum class EventClass : uint8_t {
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kCpuOp,
+  kAnnotation,
+  kRuntime,
+  kMemoryInstant,  // ph "i", name "[memory]"
+  kFlowStart,      // ph "s", cat "ac2g"
+};
+
+inline bool IsCpuSpan(EventClass c) {
+  return c == EventClass::kCpuOp || c == EventClass::kAnnotation || c == EventClass::kRuntime;
+}
+inline bool IsGpuActivity(EventClass c) {
+  return c == EventClass::kKernel || c == EventClass::kMemcpy || c == EventClass::kMemset;
+}
+
+inline constexpr int64_t kNoId = INT64_MIN;
+
+// Interns strings: id 0 is always the empty string.
+class StringTable {
+ public:
+  StringTable() { Intern(""); }
+  uint32_t Intern(std::string_view s);
+  const std::string& Get(uint32_t id) const { return strings_[id]; }
+  size_t size() const { return strings_.size(); }
+
+ private:
+  std::deque<std::string> strings_;  // stable addresses for the string_view keys
+  absl::flat_hash_map<std::string_view, uint32_t> ids_;
+};
+
+struct TraceEvent {
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  int64_t correlation = kNoId;  // args.correlation, or the flow id for kFlowStart
+  double flops = -1;            // args.flops; < 0 when absent
+  int64_t bytes = 0;            // memory instants: Bytes
+  int64_t total_allocated = -1;
+  int64_t total_reserved = -1;
+  uint32_t name = 0;    // StringTable id
+  uint32_t thread = 0;  // StringTable id of "pid/tid"
+  uint32_t shapes = 0;  // StringTable id of args["Input Dims"] as compact JSON; 0 when absent
+  EventClass cls = EventClass::kCpuOp;
+  int8_t device_type = -1;  // memory instants: 0 CPU, >0 device
+};
+
+struct StepMark {
+  int64_t number = 0;
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  bool cpu_copy = false;  // cat cpu_op or user_annotation
+};
+
+struct TraceData {
+  StringTable strings;
+  std::vector<TraceEvent> events;  // file order
+  std::vector<StepMark> steps;     // every ProfilerStep#N copy, file order
+  // Extent of every complete event with a numeric ts (the window when there are no steps).
+  int64_t min_ts_ns = INT64_MAX;
+  int64_t max_end_ns = INT64_MIN;
+  bool has_input_shapes = false;
+  std::optional<DeviceInfo> device;
+  ParseStats stats;
+};
+
+}  // namespace libreyolo
+
+#endif  // LIBREYOLO_COMMON_TRACE_TRACE_DATA_H_
