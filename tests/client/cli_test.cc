@@ -1,0 +1,288 @@
+// The `libreyolo profile` command contract (shared/spec/cli.md): every reader, --help, --json,
+// exit codes and error messages, driven through RunCli exactly as main() does.
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "client/cli/cli.h"
+
+namespace libreyolo::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result Cli(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const int code = RunCli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string Fixture(const std::string& rel) { return std::string(LIBREYOLO_FIXTURES_DIR) + "/" + rel; }
+const std::string kTrace = Fixture("traces/trace_filter.json.gz");
+const std::string kAmd = Fixture("traces/amd_trace.json.gz");
+
+bool IsJson(const std::string& s) {
+  rapidjson::Document d;
+  d.Parse(s.c_str());
+  return !d.HasParseError();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("libreyolo_cli_test_" + std::to_string(::getpid()) + "_" +
+                                         std::to_string(counter_++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string Write(const std::string& name, const std::string& content) const {
+    const fs::path p = path_ / name;
+    std::ofstream(p, std::ios::binary) << content;
+    return p.string();
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(CliContract, ProfileAloneListsSubcommands) {
+  const Result r = Cli({"profile"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* sub : {"run", "infer", "summary", "get", "phases", "kernels", "ops", "compare",
+                          "what-if"}) {
+    EXPECT_NE(r.out.find(std::string("  ") + sub), std::string::npos) << sub;
+  }
+}
+
+TEST(CliContract, HelpOnEverySubcommandListsItsFlags) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> expected = {
+      {"summary", {"--json"}},
+      {"get", {"--json", "field"}},
+      {"phases", {"--json"}},
+      {"kernels", {"--top", "--category", "--grep", "--tensorcore", "--sort", "--phase", "--json"}},
+      {"ops", {"--top", "--phase", "--sort", "--group-by-input-shape", "--json",
+               "self_cpu_memory_usage"}},
+      {"compare", {"before", "after", "--json"}},
+      {"what-if", {"--remove-category", "--remove-launches", "--json"}},
+  };
+  for (const auto& [sub, flags] : expected) {
+    const Result r = Cli({"profile", sub, "--help"});
+    EXPECT_EQ(r.code, 0) << sub;
+    for (const auto& f : flags) EXPECT_NE(r.out.find(f), std::string::npos) << sub << " " << f;
+  }
+}
+
+TEST(CliContract, EveryReaderAnswersOnEveryFixtureInTextAndJson) {
+  for (const char* name : {"alexnet", "amd_trace", "cpu_only", "cupti_profiler", "simple_add",
+                           "trace_filter"}) {
+    const std::string t = Fixture(std::string("traces/") + name + ".json.gz");
+    const std::vector<std::vector<std::string>> commands = {
+        {"profile", "summary", t},
+        {"profile", "get", t},
+        {"profile", "get", t, "step_ms"},
+        {"profile", "phases", t},
+        {"profile", "kernels", t},
+        {"profile", "ops", t},
+        {"profile", "compare", t, kTrace},
+        {"profile", "what-if", t, "--remove-launches", "10"},
+    };
+    for (auto cmd : commands) {
+      Result r = Cli(cmd);
+      EXPECT_EQ(r.code, 0) << name << " " << cmd[1] << ": " << r.err;
+      EXPECT_TRUE(r.err.empty()) << name << " " << cmd[1] << ": " << r.err;
+      EXPECT_FALSE(r.out.empty()) << name << " " << cmd[1];
+      cmd.push_back("--json");
+      r = Cli(cmd);
+      EXPECT_EQ(r.code, 0) << name << " " << cmd[1] << " --json";
+      EXPECT_TRUE(IsJson(r.out)) << name << " " << cmd[1] << " --json: " << r.out;
+    }
+  }
+}
+
+TEST(CliContract, SummaryPutsTheVerdictFirst) {
+  const Result r = Cli({"profile", "summary", kTrace});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("verdict: host / launch", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("kernel composition"), std::string::npos);
+  EXPECT_NE(r.out.find("top kernels per step"), std::string::npos);
+}
+
+TEST(CliContract, GetPrintsOneValueAndNothingElse) {
+  const Result r = Cli({"profile", "get", kTrace, "step_ms"});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "615.1445\n");
+  const Result b = Cli({"profile", "get", kTrace, "bound"});
+  EXPECT_EQ(b.out, "host / launch\n");
+}
+
+TEST(CliContract, GetUnknownFieldExits2WithHint) {
+  const Result r = Cli({"profile", "get", kTrace, "no_such_metric"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("unknown metric 'no_such_metric'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("to list metrics"), std::string::npos) << r.err;
+}
+
+TEST(CliContract, MissingFileExits2) {
+  const Result r = Cli({"profile", "summary", "/nonexistent/profile.json"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("no such file: /nonexistent/profile.json"), std::string::npos) << r.err;
+}
+
+TEST(CliContract, BadJsonExits1WithOffset) {
+  TempDir dir;
+  const std::string bad = dir.Write("bad.json", "{\"traceEvents\": [{\"ph\": \"X\", ");
+  const Result r = Cli({"profile", "summary", bad});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("not valid JSON at byte"), std::string::npos) << r.err;
+}
+
+TEST(CliContract, TruncatedGzipExits1) {
+  TempDir dir;
+  const std::string bytes = ReadBytes(kTrace);
+  const std::string cut = dir.Write("cut.json.gz", bytes.substr(0, bytes.size() / 2));
+  const Result r = Cli({"profile", "summary", cut});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("truncated gzip"), std::string::npos) << r.err;
+}
+
+TEST(CliContract, NotATraceExits1) {
+  TempDir dir;
+  const std::string other = dir.Write("other.json", "{\"hello\": [1, 2, 3]}");
+  const Result r = Cli({"profile", "summary", other});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("not a Chrome trace"), std::string::npos) << r.err;
+}
+
+TEST(CliContract, DamagedProfileNamesTheKey) {
+  TempDir dir;
+  const std::string p = dir.Write(
+      "profile.json", R"({"schema": "libreyolo.profile.analysis/v1", "step_ms": "fast"})");
+  const Result r = Cli({"profile", "summary", p});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("\"step_ms\" should be a number"), std::string::npos) << r.err;
+}
+
+TEST(CliContract, UnknownPhaseExits2ListingPhases) {
+  for (const char* sub : {"kernels", "ops"}) {
+    const Result r = Cli({"profile", sub, kAmd, "--phase", "nope"});
+    EXPECT_EQ(r.code, 2) << sub;
+    EXPECT_NE(r.err.find("unknown phase 'nope'; this profile has: backward, optimizer"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
+TEST(CliContract, PhaseFilterSelectsThatPhase) {
+  const Result r = Cli({"profile", "kernels", kAmd, "--phase", "optimizer", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  rapidjson::Document d;
+  d.Parse(r.out.c_str());
+  ASSERT_TRUE(d["kernels"].IsArray());
+  EXPECT_EQ(d["kernels"].Size(), 1u);
+}
+
+TEST(CliContract, WhatIfWithoutOptionsExits2) {
+  const Result r = Cli({"profile", "what-if", kTrace});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--remove-category"), std::string::npos);
+  const Result both =
+      Cli({"profile", "what-if", kTrace, "--remove-category", "gemm", "--remove-launches", "5"});
+  EXPECT_EQ(both.code, 2);
+}
+
+TEST(CliContract, KeyValueArgumentIsRefusedWithHint) {
+  const Result r = Cli({"profile", "kernels", kTrace, "top=5"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("looks like key=value"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--top 5"), std::string::npos) << r.err;
+}
+
+TEST(CliContract, UnknownFlagAndBadValuesExit2) {
+  EXPECT_EQ(Cli({"profile", "kernels", kTrace, "--bogus"}).code, 2);
+  EXPECT_EQ(Cli({"profile", "kernels", kTrace, "--top", "many"}).code, 2);
+  EXPECT_EQ(Cli({"profile", "kernels", kTrace, "--sort", "speed"}).code, 2);
+  EXPECT_EQ(Cli({"profile", "kernels", kTrace, "--grep", "("}).code, 2);
+  EXPECT_EQ(Cli({"profile", "ops", kTrace, "--sort", "speed"}).code, 2);
+  EXPECT_EQ(Cli({"profile", "summary"}).code, 2);
+  EXPECT_EQ(Cli({"profile", "summary", kTrace, kTrace}).code, 2);
+  EXPECT_EQ(Cli({"profile", "frobnicate"}).code, 2);
+}
+
+TEST(CliContract, GroupByInputShapeNeedsShapes) {
+  // trace_filter was recorded with shapes; amd_trace's cpu ops carry none in the window.
+  const Result ok = Cli({"profile", "ops", kTrace, "--group-by-input-shape", "--top", "5"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("input shapes"), std::string::npos);
+  const Result no = Cli({"profile", "ops", Fixture("traces/alexnet.json.gz"),
+                         "--group-by-input-shape"});
+  EXPECT_EQ(no.code, 2);
+  EXPECT_NE(no.err.find("recorded without input shapes"), std::string::npos) << no.err;
+}
+
+TEST(CliContract, OpsTableHasTheSelfCpuFooterAndSortKeys) {
+  for (const char* key : {"cpu_time_total", "self_cpu_time_total", "cpu_time_avg", "count",
+                          "self_cpu_memory_usage", "cpu_memory_usage", "flops",
+                          "device_time_total", "self_device_time_total", "device_memory_usage",
+                          "self_device_memory_usage"}) {
+    const Result r = Cli({"profile", "ops", kTrace, "--sort", key, "--top", "3"});
+    EXPECT_EQ(r.code, 0) << key << r.err;
+    EXPECT_NE(r.out.find("Self CPU time total: 305.080 ms per step"), std::string::npos)
+        << key << "\n" << r.out;
+  }
+}
+
+TEST(CliContract, KernelFilters) {
+  Result r = Cli({"profile", "kernels", kTrace, "--category", "gemm", "--top", "0", "--json"});
+  ASSERT_EQ(r.code, 0);
+  rapidjson::Document d;
+  d.Parse(r.out.c_str());
+  for (const auto& k : d["kernels"].GetArray()) {
+    EXPECT_EQ(std::string(k["category"].GetString()), "gemm / conv");
+  }
+  r = Cli({"profile", "kernels", kTrace, "--tensorcore", "--top", "0", "--json"});
+  d.Parse(r.out.c_str());
+  ASSERT_GT(d["kernels"].Size(), 0u);
+  for (const auto& k : d["kernels"].GetArray()) EXPECT_TRUE(k["tensorcore"].GetBool());
+  r = Cli({"profile", "kernels", kTrace, "--grep", "^void fbgemm", "--sort", "count", "--json"});
+  d.Parse(r.out.c_str());
+  ASSERT_GT(d["kernels"].Size(), 1u);
+  EXPECT_GE(d["kernels"][0]["count_per_step"].GetDouble(),
+            d["kernels"][1]["count_per_step"].GetDouble());
+}
+
+TEST(CliContract, JobAddressWithoutDaemonExits2) {
+  const Result r = Cli({"profile", "summary", "job:42"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("libreyolod"), std::string::npos);
+}
+
+TEST(CliContract, CompareSingleRunSaysNoCall) {
+  const Result r = Cli({"profile", "compare", kTrace, kAmd});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("a single run cannot support a significance call"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace libreyolo::cli

@@ -1,0 +1,153 @@
+// Diff tests: every real trace in tests/fixtures/traces against the numbers the independent
+// oracle (tests/oracle/trace_oracle.py, Python standard library only) computed for it.
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "common/load/load_profile.h"
+#include "common/profile/profile.h"
+
+namespace libreyolo {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr double kRelTol = 1e-6;
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void ExpectClose(const rapidjson::Value& expected, const char* key, std::optional<double> got,
+                 const std::string& ctx) {
+  ASSERT_TRUE(expected.HasMember(key)) << ctx << key;
+  const rapidjson::Value& e = expected[key];
+  if (e.IsNull()) {
+    EXPECT_FALSE(got.has_value()) << ctx << key << " should be n/a";
+    return;
+  }
+  ASSERT_TRUE(got.has_value()) << ctx << key << " missing";
+  const double want = e.GetDouble();
+  EXPECT_NEAR(*got, want, std::max(1e-9, kRelTol * std::fabs(want))) << ctx << key;
+}
+
+std::optional<double> D(std::optional<int64_t> v) {
+  return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
+}
+
+class FixtureMetrics : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FixtureMetrics, MatchesOracle) {
+  const fs::path root = LIBREYOLO_FIXTURES_DIR;
+  const fs::path trace = root / "traces" / (GetParam() + ".json.gz");
+  const fs::path expected_path = root / "expected" / (GetParam() + ".expected.json");
+  rapidjson::Document e;
+  e.Parse(Slurp(expected_path).c_str());
+  ASSERT_FALSE(e.HasParseError()) << expected_path;
+
+  auto loaded = LoadProfile(trace.string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const Profile& p = *loaded;
+  const std::string ctx = GetParam() + ": ";
+
+  ExpectClose(e, "real_steps", D(p.real_steps), ctx);
+  ExpectClose(e, "window_wall_ms", p.window_wall_ms, ctx);
+  ExpectClose(e, "step_ms", p.step_ms, ctx);
+  ExpectClose(e, "gpu_kernel_ms_per_step", p.gpu_kernel_ms_per_step, ctx);
+  ExpectClose(e, "gpu_busy_ms_per_step", p.gpu_busy_ms_per_step, ctx);
+  ExpectClose(e, "gpu_util", p.gpu_util, ctx);
+  ExpectClose(e, "gpu_util_raw", p.gpu_util_raw, ctx);
+  ExpectClose(e, "kernels_per_step", p.kernels_per_step, ctx);
+  ExpectClose(e, "unique_kernels", D(p.unique_kernels), ctx);
+  ExpectClose(e, "mean_kernel_us", p.mean_kernel_us, ctx);
+  ExpectClose(e, "memcpy_ms_per_step", p.memcpy_ms_per_step, ctx);
+  ExpectClose(e, "tensorcore_pct", p.tensorcore_pct, ctx);
+  ExpectClose(e, "launches_per_step", p.launches_per_step, ctx);
+  ExpectClose(e, "cuda_mallocs_per_step", p.cuda_mallocs_per_step, ctx);
+  ExpectClose(e, "launch_api_ms_per_step", p.launch_api_ms_per_step, ctx);
+  ExpectClose(e, "host_api_ms_per_step", p.host_api_ms_per_step, ctx);
+  ExpectClose(e, "gpu_wait_host_ms_per_step", p.gpu_wait_host_ms_per_step, ctx);
+  ExpectClose(e, "host_overhead_ms_per_step", p.host_overhead_ms_per_step, ctx);
+  ExpectClose(e, "host_overhead_residual_ms_per_step", p.host_overhead_residual_ms_per_step, ctx);
+  ExpectClose(e, "dataload_ms", p.dataload_ms, ctx);
+  ExpectClose(e, "dataload_frac", p.dataload_frac, ctx);
+  ExpectClose(e, "peak_vram_mb", p.peak_vram_mb, ctx);
+  ExpectClose(e, "self_cpu_total_ms_per_step", p.self_cpu_total_ms_per_step, ctx);
+  EXPECT_NEAR(p.flops_per_step.value_or(0), e["flops_per_step"].GetDouble(), 1e-9) << ctx;
+  EXPECT_EQ(p.launches_source.value_or(""), e["launches_source"].GetString()) << ctx;
+  EXPECT_EQ(p.host_overhead_method.value_or(""), e["host_overhead_method"].GetString()) << ctx;
+  EXPECT_EQ(p.memory_pressure.value_or(false), e["memory_pressure"].GetBool()) << ctx;
+  EXPECT_EQ(p.bound, e["bound"].GetString()) << ctx;
+
+  // Categories, in order.
+  const auto& cats = e["categories"].GetArray();
+  ASSERT_EQ(p.categories.size(), cats.Size()) << ctx;
+  for (rapidjson::SizeType i = 0; i < cats.Size(); ++i) {
+    const std::string c = ctx + "categories[" + std::to_string(i) + "].";
+    EXPECT_EQ(p.categories[i].name, cats[i]["name"].GetString()) << c;
+    ExpectClose(cats[i], "pct", p.categories[i].pct, c);
+    ExpectClose(cats[i], "ms_per_step", p.categories[i].ms_per_step, c);
+  }
+
+  // Phases, in order.
+  const auto& phases = e["phases"].GetArray();
+  ASSERT_EQ(p.phases.size(), phases.Size()) << ctx;
+  for (rapidjson::SizeType i = 0; i < phases.Size(); ++i) {
+    const PhaseRow& r = p.phases[i];
+    const std::string c = ctx + "phase " + r.phase + ".";
+    EXPECT_EQ(r.phase, phases[i]["phase"].GetString()) << c;
+    ExpectClose(phases[i], "gpu_ms_per_step", r.gpu_ms_per_step, c);
+    ExpectClose(phases[i], "wall_ms_per_step", r.wall_ms_per_step, c);
+    ExpectClose(phases[i], "kernels_per_step", r.kernels_per_step, c);
+    ExpectClose(phases[i], "ops_per_step", r.ops_per_step, c);
+    ExpectClose(phases[i], "unique_kernels", static_cast<double>(r.unique_kernels), c);
+  }
+
+  // Every kernel row, in order.
+  const auto& kernels = e["kernels"].GetArray();
+  ASSERT_EQ(p.kernels.size(), kernels.Size()) << ctx;
+  for (rapidjson::SizeType i = 0; i < kernels.Size(); ++i) {
+    const KernelRow& k = p.kernels[i];
+    const std::string c = ctx + "kernels[" + std::to_string(i) + "].";
+    EXPECT_EQ(k.raw_name, kernels[i]["raw_name"].GetString()) << c;
+    EXPECT_EQ(k.category, kernels[i]["category"].GetString()) << c << k.raw_name;
+    EXPECT_EQ(k.tensorcore, kernels[i]["tensorcore"].GetBool()) << c << k.raw_name;
+    ExpectClose(kernels[i], "ms_per_step", k.ms_per_step, c);
+    ExpectClose(kernels[i], "count_per_step", k.count_per_step, c);
+    ExpectClose(kernels[i], "pct_of_gpu", k.pct_of_gpu, c);
+  }
+
+  // Every op row (rows with equal CPU totals may come in either order: match by name).
+  const auto& ops = e["ops"].GetArray();
+  ASSERT_EQ(p.ops.size(), ops.Size()) << ctx;
+  std::map<std::string, const OpRow*> by_name;
+  for (const OpRow& r : p.ops) by_name[r.op] = &r;
+  for (const auto& o : ops) {
+    const std::string name = o["op"].GetString();
+    ASSERT_TRUE(by_name.contains(name)) << ctx << "missing op " << name;
+    const OpRow& r = *by_name[name];
+    const std::string c = ctx + "op " + name + ".";
+    ExpectClose(o, "count_per_step", r.count_per_step, c);
+    ExpectClose(o, "ms_per_step", r.ms_per_step, c);
+    ExpectClose(o, "self_cpu_ms_per_step", r.self_cpu_ms_per_step, c);
+    ExpectClose(o, "self_device_ms_per_step", r.self_device_ms_per_step, c);
+    ExpectClose(o, "device_ms_per_step", r.device_ms_per_step, c);
+    ExpectClose(o, "cpu_mem_bytes", r.cpu_mem_bytes, c);
+    ExpectClose(o, "self_cpu_mem_bytes", r.self_cpu_mem_bytes, c);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RealTraces, FixtureMetrics,
+                         ::testing::Values("alexnet", "amd_trace", "cpu_only", "cupti_profiler",
+                                           "simple_add", "trace_filter"));
+
+}  // namespace
+}  // namespace libreyolo
