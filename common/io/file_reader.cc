@@ -5,11 +5,24 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 
 namespace libreyolo {
 namespace {
+
+// The gzip trailer's ISIZE: the uncompressed length modulo 2^32, little-endian.
+size_t GzipTrailerSize(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return 0;
+  unsigned char b[4] = {0, 0, 0, 0};
+  size_t n = 0;
+  if (std::fseek(f, -4, SEEK_END) == 0) n = std::fread(b, 1, 4, f);
+  std::fclose(f);
+  if (n != 4) return 0;
+  return size_t{b[0]} | size_t{b[1]} << 8 | size_t{b[2]} << 16 | size_t{b[3]} << 24;
+}
 
 bool LooksGzip(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -35,6 +48,10 @@ absl::StatusOr<std::unique_ptr<ChunkedFileReader>> ChunkedFileReader::Open(
   std::unique_ptr<ChunkedFileReader> reader(new ChunkedFileReader());
   reader->path_ = path;
   reader->compressed_ = LooksGzip(path);
+  std::error_code ec;
+  const auto file_size = std::filesystem::file_size(path, ec);
+  reader->size_hint_ = reader->compressed_ ? GzipTrailerSize(path)
+                                           : (ec ? 0 : static_cast<size_t>(file_size));
   gzFile gz = gzopen(path.c_str(), "rb");
   if (gz == nullptr) return absl::InternalError(absl::StrCat("cannot open ", path));
   gzbuffer(gz, 1 << 18);

@@ -24,6 +24,9 @@ class ChunkedFileReader {
   // Fills `out` with up to `capacity` bytes; returns the count, 0 at the end of the data.
   absl::StatusOr<size_t> Read(char* out, size_t capacity);
   bool compressed() const { return compressed_; }
+  // The size of the data Read() will return: the file size, or for gzip the size its trailer
+  // records (modulo 4 GiB, so only a hint).
+  size_t UncompressedSizeHint() const { return size_hint_; }
   const std::string& path() const { return path_; }
 
  private:
@@ -31,6 +34,7 @@ class ChunkedFileReader {
   void* gz_ = nullptr;  // gzFile; kept opaque so zlib.h stays out of this header
   std::string path_;
   bool compressed_ = false;
+  size_t size_hint_ = 0;
 };
 
 // Reads the whole (decompressed) file into a string: for small files such as profile.json.

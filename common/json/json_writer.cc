@@ -29,8 +29,6 @@ JsonWriter::JsonWriter(bool pretty) : impl_(std::make_unique<Impl>()) {
   impl_->use_pretty = pretty;
   impl_->pretty.SetIndent(' ', 2);
   impl_->pretty.SetFormatOptions(rapidjson::kFormatSingleLineArray);
-  impl_->pretty.SetMaxDecimalPlaces(6);
-  impl_->compact.SetMaxDecimalPlaces(6);
 }
 JsonWriter::~JsonWriter() = default;
 

@@ -206,7 +206,6 @@ class Analyser {
   }
 
  private:
-  bool InWindow(const TraceEvent& e) const { return win_.Contains(e.ts_ns); }
   double PerStepMs(int64_t ns) const { return static_cast<double>(ns) / kNsPerMs / steps_; }
   double PerStep(double v) const { return v / steps_; }
 
@@ -325,7 +324,6 @@ class Analyser {
     int64_t sum_ns = 0, count = 0, memcpy_ns = 0;
     for (uint32_t i = 0; i < ev_.size(); ++i) {
       const TraceEvent& e = ev_[i];
-      if (!InWindow(e)) continue;
       if (e.cls == EventClass::kMemcpy || e.cls == EventClass::kMemset) {
         memcpy_ns += e.dur_ns;
         continue;
@@ -340,7 +338,7 @@ class Analyser {
       if (launch_of_[i] >= 0) {
         ++kernels_with_launch_;
         const int32_t op = anc_.op[static_cast<size_t>(launch_of_[i])];
-        if (op >= 0) self_device_ns_[static_cast<uint32_t>(op)] += e.dur_ns;
+        if (op >= 0) Add(self_device_ns_, static_cast<uint32_t>(op), e.dur_ns);
       }
       const uint16_t ph = KernelPhase(i);
       if (ph != 0) {
@@ -438,7 +436,7 @@ class Analyser {
     int64_t runtime = 0, launches = 0, mallocs = 0, launch_ns = 0, api_ns = 0;
     absl::flat_hash_map<uint32_t, std::pair<bool, bool>> kind;  // name -> (launch, malloc)
     for (const TraceEvent& e : ev_) {
-      if (e.cls != EventClass::kRuntime || !InWindow(e)) continue;
+      if (e.cls != EventClass::kRuntime) continue;
       ++runtime;
       auto it = kind.find(e.name);
       if (it == kind.end()) {
@@ -465,63 +463,80 @@ class Analyser {
     p.host_api_ms_per_step = PerStepMs(api_ns);
   }
 
+  // Adds `v` to `key` in a sparse per-op table (most ops allocate nothing and launch nothing,
+  // so maps keep the analyser's memory per event small).
+  static void Add(absl::flat_hash_map<uint32_t, int64_t>& m, uint32_t key, int64_t v) {
+    if (v != 0) m[key] += v;
+  }
+  static int64_t Get(const absl::flat_hash_map<uint32_t, int64_t>& m, uint32_t key) {
+    if (m.empty()) return 0;
+    auto it = m.find(key);
+    return it == m.end() ? 0 : it->second;
+  }
+
+  // Inclusive values: each op's own value added to every enclosing op (nested same-name ops
+  // add up, as in PyTorch's key_averages).
+  absl::flat_hash_map<uint32_t, int64_t> Inclusive(
+      const absl::flat_hash_map<uint32_t, int64_t>& self) const {
+    absl::flat_hash_map<uint32_t, int64_t> incl;
+    for (const auto& [op, v] : self) {
+      int32_t cur = static_cast<int32_t>(op);
+      while (cur >= 0) {
+        incl[static_cast<uint32_t>(cur)] += v;
+        const int32_t par = tree_.parent[static_cast<size_t>(cur)];
+        cur = par < 0 ? -1 : anc_.op[static_cast<size_t>(par)];
+      }
+    }
+    return incl;
+  }
+
   void OpMetrics(Profile& p) {
     // Memory instants belong to the innermost op on their thread.
-    const size_t n = ev_.size();
-    std::vector<int64_t> self_cpu_mem(n, 0), self_dev_mem(n, 0);
-    int64_t cpu_op_count = 0;
-    for (uint32_t i = 0; i < n; ++i) {
+    absl::flat_hash_map<uint32_t, int64_t> self_cpu_mem, self_dev_mem;
+    for (uint32_t i = 0; i < ev_.size(); ++i) {
       const TraceEvent& e = ev_[i];
       if (e.cls != EventClass::kMemoryInstant || anc_.op[i] < 0) continue;
-      auto& target = e.device_type > 0 ? self_dev_mem : self_cpu_mem;
-      target[static_cast<size_t>(anc_.op[i])] += e.bytes;
+      const auto op = static_cast<uint32_t>(anc_.op[i]);
+      Add(e.device_type > 0 ? self_dev_mem : self_cpu_mem, op, t_.memory[e.aux].bytes);
     }
-    // Inclusive values: children after parents in `order`, so walk it backwards.
-    std::vector<int64_t> cpu_mem(self_cpu_mem), dev_mem(self_dev_mem), dev_ns(n, 0);
-    for (const auto& [i, ns] : self_device_ns_) dev_ns[i] = ns;
-    std::vector<int64_t> self_dev_ns(dev_ns);
-    for (auto it = tree_.order.rbegin(); it != tree_.order.rend(); ++it) {
-      const uint32_t i = *it;
-      if (ev_[i].cls != EventClass::kCpuOp) continue;
-      const int32_t par = tree_.parent[i];
-      if (par < 0) continue;
-      const int32_t up = anc_.op[static_cast<size_t>(par)];
-      if (up < 0) continue;
-      const auto u = static_cast<size_t>(up);
-      cpu_mem[u] += cpu_mem[i];
-      dev_mem[u] += dev_mem[i];
-      dev_ns[u] += dev_ns[i];
-    }
+    const auto cpu_mem = Inclusive(self_cpu_mem);
+    const auto dev_mem = Inclusive(self_dev_mem);
+    const auto dev_ns = Inclusive(self_device_ns_);
 
     absl::flat_hash_map<uint32_t, OpAgg> by_name;
     absl::flat_hash_map<std::pair<uint32_t, uint32_t>, OpAgg> by_shape;
-    int64_t self_total = 0, self_dev_total = 0;
+    int64_t self_total = 0, self_dev_total = 0, cpu_op_count = 0;
     double flops_total = 0;
     bool any_flops = false;
     for (const uint32_t i : tree_.order) {
       const TraceEvent& e = ev_[i];
-      if (e.cls != EventClass::kCpuOp || !InWindow(e)) continue;
+      if (e.cls != EventClass::kCpuOp) continue;
       ++cpu_op_count;
       const int64_t self_ns = std::max<int64_t>(e.dur_ns - tree_.child_dur_ns[i], 0);
+      const int64_t self_dev = Get(self_device_ns_, i);
+      const double flops = t_.FlopsOf(e);
       self_total += self_ns;
-      self_dev_total += self_dev_ns[i];
-      if (e.flops >= 0) {
-        flops_total += e.flops;
+      self_dev_total += self_dev;
+      if (flops >= 0) {
+        flops_total += flops;
         any_flops = true;
       }
+      const int64_t v_cpu_mem = Get(cpu_mem, i), v_dev_mem = Get(dev_mem, i);
+      const int64_t v_self_cpu_mem = Get(self_cpu_mem, i), v_self_dev_mem = Get(self_dev_mem, i);
+      const int64_t v_dev_ns = Get(dev_ns, i);
       auto add = [&](OpAgg& a) {
         a.name = e.name;
         ++a.count;
         a.total_ns += e.dur_ns;
         a.self_ns += self_ns;
-        a.self_device_ns += self_dev_ns[i];
-        a.device_ns += dev_ns[i];
-        a.self_cpu_mem += self_cpu_mem[i];
-        a.cpu_mem += cpu_mem[i];
-        a.self_dev_mem += self_dev_mem[i];
-        a.dev_mem += dev_mem[i];
-        if (e.flops >= 0) {
-          a.flops += e.flops;
+        a.self_device_ns += self_dev;
+        a.device_ns += v_dev_ns;
+        a.self_cpu_mem += v_self_cpu_mem;
+        a.cpu_mem += v_cpu_mem;
+        a.self_dev_mem += v_self_dev_mem;
+        a.dev_mem += v_dev_mem;
+        if (flops >= 0) {
+          a.flops += flops;
           a.has_flops = true;
         }
       };
@@ -584,9 +599,7 @@ class Analyser {
   void PhaseMetrics(Profile& p) {
     for (uint32_t i = 0; i < ev_.size(); ++i) {
       const TraceEvent& e = ev_[i];
-      if ((e.cls != EventClass::kCpuOp && e.cls != EventClass::kAnnotation) || !InWindow(e)) {
-        continue;
-      }
+      if (e.cls != EventClass::kCpuOp && e.cls != EventClass::kAnnotation) continue;
       const uint16_t ph = SpanPhase(e.name);
       if (ph != 0) Phase(ph).spans.emplace_back(e.ts_ns, e.ts_ns + e.dur_ns);
     }
@@ -630,9 +643,9 @@ class Analyser {
   void MemoryMetrics(Profile& p) {
     int64_t peak_alloc = -1, peak_reserved = -1;
     for (const TraceEvent& e : ev_) {
-      if (e.cls != EventClass::kMemoryInstant || e.device_type <= 0 || !InWindow(e)) continue;
-      peak_alloc = std::max(peak_alloc, e.total_allocated);
-      peak_reserved = std::max(peak_reserved, e.total_reserved);
+      if (e.cls != EventClass::kMemoryInstant || e.device_type <= 0) continue;
+      peak_alloc = std::max(peak_alloc, t_.memory[e.aux].total_allocated);
+      peak_reserved = std::max(peak_reserved, t_.memory[e.aux].total_reserved);
     }
     if (peak_alloc >= 0) p.peak_vram_mb = static_cast<double>(peak_alloc) / 1e6;
     if (peak_reserved >= 0) p.peak_reserved_mb = static_cast<double>(peak_reserved) / 1e6;

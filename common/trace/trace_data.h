@@ -49,19 +49,25 @@ class StringTable {
   absl::flat_hash_map<std::string_view, uint32_t> ids_;
 };
 
+// 48 bytes: the fields that only some classes carry live in side tables, indexed by `aux`.
 struct TraceEvent {
   int64_t ts_ns = 0;
   int64_t dur_ns = 0;
   int64_t correlation = kNoId;  // args.correlation, or the flow id for kFlowStart
-  double flops = -1;            // args.flops; < 0 when absent
-  int64_t bytes = 0;            // memory instants: Bytes
-  int64_t total_allocated = -1;
-  int64_t total_reserved = -1;
   uint32_t name = 0;    // StringTable id
   uint32_t thread = 0;  // StringTable id of "pid/tid"
   uint32_t shapes = 0;  // StringTable id of args["Input Dims"] as compact JSON; 0 when absent
+  // kCpuOp: 1 + index into TraceData::flops, 0 when the op has no args.flops.
+  // kMemoryInstant: index into TraceData::memory.
+  uint32_t aux = 0;
   EventClass cls = EventClass::kCpuOp;
-  int8_t device_type = -1;  // memory instants: 0 CPU, >0 device
+  int8_t device_type = -1;  // memory instants: 0 CPU, 1 device
+};
+
+struct MemorySample {
+  int64_t bytes = 0;             // Bytes: positive for allocations, negative for frees
+  int64_t total_allocated = -1;  // Total Allocated after the event; -1 when absent
+  int64_t total_reserved = -1;
 };
 
 struct StepMark {
@@ -74,6 +80,8 @@ struct StepMark {
 struct TraceData {
   StringTable strings;
   std::vector<TraceEvent> events;  // file order
+  std::vector<double> flops;         // args.flops of the CPU ops that carry it
+  std::vector<MemorySample> memory;  // the [memory] instants' payloads
   std::vector<StepMark> steps;     // every ProfilerStep#N copy, file order
   // Extent of every complete event with a numeric ts (the window when there are no steps).
   int64_t min_ts_ns = INT64_MAX;
@@ -81,6 +89,9 @@ struct TraceData {
   bool has_input_shapes = false;
   std::optional<DeviceInfo> device;
   ParseStats stats;
+
+  // args.flops of a CPU op, or a negative value when it has none.
+  double FlopsOf(const TraceEvent& e) const { return e.aux == 0 ? -1.0 : flops[e.aux - 1]; }
 };
 
 }  // namespace libreyolo

@@ -168,6 +168,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       return ShapesOpen('[');
     }
     MarkIfCoreField();
+    CountStrayElement();
     ++depth_;
     if (depth_ == 1) {
       events_array_open_ = true;  // bare-list form
@@ -209,6 +210,14 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   }
 
   // --- scalars ----------------------------------------------------------------------------
+  // A non-object element directly in the events list: counted as an event and skipped.
+  void CountStrayElement() {
+    if (events_array_open_ && !in_event_ && depth_ == event_depth_ - 1) {
+      ++out_->stats.events;
+      ++out_->stats.skipped_events;
+    }
+  }
+
   bool Null() { return Scalar(); }
   bool Bool(bool) { return Scalar(); }
   bool String(const char* s, rapidjson::SizeType len, bool) {
@@ -216,6 +225,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       ShapesValue(absl::StrCat("'", absl::string_view(s, len), "'"));
       return true;
     }
+    CountStrayElement();
     const std::string_view v(s, len);
     switch (pending_) {
       case Field::kPh: ph_.assign(v); break;
@@ -249,6 +259,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       ShapesValue("None");
       return true;
     }
+    CountStrayElement();
     MarkIfCoreField();
     pending_ = Field::kNone;
     return true;
@@ -267,6 +278,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       ShapesValue(n.is_int ? absl::StrCat(n.i) : absl::StrCat(n.d));
       return true;
     }
+    CountStrayElement();
     switch (pending_) {
       case Field::kTs:
         if (std::isfinite(n.d) && std::fabs(n.d) < kMaxTsUs) {
@@ -401,15 +413,17 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         return;  // other categories only shape the window
       }
       ev.correlation = correlation_;
-      ev.flops = flops_;
+      if (flops_ >= 0 && ev.cls == EventClass::kCpuOp) {
+        out_->flops.push_back(flops_);
+        ev.aux = static_cast<uint32_t>(out_->flops.size());
+      }
       ev.shapes = shapes_id_;
       if (shapes_id_ != 0 && ev.cls == EventClass::kCpuOp) out_->has_input_shapes = true;
     } else if (ph_ == "i" && name_ == "[memory]") {
       ev.cls = EventClass::kMemoryInstant;
       ev.device_type = device_type_;
-      ev.bytes = bytes_;
-      ev.total_allocated = total_allocated_;
-      ev.total_reserved = total_reserved_;
+      ev.aux = static_cast<uint32_t>(out_->memory.size());
+      out_->memory.push_back(MemorySample{bytes_, total_allocated_, total_reserved_});
     } else if (ph_ == "s" && absl::EqualsIgnoreCase(cat_, "ac2g")) {
       ev.cls = EventClass::kFlowStart;
       ev.correlation = flow_id_;
@@ -450,8 +464,12 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
 
 template <typename Stream>
 absl::StatusOr<TraceData> Parse(Stream& stream, const std::string& what,
-                                const absl::Status* stream_status) {
+                                const absl::Status* stream_status, size_t json_bytes_hint) {
   TraceData data;
+  // Reserving from the size means the vector never reallocates (a realloc would briefly hold
+  // two copies); untouched reserved pages cost no resident memory. Kineto writes >= 100 bytes
+  // of JSON per event.
+  data.events.reserve(json_bytes_hint / 100);
   data.device.emplace();
   TraceHandler handler(&data);
   rapidjson::Reader reader;
@@ -473,7 +491,6 @@ absl::StatusOr<TraceData> Parse(Stream& stream, const std::string& what,
   } else {
     data.device->type = absl::StrContains(data.device->name, "AMD") ? "rocm" : "cuda";
   }
-  data.events.shrink_to_fit();
   return data;
 }
 
@@ -483,12 +500,12 @@ absl::StatusOr<TraceData> ReadTraceFile(const std::string& path) {
   auto reader = ChunkedFileReader::Open(path);
   if (!reader.ok()) return reader.status();
   ChunkStream stream(reader->get());
-  return Parse(stream, path, &stream.status());
+  return Parse(stream, path, &stream.status(), (*reader)->UncompressedSizeHint());
 }
 
 absl::StatusOr<TraceData> ReadTraceText(std::string_view json) {
   rapidjson::MemoryStream stream(json.data(), json.size());
-  return Parse(stream, "trace", nullptr);
+  return Parse(stream, "trace", nullptr, json.size());
 }
 
 }  // namespace libreyolo
