@@ -255,11 +255,52 @@ def inner_key(e):
 
 
 def innermost(cands, t):
+    """Reference definition of R5 (one query, linear scan).  The analysis uses
+    innermost_each / innermost_on_threads, which give the same answers."""
     best = None
     for e in cands:
         if contains(e, t) and (best is None or inner_key(e) > inner_key(best)):
             best = e
     return best
+
+
+def innermost_each(cands, times):
+    """[innermost(cands, t) for t in times] in O((n + q) log(n + q)).
+
+    One sweep over the queries in ascending t: candidates are pushed in
+    inner_key order once their ts <= t, so the stack top is the innermost of the
+    pushed ones; a top whose end <= t contains no later (larger) t either, so it
+    is popped for good.  The first top that contains t is the answer (R5)."""
+    evs = sorted(cands, key=inner_key)
+    out = [None] * len(times)
+    stack = []
+    i, n = 0, len(evs)
+    for qi in sorted(range(len(times)), key=times.__getitem__):
+        t = times[qi]
+        while i < n and evs[i].ts <= t:
+            stack.append(evs[i])
+            i += 1
+        while stack and stack[-1].end <= t:
+            stack.pop()
+        if stack:
+            out[qi] = stack[-1]
+    return out
+
+
+def innermost_on_threads(cands_by_thr, queries):
+    """queries: list of (thr, t).  Returns innermost(cands_by_thr.get(thr, []), t)
+    for each, answered per thread with innermost_each."""
+    out = [None] * len(queries)
+    qs_by_thr = {}
+    for qi, (thr, _) in enumerate(queries):
+        qs_by_thr.setdefault(thr, []).append(qi)
+    for thr, qis in qs_by_thr.items():
+        cands = cands_by_thr.get(thr)
+        if cands:
+            res = innermost_each(cands, [queries[qi][1] for qi in qis])
+            for qi, r in zip(qis, res):
+                out[qi] = r
+    return out
 
 
 def union_length(intervals):
@@ -439,20 +480,22 @@ def analyse(raw_events):
     for r in runtime:
         runtime_by_thr.setdefault(r.thr, []).append(r)
 
-    def find_launch(dev_ev):
-        c = dev_ev.args.get("correlation")
-        if c is None:
-            return None
-        r = by_corr.get(key_of(c))
-        if r is not None:
-            return r
-        f = flow_by_id.get(key_of(c))
-        if f is None:
-            return None
-        return innermost(runtime_by_thr.get(f.thr, []), f.ts)
-
+    flow_queries = []  # (kernel, flow start) needing the innermost-runtime fallback
     for k in kernels:
-        k.launch = find_launch(k)
+        c = k.args.get("correlation")
+        if c is None:
+            continue
+        kc = key_of(c)
+        r = by_corr.get(kc)
+        if r is not None:
+            k.launch = r
+            continue
+        f = flow_by_id.get(kc)
+        if f is not None:
+            flow_queries.append((k, f))
+    found = innermost_on_threads(runtime_by_thr, [(f.thr, f.ts) for _, f in flow_queries])
+    for (k, _), r in zip(flow_queries, found):
+        k.launch = r
 
     # ---- GPU idle waiting for the host (R7) ----
     ks = sorted(kernels, key=lambda k: (k.ts, k.idx))
@@ -490,20 +533,23 @@ def analyse(raw_events):
             autograd_by_thr.setdefault(o.thr, []).append(o)
     all_spans = [e for _, e in spans]
 
-    def phase_on_thread(thr, t):
-        s = innermost(spans_by_thr.get(thr, []), t)
-        if s is not None:
-            return span_phase[id(s)]
-        for o in autograd_by_thr.get(thr, []):
-            if contains(o, t):
-                return "backward"
-        return None
+    def phases_on_threads(queries):
+        """phase of each (thr, t): innermost span on thr containing t, else
+        "backward" if any autograd op on thr contains t, else None."""
+        sp = innermost_on_threads(spans_by_thr, queries)
+        ag = innermost_on_threads(autograd_by_thr, queries)
+        return [span_phase[id(s)] if s is not None else ("backward" if a is not None else None)
+                for s, a in zip(sp, ag)]
 
-    def kernel_phase(k):
-        if k.launch is not None:
-            return phase_on_thread(k.launch.thr, k.launch.ts)
-        s = innermost(all_spans, k.ts)
-        return span_phase[id(s)] if s is not None else None
+    # kernel phases: via the launch call's thread, else time overlap with any span
+    k_phase = [None] * len(kernels)
+    launched = [i for i, k in enumerate(kernels) if k.launch is not None]
+    for i, p in zip(launched, phases_on_threads([(kernels[i].launch.thr, kernels[i].launch.ts)
+                                                  for i in launched])):
+        k_phase[i] = p
+    unlaunched = [i for i, k in enumerate(kernels) if k.launch is None]
+    for i, s in zip(unlaunched, innermost_each(all_spans, [kernels[i].ts for i in unlaunched])):
+        k_phase[i] = span_phase[id(s)] if s is not None else None
 
     ph_stats = {}
 
@@ -512,15 +558,13 @@ def analyse(raw_events):
 
     for p, e in spans:
         pst(p)["spans"].append((e.ts, e.end))
-    for k in kernels:
-        p = kernel_phase(k)
+    for k, p in zip(kernels, k_phase):
         if p is not None:
             st = pst(p)
             st["k_us"] += k.dur
             st["k_n"] += 1
             st["names"].add(k.name)
-    for o in cpu_ops:
-        p = phase_on_thread(o.thr, o.ts)
+    for p in phases_on_threads([(o.thr, o.ts) for o in cpu_ops]):
         if p is not None:
             pst(p)["ops"] += 1
 
@@ -585,6 +629,7 @@ def analyse(raw_events):
     for o in cpu_ops:
         cpu_ops_by_thr.setdefault(o.thr, []).append(o)
     peak_alloc = None
+    mem_attr = []  # (Device Type, Bytes, instant) to attribute to a cpu_op
     for m in instants:
         dt = m.args.get("Device Type")
         b = m.args.get("Bytes")
@@ -594,7 +639,9 @@ def analyse(raw_events):
                 peak_alloc = ta
         if not is_num(dt) or not is_num(b):
             continue
-        o = innermost(cpu_ops_by_thr.get(m.thr, []), m.ts)
+        mem_attr.append((dt, b, m))
+    owners = innermost_on_threads(cpu_ops_by_thr, [(m.thr, m.ts) for _, _, m in mem_attr])
+    for (dt, b, _), o in zip(mem_attr, owners):
         if o is None:
             continue
         own[id(o)][1 if dt == 0 else 2] += b
