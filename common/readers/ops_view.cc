@@ -142,7 +142,9 @@ std::string RenderOpsText(const OpsView& v) {
     cells.push_back(Fmt(r.count_per_step > 0 ? OptDouble(1000 * r.ms_per_step / r.count_per_step)
                                              : std::nullopt,
                         1));
-    cells.push_back(Fmt(r.pct_of_cpu_ops, 2));
+    // Only our rows' pct is a share of self CPU time; a Python LibreYOLO row (no self time)
+    // holds a share of summed totals, which would mislead under this header.
+    cells.push_back(r.self_cpu_ms_per_step ? Fmt(r.pct_of_cpu_ops, 2) : "n/a");
     if (v.show_memory) {
       cells.push_back(FmtBytes(r.cpu_mem_bytes));
       cells.push_back(FmtBytes(r.self_cpu_mem_bytes));
@@ -167,6 +169,10 @@ std::string RenderOpsText(const OpsView& v) {
                     " ms over ", *v.real_steps, " steps)");
   }
   out += "\n";
+  if (!v.rows.front().self_cpu_ms_per_step) {
+    out += "note: this profile records no self CPU time (Python LibreYOLO); its pct_of_cpu_ops, a "
+           "share of summed CPU totals, is in --json.\n";
+  }
   if (v.show_device) {
     absl::StrAppend(&out, "Self device time total: ",
                     FmtUnit(v.self_device_total_ms_per_step, "ms", 3), " per step\n");

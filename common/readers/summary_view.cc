@@ -76,8 +76,8 @@ std::string RenderSummaryText(const SummaryView& v) {
                                      share(s.forward), ", postprocess ", share(s.postprocess)));
   }
   Line(out, "GPU utilisation",
-       absl::StrCat(FmtPct(p.gpu_util), "  (busy ", FmtUnit(p.gpu_busy_ms_per_step, "ms"),
-                    "/step, kernel sum ", FmtUnit(p.gpu_kernel_ms_per_step, "ms"), "/step)"));
+       absl::StrCat(FmtPct(p.gpu_util), "  (busy ", FmtUnit(p.gpu_busy_ms_per_step, "ms/step"),
+                    ", kernel sum ", FmtUnit(p.gpu_kernel_ms_per_step, "ms/step"), ")"));
   Line(out, "Tensor Core share", p.tensorcore_pct ? absl::StrFormat("%.1f %%", *p.tensorcore_pct)
                                                   : "n/a");
   Line(out, "peak VRAM",
@@ -87,15 +87,13 @@ std::string RenderSummaryText(const SummaryView& v) {
                                                         FmtUnit(p.peak_reserved_mb, "MB", 1), ")")
                                          : "")
                       : "n/a");
-  std::string host = FmtUnit(p.host_overhead_ms_per_step, "ms");
+  std::string host = FmtUnit(p.host_overhead_ms_per_step, "ms/step");
   if (p.host_overhead_method == "measured") {
-    absl::StrAppend(&host, "/step measured (GPU idle waiting for launches); CUDA API ",
-                    FmtUnit(p.host_api_ms_per_step, "ms"), "/step, launch calls ",
-                    FmtUnit(p.launch_api_ms_per_step, "ms"), "/step");
+    absl::StrAppend(&host, " measured (GPU idle waiting for launches); CUDA API ",
+                    FmtUnit(p.host_api_ms_per_step, "ms/step"), ", launch calls ",
+                    FmtUnit(p.launch_api_ms_per_step, "ms/step"));
   } else if (p.host_overhead_method == "residual") {
-    absl::StrAppend(&host, "/step (residual: step - GPU busy - data loading)");
-  } else {
-    absl::StrAppend(&host, "/step");
+    absl::StrAppend(&host, " (residual: step - GPU busy - data loading)");
   }
   Line(out, "host overhead", host);
   Line(out, "kernel launches",
@@ -105,7 +103,7 @@ std::string RenderSummaryText(const SummaryView& v) {
        absl::StrCat(Fmt(p.kernels_per_step, 1), " /step, ",
                     p.unique_kernels ? absl::StrCat(*p.unique_kernels) : "n/a", " unique, mean ",
                     FmtUnit(p.mean_kernel_us, "us", 1)));
-  Line(out, "memcpy + memset", absl::StrCat(FmtUnit(p.memcpy_ms_per_step, "ms", 3), "/step"));
+  Line(out, "memcpy + memset", FmtUnit(p.memcpy_ms_per_step, "ms/step", 3));
   Line(out, "data loading",
        absl::StrCat(FmtUnit(p.dataload_ms, "ms"), " (", FmtPct(p.dataload_frac), " of step)"));
   Line(out, "cudaMalloc/Free", absl::StrCat(Fmt(p.cuda_mallocs_per_step, 1), " /step"));

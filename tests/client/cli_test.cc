@@ -117,6 +117,39 @@ TEST(CliContract, EveryReaderAnswersOnEveryFixtureInTextAndJson) {
   }
 }
 
+TEST(CliContract, PythonLibreYoloProfilesReadInEveryReader) {
+  const std::string run = Fixture("profiles/libreyolo-python-run.json");
+  const std::string infer = Fixture("profiles/libreyolo-python-infer.json");
+  for (const std::string& p : {run, infer}) {
+    for (std::vector<std::string> cmd : std::vector<std::vector<std::string>>{
+             {"profile", "summary", p},
+             {"profile", "get", p},
+             {"profile", "phases", p},
+             {"profile", "kernels", p},
+             {"profile", "ops", p},
+             {"profile", "ops", p, "--phase", "forward"},
+             {"profile", "compare", run, p},
+             {"profile", "what-if", p, "--remove-launches", "1"}}) {
+      Result r = Cli(cmd);
+      EXPECT_EQ(r.code, 0) << p << " " << cmd[1] << ": " << r.err;
+      cmd.push_back("--json");
+      r = Cli(cmd);
+      EXPECT_EQ(r.code, 0) << p << " " << cmd[1] << " --json: " << r.err;
+      EXPECT_TRUE(IsJson(r.out)) << p << " " << cmd[1];
+    }
+  }
+  // The numbers they hold, and n/a for what they lack.
+  EXPECT_EQ(Cli({"profile", "get", infer, "latency_p50_ms"}).out, "153\n");
+  EXPECT_EQ(Cli({"profile", "get", infer, "nms_ms"}).out, "0.641\n");
+  EXPECT_EQ(Cli({"profile", "get", run, "backward_wall_ms"}).out, "189.09\n");
+  EXPECT_EQ(Cli({"profile", "get", run, "peak_vram_mb"}).out, "n/a\n");
+  EXPECT_EQ(Cli({"profile", "get", run, "launch_api_ms"}).out, "n/a\n");
+  const Result s = Cli({"profile", "summary", infer});
+  EXPECT_NE(s.out.find("latency p50/p90/p99    153.00 / 158.62 / 160.99 ms"), std::string::npos)
+      << s.out;
+  EXPECT_NE(s.out.find("peak VRAM              n/a"), std::string::npos) << s.out;
+}
+
 TEST(CliContract, SummaryPutsTheVerdictFirst) {
   const Result r = Cli({"profile", "summary", kTrace});
   ASSERT_EQ(r.code, 0);
