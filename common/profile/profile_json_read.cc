@@ -3,6 +3,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/match.h"
@@ -14,9 +15,13 @@ namespace {
 
 using rapidjson::Value;
 
+// Values are written back as read: NaN and Infinity (which Python's json writes and we accept)
+// stay as they are instead of cutting the output short.
 std::string ToJson(const Value& v) {
   rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  rapidjson::Writer<rapidjson::StringBuffer, rapidjson::UTF8<>, rapidjson::UTF8<>,
+                    rapidjson::CrtAllocator, rapidjson::kWriteNanAndInfFlag>
+      w(buf);
   v.Accept(w);
   return std::string(buf.GetString(), buf.GetSize());
 }
@@ -147,9 +152,39 @@ std::vector<OpRow> ReadOpRows(FieldReader& r, const Value* arr, const std::strin
   return rows;
 }
 
+// Deepest nesting of objects/arrays outside strings: Value::Accept and our readers recurse, so
+// a hostile file must not nest deeper than a real profile ever does.
+int MaxNesting(std::string_view text) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+constexpr int kMaxProfileDepth = 64;
+
 }  // namespace
 
 absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string& what) {
+  if (MaxNesting(text) > kMaxProfileDepth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": nested deeper than ", kMaxProfileDepth, " levels; not a libreyolo profile"));
+  }
   rapidjson::Document doc;
   doc.Parse<rapidjson::kParseNanAndInfFlag | rapidjson::kParseIterativeFlag>(text.data(),
                                                                               text.size());

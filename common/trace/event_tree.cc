@@ -40,7 +40,7 @@ EventTree BuildEventTree(const TraceData& trace) {
     }
     if (!stack.empty()) {
       tree.parent[i] = static_cast<int32_t>(stack.back());
-      if (IsCpuSpan(e.cls)) tree.child_dur_ns[stack.back()] += e.dur_ns;
+      if (IsCpuSpan(e.cls)) SatAdd(tree.child_dur_ns[stack.back()], e.dur_ns);
     }
     if (IsCpuSpan(e.cls) && e.dur_ns > 0) stack.push_back(i);
   }

@@ -111,14 +111,14 @@ double UnionLength(std::vector<std::pair<int64_t, int64_t>>& iv) {
   int64_t total = 0, cur_s = 0, cur_e = INT64_MIN;
   for (const auto& [s, e] : iv) {
     if (s > cur_e) {
-      if (cur_e > cur_s) total += cur_e - cur_s;
+      if (cur_e > cur_s) SatAdd(total, cur_e - cur_s);
       cur_s = s;
       cur_e = e;
     } else {
       cur_e = std::max(cur_e, e);
     }
   }
-  if (cur_e > cur_s) total += cur_e - cur_s;
+  if (cur_e > cur_s) SatAdd(total, cur_e - cur_s);
   return static_cast<double>(total);
 }
 
@@ -325,14 +325,14 @@ class Analyser {
     for (uint32_t i = 0; i < ev_.size(); ++i) {
       const TraceEvent& e = ev_[i];
       if (e.cls == EventClass::kMemcpy || e.cls == EventClass::kMemset) {
-        memcpy_ns += e.dur_ns;
+        SatAdd(memcpy_ns, e.dur_ns);
         continue;
       }
       if (e.cls != EventClass::kKernel) continue;
-      sum_ns += e.dur_ns;
+      SatAdd(sum_ns, e.dur_ns);
       ++count;
       auto& agg = by_name[e.name];
-      agg.dur_ns += e.dur_ns;
+      SatAdd(agg.dur_ns, e.dur_ns);
       ++agg.count;
       starts.emplace_back(e.ts_ns, i);
       if (launch_of_[i] >= 0) {
@@ -343,10 +343,10 @@ class Analyser {
       const uint16_t ph = KernelPhase(i);
       if (ph != 0) {
         PhaseAgg& pa = Phase(ph);
-        pa.gpu_ns += e.dur_ns;
+        SatAdd(pa.gpu_ns, e.dur_ns);
         ++pa.kernels;
         auto& ka = pa.kernel_names[e.name];
-        ka.dur_ns += e.dur_ns;
+        SatAdd(ka.dur_ns, e.dur_ns);
         ++ka.count;
       }
     }
@@ -365,11 +365,11 @@ class Analyser {
       const int64_t end = ts + k.dur_ns;
       if (ts > cur_e) {
         if (cur_e != INT64_MIN) {
-          busy += cur_e - cur_s;
+          SatAdd(busy, cur_e - cur_s);
           if (launch_of_[i] >= 0) {
             const TraceEvent& l = ev_[static_cast<size_t>(launch_of_[i])];
             const int64_t launch_end = l.ts_ns + l.dur_ns;
-            if (launch_end > cur_e) wait += std::min(ts, launch_end) - cur_e;
+            if (launch_end > cur_e) SatAdd(wait, std::min(ts, launch_end) - cur_e);
           }
         }
         cur_s = ts;
@@ -378,7 +378,7 @@ class Analyser {
         cur_e = std::max(cur_e, end);
       }
     }
-    if (cur_e != INT64_MIN) busy += cur_e - cur_s;
+    if (cur_e != INT64_MIN) SatAdd(busy, cur_e - cur_s);
     p.gpu_busy_ms_per_step = PerStepMs(busy);
     p.gpu_wait_host_ms_per_step = PerStepMs(wait);
     const double step = p.step_ms.value_or(0);
@@ -391,8 +391,8 @@ class Analyser {
     for (const auto& [name, agg] : by_name) {
       const std::string& raw = t_.strings.Get(name);
       KernelRow row = MakeKernelRow(raw, agg, sum_ns);
-      if (row.tensorcore) tc_ns += agg.dur_ns;
-      cat_ns[row.category] += agg.dur_ns;
+      if (row.tensorcore) SatAdd(tc_ns, agg.dur_ns);
+      SatAdd(cat_ns[row.category], agg.dur_ns);
       p.kernels.push_back(std::move(row));
     }
     SortKernelRows(p.kernels);
@@ -446,10 +446,10 @@ class Analyser {
       }
       if (it->second.first) {
         ++launches;
-        launch_ns += e.dur_ns;
+        SatAdd(launch_ns, e.dur_ns);
       }
       if (it->second.second) ++mallocs;
-      if (!sync_names_.contains(e.name)) api_ns += e.dur_ns;
+      if (!sync_names_.contains(e.name)) SatAdd(api_ns, e.dur_ns);
     }
     if (runtime > 0) {
       p.launches_per_step = PerStep(static_cast<double>(launches));
@@ -466,7 +466,7 @@ class Analyser {
   // Adds `v` to `key` in a sparse per-op table (most ops allocate nothing and launch nothing,
   // so maps keep the analyser's memory per event small).
   static void Add(absl::flat_hash_map<uint32_t, int64_t>& m, uint32_t key, int64_t v) {
-    if (v != 0) m[key] += v;
+    if (v != 0) SatAdd(m[key], v);
   }
   static int64_t Get(const absl::flat_hash_map<uint32_t, int64_t>& m, uint32_t key) {
     if (m.empty()) return 0;
@@ -482,7 +482,7 @@ class Analyser {
     for (const auto& [op, v] : self) {
       int32_t cur = static_cast<int32_t>(op);
       while (cur >= 0) {
-        incl[static_cast<uint32_t>(cur)] += v;
+        SatAdd(incl[static_cast<uint32_t>(cur)], v);
         const int32_t par = tree_.parent[static_cast<size_t>(cur)];
         cur = par < 0 ? -1 : anc_.op[static_cast<size_t>(par)];
       }
@@ -515,8 +515,8 @@ class Analyser {
       const int64_t self_ns = std::max<int64_t>(e.dur_ns - tree_.child_dur_ns[i], 0);
       const int64_t self_dev = Get(self_device_ns_, i);
       const double flops = t_.FlopsOf(e);
-      self_total += self_ns;
-      self_dev_total += self_dev;
+      SatAdd(self_total, self_ns);
+      SatAdd(self_dev_total, self_dev);
       if (flops >= 0) {
         flops_total += flops;
         any_flops = true;
@@ -527,14 +527,14 @@ class Analyser {
       auto add = [&](OpAgg& a) {
         a.name = e.name;
         ++a.count;
-        a.total_ns += e.dur_ns;
-        a.self_ns += self_ns;
-        a.self_device_ns += self_dev;
-        a.device_ns += v_dev_ns;
-        a.self_cpu_mem += v_self_cpu_mem;
-        a.cpu_mem += v_cpu_mem;
-        a.self_dev_mem += v_self_dev_mem;
-        a.dev_mem += v_dev_mem;
+        SatAdd(a.total_ns, e.dur_ns);
+        SatAdd(a.self_ns, self_ns);
+        SatAdd(a.self_device_ns, self_dev);
+        SatAdd(a.device_ns, v_dev_ns);
+        SatAdd(a.self_cpu_mem, v_self_cpu_mem);
+        SatAdd(a.cpu_mem, v_cpu_mem);
+        SatAdd(a.self_dev_mem, v_self_dev_mem);
+        SatAdd(a.dev_mem, v_dev_mem);
         if (flops >= 0) {
           a.flops += flops;
           a.has_flops = true;

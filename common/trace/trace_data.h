@@ -36,6 +36,12 @@ inline bool IsGpuActivity(EventClass c) {
 
 inline constexpr int64_t kNoId = INT64_MIN;
 
+// Sums of durations and byte counts saturate instead of overflowing: a hostile trace may hold
+// many events with enormous values, and signed overflow is undefined behaviour.
+inline void SatAdd(int64_t& acc, int64_t v) {
+  if (__builtin_add_overflow(acc, v, &acc)) acc = v > 0 ? INT64_MAX : INT64_MIN;
+}
+
 // Interns strings: id 0 is always the empty string.
 class StringTable {
  public:

@@ -31,7 +31,11 @@ namespace {
 // (kMaxDepth) so hostile input cannot exhaust the stack.
 constexpr int kParseFlags = rapidjson::kParseNanAndInfFlag;
 constexpr int kMaxDepth = 256;
-constexpr double kMaxTsUs = 9.0e15;  // ns must fit in int64
+// Accepted ranges, in microseconds. Epoch timestamps are ~1.7e15 us today; with these bounds
+// every end (ts + dur) and every difference of two times fits in int64 nanoseconds.
+constexpr double kMinTsUs = -1.0e15;
+constexpr double kMaxTsUs = 4.0e15;
+constexpr double kMaxDurUs = 4.0e15;
 
 // A RapidJSON input stream over ChunkedFileReader: the file is never held whole.
 class ChunkStream {
@@ -116,6 +120,20 @@ struct Num {
   bool is_int = false;
   bool fits_int64 = false;
 };
+
+// Byte counts beyond 2^53 (8 PiB) are not real; rejecting them keeps every sum exact in a double
+// and far from int64 overflow.
+std::optional<int64_t> ByteCount(const Num& n) {
+  constexpr double kMax = 9007199254740992.0;  // 2^53
+  if (!std::isfinite(n.d) || std::fabs(n.d) > kMax) return std::nullopt;
+  return n.fits_int64 ? n.i : static_cast<int64_t>(n.d);
+}
+
+// Device ids and SM counts: small non-negative integers, else absent.
+std::optional<int64_t> SmallCount(const Num& n) {
+  if (!std::isfinite(n.d) || n.d < 0 || n.d > 1e9) return std::nullopt;
+  return static_cast<int64_t>(n.d);
+}
 
 int64_t IdFromNum(const Num& n) {
   if (n.is_int) return n.i;  // uint64 beyond int64 keeps its bits: equality is all we need
@@ -292,7 +310,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     CountStrayElement();
     switch (pending_) {
       case Field::kTs:
-        if (std::isfinite(n.d) && std::fabs(n.d) < kMaxTsUs) {
+        if (std::isfinite(n.d) && n.d >= kMinTsUs && n.d <= kMaxTsUs) {
           ts_ns_ = n.fits_int64 ? n.i * 1000 : std::llround(n.d * 1000.0);
           has_ts_ = true;
         } else {
@@ -300,7 +318,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         }
         break;
       case Field::kDur:
-        if (std::isfinite(n.d) && n.d >= 0 && n.d < kMaxTsUs) {
+        if (std::isfinite(n.d) && n.d >= 0 && n.d <= kMaxDurUs) {
           dur_ns_ = n.fits_int64 ? n.i * 1000 : std::llround(n.d * 1000.0);
         } else {
           unusable_ = true;
@@ -313,16 +331,12 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       case Field::kCorrelation: correlation_ = IdFromNum(n); break;
       case Field::kFlops: if (std::isfinite(n.d) && n.d >= 0) flops_ = n.d; break;
       case Field::kDeviceType: device_type_ = static_cast<int8_t>(n.d > 0 ? 1 : 0); break;
-      case Field::kBytes: bytes_ = n.fits_int64 ? n.i : static_cast<int64_t>(n.d); break;
-      case Field::kTotalAllocated:
-        total_allocated_ = n.fits_int64 ? n.i : static_cast<int64_t>(n.d);
-        break;
-      case Field::kTotalReserved:
-        total_reserved_ = n.fits_int64 ? n.i : static_cast<int64_t>(n.d);
-        break;
+      case Field::kBytes: bytes_ = ByteCount(n).value_or(0); break;
+      case Field::kTotalAllocated: total_allocated_ = ByteCount(n).value_or(-1); break;
+      case Field::kTotalReserved: total_reserved_ = ByteCount(n).value_or(-1); break;
       case Field::kDevMem: out_->device->memory_mb = n.d / 1e6; break;
-      case Field::kDevSms: out_->device->sm_count = static_cast<int64_t>(n.d); break;
-      case Field::kDevId: out_->device->index = static_cast<int64_t>(n.d); break;
+      case Field::kDevSms: out_->device->sm_count = SmallCount(n); break;
+      case Field::kDevId: out_->device->index = SmallCount(n); break;
       default: break;
     }
     pending_ = Field::kNone;
