@@ -140,6 +140,10 @@ struct Profile {
 
   std::optional<DeviceInfo> device;
   std::string tool_name, tool_version;
+  std::string libtorch_version;  // the engine's LibTorch, for recorded profiles
+  // The profiler's settings and measured cost ({activities, record_shapes, profile_memory,
+  // with_flops, with_stack, profiled_iterations, overhead_pct}), verbatim JSON; empty for traces.
+  std::string profiler_json;
   std::optional<std::string> created_at;
   ParseStats parse_stats;
 

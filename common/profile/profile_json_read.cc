@@ -339,8 +339,10 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
   if (const Value* tool = r.Object(doc, "tool")) {
     p.tool_name = r.String(*tool, "name", "tool.").value_or("");
     p.tool_version = r.String(*tool, "version", "tool.").value_or("");
+    p.libtorch_version = r.String(*tool, "libtorch", "tool.").value_or("");
   }
   p.created_at = r.String(doc, "created_at");
+  if (const Value* prof = r.Object(doc, "profiler")) p.profiler_json = ToJson(*prof);
   if (!status.ok()) return status;
   return p;
 }

@@ -184,8 +184,10 @@ std::string WriteProfileJson(const Profile& p) {
   }
   w.Key("tool").BeginObject()
       .Field("name", p.tool_name.empty() ? std::string("libreyolo-profiler") : p.tool_name)
-      .Field("version", p.tool_version.empty() ? std::string(LIBREYOLO_VERSION) : p.tool_version)
-      .EndObject();
+      .Field("version", p.tool_version.empty() ? std::string(LIBREYOLO_VERSION) : p.tool_version);
+  if (!p.libtorch_version.empty()) w.Field("libtorch", p.libtorch_version);
+  w.EndObject();
+  if (!p.profiler_json.empty()) w.Key("profiler").Raw(p.profiler_json);
   if (p.created_at.has_value()) w.Field("created_at", *p.created_at);
   const ParseStats& s = p.parse_stats;
   w.Key("parse_stats").BeginObject().Field("events", s.events)
