@@ -29,15 +29,16 @@ cmake -S "${root}" -B "${build}" -G Ninja \
   -DLIBREYOLO_BUILD_FUZZERS=ON \
   -DLIBREYOLO_BUILD_TESTS=ON \
   -DLIBREYOLO_BUILD_BENCH=OFF
-cmake --build "${build}" -j "${jobs}" --target trace_reader_fuzzer profile_json_fuzzer
+cmake --build "${build}" -j "${jobs}" --target trace_reader_fuzzer profile_json_fuzzer \
+  checkpoint_fuzzer
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/libreyolo-fuzz.XXXXXX")"
 failed=0
 summary=()
 
-# run_target <binary name> <seed corpus dir name>
+# run_target <binary name> <seed corpus dir name> [dictionary, default trace.dict]
 run_target() {
-  local name="$1" seeds="$2"
+  local name="$1" seeds="$2" dict="${3:-trace.dict}"
   local bin="${build}/tests/fuzz/${name}"
   local dir="${work}/${name}"
   mkdir -p "${dir}/corpus" "${dir}/artifacts"
@@ -50,7 +51,7 @@ run_target() {
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     timeout --kill-after=30 "$((secs + 120))" "${bin}" \
       -max_total_time="${secs}" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
-      -dict="${fuzz_src}/trace.dict" -artifact_prefix="${dir}/artifacts/" \
+      -dict="${fuzz_src}/${dict}" -artifact_prefix="${dir}/artifacts/" \
       -print_final_stats=1 corpus ) >"${dir}/fuzz.log" 2>&1 || rc=$?
   local execs rate
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "${dir}/fuzz.log" | tail -n1)"
@@ -73,6 +74,7 @@ run_target() {
 
 run_target trace_reader_fuzzer trace
 run_target profile_json_fuzzer profile
+run_target checkpoint_fuzzer checkpoint checkpoint.dict
 
 echo "=== summary"
 printf '  %s\n' "${summary[@]}"
