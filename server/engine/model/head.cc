@@ -1,0 +1,124 @@
+#include "server/engine/model/head.h"
+
+#include <torch/utils.h>
+
+#include <algorithm>
+#include <string>
+
+namespace libreyolo::engine {
+namespace {
+
+int64_t RoundUp(int64_t value, int64_t divisor) {
+  return (value + divisor - 1) / divisor * divisor;
+}
+
+}  // namespace
+
+HeadTowerImpl::HeadTowerImpl(int64_t c_in, int64_t hidden, int64_t c_out, int64_t groups) {
+  conv0_ = register_module("0", Conv(c_in, hidden, 3));
+  conv1_ = register_module("1", Conv(hidden, hidden, 3, 1, groups));
+  pred_ = register_module(
+      "2", torch::nn::Conv2d(torch::nn::Conv2dOptions(hidden, c_out, 1).groups(groups)));
+}
+
+double HeadTowerImpl::Flops(Hw in) const {
+  return conv0_->Flops(in) + conv1_->Flops(in) + ConvFlops(*pred_, in);
+}
+
+void HeadTowerImpl::FillBias(double value) {
+  torch::NoGradGuard no_grad;
+  pred_->bias.fill_(value);
+}
+
+DDetectImpl::DDetectImpl(int64_t num_classes, const std::vector<int64_t>& channels)
+    : num_classes_(num_classes) {
+  TORCH_CHECK(static_cast<int64_t>(channels.size()) == kNumLevels, "DDetect needs 3 levels");
+  // Tower widths are part of LibreYOLO9's checkpoint geometry: the box tower is a quarter of
+  // the P3 width rounded up to its 4 groups, at least 4*16; the class tower is the P3 width,
+  // at least min(nc, 100).
+  constexpr int64_t kBoxGroups = 4;
+  const int64_t box_out = 4 * kRegMax;
+  const int64_t box_hidden = std::max({RoundUp(channels[0] / 4, kBoxGroups), box_out, kRegMax});
+  const int64_t class_hidden = std::max(channels[0], std::min<int64_t>(num_classes, 100));
+  auto box_list = register_module("cv2", torch::nn::ModuleList());
+  auto class_list = register_module("cv3", torch::nn::ModuleList());
+  for (int64_t c : channels) {
+    box_towers_.emplace_back(c, box_hidden, box_out, kBoxGroups);
+    box_list->push_back(box_towers_.back());
+    class_towers_.emplace_back(c, class_hidden, num_classes, 1);
+    class_list->push_back(class_towers_.back());
+  }
+  // Detection prior for training from scratch (a checkpoint overwrites it): box logits start
+  // at 1, class logits at -10, i.e. a ~4.5e-5 foreground probability.
+  for (auto& tower : box_towers_) tower->FillBias(1.0);
+  for (auto& tower : class_towers_) tower->FillBias(-10.0);
+}
+
+std::vector<torch::Tensor> DDetectImpl::forward(const std::vector<torch::Tensor>& feats) {
+  std::vector<torch::Tensor> out;
+  out.reserve(feats.size());
+  for (size_t i = 0; i < feats.size(); ++i) {
+    out.push_back(torch::cat({box_towers_[i](feats[i]), class_towers_[i](feats[i])}, 1));
+  }
+  return out;
+}
+
+void DDetectImpl::UpdateGrid(const std::vector<torch::Tensor>& raw) {
+  const torch::Tensor& first = raw.front();
+  std::vector<int64_t> key = {static_cast<int64_t>(first.scalar_type()),
+                              static_cast<int64_t>(first.device().type()), first.device().index()};
+  for (const auto& level : raw) {
+    key.push_back(level.size(2));
+    key.push_back(level.size(3));
+  }
+  if (key == grid_key_) return;
+  const auto options = first.options();
+  std::vector<torch::Tensor> points;
+  std::vector<torch::Tensor> strides;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const int64_t h = raw[i].size(2);
+    const int64_t w = raw[i].size(3);
+    torch::Tensor xs = torch::arange(w, options) + 0.5;
+    torch::Tensor ys = torch::arange(h, options) + 0.5;
+    std::vector<torch::Tensor> grid = torch::meshgrid({ys, xs}, "ij");
+    points.push_back(torch::stack({grid[1], grid[0]}, -1).reshape({-1, 2}));
+    strides.push_back(torch::full({h * w, 1}, static_cast<double>(kStrides[i]), options));
+  }
+  anchors_ = torch::cat(points).transpose(0, 1);
+  anchor_strides_ = torch::cat(strides).transpose(0, 1);
+  bins_ = torch::arange(kRegMax, options).view({1, 1, kRegMax, 1});
+  grid_key_ = std::move(key);
+}
+
+torch::Tensor DDetectImpl::Decode(const std::vector<torch::Tensor>& raw) {
+  TORCH_CHECK(static_cast<int64_t>(raw.size()) == kNumLevels, "Decode needs 3 levels");
+  UpdateGrid(raw);
+  std::vector<torch::Tensor> box_levels;
+  std::vector<torch::Tensor> score_levels;
+  for (const auto& level : raw) {
+    std::vector<torch::Tensor> parts =
+        level.flatten(2).split_with_sizes({4 * kRegMax, num_classes_}, 1);
+    box_levels.push_back(parts[0]);
+    score_levels.push_back(parts[1]);
+  }
+  torch::Tensor logits = torch::cat(box_levels, 2);
+  const int64_t batch = logits.size(0);
+  const int64_t anchors = logits.size(2);
+  // DFL: the expected distance under a softmax over the 16 bins, per side (l, t, r, b).
+  torch::Tensor dist = logits.view({batch, 4, kRegMax, anchors}).softmax(2).mul(bins_).sum(2);
+  std::vector<torch::Tensor> lt_rb = dist.chunk(2, 1);
+  torch::Tensor centres = anchors_.unsqueeze(0);
+  torch::Tensor boxes = torch::cat({centres - lt_rb[0], centres + lt_rb[1]}, 1) * anchor_strides_;
+  torch::Tensor scores = torch::cat(score_levels, 2).sigmoid();
+  return torch::cat({boxes, scores}, 1);
+}
+
+double DDetectImpl::Flops(const std::vector<Hw>& level_sizes) const {
+  double flops = 0.0;
+  for (size_t i = 0; i < level_sizes.size() && i < box_towers_.size(); ++i) {
+    flops += box_towers_[i]->Flops(level_sizes[i]) + class_towers_[i]->Flops(level_sizes[i]);
+  }
+  return flops;
+}
+
+}  // namespace libreyolo::engine

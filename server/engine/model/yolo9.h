@@ -1,0 +1,83 @@
+// LibreYOLO9 (YOLOv9 t/s/m/c) in LibTorch. Module and parameter names reproduce LibreYOLO's
+// state-dict keys ("backbone.*", "neck.*", "head.cv2|cv3.*"), so its checkpoints load by name
+// and the raw head maps feed a loss written against LibreYOLO's.
+#ifndef LIBREYOLO_SERVER_ENGINE_MODEL_YOLO9_H_
+#define LIBREYOLO_SERVER_ENGINE_MODEL_YOLO9_H_
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/engine/checkpoint/checkpoint.h"
+#include "server/engine/model/head.h"
+#include "server/engine/model/yolo9_parts.h"
+
+namespace libreyolo::engine {
+
+struct Yolo9Options {
+  std::string size = "t";  // t, s, m or c
+  int64_t num_classes = 80;
+};
+
+// INVALID_ARGUMENT for an unknown size or a non-positive class count; the module constructor
+// throws c10::Error on those, so check first at an API edge.
+absl::Status ValidateYolo9Options(const Yolo9Options& options);
+
+class Yolo9Impl : public torch::nn::Module {
+ public:
+  explicit Yolo9Impl(const Yolo9Options& options = {});
+
+  // Per level (strides 8, 16, 32) the raw head maps [B, 4*16 + nc, H/s, W/s]: 64 DFL box
+  // logits (side-major: l, t, r, b x 16 bins) then nc class logits. H and W must be multiples
+  // of 32. This is the training output; BatchNorm follows the module's train/eval mode.
+  std::vector<torch::Tensor> forward_raw(const torch::Tensor& x);
+
+  // LibreYOLO's eval `predictions`: [B, 4 + nc, A] with xyxy boxes in input pixels and sigmoid
+  // class scores, A = sum of H/s * W/s. Call eval() first (BatchNorm running statistics) and
+  // wrap in a no-grad / inference-mode guard as the caller sees fit. It updates the head's
+  // anchor cache, so a model is used by one thread at a time.
+  torch::Tensor predict(const torch::Tensor& x);
+
+  // The decode half of predict(), for callers that time forward and decode apart.
+  torch::Tensor decode(const std::vector<torch::Tensor>& raw) { return head_->Decode(raw); }
+
+  const Yolo9Options& options() const { return options_; }
+  // FLOPs of every convolution at batch 1 for an h x w input (see ForwardFlops).
+  double Flops(int64_t h, int64_t w) const;
+
+ private:
+  Yolo9Options options_;
+  Backbone9 backbone_{nullptr};
+  Neck9 neck_{nullptr};
+  DDetect head_{nullptr};
+};
+TORCH_MODULE(Yolo9);
+
+// Copies `tensors` into the model's parameters and buffers by name. Every missing, unexpected
+// or mis-shaped name is listed in one INVALID_ARGUMENT message (the first 20, then a count),
+// and nothing is copied unless all match. Values are converted to each parameter's dtype and
+// device.
+absl::Status LoadStateDict(Yolo9& model, const std::map<std::string, torch::Tensor>& tensors);
+
+// A checkpoint tensor as an owning, contiguous CPU tensor of the same dtype, shape and values
+// (strides and storage offset honoured). Throws c10::Error when the view does not fit in its
+// storage (the checkpoint reader rejects such files first).
+torch::Tensor ToTorch(const CheckpointTensor& tensor);
+
+// Number of trainable parameters (BN running statistics excluded), as Python's
+// sum(p.numel() for p in model.parameters()).
+int64_t CountParameters(const Yolo9& model);
+
+// FLOPs of one forward at batch 1 on an imgsz x imgsz input: 2 per multiply-add of every
+// convolution, computed from the weight shapes (no forward pass is run).
+double ForwardFlops(Yolo9& model, int64_t imgsz);
+
+}  // namespace libreyolo::engine
+
+#endif  // LIBREYOLO_SERVER_ENGINE_MODEL_YOLO9_H_
