@@ -1,0 +1,157 @@
+#include "server/engine/data/image_io.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <opencv2/imgcodecs.hpp>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "server/engine/data/status_macros.h"
+
+namespace libreyolo::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status AddListFile(const fs::path& list, std::vector<std::string>* out) {
+  std::ifstream in(list);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("image list '", list.string(), "' cannot be read"));
+  }
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    const absl::string_view entry = absl::StripAsciiWhitespace(line);
+    if (entry.empty() || entry.front() == '#') continue;
+    fs::path p{std::string(entry)};
+    if (p.is_relative()) p = list.parent_path() / p;
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) {
+      return absl::NotFoundError(absl::StrCat(list.string(), ":", line_no, ": image '", p.string(),
+                                              "' does not exist; fix or remove "
+                                              "the line"));
+    }
+    out->push_back(p.lexically_normal().string());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ImageExtensionList() {
+  std::string out;
+  for (std::string_view ext : kImageExtensions) {
+    absl::StrAppend(&out, out.empty() ? "" : ", ", "*", absl::string_view(ext.data(), ext.size()));
+  }
+  return out;
+}
+
+bool HasImageExtension(const std::string& path) {
+  const std::string ext = absl::AsciiStrToLower(fs::path(path).extension().string());
+  return std::find(kImageExtensions.begin(), kImageExtensions.end(), ext) != kImageExtensions.end();
+}
+
+absl::StatusOr<std::vector<std::string>> ListImages(const std::string& dir, bool recursive) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("'", dir, "' is not a folder"));
+  }
+  std::vector<std::string> out;
+  auto take = [&](const fs::directory_entry& entry) {
+    std::error_code file_ec;
+    if (entry.is_regular_file(file_ec) && HasImageExtension(entry.path().string())) {
+      out.push_back(entry.path().string());
+    }
+  };
+  if (recursive) {
+    for (auto it = fs::recursive_directory_iterator(dir, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      take(*it);
+    }
+  } else {
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+         it.increment(ec)) {
+      take(*it);
+    }
+  }
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot list folder '", dir, "': ", ec.message()));
+  }
+  // Directory iteration order is file-system dependent; sorting makes runs reproducible.
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> ListSplitImages(const std::vector<std::string>& sources,
+                                                         const std::string& origin) {
+  std::vector<std::string> out;
+  for (const std::string& source : sources) {
+    std::error_code ec;
+    if (fs::is_directory(source, ec)) {
+      ASSIGN_OR_RETURN(std::vector<std::string> images, ListImages(source, /*recursive=*/true));
+      out.insert(out.end(), images.begin(), images.end());
+    } else if (fs::is_regular_file(source, ec) &&
+               absl::AsciiStrToLower(fs::path(source).extension().string()) == ".txt") {
+      RETURN_IF_ERROR(AddListFile(source, &out));
+    } else if (fs::is_regular_file(source, ec) && HasImageExtension(source)) {
+      out.push_back(source);
+    } else if (fs::exists(source, ec)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin, ": '", source, "' is neither a folder, a .txt image list nor an image (",
+          ImageExtensionList(), ")"));
+    } else {
+      return absl::NotFoundError(
+          absl::StrCat(origin, ": '", source,
+                       "' does not exist; download the dataset there or fix 'path' "
+                       "and the split in the YAML"));
+    }
+  }
+  return out;
+}
+
+std::string LabelPathForImage(const std::string& image_path) {
+  std::string path = image_path;
+  const size_t pos = path.rfind("/images/");
+  if (pos != std::string::npos) path.replace(pos, 8, "/labels/");
+  return fs::path(path).replace_extension(".txt").string();
+}
+
+absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, const std::string& what) {
+  cv::Mat image;
+  try {
+    // Wrap without copying; imdecode only reads the buffer.
+    const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
+    image = cv::imdecode(raw, cv::IMREAD_COLOR);
+  } catch (const cv::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("image '", what, "' cannot be decoded (",
+                                                   e.what(), "); replace or delete the file"));
+  }
+  if (image.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("image '", what,
+                     "' cannot be decoded: the file is corrupt or not an image OpenCV "
+                     "reads (",
+                     ImageExtensionList(), "); replace or delete it"));
+  }
+  return image;
+}
+
+absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("image '", path,
+                                            "' cannot be opened; check that "
+                                            "it exists and is readable"));
+  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return DecodeImageBytes(bytes.str(), path);
+}
+
+}  // namespace libreyolo::engine

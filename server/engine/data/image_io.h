@@ -1,0 +1,48 @@
+// Image files: which extensions count as images, listing them, finding an image's label file,
+// and decoding with OpenCV into BGR uint8 (what every transform here takes).
+#ifndef LIBREYOLO_SERVER_ENGINE_DATA_IMAGE_IO_H_
+#define LIBREYOLO_SERVER_ENGINE_DATA_IMAGE_IO_H_
+
+#include <array>
+#include <opencv2/core.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace libreyolo::engine {
+
+// The formats `profile infer` accepts (reference §7), matched case-insensitively.
+inline constexpr std::array<std::string_view, 7> kImageExtensions = {
+    ".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"};
+
+// "*.jpg, *.jpeg, ..." for messages.
+std::string ImageExtensionList();
+
+bool HasImageExtension(const std::string& path);
+
+// The images in `dir`, sorted by path; `recursive` descends into sub-folders (dataset splits
+// do, inference sources do not). NOT_FOUND if `dir` is not a folder; an empty result is not an
+// error here (the callers word that error for their context).
+absl::StatusOr<std::vector<std::string>> ListImages(const std::string& dir, bool recursive);
+
+// The images a dataset split names: folders (recursive), .txt lists (one path a line, '#'
+// comments, relative to the list's folder) and single images. NOT_FOUND naming `origin` (the
+// YAML line) for a source that does not exist.
+absl::StatusOr<std::vector<std::string>> ListSplitImages(const std::vector<std::string>& sources,
+                                                         const std::string& origin);
+
+// YOLO convention: the last "/images/" becomes "/labels/" and the extension ".txt"
+// (".../images/train/a.jpg" -> ".../labels/train/a.txt"); without an images folder, the
+// label sits beside the image.
+std::string LabelPathForImage(const std::string& image_path);
+
+// Reads and decodes an image as 3-channel BGR uint8. NOT_FOUND for a missing file,
+// INVALID_ARGUMENT naming the file for one OpenCV cannot decode (corrupt or unsupported).
+absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path);
+absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, const std::string& what);
+
+}  // namespace libreyolo::engine
+
+#endif  // LIBREYOLO_SERVER_ENGINE_DATA_IMAGE_IO_H_

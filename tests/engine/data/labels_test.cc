@@ -1,0 +1,179 @@
+#include "server/engine/data/labels.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "server/engine/data/dataset.h"
+#include "server/engine/data/image_io.h"
+#include "server/engine/data/inference_source.h"
+#include "server/engine/data/synthetic.h"
+#include "tests/engine/data/test_util.h"
+
+namespace libreyolo::engine {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+std::string ParseError(const std::string& text, int nc = 80) {
+  auto parsed = ParseLabelText(text, "lbl/a.txt", nc);
+  EXPECT_FALSE(parsed.ok()) << text;
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(parsed.status().message());
+}
+
+TEST(LabelsTest, ParsesBoxesPolygonsBlankLinesAndCrlf) {
+  auto parsed = ParseLabelText(
+      "0 0.5 0.5 0.2 0.4\r\n\n  \n3 0.1 0.2 0.3 0.2 0.2 0.6\n"
+      "7\t1.0005 0.5 0.1 0.1\n",
+      "a.txt", 80);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 3u);
+  EXPECT_EQ((*parsed)[0].cls, 0);
+  EXPECT_FLOAT_EQ((*parsed)[0].w, 0.2f);
+  // Polygon (0.1,0.2) (0.3,0.2) (0.2,0.6) -> its bounding box.
+  EXPECT_EQ((*parsed)[1].cls, 3);
+  EXPECT_FLOAT_EQ((*parsed)[1].cx, 0.2f);
+  EXPECT_FLOAT_EQ((*parsed)[1].cy, 0.4f);
+  EXPECT_FLOAT_EQ((*parsed)[1].w, 0.2f);
+  EXPECT_FLOAT_EQ((*parsed)[1].h, 0.4f);
+  // Within the tolerance: accepted and clipped.
+  EXPECT_FLOAT_EQ((*parsed)[2].cx, 1.0f);
+}
+
+TEST(LabelsTest, WrongFieldCount) {
+  EXPECT_THAT(ParseError("0 0.5 0.5 0.2 0.2\n1 0.5 0.5 0.2\n"),
+              HasSubstr("lbl/a.txt:2: expected 5 fields, found 4"));
+  EXPECT_THAT(ParseError("0 0.5 0.5 0.2 0.2 0.1\n"),
+              HasSubstr("lbl/a.txt:1: expected 5 fields, found 6"));
+}
+
+TEST(LabelsTest, NonNumeric) {
+  EXPECT_THAT(ParseError("\n\n0 0.5 abc 0.2 0.2\n"),
+              HasSubstr("lbl/a.txt:3: cy 'abc' is not a finite number"));
+  EXPECT_THAT(ParseError("person 0.5 0.5 0.2 0.2\n"),
+              HasSubstr("lbl/a.txt:1: class 'person' is not a finite number"));
+  EXPECT_THAT(ParseError("0 nan 0.5 0.2 0.2\n"), HasSubstr("cx 'nan' is not a finite number"));
+}
+
+TEST(LabelsTest, ClassOutOfRange) {
+  EXPECT_THAT(ParseError("3 0.5 0.5 0.2 0.2\n", 3),
+              HasSubstr("lbl/a.txt:1: class '3' is not an integer in [0, 3)"));
+  EXPECT_THAT(ParseError("-1 0.5 0.5 0.2 0.2\n", 3), HasSubstr("class '-1'"));
+  EXPECT_THAT(ParseError("1.5 0.5 0.5 0.2 0.2\n", 3), HasSubstr("class '1.5'"));
+}
+
+TEST(LabelsTest, CoordinatesOutsideUnitRange) {
+  EXPECT_THAT(ParseError("0 0.5 0.5 0.2 0.2\n0 0.5 0.5 1.2 0.2\n"),
+              HasSubstr("lbl/a.txt:2: w 1.2 is outside [0, 1]"));
+  EXPECT_THAT(ParseError("0 -0.01 0.5 0.2 0.2\n"), HasSubstr("cx -0.01 is outside [0, 1]"));
+  EXPECT_THAT(ParseError("0 0.5 0.5 0.2 -0.3\n"), HasSubstr("h -0.3 is outside"));
+  // Pixel coordinates are the usual cause; the message says what is expected.
+  EXPECT_THAT(ParseError("0 320 240 50 60\n"), HasSubstr("normalised by the image size"));
+}
+
+TEST(LabelsTest, MissingLabelFileIsBackground) {
+  auto parsed = ReadLabelFile("/nonexistent/labels/x.txt", 3);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->empty());
+}
+
+TEST(LabelsTest, DatasetOpenReportsTheBadLabelFileAndLine) {
+  TempDir dir;
+  testing::WriteTinyDataset(dir.path(), 3);
+  const std::string bad =
+      dir.Write("labels/train/img2.txt", "0 0.5 0.5 0.2 0.2\n9 0.5 0.5 0.1 0.1\n");
+  auto dataset = FileDataset::Open(
+      {dir.path() + "/images/train/img0.png", dir.path() + "/images/train/img2.png"}, 3, "test");
+  ASSERT_FALSE(dataset.ok());
+  EXPECT_THAT(dataset.status().message(), HasSubstr(bad + ":2: class '9'"));
+}
+
+TEST(ImageIoTest, LabelPathForImage) {
+  EXPECT_EQ(LabelPathForImage("/d/images/train/a.jpg"), "/d/labels/train/a.txt");
+  EXPECT_EQ(LabelPathForImage("/images/x/images/b.PNG"), "/images/x/labels/b.txt");
+  EXPECT_EQ(LabelPathForImage("/d/pics/c.jpeg"), "/d/pics/c.txt");
+}
+
+TEST(ImageIoTest, CorruptAndMissingImages) {
+  TempDir dir;
+  const std::string corrupt = dir.Write("images/train/bad.jpg", std::string("\xFF\xD8garbage", 9));
+  auto decoded = DecodeImageFile(corrupt);
+  ASSERT_EQ(decoded.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(decoded.status().message(), HasSubstr("image '" + corrupt + "' cannot be decoded"));
+  const std::string empty = dir.Write("images/train/empty.png", "");
+  EXPECT_THAT(DecodeImageFile(empty).status().message(), HasSubstr(empty));
+  EXPECT_EQ(DecodeImageFile(dir.path() + "/nope.png").status().code(), absl::StatusCode::kNotFound);
+
+  // Through a dataset: the error surfaces at Load, naming the file.
+  auto dataset = FileDataset::Open({corrupt}, 1, "test");
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  auto sample = (*dataset)->Load(0);
+  EXPECT_THAT(sample.status().message(), HasSubstr(corrupt));
+}
+
+TEST(InferenceSourceTest, DirectoryListingIsSortedAndFlat) {
+  TempDir dir;
+  const cv::Mat pixel(4, 4, CV_8UC3, cv::Scalar(1, 2, 3));
+  for (const char* name : {"b.png", "a.JPG", "c.bmp", "sub/d.png"}) {
+    const std::string path = dir.path() + "/" + name;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::string ext = std::filesystem::path(path).extension().string();
+    for (char& ch : ext) ch = static_cast<char>(std::tolower(ch));
+    cv::imwrite(path + ext, pixel);             // encode by the lower-case extension...
+    std::filesystem::rename(path + ext, path);  // ...then give it the tested name
+  }
+  dir.Write("notes.txt", "not an image");
+  auto source = ResolveInferenceSource(dir.path());
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_FALSE(source->sample);
+  EXPECT_THAT(source->paths,
+              ElementsAre(dir.path() + "/a.JPG", dir.path() + "/b.png", dir.path() + "/c.bmp"));
+  auto image = LoadInferenceImage(*source, 1);
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(image->at<cv::Vec3b>(0, 0), cv::Vec3b(1, 2, 3));
+
+  auto single = ResolveInferenceSource(dir.path() + "/b.png");
+  ASSERT_TRUE(single.ok());
+  EXPECT_THAT(single->paths, ElementsAre(dir.path() + "/b.png"));
+}
+
+TEST(InferenceSourceTest, Errors) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/empty");
+  dir.Write("empty/readme.txt", "x");
+  auto none = ResolveInferenceSource(dir.path() + "/empty");
+  ASSERT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(none.status().message(), HasSubstr("no images in folder '" + dir.path() + "/empty'"));
+  EXPECT_THAT(none.status().message(),
+              HasSubstr("*.jpg, *.jpeg, *.png, *.bmp, *.webp, *.tif, *.tiff"));
+  EXPECT_EQ(ResolveInferenceSource(dir.path() + "/missing.jpg").status().code(),
+            absl::StatusCode::kNotFound);
+  auto not_image = ResolveInferenceSource(dir.path() + "/empty/readme.txt");
+  EXPECT_EQ(not_image.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(not_image.status().message(), HasSubstr("is not an image"));
+}
+
+TEST(InferenceSourceTest, SampleImage) {
+  auto source = ResolveInferenceSource("");
+  ASSERT_TRUE(source.ok());
+  EXPECT_TRUE(source->sample);
+  ASSERT_EQ(source->size(), 1u);
+  auto image = LoadInferenceImage(*source, 0);
+  ASSERT_TRUE(image.ok());
+  EXPECT_EQ(image->cols, 810);
+  EXPECT_EQ(image->rows, 1080);
+  EXPECT_EQ(image->type(), CV_8UC3);
+  // Deterministic and not flat.
+  const cv::Mat again = MakeSampleImage();
+  EXPECT_EQ(cv::norm(*image, again, cv::NORM_INF), 0.0);
+  cv::Scalar mean, stddev;
+  cv::meanStdDev(*image, mean, stddev);
+  EXPECT_GT(stddev[0], 20.0);
+}
+
+}  // namespace
+}  // namespace libreyolo::engine

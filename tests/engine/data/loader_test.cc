@@ -1,0 +1,284 @@
+#include "server/engine/data/loader.h"
+
+#include <ATen/ATen.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "server/engine/data/dataset.h"
+#include "tests/engine/data/test_util.h"
+
+namespace libreyolo::engine {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<Batch> Drain(DataLoader* loader) {
+  std::vector<Batch> out;
+  for (;;) {
+    auto next = loader->Next();
+    EXPECT_TRUE(next.ok()) << next.status();
+    if (!next.ok() || !next->has_value()) return out;
+    out.push_back(std::move(**next));
+  }
+}
+
+LoaderOptions SmallOptions(int workers) {
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.image_size = 128;
+  o.workers = workers;
+  o.seed = 1234;
+  return o;
+}
+
+TEST(LoaderTest, BatchesPerEpoch) {
+  EXPECT_EQ(DataLoader::BatchesPerEpoch(10, 4, true), 2);
+  EXPECT_EQ(DataLoader::BatchesPerEpoch(10, 4, false), 3);
+  EXPECT_EQ(DataLoader::BatchesPerEpoch(3, 4, true), 0);
+  EXPECT_EQ(DataLoader::BatchesPerEpoch(3, 4, false), 1);
+  EXPECT_EQ(DataLoader::BatchesPerEpoch(0, 4, false), 0);
+}
+
+TEST(CollateTest, LayoutMatchesTheLossContract) {
+  Sample a, b;
+  a.image = cv::Mat(64, 64, CV_8UC3, cv::Scalar(10, 20, 30));  // B, G, R
+  a.boxes = {Box{3, 0, 16, 32, 48}, Box{1, 8, 8, 70, 64}};
+  a.path = "a";
+  b.image = cv::Mat(64, 64, CV_8UC3, cv::Scalar(255, 0, 0));
+  b.path = "b";
+  auto batch = Collate({a, b}, 64, /*pin=*/false);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->images.sizes(), (std::vector<int64_t>{2, 3, 64, 64}));
+  EXPECT_EQ(batch->images.scalar_type(), at::kFloat);
+  EXPECT_TRUE(batch->images.is_contiguous());
+  // RGB order, / 255.
+  EXPECT_FLOAT_EQ(batch->images[0][0][5][7].item<float>(), 30.0f / 255);
+  EXPECT_FLOAT_EQ(batch->images[0][2][5][7].item<float>(), 10.0f / 255);
+  EXPECT_FLOAT_EQ(batch->images[1][2][63][63].item<float>(), 1.0f);
+  EXPECT_EQ(batch->targets.sizes(), (std::vector<int64_t>{2, 2, 5}));
+  const at::Tensor expected = at::tensor({3.0f,   0.0f,   0.25f, 0.5f, 0.75f, 1.0f,
+                                          0.125f, 0.125f, 1.0f,  1.0f,  // clipped to the canvas
+                                          -1.0f,  0.0f,   0.0f,  0.0f, 0.0f,  -1.0f,
+                                          0.0f,   0.0f,   0.0f,  0.0f})
+                                  .reshape({2, 2, 5});
+  EXPECT_TRUE(at::allclose(batch->targets, expected)) << batch->targets;
+  EXPECT_EQ(batch->paths, (std::vector<std::string>{"a", "b"}));
+
+  // No boxes anywhere: still one padding row, never a zero-sized dimension.
+  auto empty = Collate({b}, 64, false);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->targets.sizes(), (std::vector<int64_t>{1, 1, 5}));
+  EXPECT_EQ(empty->targets[0][0][0].item<float>(), -1.0f);
+
+  auto mismatched = Collate({a}, 32, false);
+  EXPECT_FALSE(mismatched.ok());
+}
+
+TEST(CollateTest, InferencePreprocessMapsBack) {
+  const cv::Mat tall(1080, 810, CV_8UC3, cv::Scalar(0, 0, 255));
+  const cv::Mat wide(100, 200, CV_8UC3, cv::Scalar(255, 0, 0));
+  auto batch = PreprocessForInference({tall, wide}, 320, false);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->images.sizes(), (std::vector<int64_t>{2, 3, 320, 320}));
+  EXPECT_FLOAT_EQ(batch->images[0][0][0][0].item<float>(), 1.0f);            // red, top-left
+  EXPECT_FLOAT_EQ(batch->images[0][0][0][300].item<float>(), 114.0f / 255);  // pad on the right
+  EXPECT_FLOAT_EQ(batch->images[1][2][0][0].item<float>(), 1.0f);            // blue
+  EXPECT_FLOAT_EQ(batch->images[1][2][200][0].item<float>(), 114.0f / 255);  // pad below
+  EXPECT_EQ(batch->geometry[0].width, 240);
+  EXPECT_EQ(batch->source_sizes[1], cv::Size(200, 100));
+  const Box back = MapToSource(Box{0, 32, 16, 64, 48}, batch->geometry[1], 200, 100);
+  EXPECT_FLOAT_EQ(back.x1, 20.0f);
+  EXPECT_FLOAT_EQ(back.y2, 30.0f);
+  EXPECT_FALSE(PreprocessForInference({cv::Mat(4, 4, CV_8UC1)}, 32, false).ok());
+}
+
+// The shared fixture (what the Python reference feeds its loss) has exactly our layout.
+TEST(CollateTest, ReproducesTheSharedTargetsFixture) {
+  std::ifstream in(std::string(LIBREYOLO_SHARED_DIR) + "/fixtures/models/targets_2x3x5.npy",
+                   std::ios::binary);
+  if (!in) GTEST_SKIP() << "shared fixture targets_2x3x5.npy not present";
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string bytes = buffer.str();
+  const size_t header = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
+  ASSERT_NE(bytes.find("(2, 3, 5)"), std::string::npos);
+  ASSERT_EQ(bytes.size(), 10 + header + 30 * sizeof(float));
+  float values[30];
+  std::memcpy(values, bytes.data() + 10 + header, sizeof(values));
+  const int size = 320;
+  std::vector<std::vector<Box>> boxes(2);
+  for (size_t i = 0; i < 2; ++i) {
+    for (size_t j = 0; j < 3; ++j) {
+      const float* row = values + (i * 3 + j) * 5;
+      if (row[0] < 0) continue;
+      boxes[i].push_back(Box{static_cast<int>(row[0]), row[1] * size, row[2] * size, row[3] * size,
+                             row[4] * size});
+    }
+  }
+  const at::Tensor ours = TargetsToTensor(boxes, size, kMaxLabelsPerImage, false);
+  const at::Tensor fixture = at::from_blob(values, {2, 3, 5}, at::kFloat);
+  EXPECT_TRUE(at::allclose(ours, fixture, 1e-6, 1e-6)) << ours << fixture;
+}
+
+TEST(LoaderTest, SameBatchesForAnyWorkerCount) {
+  auto dataset = std::make_shared<const SyntheticDataset>(22, 80, 99);
+  std::vector<std::vector<Batch>> runs;
+  for (int workers : {0, 2, 4}) {
+    auto loader = DataLoader::Create(dataset, SmallOptions(workers));
+    ASSERT_TRUE(loader.ok()) << loader.status();
+    EXPECT_EQ((*loader)->BatchesPerEpoch(), 5);
+    runs.push_back(Drain(loader->get()));
+    ASSERT_EQ(runs.back().size(), 5u) << workers << " workers";
+  }
+  for (size_t r = 1; r < runs.size(); ++r) {
+    for (size_t b = 0; b < runs[0].size(); ++b) {
+      EXPECT_EQ(runs[r][b].paths, runs[0][b].paths) << "run " << r << " batch " << b;
+      EXPECT_TRUE(at::equal(runs[r][b].images, runs[0][b].images)) << "run " << r << " batch " << b;
+      EXPECT_TRUE(at::equal(runs[r][b].targets, runs[0][b].targets))
+          << "run " << r << " batch " << b;
+    }
+  }
+  const Batch& first = runs[0][0];
+  EXPECT_EQ(first.images.sizes(), (std::vector<int64_t>{4, 3, 128, 128}));
+  EXPECT_EQ(first.targets.size(0), 4);
+  EXPECT_EQ(first.targets.size(2), 5);
+  EXPECT_GE(first.images.min().item<float>(), 0.0f);
+  EXPECT_LE(first.images.max().item<float>(), 1.0f);
+  const at::Tensor coords = first.targets.index(
+      {at::indexing::Slice(), at::indexing::Slice(), at::indexing::Slice(1, 5)});
+  EXPECT_GE(coords.min().item<float>(), 0.0f);
+  EXPECT_LE(coords.max().item<float>(), 1.0f);
+}
+
+TEST(LoaderTest, EpochsShuffleDifferentlyAndDropLastIsOptional) {
+  auto dataset = std::make_shared<const SyntheticDataset>(22, 80, 99);
+  auto loader = DataLoader::Create(dataset, SmallOptions(2));
+  ASSERT_TRUE(loader.ok());
+  EXPECT_NE((*loader)->EpochOrder(0), (*loader)->EpochOrder(1));
+  ASSERT_TRUE((*loader)->StartEpoch(1).ok());
+  const std::vector<Batch> epoch1 = Drain(loader->get());
+  ASSERT_EQ(epoch1.size(), 5u);
+  EXPECT_EQ(epoch1[0].paths[0], "synthetic:" + std::to_string((*loader)->EpochOrder(1)[0]));
+
+  LoaderOptions keep = SmallOptions(3);
+  keep.drop_last = false;
+  keep.shuffle = false;
+  auto loader2 = DataLoader::Create(dataset, keep);
+  ASSERT_TRUE(loader2.ok());
+  const std::vector<Batch> all = Drain(loader2->get());
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_EQ(all.back().images.size(0), 2);
+  EXPECT_EQ(all.back().paths.back(), "synthetic:21");
+}
+
+TEST(LoaderTest, ReadsADatasetFromDisk) {
+  testing::TempDir dir;
+  const std::string yaml = testing::WriteTinyDataset(dir.path(), 8);
+  auto spec = ResolveDataset(yaml, "/nonexistent");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto dataset = OpenDataset(*spec, Split::kTrain);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  auto loader = DataLoader::Create(*dataset, SmallOptions(2));
+  ASSERT_TRUE(loader.ok());
+  const std::vector<Batch> batches = Drain(loader->get());
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_THAT(batches[0].paths[0], HasSubstr("/images/train/img"));
+}
+
+// Fails on one index: by Status or by exception, as a decode or a LibTorch call can.
+class FailingDataset : public SyntheticDataset {
+ public:
+  FailingDataset(int64_t bad, bool throws)
+      : SyntheticDataset(16, 80, 5), bad_(bad), throws_(throws) {}
+  absl::StatusOr<Sample> Load(int64_t index) const override {
+    if (index == bad_) {
+      if (throws_) throw std::runtime_error("injected failure in sample 9");
+      return absl::DataLossError("image 'broken.jpg' cannot be decoded");
+    }
+    return SyntheticDataset::Load(index);
+  }
+
+ private:
+  int64_t bad_;
+  bool throws_;
+};
+
+TEST(LoaderTest, WorkerErrorsSurfaceAsStatus) {
+  for (int workers : {0, 2, 4}) {
+    for (bool throws : {false, true}) {
+      LoaderOptions o = SmallOptions(workers);
+      o.shuffle = false;
+      o.augment.enabled = false;  // sample 9 is read only for batch 2
+      auto loader = DataLoader::Create(std::make_shared<const FailingDataset>(9, throws), o);
+      ASSERT_TRUE(loader.ok());
+      for (int b = 0; b < 2; ++b) {
+        auto next = (*loader)->Next();
+        ASSERT_TRUE(next.ok()) << next.status();
+        ASSERT_TRUE(next->has_value());
+      }
+      auto failed = (*loader)->Next();
+      ASSERT_FALSE(failed.ok()) << workers << " workers";
+      EXPECT_THAT(failed.status().message(),
+                  HasSubstr(throws ? "injected failure in sample 9" : "broken.jpg"));
+      if (throws) {
+        EXPECT_EQ(failed.status().code(), absl::StatusCode::kInternal);
+        EXPECT_THAT(failed.status().message(), HasSubstr("batch 2 of epoch 0"));
+      } else {
+        EXPECT_EQ(failed.status().code(), absl::StatusCode::kDataLoss);
+      }
+      // Sticky until a new epoch.
+      EXPECT_EQ((*loader)->Next().status(), failed.status());
+    }
+  }
+}
+
+TEST(LoaderTest, StopsCleanlyMidEpoch) {
+  auto dataset = std::make_shared<const SyntheticDataset>(64, 80, 3);
+  for (int i = 0; i < 3; ++i) {
+    auto loader = DataLoader::Create(dataset, SmallOptions(4));
+    ASSERT_TRUE(loader.ok());
+    auto next = (*loader)->Next();
+    ASSERT_TRUE(next.ok() && next->has_value());
+    (*loader)->Stop();
+    (*loader)->Stop();  // idempotent
+  }                     // destructors join: a hang or a crash here fails the test
+  auto loader = DataLoader::Create(dataset, SmallOptions(4));
+  ASSERT_TRUE(loader.ok());
+  ASSERT_TRUE((*loader)->StartEpoch(0).ok());  // started, never consumed, destroyed
+}
+
+TEST(LoaderTest, OptionsAndPinning) {
+  auto dataset = std::make_shared<const SyntheticDataset>(4, 80, 3);
+  LoaderOptions bad = SmallOptions(-1);
+  EXPECT_EQ(DataLoader::Create(dataset, bad).status().code(), absl::StatusCode::kInvalidArgument);
+  LoaderOptions pinned = SmallOptions(0);
+  pinned.pin_memory = true;
+  auto loader = DataLoader::Create(dataset, pinned);
+  ASSERT_TRUE(loader.ok());
+  if (!PinnedMemoryAvailable()) {
+    EXPECT_FALSE((*loader)->pinned());
+    EXPECT_THAT((*loader)->note(), HasSubstr("no CUDA"));
+  } else {
+    EXPECT_TRUE((*loader)->pinned());
+    auto next = (*loader)->Next();
+    ASSERT_TRUE(next.ok() && next->has_value());
+    EXPECT_TRUE((*next)->images.is_pinned());
+  }
+  // Too small for one batch: zero batches, which the engine reports (exit 3).
+  LoaderOptions big = SmallOptions(2);
+  big.batch_size = 16;
+  auto small = DataLoader::Create(dataset, big);
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ((*small)->BatchesPerEpoch(), 0);
+  auto none = (*small)->Next();
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
+}  // namespace
+}  // namespace libreyolo::engine
