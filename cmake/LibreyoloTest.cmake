@@ -9,7 +9,8 @@ function(libreyolo_add_test name)
   target_compile_definitions(${name} PRIVATE
     LIBREYOLO_FIXTURES_DIR="${LIBREYOLO_FIXTURES_DIR}"
     LIBREYOLO_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
-    LIBREYOLO_BINARY_DIR="${CMAKE_BINARY_DIR}")
+    LIBREYOLO_BINARY_DIR="${CMAKE_BINARY_DIR}"
+    LIBREYOLO_SHARED_DIR="${LIBREYOLO_SHARED_DIR}")
   # gtest macros trip a few of our stricter warnings; keep the rest on.
   target_compile_options(${name} PRIVATE -Wno-sign-conversion -Wno-conversion)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)

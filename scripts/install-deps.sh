@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libtorch-dev libopenblas0-pthread      # the engine; OpenBLAS, not the reference BLAS
+  libopencv-dev libyaml-cpp-dev          # image decode/augment, dataset YAML
   python3 python3-grpcio python3-torch   # oracle, cross-checks, the Python client example
   openssl time
 )

@@ -1,0 +1,45 @@
+// What the collectors hand to the trace exporter: plain events, no LibTorch or CUPTI types.
+#ifndef LIBREYOLO_SERVER_ENGINE_COLLECT_COLLECTED_TRACE_H_
+#define LIBREYOLO_SERVER_ENGINE_COLLECT_COLLECTED_TRACE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace libreyolo::engine {
+
+enum class CollectedKind : uint8_t {
+  kCpuOp,           // an aten / autograd operator (RecordFunction scope FUNCTION/BACKWARD)
+  kUserAnnotation,  // a RECORD_USER_SCOPE range: ProfilerStep#N, step/<phase>
+  kMemory,          // an allocation (+bytes) or free (-bytes)
+  kKernel,          // GPU activity from CUPTI
+  kMemcpy,
+  kMemset,
+  kRuntime,         // CUDA runtime / driver API call
+};
+
+struct CollectedEvent {
+  CollectedKind kind = CollectedKind::kCpuOp;
+  std::string name;
+  int64_t start_ns = 0;  // absolute, in the CPU clock the profiler reports
+  int64_t dur_ns = 0;
+  uint64_t thread = 0;   // CPU thread id, or the stream id for GPU activity
+  int device_index = -1;
+  std::string input_dims_json;         // "[[1, 3, 640, 640], [16, 3, 3, 3], ...]"
+  std::optional<double> flops;
+  int64_t bytes = 0;                   // kMemory
+  int device_type = 0;                 // kMemory: 0 CPU, 1 CUDA
+  std::optional<int64_t> correlation;  // links a kernel to its launch call
+  std::string extra_args_json;         // kernel grid/block/registers/shared memory, ...
+};
+
+struct CollectedTrace {
+  std::vector<CollectedEvent> events;
+  std::string device_properties_json = "[]";
+  std::vector<std::string> notes;  // e.g. "CUPTI: no CUDA driver; GPU activity not recorded"
+};
+
+}  // namespace libreyolo::engine
+
+#endif  // LIBREYOLO_SERVER_ENGINE_COLLECT_COLLECTED_TRACE_H_

@@ -1,0 +1,119 @@
+#include "server/engine/collect/trace_export.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/trace/chrome_trace_writer.h"
+
+namespace libreyolo::engine {
+namespace {
+
+const char* CategoryOf(CollectedKind k) {
+  switch (k) {
+    case CollectedKind::kCpuOp: return "cpu_op";
+    case CollectedKind::kUserAnnotation: return "user_annotation";
+    case CollectedKind::kKernel: return "kernel";
+    case CollectedKind::kMemcpy: return "gpu_memcpy";
+    case CollectedKind::kMemset: return "gpu_memset";
+    case CollectedKind::kRuntime: return "cuda_runtime";
+    case CollectedKind::kMemory: return "cpu_instant_event";
+  }
+  return "cpu_op";
+}
+
+bool OnDevice(CollectedKind k) {
+  return k == CollectedKind::kKernel || k == CollectedKind::kMemcpy || k == CollectedKind::kMemset;
+}
+
+double Us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+}  // namespace
+
+absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& path,
+                               const TraceExportOptions& o) {
+  auto writer = ChromeTraceWriter::Open(path, trace.device_properties_json, o.extra_members_json);
+  if (!writer.ok()) return writer.status();
+  ChromeTraceWriter& w = **writer;
+
+  // Events in time order (the memory running totals depend on it); stable for equal starts.
+  std::vector<const CollectedEvent*> ordered;
+  ordered.reserve(trace.events.size());
+  for (const CollectedEvent& e : trace.events) ordered.push_back(&e);
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const CollectedEvent* a, const CollectedEvent* b) {
+                     return a->start_ns < b->start_ns;
+                   });
+
+  w.NameProcess(o.pid, o.process_name);
+  std::set<uint64_t> cpu_threads;
+  std::set<std::pair<int, uint64_t>> streams;
+  std::map<int64_t, const CollectedEvent*> launches;  // correlation -> runtime call
+  for (const CollectedEvent* e : ordered) {
+    if (e->kind == CollectedKind::kRuntime && e->correlation) launches[*e->correlation] = e;
+  }
+
+  int64_t cpu_allocated = o.cpu_allocated_at_start;
+  int64_t device_allocated = o.device_allocated_at_start;
+  int64_t device_reserved = std::max(o.device_reserved_at_start, device_allocated);
+  int64_t external_id = 0;
+  for (const CollectedEvent* e : ordered) {
+    if (e->kind == CollectedKind::kMemory) {
+      TraceMemoryEvent m;
+      m.pid = o.pid;
+      m.tid = static_cast<int64_t>(e->thread);
+      m.ts_us = Us(e->start_ns);
+      m.device_type = e->device_type;
+      m.device_index = e->device_index;
+      m.bytes = e->bytes;
+      if (e->device_type == 0) {
+        cpu_allocated += e->bytes;
+        m.total_allocated = m.total_reserved = cpu_allocated;
+      } else {
+        device_allocated += e->bytes;
+        device_reserved = std::max(device_reserved, device_allocated);
+        m.total_allocated = device_allocated;
+        m.total_reserved = device_reserved;
+      }
+      w.AddMemory(m);
+      continue;
+    }
+    TraceSpan s;
+    s.cat = CategoryOf(e->kind);
+    s.name = e->name;
+    s.ts_us = Us(e->start_ns);
+    s.dur_us = Us(e->dur_ns);
+    s.input_dims_json = e->input_dims_json;
+    s.flops = e->flops;
+    s.correlation = e->correlation;
+    s.extra_args_json = e->extra_args_json;
+    if (OnDevice(e->kind)) {
+      s.pid = std::max(e->device_index, 0);
+      s.tid = static_cast<int64_t>(e->thread);
+      streams.insert({std::max(e->device_index, 0), e->thread});
+      if (e->correlation) {
+        auto it = launches.find(*e->correlation);
+        if (it != launches.end()) {
+          w.AddFlow(*e->correlation, o.pid, static_cast<int64_t>(it->second->thread),
+                    Us(it->second->start_ns), s.pid, s.tid, s.ts_us);
+        }
+      }
+    } else {
+      s.pid = o.pid;
+      s.tid = static_cast<int64_t>(e->thread);
+      s.external_id = ++external_id;
+      cpu_threads.insert(e->thread);
+    }
+    w.AddSpan(s);
+  }
+  for (const uint64_t t : cpu_threads) {
+    w.NameThread(o.pid, static_cast<int64_t>(t), absl::StrCat("thread ", t));
+  }
+  for (const auto& [device, stream] : streams) {
+    w.NameThread(device, static_cast<int64_t>(stream), absl::StrCat("stream ", stream));
+  }
+  return w.Finish();
+}
+
+}  // namespace libreyolo::engine

@@ -1,0 +1,28 @@
+// Turns collected events into profile_trace.json (Kineto's layout, so Perfetto, chrome://tracing
+// and our own analyser read it): CPU ops and ranges on their threads, kernels on per-stream
+// tracks of the device's process, launch -> kernel flows, [memory] instants with running totals.
+#ifndef LIBREYOLO_SERVER_ENGINE_COLLECT_TRACE_EXPORT_H_
+#define LIBREYOLO_SERVER_ENGINE_COLLECT_TRACE_EXPORT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "server/engine/collect/collected_trace.h"
+
+namespace libreyolo::engine {
+
+struct TraceExportOptions {
+  int64_t pid = 0;                 // the CPU process id written for host events
+  std::string process_name = "libreyolod";
+  int64_t cpu_allocated_at_start = 0;   // baselines for the [memory] running totals
+  int64_t device_allocated_at_start = 0;
+  int64_t device_reserved_at_start = 0;
+  std::string extra_members_json;  // e.g. "\"libreyolo\": {...}" provenance
+};
+
+absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& path,
+                               const TraceExportOptions& options);
+
+}  // namespace libreyolo::engine
+
+#endif  // LIBREYOLO_SERVER_ENGINE_COLLECT_TRACE_EXPORT_H_

@@ -1,0 +1,111 @@
+// The engine's torch-free interface: what the daemon (and the engine bench tool) call to run a
+// profiling job. Nothing here includes LibTorch; the jobs live in engine/*.cc behind it.
+#ifndef LIBREYOLO_SERVER_ENGINE_ENGINE_H_
+#define LIBREYOLO_SERVER_ENGINE_ENGINE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/profile/profile.h"
+
+namespace libreyolo::engine {
+
+// The collection switches users of torch.profiler's ProfileKwargs know (cli.md).
+struct ProfilerSwitches {
+  bool record_shapes = true;
+  bool profile_memory = true;
+  bool with_flops = true;
+  bool with_stack = false;
+  bool cuda = true;  // record GPU activity when the job runs on a CUDA device
+};
+
+struct ModelSpec {
+  std::string weights = "LibreYOLO9t.pt";  // a path; the default name may be absent (random init)
+  std::string size = "t";
+  std::string device = "0";  // "cpu", or a CUDA index
+  int threads = 0;           // CPU threads; 0 = all cores
+};
+
+struct InferJobSpec {
+  ModelSpec model;
+  std::string source;  // image or directory; empty = the project's sample image
+  int64_t batch = 1;
+  int64_t imgsz = 640;
+  bool half = false;
+  std::string amp_dtype = "float16";
+  int64_t warmup = 20;
+  int64_t runs = 100;
+  int64_t repeat = 1;
+  double conf = 0.25;
+  double iou = 0.45;
+  int64_t max_det = 300;
+  bool trace = true;
+  int64_t profiled_runs = 20;  // iterations recorded in the trace (at most `runs`)
+  ProfilerSwitches profiler;
+  std::string project = "runs/profile";
+};
+
+// Progress as the daemon streams it: stage names are stable ("loading model", "warmup",
+// "measuring", "profiling", "analysing", "writing").
+struct JobProgress {
+  std::string stage;
+  int64_t done = 0, total = 0;
+  std::string message;
+};
+using ProgressFn = std::function<void(const JobProgress&)>;
+
+// Set from another thread; jobs observe it between iterations and return CANCELLED.
+struct CancelToken {
+  std::atomic<bool> cancelled{false};
+};
+
+struct JobResult {
+  std::string profile_path;
+  std::string trace_path;  // empty with --no-trace
+  std::optional<std::string> repeat_path;
+  Profile profile;
+};
+
+// Runs `profile infer`: warmup, the measured window (no profiler), a profiled window, analysis,
+// and profile.json + profile_trace.json under <project>/infer/. Errors: NOT_FOUND for a missing
+// weights file or source (exit 2), INVALID_ARGUMENT for bad options, FAILED_PRECONDITION for a
+// CUDA device that is not there, CANCELLED, and any engine failure as INTERNAL with its reason.
+absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn& progress,
+                                      const CancelToken* cancel);
+
+// ---- `profile run`: a short training run, profiled -------------------------------------------
+
+struct TrainJobSpec {
+  ModelSpec model;
+  std::string data;  // dataset YAML, name, or `synthetic[:N]` (data/dataset_spec.h)
+  int64_t batch = 16;  // -1: auto-batch (largest power of two under ~70% of VRAM; 16 on CPU)
+  int64_t imgsz = 640;
+  int64_t workers = 8;
+  bool amp = true;  // float16 autocast + loss scaling on CUDA; no effect on the CPU
+  int64_t steps = 20;   // measured steps, and the profiler's active steps per cycle
+  int64_t warmup = 5;   // steps before measuring, and the profiler's warmup per cycle
+  int64_t repeat = 1;   // measured windows (trials) for mean and standard deviation
+  int64_t skip_first = 0, wait = 0, cycles = 1;  // the rest of torch.profiler.schedule
+  ProfilerSwitches profiler;
+  std::string project = "runs/profile";
+};
+
+// Runs `profile run`: loads the model (the dataset's class count), then `repeat` measured
+// windows without the profiler (warmup + steps each; the first half of the steps unsynchronised
+// for the step time, the second half synchronised per phase for the composition; on the CPU
+// every step serves both), then the profiler schedule. Writes <project>/prof/profile.json (the
+// reference's layout), profile_trace.json (the last cycle) and profile_trace.<step>.json per
+// cycle. Errors as RunInferJob's, plus OUT_OF_RANGE when the dataset cannot fill warmup + steps
+// batches in one epoch at this batch: the CLI maps OUT_OF_RANGE to exit 3 ("run produced no
+// profile"), and the message names the three ways out (a larger dataset, fewer
+// --steps/--warmup, a smaller --batch).
+absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn& progress,
+                                      const CancelToken* cancel);
+
+}  // namespace libreyolo::engine
+
+#endif  // LIBREYOLO_SERVER_ENGINE_ENGINE_H_

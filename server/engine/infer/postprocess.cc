@@ -1,0 +1,77 @@
+#include "server/engine/infer/postprocess.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+namespace libreyolo::engine {
+namespace {
+
+// Boxes of different classes never overlap once shifted by class * this (class-aware NMS in one
+// pass, the batched-NMS trick); larger than any image coordinate we produce.
+constexpr double kClassOffset = 7680.0;
+
+}  // namespace
+
+torch::Tensor Nms(const torch::Tensor& boxes_in, const torch::Tensor& scores_in, double iou) {
+  const int64_t n = boxes_in.size(0);
+  if (n == 0) return torch::empty({0}, torch::kLong);
+  const torch::Tensor order = scores_in.argsort(/*dim=*/0, /*descending=*/true);
+  const torch::Tensor boxes = boxes_in.index_select(0, order).to(torch::kFloat).contiguous();
+  const auto b = boxes.accessor<float, 2>();
+  std::vector<float> area(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    area[static_cast<size_t>(i)] =
+        std::max(0.0f, b[i][2] - b[i][0]) * std::max(0.0f, b[i][3] - b[i][1]);
+  }
+  std::vector<uint8_t> removed(static_cast<size_t>(n), 0);
+  std::vector<int64_t> keep;
+  const auto thr = static_cast<float>(iou);
+  for (int64_t i = 0; i < n; ++i) {
+    if (removed[static_cast<size_t>(i)]) continue;
+    keep.push_back(i);
+    for (int64_t j = i + 1; j < n; ++j) {
+      if (removed[static_cast<size_t>(j)]) continue;
+      const float w = std::min(b[i][2], b[j][2]) - std::max(b[i][0], b[j][0]);
+      const float h = std::min(b[i][3], b[j][3]) - std::max(b[i][1], b[j][1]);
+      if (w <= 0 || h <= 0) continue;
+      const float inter = w * h;
+      const float uni = area[static_cast<size_t>(i)] + area[static_cast<size_t>(j)] - inter;
+      if (uni > 0 && inter / uni > thr) removed[static_cast<size_t>(j)] = 1;
+    }
+  }
+  const torch::Tensor kept = torch::tensor(keep, torch::kLong);
+  return order.index_select(0, kept);
+}
+
+std::vector<Detections> Postprocess(const torch::Tensor& predictions,
+                                    const PostprocessOptions& o) {
+  std::vector<Detections> out;
+  const torch::Tensor pred = predictions.to(torch::kFloat);
+  const int64_t cap = std::max(o.max_det, o.max_candidates);
+  for (int64_t img = 0; img < pred.size(0); ++img) {
+    const torch::Tensor p = pred[img].transpose(0, 1);  // [A, 4 + nc]
+    const torch::Tensor boxes = p.slice(1, 0, 4);
+    const torch::Tensor cls_scores = p.slice(1, 4);
+    // Multi-label: every (anchor, class) pair above the threshold is a candidate.
+    const torch::Tensor pairs = (cls_scores > o.conf).nonzero();  // [K, 2]
+    torch::Tensor anchor = pairs.select(1, 0);
+    torch::Tensor cls = pairs.select(1, 1);
+    torch::Tensor score = cls_scores.index({anchor, cls});
+    if (score.size(0) > cap) {
+      const torch::Tensor top = std::get<1>(score.topk(cap));
+      anchor = anchor.index_select(0, top);
+      cls = cls.index_select(0, top);
+      score = score.index_select(0, top);
+    }
+    torch::Tensor cand = boxes.index_select(0, anchor);
+    const torch::Tensor shifted = cand + cls.unsqueeze(1).to(torch::kFloat) * kClassOffset;
+    torch::Tensor keep = Nms(shifted, score, o.iou);
+    if (keep.size(0) > o.max_det) keep = keep.slice(0, 0, o.max_det);
+    out.push_back(Detections{cand.index_select(0, keep), score.index_select(0, keep),
+                             cls.index_select(0, keep)});
+  }
+  return out;
+}
+
+}  // namespace libreyolo::engine

@@ -1,0 +1,326 @@
+// `profile infer`: the inference path of LibreYOLO9 measured without the profiler, then a
+// profiled window recorded to profile_trace.json and analysed by the common analyser.
+#include <ATen/autocast_mode.h>
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/analysis/latency_stats.h"
+#include "common/analysis/verdict.h"
+#include "common/profile/profile_json.h"
+#include "common/trace/trace_analyser.h"
+#include "server/engine/collect/torch_profiler.h"
+#include "server/engine/collect/trace_export.h"
+#include "server/engine/data/batch.h"
+#include "server/engine/data/inference_source.h"
+#include "server/engine/data/transforms.h"
+#include "server/engine/engine.h"
+#include "server/engine/infer/postprocess.h"
+#include "server/engine/job_files.h"
+#include "server/engine/model_loader.h"
+#include "server/engine/runtime_info.h"
+
+namespace libreyolo::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+absl::Status Validate(const InferJobSpec& s, bool cuda) {
+  if (s.batch < 1 || s.batch > 1024) return absl::InvalidArgumentError("--batch must be 1..1024");
+  if (s.imgsz < 32 || s.imgsz > 4096 || s.imgsz % 32 != 0) {
+    return absl::InvalidArgumentError("--imgsz must be a multiple of 32 between 32 and 4096");
+  }
+  if (s.warmup < 0) return absl::InvalidArgumentError("--warmup must be >= 0");
+  if (s.runs < 1) return absl::InvalidArgumentError("--runs must be >= 1");
+  if (s.repeat < 1) return absl::InvalidArgumentError("--repeat must be >= 1");
+  if (s.conf < 0 || s.conf > 1) return absl::InvalidArgumentError("--conf must be in [0, 1]");
+  if (s.iou < 0 || s.iou > 1) return absl::InvalidArgumentError("--iou must be in [0, 1]");
+  if (s.max_det < 1) return absl::InvalidArgumentError("--max-det must be >= 1");
+  if (s.amp_dtype != "float16" && s.amp_dtype != "bfloat16") {
+    return absl::InvalidArgumentError("--amp-dtype must be float16 or bfloat16");
+  }
+  if (s.half && !cuda) {
+    return absl::InvalidArgumentError("--half autocasts on CUDA only; drop it with --device cpu");
+  }
+  return absl::OkStatus();
+}
+
+struct StageTimes {
+  double pre = 0, fwd = 0, post = 0;
+  double total() const { return pre + fwd + post; }
+};
+
+// One inference iteration over images [first, first + batch) of the source, cycling.
+class InferIteration {
+ public:
+  InferIteration(const InferJobSpec& spec, const InferenceSource& source, Yolo9 model,
+                 const DeviceChoice& device)
+      : spec_(spec), source_(source), model_(std::move(model)), device_(device) {}
+
+  absl::StatusOr<StageTimes> Run(int64_t iteration, bool sync_stages) {
+    StageTimes t;
+    auto t0 = Clock::now();
+    torch::Tensor input;
+    {
+      ScopedRange r("step/preprocess");
+      std::vector<cv::Mat> canvases;
+      for (int64_t b = 0; b < spec_.batch; ++b) {
+        const auto index = static_cast<size_t>((iteration * spec_.batch + b) %
+                                               static_cast<int64_t>(source_.size()));
+        auto image = LoadInferenceImage(source_, index);
+        if (!image.ok()) return image.status();
+        LetterboxGeometry g;
+        canvases.push_back(LetterboxImage(*image, static_cast<int>(spec_.imgsz), &g));
+      }
+      auto images = ImagesToTensor(canvases, /*pin=*/device_.cuda);
+      if (!images.ok()) return images.status();
+      input = device_.cuda ? images->to(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device_.index)), true)
+                           : *images;
+      Sync(sync_stages);
+    }
+    auto t1 = Clock::now();
+    torch::Tensor predictions;
+    {
+      ScopedRange r("step/forward");
+      torch::InferenceMode guard;
+      if (spec_.half && device_.cuda) {
+        at::autocast::set_enabled(true);
+        at::autocast::set_autocast_gpu_dtype(spec_.amp_dtype == "bfloat16" ? at::kBFloat16
+                                                                            : at::kHalf);
+      }
+      predictions = model_->predict(input);
+      if (spec_.half && device_.cuda) {
+        at::autocast::set_enabled(false);
+        at::autocast::clear_cache();
+      }
+      Sync(sync_stages);
+    }
+    auto t2 = Clock::now();
+    {
+      ScopedRange r("step/postprocess");
+      torch::InferenceMode guard;
+      PostprocessOptions po;
+      po.conf = spec_.conf;
+      po.iou = spec_.iou;
+      po.max_det = spec_.max_det;
+      const std::vector<Detections> dets = Postprocess(predictions, po);
+      detections_ = 0;
+      for (const Detections& d : dets) detections_ += d.scores.size(0);
+    }
+    auto t3 = Clock::now();
+    t.pre = Ms(t1 - t0);
+    t.fwd = Ms(t2 - t1);
+    t.post = Ms(t3 - t2);
+    return t;
+  }
+
+  int64_t detections() const { return detections_; }
+
+ private:
+  void Sync(bool on) const {
+    if (on && device_.cuda) torch::cuda::synchronize(device_.index);
+  }
+
+  const InferJobSpec& spec_;
+  const InferenceSource& source_;
+  Yolo9 model_;
+  DeviceChoice device_;
+  int64_t detections_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn& progress,
+                                      const CancelToken* cancel) {
+  auto report = [&](const std::string& stage, int64_t done, int64_t total) {
+    if (progress) progress(JobProgress{stage, done, total, ""});
+  };
+  auto cancelled = [&] { return cancel != nullptr && cancel->cancelled.load(); };
+  auto device = ParseDevice(spec.model.device);
+  if (!device.ok()) return device.status();
+  if (auto valid = Validate(spec, device->cuda); !valid.ok()) return valid;
+  const int threads = ConfigureThreads(spec.model.threads);
+  auto source = ResolveInferenceSource(spec.source);
+  if (!source.ok()) return source.status();
+
+  report("loading model", 0, 1);
+  auto loaded = LoadModel(spec.model.weights, spec.model.size, 0);
+  if (!loaded.ok()) return loaded.status();
+  if (progress && !loaded->notice.empty()) progress(JobProgress{"loading model", 1, 1, loaded->notice});
+  loaded->model->eval();
+  if (device->cuda) loaded->model->to(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device->index)));
+  InferIteration iteration(spec, *source, loaded->model, *device);
+
+  try {
+    for (int64_t i = 0; i < spec.warmup; ++i) {
+      if (cancelled()) return absl::CancelledError("cancelled during warmup");
+      if (auto t = iteration.Run(i, false); !t.ok()) return t.status();
+      report("warmup", i + 1, spec.warmup);
+    }
+    // The measured window runs without the profiler: these are the numbers users see. The
+    // first half times whole iterations; the second half syncs per stage for the composition.
+    std::vector<double> trial_img_per_s;
+    std::vector<double> latencies;
+    StageTimes stage_sum;
+    int64_t stage_n = 0;
+    for (int64_t trial = 0; trial < spec.repeat; ++trial) {
+      latencies.clear();
+      for (int64_t i = 0; i < spec.runs; ++i) {
+        if (cancelled()) return absl::CancelledError("cancelled while measuring");
+        const bool per_stage = i >= spec.runs / 2;
+        const auto t0 = Clock::now();
+        auto t = iteration.Run(spec.warmup + i, per_stage);
+        if (!t.ok()) return t.status();
+        if (device->cuda) torch::cuda::synchronize(device->index);
+        latencies.push_back(Ms(Clock::now() - t0));
+        if (per_stage || !device->cuda) {
+          stage_sum.pre += t->pre;
+          stage_sum.fwd += t->fwd;
+          stage_sum.post += t->post;
+          ++stage_n;
+        }
+        report("measuring", trial * spec.runs + i + 1, spec.repeat * spec.runs);
+      }
+      const LatencyStats s = ComputeLatencyStats(latencies);
+      trial_img_per_s.push_back(static_cast<double>(spec.batch) * 1000.0 / s.mean_ms);
+    }
+    const LatencyStats stats = ComputeLatencyStats(latencies);
+
+    JobFiles files = JobFilesFor(spec.project, "infer");
+    if (auto made = CreateJobDir(files); !made.ok()) return made;
+    Profile p;
+    double profiled_mean_ms = 0;
+    if (spec.trace) {
+      const int64_t n = std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs));
+      TorchProfilerOptions po;
+      po.record_shapes = spec.profiler.record_shapes;
+      po.profile_memory = spec.profiler.profile_memory;
+      po.with_flops = spec.profiler.with_flops;
+      po.with_stack = spec.profiler.with_stack;
+      po.cuda = device->cuda && spec.profiler.cuda;
+      auto profiler = TorchProfiler::Start(po);
+      if (!profiler.ok()) return profiler.status();
+      const auto w0 = Clock::now();
+      for (int64_t i = 0; i < n; ++i) {
+        if (cancelled()) return absl::CancelledError("cancelled while profiling");
+        ScopedRange step(absl::StrCat("ProfilerStep#", i + 1));
+        auto t = iteration.Run(spec.warmup + spec.runs + i, false);
+        if (!t.ok()) return t.status();
+        if (device->cuda) torch::cuda::synchronize(device->index);
+        report("profiling", i + 1, n);
+      }
+      profiled_mean_ms = Ms(Clock::now() - w0) / static_cast<double>(n);
+      auto collected = (*profiler)->Stop();
+      if (!collected.ok()) return collected.status();
+      report("writing", 0, 2);
+      TraceExportOptions eo;
+      eo.pid = static_cast<int64_t>(::getpid());
+      if (auto written = WriteTraceAtomically(*collected, files.trace, eo); !written.ok()) {
+        return written;
+      }
+      report("analysing", 0, 1);
+      auto analysed = AnalyseTraceFile(files.trace);
+      if (!analysed.ok()) return analysed.status();
+      p = *std::move(analysed);
+      p.trace = files.trace;
+    }
+
+    // The headline numbers come from the unprofiled window.
+    p.mode = "inference";
+    p.model = loaded->weights_label == "random-init" ? spec.model.weights : loaded->weights_label;
+    p.batch = spec.batch;
+    p.step_ms = stats.mean_ms;
+    p.img_per_s = static_cast<double>(spec.batch) * 1000.0 / stats.mean_ms;
+    Latency lat;
+    lat.p50_ms = stats.p50_ms;
+    lat.p90_ms = stats.p90_ms;
+    lat.p99_ms = stats.p99_ms;
+    lat.mean_ms = stats.mean_ms;
+    lat.min_ms = stats.min_ms;
+    lat.max_ms = stats.max_ms;
+    lat.n = static_cast<int64_t>(latencies.size());
+    lat.samples_ms = latencies;
+    p.latency = lat;
+    const double k = stage_n > 0 ? 1.0 / static_cast<double>(stage_n) : 0.0;
+    p.stages_ms = Stages{stage_sum.pre * k, stage_sum.fwd * k, stage_sum.post * k};
+    if (spec.repeat > 1) {
+      p.repeat.img_per_s_n = spec.repeat;
+      p.repeat.img_per_s_trials = trial_img_per_s;
+      p.repeat.img_per_s_std = SampleStd(trial_img_per_s);
+      p.img_per_s = std::accumulate(trial_img_per_s.begin(), trial_img_per_s.end(), 0.0) /
+                    static_cast<double>(spec.repeat);
+    }
+    p.config_json = absl::StrFormat(
+        R"({"model": "%s", "size": "%s", "weights": "%s", "batch": %d, "imgsz": %d, )"
+        R"("half": %s, "amp_dtype": "%s", "device": "%s", "conf": %g, "iou": %g, )"
+        R"("max_det": %d, "warmup": %d, "runs": %d, "repeat": %d, "mode": "inference", )"
+        R"("threads": %d, "blas": "%s", "source": "%s"})",
+        p.model, spec.model.size, loaded->weights_label, spec.batch, spec.imgsz,
+        spec.half ? "true" : "false", spec.amp_dtype, device->Label(), spec.conf, spec.iou,
+        spec.max_det, spec.warmup, spec.runs, spec.repeat, threads, LoadedBlas(),
+        source->sample ? "sample" : spec.source);
+    p.profiler_json = absl::StrFormat(
+        R"({"activities": "%s", "record_shapes": %s, "profile_memory": %s, "with_flops": %s, )"
+        R"("with_stack": %s, "profiled_iterations": %d, "overhead_pct": %s})",
+        device->cuda && spec.profiler.cuda ? "cpu,cuda" : "cpu",
+        spec.profiler.record_shapes ? "true" : "false",
+        spec.profiler.profile_memory ? "true" : "false",
+        spec.profiler.with_flops ? "true" : "false", spec.profiler.with_stack ? "true" : "false",
+        spec.trace ? std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs)) : 0,
+        spec.trace ? absl::StrFormat("%.2f", 100.0 * (profiled_mean_ms - stats.mean_ms) /
+                                                 stats.mean_ms)
+                   : "null");
+    // The residual host overhead must use the same step as the headline (the unprofiled one);
+    // GPU utilisation stays a ratio within the profiled window.
+    p.host_overhead_residual_ms_per_step =
+        std::max(stats.mean_ms - p.gpu_busy_ms_per_step.value_or(0), 0.0);
+    if (p.host_overhead_method.value_or("residual") == "residual") {
+      p.host_overhead_ms_per_step = p.host_overhead_residual_ms_per_step;
+    }
+    p.source_kind = "profile";
+    p.tool_name = "libreyolo-profiler";
+    p.tool_version = LIBREYOLO_VERSION;
+    p.libtorch_version = LibTorchVersion();
+    p.created_at = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
+    if (!p.device.has_value()) {
+      DeviceInfo d;
+      d.type = device->cuda ? "cuda" : "cpu";
+      d.name = device->Label();
+      p.device = d;
+    }
+    const Verdict v = ComputeVerdict(p);
+    p.bound = v.bound;
+    p.bound_why = v.why;
+    if (auto written = WriteFileAtomically(files.profile, WriteProfileJson(p)); !written.ok()) {
+      return written;
+    }
+    report("writing", 2, 2);
+    JobResult result;
+    result.profile_path = files.profile;
+    result.trace_path = spec.trace ? files.trace : "";
+    if (spec.repeat > 1) {
+      result.repeat_path = files.repeat;
+      if (auto w = WriteFileAtomically(files.repeat, WriteProfileJson(p)); !w.ok()) return w;
+    }
+    result.profile = std::move(p);
+    return result;
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("LibTorch failed: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("inference failed: ", e.what()));
+  }
+}
+
+}  // namespace libreyolo::engine

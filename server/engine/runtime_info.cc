@@ -1,0 +1,69 @@
+#include "server/engine/runtime_info.h"
+
+#include <torch/cuda.h>
+#include <torch/utils.h>
+#include <torch/version.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace libreyolo::engine {
+
+std::string DeviceChoice::Label() const { return cuda ? absl::StrCat("cuda:", index) : "cpu"; }
+
+absl::StatusOr<DeviceChoice> ParseDevice(const std::string& device) {
+  DeviceChoice d;
+  if (device == "cpu" || device == "CPU") return d;
+  absl::string_view rest = device;
+  absl::ConsumePrefix(&rest, "cuda:");
+  int index = -1;
+  if (!absl::SimpleAtoi(rest, &index) || index < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device '", device, "' is not 'cpu' or a CUDA index such as 0"));
+  }
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  if (index >= count) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device ", device, ": this host has ", count, " CUDA device(s)",
+        count == 0 ? " (CPU-only LibTorch or no driver); use --device cpu" : ""));
+  }
+  d.cuda = true;
+  d.index = index;
+  return d;
+}
+
+int ConfigureThreads(int threads) {
+  const int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+  torch::set_num_threads(std::max(n, 1));
+  return torch::get_num_threads();
+}
+
+std::string LoadedBlas() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  std::string found;
+  while (std::getline(maps, line)) {
+    if (absl::StrContains(line, "openblas")) {
+      return absl::StrContains(line, "pthread") ? "openblas-pthread"
+             : absl::StrContains(line, "openmp") ? "openblas-openmp"
+                                                 : "openblas";
+    }
+    if (absl::StrContains(line, "libmkl")) return "mkl";
+    if (absl::StrContains(line, "libblis")) return "blis";
+    if (absl::StrContains(line, "libblas.so")) found = "reference blas";
+  }
+  if (found == "reference blas") {
+    return "reference blas (libblas3: slow; install libopenblas0-pthread)";
+  }
+  return found.empty() ? "unknown" : found;
+}
+
+std::string LibTorchVersion() { return TORCH_VERSION; }
+
+}  // namespace libreyolo::engine

@@ -1,0 +1,34 @@
+// Facts about the process the profile records: CPU threads, which BLAS is loaded, the device.
+#ifndef LIBREYOLO_SERVER_ENGINE_RUNTIME_INFO_H_
+#define LIBREYOLO_SERVER_ENGINE_RUNTIME_INFO_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace libreyolo::engine {
+
+struct DeviceChoice {
+  bool cuda = false;
+  int index = -1;  // CUDA index
+  std::string Label() const;  // "cpu" or "cuda:0"
+};
+
+// "cpu" or a CUDA index ("0", "1", "cuda:0"). FAILED_PRECONDITION when CUDA is asked for and
+// LibTorch sees no CUDA device (the message says to use --device cpu); INVALID_ARGUMENT for junk.
+absl::StatusOr<DeviceChoice> ParseDevice(const std::string& device);
+
+// Sets LibTorch's intra-op threads: `threads` > 0, else every core (LibTorch defaults to 1 here).
+// Returns the count in effect.
+int ConfigureThreads(int threads);
+
+// The BLAS library this process loaded (from /proc/self/maps), e.g. "openblas-pthread" or
+// "reference blas (libblas3: slow; install libopenblas0-pthread)"; "unknown" elsewhere.
+std::string LoadedBlas();
+
+// "1.13.1" etc.
+std::string LibTorchVersion();
+
+}  // namespace libreyolo::engine
+
+#endif  // LIBREYOLO_SERVER_ENGINE_RUNTIME_INFO_H_

@@ -1,0 +1,66 @@
+// LibTorch's profiler through our collector and exporter, analysed by the common analyser.
+#include "server/engine/collect/torch_profiler.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+
+#include "common/load/load_profile.h"
+#include "server/engine/collect/trace_export.h"
+
+namespace libreyolo::engine {
+namespace {
+
+TEST(TorchProfiler, RecordsOpsShapesFlopsMemoryAndRanges) {
+  torch::set_num_threads(1);
+  torch::nn::Conv2d conv(torch::nn::Conv2dOptions(3, 8, 3).padding(1));
+  const torch::Tensor x = torch::rand({1, 3, 32, 32});
+  auto prof = TorchProfiler::Start({});
+  ASSERT_TRUE(prof.ok()) << prof.status();
+  for (int step = 1; step <= 2; ++step) {
+    ScopedRange s("ProfilerStep#" + std::to_string(step));
+    ScopedRange f("step/forward");
+    torch::NoGradGuard no_grad;
+    const torch::Tensor y = conv->forward(x).relu();
+    ASSERT_EQ(y.size(1), 8);
+  }
+  auto trace = (*prof)->Stop();
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ASSERT_FALSE(trace->events.empty());
+
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "libreyolo_torch_profiler_test.json").string();
+  ASSERT_TRUE(ExportChromeTrace(*trace, path, {}).ok());
+  auto p = LoadProfile(path);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(*p->real_steps, 2);
+  EXPECT_TRUE(p->has_input_shapes);
+  const OpRow* conv2d = nullptr;
+  for (const OpRow& r : p->ops) {
+    if (r.op == "aten::conv2d") conv2d = &r;
+  }
+  ASSERT_NE(conv2d, nullptr);
+  EXPECT_DOUBLE_EQ(conv2d->count_per_step, 1);
+  // 2 FLOPs per multiply-add: 2 * (8 * 32 * 32) outputs * (3 * 3 * 3) inputs each.
+  ASSERT_TRUE(conv2d->flops.has_value());
+  EXPECT_DOUBLE_EQ(*conv2d->flops, 2.0 * 8 * 32 * 32 * 27);
+  EXPECT_GT(conv2d->cpu_mem_bytes.value_or(0), 0);
+  ASSERT_EQ(p->phases.size(), 1u);
+  EXPECT_EQ(p->phases[0].phase, "forward");
+  EXPECT_GT(p->phases[0].ops_per_step, 3);
+  EXPECT_EQ(p->bound, "compute");  // no kernels: CPU-bound
+  std::filesystem::remove(path);
+}
+
+TEST(TorchProfiler, OnlyOneSessionAtATime) {
+  auto a = TorchProfiler::Start({});
+  ASSERT_TRUE(a.ok());
+  auto b = TorchProfiler::Start({});
+  EXPECT_FALSE(b.ok());
+  EXPECT_TRUE((*a)->Stop().ok());
+  EXPECT_FALSE((*a)->Stop().ok());
+}
+
+}  // namespace
+}  // namespace libreyolo::engine
