@@ -1,0 +1,108 @@
+// The update side of a LibreYOLO9 training step, as the reference trainer sets it up: SGD
+// (lr 0.01, momentum 0.937, Nesterov) with weight decay on convolution weights only, an
+// exponential moving average of the weights (decay 0.9999, ramped), and dynamic loss scaling
+// for float16 on CUDA (LibTorch's C++ API has no GradScaler).
+#ifndef LIBREYOLO_SERVER_ENGINE_TRAIN_OPTIM_H_
+#define LIBREYOLO_SERVER_ENGINE_TRAIN_OPTIM_H_
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/optim/sgd.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace libreyolo::engine {
+
+struct SgdSettings {
+  double lr = 0.01;
+  double momentum = 0.937;
+  bool nesterov = true;
+  double weight_decay = 5e-4;  // conv (non-BatchNorm) weights only
+};
+
+// How the parameters were split, for the profile's config.
+struct ParamGroupCounts {
+  int64_t bn_weights = 0;       // BatchNorm weights: no decay
+  int64_t decayed_weights = 0;  // every other module's `weight`: decay
+  int64_t no_decay = 0;         // biases (BatchNorm's too) and any other parameter: no decay
+  std::string Describe(const SgdSettings& s) const;
+};
+
+// Groups as LibreYOLO's BaseTrainer does (pg0 BatchNorm weights, pg1 other weights with decay,
+// pg2 biases and stray parameters), each with an explicit weight_decay so no group inherits a
+// default. Only parameters that require grad take part. The optimizer holds the parameters'
+// tensors, so build it after the model is on its device.
+std::unique_ptr<torch::optim::SGD> BuildSgd(torch::nn::Module& model, const SgdSettings& s,
+                                            ParamGroupCounts* counts);
+
+// ---- EMA: LibreYOLO's ModelEMA (from YOLOX / timm): decay 0.9999 ramped by
+// (1 - exp(-updates / 2000)) so the average follows the model closely while training starts.
+
+struct EmaSettings {
+  double decay = 0.9999;
+  double tau = 2000;  // ramp time constant in updates; <= 0 = constant decay
+};
+
+class ModelEma {
+ public:
+  // Shadows every floating-point parameter and buffer of `model` (BatchNorm running
+  // statistics included, the integer batch counters not), on the model's device. Keeps
+  // handles to the model's tensors: construct it after the model reached its device.
+  explicit ModelEma(torch::nn::Module& model, const EmaSettings& settings = {});
+
+  // v = d * v + (1 - d) * model, d = decay * (1 - exp(-updates / tau)). On CUDA two
+  // multi-tensor (_foreach) calls, as the reference does; elsewhere per tensor.
+  void Update();
+
+  // The decay the next Update() will use.
+  double NextDecay() const;
+  int64_t updates() const { return updates_; }
+  const std::vector<torch::Tensor>& shadow() const { return shadow_; }
+
+ private:
+  EmaSettings settings_;
+  int64_t updates_ = 0;
+  std::vector<torch::Tensor> source_;  // the model's tensors (shared storage)
+  std::vector<torch::Tensor> shadow_;  // the average, same order
+  bool cuda_ = false;
+};
+
+// ---- Loss scaling: the part of torch.amp.GradScaler a float16 step needs: scale the loss,
+// unscale the gradients and skip the step when any is inf/NaN, then grow or back off.
+
+struct GradScalerSettings {
+  double init_scale = 65536.0;  // torch.amp.GradScaler's defaults
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+};
+
+class GradScaler {
+ public:
+  // `device` must be a CUDA device: the fused unscale kernels are CUDA-only in LibTorch 1.13.
+  explicit GradScaler(const torch::Device& device, const GradScalerSettings& s = {});
+
+  torch::Tensor Scale(const torch::Tensor& loss) const { return loss * scale_; }
+
+  // Unscales the gradients of every parameter `optimizer` holds, runs optimizer.step() when
+  // they are all finite, and updates the scale. Reads one flag back from the device (a sync,
+  // as GradScaler.step does). Returns whether the step ran.
+  bool Step(torch::optim::Optimizer& optimizer);
+
+  double scale() const { return scale_.item<double>(); }
+  int64_t skipped_steps() const { return skipped_; }
+
+ private:
+  GradScalerSettings settings_;
+  torch::Tensor scale_;           // float32 [1] on the device
+  torch::Tensor growth_tracker_;  // int32 [1]: finite steps since the last change
+  int64_t skipped_ = 0;
+};
+
+}  // namespace libreyolo::engine
+
+#endif  // LIBREYOLO_SERVER_ENGINE_TRAIN_OPTIM_H_

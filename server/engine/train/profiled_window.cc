@@ -1,0 +1,119 @@
+#include "server/engine/train/profiled_window.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace libreyolo::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// The last cycle's trace under its step name too, without writing it twice: a hard link,
+// else a copy (filesystems without links).
+absl::Status LinkOrCopy(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  fs::remove(to, ec);
+  fs::create_hard_link(from, to, ec);
+  if (!ec) return absl::OkStatus();
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot write ", to, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void DropWarmupEvents(CollectedTrace& trace, int64_t first_active) {
+  const std::string name = absl::StrCat("ProfilerStep#", first_active);
+  int64_t cutoff = 0;
+  bool found = false;
+  for (const CollectedEvent& e : trace.events) {
+    if (e.kind == CollectedKind::kUserAnnotation && e.name == name) {
+      cutoff = found ? std::min(cutoff, e.start_ns) : e.start_ns;
+      found = true;
+    }
+  }
+  if (!found) return;
+  std::erase_if(trace.events, [&](const CollectedEvent& e) { return e.start_ns < cutoff; });
+}
+
+absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSource& source,
+                                                 const ScheduleSettings& schedule,
+                                                 const TorchProfilerOptions& options,
+                                                 const JobFiles& files, const ProgressFn& progress,
+                                                 const CancelToken* cancel) {
+  ProfiledWindow out;
+  const int64_t total = schedule.TotalSteps();
+  int64_t step = 0;  // profiler steps taken, as torch.profiler's step_num
+  double recorded_ms = 0;
+  // One step outside any recorded range (skip_first, wait); profiled ones pass their range.
+  auto run = [&](bool sync) -> absl::Status {
+    if (cancel != nullptr && cancel->cancelled.load()) {
+      return absl::CancelledError("cancelled while profiling");
+    }
+    auto t = trainer.Step(source, sync);
+    if (!t.ok()) return t.status();
+    ++step;
+    if (progress) progress(JobProgress{"profiling", step, total, ""});
+    return absl::OkStatus();
+  };
+  auto run_in_range = [&](bool sync) -> absl::Status {
+    ScopedRange range(absl::StrCat("ProfilerStep#", step));
+    return run(sync);
+  };
+
+  for (int64_t i = 0; i < schedule.skip_first; ++i) {
+    if (auto s = run(false); !s.ok()) return s;
+  }
+  TraceExportOptions export_options;
+  export_options.pid = static_cast<int64_t>(::getpid());
+  for (int64_t cycle = 0; cycle < schedule.cycles; ++cycle) {
+    for (int64_t i = 0; i < schedule.wait; ++i) {
+      if (auto s = run(false); !s.ok()) return s;
+    }
+    if (auto s = source.Reserve(schedule.warmup + schedule.active); !s.ok()) return s;
+    auto profiler = TorchProfiler::Start(options);
+    if (!profiler.ok()) return profiler.status();
+    for (int64_t i = 0; i < schedule.warmup; ++i) {
+      if (auto s = run_in_range(true); !s.ok()) return s;
+    }
+    const int64_t first_active = step;
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < schedule.active; ++i) {
+      if (auto s = run_in_range(true); !s.ok()) return s;
+    }
+    recorded_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    out.recorded_steps += schedule.active;
+    auto collected = (*profiler)->Stop();
+    if (!collected.ok()) return collected.status();
+    DropWarmupEvents(*collected, first_active);
+    for (const std::string& note : collected->notes) {
+      if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end()) {
+        out.notes.push_back(note);
+      }
+    }
+    if (progress) progress(JobProgress{"writing", cycle, schedule.cycles, "trace"});
+    const std::string named =
+        (fs::path(files.dir) / absl::StrCat("profile_trace.", step, ".json")).string();
+    const bool last = cycle + 1 == schedule.cycles;
+    const std::string& target = last ? files.trace : named;
+    if (auto s = WriteTraceAtomically(*collected, target, export_options); !s.ok()) return s;
+    if (last) {
+      if (auto s = LinkOrCopy(files.trace, named); !s.ok()) return s;
+      out.trace = files.trace;
+    }
+    out.cycle_traces.push_back(named);
+  }
+  out.mean_step_ms =
+      out.recorded_steps > 0 ? recorded_ms / static_cast<double>(out.recorded_steps) : 0.0;
+  return out;
+}
+
+}  // namespace libreyolo::engine

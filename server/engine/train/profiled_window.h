@@ -1,0 +1,50 @@
+// The profiled part of `profile run`, driven by torch.profiler.schedule's knobs: skip_first
+// steps once, then `cycles` times: `wait` steps without the profiler, `warmup` steps with it
+// running but discarded, `active` recorded steps. Each completed cycle is written as an
+// on_trace_ready handler would: profile_trace.<step>.json, <step> being the profiler steps
+// taken so far; the last cycle is also profile_trace.json (a hard link), the one analysed.
+#ifndef LIBREYOLO_SERVER_ENGINE_TRAIN_PROFILED_WINDOW_H_
+#define LIBREYOLO_SERVER_ENGINE_TRAIN_PROFILED_WINDOW_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/engine/collect/collected_trace.h"
+#include "server/engine/collect/torch_profiler.h"
+#include "server/engine/engine.h"
+#include "server/engine/job_files.h"
+#include "server/engine/train/trainer.h"
+
+namespace libreyolo::engine {
+
+struct ScheduleSettings {
+  int64_t skip_first = 0, wait = 0, warmup = 0, active = 1, cycles = 1;
+  // Steps the whole schedule runs.
+  int64_t TotalSteps() const { return skip_first + cycles * (wait + warmup + active); }
+};
+
+struct ProfiledWindow {
+  std::vector<std::string> cycle_traces;  // profile_trace.<step>.json, one per cycle, in order
+  std::string trace;                      // profile_trace.json: the last cycle
+  double mean_step_ms = 0;                // recorded (active) steps over every cycle
+  int64_t recorded_steps = 0;
+  std::vector<std::string> notes;  // the collectors' notes (e.g. no CUPTI)
+};
+
+// Drops what a cycle's warmup recorded: every event that starts before the range of
+// "ProfilerStep#<first_active>". Without that range the trace is kept whole.
+void DropWarmupEvents(CollectedTrace& trace, int64_t first_active);
+
+// Runs the schedule. Recorded steps sync per phase on CUDA (real phase wall times). Steps
+// that a window needs are reserved from one epoch (LoaderBatchSource::Reserve).
+absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSource& source,
+                                                 const ScheduleSettings& schedule,
+                                                 const TorchProfilerOptions& options,
+                                                 const JobFiles& files, const ProgressFn& progress,
+                                                 const CancelToken* cancel);
+
+}  // namespace libreyolo::engine
+
+#endif  // LIBREYOLO_SERVER_ENGINE_TRAIN_PROFILED_WINDOW_H_

@@ -1,0 +1,137 @@
+#include "server/engine/train/train_config.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/ascii.h"
+#include "common/analysis/latency_stats.h"
+#include "common/json/json_writer.h"
+#include "server/engine/runtime_info.h"
+#include "server/engine/train/optim.h"
+
+namespace libreyolo::engine {
+namespace {
+
+// JsonWriter ends a document with a newline; the profile embeds the object verbatim.
+std::string Finish(JsonWriter& w) {
+  std::string s = w.Take();
+  while (!s.empty() && absl::ascii_isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::string TrainConfigJson(const TrainConfigFacts& f) {
+  const TrainJobSpec& s = *f.spec;
+  JsonWriter w(/*pretty=*/false);
+  w.BeginObject()
+      .Field("model", f.model_label)
+      .Field("size", s.model.size)
+      .Field("weights", f.weights_label)
+      .Field("data", s.data)
+      .Field("dataset", f.dataset)
+      .Field("dataset_images", f.dataset_images)
+      .Field("batch", f.batch);
+  if (!f.batch_rule.empty()) w.Field("batch_rule", f.batch_rule);
+  w.Field("imgsz", s.imgsz)
+      .Field("workers", s.workers)
+      .Field("amp", s.amp)
+      .Field("amp_effective", f.amp_effective);
+  if (f.amp_effective) {
+    w.Field("amp_dtype", "float16").Field("amp_skipped_steps", f.skipped_steps);
+  } else if (s.amp) {
+    // Autocast here is the CUDA path of the reference; on the CPU training stays float32.
+    w.Field("amp_note", "--amp has no effect on the CPU: training ran in float32");
+  }
+  w.Field("device", f.device_label)
+      .Field("steps", s.steps)
+      .Field("warmup", s.warmup)
+      .Field("repeat", s.repeat)
+      .Field("skip_first", s.skip_first)
+      .Field("wait", s.wait)
+      .Field("cycles", s.cycles)
+      .Field("threads", static_cast<int64_t>(f.threads))
+      .Field("blas", LoadedBlas())
+      .Field("optimizer", f.optimizer)
+      .Field("ema_decay", EmaSettings{}.decay)
+      .Field("loss_first", f.loss_first)
+      .Field("loss_last", f.loss_last);
+  if (!f.loader_note.empty()) w.Field("loader_note", f.loader_note);
+  // The synchronised steps' composition, without the profiler (the phases table has the
+  // profiled window's).
+  w.Key("measured_phases_ms")
+      .BeginObject()
+      .Field("dataload", f.phases.dataload)
+      .Field("to_device", f.phases.to_device)
+      .Field("forward", f.phases.forward)
+      .Field("backward", f.phases.backward)
+      .Field("optimizer", f.phases.optimizer)
+      .Field("ema", f.phases.ema)
+      .EndObject();
+  w.Field("loss_in", "forward").Field("mode", "train").EndObject();
+  return Finish(w);
+}
+
+std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
+                              const ProfiledWindow& window, double synced_step_ms) {
+  JsonWriter w(/*pretty=*/false);
+  w.BeginObject()
+      .Field("activities", cuda_activity ? "cpu,cuda" : "cpu")
+      .Field("record_shapes", spec.profiler.record_shapes)
+      .Field("profile_memory", spec.profiler.profile_memory)
+      .Field("with_flops", spec.profiler.with_flops)
+      .Field("with_stack", spec.profiler.with_stack)
+      .Key("schedule")
+      .BeginObject()
+      .Field("skip_first", spec.skip_first)
+      .Field("wait", spec.wait)
+      .Field("warmup", spec.warmup)
+      .Field("active", spec.steps)
+      .Field("repeat", spec.cycles)
+      .EndObject()
+      .Key("traces")
+      .BeginArray();
+  for (const std::string& t : window.cycle_traces) w.String(t);
+  w.EndArray().Field("profiled_iterations", window.recorded_steps);
+  if (synced_step_ms > 0 && window.mean_step_ms > 0) {
+    w.Field("overhead_pct", 100.0 * (window.mean_step_ms - synced_step_ms) / synced_step_ms);
+  } else {
+    w.Key("overhead_pct").Null();
+  }
+  if (!window.notes.empty()) {
+    w.Key("notes").BeginArray();
+    for (const std::string& n : window.notes) w.String(n);
+    w.EndArray();
+  }
+  w.EndObject();
+  return Finish(w);
+}
+
+void ApplyMeasuredHeadline(Profile& p, int64_t batch, double step_ms, double dataload_ms,
+                           const std::vector<double>& trial_img_per_s) {
+  p.step_ms = step_ms;
+  p.img_per_s = static_cast<double>(batch) * 1000.0 / step_ms;
+  p.dataload_ms = dataload_ms;
+  p.dataload_frac = dataload_ms / step_ms;
+  const double busy = p.gpu_busy_ms_per_step.value_or(0.0);
+  if (p.gpu_busy_ms_per_step.has_value()) {
+    p.gpu_util_raw = busy / step_ms;
+    p.gpu_util = std::min(*p.gpu_util_raw, 1.0);
+  }
+  p.host_overhead_residual_ms_per_step = std::max(step_ms - busy - dataload_ms, 0.0);
+  if (p.host_overhead_method == "residual") {
+    p.host_overhead_ms_per_step = p.host_overhead_residual_ms_per_step;
+  }
+  if (p.flops_per_step.has_value()) {
+    p.achieved_tflops = *p.flops_per_step / (step_ms / 1000.0) / 1e12;
+  }
+  if (trial_img_per_s.size() > 1) {
+    p.repeat.img_per_s_n = static_cast<int64_t>(trial_img_per_s.size());
+    p.repeat.img_per_s_trials = trial_img_per_s;
+    p.repeat.img_per_s_std = SampleStd(trial_img_per_s);
+    p.img_per_s = std::accumulate(trial_img_per_s.begin(), trial_img_per_s.end(), 0.0) /
+                  static_cast<double>(trial_img_per_s.size());
+  }
+}
+
+}  // namespace libreyolo::engine

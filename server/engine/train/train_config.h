@@ -1,0 +1,50 @@
+// What `profile run` records beside the analysed trace: the headline numbers of the measured
+// (unprofiled) windows, the run's configuration and the profiler's settings and cost.
+#ifndef LIBREYOLO_SERVER_ENGINE_TRAIN_TRAIN_CONFIG_H_
+#define LIBREYOLO_SERVER_ENGINE_TRAIN_TRAIN_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/profile/profile.h"
+#include "server/engine/engine.h"
+#include "server/engine/train/profiled_window.h"
+#include "server/engine/train/trainer.h"
+
+namespace libreyolo::engine {
+
+struct TrainConfigFacts {
+  const TrainJobSpec* spec = nullptr;
+  int64_t batch = 0;
+  std::string batch_rule;  // non-empty after --batch -1
+  bool amp_effective = false;
+  std::string device_label, weights_label, model_label;
+  std::string dataset;
+  int64_t dataset_images = 0;
+  int threads = 0;
+  std::string optimizer;
+  double loss_first = 0, loss_last = 0;
+  int64_t skipped_steps = 0;  // float16 steps the loss scaler skipped (inf/NaN gradients)
+  PhaseTimes phases;          // mean synchronised composition of the measured windows
+  std::string loader_note;
+};
+
+// The config object (model, size, weights, data, batch, imgsz, workers, amp, amp_effective and
+// why, device, steps, warmup, schedule, threads, blas, optimizer, EMA, losses, composition).
+std::string TrainConfigJson(const TrainConfigFacts& f);
+
+// The profiler object; overhead_pct compares the recorded steps with the measured window's
+// synchronised steps (both sync per phase on CUDA, so like is compared with like).
+std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
+                              const ProfiledWindow& window, double synced_step_ms);
+
+// Puts the measured window's numbers in the headline (step_ms, img_per_s, dataload_ms, and
+// with them dataload_frac, gpu_util, the residual host overhead and achieved TFLOP/s) and,
+// with several trials, the repeat statistics. The trace supplies the per-step work.
+void ApplyMeasuredHeadline(Profile& p, int64_t batch, double step_ms, double dataload_ms,
+                           const std::vector<double>& trial_img_per_s);
+
+}  // namespace libreyolo::engine
+
+#endif  // LIBREYOLO_SERVER_ENGINE_TRAIN_TRAIN_CONFIG_H_

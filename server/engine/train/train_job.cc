@@ -1,0 +1,273 @@
+// `profile run`: a short LibreYOLO9 training run measured without the profiler, then recorded
+// under torch.profiler's schedule and analysed by the common analyser.
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/analysis/latency_stats.h"
+#include "common/analysis/verdict.h"
+#include "common/profile/profile_json.h"
+#include "common/trace/trace_analyser.h"
+#include "server/engine/data/dataset.h"
+#include "server/engine/data/dataset_spec.h"
+#include "server/engine/data/loader.h"
+#include "server/engine/engine.h"
+#include "server/engine/job_files.h"
+#include "server/engine/model_loader.h"
+#include "server/engine/runtime_info.h"
+#include "server/engine/train/auto_batch.h"
+#include "server/engine/train/profiled_window.h"
+#include "server/engine/train/train_config.h"
+#include "server/engine/train/trainer.h"
+
+namespace libreyolo::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+absl::Status Validate(const TrainJobSpec& s) {
+  if (s.batch != -1 && (s.batch < 1 || s.batch > 1024)) {
+    return absl::InvalidArgumentError("--batch must be 1..1024, or -1 for auto-batch");
+  }
+  if (s.imgsz < 32 || s.imgsz > 4096 || s.imgsz % 32 != 0) {
+    return absl::InvalidArgumentError("--imgsz must be a multiple of 32 between 32 and 4096");
+  }
+  if (s.workers < 0 || s.workers > 256)
+    return absl::InvalidArgumentError("--workers must be 0..256");
+  if (s.steps < 1) return absl::InvalidArgumentError("--steps (--active) must be >= 1");
+  if (s.warmup < 0) return absl::InvalidArgumentError("--warmup must be >= 0");
+  if (s.repeat < 1) return absl::InvalidArgumentError("--repeat must be >= 1");
+  if (s.skip_first < 0 || s.wait < 0) {
+    return absl::InvalidArgumentError("--skip-first and --wait must be >= 0");
+  }
+  if (s.cycles < 1) return absl::InvalidArgumentError("--cycles must be >= 1");
+  return absl::OkStatus();
+}
+
+// Exit 3: the window cannot be filled from one epoch at this batch.
+absl::Status WindowNotFilled(const TrainJobSpec& s, const DetectionDataset& data, int64_t batch) {
+  const int64_t window = s.warmup + s.steps;
+  const int64_t per_epoch = DataLoader::BatchesPerEpoch(data.size(), static_cast<int>(batch), true);
+  const int64_t fitting_batch = data.size() / window;
+  return absl::OutOfRangeError(absl::StrFormat(
+      "no profile: the measured window (--warmup %d + --steps %d = %d steps) never fills: %s "
+      "gives %d full batch(es) of %d per epoch. Use a larger dataset (at least %d images), "
+      "fewer --steps/--warmup (at most %d step%s in all), or a smaller --batch%s.",
+      s.warmup, s.steps, window, data.Describe(), per_epoch, batch, window * batch, per_epoch,
+      per_epoch == 1 ? "" : "s",
+      fitting_batch >= 1 ? absl::StrFormat(" (at most %d)", fitting_batch)
+                         : std::string(" (even 1 is too large here)")));
+}
+
+struct MeasuredWindows {
+  std::vector<double> trial_img_per_s;
+  double step_ms = 0;      // unsynchronised steps, over every trial
+  double dataload_ms = 0;  // the loader's share of those steps
+  PhaseTimes phases;       // synchronised steps: the composition
+  double synced_step_ms = 0;
+  double loss_first = 0, loss_last = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn& progress,
+                                      const CancelToken* cancel) {
+  auto report = [&](const std::string& stage, int64_t done, int64_t total,
+                    const std::string& message = "") {
+    if (progress) progress(JobProgress{stage, done, total, message});
+  };
+  auto cancelled = [&] { return cancel != nullptr && cancel->cancelled.load(); };
+  if (auto valid = Validate(spec); !valid.ok()) return valid;
+  auto device = ParseDevice(spec.model.device);
+  if (!device.ok()) return device.status();
+  auto dataset_spec = ResolveDataset(spec.data);
+  if (!dataset_spec.ok()) return dataset_spec.status();
+  auto dataset = OpenDataset(*dataset_spec, Split::kTrain);
+  if (!dataset.ok()) return dataset.status();
+  const int64_t window = spec.warmup + spec.steps;
+  // Fail before loading anything when even a batch of one cannot fill the window.
+  if (spec.batch > 0 && (*dataset)->size() / spec.batch < window) {
+    return WindowNotFilled(spec, **dataset, spec.batch);
+  }
+  if ((*dataset)->size() < window) return WindowNotFilled(spec, **dataset, 1);
+  const int threads = ConfigureThreads(spec.model.threads);
+  const bool amp = spec.amp && device->cuda;
+
+  try {
+    report("loading model", 0, 1);
+    auto loaded = LoadModel(spec.model.weights, spec.model.size, (*dataset)->num_classes());
+    if (!loaded.ok()) return loaded.status();
+    if (!loaded->notice.empty()) report("loading model", 1, 1, loaded->notice);
+    if (device->cuda) loaded->model->to(CudaDevice(*device));
+    loaded->model->train();
+
+    int64_t batch = spec.batch;
+    std::string batch_rule;
+    if (batch == -1) {
+      report("auto-batch", 0, 1);
+      const AutoBatch a =
+          PickAutoBatch(loaded->model, *device, amp, spec.imgsz, (*dataset)->size(), window);
+      batch = a.batch;
+      batch_rule = a.rule;
+      report("auto-batch", 1, 1, batch_rule);
+    }
+
+    LoaderOptions lo;
+    lo.batch_size = static_cast<int>(batch);
+    lo.image_size = static_cast<int>(spec.imgsz);
+    lo.workers = static_cast<int>(spec.workers);
+    lo.pin_memory = device->cuda;
+    auto loader = DataLoader::Create(*dataset, lo);
+    if (!loader.ok()) return loader.status();
+    LoaderBatchSource source(loader->get());
+
+    TrainerOptions to;
+    to.device = *device;
+    to.amp = amp;
+    to.imgsz = spec.imgsz;
+    Trainer trainer(loaded->model, to);
+
+    // The measured windows run without the profiler: these are the numbers users see.
+    MeasuredWindows m;
+    double unsynced_ms = 0, unsynced_dataload = 0, synced_ms = 0;
+    int64_t unsynced_n = 0, synced_n = 0;
+    torch::Tensor first_loss;
+    // On CUDA the first half (at least one step) is timed whole, the rest per phase.
+    const int64_t timed = device->cuda ? spec.steps - spec.steps / 2 : spec.steps;
+    for (int64_t trial = 0; trial < spec.repeat; ++trial) {
+      if (auto s = source.Reserve(window); !s.ok()) return s;
+      for (int64_t i = 0; i < spec.warmup; ++i) {
+        if (cancelled()) return absl::CancelledError("cancelled during warmup");
+        if (auto t = trainer.Step(source, false); !t.ok()) return t.status();
+        report("warmup", trial * spec.warmup + i + 1, spec.repeat * spec.warmup);
+      }
+      double trial_ms = 0, trial_dataload = 0;
+      const auto t0 = Clock::now();
+      for (int64_t i = 0; i < spec.steps; ++i) {
+        if (cancelled()) return absl::CancelledError("cancelled while measuring");
+        const bool per_phase = device->cuda && i >= timed;
+        if (i == timed && device->cuda) {
+          torch::cuda::synchronize(device->index);
+          trial_ms = Ms(Clock::now() - t0);
+        }
+        auto t = trainer.Step(source, per_phase);
+        if (!t.ok()) return t.status();
+        // Kept on the device and read after the window: .item() would sync mid-window.
+        if (trial == 0 && i == 0) first_loss = trainer.last_loss();
+        if (i < timed) trial_dataload += t->dataload;
+        if (per_phase || !device->cuda) {
+          m.phases += *t;
+          synced_ms += t->total();
+          ++synced_n;
+        }
+        report("measuring", trial * spec.steps + i + 1, spec.repeat * spec.steps);
+      }
+      if (!device->cuda || timed == spec.steps) {
+        if (device->cuda) torch::cuda::synchronize(device->index);
+        trial_ms = Ms(Clock::now() - t0);
+      }
+      unsynced_ms += trial_ms;
+      unsynced_dataload += trial_dataload;
+      unsynced_n += timed;
+      m.trial_img_per_s.push_back(static_cast<double>(batch) * 1000.0 * static_cast<double>(timed) /
+                                  trial_ms);
+    }
+    m.loss_first = first_loss.item<double>();
+    m.loss_last = trainer.last_loss().item<double>();
+    m.step_ms = unsynced_ms / static_cast<double>(unsynced_n);
+    m.dataload_ms = unsynced_dataload / static_cast<double>(unsynced_n);
+    m.phases = m.phases.Scaled(synced_n > 0 ? 1.0 / static_cast<double>(synced_n) : 0.0);
+    m.synced_step_ms = synced_n > 0 ? synced_ms / static_cast<double>(synced_n) : m.step_ms;
+
+    JobFiles files = JobFilesFor(spec.project, "prof");
+    if (auto made = CreateJobDir(files); !made.ok()) return made;
+    ScheduleSettings schedule;
+    schedule.skip_first = spec.skip_first;
+    schedule.wait = spec.wait;
+    schedule.warmup = spec.warmup;
+    schedule.active = spec.steps;
+    schedule.cycles = spec.cycles;
+    TorchProfilerOptions po;
+    po.record_shapes = spec.profiler.record_shapes;
+    po.profile_memory = spec.profiler.profile_memory;
+    po.with_flops = spec.profiler.with_flops;
+    po.with_stack = spec.profiler.with_stack;
+    po.cuda = device->cuda && spec.profiler.cuda;
+    auto profiled = RunProfiledWindow(trainer, source, schedule, po, files, progress, cancel);
+    if (!profiled.ok()) return profiled.status();
+
+    report("analysing", 0, 1);
+    auto analysed = AnalyseTraceFile(profiled->trace);
+    if (!analysed.ok()) return analysed.status();
+    Profile p = *std::move(analysed);
+    p.trace = profiled->trace;
+    p.source_kind = "profile";  // what a reader of the written file will see
+    p.model = loaded->weights_label == "random-init" ? spec.model.weights : loaded->weights_label;
+    p.batch = batch;
+    ApplyMeasuredHeadline(p, batch, m.step_ms, m.dataload_ms, m.trial_img_per_s);
+
+    TrainConfigFacts facts;
+    facts.spec = &spec;
+    facts.batch = batch;
+    facts.batch_rule = batch_rule;
+    facts.amp_effective = amp;
+    facts.device_label = device->Label();
+    facts.weights_label = loaded->weights_label;
+    facts.model_label = p.model;
+    facts.dataset = (*dataset)->Describe();
+    facts.dataset_images = (*dataset)->size();
+    facts.threads = threads;
+    facts.optimizer = trainer.groups().Describe(SgdSettings{});
+    facts.loss_first = m.loss_first;
+    facts.loss_last = m.loss_last;
+    facts.skipped_steps = trainer.skipped_steps();
+    facts.phases = m.phases;
+    facts.loader_note = (*loader)->note();
+    p.config_json = TrainConfigJson(facts);
+    p.profiler_json = TrainProfilerJson(spec, po.cuda, *profiled, m.synced_step_ms);
+    p.tool_name = "libreyolo-profiler";
+    p.tool_version = LIBREYOLO_VERSION;
+    p.libtorch_version = LibTorchVersion();
+    p.created_at = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
+    if (!p.device.has_value()) {
+      DeviceInfo info;
+      info.type = device->cuda ? "cuda" : "cpu";
+      info.name = device->Label();
+      if (device->cuda) info.index = device->index;
+      p.device = info;
+    }
+    const Verdict v = ComputeVerdict(p);
+    p.bound = v.bound;
+    p.bound_why = v.why;
+
+    report("writing", 0, 1);
+    if (auto w = WriteFileAtomically(files.profile, WriteProfileJson(p)); !w.ok()) return w;
+    JobResult result;
+    result.profile_path = files.profile;
+    result.trace_path = profiled->trace;
+    if (spec.repeat > 1) {
+      result.repeat_path = files.repeat;
+      if (auto w = WriteFileAtomically(files.repeat, WriteProfileJson(p)); !w.ok()) return w;
+    }
+    report("writing", 1, 1);
+    result.profile = std::move(p);
+    return result;
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("LibTorch failed: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("training failed: ", e.what()));
+  }
+}
+
+}  // namespace libreyolo::engine

@@ -1,0 +1,192 @@
+#include "server/engine/train/trainer.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/cuda.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <chrono>
+#include <utility>
+
+#include "server/engine/collect/torch_profiler.h"
+
+namespace libreyolo::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// float16 autocast on CUDA, switched off again even when the forward throws.
+class AutocastScope {
+ public:
+  explicit AutocastScope(bool on) : on_(on) {
+    if (!on_) return;
+    Enable(true);
+  }
+  ~AutocastScope() {
+    if (!on_) return;
+    Enable(false);
+    at::autocast::clear_cache();
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  // LibTorch 2.4 deprecated the CUDA-only setters for per-device ones.
+  static void Enable(bool enabled) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(at::kCUDA, enabled);
+    if (enabled) at::autocast::set_autocast_dtype(at::kCUDA, at::kHalf);
+#else
+    at::autocast::set_enabled(enabled);
+    if (enabled) at::autocast::set_autocast_gpu_dtype(at::kHalf);
+#endif
+  }
+
+  bool on_;
+};
+
+}  // namespace
+
+std::vector<torch::Tensor> ForwardMaps(Yolo9& model, const torch::Tensor& images, bool amp) {
+  std::vector<torch::Tensor> raw;
+  {
+    AutocastScope autocast(amp);
+    raw = model->forward_raw(images);
+  }
+  if (amp) {
+    for (torch::Tensor& r : raw) r = r.to(torch::kFloat32);
+  }
+  return raw;
+}
+
+PhaseTimes& PhaseTimes::operator+=(const PhaseTimes& o) {
+  dataload += o.dataload;
+  to_device += o.to_device;
+  forward += o.forward;
+  backward += o.backward;
+  optimizer += o.optimizer;
+  ema += o.ema;
+  return *this;
+}
+
+PhaseTimes PhaseTimes::Scaled(double k) const {
+  return {dataload * k, to_device * k, forward * k, backward * k, optimizer * k, ema * k};
+}
+
+absl::Status LoaderBatchSource::Begin(int64_t epoch) {
+  epoch_ = epoch;
+  used_ = 0;
+  return loader_->StartEpoch(epoch);
+}
+
+absl::Status LoaderBatchSource::Reserve(int64_t n) {
+  if (epoch_ >= 0 && loader_->BatchesPerEpoch() - used_ >= n) return absl::OkStatus();
+  return Begin(epoch_ + 1);
+}
+
+absl::StatusOr<Batch> LoaderBatchSource::Next() {
+  if (epoch_ < 0) {
+    if (auto s = Begin(0); !s.ok()) return s;
+  }
+  auto batch = loader_->Next();
+  if (!batch.ok()) return batch.status();
+  if (!batch->has_value()) {  // the epoch ran out between reservations: carry on with the next
+    if (auto s = Begin(epoch_ + 1); !s.ok()) return s;
+    batch = loader_->Next();
+    if (!batch.ok()) return batch.status();
+    if (!batch->has_value()) return absl::InternalError("the data loader produced no batch");
+  }
+  ++used_;
+  return std::move(**batch);
+}
+
+Trainer::Trainer(Yolo9 model, const TrainerOptions& options)
+    : model_(std::move(model)), options_(options) {
+  model_->train();
+  loss_options_.num_classes = model_->options().num_classes;
+  optimizer_ = BuildSgd(*model_, options_.sgd, &groups_);
+  ema_ = std::make_unique<ModelEma>(*model_, options_.ema);
+  if (options_.amp && options_.device.cuda) {
+    scaler_ = std::make_unique<GradScaler>(CudaDevice(options_.device));
+  }
+}
+
+void Trainer::Sync(bool on) const {
+  if (on && options_.device.cuda) torch::cuda::synchronize(options_.device.index);
+}
+
+absl::StatusOr<PhaseTimes> Trainer::Step(BatchSource& source, bool sync) {
+  PhaseTimes t;
+  auto t0 = Clock::now();
+  Batch batch;
+  {
+    ScopedRange r("step/dataload");
+    auto next = source.Next();
+    if (!next.ok()) return next.status();
+    batch = *std::move(next);
+  }
+  auto t1 = Clock::now();
+  torch::Tensor images, targets;
+  {
+    ScopedRange r("step/to_device");
+    if (options_.device.cuda) {
+      const torch::Device device = CudaDevice(options_.device);
+      // Non-blocking only helps from pinned memory; the loader pins when it can.
+      const bool pinned = batch.images.is_pinned();
+      images = batch.images.to(device, /*non_blocking=*/pinned);
+      targets = batch.targets.to(device, /*non_blocking=*/pinned);
+    } else {
+      images = batch.images;
+      targets = batch.targets;
+    }
+    Sync(sync);
+  }
+  auto t2 = Clock::now();
+  Yolo9Loss loss;
+  {
+    ScopedRange r("step/forward");
+    loss = ComputeYolo9Loss(ForwardMaps(model_, images, scaler_ != nullptr), targets,
+                            options_.imgsz, loss_options_);
+    Sync(sync);
+  }
+  auto t3 = Clock::now();
+  {
+    ScopedRange r("step/backward");
+    if (scaler_) {
+      scaler_->Scale(loss.total).backward();
+    } else {
+      loss.total.backward();
+    }
+    Sync(sync);
+  }
+  auto t4 = Clock::now();
+  {
+    ScopedRange r("step/optimizer");
+    if (scaler_) {
+      scaler_->Step(*optimizer_);
+    } else {
+      optimizer_->step();
+    }
+    optimizer_->zero_grad();
+    Sync(sync);
+  }
+  auto t5 = Clock::now();
+  {
+    ScopedRange r("step/ema");
+    ema_->Update();
+    Sync(sync);
+  }
+  auto t6 = Clock::now();
+  last_loss_ = loss.total.detach();
+  t.dataload = Ms(t1 - t0);
+  t.to_device = Ms(t2 - t1);
+  t.forward = Ms(t3 - t2);
+  t.backward = Ms(t4 - t3);
+  t.optimizer = Ms(t5 - t4);
+  t.ema = Ms(t6 - t5);
+  return t;
+}
+
+}  // namespace libreyolo::engine

@@ -1,0 +1,278 @@
+// The training job end to end on the CPU (a tiny synthetic window, the files it writes, its
+// errors and cancellation), and the trainer's parts: optimizer groups, EMA, a loss that falls.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/load/load_profile.h"
+#include "common/readers/phases_view.h"
+#include "common/readers/summary_view.h"
+#include "server/engine/data/dataset.h"
+#include "server/engine/data/loader.h"
+#include "server/engine/engine.h"
+#include "server/engine/model_loader.h"
+#include "server/engine/train/optim.h"
+#include "server/engine/train/profiled_window.h"
+#include "server/engine/train/trainer.h"
+
+namespace libreyolo::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TrainJob : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name) c = c == '/' ? '_' : c;
+    dir_ = fs::temp_directory_path() /
+           ("libreyolo_train_job_" + std::to_string(::getpid()) + "_" + name);
+    fs::create_directories(dir_);
+    spec_.data = "synthetic:8";
+    spec_.model.device = "cpu";
+    spec_.model.threads = 2;
+    spec_.imgsz = 64;
+    spec_.batch = 2;
+    spec_.warmup = 1;
+    spec_.steps = 2;
+    spec_.workers = 0;
+    spec_.project = (dir_ / "runs").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  TrainJobSpec spec_;
+};
+
+std::vector<std::string> PhaseNames(const Profile& p) {
+  std::vector<std::string> names;
+  for (const PhaseRow& row : p.phases) names.push_back(row.phase);
+  return names;
+}
+
+TEST_P(TrainJob, WritesAProfileEveryReaderAccepts) {
+  spec_.workers = GetParam();
+  std::vector<std::string> stages;
+  auto r = RunTrainJob(
+      spec_, [&](const JobProgress& p) { stages.push_back(p.stage); }, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(stages.front(), "loading model");
+  EXPECT_EQ(r->profile_path, (fs::path(spec_.project) / "prof" / "profile.json").string());
+  EXPECT_TRUE(fs::exists(r->trace_path));
+
+  auto p = LoadProfile(r->profile_path);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_FALSE(p->mode.has_value());  // training
+  EXPECT_EQ(*p->real_steps, 2);
+  EXPECT_EQ(p->bound, "compute");  // CPU: no kernels
+  EXPECT_FALSE(p->bound_why.empty());
+  EXPECT_GT(*p->step_ms, 0);
+  EXPECT_NEAR(*p->img_per_s, 2 * 1000.0 / *p->step_ms, 1e-6);
+  EXPECT_GE(*p->dataload_ms, 0);
+  EXPECT_EQ(PhaseNames(*p), (std::vector<std::string>{"dataload", "to_device", "forward",
+                                                      "backward", "optimizer", "ema"}));
+  bool conv = false, autograd = false;
+  for (const OpRow& o : p->ops) {
+    conv |= o.op == "aten::conv2d";
+    autograd |= o.op.find("Backward") != std::string::npos;
+  }
+  EXPECT_TRUE(conv);
+  EXPECT_TRUE(autograd) << "no autograd ops in the profile";
+  const std::string& c = p->config_json;
+  EXPECT_NE(c.find("\"amp\":true"), std::string::npos) << c;
+  EXPECT_NE(c.find("\"amp_effective\":false"), std::string::npos) << c;
+  EXPECT_NE(c.find("amp_note"), std::string::npos) << c;
+  EXPECT_NE(c.find("\"weights\":\"random-init\""), std::string::npos) << c;
+  EXPECT_NE(c.find("\"data\":\"synthetic:8\""), std::string::npos) << c;
+  EXPECT_NE(c.find("\"blas\""), std::string::npos) << c;
+  EXPECT_NE(p->profiler_json.find("overhead_pct"), std::string::npos);
+  EXPECT_FALSE(RenderSummaryText(BuildSummary(*p, r->profile_path)).empty());
+  const PhasesView phases = BuildPhases(*p, "x");
+  EXPECT_EQ(phases.phases.size(), 6u);
+  EXPECT_NE(RenderPhasesText(phases).find("optimizer"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, TrainJob, ::testing::Values(0, 2));
+
+using TrainJobErrors = TrainJob;
+
+TEST_F(TrainJobErrors, TooSmallADatasetIsOutOfRangeWithTheWaysOut) {
+  spec_.data = "synthetic:2";
+  spec_.steps = 5;
+  auto r = RunTrainJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(absl::IsOutOfRange(r.status())) << r.status();
+  const std::string m(r.status().message());
+  EXPECT_NE(m.find("larger dataset"), std::string::npos) << m;
+  EXPECT_NE(m.find("fewer --steps/--warmup"), std::string::npos) << m;
+  EXPECT_NE(m.find("smaller --batch"), std::string::npos) << m;
+  EXPECT_FALSE(fs::exists(fs::path(spec_.project) / "prof" / "profile.json"));
+}
+
+TEST_F(TrainJobErrors, BadOptionsAndDevices) {
+  spec_.imgsz = 100;
+  EXPECT_TRUE(absl::IsInvalidArgument(RunTrainJob(spec_, nullptr, nullptr).status()));
+  spec_.imgsz = 64;
+  spec_.cycles = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(RunTrainJob(spec_, nullptr, nullptr).status()));
+  spec_.cycles = 1;
+  spec_.model.device = "3";
+  EXPECT_TRUE(absl::IsFailedPrecondition(RunTrainJob(spec_, nullptr, nullptr).status()));
+  spec_.model.device = "cpu";
+  spec_.data = (dir_ / "no-such.yaml").string();
+  EXPECT_TRUE(absl::IsNotFound(RunTrainJob(spec_, nullptr, nullptr).status()));
+}
+
+TEST_F(TrainJobErrors, TwoCyclesWriteTwoTraces) {
+  spec_.cycles = 2;
+  spec_.wait = 1;
+  auto r = RunTrainJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Cycle = wait 1 + warmup 1 + active 2: the first completes after 4 steps, the second after 8.
+  const fs::path dir = fs::path(spec_.project) / "prof";
+  EXPECT_TRUE(fs::exists(dir / "profile_trace.4.json"));
+  EXPECT_TRUE(fs::exists(dir / "profile_trace.8.json"));
+  EXPECT_TRUE(fs::equivalent(dir / "profile_trace.json", dir / "profile_trace.8.json"));
+  for (const char* name : {"profile_trace.4.json", "profile_trace.json"}) {
+    auto t = LoadProfile((dir / name).string());
+    ASSERT_TRUE(t.ok()) << name << ": " << t.status();
+    EXPECT_EQ(*t->real_steps, 2) << name;  // warmup events dropped, active steps kept
+  }
+}
+
+TEST_F(TrainJobErrors, AutoBatchOnCpuIsSixteenCappedByTheDataset) {
+  spec_.batch = -1;
+  auto r = RunTrainJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->profile.batch, 2);  // 8 images must give 3 batches: 16 -> 8 -> 4 -> 2
+  EXPECT_NE(r->profile.config_json.find("batch_rule"), std::string::npos);
+}
+
+TEST_F(TrainJobErrors, CancelIsObservedBetweenSteps) {
+  CancelToken before;
+  before.cancelled = true;
+  EXPECT_TRUE(absl::IsCancelled(RunTrainJob(spec_, nullptr, &before).status()));
+
+  spec_.workers = 2;  // the loader's threads must be stopped on the way out
+  CancelToken during;
+  auto r = RunTrainJob(
+      spec_,
+      [&](const JobProgress& p) {
+        if (p.stage == "measuring") during.cancelled = true;
+      },
+      &during);
+  EXPECT_TRUE(absl::IsCancelled(r.status())) << r.status();
+}
+
+// The same batch again and again: a working step must drive its loss down.
+class FixedBatch : public BatchSource {
+ public:
+  explicit FixedBatch(Batch b) : batch_(std::move(b)) {}
+  absl::StatusOr<Batch> Next() override { return batch_; }
+
+ private:
+  Batch batch_;
+};
+
+TEST(Trainer, LossFallsOnARepeatedBatch) {
+  torch::set_num_threads(2);
+  auto loaded = LoadModel(kDefaultWeights, "t", 80);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto spec = ResolveDataset("synthetic:4");
+  ASSERT_TRUE(spec.ok());
+  auto data = OpenDataset(*spec, Split::kTrain);
+  ASSERT_TRUE(data.ok());
+  LoaderOptions lo;
+  lo.batch_size = 2;
+  lo.image_size = 64;
+  lo.workers = 0;
+  auto loader = DataLoader::Create(*data, lo);
+  ASSERT_TRUE(loader.ok());
+  auto first = (*loader)->Next();
+  ASSERT_TRUE(first.ok() && first->has_value());
+  FixedBatch source(**first);
+  TrainerOptions to;
+  to.imgsz = 64;
+  Trainer trainer(loaded->model, to);
+  std::vector<double> losses;
+  for (int i = 0; i < 5; ++i) {
+    auto t = trainer.Step(source, true);
+    ASSERT_TRUE(t.ok()) << t.status();
+    losses.push_back(trainer.last_loss().item<double>());
+    ASSERT_TRUE(std::isfinite(losses.back()));
+  }
+  EXPECT_LT(losses[4], losses[0]) << losses[0] << " -> " << losses[4];
+  EXPECT_EQ(trainer.ema().updates(), 5);
+}
+
+TEST(Optimizer, DecaysConvWeightsOnly) {
+  Yolo9 model(Yolo9Options{});
+  int64_t bn = 0, weights = 0, biases = 0;
+  for (const auto& m : model->named_modules()) {
+    for (const auto& p : m.value()->named_parameters(false)) {
+      if (p.key() == "bias") {
+        ++biases;
+      } else if (m.value()->as<torch::nn::BatchNorm2d>() != nullptr) {
+        ++bn;
+      } else {
+        ++weights;
+      }
+    }
+  }
+  ParamGroupCounts counts;
+  auto sgd = BuildSgd(*model, SgdSettings{}, &counts);
+  EXPECT_EQ(counts.bn_weights, bn);
+  EXPECT_EQ(counts.decayed_weights, weights);
+  EXPECT_EQ(counts.no_decay, biases);
+  ASSERT_EQ(sgd->param_groups().size(), 3u);
+  const std::vector<double> decay = {0.0, 5e-4, 0.0};
+  for (size_t g = 0; g < 3; ++g) {
+    const auto& o = static_cast<const torch::optim::SGDOptions&>(sgd->param_groups()[g].options());
+    EXPECT_DOUBLE_EQ(o.weight_decay(), decay[g]) << g;
+    EXPECT_DOUBLE_EQ(o.momentum(), 0.937);
+    EXPECT_TRUE(o.nesterov());
+    EXPECT_DOUBLE_EQ(o.lr(), 0.01);
+  }
+  EXPECT_EQ(sgd->param_groups()[1].params().size(), static_cast<size_t>(weights));
+}
+
+TEST(Ema, RampsTheDecayAndAveragesFloatState) {
+  torch::nn::Sequential net(torch::nn::Linear(2, 2), torch::nn::BatchNorm1d(2));
+  ModelEma ema(*net);
+  EXPECT_NEAR(ema.NextDecay(), 0.9999 * (1 - std::exp(-1.0 / 2000)), 1e-12);
+  const torch::Tensor before = ema.shadow()[0].clone();
+  {
+    torch::NoGradGuard g;
+    net->parameters()[0].add_(1.0);
+  }
+  const double d = ema.NextDecay();
+  ema.Update();
+  EXPECT_TRUE(torch::allclose(ema.shadow()[0], before + (1.0 - d)));
+  // weight, bias, BN weight, BN bias, running mean, running var: not the batch counter.
+  EXPECT_EQ(ema.shadow().size(), 6u);
+}
+
+TEST(ProfiledWindow, DropsTheWarmupEvents) {
+  CollectedTrace t;
+  auto add = [&](CollectedKind k, const std::string& name, int64_t start) {
+    CollectedEvent e;
+    e.kind = k;
+    e.name = name;
+    e.start_ns = start;
+    t.events.push_back(e);
+  };
+  add(CollectedKind::kUserAnnotation, "ProfilerStep#3", 100);
+  add(CollectedKind::kCpuOp, "aten::add", 110);
+  add(CollectedKind::kUserAnnotation, "ProfilerStep#4", 200);
+  add(CollectedKind::kCpuOp, "aten::mul", 210);
+  DropWarmupEvents(t, 4);
+  ASSERT_EQ(t.events.size(), 2u);
+  EXPECT_EQ(t.events[0].name, "ProfilerStep#4");
+}
+
+}  // namespace
+}  // namespace libreyolo::engine
