@@ -35,7 +35,7 @@ class TrainJob : public ::testing::TestWithParam<int> {
     fs::create_directories(dir_);
     spec_.data = "synthetic:8";
     spec_.model.device = "cpu";
-    spec_.model.threads = 2;
+    spec_.model.threads = 1;  // robust on a loaded machine: no spinning thread pools
     spec_.imgsz = 64;
     spec_.batch = 2;
     spec_.warmup = 1;
@@ -69,7 +69,9 @@ TEST_P(TrainJob, WritesAProfileEveryReaderAccepts) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_FALSE(p->mode.has_value());  // training
   EXPECT_EQ(*p->real_steps, 2);
-  EXPECT_EQ(p->bound, "compute");  // CPU: no kernels
+  // CPU: no kernels, so compute, unless the loader's share of these tiny 64-pixel steps passes
+  // 20% (inline mosaic decoding can).
+  EXPECT_TRUE(p->bound == "compute" || p->bound == "dataloader") << p->bound;
   EXPECT_FALSE(p->bound_why.empty());
   EXPECT_GT(*p->step_ms, 0);
   EXPECT_NEAR(*p->img_per_s, 2 * 1000.0 / *p->step_ms, 1e-6);
@@ -179,7 +181,7 @@ class FixedBatch : public BatchSource {
 };
 
 TEST(Trainer, LossFallsOnARepeatedBatch) {
-  torch::set_num_threads(2);
+  torch::set_num_threads(1);  // as the jobs above
   auto loaded = LoadModel(kDefaultWeights, "t", 80);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   auto spec = ResolveDataset("synthetic:4");
