@@ -1,0 +1,82 @@
+// Who is calling: bearer tokens on TCP (a tokens file the admin owns), the peer's uid on the
+// Unix socket. Users see and cancel their own jobs; admins see all.
+#ifndef LIBREYOLO_SERVER_DAEMON_AUTH_H_
+#define LIBREYOLO_SERVER_DAEMON_AUTH_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/daemon/daemon_config.h"
+
+namespace grpc {
+class ServerContext;
+class ServerCredentials;
+}  // namespace grpc
+
+namespace libreyolo::daemon {
+
+struct Identity {
+  std::string user;
+  bool admin = false;
+  bool unix_peer = false;      // came over the Unix socket
+  std::optional<uid_t> uid;    // the peer's uid on the Unix socket
+};
+
+// The tokens file: one "<token> <user> [admin]" per line, '#' comments, blank lines ignored.
+// A token may be given as "sha256:<64 hex>" so the file need not hold secrets in clear.
+// INVALID_ARGUMENT names the line; the file must not be readable by group/others
+// (FAILED_PRECONDITION saying to chmod 600).
+class TokenTable {
+ public:
+  static absl::StatusOr<TokenTable> Load(const std::string& path);
+  static TokenTable FromLines(const std::vector<std::string>& lines);  // tests
+  // The identity of a bearer token (constant-time compare of SHA-256 digests), or nullopt.
+  std::optional<Identity> Lookup(const std::string& token) const;
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    std::string sha256;  // raw 32 bytes
+    std::string user;
+    bool admin = false;
+  };
+  std::vector<Entry> entries_;
+};
+
+// Maps a call to an identity. TCP: the "authorization: Bearer <token>" metadata (a missing or
+// unknown token -> UNAUTHENTICATED). Unix socket connections are accepted by UnixListener,
+// which records the peer uid of each connection by the connection's peer string.
+class Authenticator {
+ public:
+  Authenticator(TokenTable tokens, std::vector<std::string> admins);
+
+  absl::StatusOr<Identity> Identify(const grpc::ServerContext& context) const;
+
+  // UnixListener's side: a connection `peer` (ServerContext::peer() of its calls) is uid `uid`.
+  void RecordUnixPeer(const std::string& peer, uid_t uid);
+  void ForgetUnixPeer(const std::string& peer);
+
+  bool IsAdmin(const std::string& user) const;
+
+ private:
+  TokenTable tokens_;
+  std::vector<std::string> admins_;
+  mutable std::mutex mu_;
+  std::map<std::string, uid_t> unix_peers_;
+};
+
+// Server credentials from the TLS config (SslServerCredentials; client certs requested or
+// required as configured), or InsecureServerCredentials when no cert is configured.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const TlsConfig& tls);
+
+}  // namespace libreyolo::daemon
+
+#endif  // LIBREYOLO_SERVER_DAEMON_AUTH_H_

@@ -1,0 +1,80 @@
+// libreyolod's configuration: a YAML file (deploy/libreyolod.example.yaml) overridden by flags.
+#ifndef LIBREYOLO_SERVER_DAEMON_DAEMON_CONFIG_H_
+#define LIBREYOLO_SERVER_DAEMON_DAEMON_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace libreyolo::daemon {
+
+struct TlsConfig {
+  std::string cert_file;       // PEM server certificate chain; empty = no TLS
+  std::string key_file;        // PEM private key
+  std::string client_ca_file;  // PEM CA for client certificates; empty = none asked for
+  bool require_client_cert = false;
+};
+
+struct Limits {
+  int32_t max_queue_length = 100;   // queued jobs per device
+  int32_t max_jobs_per_user = 10;   // queued + running, per user
+  int64_t max_steps = 1000;         // run: warmup + steps per cycle, x cycles
+  int64_t max_runs = 10000;         // infer: warmup + runs
+  int64_t max_repeat = 20;
+  int64_t max_batch = 256;
+  int64_t max_imgsz = 1536;
+  int64_t max_inline_image_bytes = 16 << 20;  // all inline images of one request
+  int64_t max_artifact_bytes = int64_t{2} << 30;
+  int32_t max_watchers = 256;       // concurrent WatchJob streams
+};
+
+struct Retention {
+  int64_t max_age_hours = 24 * 30;  // finished jobs older than this are deleted; 0 = keep
+  int64_t max_jobs = 1000;          // finished jobs kept at most (oldest go first); 0 = no cap
+};
+
+struct DaemonConfig {
+  // "tcp:HOST:PORT" / "HOST:PORT" / "unix:/path". At least one.
+  std::vector<std::string> listen;
+  std::string state_dir = "/var/lib/libreyolod/state";
+  std::string store_dir = "/var/lib/libreyolod/store";
+  std::string models_dir = "/var/lib/libreyolod/models";
+  std::string datasets_dir = "/var/lib/libreyolod/datasets";
+  std::string images_dir = "/var/lib/libreyolod/images";
+  std::vector<std::string> devices;  // "cpu", "0", "1"; empty = every CUDA device, else cpu
+  TlsConfig tls;
+  std::string tokens_file;           // "<token> <user> [admin]" lines; sha256:<hex> tokens ok
+  std::vector<std::string> admins;   // user names with admin rights (uid 0 always is)
+  bool insecure_tcp = false;         // allow TCP without TLS (loopback tests, trusted networks)
+  bool allow_local_paths = false;    // private daemons: callers with our uid may name paths
+  int unix_socket_mode = 0660;       // permissions of the Unix socket
+  Limits limits;
+  Retention retention;
+  std::string metrics_textfile;      // node_exporter textfile; empty = none
+  int64_t drain_timeout_s = 60;      // SIGTERM: how long a running job may take to stop
+  int32_t cpu_threads = 0;           // engine CPU threads for cpu jobs; 0 = all cores
+};
+
+// Reads the YAML file. NOT_FOUND names the file; INVALID_ARGUMENT names the key and what is
+// wrong with it (unknown keys are errors, not ignored).
+absl::StatusOr<DaemonConfig> LoadDaemonConfig(const std::string& path);
+
+// Applies command-line flags over `config` (flags win). Returns INVALID_ARGUMENT naming a bad
+// flag; `help` set when --help was given. Flags: --config is handled by the caller.
+struct FlagParseResult {
+  bool help = false;
+  std::string config_file;
+};
+absl::StatusOr<FlagParseResult> ApplyDaemonFlags(const std::vector<std::string>& args,
+                                                 DaemonConfig* config);
+std::string DaemonFlagsHelp();
+
+// Cross-field checks after flags: at least one listen address, TLS files readable, a TCP
+// listener has TLS or insecure_tcp, a tokens file when TCP is on, limits positive.
+absl::Status ValidateDaemonConfig(const DaemonConfig& config);
+
+}  // namespace libreyolo::daemon
+
+#endif  // LIBREYOLO_SERVER_DAEMON_DAEMON_CONFIG_H_
