@@ -1,0 +1,812 @@
+// The job store: job records, event logs and artifacts on disk (layout in job_store.h).
+//
+// Conventions of this file:
+// - Every path built from a job id goes through CheckJobId; every artifact name through
+//   ValidArtifactName. Neither admits '/', so no path here can climb out of its directory.
+// - Errors name the path and carry strerror (absl::ErrnoToStatus maps ENOSPC to
+//   RESOURCE_EXHAUSTED, EACCES to PERMISSION_DENIED, ENOENT to NOT_FOUND ...).
+// - Temp files are "<dir>/.tmp.<final name>.XXXXXX"; LoadAll removes any it finds.
+// - Each public entry point runs inside Guarded(), so that no exception (bad_alloc) escapes.
+// Behaviour the header leaves open:
+// - LoadAll is startup recovery: it removes every scratch dir, so it must not run while jobs do.
+//   An event log whose job has no record is moved to corrupt/ like an unparsable record.
+// - PublishArtifact's `file` is a path, or a bare name inside the job's scratch dir; a file on
+//   another file system is copied in atomically (EXDEV). The size limit is checked before the
+//   move and again on the bytes hashed.
+// - DeleteJob is idempotent (OK when nothing is left) and removes the record last.
+// - JobsToExpire counts a finished job without a finish time from its creation time.
+#include "server/daemon/job_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <system_error>
+#include <tuple>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+
+#define JOB_STORE_CONCAT_INNER(a, b) a##b
+#define JOB_STORE_CONCAT(a, b) JOB_STORE_CONCAT_INNER(a, b)
+#define JOB_STORE_RETURN_IF_ERROR(expr)            \
+  do {                                             \
+    const ::absl::Status job_store_st_ = (expr);   \
+    if (!job_store_st_.ok()) return job_store_st_; \
+  } while (false)
+#define JOB_STORE_ASSIGN_OR_RETURN(lhs, expr) \
+  JOB_STORE_ASSIGN_OR_RETURN_IMPL(JOB_STORE_CONCAT(job_store_or_, __LINE__), lhs, expr)
+#define JOB_STORE_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                                    \
+  if (!tmp.ok()) return tmp.status();                   \
+  lhs = std::move(*tmp)
+
+namespace libreyolo::daemon {
+namespace {
+
+constexpr absl::string_view kTmpPrefix = ".tmp.";   // temp files, in any directory of the store
+constexpr absl::string_view kScratchRoot = ".tmp";  // <store_dir>/.tmp/<id>/
+constexpr size_t kMaxJobIdLength = 64;
+constexpr size_t kMaxArtifactNameLength = 128;
+
+// ---- Small helpers -------------------------------------------------------------------------
+
+template <typename F>
+auto Guarded(absl::string_view what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("job store: ", what, ": ", e.what()));
+  } catch (...) {
+    return absl::InternalError(absl::StrCat("job store: ", what, ": unknown exception"));
+  }
+}
+
+absl::Status OsError(int err, absl::string_view what, absl::string_view path) {
+  return absl::ErrnoToStatus(err, absl::StrCat(what, " ", path));
+}
+
+// A quoted, escaped and shortened rendering of an untrusted string for error messages.
+std::string Quote(absl::string_view s) {
+  constexpr size_t kMax = 80;
+  std::string out = absl::CHexEscape(s.substr(0, kMax));
+  return absl::StrCat("\"", out, s.size() > kMax ? "...\"" : "\"");
+}
+
+bool ValidJobId(absl::string_view id) {
+  if (id.empty() || id.size() > kMaxJobIdLength) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  });
+}
+
+absl::Status CheckJobId(absl::string_view id) {
+  if (ValidJobId(id)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "job id ", Quote(id), " is invalid: expected 1-64 characters from [A-Za-z0-9_-]"));
+}
+
+// Plain file names: [A-Za-z0-9._-], not starting with '.', no "..".
+bool ValidArtifactName(absl::string_view name) {
+  if (name.empty() || name.size() > kMaxArtifactNameLength || name.front() == '.') return false;
+  if (absl::StrContains(name, "..")) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
+}
+
+std::string Join(absl::string_view dir, absl::string_view name) {
+  return absl::StrCat(dir, "/", name);
+}
+
+std::string Parent(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string StripTrailingSlashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// An owned file descriptor.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  absl::Status Close(absl::string_view path) {
+    const int fd = std::exchange(fd_, -1);
+    if (::close(fd) != 0) return OsError(errno, "cannot close", path);
+    return absl::OkStatus();
+  }
+
+ private:
+  int fd_;
+};
+
+absl::Status WriteAll(int fd, absl::string_view data, absl::string_view path) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return OsError(errno, "cannot write", path);
+    }
+    if (n == 0) return OsError(ENOSPC, "cannot write", path);
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FsyncFd(int fd, absl::string_view path) {
+  if (::fsync(fd) != 0) return OsError(errno, "cannot fsync", path);
+  return absl::OkStatus();
+}
+
+absl::Status FsyncDir(const std::string& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return OsError(errno, "cannot open directory", dir);
+  JOB_STORE_RETURN_IF_ERROR(FsyncFd(fd.get(), dir));
+  return fd.Close(dir);
+}
+
+// mkdir -p; the last component gets `mode`, missing parents 0755 (both less the umask). A
+// symlink to a directory is accepted as an existing directory.
+absl::Status MakeDirs(const std::string& path, mode_t mode) {
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    const std::string prefix = path.substr(0, pos);
+    if (prefix.empty()) continue;
+    const mode_t m = pos == std::string::npos ? mode : 0755;
+    if (::mkdir(prefix.c_str(), m) == 0) continue;
+    const int err = errno;
+    struct stat st {};
+    if (err == EEXIST && ::stat(prefix.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
+    return OsError(err == EEXIST ? ENOTDIR : err, "cannot create directory", prefix);
+  }
+  return absl::OkStatus();
+}
+
+// Creates `path` (one level) with `mode` unless it exists; refuses anything but a real
+// directory there (a symlink could point outside the store).
+absl::Status MakeRealDir(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
+    return OsError(errno, "cannot create directory", path);
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return OsError(errno, "cannot stat", path);
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is not a directory", S_ISLNK(st.st_mode) ? " (a symlink)" : ""));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return OsError(errno, "cannot list directory", dir);
+  std::vector<std::string> names;
+  errno = 0;
+  while (const dirent* e = ::readdir(d)) {
+    const absl::string_view name = e->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  const int err = errno;
+  ::closedir(d);
+  if (err != 0) return OsError(err, "cannot list directory", dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return OsError(errno, "cannot open", path);
+  std::string data;
+  std::array<char, 1 << 16> buf{};
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return OsError(errno, "cannot read", path);
+    }
+    if (n == 0) break;
+    data.append(buf.data(), static_cast<size_t>(n));
+  }
+  return data;
+}
+
+// Writes `data` as <dir>/<name>: temp -> fsync -> rename -> fsync(dir). On any failure the temp
+// file is removed and the previous <dir>/<name>, if any, is untouched.
+absl::Status AtomicWrite(const std::string& dir, absl::string_view name, absl::string_view data,
+                         mode_t mode) {
+  const std::string final_path = Join(dir, name);
+  std::string tmp = absl::StrCat(Join(dir, kTmpPrefix), name, ".XXXXXX");
+  Fd fd(::mkostemp(tmp.data(), O_CLOEXEC));
+  if (!fd.valid()) return OsError(errno, "cannot create a temp file for", final_path);
+  absl::Status st = WriteAll(fd.get(), data, tmp);
+  if (st.ok() && ::fchmod(fd.get(), mode) != 0) st = OsError(errno, "cannot chmod", tmp);
+  if (st.ok()) st = FsyncFd(fd.get(), tmp);
+  if (st.ok()) st = fd.Close(tmp);
+  if (st.ok() && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    st = OsError(errno, absl::StrCat("cannot rename ", tmp, " to"), final_path);
+  }
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  return FsyncDir(dir);
+}
+
+absl::StatusOr<std::string> Sha256Fd(int fd, absl::string_view path, int64_t* size) {
+  struct CtxFree {
+    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+  };
+  std::unique_ptr<EVP_MD_CTX, CtxFree> ctx(EVP_MD_CTX_new());
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    return absl::InternalError(absl::StrCat("cannot initialise SHA-256 for ", path));
+  }
+  std::vector<char> buf(1 << 20);
+  int64_t total = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return OsError(errno, "cannot read", path);
+    }
+    if (n == 0) break;
+    if (EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n)) != 1) {
+      return absl::InternalError(absl::StrCat("SHA-256 update failed for ", path));
+    }
+    total += n;
+  }
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(ctx.get(), md.data(), &len) != 1) {
+    return absl::InternalError(absl::StrCat("SHA-256 final failed for ", path));
+  }
+  if (size != nullptr) *size = total;
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(md.data()), len));
+}
+
+google::protobuf::util::JsonPrintOptions PrintOptions() {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;  // the files use the .proto's snake_case names
+  return options;
+}
+
+google::protobuf::util::JsonParseOptions ParseOptions() {
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;  // a record written by a newer daemon still loads
+  return options;
+}
+
+absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
+  std::string json;
+  const auto st = google::protobuf::util::MessageToJsonString(message, &json, PrintOptions());
+  if (!st.ok()) {
+    return absl::InternalError(
+        absl::StrCat("cannot serialise ", message.GetTypeName(), ": ", st.message().ToString()));
+  }
+  return json;
+}
+
+// An empty string when `json` parses into `message`, otherwise the parser's complaint.
+std::string FromJson(absl::string_view json, google::protobuf::Message* message) {
+  const auto st = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), message, ParseOptions());
+  if (st.ok()) return "";
+  const std::string why = st.message().ToString();
+  return why.empty() ? "unparsable JSON" : why;
+}
+
+// Moves <dir>/<name> to <state_dir>/corrupt/ (never overwriting an earlier one) and says so.
+void Quarantine(const std::string& state_dir, const std::string& dir, const std::string& name,
+                const std::string& why, std::vector<std::string>* warnings) {
+  const std::string from = Join(dir, name);
+  const std::string corrupt = Join(state_dir, "corrupt");
+  absl::Status st = MakeDirs(corrupt, 0700);
+  std::string to = Join(corrupt, name);
+  struct stat unused {};
+  for (int i = 1; st.ok() && ::lstat(to.c_str(), &unused) == 0; ++i) {
+    to = absl::StrCat(Join(corrupt, name), ".", i);
+  }
+  if (st.ok() && ::rename(from.c_str(), to.c_str()) != 0) {
+    st = OsError(errno, absl::StrCat("cannot move ", from, " to"), to);
+  }
+  if (st.ok()) {
+    (void)FsyncDir(corrupt);
+    (void)FsyncDir(dir);
+    warnings->push_back(absl::StrCat(from, ": ", why, "; moved to ", to));
+  } else {
+    warnings->push_back(absl::StrCat(from, ": ", why, "; left in place (", st.message(), ")"));
+  }
+}
+
+struct Layout {
+  std::string jobs, events, scratch_root;
+};
+
+Layout LayoutOf(const std::string& state_dir, const std::string& store_dir) {
+  return {Join(state_dir, "jobs"), Join(state_dir, "events"), Join(store_dir, kScratchRoot)};
+}
+
+std::string EventsFile(const std::string& events_dir, const std::string& id) {
+  return Join(events_dir, absl::StrCat(id, ".jsonl"));
+}
+
+// Reads <events_dir>/<id>.jsonl. Unparsable lines are skipped with a warning naming file:line;
+// an unparsable or unterminated last line (a crash in the middle of an append) is dropped and
+// cut off the file, so that the next append starts on a clean line.
+absl::Status LoadEvents(const std::string& events_dir, const std::string& id,
+                        std::vector<v1::JobEvent>* events, std::vector<std::string>* warnings) {
+  const std::string path = EventsFile(events_dir, id);
+  auto data = ReadFile(path);
+  if (!data.ok()) {
+    if (absl::IsNotFound(data.status())) return absl::OkStatus();
+    return data.status();
+  }
+  const absl::string_view all = *data;
+  size_t pos = 0;
+  size_t keep = all.size();  // bytes of the file to keep
+  for (int64_t line_no = 1; pos < all.size(); ++line_no) {
+    const size_t nl = all.find('\n', pos);
+    const bool terminated = nl != absl::string_view::npos;
+    const size_t end = terminated ? nl : all.size();
+    const absl::string_view line = all.substr(pos, end - pos);
+    const bool last = !terminated || nl + 1 == all.size();
+    const std::string where = absl::StrCat(path, ":", line_no);
+    v1::JobEvent event;
+    const std::string why =
+        !terminated ? "unterminated" : (line.empty() ? "" : FromJson(line, &event));
+    if (!why.empty() && last) {
+      warnings->push_back(absl::StrCat(where, ": dropped the last event line (", why,
+                                       "), left by an interrupted append"));
+      keep = pos;
+    } else if (!why.empty()) {
+      warnings->push_back(absl::StrCat(where, ": skipped an unparsable event line (", why, ")"));
+    } else if (!line.empty() && event.job_id() != id) {
+      warnings->push_back(
+          absl::StrCat(where, ": skipped an event of another job ", Quote(event.job_id())));
+    } else if (!line.empty()) {
+      events->push_back(std::move(event));
+    }
+    pos = terminated ? nl + 1 : all.size();
+  }
+  if (keep < all.size()) {
+    Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+    absl::Status st = fd.valid() ? absl::OkStatus() : OsError(errno, "cannot open", path);
+    if (st.ok() && ::ftruncate(fd.get(), static_cast<off_t>(keep)) != 0) {
+      st = OsError(errno, "cannot truncate", path);
+    }
+    if (st.ok()) st = FsyncFd(fd.get(), path);
+    if (!st.ok()) warnings->push_back(absl::StrCat("cannot repair the event log: ", st.message()));
+  }
+  std::stable_sort(
+      events->begin(), events->end(),
+      [](const v1::JobEvent& a, const v1::JobEvent& b) { return a.sequence() < b.sequence(); });
+  auto dup = std::adjacent_find(
+      events->begin(), events->end(),
+      [](const v1::JobEvent& a, const v1::JobEvent& b) { return a.sequence() == b.sequence(); });
+  if (dup != events->end()) {
+    warnings->push_back(absl::StrCat(path, ": duplicate event sequence numbers (first ",
+                                     dup->sequence(), "); keeping the first of each"));
+    events->erase(std::unique(events->begin(), events->end(),
+                              [](const v1::JobEvent& a, const v1::JobEvent& b) {
+                                return a.sequence() == b.sequence();
+                              }),
+                  events->end());
+  }
+  return absl::OkStatus();
+}
+
+// Removes <store_dir>/.tmp/* and temp files left in the artifact directories.
+void CleanStore(const std::string& store_dir, const std::string& scratch_root,
+                std::vector<std::string>* warnings) {
+  if (auto scratch = ListDir(scratch_root); scratch.ok()) {
+    for (const std::string& name : *scratch) {
+      const std::string path = Join(scratch_root, name);
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+      warnings->push_back(
+          ec ? absl::StrCat("cannot remove leftover scratch ", path, ": ", ec.message())
+             : absl::StrCat("removed leftover scratch ", path));
+    }
+  }
+  auto dirs = ListDir(store_dir);
+  if (!dirs.ok()) {
+    warnings->push_back(std::string(dirs.status().message()));
+    return;
+  }
+  for (const std::string& id : *dirs) {
+    const std::string dir = Join(store_dir, id);
+    struct stat st {};
+    if (!ValidJobId(id) || ::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    auto files = ListDir(dir);
+    if (!files.ok()) continue;
+    for (const std::string& name : *files) {
+      if (!absl::StartsWith(name, kTmpPrefix)) {
+        continue;
+      }
+      const std::string path = Join(dir, name);
+      if (::unlink(path.c_str()) == 0) warnings->push_back("removed leftover temp file " + path);
+    }
+  }
+}
+
+absl::Status CheckWritableDir(const std::string& dir) {
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return OsError(errno, "cannot write to directory", dir);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// ---- JobStore ------------------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& state_dir,
+                                                         const std::string& store_dir) {
+  return Guarded("Open", [&]() -> absl::StatusOr<std::unique_ptr<JobStore>> {
+    if (state_dir.empty() || store_dir.empty()) {
+      return absl::InvalidArgumentError("job store: the state and store directories must be set");
+    }
+    std::string state = StripTrailingSlashes(state_dir);
+    std::string store = StripTrailingSlashes(store_dir);
+    const Layout layout = LayoutOf(state, store);
+    absl::Status st = MakeDirs(state, 0700);
+    for (const std::string& dir : {layout.jobs, layout.events}) {
+      if (st.ok()) st = MakeDirs(dir, 0700);
+      if (st.ok()) st = CheckWritableDir(dir);
+    }
+    if (!st.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job store: unusable state directory ", state, ": ", st.message()));
+    }
+    st = MakeDirs(store, 0750);
+    if (st.ok()) st = CheckWritableDir(store);
+    if (st.ok()) st = MakeRealDir(layout.scratch_root, 0750);
+    if (st.ok()) st = CheckWritableDir(layout.scratch_root);
+    if (!st.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job store: unusable store directory ", store, ": ", st.message()));
+    }
+    return std::unique_ptr<JobStore>(new JobStore(std::move(state), std::move(store)));
+  });
+}
+
+absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(std::vector<std::string>* warnings) {
+  return Guarded("LoadAll", [&]() -> absl::StatusOr<std::vector<StoredJob>> {
+    std::vector<std::string> ignored;
+    if (warnings == nullptr) warnings = &ignored;
+    const Layout layout = LayoutOf(state_dir_, store_dir_);
+    CleanStore(store_dir_, layout.scratch_root, warnings);
+
+    std::vector<StoredJob> jobs;
+    std::set<std::string> ids;
+    JOB_STORE_ASSIGN_OR_RETURN(const std::vector<std::string> records, ListDir(layout.jobs));
+    for (const std::string& name : records) {
+      const std::string path = Join(layout.jobs, name);
+      if (absl::StartsWith(name, kTmpPrefix)) {
+        if (::unlink(path.c_str()) == 0) warnings->push_back("removed leftover temp file " + path);
+        continue;
+      }
+      const std::string id = name.substr(0, name.size() - std::min<size_t>(name.size(), 5));
+      if (!absl::EndsWith(name, ".json") || !ValidJobId(id)) {
+        warnings->push_back(absl::StrCat(path, ": not a job record; ignored"));
+        continue;
+      }
+      auto data = ReadFile(path);
+      if (!data.ok()) {
+        warnings->push_back(absl::StrCat("skipped a job record: ", data.status().message()));
+        continue;
+      }
+      StoredJob job;
+      std::string why = FromJson(*data, &job.job);
+      if (why.empty() && job.job.id() != id) {
+        why = absl::StrCat("the record's id ", Quote(job.job.id()), " does not match its name");
+      }
+      if (!why.empty()) {
+        Quarantine(state_dir_, layout.jobs, name, "cannot parse the job record (" + why + ")",
+                   warnings);
+        continue;
+      }
+      ids.insert(id);
+      jobs.push_back(std::move(job));
+    }
+
+    {
+      std::lock_guard<std::mutex> lock(append_mu_);
+      for (StoredJob& job : jobs) {
+        const absl::Status st = LoadEvents(layout.events, job.job.id(), &job.events, warnings);
+        if (!st.ok()) warnings->push_back(absl::StrCat("skipped an event log: ", st.message()));
+      }
+      JOB_STORE_ASSIGN_OR_RETURN(const std::vector<std::string> logs, ListDir(layout.events));
+      for (const std::string& name : logs) {
+        const std::string id = name.substr(0, name.size() - std::min<size_t>(name.size(), 6));
+        if (absl::EndsWith(name, ".jsonl") && ValidJobId(id) && ids.count(id) == 0) {
+          Quarantine(state_dir_, layout.events, name, "an event log without a job record",
+                     warnings);
+        } else if (!absl::EndsWith(name, ".jsonl") || !ValidJobId(id)) {
+          warnings->push_back(
+              absl::StrCat(Join(layout.events, name), ": not an event log; ignored"));
+        }
+      }
+    }
+
+    std::sort(jobs.begin(), jobs.end(), [](const StoredJob& a, const StoredJob& b) {
+      return std::make_pair(a.job.create_time_unix_ms(), a.job.id()) <
+             std::make_pair(b.job.create_time_unix_ms(), b.job.id());
+    });
+    return jobs;
+  });
+}
+
+absl::Status JobStore::PutJob(const v1::Job& job) {
+  return Guarded("PutJob", [&]() -> absl::Status {
+    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job.id()));
+    JOB_STORE_ASSIGN_OR_RETURN(std::string json, ToJson(job));
+    json.push_back('\n');
+    return AtomicWrite(LayoutOf(state_dir_, store_dir_).jobs, absl::StrCat(job.id(), ".json"), json,
+                       0600);
+  });
+}
+
+absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
+  return Guarded("AppendEvent", [&]() -> absl::Status {
+    JOB_STORE_RETURN_IF_ERROR(CheckJobId(event.job_id()));
+    JOB_STORE_ASSIGN_OR_RETURN(std::string line, ToJson(event));
+    line.push_back('\n');
+    const std::string dir = LayoutOf(state_dir_, store_dir_).events;
+    const std::string path = EventsFile(dir, event.job_id());
+
+    std::lock_guard<std::mutex> lock(append_mu_);
+    bool created = false;
+    int raw = ::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    if (raw < 0 && errno == ENOENT) {
+      raw = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+      created = raw >= 0;
+    }
+    Fd fd(raw);
+    if (!fd.valid()) return OsError(errno, "cannot open", path);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return OsError(errno, "cannot stat", path);
+    // A line cut short by an earlier crash must not swallow this one.
+    char last = '\n';
+    if (st.st_size > 0 && ::pread(fd.get(), &last, 1, st.st_size - 1) != 1) {
+      return OsError(errno, "cannot read", path);
+    }
+    if (last != '\n') line.insert(line.begin(), '\n');
+    absl::Status status = WriteAll(fd.get(), line, path);
+    if (status.ok()) status = FsyncFd(fd.get(), path);
+    if (!status.ok()) {
+      // Leave the log as it was: no partial line behind a failed append (disk full).
+      if (::ftruncate(fd.get(), st.st_size) == 0) (void)::fsync(fd.get());
+      if (created) ::unlink(path.c_str());
+      return status;
+    }
+    JOB_STORE_RETURN_IF_ERROR(fd.Close(path));
+    return created ? FsyncDir(dir) : absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::string> JobStore::ArtifactDir(const std::string& job_id) {
+  return Guarded("ArtifactDir", [&]() -> absl::StatusOr<std::string> {
+    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job_id));
+    std::string dir = Join(store_dir_, job_id);
+    JOB_STORE_RETURN_IF_ERROR(MakeRealDir(dir, 0750));
+    return dir;
+  });
+}
+
+absl::StatusOr<std::string> JobStore::ScratchDir(const std::string& job_id) {
+  return Guarded("ScratchDir", [&]() -> absl::StatusOr<std::string> {
+    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job_id));
+    const std::string root = LayoutOf(state_dir_, store_dir_).scratch_root;
+    JOB_STORE_RETURN_IF_ERROR(MakeRealDir(root, 0750));
+    std::string dir = Join(root, job_id);
+    JOB_STORE_RETURN_IF_ERROR(MakeRealDir(dir, 0700));
+    return dir;
+  });
+}
+
+void JobStore::DiscardScratch(const std::string& job_id) {
+  try {
+    if (!ValidJobId(job_id)) return;
+    std::error_code ec;
+    std::filesystem::remove_all(Join(LayoutOf(state_dir_, store_dir_).scratch_root, job_id), ec);
+  } catch (...) {  // best effort: recovery removes what is left
+  }
+}
+
+absl::StatusOr<v1::Artifact> JobStore::PublishArtifact(const std::string& job_id,
+                                                       const std::string& file,
+                                                       const std::string& name, int64_t max_bytes) {
+  return Guarded("PublishArtifact", [&]() -> absl::StatusOr<v1::Artifact> {
+    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job_id));
+    if (!ValidArtifactName(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("artifact name ", Quote(name), " is invalid: expected a plain file name"));
+    }
+    // `file` is a path, or a name inside the job's scratch directory.
+    const std::string src =
+        absl::StrContains(file, '/')
+            ? file
+            : Join(Join(LayoutOf(state_dir_, store_dir_).scratch_root, job_id), file);
+    Fd fd(::open(src.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid()) return OsError(errno, "cannot open artifact", src);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return OsError(errno, "cannot stat", src);
+    if (!S_ISREG(st.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat("artifact ", src, " is not a regular file"));
+    }
+    const auto too_large = [&](int64_t size) {
+      return absl::ResourceExhaustedError(absl::StrCat("artifact ", name, " of job ", job_id,
+                                                       " is ", size, " bytes, over the limit of ",
+                                                       max_bytes, " bytes (", src, ")"));
+    };
+    if (st.st_size > max_bytes) return too_large(st.st_size);
+    JOB_STORE_RETURN_IF_ERROR(FsyncFd(fd.get(), src));  // the data is durable before the name
+    int64_t size = 0;
+    JOB_STORE_ASSIGN_OR_RETURN(std::string sha256, Sha256Fd(fd.get(), src, &size));
+    if (size > max_bytes) return too_large(size);
+    JOB_STORE_RETURN_IF_ERROR(fd.Close(src));
+
+    JOB_STORE_ASSIGN_OR_RETURN(const std::string dir, ArtifactDir(job_id));
+    const std::string dst = Join(dir, name);
+    if (::rename(src.c_str(), dst.c_str()) != 0) {
+      if (errno != EXDEV) return OsError(errno, absl::StrCat("cannot rename ", src, " to"), dst);
+      // Another file system: copy into the artifact directory atomically, then drop the source.
+      JOB_STORE_ASSIGN_OR_RETURN(const std::string data, ReadFile(src));
+      JOB_STORE_RETURN_IF_ERROR(AtomicWrite(dir, name, data, 0640));
+      ::unlink(src.c_str());
+    }
+    JOB_STORE_RETURN_IF_ERROR(FsyncDir(dir));
+    (void)FsyncDir(Parent(src));
+
+    v1::Artifact artifact;
+    artifact.set_name(name);
+    artifact.set_size_bytes(size);
+    artifact.set_sha256(std::move(sha256));
+    return artifact;
+  });
+}
+
+absl::StatusOr<std::string> JobStore::ArtifactPath(const v1::Job& job,
+                                                   const std::string& name) const {
+  return Guarded("ArtifactPath", [&]() -> absl::StatusOr<std::string> {
+    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job.id()));
+    const auto not_found = [&](absl::string_view why) {
+      return absl::NotFoundError(
+          absl::StrCat("job ", job.id(), " has no artifact ", Quote(name), ": ", why));
+    };
+    if (!ValidArtifactName(name)) return not_found("not a plain file name");
+    const bool listed = std::any_of(job.artifacts().begin(), job.artifacts().end(),
+                                    [&](const v1::Artifact& a) { return a.name() == name; });
+    if (!listed) return not_found("not one of the job's artifacts");
+
+    const std::string dir = Join(store_dir_, job.id());
+    std::string path = Join(dir, name);
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return not_found(absl::StrCat(dir, " is not a directory"));
+    }
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return not_found(absl::StrCat(path, " is not a regular file"));
+    }
+    // Belt and braces: the resolved path must lie under the resolved store root.
+    char root_buf[PATH_MAX];
+    char path_buf[PATH_MAX];
+    if (::realpath(store_dir_.c_str(), root_buf) == nullptr) {
+      return OsError(errno, "cannot resolve", store_dir_);
+    }
+    if (::realpath(path.c_str(), path_buf) == nullptr)
+      return OsError(errno, "cannot resolve", path);
+    std::string root = root_buf;
+    if (root != "/") root.push_back('/');
+    if (!absl::StartsWith(path_buf, root)) {
+      return not_found(absl::StrCat(path, " resolves outside the store"));
+    }
+    return path;
+  });
+}
+
+absl::Status JobStore::DeleteJob(const std::string& job_id) {
+  return Guarded("DeleteJob", [&]() -> absl::Status {
+    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job_id));
+    const Layout layout = LayoutOf(state_dir_, store_dir_);
+    std::lock_guard<std::mutex> lock(append_mu_);
+    // The record goes last: a crash half way leaves a record that retention deletes again.
+    for (const std::string& dir : {Join(store_dir_, job_id), Join(layout.scratch_root, job_id)}) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      if (ec) return absl::InternalError(absl::StrCat("cannot remove ", dir, ": ", ec.message()));
+    }
+    for (const std::string& file :
+         {EventsFile(layout.events, job_id), Join(layout.jobs, absl::StrCat(job_id, ".json"))}) {
+      if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
+        return OsError(errno, "cannot remove", file);
+      }
+    }
+    JOB_STORE_RETURN_IF_ERROR(FsyncDir(store_dir_));
+    JOB_STORE_RETURN_IF_ERROR(FsyncDir(layout.events));
+    return FsyncDir(layout.jobs);
+  });
+}
+
+// ---- Free functions ------------------------------------------------------------------------
+
+absl::StatusOr<std::string> Sha256File(const std::string& path) {
+  return Guarded("Sha256File", [&]() -> absl::StatusOr<std::string> {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return OsError(errno, "cannot open", path);
+    return Sha256Fd(fd.get(), path, nullptr);
+  });
+}
+
+std::vector<std::string> JobsToExpire(const std::vector<v1::Job>& jobs, int64_t now_unix_ms,
+                                      int64_t max_age_hours, int64_t max_jobs) {
+  try {
+    std::vector<const v1::Job*> finished;
+    for (const v1::Job& job : jobs) {
+      const v1::JobState s = job.state();
+      if (s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED ||
+          s == v1::JOB_STATE_CANCELLED) {
+        finished.push_back(&job);
+      }
+    }
+    // A finished job without a finish time (recovered after a crash) counts from its creation.
+    const auto finish = [](const v1::Job* j) {
+      return j->finish_time_unix_ms() > 0 ? j->finish_time_unix_ms() : j->create_time_unix_ms();
+    };
+    std::sort(finished.begin(), finished.end(), [&](const v1::Job* a, const v1::Job* b) {
+      return std::make_tuple(finish(a), a->create_time_unix_ms(), a->id()) <
+             std::make_tuple(finish(b), b->create_time_unix_ms(), b->id());
+    });
+    size_t n = 0;  // the oldest n finished jobs go
+    if (max_age_hours > 0) {
+      constexpr int64_t kMsPerHour = 3600LL * 1000;
+      const int64_t age_ms = max_age_hours > std::numeric_limits<int64_t>::max() / kMsPerHour
+                                 ? std::numeric_limits<int64_t>::max()
+                                 : max_age_hours * kMsPerHour;
+      const int64_t cutoff = now_unix_ms < std::numeric_limits<int64_t>::min() + age_ms
+                                 ? std::numeric_limits<int64_t>::min()
+                                 : now_unix_ms - age_ms;
+      while (n < finished.size() && finish(finished[n]) < cutoff) ++n;
+    }
+    if (max_jobs > 0 && finished.size() > static_cast<uint64_t>(max_jobs)) {
+      n = std::max(n, finished.size() - static_cast<size_t>(max_jobs));
+    }
+    std::vector<std::string> ids;
+    ids.reserve(n);
+    for (size_t i = 0; i < n; ++i) ids.push_back(finished[i]->id());
+    return ids;
+  } catch (...) {  // bad_alloc: expire nothing this round
+    return {};
+  }
+}
+
+}  // namespace libreyolo::daemon
