@@ -16,7 +16,7 @@
 #include "server/daemon/daemon_config.h"
 
 namespace grpc {
-class ServerContext;
+class ServerContextBase;  // ServerContext (sync API) and CallbackServerContext both are one
 class ServerCredentials;
 }  // namespace grpc
 
@@ -25,8 +25,8 @@ namespace libreyolo::daemon {
 struct Identity {
   std::string user;
   bool admin = false;
-  bool unix_peer = false;      // came over the Unix socket
-  std::optional<uid_t> uid;    // the peer's uid on the Unix socket
+  bool unix_peer = false;    // came over the Unix socket
+  std::optional<uid_t> uid;  // the peer's uid on the Unix socket
 };
 
 // The tokens file: one "<token> <user> [admin]" per line, '#' comments, blank lines ignored.
@@ -36,7 +36,10 @@ struct Identity {
 class TokenTable {
  public:
   static absl::StatusOr<TokenTable> Load(const std::string& path);
-  static TokenTable FromLines(const std::vector<std::string>& lines);  // tests
+  // The lines of a tokens file; `origin` (a file name) prefixes error messages.
+  static absl::StatusOr<TokenTable> Parse(const std::vector<std::string>& lines,
+                                          const std::string& origin = "tokens");
+  static TokenTable FromLines(const std::vector<std::string>& lines);  // tests; aborts if bad
   // The identity of a bearer token (constant-time compare of SHA-256 digests), or nullopt.
   std::optional<Identity> Lookup(const std::string& token) const;
   size_t size() const { return entries_.size(); }
@@ -52,12 +55,18 @@ class TokenTable {
 
 // Maps a call to an identity. TCP: the "authorization: Bearer <token>" metadata (a missing or
 // unknown token -> UNAUTHENTICATED). Unix socket connections are accepted by UnixListener,
-// which records the peer uid of each connection by the connection's peer string.
+// which records the peer uid of each connection by the connection's peer string ("fd:<N>" for
+// a channel added with grpc::AddInsecureChannelFromFd). A Unix peer that also sends a bearer
+// token is the token's user when the token is valid (still unix_peer with its uid); an invalid
+// token there is ignored and the kernel-verified uid decides. Any other peer is UNAUTHENTICATED.
 class Authenticator {
  public:
   Authenticator(TokenTable tokens, std::vector<std::string> admins);
 
-  absl::StatusOr<Identity> Identify(const grpc::ServerContext& context) const;
+  absl::StatusOr<Identity> Identify(const grpc::ServerContextBase& context) const;
+  // The same decision from the call's peer string and its "authorization" metadata values.
+  absl::StatusOr<Identity> Identify(const std::string& peer,
+                                    const std::vector<std::string>& authorization) const;
 
   // UnixListener's side: a connection `peer` (ServerContext::peer() of its calls) is uid `uid`.
   void RecordUnixPeer(const std::string& peer, uid_t uid);
@@ -70,6 +79,7 @@ class Authenticator {
   std::vector<std::string> admins_;
   mutable std::mutex mu_;
   std::map<std::string, uid_t> unix_peers_;
+  std::map<uid_t, std::string> user_names_;  // resolved when a connection is recorded
 };
 
 // Server credentials from the TLS config (SslServerCredentials; client certs requested or

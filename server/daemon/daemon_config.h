@@ -18,16 +18,16 @@ struct TlsConfig {
 };
 
 struct Limits {
-  int32_t max_queue_length = 100;   // queued jobs per device
-  int32_t max_jobs_per_user = 10;   // queued + running, per user
-  int64_t max_steps = 1000;         // run: warmup + steps per cycle, x cycles
-  int64_t max_runs = 10000;         // infer: warmup + runs
+  int32_t max_queue_length = 100;  // queued jobs per device
+  int32_t max_jobs_per_user = 10;  // queued + running, per user
+  int64_t max_steps = 1000;        // run: warmup + steps per cycle, x cycles
+  int64_t max_runs = 10000;        // infer: warmup + runs
   int64_t max_repeat = 20;
   int64_t max_batch = 256;
   int64_t max_imgsz = 1536;
   int64_t max_inline_image_bytes = 16 << 20;  // all inline images of one request
   int64_t max_artifact_bytes = int64_t{2} << 30;
-  int32_t max_watchers = 256;       // concurrent WatchJob streams
+  int32_t max_watchers = 256;  // concurrent WatchJob streams
 };
 
 struct Retention {
@@ -45,16 +45,16 @@ struct DaemonConfig {
   std::string images_dir = "/var/lib/libreyolod/images";
   std::vector<std::string> devices;  // "cpu", "0", "1"; empty = every CUDA device, else cpu
   TlsConfig tls;
-  std::string tokens_file;           // "<token> <user> [admin]" lines; sha256:<hex> tokens ok
-  std::vector<std::string> admins;   // user names with admin rights (uid 0 always is)
-  bool insecure_tcp = false;         // allow TCP without TLS (loopback tests, trusted networks)
-  bool allow_local_paths = false;    // private daemons: callers with our uid may name paths
-  int unix_socket_mode = 0660;       // permissions of the Unix socket
+  std::string tokens_file;          // "<token> <user> [admin]" lines; sha256:<hex> tokens ok
+  std::vector<std::string> admins;  // user names with admin rights (uid 0 always is)
+  bool insecure_tcp = false;        // allow TCP without TLS (loopback tests, trusted networks)
+  bool allow_local_paths = false;   // private daemons: callers with our uid may name paths
+  int unix_socket_mode = 0660;      // permissions of the Unix socket
   Limits limits;
   Retention retention;
-  std::string metrics_textfile;      // node_exporter textfile; empty = none
-  int64_t drain_timeout_s = 60;      // SIGTERM: how long a running job may take to stop
-  int32_t cpu_threads = 0;           // engine CPU threads for cpu jobs; 0 = all cores
+  std::string metrics_textfile;  // node_exporter textfile; empty = none
+  int64_t drain_timeout_s = 60;  // SIGTERM: how long a running job may take to stop
+  int32_t cpu_threads = 0;       // engine CPU threads for cpu jobs; 0 = all cores
 };
 
 // Reads the YAML file. NOT_FOUND names the file; INVALID_ARGUMENT names the key and what is
@@ -63,6 +63,8 @@ absl::StatusOr<DaemonConfig> LoadDaemonConfig(const std::string& path);
 
 // Applies command-line flags over `config` (flags win). Returns INVALID_ARGUMENT naming a bad
 // flag; `help` set when --help was given. Flags: --config is handled by the caller.
+// `args` are argv[1..] (without the program name). "--flag value" and "--flag=value" both work;
+// --listen, --device and --admin repeat, and when given replace the file's list.
 struct FlagParseResult {
   bool help = false;
   std::string config_file;
@@ -73,7 +75,16 @@ std::string DaemonFlagsHelp();
 
 // Cross-field checks after flags: at least one listen address, TLS files readable, a TCP
 // listener has TLS or insecure_tcp, a tokens file when TCP is on, limits positive.
+// Every problem found is reported, joined by "; ".
 absl::Status ValidateDaemonConfig(const DaemonConfig& config);
+
+// One `listen` entry, split: "unix:/path" -> {unix_socket, "/path"}; "tcp:HOST:PORT" and
+// "HOST:PORT" (IPv6 as "[::1]:PORT") -> {tcp, "HOST:PORT"}, ready for grpc AddListeningPort.
+struct ListenAddress {
+  bool unix_socket = false;
+  std::string target;  // socket path, or HOST:PORT
+};
+absl::StatusOr<ListenAddress> ParseListenAddress(const std::string& address);
 
 }  // namespace libreyolo::daemon
 

@@ -1,0 +1,206 @@
+#include "server/daemon/prometheus.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace libreyolo::daemon {
+namespace {
+
+// Upper bounds of the job duration histogram, seconds (+Inf is implied).
+constexpr std::array<double, 11> kDurationBuckets = {1,   2.5, 5,   10,   30,  60,
+                                                     120, 300, 600, 1800, 3600};
+
+// A sample value: shortest round-trip form ("0.5", "1e+21"), and Prometheus' spellings of
+// infinities and NaN.
+std::string FormatValue(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
+}
+
+std::string FormatValue(int64_t value) { return absl::StrCat(value); }
+
+// Label values escape backslash, double quote and line feed.
+std::string EscapeLabelValue(absl::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (const char c : value) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+class Writer {
+ public:
+  // "# HELP" and "# TYPE" of a family; written once, before its first sample.
+  void Family(absl::string_view name, absl::string_view type, absl::string_view help) {
+    absl::StrAppend(&text_, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+  }
+  void Sample(absl::string_view name, absl::string_view label, absl::string_view label_value,
+              const std::string& value) {
+    if (label.empty()) {
+      absl::StrAppend(&text_, name, " ", value, "\n");
+    } else {
+      absl::StrAppend(&text_, name, "{", label, "=\"", EscapeLabelValue(label_value), "\"} ", value,
+                      "\n");
+    }
+  }
+  // A histogram series with one label besides `le`.
+  void Histogram(absl::string_view name, absl::string_view label, absl::string_view label_value,
+                 const std::vector<double>& values) {
+    const std::string escaped = EscapeLabelValue(label_value);
+    double sum = 0;
+    for (const double v : values) sum += v;
+    for (const double bound : kDurationBuckets) {
+      int64_t count = 0;
+      for (const double v : values) count += v <= bound ? 1 : 0;
+      absl::StrAppend(&text_, name, "_bucket{", label, "=\"", escaped, "\",le=\"",
+                      FormatValue(bound), "\"} ", count, "\n");
+    }
+    const int64_t total = static_cast<int64_t>(values.size());
+    absl::StrAppend(&text_, name, "_bucket{", label, "=\"", escaped, "\",le=\"+Inf\"} ", total,
+                    "\n");
+    absl::StrAppend(&text_, name, "_sum{", label, "=\"", escaped, "\"} ", FormatValue(sum), "\n");
+    absl::StrAppend(&text_, name, "_count{", label, "=\"", escaped, "\"} ", total, "\n");
+  }
+  std::string Take() { return std::move(text_); }
+
+ private:
+  std::string text_;
+};
+
+}  // namespace
+
+std::string RenderPrometheus(const MetricsSnapshot& snapshot) {
+  Writer out;
+  out.Family("libreyolod_uptime_seconds", "gauge", "Seconds since the daemon started.");
+  out.Sample("libreyolod_uptime_seconds", "", "", FormatValue(snapshot.uptime_s));
+
+  if (!snapshot.devices.empty()) {
+    out.Family("libreyolod_queue_depth", "gauge", "Jobs queued on a device, not yet running.");
+    for (const DeviceGauge& d : snapshot.devices) {
+      out.Sample("libreyolod_queue_depth", "device", d.device, FormatValue(d.queue_depth));
+    }
+    out.Family("libreyolod_device_busy", "gauge", "1 while a job runs on the device, else 0.");
+    for (const DeviceGauge& d : snapshot.devices) {
+      out.Sample("libreyolod_device_busy", "device", d.device, d.busy ? "1" : "0");
+    }
+  }
+  // Memory families only for devices that report it (-1 = unknown).
+  const struct {
+    const char* name;
+    const char* help;
+    int64_t DeviceGauge::*field;
+  } memory[] = {
+      {"libreyolod_device_memory_used_bytes", "Device memory in use, bytes.",
+       &DeviceGauge::memory_used_bytes},
+      {"libreyolod_device_memory_total_bytes", "Device memory in total, bytes.",
+       &DeviceGauge::memory_total_bytes},
+  };
+  for (const auto& family : memory) {
+    bool any = false;
+    for (const DeviceGauge& d : snapshot.devices) {
+      if (d.*family.field < 0) continue;
+      if (!any) out.Family(family.name, "gauge", family.help);
+      any = true;
+      out.Sample(family.name, "device", d.device, FormatValue(d.*family.field));
+    }
+  }
+
+  if (!snapshot.jobs_by_state.empty()) {
+    out.Family("libreyolod_jobs", "gauge", "Jobs known to the daemon, by state.");
+    for (const auto& [state, count] : snapshot.jobs_by_state) {
+      out.Sample("libreyolod_jobs", "state", state, FormatValue(count));
+    }
+  }
+  if (!snapshot.job_durations_s.empty()) {
+    out.Family("libreyolod_job_duration_seconds", "histogram",
+               "Wall time of finished jobs from start to end, seconds, by kind.");
+    for (const auto& [kind, durations] : snapshot.job_durations_s) {
+      out.Histogram("libreyolod_job_duration_seconds", "kind", kind, durations);
+    }
+  }
+  out.Family("libreyolod_jobs_submitted_total", "counter", "Jobs accepted by SubmitJob.");
+  out.Sample("libreyolod_jobs_submitted_total", "", "", FormatValue(snapshot.jobs_submitted_total));
+  out.Family("libreyolod_rpc_errors_total", "counter", "RPCs answered with an error status.");
+  out.Sample("libreyolod_rpc_errors_total", "", "", FormatValue(snapshot.rpc_errors_total));
+  out.Family("libreyolod_watchers", "gauge", "Open WatchJob streams.");
+  out.Sample("libreyolod_watchers", "", "", FormatValue(snapshot.watchers));
+  if (snapshot.resident_memory_bytes >= 0) {
+    out.Family("libreyolod_resident_memory_bytes", "gauge",
+               "Resident memory of the daemon process, bytes.");
+    out.Sample("libreyolod_resident_memory_bytes", "", "",
+               FormatValue(snapshot.resident_memory_bytes));
+  }
+  return out.Take();
+}
+
+absl::Status WriteMetricsTextfile(const std::string& path, const std::string& text) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  // node_exporter reads only *.prom files, so the temp name (no .prom ending) is never read.
+  std::string temp = absl::StrCat(path, ".tmp.XXXXXX");
+  const int fd = mkstemp(temp.data());
+  if (fd < 0) {
+    return absl::FailedPreconditionError(absl::StrCat("metrics textfile ", path,
+                                                      ": cannot create a temp file in ", dir, ": ",
+                                                      std::strerror(errno)));
+  }
+  auto fail = [&](const char* what) {
+    const std::string reason = std::strerror(errno);
+    close(fd);
+    unlink(temp.c_str());
+    return absl::FailedPreconditionError(
+        absl::StrCat("metrics textfile ", path, ": ", what, ": ", reason));
+  };
+  size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail("write");
+    written += static_cast<size_t>(n);
+  }
+  // mkstemp makes 0600; node_exporter often runs as another user.
+  if (fchmod(fd, 0644) != 0) return fail("chmod");
+  if (fsync(fd) != 0) return fail("fsync");
+  if (close(fd) != 0) {
+    const std::string reason = std::strerror(errno);
+    unlink(temp.c_str());
+    return absl::FailedPreconditionError(
+        absl::StrCat("metrics textfile ", path, ": close: ", reason));
+  }
+  if (rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    unlink(temp.c_str());
+    return absl::FailedPreconditionError(
+        absl::StrCat("metrics textfile ", path, ": rename: ", reason));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace libreyolo::daemon
