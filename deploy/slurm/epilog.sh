@@ -38,16 +38,16 @@ fi
 
 err=$(mktemp) || exit 0
 trap 'rm -f "$err"' EXIT
-json=$(timeout "$limit" "$client" jobs list --label "slurm_job_id=$SLURM_JOB_ID" --json \
-  --remote "$remote" 2>"$err")
+json=$(timeout "$limit" "$client" jobs list --label "slurm_job_id=$SLURM_JOB_ID" \
+  --state queued --state running --limit 500 --json --remote "$remote" 2>"$err")
 rc=$?
 if [ "$rc" -ne 0 ]; then
   log "could not list daemon jobs (exit $rc): $(head -c 300 "$err" | tr '\n' ' ')"
   exit 0
 fi
 
-# The ids of the jobs still queued or running. Accepts the list as a JSON array of jobs or as
-# {"jobs": [...]}, states as "JOB_STATE_RUNNING", "RUNNING", "running" or their numbers.
+# The ids of the jobs still queued or running (checked again here). Reads the ListJobs response
+# as JSON ({"jobs": [...]}, or a bare array), states as "JOB_STATE_RUNNING", "running" or 2.
 if ! ids=$(printf '%s' "$json" | OWNER="$owner" python3 -c '
 import json, os, sys
 try:

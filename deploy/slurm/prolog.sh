@@ -42,7 +42,7 @@ trap 'rm -f "$err"' EXIT
 
 # `jobs list` needs the daemon up, its store readable and the caller identified: a fair health
 # check with the client alone (grpcurl's grpc.health.v1 check is the alternative).
-timeout "$limit" "$client" jobs list --remote "$remote" --json >/dev/null 2>"$err"
+timeout "$limit" "$client" jobs list --limit 1 --remote "$remote" --json >/dev/null 2>"$err"
 rc=$?
 if [ "$rc" -eq 0 ]; then
   exit 0
