@@ -32,12 +32,29 @@ struct CollectedEvent {
   int device_type = 0;                 // kMemory: 0 CPU, 1 CUDA
   std::optional<int64_t> correlation;  // links a kernel to its launch call
   std::string extra_args_json;         // kernel grid/block/registers/shared memory, ...
+  // kMemory: the device's running totals after this event, when the collector knows them.
+  // Unset: the exporter keeps a running sum per device from `bytes`.
+  std::optional<int64_t> total_allocated;
+  std::optional<int64_t> total_reserved;
+  // kMemory: a cudaMalloc/cudaFree of device memory (CUPTI), i.e. the caching allocator growing
+  // or shrinking its pool: `bytes` changes Total Reserved, not Total Allocated.
+  bool reservation = false;
+};
+
+// Two clocks read back to back: the CPU clock before and after reading the other one.
+struct ClockSample {
+  int64_t cpu_before_ns = 0;
+  int64_t other_ns = 0;
+  int64_t cpu_after_ns = 0;
 };
 
 struct CollectedTrace {
   std::vector<CollectedEvent> events;
   std::string device_properties_json = "[]";
   std::vector<std::string> notes;  // e.g. "CUPTI: no CUDA driver; GPU activity not recorded"
+  // Collectors whose timestamps are in another clock (CUPTI) leave them unconverted and hand
+  // these samples along (see MergeGpuActivity); empty when the events are in the CPU clock.
+  std::vector<ClockSample> clock_samples;
 };
 
 }  // namespace libreyolo::engine

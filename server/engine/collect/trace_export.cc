@@ -55,8 +55,25 @@ absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& p
   }
 
   int64_t cpu_allocated = o.cpu_allocated_at_start;
-  int64_t device_allocated = o.device_allocated_at_start;
-  int64_t device_reserved = std::max(o.device_reserved_at_start, device_allocated);
+  // Per device: what tensors hold (LibTorch's allocator events) and what the process holds from
+  // the driver (CUPTI's cudaMalloc/cudaFree records, or a collector's own totals). Total Reserved
+  // is never below Total Allocated; without any reservation data it is the high-water mark of
+  // Total Allocated (and of the baselines).
+  struct DeviceMemory {
+    int64_t allocated = 0;
+    int64_t high_water = 0;
+    int64_t reserved = 0;
+    bool reserved_known = false;
+  };
+  std::map<int, DeviceMemory> devices;
+  auto device_memory = [&](int index) -> DeviceMemory& {
+    auto [it, inserted] = devices.try_emplace(index);
+    if (inserted) {
+      it->second.allocated = it->second.high_water = o.device_allocated_at_start;
+      it->second.reserved = o.device_reserved_at_start;
+    }
+    return it->second;
+  };
   int64_t external_id = 0;
   for (const CollectedEvent* e : ordered) {
     if (e->kind == CollectedKind::kMemory) {
@@ -68,13 +85,26 @@ absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& p
       m.device_index = e->device_index;
       m.bytes = e->bytes;
       if (e->device_type == 0) {
-        cpu_allocated += e->bytes;
+        cpu_allocated = e->total_allocated.value_or(cpu_allocated + e->bytes);
         m.total_allocated = m.total_reserved = cpu_allocated;
       } else {
-        device_allocated += e->bytes;
-        device_reserved = std::max(device_reserved, device_allocated);
-        m.total_allocated = device_allocated;
-        m.total_reserved = device_reserved;
+        DeviceMemory& d = device_memory(e->device_index);
+        if (e->reservation) {
+          d.reserved += e->bytes;
+          d.reserved_known = true;
+          // On the device's track: no CPU op encloses it, so the analyser does not count the
+          // pool's growth as an operator's memory on top of the tensor allocations.
+          m.pid = std::max(e->device_index, 0);
+        } else {
+          d.allocated = e->total_allocated.value_or(d.allocated + e->bytes);
+          d.high_water = std::max(d.high_water, d.allocated);
+        }
+        if (e->total_reserved) {
+          d.reserved = *e->total_reserved;
+          d.reserved_known = true;
+        }
+        m.total_allocated = d.allocated;
+        m.total_reserved = std::max(d.reserved, d.reserved_known ? d.allocated : d.high_water);
       }
       w.AddMemory(m);
       continue;

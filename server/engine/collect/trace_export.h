@@ -1,6 +1,9 @@
 // Turns collected events into profile_trace.json (Kineto's layout, so Perfetto, chrome://tracing
 // and our own analyser read it): CPU ops and ranges on their threads, kernels on per-stream
-// tracks of the device's process, launch -> kernel flows, [memory] instants with running totals.
+// tracks of the device's process, launch -> kernel flows, [memory] instants with running totals:
+// "Total Allocated" sums the tensor allocations of each device, "Total Reserved" the
+// cudaMalloc/cudaFree records CUPTI reports (CollectedEvent::reservation), else the high-water
+// mark of Total Allocated.
 #ifndef LIBREYOLO_SERVER_ENGINE_COLLECT_TRACE_EXPORT_H_
 #define LIBREYOLO_SERVER_ENGINE_COLLECT_TRACE_EXPORT_H_
 
@@ -14,7 +17,9 @@ namespace libreyolo::engine {
 struct TraceExportOptions {
   int64_t pid = 0;                 // the CPU process id written for host events
   std::string process_name = "libreyolod";
-  int64_t cpu_allocated_at_start = 0;   // baselines for the [memory] running totals
+  // Baselines for the [memory] running totals (the device ones apply to each device; a job
+  // uses one).
+  int64_t cpu_allocated_at_start = 0;
   int64_t device_allocated_at_start = 0;
   int64_t device_reserved_at_start = 0;
   std::string extra_members_json;  // e.g. "\"libreyolo\": {...}" provenance
