@@ -41,6 +41,11 @@ std::optional<std::string> ParsedArgs::Value(const std::string& name) const {
   return it->second;
 }
 
+std::vector<std::string> ParsedArgs::Values(const std::string& name) const {
+  auto it = all_values.find(name);
+  return it == all_values.end() ? std::vector<std::string>{} : it->second;
+}
+
 std::string ParsedArgs::ValueOr(const std::string& name, const std::string& def) const {
   return Value(name).value_or(def);
 }
@@ -100,8 +105,10 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
     }
     if (inline_value.has_value()) {
       out.values[f->name] = *inline_value;
+      out.all_values[f->name].push_back(*inline_value);
     } else if (i + 1 < args.size()) {
       out.values[f->name] = args[++i];
+      out.all_values[f->name].push_back(args[i]);
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("--", f->name, " needs a value (", f->value_name, ")"));

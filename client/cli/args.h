@@ -35,13 +35,15 @@ struct CommandSpec {
 
 struct ParsedArgs {
   std::vector<std::string> positionals;
-  std::map<std::string, std::string> values;  // flags that take a value
+  std::map<std::string, std::string> values;  // flags that take a value (the last one given)
+  std::map<std::string, std::vector<std::string>> all_values;  // every value, for repeatable flags
   std::map<std::string, bool> switches;       // switches given (true, or false for --no-x)
   bool help = false;
 
   bool Switch(const std::string& name, bool def = false) const;
   std::optional<std::string> Value(const std::string& name) const;
   std::string ValueOr(const std::string& name, const std::string& def) const;
+  std::vector<std::string> Values(const std::string& name) const;  // repeatable flags
 };
 
 // INVALID_ARGUMENT (exit 2) for an unknown flag, a missing value, a key=value argument, or a

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli/exit_codes.h"
+#include "client/commands/job_commands.h"
 #include "client/commands/reader_commands.h"
 
 namespace libreyolo::cli {
@@ -15,10 +16,9 @@ std::string ProfileGroupHelp() {
       "usage: libreyolo profile <subcommand> [<positional>] [--flag value ...]\n\n"
       "Measure where the time goes in YOLO training and inference, and read the profile back.\n"
       "Flags are POSIX style (--top 10), never key=value.\n\nsubcommands:\n";
-  absl::StrAppendFormat(&out, "  %-9s %s\n", "run",
-                        "profile a short training run (needs the engine; not in this build)");
-  absl::StrAppendFormat(&out, "  %-9s %s\n", "infer",
-                        "profile the inference path (needs the engine; not in this build)");
+  for (const JobCommand& c : ProfileJobCommands()) {
+    absl::StrAppendFormat(&out, "  %-9s %s\n", c.spec.name, c.spec.summary);
+  }
   for (const ReaderCommand& c : ReaderCommands()) {
     absl::StrAppendFormat(&out, "  %-9s %s\n", c.spec.name, c.spec.summary);
   }
@@ -33,9 +33,52 @@ std::string TopHelp() {
   return absl::StrCat(
       "usage: libreyolo <group> ...\n\ngroups:\n"
       "  profile   measure and read YOLO training/inference profiles "
-      "(run 'libreyolo profile')\n\n"
+      "(run 'libreyolo profile')\n"
+      "  jobs      the jobs on a libreyolod: list, show, watch, cancel, download "
+      "(run 'libreyolo jobs')\n\n"
       "  --version print the version\n",
       "libreyolo ", LIBREYOLO_VERSION, "\n");
+}
+
+template <typename Run>
+int RunSubcommand(const std::string& program, const CommandSpec& spec, Run run,
+                  const std::vector<std::string>& rest, std::ostream& out, std::ostream& err) {
+  auto parsed = ParseArgs(spec, rest);
+  if (!parsed.ok()) {
+    err << program << " " << spec.name << ": error: " << parsed.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (parsed->help) {
+    out << HelpText(program, spec);
+    return kExitOk;
+  }
+  return run(*parsed, out, err);
+}
+
+std::string JobsGroupHelp() {
+  std::string out =
+      "usage: libreyolo jobs <subcommand> [<job>] [--flag value ...]\n\n"
+      "The jobs on a libreyolod: --remote HOST:PORT (or LIBREYOLO_REMOTE), else your private\n"
+      "daemon.\n\nsubcommands:\n";
+  for (const JobCommand& c : JobsCommands()) {
+    absl::StrAppendFormat(&out, "  %-9s %s\n", c.spec.name, c.spec.summary);
+  }
+  out += "\nRun 'libreyolo jobs <subcommand> --help' for its flags.\n";
+  return out;
+}
+
+int RunJobsGroup(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    out << JobsGroupHelp();
+    return kExitOk;
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  for (const JobCommand& c : JobsCommands()) {
+    if (c.spec.name == args[0]) return RunSubcommand("libreyolo jobs", c.spec, c.run, rest, out, err);
+  }
+  err << "libreyolo jobs: error: unknown subcommand '" << args[0]
+      << "'. Run 'libreyolo jobs' for the list.\n";
+  return kExitUsage;
 }
 
 int RunProfileGroup(const std::vector<std::string>& args, std::ostream& out,
@@ -59,12 +102,9 @@ int RunProfileGroup(const std::vector<std::string>& args, std::ostream& out,
     }
     return c.run(*parsed, out, err);
   }
-  if (sub == "run" || sub == "infer") {
-    err << kProgram << " " << sub
-        << ": error: this build has no profiling engine (libreyolod with LibTorch); it reads "
-           "profiles and traces only. Record a trace with torch.profiler and read it with "
-           "'libreyolo profile summary TRACE'.\n";
-    return kExitUsage;
+  for (const JobCommand& c : ProfileJobCommands()) {
+    if (c.spec.name != sub) continue;
+    return RunSubcommand(kProgram, c.spec, c.run, rest, out, err);
   }
   err << kProgram << ": error: unknown subcommand '" << sub
       << "'. Run 'libreyolo profile' for the list.\n";
@@ -84,6 +124,9 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   }
   if (args[0] == "profile") {
     return RunProfileGroup(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  }
+  if (args[0] == "jobs") {
+    return RunJobsGroup(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   }
   err << "libreyolo: error: unknown command '" << args[0] << "'. Run 'libreyolo --help'.\n";
   return kExitUsage;

@@ -4,16 +4,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cli/exit_codes.h"
-#include "common/analysis/compare.h"
-#include "common/analysis/what_if.h"
+#include "client/remote/daemon_connection.h"
+#include "client/remote/remote_reader.h"
 #include "common/load/load_profile.h"
-#include "common/readers/compare_view.h"
-#include "common/readers/get_view.h"
-#include "common/readers/kernels_view.h"
 #include "common/readers/ops_view.h"
-#include "common/readers/phases_view.h"
-#include "common/readers/summary_view.h"
-#include "common/readers/what_if_view.h"
+#include "common/readers/run_reader.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -21,32 +16,12 @@ namespace {
 const PositionalSpec kTraceArg{
     "trace", true,
     "profile.json, profile_repeat.json, profile_trace.json or any PyTorch/Kineto Chrome trace "
-    "(.json or .json.gz)"};
+    "(.json or .json.gz); or job:<id> for a profile stored on a libreyolod"};
 const FlagSpec kJsonFlag{"json", "", "", "print JSON instead of text"};
 
 int Fail(std::ostream& err, const std::string& cmd, int code, const std::string& msg) {
   err << "libreyolo profile " << cmd << ": error: " << msg << "\n";
   return code;
-}
-
-// Loads a reader's input; on failure prints the error and sets the exit code.
-std::optional<Profile> Load(const std::string& cmd, const std::string& path, std::ostream& err,
-                            int* code) {
-  if (absl::StartsWith(path, "job:")) {
-    *code = Fail(err, cmd, kExitUsage,
-                 absl::StrCat("'", path, "' names a profile stored on a libreyolod daemon; this "
-                              "build reads local files only. Download the job's profile.json and "
-                              "pass its path."));
-    return std::nullopt;
-  }
-  auto p = LoadProfile(path);
-  if (!p.ok()) {
-    const bool missing = absl::IsNotFound(p.status()) || absl::IsPermissionDenied(p.status());
-    *code = Fail(err, cmd, missing ? kExitUsage : kExitAnalysisFailed,
-                 std::string(p.status().message()));
-    return std::nullopt;
-  }
-  return *std::move(p);
 }
 
 int Emit(std::ostream& out, const std::string& text) {
@@ -55,38 +30,46 @@ int Emit(std::ostream& out, const std::string& text) {
   return kExitOk;
 }
 
+// Builds the view through the one reader path shared with the daemon (common/readers/
+// run_reader.h): local files are loaded here; `job:<id>` inputs are answered by a daemon.
+int Execute(const std::string& cmd, ReaderInvocation inv, const ParsedArgs& a, std::ostream& out,
+            std::ostream& err) {
+  inv.reader = cmd;
+  absl::StatusOr<ReaderOutput> result;
+  if (UsesDaemon(inv.inputs, a)) {
+    result = RunRemoteReader(inv, a);
+  } else {
+    result = RunReader(inv, [](const std::string& path) { return LoadProfile(path); });
+  }
+  if (!result.ok()) {
+    return Fail(err, cmd, ReaderExitCode(result.status()), std::string(result.status().message()));
+  }
+  return Emit(out, a.Switch("json") ? result->json : result->text);
+}
+
+ReaderInvocation Inputs(const ParsedArgs& a, size_t n) {
+  ReaderInvocation inv;
+  inv.inputs.assign(a.positionals.begin(), a.positionals.begin() + static_cast<long>(n));
+  return inv;
+}
+
 int RunSummary(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  int code = kExitOk;
-  const std::string& path = a.positionals[0];
-  auto p = Load("summary", path, err, &code);
-  if (!p) return code;
-  const SummaryView v = BuildSummary(*p, path);
-  return Emit(out, a.Switch("json") ? RenderSummaryJson(v) : RenderSummaryText(v));
+  return Execute("summary", Inputs(a, 1), a, out, err);
 }
 
 int RunGet(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  int code = kExitOk;
-  const std::string& path = a.positionals[0];
-  auto p = Load("get", path, err, &code);
-  if (!p) return code;
-  std::optional<std::string> field;
-  if (a.positionals.size() > 1) field = a.positionals[1];
-  auto v = BuildGet(*p, field, path);
-  if (!v.ok()) return Fail(err, "get", kExitUsage, std::string(v.status().message()));
-  return Emit(out, a.Switch("json") ? RenderGetJson(*v) : RenderGetText(*v));
+  ReaderInvocation inv = Inputs(a, 1);
+  if (a.positionals.size() > 1) inv.field = a.positionals[1];
+  return Execute("get", std::move(inv), a, out, err);
 }
 
 int RunPhases(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  int code = kExitOk;
-  const std::string& path = a.positionals[0];
-  auto p = Load("phases", path, err, &code);
-  if (!p) return code;
-  const PhasesView v = BuildPhases(*p, path);
-  return Emit(out, a.Switch("json") ? RenderPhasesJson(v) : RenderPhasesText(v));
+  return Execute("phases", Inputs(a, 1), a, out, err);
 }
 
 int RunKernels(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  KernelsOptions o;
+  ReaderInvocation inv = Inputs(a, 1);
+  KernelsOptions& o = inv.kernels;
   if (auto top = a.Value("top")) {
     auto n = ParseIntFlag("top", *top);
     if (!n.ok()) return Fail(err, "kernels", kExitUsage, std::string(n.status().message()));
@@ -97,17 +80,12 @@ int RunKernels(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   o.tensorcore_only = a.Switch("tensorcore");
   o.sort = a.ValueOr("sort", "time");
   o.phase = a.Value("phase");
-  int code = kExitOk;
-  const std::string& path = a.positionals[0];
-  auto p = Load("kernels", path, err, &code);
-  if (!p) return code;
-  auto v = BuildKernels(*p, o, path);
-  if (!v.ok()) return Fail(err, "kernels", kExitUsage, std::string(v.status().message()));
-  return Emit(out, a.Switch("json") ? RenderKernelsJson(*v) : RenderKernelsText(*v));
+  return Execute("kernels", std::move(inv), a, out, err);
 }
 
 int RunOps(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  OpsOptions o;
+  ReaderInvocation inv = Inputs(a, 1);
+  OpsOptions& o = inv.ops;
   if (auto top = a.Value("top")) {
     auto n = ParseIntFlag("top", *top);
     if (!n.ok()) return Fail(err, "ops", kExitUsage, std::string(n.status().message()));
@@ -116,45 +94,30 @@ int RunOps(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   o.phase = a.Value("phase");
   o.sort = a.ValueOr("sort", "cpu_time_total");
   o.group_by_input_shape = a.Switch("group-by-input-shape");
-  int code = kExitOk;
-  const std::string& path = a.positionals[0];
-  auto p = Load("ops", path, err, &code);
-  if (!p) return code;
-  auto v = BuildOps(*p, o, path);
-  if (!v.ok()) return Fail(err, "ops", kExitUsage, std::string(v.status().message()));
-  return Emit(out, a.Switch("json") ? RenderOpsJson(*v) : RenderOpsText(*v));
+  return Execute("ops", std::move(inv), a, out, err);
 }
 
 int RunCompare(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  int code = kExitOk;
-  auto before = Load("compare", a.positionals[0], err, &code);
-  if (!before) return code;
-  auto after = Load("compare", a.positionals[1], err, &code);
-  if (!after) return code;
-  const CompareResult r = Compare(*before, *after, a.positionals[0], a.positionals[1]);
-  return Emit(out, a.Switch("json") ? RenderCompareJson(r) : RenderCompareText(r));
+  return Execute("compare", Inputs(a, 2), a, out, err);
 }
 
 int RunWhatIf(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  WhatIfRequest req;
-  req.remove_category = a.Value("remove-category");
+  ReaderInvocation inv = Inputs(a, 1);
+  inv.what_if.remove_category = a.Value("remove-category");
   if (auto n = a.Value("remove-launches")) {
     auto v = ParseDoubleFlag("remove-launches", *n);
     if (!v.ok()) return Fail(err, "what-if", kExitUsage, std::string(v.status().message()));
-    req.remove_launches = *v;
+    inv.what_if.remove_launches = *v;
   }
-  if (req.remove_category.has_value() == req.remove_launches.has_value()) {
-    return Fail(err, "what-if", kExitUsage,
-                "give exactly one of --remove-category C or --remove-launches N "
-                "(e.g. --remove-category layout)");
+  return Execute("what-if", std::move(inv), a, out, err);
+}
+
+// Every reader can read `job:<id>` from a daemon, so each takes the connection flags.
+std::vector<ReaderCommand>* WithRemoteFlags(std::vector<ReaderCommand>* commands) {
+  for (ReaderCommand& c : *commands) {
+    for (const FlagSpec& f : RemoteFlagSpecs()) c.spec.flags.push_back(f);
   }
-  int code = kExitOk;
-  auto p = Load("what-if", a.positionals[0], err, &code);
-  if (!p) return code;
-  auto r = WhatIf(*p, req);
-  if (!r.ok()) return Fail(err, "what-if", kExitUsage, std::string(r.status().message()));
-  if (r->trace.empty()) r->trace = a.positionals[0];
-  return Emit(out, a.Switch("json") ? RenderWhatIfJson(*r) : RenderWhatIfText(*r));
+  return commands;
 }
 
 std::string SortKeysText() { return absl::StrJoin(OpSortKeys(), "|"); }
@@ -162,7 +125,7 @@ std::string SortKeysText() { return absl::StrJoin(OpSortKeys(), "|"); }
 }  // namespace
 
 const std::vector<ReaderCommand>& ReaderCommands() {
-  static const auto* commands = new std::vector<ReaderCommand>{
+  static const auto* commands = WithRemoteFlags(new std::vector<ReaderCommand>{
       {{"summary",
         "step time, throughput, GPU utilisation, host overhead and the bottleneck verdict",
         "Shows the headline numbers of a profile, verdict first: step time, throughput, GPU\n"
@@ -227,7 +190,7 @@ const std::vector<ReaderCommand>& ReaderCommands() {
          {"remove-launches", "N", "", "remove N kernel launches per step"},
          kJsonFlag}},
        RunWhatIf},
-  };
+  });
   return *commands;
 }
 

@@ -1,0 +1,26 @@
+// `libreyolo profile run|infer` (submit a job to a daemon, follow it, fetch its artifacts into
+// --project, print the summary) and `libreyolo jobs list|show|watch|cancel|download`.
+#ifndef LIBREYOLO_CLIENT_COMMANDS_JOB_COMMANDS_H_
+#define LIBREYOLO_CLIENT_COMMANDS_JOB_COMMANDS_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "client/cli/args.h"
+
+namespace libreyolo::cli {
+
+struct JobCommand {
+  CommandSpec spec;
+  int (*run)(const ParsedArgs& args, std::ostream& out, std::ostream& err);
+};
+
+// `profile run` and `profile infer`.
+const std::vector<JobCommand>& ProfileJobCommands();
+// The `jobs` group's subcommands.
+const std::vector<JobCommand>& JobsCommands();
+
+}  // namespace libreyolo::cli
+
+#endif  // LIBREYOLO_CLIENT_COMMANDS_JOB_COMMANDS_H_

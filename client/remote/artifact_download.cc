@@ -1,0 +1,104 @@
+#include "client/remote/artifact_download.h"
+
+#include <openssl/evp.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace libreyolo::cli {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kAttempts = 5;
+
+}  // namespace
+
+absl::StatusOr<std::string> FileSha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  std::string buf(1 << 16, '\0');
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), digest, &len);
+  return absl::BytesToHexString(
+      std::string(reinterpret_cast<const char*>(digest), static_cast<size_t>(len)));
+}
+
+std::string ArtifactDestination(const std::string& project, v1::JobKind kind,
+                                const std::string& name) {
+  if (name == "profile_repeat.json") return (fs::path(project) / name).string();
+  return (fs::path(project) / (kind == v1::JOB_KIND_RUN ? "prof" : "infer") / name).string();
+}
+
+absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string& job_id,
+                                         const std::string& name, const std::string& dest) {
+  std::error_code ec;
+  fs::create_directories(fs::path(dest).parent_path(), ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot create ", fs::path(dest).parent_path().string(), ": ", ec.message()));
+  }
+  const std::string tmp = dest + ".part";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", tmp));
+  int64_t received = 0;
+  std::string expected_sha;
+  bool complete = false;
+  absl::Status last_error;
+  for (int attempt = 0; attempt < kAttempts && !complete; ++attempt) {
+    v1::ReadArtifactRequest req;
+    req.set_job_id(job_id);
+    req.set_name(name);
+    req.set_offset(received);
+    auto ctx = c.Context(std::chrono::seconds(0));
+    auto reader = c.stub().ReadArtifact(ctx.get(), req);
+    v1::ArtifactChunk chunk;
+    while (reader->Read(&chunk)) {
+      if (chunk.offset() != received) {
+        return absl::DataLossError(absl::StrCat("artifact ", name, ": chunk at offset ",
+                                                chunk.offset(), ", expected ", received));
+      }
+      out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+      received += static_cast<int64_t>(chunk.data().size());
+      if (chunk.last()) {
+        expected_sha = chunk.sha256();
+        complete = true;
+      }
+    }
+    const grpc::Status s = reader->Finish();
+    if (!s.ok()) {
+      last_error = FromGrpc(s, c.address());
+      // Only a broken transport is worth resuming; anything else is the answer.
+      if (s.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    }
+  }
+  out.close();
+  if (!complete) {
+    fs::remove(tmp, ec);
+    if (!last_error.ok()) return last_error;
+    return absl::DataLossError(absl::StrCat("artifact ", name, ": the stream ended early"));
+  }
+  if (!out) return absl::DataLossError(absl::StrCat("cannot write ", tmp, " (disk full?)"));
+  auto sha = FileSha256(tmp);
+  if (!sha.ok()) return sha.status();
+  if (!expected_sha.empty() && *sha != expected_sha) {
+    fs::remove(tmp, ec);
+    return absl::DataLossError(absl::StrCat("artifact ", name, ": SHA-256 mismatch (got ", *sha,
+                                            ", the daemon has ", expected_sha, ")"));
+  }
+  fs::rename(tmp, dest, ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot write ", dest, ": ", ec.message()));
+  return received;
+}
+
+}  // namespace libreyolo::cli

@@ -1,0 +1,30 @@
+// Downloads a job's artifact with ReadArtifact: resumes from the bytes already received after
+// a broken stream, verifies the SHA-256 the daemon sends with the last chunk, and publishes the
+// file atomically (temp + rename), so a partial download never looks like a profile.
+#ifndef LIBREYOLO_CLIENT_REMOTE_ARTIFACT_DOWNLOAD_H_
+#define LIBREYOLO_CLIENT_REMOTE_ARTIFACT_DOWNLOAD_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/remote/daemon_connection.h"
+
+namespace libreyolo::cli {
+
+// Returns the bytes written. DATA_LOSS when the checksum does not match.
+absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string& job_id,
+                                         const std::string& name, const std::string& dest);
+
+// Where `libreyolo profile run|infer` puts a job's artifact under --project, as the engine
+// lays it out locally: infer -> <project>/infer/<name>; run -> <project>/prof/<name>;
+// profile_repeat.json -> <project>/profile_repeat.json.
+std::string ArtifactDestination(const std::string& project, v1::JobKind kind,
+                                const std::string& name);
+
+// Hex SHA-256 of a file (OpenSSL).
+absl::StatusOr<std::string> FileSha256(const std::string& path);
+
+}  // namespace libreyolo::cli
+
+#endif  // LIBREYOLO_CLIENT_REMOTE_ARTIFACT_DOWNLOAD_H_

@@ -1,0 +1,32 @@
+// The daemon a command talks to: the one --remote names, else this user's private daemon.
+#ifndef LIBREYOLO_CLIENT_REMOTE_DAEMON_SESSION_H_
+#define LIBREYOLO_CLIENT_REMOTE_DAEMON_SESSION_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "client/cli/args.h"
+#include "client/remote/daemon_connection.h"
+#include "client/remote/private_daemon.h"
+
+namespace libreyolo::cli {
+
+class DaemonSession {
+ public:
+  static absl::StatusOr<std::unique_ptr<DaemonSession>> Open(const ParsedArgs& args);
+  DaemonConnection& connection() {
+    return remote_ != nullptr ? *remote_ : private_->connection();
+  }
+  // True for --remote: the daemon is shared and outlives this command.
+  bool is_remote() const { return remote_ != nullptr; }
+  // A private daemon this command started (and stops when done).
+  bool started_private() const { return private_ != nullptr && private_->started_here(); }
+
+ private:
+  std::unique_ptr<DaemonConnection> remote_;
+  std::unique_ptr<PrivateDaemon> private_;
+};
+
+}  // namespace libreyolo::cli
+
+#endif  // LIBREYOLO_CLIENT_REMOTE_DAEMON_SESSION_H_

@@ -1,0 +1,100 @@
+#include "client/remote/job_watch.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace libreyolo::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void OnSigint(int) { g_interrupted.store(true); }
+
+bool Terminal(v1::JobState s) {
+  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED ||
+         s == v1::JOB_STATE_CANCELLED;
+}
+
+constexpr int kReconnects = 20;
+
+}  // namespace
+
+void InstallInterruptFlag() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSigint;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+}
+bool Interrupted() { return g_interrupted.load(); }
+void ClearInterrupt() { g_interrupted.store(false); }
+
+absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job_id,
+                                     int64_t from_sequence,
+                                     const std::function<void(const v1::JobEvent&)>& on_event) {
+  WatchResult out;
+  out.last_sequence = from_sequence > 0 ? from_sequence - 1 : 0;
+  int failures = 0;
+  for (;;) {
+    v1::WatchJobRequest req;
+    req.set_job_id(job_id);
+    req.set_from_sequence(out.last_sequence + 1);
+    auto ctx = c.Context(std::chrono::seconds(0));
+    std::atomic<bool> done{false};
+    // Ctrl-C cancels the stream (not the job); the caller decides about the job.
+    std::thread interrupter([&] {
+      while (!done.load()) {
+        if (Interrupted()) {
+          ctx->TryCancel();
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+    auto reader = c.stub().WatchJob(ctx.get(), req);
+    v1::JobEvent e;
+    bool terminal_seen = false;
+    while (reader->Read(&e)) {
+      failures = 0;
+      out.last_sequence = e.sequence();
+      on_event(e);
+      terminal_seen = Terminal(e.state());
+    }
+    const grpc::Status s = reader->Finish();
+    done = true;
+    interrupter.join();
+    if (Interrupted()) {
+      out.interrupted = true;
+      break;
+    }
+    if (s.ok()) {
+      if (!terminal_seen) {
+        // The stream ended without a terminal event: ask for the state.
+        auto gctx = c.Context(std::chrono::seconds(30));
+        v1::GetJobRequest g;
+        g.set_job_id(job_id);
+        v1::Job job;
+        if (c.stub().GetJob(gctx.get(), g, &job).ok() && !Terminal(job.state())) continue;
+      }
+      break;
+    }
+    // A daemon restart or a network blip: resume from the last sequence seen.
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE && ++failures <= kReconnects) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250 * failures));
+      continue;
+    }
+    return FromGrpc(s, c.address());
+  }
+  auto gctx = c.Context(std::chrono::seconds(30));
+  v1::GetJobRequest g;
+  g.set_job_id(job_id);
+  const grpc::Status s = c.stub().GetJob(gctx.get(), g, &out.job);
+  if (!s.ok()) return FromGrpc(s, c.address());
+  return out;
+}
+
+}  // namespace libreyolo::cli

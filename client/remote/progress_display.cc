@@ -1,0 +1,80 @@
+#include "client/remote/progress_display.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace libreyolo::cli {
+
+std::string StateName(v1::JobState s) {
+  switch (s) {
+    case v1::JOB_STATE_QUEUED: return "queued";
+    case v1::JOB_STATE_RUNNING: return "running";
+    case v1::JOB_STATE_SUCCEEDED: return "succeeded";
+    case v1::JOB_STATE_FAILED: return "failed";
+    case v1::JOB_STATE_CANCELLED: return "cancelled";
+    default: return "unknown";
+  }
+}
+
+std::string EventJson(const v1::JobEvent& e) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  o.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(e, &out, o);
+  return out;
+}
+
+void ProgressDisplay::Show(const v1::JobEvent& e) {
+  if (style_ == ProgressStyle::kJson) {
+    err_ << EventJson(e) << "\n";
+    err_.flush();
+    return;
+  }
+  std::string line = e.stage();
+  if (e.stage() == "queued" && e.queue_position() > 0) {
+    line = absl::StrCat("queued (position ", e.queue_position(), ")");
+  }
+  if (e.total() > 0) {
+    line = absl::StrCat(line, " ", e.done(), "/", e.total());
+  }
+  if (style_ == ProgressStyle::kBar) {
+    std::string bar;
+    if (e.total() > 0) {
+      const int width = 24;
+      const auto filled = static_cast<int>(width * std::min<int64_t>(e.done(), e.total()) / e.total());
+      bar = absl::StrCat(" [", std::string(static_cast<size_t>(filled), '#'),
+                         std::string(static_cast<size_t>(width - filled), '.'), "]");
+    }
+    err_ << "\r\033[K" << absl::StrFormat("%-32s%s", line, bar);
+    bar_open_ = true;
+    if (!e.message().empty()) {
+      err_ << "\n" << e.message() << "\n";
+      bar_open_ = false;
+    }
+    err_.flush();
+    return;
+  }
+  // Plain lines: one per stage, plus the final count of each stage and any message.
+  const bool stage_change = e.stage() != last_stage_;
+  const bool complete = e.total() > 0 && e.done() == e.total();
+  if (stage_change || complete || !e.message().empty()) {
+    err_ << line;
+    if (!e.message().empty()) err_ << ": " << e.message();
+    err_ << "\n";
+    err_.flush();
+  }
+  last_stage_ = e.stage();
+}
+
+void ProgressDisplay::Finish() {
+  if (bar_open_) err_ << "\n";
+  bar_open_ = false;
+  err_.flush();
+}
+
+}  // namespace libreyolo::cli

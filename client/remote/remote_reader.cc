@@ -1,0 +1,157 @@
+#include "client/remote/remote_reader.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/remote/artifact_download.h"
+#include "client/remote/daemon_session.h"
+#include "common/load/load_profile.h"
+
+namespace libreyolo::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool RemoteNamed(const ParsedArgs& a) {
+  const char* env = std::getenv("LIBREYOLO_REMOTE");
+  return a.Value("remote").has_value() || (env != nullptr && *env != '\0');
+}
+
+bool IsJobId(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          c == '-' || c == '_')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+v1::ProfileRef ToRef(const JobRef& j) {
+  v1::ProfileRef r;
+  r.set_job_id(j.job_id);
+  r.set_artifact(j.artifact);
+  return r;
+}
+
+}  // namespace
+
+std::optional<JobRef> ParseJobRef(const std::string& input, bool bare_ok) {
+  std::string rest;
+  if (absl::StartsWith(input, "job:")) {
+    rest = input.substr(4);
+  } else if (bare_ok && IsJobId(input) && !fs::exists(input)) {
+    rest = input;
+  } else {
+    return std::nullopt;
+  }
+  JobRef ref;
+  const size_t slash = rest.find('/');
+  ref.job_id = rest.substr(0, slash);
+  if (slash != std::string::npos) ref.artifact = rest.substr(slash + 1);
+  return ref;
+}
+
+bool UsesDaemon(const std::vector<std::string>& inputs, const ParsedArgs& args) {
+  const bool bare_ok = RemoteNamed(args);
+  for (const std::string& in : inputs) {
+    if (ParseJobRef(in, bare_ok).has_value()) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<ReaderOutput> RunRemoteReader(const ReaderInvocation& inv, const ParsedArgs& args) {
+  const bool bare_ok = RemoteNamed(args);
+  std::vector<std::optional<JobRef>> refs;
+  bool all_jobs = true;
+  for (const std::string& in : inv.inputs) {
+    refs.push_back(ParseJobRef(in, bare_ok));
+    all_jobs = all_jobs && refs.back().has_value();
+  }
+  for (const auto& r : refs) {
+    if (r && !IsJobId(r->job_id)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", r->job_id, "' is not a job id"));
+    }
+  }
+  auto session = DaemonSession::Open(args);
+  if (!session.ok()) return session.status();
+  DaemonConnection& c = (*session)->connection();
+
+  if (!all_jobs) {
+    // A mix of stored jobs and local files: fetch the jobs' profiles, read everything here.
+    const fs::path tmp = fs::temp_directory_path() / absl::StrCat("libreyolo-read-", ::getpid());
+    ReaderInvocation local = inv;
+    local.labels = inv.inputs;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (!refs[i]) continue;
+      const std::string name = refs[i]->artifact.empty() ? "profile.json" : refs[i]->artifact;
+      const std::string dest = (tmp / absl::StrCat(i, "-", name)).string();
+      auto got = DownloadArtifact(c, refs[i]->job_id, name, dest);
+      if (!got.ok()) return got.status();
+      local.inputs[i] = dest;
+    }
+    auto out = RunReader(local, [](const std::string& p) { return LoadProfile(p); });
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    return out;
+  }
+
+  auto ctx = c.Context(std::chrono::seconds(120));
+  v1::ReaderResponse resp;
+  grpc::Status s;
+  const std::string& r = inv.reader;
+  if (r == "summary") {
+    v1::SummaryRequest q;
+    *q.mutable_profile() = ToRef(*refs[0]);
+    s = c.stub().Summary(ctx.get(), q, &resp);
+  } else if (r == "get") {
+    v1::GetRequest q;
+    *q.mutable_profile() = ToRef(*refs[0]);
+    if (inv.field) q.set_field(*inv.field);
+    s = c.stub().Get(ctx.get(), q, &resp);
+  } else if (r == "phases") {
+    v1::PhasesRequest q;
+    *q.mutable_profile() = ToRef(*refs[0]);
+    s = c.stub().Phases(ctx.get(), q, &resp);
+  } else if (r == "kernels") {
+    v1::KernelsRequest q;
+    *q.mutable_profile() = ToRef(*refs[0]);
+    q.set_top(inv.kernels.top);
+    if (inv.kernels.category) q.set_category(*inv.kernels.category);
+    if (inv.kernels.grep) q.set_grep(*inv.kernels.grep);
+    q.set_tensorcore(inv.kernels.tensorcore_only);
+    q.set_sort(inv.kernels.sort);
+    if (inv.kernels.phase) q.set_phase(*inv.kernels.phase);
+    s = c.stub().Kernels(ctx.get(), q, &resp);
+  } else if (r == "ops") {
+    v1::OpsRequest q;
+    *q.mutable_profile() = ToRef(*refs[0]);
+    q.set_top(inv.ops.top);
+    if (inv.ops.phase) q.set_phase(*inv.ops.phase);
+    q.set_sort(inv.ops.sort);
+    q.set_group_by_input_shape(inv.ops.group_by_input_shape);
+    s = c.stub().Ops(ctx.get(), q, &resp);
+  } else if (r == "compare") {
+    v1::CompareRequest q;
+    *q.mutable_before() = ToRef(*refs[0]);
+    *q.mutable_after() = ToRef(*refs[1]);
+    s = c.stub().Compare(ctx.get(), q, &resp);
+  } else if (r == "what-if") {
+    v1::WhatIfRequest q;
+    *q.mutable_profile() = ToRef(*refs[0]);
+    if (inv.what_if.remove_category) q.set_remove_category(*inv.what_if.remove_category);
+    if (inv.what_if.remove_launches) q.set_remove_launches(*inv.what_if.remove_launches);
+    s = c.stub().WhatIf(ctx.get(), q, &resp);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown reader ", r));
+  }
+  if (!s.ok()) return FromGrpc(s, c.address());
+  return ReaderOutput{resp.text(), resp.json()};
+}
+
+}  // namespace libreyolo::cli

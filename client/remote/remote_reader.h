@@ -1,0 +1,35 @@
+// Readers on profiles stored on a daemon: `job:<id>` (or `job:<id>/profile_repeat.json`), or a
+// bare job id when --remote is given. Answered by the daemon's reader RPCs, which run the same
+// common/readers code as a local read.
+#ifndef LIBREYOLO_CLIENT_REMOTE_REMOTE_READER_H_
+#define LIBREYOLO_CLIENT_REMOTE_REMOTE_READER_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/cli/args.h"
+#include "common/readers/run_reader.h"
+
+namespace libreyolo::cli {
+
+struct JobRef {
+  std::string job_id;
+  std::string artifact;  // "" = profile.json
+};
+
+// "job:<id>" / "job:<id>/<artifact>"; with `bare_ok`, also "<id>" that is not a local file.
+std::optional<JobRef> ParseJobRef(const std::string& input, bool bare_ok);
+
+// True when any input names a stored job (see above).
+bool UsesDaemon(const std::vector<std::string>& inputs, const ParsedArgs& args);
+
+// Runs the reader through the daemon (all inputs jobs), or downloads the jobs' profiles and
+// reads them here alongside local files (a mix).
+absl::StatusOr<ReaderOutput> RunRemoteReader(const ReaderInvocation& invocation,
+                                             const ParsedArgs& args);
+
+}  // namespace libreyolo::cli
+
+#endif  // LIBREYOLO_CLIENT_REMOTE_REMOTE_READER_H_

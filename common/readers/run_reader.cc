@@ -1,0 +1,105 @@
+#include "common/readers/run_reader.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/analysis/compare.h"
+#include "common/readers/compare_view.h"
+#include "common/readers/get_view.h"
+#include "common/readers/phases_view.h"
+#include "common/readers/summary_view.h"
+#include "common/readers/what_if_view.h"
+
+namespace libreyolo {
+namespace {
+
+absl::StatusOr<Profile> LoadInput(const ProfileLoader& load, const std::string& input) {
+  auto p = load(input);
+  if (p.ok()) return p;
+  switch (p.status().code()) {
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+      return p.status();
+    default:
+      return absl::DataLossError(p.status().message());
+  }
+}
+
+template <typename View>
+ReaderOutput Render(const View& v, std::string (*text)(const View&),
+                    std::string (*json)(const View&)) {
+  return ReaderOutput{text(v), json(v)};
+}
+
+}  // namespace
+
+const std::vector<std::string>& ReaderNames() {
+  static const auto* names = new std::vector<std::string>{"summary", "get",     "phases", "kernels",
+                                                          "ops",     "compare", "what-if"};
+  return *names;
+}
+
+int ReaderExitCode(const absl::Status& status) {
+  if (status.ok()) return 0;
+  return status.code() == absl::StatusCode::kDataLoss ? 1 : 2;
+}
+
+absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const ProfileLoader& load) {
+  const size_t want = in.reader == "compare" ? 2 : 1;
+  if (in.inputs.size() != want) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(in.reader, " reads ", want, " profile", want == 1 ? "" : "s", ", got ",
+                     in.inputs.size()));
+  }
+  auto label = [&](size_t i) -> const std::string& {
+    return i < in.labels.size() ? in.labels[i] : in.inputs[i];
+  };
+  if (in.reader == "what-if" &&
+      in.what_if.remove_category.has_value() == in.what_if.remove_launches.has_value()) {
+    return absl::InvalidArgumentError(
+        "give exactly one of --remove-category C or --remove-launches N "
+        "(e.g. --remove-category layout)");
+  }
+  auto p = LoadInput(load, in.inputs[0]);
+  if (!p.ok()) return p.status();
+
+  if (in.reader == "summary") {
+    return Render(BuildSummary(*p, label(0)), RenderSummaryText, RenderSummaryJson);
+  }
+  if (in.reader == "get") {
+    auto v = BuildGet(*p, in.field, label(0));
+    if (!v.ok()) return v.status();
+    return Render(*v, RenderGetText, RenderGetJson);
+  }
+  if (in.reader == "phases") {
+    return Render(BuildPhases(*p, label(0)), RenderPhasesText, RenderPhasesJson);
+  }
+  if (in.reader == "kernels") {
+    auto v = BuildKernels(*p, in.kernels, label(0));
+    if (!v.ok()) return v.status();
+    return Render(*v, RenderKernelsText, RenderKernelsJson);
+  }
+  if (in.reader == "ops") {
+    auto v = BuildOps(*p, in.ops, label(0));
+    if (!v.ok()) return v.status();
+    return Render(*v, RenderOpsText, RenderOpsJson);
+  }
+  if (in.reader == "compare") {
+    auto after = LoadInput(load, in.inputs[1]);
+    if (!after.ok()) return after.status();
+    const CompareResult r = Compare(*p, *after, label(0), label(1));
+    return Render(r, RenderCompareText, RenderCompareJson);
+  }
+  if (in.reader == "what-if") {
+    auto r = WhatIf(*p, in.what_if);
+    if (!r.ok()) return r.status();
+    if (r->trace.empty()) r->trace = label(0);
+    return Render(*r, RenderWhatIfText, RenderWhatIfJson);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown reader '", in.reader, "'"));
+}
+
+}  // namespace libreyolo

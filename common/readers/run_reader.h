@@ -1,0 +1,58 @@
+// One entry point for every reader, used by the local command line and by the daemon's reader
+// RPCs alike, so that a profile read locally and the same profile read through a daemon give
+// the same view, rendered by the same code.
+#ifndef LIBREYOLO_COMMON_READERS_RUN_READER_H_
+#define LIBREYOLO_COMMON_READERS_RUN_READER_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/analysis/what_if.h"
+#include "common/profile/profile.h"
+#include "common/readers/kernels_view.h"
+#include "common/readers/ops_view.h"
+
+namespace libreyolo {
+
+struct ReaderInvocation {
+  std::string reader;  // summary | get | phases | kernels | ops | compare | what-if
+  // What to load (a path, or a job reference the loader understands), and how each is named in
+  // the view's `source` fields. compare takes two; every other reader one.
+  std::vector<std::string> inputs;
+  std::vector<std::string> labels;  // empty = the inputs themselves
+  std::optional<std::string> field;  // get
+  KernelsOptions kernels;
+  OpsOptions ops;
+  WhatIfRequest what_if;
+};
+
+struct ReaderOutput {
+  std::string text;  // the text rendering
+  std::string json;  // the --json rendering
+};
+
+using ProfileLoader = std::function<absl::StatusOr<Profile>(const std::string& input)>;
+
+// Loads the inputs and builds, then renders, the reader's view.
+// Errors keep their meaning for the exit code (cli.md):
+// - the loader's NOT_FOUND / PERMISSION_DENIED / UNAUTHENTICATED / UNAVAILABLE /
+//   DEADLINE_EXCEEDED pass through (exit 2: a missing input, or a daemon that cannot serve it);
+// - any other load failure comes back as DATA_LOSS (exit 1: the input cannot be analysed);
+// - the view's own errors (unknown metric or phase, bad --sort, shapes not recorded, what-if
+//   without exactly one option) come back as INVALID_ARGUMENT, NOT_FOUND or
+//   FAILED_PRECONDITION (exit 2).
+absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& invocation,
+                                       const ProfileLoader& load);
+
+// cli.md's exit code for a RunReader error: 1 for DATA_LOSS, 2 for everything else.
+int ReaderExitCode(const absl::Status& status);
+
+// The reader names in the order `libreyolo profile` lists them.
+const std::vector<std::string>& ReaderNames();
+
+}  // namespace libreyolo
+
+#endif  // LIBREYOLO_COMMON_READERS_RUN_READER_H_

@@ -1,0 +1,72 @@
+// libreyolod assembled: store, job manager, engine runner, gRPC server on TCP and/or a Unix
+// socket, health and reflection services, the metrics textfile, and the SIGTERM drain.
+#ifndef LIBREYOLO_SERVER_DAEMON_DAEMON_H_
+#define LIBREYOLO_SERVER_DAEMON_DAEMON_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/daemon/daemon_config.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace libreyolo::daemon {
+
+class Authenticator;
+class EngineRunner;
+class JobManager;
+class JobStore;
+class ProfilerServiceImpl;
+class UnixListener;
+
+class Daemon {
+ public:
+  // Opens the store, recovers jobs, binds every listener and starts serving. Errors name the
+  // part that failed (a directory, an address in use, a TLS file).
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(DaemonConfig config,
+                                                       std::vector<std::string>* warnings);
+  ~Daemon();
+
+  // Blocks until Shutdown() is called (by the signal handler thread).
+  void Wait();
+  // Stops accepting jobs, drains within config.drain_timeout_s, stops the server. Idempotent.
+  void Shutdown();
+
+  // The TCP ports actually bound (for ":0" listeners), in listen order.
+  const std::vector<int>& tcp_ports() const { return tcp_ports_; }
+  const DaemonConfig& config() const { return config_; }
+
+ private:
+  Daemon() = default;
+  void MetricsLoop();
+
+  DaemonConfig config_;
+  std::unique_ptr<JobStore> store_;
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<EngineRunner> runner_;
+  std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<ProfilerServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::vector<std::unique_ptr<UnixListener>> unix_listeners_;
+  std::vector<int> tcp_ports_;
+  std::thread metrics_thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool shut_down_ = false;
+};
+
+// The devices a config serves: its `devices`, else every CUDA device LibTorch sees, and always
+// "cpu" (CPU jobs do not hold a GPU). Normalised names, the default first.
+std::vector<std::string> ServedDevices(const DaemonConfig& config);
+
+}  // namespace libreyolo::daemon
+
+#endif  // LIBREYOLO_SERVER_DAEMON_DAEMON_H_

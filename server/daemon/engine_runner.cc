@@ -1,0 +1,186 @@
+#include "server/daemon/engine_runner.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "server/daemon/request_validation.h"
+
+namespace libreyolo::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+engine::ModelSpec ToModel(const v1::ModelOptions& m, const v1::Job& job,
+                          const DaemonConfig& config) {
+  engine::ModelSpec out;
+  const std::string& w = m.weights();
+  if (w.empty() || w == out.weights) {
+    // The default name: the models directory's copy, else the engine's seeded random init.
+    const fs::path in_dir = fs::path(config.models_dir) / out.weights;
+    if (std::error_code ec; fs::exists(in_dir, ec)) out.weights = in_dir.string();
+  } else if (IsPlainName(w)) {
+    out.weights = (fs::path(config.models_dir) / w).string();
+  } else {
+    out.weights = w;  // a local path, allowed at submission (private daemon, same uid)
+  }
+  if (!m.size().empty()) out.size = m.size();
+  out.device = job.device() == "cpu" ? "cpu" : job.device().substr(5);  // "cuda:N" -> "N"
+  out.threads = m.threads() > 0 ? m.threads() : config.cpu_threads;
+  return out;
+}
+
+template <typename Switches>
+void ToSwitches(const v1::ProfilerOptions& p, Switches* s) {
+  if (p.has_record_shapes()) s->record_shapes = p.record_shapes();
+  if (p.has_profile_memory()) s->profile_memory = p.profile_memory();
+  if (p.has_with_flops()) s->with_flops = p.with_flops();
+  s->with_stack = p.with_stack();
+  if (p.activities_size() > 0) {
+    s->cuda =
+        std::find(p.activities().begin(), p.activities().end(), "cuda") != p.activities().end();
+  }
+}
+
+// Inline images go into the scratch directory, under names we choose.
+absl::StatusOr<std::string> WriteInlineImages(const v1::InferSpec& s, const std::string& scratch) {
+  const fs::path dir = fs::path(scratch) / "input";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return absl::UnavailableError(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
+  for (int i = 0; i < s.images_size(); ++i) {
+    std::string ext = fs::path(s.images(i).name()).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    static const std::vector<std::string> kKnown = {".jpg",  ".jpeg", ".png", ".bmp",
+                                                    ".webp", ".tif",  ".tiff"};
+    if (std::find(kKnown.begin(), kKnown.end(), ext) == kKnown.end()) ext = ".jpg";
+    const fs::path file = dir / absl::StrCat("image_", i, ext);
+    std::ofstream out(file, std::ios::binary);
+    out.write(s.images(i).data().data(), static_cast<std::streamsize>(s.images(i).data().size()));
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", file.string()));
+  }
+  return dir.string();
+}
+
+}  // namespace
+
+int ExitCodeFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return 0;
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+      return 2;
+    case absl::StatusCode::kOutOfRange:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+RunOutcome EngineRunner::Run(const v1::Job& job,
+                             const std::function<void(const RunProgress&)>& progress,
+                             const engine::CancelToken& cancel) {
+  RunOutcome out;
+  auto fail = [&](absl::Status s) {
+    out.exit_code = ExitCodeFor(s);
+    out.status = std::move(s);
+    store_->DiscardScratch(job.id());
+    return out;
+  };
+  auto scratch = store_->ScratchDir(job.id());
+  if (!scratch.ok()) return fail(scratch.status());
+  const engine::ProgressFn on_progress = [&](const engine::JobProgress& p) {
+    if (progress) progress(RunProgress{p.stage, p.done, p.total, p.message});
+  };
+
+  absl::StatusOr<engine::JobResult> result;
+  std::string job_dir;  // where the engine wrote profile.json and the traces
+  try {
+    std::lock_guard<std::mutex> lock(engine_mu_);
+    if (job.request().has_infer()) {
+      const v1::InferSpec& r = job.request().infer();
+      engine::InferJobSpec s;
+      s.model = ToModel(r.model(), job, config_);
+      if (r.images_size() > 0) {
+        auto dir = WriteInlineImages(r, *scratch);
+        if (!dir.ok()) return fail(dir.status());
+        s.source = *dir;
+      } else if (IsPlainName(r.source())) {
+        s.source = (fs::path(config_.images_dir) / r.source()).string();
+      } else {
+        s.source = r.source();  // empty (the sample image) or an allowed local path
+      }
+      if (r.batch() > 0) s.batch = r.batch();
+      if (r.imgsz() > 0) s.imgsz = r.imgsz();
+      s.half = r.half();
+      if (!r.amp_dtype().empty()) s.amp_dtype = r.amp_dtype();
+      if (r.has_warmup()) s.warmup = r.warmup();
+      if (r.has_runs()) s.runs = r.runs();
+      if (r.repeat() > 0) s.repeat = r.repeat();
+      if (r.has_conf()) s.conf = r.conf();
+      if (r.has_iou()) s.iou = r.iou();
+      if (r.max_det() > 0) s.max_det = r.max_det();
+      if (r.has_trace()) s.trace = r.trace();
+      ToSwitches(r.profiler(), &s.profiler);
+      s.project = *scratch;
+      job_dir = (fs::path(*scratch) / "infer").string();
+      result = engine::RunInferJob(s, on_progress, &cancel);
+    } else {
+      const v1::RunSpec& r = job.request().run();
+      engine::TrainJobSpec s;
+      s.model = ToModel(r.model(), job, config_);
+      s.data = r.data();
+      if (r.batch() != 0) s.batch = r.batch();
+      if (r.imgsz() > 0) s.imgsz = r.imgsz();
+      if (r.has_workers()) s.workers = r.workers();
+      if (r.has_amp()) s.amp = r.amp();
+      if (r.steps() > 0) s.steps = r.steps();
+      if (r.has_warmup()) s.warmup = r.warmup();
+      if (r.repeat() > 0) s.repeat = r.repeat();
+      s.skip_first = r.skip_first();
+      s.wait = r.wait();
+      if (r.cycles() > 0) s.cycles = r.cycles();
+      ToSwitches(r.profiler(), &s.profiler);
+      s.project = *scratch;
+      job_dir = (fs::path(*scratch) / "prof").string();
+      result = engine::RunTrainJob(s, on_progress, &cancel);
+    }
+  } catch (const std::exception& e) {
+    return fail(absl::InternalError(absl::StrCat("the engine failed: ", e.what())));
+  }
+  if (!result.ok()) return fail(result.status());
+
+  // Publish: the job directory's files, and profile_repeat.json from the project root.
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(job_dir, ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json")
+      files.push_back(entry.path());
+  }
+  if (ec)
+    return fail(absl::UnavailableError(absl::StrCat("cannot list ", job_dir, ": ", ec.message())));
+  const fs::path repeat = fs::path(*scratch) / "profile_repeat.json";
+  if (fs::exists(repeat, ec)) files.push_back(repeat);
+  std::sort(files.begin(), files.end());
+  if (progress) progress(RunProgress{"storing", 0, static_cast<int64_t>(files.size()), ""});
+  for (const fs::path& f : files) {
+    auto a = store_->PublishArtifact(job.id(), f.string(), f.filename().string(),
+                                     config_.limits.max_artifact_bytes);
+    if (!a.ok()) return fail(a.status());
+    out.artifacts.push_back(*a);
+  }
+  store_->DiscardScratch(job.id());
+  out.step_ms = result->profile.step_ms.value_or(0);
+  out.img_per_s = result->profile.img_per_s.value_or(0);
+  out.bound = result->profile.bound;
+  return out;
+}
+
+}  // namespace libreyolo::daemon

@@ -1,0 +1,563 @@
+#include "server/daemon/job_manager.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace libreyolo::daemon {
+namespace {
+
+bool Terminal(v1::JobState s) {
+  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
+}
+
+std::string StateLabel(v1::JobState s) {
+  switch (s) {
+    case v1::JOB_STATE_QUEUED:
+      return "queued";
+    case v1::JOB_STATE_RUNNING:
+      return "running";
+    case v1::JOB_STATE_SUCCEEDED:
+      return "succeeded";
+    case v1::JOB_STATE_FAILED:
+      return "failed";
+    case v1::JOB_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "unspecified";
+  }
+}
+
+// Progress events are persisted with an fsync each; the engine reports every iteration, so
+// intermediate counts are thinned to a few per second. Stage changes and completions always go.
+constexpr auto kProgressInterval = std::chrono::milliseconds(250);
+
+}  // namespace
+
+absl::StatusOr<std::string> NormaliseDevice(const std::string& device) {
+  const std::string d = absl::AsciiStrToLower(device);
+  if (d == "cpu") return std::string("cpu");
+  std::string index = d;
+  if (absl::StartsWith(d, "cuda:")) index = d.substr(5);
+  int n = 0;
+  if (!index.empty() && absl::SimpleAtoi(index, &n) && n >= 0 && n < 64) {
+    return absl::StrCat("cuda:", n);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("model.device: '", device, "' is not a device (use cpu, 0, 1, ... or cuda:N)"));
+}
+
+std::string NewJobId() {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  uint64_t r = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    r = rng();
+  }
+  return absl::StrCat(absl::FormatTime("%Y%m%d", absl::Now(), absl::UTCTimeZone()), "-",
+                      absl::StrFormat("%016x", r));
+}
+
+JobManager::JobManager(JobStore* store, JobRunner* runner, std::vector<std::string> devices,
+                       Limits limits, Retention retention)
+    : store_(store),
+      runner_(runner),
+      devices_(std::move(devices)),
+      limits_(limits),
+      retention_(retention) {
+  for (const std::string& d : devices_) device_state_[d];
+}
+
+JobManager::~JobManager() { Drain(std::chrono::milliseconds(0)); }
+
+int64_t JobManager::NowMs() const { return absl::ToUnixMillis(absl::Now()); }
+
+absl::Status JobManager::Recover(std::vector<std::string>* warnings) {
+  auto stored = store_->LoadAll(warnings);
+  if (!stored.ok()) return stored.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  std::sort(stored->begin(), stored->end(), [](const StoredJob& a, const StoredJob& b) {
+    return a.job.create_time_unix_ms() != b.job.create_time_unix_ms()
+               ? a.job.create_time_unix_ms() < b.job.create_time_unix_ms()
+               : a.job.id() < b.job.id();
+  });
+  for (StoredJob& s : *stored) {
+    auto e = std::make_unique<Entry>();
+    e->job = std::move(s.job);
+    e->events = std::move(s.events);
+    e->submit_order = next_submit_order_++;
+    // The record and the event log are written separately; the log may hold one more event.
+    if (!e->events.empty() && e->events.back().sequence() > e->job.last_sequence()) {
+      e->job.set_last_sequence(e->events.back().sequence());
+    }
+    const std::string id = e->job.id();
+    if (e->job.state() == v1::JOB_STATE_RUNNING) {
+      e->job.set_state(v1::JOB_STATE_FAILED);
+      e->job.set_error(
+          "libreyolod stopped while this job was running (crash, kill or power loss); its "
+          "partial outputs were discarded: submit it again");
+      e->job.set_exit_code(1);
+      e->job.set_finish_time_unix_ms(NowMs());
+      store_->DiscardScratch(id);
+      AppendEventLocked(*e, "failed", 0, 0, e->job.error());
+      PersistLocked(*e);
+    } else if (e->job.state() == v1::JOB_STATE_QUEUED) {
+      if (device_state_.count(e->job.device()) == 0) {
+        e->job.set_state(v1::JOB_STATE_FAILED);
+        e->job.set_error(
+            absl::StrCat("device ", e->job.device(), " is no longer served by this daemon"));
+        e->job.set_exit_code(2);
+        e->job.set_finish_time_unix_ms(NowMs());
+        AppendEventLocked(*e, "failed", 0, 0, e->job.error());
+        PersistLocked(*e);
+      } else {
+        store_->DiscardScratch(id);
+      }
+    }
+    if (!e->job.request().request_id().empty()) {
+      request_ids_[absl::StrCat(e->job.owner(), "/", e->job.request().request_id())] = id;
+    }
+    jobs_[id] = std::move(e);
+  }
+  for (const std::string& d : devices_) RefreshQueuePositionsLocked(d);
+  return absl::OkStatus();
+}
+
+void JobManager::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [device, state] : device_state_) {
+    state.worker = std::thread([this, d = device] { WorkerLoop(d); });
+  }
+  retention_thread_ = std::thread([this] { SweepRetention(); });
+}
+
+void JobManager::Drain(std::chrono::milliseconds deadline) {
+  accepting_ = false;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;  // workers take no new job
+    work_cv_.notify_all();
+    retention_cv_.notify_all();
+    const auto until = std::chrono::steady_clock::now() + deadline;
+    auto busy = [&] {
+      return std::any_of(device_state_.begin(), device_state_.end(),
+                         [](const auto& kv) { return !kv.second.running.empty(); });
+    };
+    while (busy() && std::chrono::steady_clock::now() < until) {
+      events_cv_.wait_until(
+          lock, std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
+    }
+    for (auto& [device, state] : device_state_) {
+      if (state.running.empty()) continue;
+      auto it = jobs_.find(state.running);
+      if (it != jobs_.end()) it->second->cancel.cancelled = true;
+    }
+    events_cv_.notify_all();
+  }
+  for (auto& [device, state] : device_state_) {
+    if (state.worker.joinable()) state.worker.join();
+  }
+  if (retention_thread_.joinable()) retention_thread_.join();
+}
+
+bool JobManager::Visible(const Identity& who, const v1::Job& job) const {
+  return who.admin || job.owner() == who.user;
+}
+
+absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::SubmitJobRequest& request,
+                                           const std::string& device) {
+  if (!accepting_) {
+    return absl::UnavailableError("libreyolod is shutting down; submit again after it restarts");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (device_state_.count(device) == 0) {
+    std::string known;
+    for (const std::string& d : devices_) absl::StrAppend(&known, known.empty() ? "" : ", ", d);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.device: ", device, " is not served by this daemon (it has: ", known, ")"));
+  }
+  if (!request.request_id().empty()) {
+    auto it = request_ids_.find(absl::StrCat(who.user, "/", request.request_id()));
+    if (it != request_ids_.end()) {
+      const Entry& existing = *jobs_.at(it->second);
+      v1::SubmitJobRequest a = existing.job.request(), b = request;
+      if (a.SerializeAsString() != b.SerializeAsString()) {
+        return absl::AlreadyExistsError(
+            absl::StrCat("request_id '", request.request_id(), "' was used for job ",
+                         existing.job.id(), " with a different request; use a new request_id"));
+      }
+      return existing.job;
+    }
+  }
+  int32_t queued_here = 0, users_active = 0;
+  for (const auto& [id, e] : jobs_) {
+    const v1::JobState s = e->job.state();
+    if (s == v1::JOB_STATE_QUEUED && e->job.device() == device) ++queued_here;
+    if ((s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RUNNING) && e->job.owner() == who.user) {
+      ++users_active;
+    }
+  }
+  if (queued_here >= limits_.max_queue_length) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the queue of ", device, " is full (", queued_here, " jobs, limit max_queue_length ",
+        limits_.max_queue_length, "); wait for jobs to finish or cancel some"));
+  }
+  if (users_active >= limits_.max_jobs_per_user) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(who.user, " already has ", users_active, " queued or running jobs (limit ",
+                     "max_jobs_per_user ", limits_.max_jobs_per_user, "); wait or cancel one"));
+  }
+  auto e = std::make_unique<Entry>();
+  v1::Job& job = e->job;
+  job.set_id(NewJobId());
+  job.set_kind(request.has_run() ? v1::JOB_KIND_RUN : v1::JOB_KIND_INFER);
+  job.set_state(v1::JOB_STATE_QUEUED);
+  job.set_owner(who.user);
+  *job.mutable_labels() = request.labels();
+  job.set_priority(request.priority());
+  job.set_device(device);
+  *job.mutable_request() = request;
+  job.set_create_time_unix_ms(NowMs());
+  e->submit_order = next_submit_order_++;
+  Entry& ref = *e;
+  const std::string id = job.id();
+  jobs_[id] = std::move(e);
+  if (!request.request_id().empty()) {
+    request_ids_[absl::StrCat(who.user, "/", request.request_id())] = id;
+  }
+  ++submitted_total_;
+  PersistLocked(ref);
+  RefreshQueuePositionsLocked(device);
+  if (ref.job.queue_position() == 0) {  // refresh emits only changes; the first one always
+    AppendEventLocked(ref, "queued", 0, 0, "");
+    PersistLocked(ref);
+  }
+  work_cv_.notify_all();
+  return ref.job;
+}
+
+absl::StatusOr<v1::Job> JobManager::Get(const Identity& who, const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !Visible(who, it->second->job)) {
+    return absl::NotFoundError(
+        absl::StrCat("job ", id, " not found (libreyolo jobs list shows yours)"));
+  }
+  return it->second->job;
+}
+
+absl::StatusOr<v1::ListJobsResponse> JobManager::List(const Identity& who,
+                                                      const v1::ListJobsRequest& r) const {
+  if (!r.owner().empty() && !who.admin && r.owner() != who.user) {
+    return absl::PermissionDeniedError("owner: only admins list other users' jobs");
+  }
+  int64_t offset = 0;
+  if (!r.page_token().empty() && (!absl::SimpleAtoi(r.page_token(), &offset) || offset < 0)) {
+    return absl::InvalidArgumentError("page_token: not a token this daemon issued");
+  }
+  const int32_t page = r.page_size() <= 0 ? 50 : std::min(r.page_size(), 500);
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<const Entry*> matched;
+  for (const auto& [id, e] : jobs_) {
+    const v1::Job& j = e->job;
+    if (!Visible(who, j)) continue;
+    if (!r.owner().empty() && j.owner() != r.owner()) continue;
+    if (r.states_size() > 0 &&
+        std::find(r.states().begin(), r.states().end(), j.state()) == r.states().end()) {
+      continue;
+    }
+    bool labels_ok = true;
+    for (const auto& [k, v] : r.labels()) {
+      auto l = j.labels().find(k);
+      if (l == j.labels().end() || l->second != v) labels_ok = false;
+    }
+    if (labels_ok) matched.push_back(e.get());
+  }
+  std::sort(matched.begin(), matched.end(),
+            [](const Entry* a, const Entry* b) { return a->submit_order > b->submit_order; });
+  v1::ListJobsResponse out;
+  const auto begin = static_cast<size_t>(offset);
+  for (size_t i = begin; i < matched.size() && i < begin + static_cast<size_t>(page); ++i) {
+    *out.add_jobs() = matched[i]->job;
+  }
+  if (begin + static_cast<size_t>(page) < matched.size()) {
+    out.set_next_page_token(absl::StrCat(begin + static_cast<size_t>(page)));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Job> JobManager::Cancel(const Identity& who, const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !Visible(who, it->second->job)) {
+    return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  }
+  Entry& e = *it->second;
+  if (e.job.state() == v1::JOB_STATE_QUEUED) {
+    e.job.set_state(v1::JOB_STATE_CANCELLED);
+    e.job.set_error(absl::StrCat("cancelled by ", who.user, " while queued"));
+    e.job.set_exit_code(1);
+    e.job.set_finish_time_unix_ms(NowMs());
+    e.job.set_queue_position(0);
+    AppendEventLocked(e, "cancelled", 0, 0, e.job.error());
+    PersistLocked(e);
+    RefreshQueuePositionsLocked(e.job.device());
+  } else if (e.job.state() == v1::JOB_STATE_RUNNING) {
+    e.cancel.cancelled = true;  // the worker sees it at the next step and records the outcome
+    e.job.set_error(absl::StrCat("cancelled by ", who.user));
+  }
+  return e.job;
+}
+
+absl::Status JobManager::Watch(const Identity& who, const std::string& id, int64_t from,
+                               const std::function<bool(const v1::JobEvent&)>& send,
+                               const std::function<bool()>& stop) {
+  if (watchers_.load() >= limits_.max_watchers) {
+    return absl::ResourceExhaustedError(absl::StrCat("too many watchers (limit max_watchers ",
+                                                     limits_.max_watchers, "); retry later"));
+  }
+  ++watchers_;
+  struct Release {
+    std::atomic<int64_t>& n;
+    ~Release() { --n; }
+  } release{watchers_};
+  int64_t next = std::max<int64_t>(from, 1);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (bool first = true;; first = false) {
+    // Looked up on every pass: retention may remove a finished job while we send unlocked.
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || (first && !Visible(who, it->second->job))) {
+      return absl::NotFoundError(absl::StrCat("job ", id, first ? " not found" : " was removed"));
+    }
+    const Entry& e = *it->second;
+    std::vector<v1::JobEvent> batch;
+    for (const v1::JobEvent& ev : e.events) {
+      if (ev.sequence() >= next) batch.push_back(ev);
+    }
+    if (!batch.empty()) {
+      lock.unlock();
+      for (const v1::JobEvent& ev : batch) {
+        if (!send(ev)) return absl::OkStatus();
+        next = ev.sequence() + 1;
+      }
+      lock.lock();
+      continue;
+    }
+    // A terminal state and its final event are recorded under one lock, so nothing follows.
+    if (Terminal(e.job.state())) return absl::OkStatus();
+    if (stop()) return absl::CancelledError("the watcher went away");
+    if (stopping_) {
+      return absl::UnavailableError("libreyolod is shutting down; watch again after it restarts");
+    }
+    events_cv_.wait_for(lock, std::chrono::milliseconds(200));
+  }
+}
+
+std::vector<JobManager::Entry*> JobManager::QueueOrderLocked(const std::string& device) const {
+  std::vector<Entry*> queued;
+  for (const auto& [id, e] : jobs_) {
+    if (e->job.state() == v1::JOB_STATE_QUEUED && e->job.device() == device) {
+      queued.push_back(e.get());
+    }
+  }
+  // Priority first; within a priority, users take turns (the one who started least recently
+  // goes first), and each user's jobs run in submission order.
+  const DeviceState& ds = device_state_.at(device);
+  std::map<std::string, int64_t> last_start = ds.last_start_by_user;
+  std::vector<Entry*> order;
+  int64_t tick = starts_;
+  while (!queued.empty()) {
+    auto best = std::min_element(queued.begin(), queued.end(), [&](Entry* a, Entry* b) {
+      if (a->job.priority() != b->job.priority()) return a->job.priority() > b->job.priority();
+      const int64_t la = last_start.count(a->job.owner()) ? last_start[a->job.owner()] : -1;
+      const int64_t lb = last_start.count(b->job.owner()) ? last_start[b->job.owner()] : -1;
+      if (la != lb) return la < lb;
+      return a->submit_order < b->submit_order;
+    });
+    order.push_back(*best);
+    last_start[(*best)->job.owner()] = ++tick;
+    queued.erase(best);
+  }
+  return order;
+}
+
+void JobManager::RefreshQueuePositionsLocked(const std::string& device) {
+  const std::vector<Entry*> order = QueueOrderLocked(device);
+  for (size_t i = 0; i < order.size(); ++i) {
+    Entry& e = *order[i];
+    const auto pos = static_cast<int32_t>(i + 1);
+    if (e.job.queue_position() == pos) continue;
+    e.job.set_queue_position(pos);
+    AppendEventLocked(e, "queued", 0, 0, "");
+    PersistLocked(e);
+  }
+}
+
+void JobManager::AppendEventLocked(Entry& e, const std::string& stage, int64_t done, int64_t total,
+                                   const std::string& message) {
+  v1::JobEvent ev;
+  ev.set_job_id(e.job.id());
+  ev.set_sequence(e.job.last_sequence() + 1);
+  ev.set_time_unix_ms(NowMs());
+  ev.set_state(e.job.state());
+  ev.set_stage(stage);
+  ev.set_done(done);
+  ev.set_total(total);
+  ev.set_queue_position(e.job.queue_position());
+  ev.set_message(message);
+  if (auto s = store_->AppendEvent(ev); !s.ok())
+    persist_errors_.push_back(std::string(s.message()));
+  e.job.set_last_sequence(ev.sequence());
+  e.events.push_back(std::move(ev));
+  events_cv_.notify_all();
+}
+
+void JobManager::PersistLocked(const Entry& e) {
+  if (auto s = store_->PutJob(e.job); !s.ok()) persist_errors_.push_back(std::string(s.message()));
+}
+
+void JobManager::WorkerLoop(const std::string& device) {
+  for (;;) {
+    Entry* next = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] {
+        if (stopping_) return true;
+        return !QueueOrderLocked(device).empty();
+      });
+      if (stopping_) return;
+      next = QueueOrderLocked(device).front();
+      DeviceState& ds = device_state_.at(device);
+      ds.running = next->job.id();
+      ds.last_start_by_user[next->job.owner()] = ++starts_;
+      next->job.set_state(v1::JOB_STATE_RUNNING);
+      next->job.set_queue_position(0);
+      next->job.set_start_time_unix_ms(NowMs());
+      AppendEventLocked(*next, "starting", 0, 0, absl::StrCat("on ", device));
+      PersistLocked(*next);
+      RefreshQueuePositionsLocked(device);
+    }
+    RunOne(device, *next);
+  }
+}
+
+void JobManager::RunOne(const std::string& device, Entry& e) {
+  v1::Job snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    snapshot = e.job;
+  }
+  std::string last_stage;
+  auto last_emit = std::chrono::steady_clock::time_point{};
+  auto progress = [&](const RunProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    const bool boundary = p.stage != last_stage || p.done == p.total || !p.message.empty();
+    if (!boundary && now - last_emit < kProgressInterval) return;
+    last_stage = p.stage;
+    last_emit = now;
+    std::lock_guard<std::mutex> lock(mu_);
+    AppendEventLocked(e, p.stage, p.done, p.total, p.message);
+  };
+  RunOutcome out = runner_->Run(snapshot, progress, e.cancel);
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::Job& job = e.job;
+  job.set_finish_time_unix_ms(NowMs());
+  for (const v1::Artifact& a : out.artifacts) *job.add_artifacts() = a;
+  if (out.status.ok()) {
+    job.set_state(v1::JOB_STATE_SUCCEEDED);
+    job.set_exit_code(0);
+    job.set_error("");
+    job.set_step_ms(out.step_ms);
+    job.set_img_per_s(out.img_per_s);
+    job.set_bound(out.bound);
+    AppendEventLocked(e, "done", 1, 1, "");
+  } else if (absl::IsCancelled(out.status) || e.cancel.cancelled.load()) {
+    job.set_state(v1::JOB_STATE_CANCELLED);
+    job.set_exit_code(1);
+    if (job.error().empty()) job.set_error(std::string(out.status.message()));
+    if (!accepting_) job.set_error("libreyolod was stopped (SIGTERM) before the job finished");
+    AppendEventLocked(e, "cancelled", 0, 0, job.error());
+  } else {
+    job.set_state(v1::JOB_STATE_FAILED);
+    job.set_exit_code(out.exit_code != 0 ? out.exit_code : 1);
+    job.set_error(std::string(out.status.message()));
+    AppendEventLocked(e, "failed", 0, 0, job.error());
+  }
+  PersistLocked(e);
+  device_state_.at(device).running.clear();
+  events_cv_.notify_all();
+}
+
+void JobManager::SweepRetention() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    std::vector<v1::Job> all;
+    all.reserve(jobs_.size());
+    for (const auto& [id, e] : jobs_) all.push_back(e->job);
+    for (const std::string& id :
+         JobsToExpire(all, NowMs(), retention_.max_age_hours, retention_.max_jobs)) {
+      if (auto s = store_->DeleteJob(id); s.ok()) {
+        jobs_.erase(id);
+      } else {
+        persist_errors_.push_back(std::string(s.message()));
+      }
+    }
+    retention_cv_.wait_for(lock, std::chrono::minutes(1));
+  }
+}
+
+int32_t JobManager::QueueLength(const std::string& device) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int32_t n = 0;
+  for (const auto& [id, e] : jobs_) {
+    if (e->job.state() == v1::JOB_STATE_QUEUED && e->job.device() == device) ++n;
+  }
+  return n;
+}
+
+std::string JobManager::RunningJob(const std::string& device) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = device_state_.find(device);
+  return it == device_state_.end() ? "" : it->second.running;
+}
+
+MetricsSnapshot JobManager::Metrics() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  MetricsSnapshot m;
+  for (const char* s : {"queued", "running", "succeeded", "failed", "cancelled"}) {
+    m.jobs_by_state[s] = 0;
+  }
+  std::map<std::string, int64_t> queued;
+  for (const auto& [id, e] : jobs_) {
+    const v1::Job& j = e->job;
+    ++m.jobs_by_state[StateLabel(j.state())];
+    if (j.state() == v1::JOB_STATE_QUEUED) ++queued[j.device()];
+    if (Terminal(j.state()) && j.start_time_unix_ms() > 0) {
+      m.job_durations_s[j.kind() == v1::JOB_KIND_RUN ? "run" : "infer"].push_back(
+          static_cast<double>(j.finish_time_unix_ms() - j.start_time_unix_ms()) / 1000.0);
+    }
+  }
+  for (const std::string& d : devices_) {
+    DeviceGauge g;
+    g.device = d;
+    g.queue_depth = queued[d];
+    g.busy = !device_state_.at(d).running.empty();
+    m.devices.push_back(g);
+  }
+  m.jobs_submitted_total = submitted_total_;
+  m.watchers = watchers_.load();
+  m.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  return m;
+}
+
+}  // namespace libreyolo::daemon

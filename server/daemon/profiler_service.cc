@@ -1,0 +1,322 @@
+#include "server/daemon/profiler_service.h"
+
+#include <sys/resource.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/load/load_profile.h"
+#include "common/readers/run_reader.h"
+#include "server/daemon/prometheus.h"
+#include "server/daemon/request_validation.h"
+
+namespace libreyolo::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int32_t kDefaultChunk = 1 << 20;
+constexpr int32_t kMaxChunk = 4 << 20;
+
+std::vector<std::string> DirNames(const std::string& dir, bool want_dirs) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!IsPlainName(name)) continue;
+    if (want_dirs ? e.is_directory(ec) : e.is_regular_file(ec))
+      out.push_back(name);
+    else if (want_dirs && e.path().extension() == ".yaml")
+      out.push_back(e.path().stem().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return -1;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+}  // namespace
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+struct ProfilerServiceImpl::ReaderCall {
+  ReaderInvocation invocation;
+  std::vector<const v1::ProfileRef*> refs;
+};
+
+ProfilerServiceImpl::ProfilerServiceImpl(const DaemonConfig& config, const Authenticator* auth,
+                                         JobManager* jobs, JobStore* store)
+    : config_(config),
+      auth_(auth),
+      jobs_(jobs),
+      store_(store),
+      start_time_unix_ms_(absl::ToUnixMillis(absl::Now())) {}
+
+grpc::Status ProfilerServiceImpl::Finish(const absl::Status& s) {
+  if (!s.ok()) ++rpc_errors_;
+  return ToGrpc(s);
+}
+
+grpc::Status ProfilerServiceImpl::SubmitJob(grpc::ServerContext* ctx,
+                                            const v1::SubmitJobRequest* req, v1::Job* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  std::string device;
+  if (auto s = ValidateSubmit(*req, config_, *who, &device); !s.ok()) return Finish(s);
+  auto job = jobs_->Submit(*who, *req, device);
+  if (!job.ok()) return Finish(job.status());
+  *resp = *std::move(job);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
+                                           grpc::ServerWriter<v1::JobEvent>* writer) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  if (req->from_sequence() < 0) {
+    return Finish(absl::InvalidArgumentError("from_sequence: must be >= 0"));
+  }
+  const absl::Status s = jobs_->Watch(
+      *who, req->job_id(), req->from_sequence(),
+      [&](const v1::JobEvent& e) { return writer->Write(e); }, [&] { return ctx->IsCancelled(); });
+  return Finish(s);
+}
+
+grpc::Status ProfilerServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                                         v1::Job* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  auto job = jobs_->Get(*who, req->job_id());
+  if (!job.ok()) return Finish(job.status());
+  *resp = *std::move(job);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
+                                           v1::ListJobsResponse* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  if (req->page_size() < 0) return Finish(absl::InvalidArgumentError("page_size: must be >= 0"));
+  auto list = jobs_->List(*who, *req);
+  if (!list.ok()) return Finish(list.status());
+  *resp = *std::move(list);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::CancelJob(grpc::ServerContext* ctx,
+                                            const v1::CancelJobRequest* req, v1::Job* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  auto job = jobs_->Cancel(*who, req->job_id());
+  if (!job.ok()) return Finish(job.status());
+  *resp = *std::move(job);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::ReadArtifact(grpc::ServerContext* ctx,
+                                               const v1::ReadArtifactRequest* req,
+                                               grpc::ServerWriter<v1::ArtifactChunk>* writer) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  if (req->chunk_size() < 0 || req->chunk_size() > kMaxChunk) {
+    return Finish(absl::InvalidArgumentError(
+        absl::StrCat("chunk_size: must be 0 (default 1 MiB) .. ", kMaxChunk)));
+  }
+  if (req->offset() < 0) return Finish(absl::InvalidArgumentError("offset: must be >= 0"));
+  auto job = jobs_->Readable(*who, req->job_id());
+  if (!job.ok()) return Finish(job.status());
+  auto path = store_->ArtifactPath(*job, req->name());
+  if (!path.ok()) return Finish(path.status());
+  std::string sha;
+  for (const v1::Artifact& a : job->artifacts()) {
+    if (a.name() == req->name()) sha = a.sha256();
+  }
+  std::ifstream in(*path, std::ios::binary);
+  if (!in) return Finish(absl::NotFoundError(absl::StrCat("artifact ", req->name(), " is gone")));
+  in.seekg(0, std::ios::end);
+  const int64_t size = static_cast<int64_t>(in.tellg());
+  if (req->offset() > size) {
+    return Finish(absl::OutOfRangeError(
+        absl::StrCat("offset: ", req->offset(), " is past the end (", size, " bytes)")));
+  }
+  in.seekg(req->offset());
+  const int32_t chunk = req->chunk_size() == 0 ? kDefaultChunk : req->chunk_size();
+  std::string buffer(static_cast<size_t>(chunk), '\0');
+  int64_t offset = req->offset();
+  do {
+    if (ctx->IsCancelled()) return Finish(absl::CancelledError("the reader went away"));
+    const int64_t n = std::min<int64_t>(chunk, size - offset);
+    in.read(buffer.data(), n);
+    if (in.gcount() != n) {
+      return Finish(
+          absl::DataLossError(absl::StrCat("artifact ", req->name(), " changed while read")));
+    }
+    v1::ArtifactChunk c;
+    c.set_offset(offset);
+    c.set_data(buffer.data(), static_cast<size_t>(n));
+    c.set_total_size(size);
+    offset += n;
+    c.set_last(offset == size);
+    if (c.last()) c.set_sha256(sha);
+    if (!writer->Write(c)) return grpc::Status::OK;
+  } while (offset < size);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::RunReaderRpc(grpc::ServerContext* ctx, const ReaderCall& call,
+                                               v1::ReaderResponse* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  ReaderInvocation inv = call.invocation;
+  for (const v1::ProfileRef* ref : call.refs) {
+    if (ref->job_id().empty())
+      return Finish(absl::InvalidArgumentError("profile.job_id: required"));
+    inv.inputs.push_back(absl::StrCat(ref->job_id(), "/",
+                                      ref->artifact().empty() ? "profile.json" : ref->artifact()));
+    inv.labels.push_back(
+        absl::StrCat("job:", ref->job_id(), ref->artifact().empty() ? "" : "/" + ref->artifact()));
+  }
+  // Inputs are "<job id>/<artifact>", resolved through the store: never a path from a request.
+  auto load = [&](const std::string& input) -> absl::StatusOr<Profile> {
+    const size_t slash = input.find('/');
+    auto job = jobs_->Readable(*who, input.substr(0, slash));
+    if (!job.ok()) return job.status();
+    if (job->artifacts_size() == 0) {
+      return absl::NotFoundError(absl::StrCat("job ", job->id(), " has no profile (state ",
+                                              v1::JobState_Name(job->state()), ")"));
+    }
+    auto path = store_->ArtifactPath(*job, input.substr(slash + 1));
+    if (!path.ok()) return path.status();
+    return LoadProfile(*path);
+  };
+  auto out = RunReader(inv, load);
+  if (!out.ok()) return Finish(out.status());
+  resp->set_json(out->json);
+  resp->set_text(out->text);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::Summary(grpc::ServerContext* ctx, const v1::SummaryRequest* req,
+                                          v1::ReaderResponse* resp) {
+  ReaderCall c;
+  c.invocation.reader = "summary";
+  c.refs = {&req->profile()};
+  return RunReaderRpc(ctx, c, resp);
+}
+
+grpc::Status ProfilerServiceImpl::Get(grpc::ServerContext* ctx, const v1::GetRequest* req,
+                                      v1::ReaderResponse* resp) {
+  ReaderCall c;
+  c.invocation.reader = "get";
+  if (!req->field().empty()) c.invocation.field = req->field();
+  c.refs = {&req->profile()};
+  return RunReaderRpc(ctx, c, resp);
+}
+
+grpc::Status ProfilerServiceImpl::Phases(grpc::ServerContext* ctx, const v1::PhasesRequest* req,
+                                         v1::ReaderResponse* resp) {
+  ReaderCall c;
+  c.invocation.reader = "phases";
+  c.refs = {&req->profile()};
+  return RunReaderRpc(ctx, c, resp);
+}
+
+grpc::Status ProfilerServiceImpl::Kernels(grpc::ServerContext* ctx, const v1::KernelsRequest* req,
+                                          v1::ReaderResponse* resp) {
+  ReaderCall c;
+  c.invocation.reader = "kernels";
+  KernelsOptions& o = c.invocation.kernels;
+  if (req->has_top()) o.top = req->top();
+  if (!req->category().empty()) o.category = req->category();
+  if (!req->grep().empty()) o.grep = req->grep();
+  o.tensorcore_only = req->tensorcore();
+  if (!req->sort().empty()) o.sort = req->sort();
+  if (!req->phase().empty()) o.phase = req->phase();
+  c.refs = {&req->profile()};
+  return RunReaderRpc(ctx, c, resp);
+}
+
+grpc::Status ProfilerServiceImpl::Ops(grpc::ServerContext* ctx, const v1::OpsRequest* req,
+                                      v1::ReaderResponse* resp) {
+  ReaderCall c;
+  c.invocation.reader = "ops";
+  OpsOptions& o = c.invocation.ops;
+  if (req->has_top()) o.top = req->top();
+  if (!req->phase().empty()) o.phase = req->phase();
+  if (!req->sort().empty()) o.sort = req->sort();
+  o.group_by_input_shape = req->group_by_input_shape();
+  c.refs = {&req->profile()};
+  return RunReaderRpc(ctx, c, resp);
+}
+
+grpc::Status ProfilerServiceImpl::Compare(grpc::ServerContext* ctx, const v1::CompareRequest* req,
+                                          v1::ReaderResponse* resp) {
+  ReaderCall c;
+  c.invocation.reader = "compare";
+  c.refs = {&req->before(), &req->after()};
+  return RunReaderRpc(ctx, c, resp);
+}
+
+grpc::Status ProfilerServiceImpl::WhatIf(grpc::ServerContext* ctx, const v1::WhatIfRequest* req,
+                                         v1::ReaderResponse* resp) {
+  ReaderCall c;
+  c.invocation.reader = "what-if";
+  if (req->change_case() == v1::WhatIfRequest::kRemoveCategory) {
+    c.invocation.what_if.remove_category = req->remove_category();
+  } else if (req->change_case() == v1::WhatIfRequest::kRemoveLaunches) {
+    c.invocation.what_if.remove_launches = req->remove_launches();
+  }
+  c.refs = {&req->profile()};
+  return RunReaderRpc(ctx, c, resp);
+}
+
+grpc::Status ProfilerServiceImpl::GetDaemonInfo(grpc::ServerContext* ctx,
+                                                const v1::GetDaemonInfoRequest*,
+                                                v1::DaemonInfo* resp) {
+  resp->set_version(LIBREYOLO_VERSION);
+  resp->set_libtorch_version(engine::EngineLibTorchVersion());
+  resp->set_cuda_version(engine::EngineCudaVersion());
+  if (auto who = auth_->Identify(*ctx); who.ok()) {
+    resp->set_caller(who->user);
+    resp->set_caller_is_admin(who->admin);
+    resp->set_allows_local_paths(MayNameLocalPaths(config_, *who));
+  }
+  for (const std::string& d : jobs_->devices()) {
+    v1::DeviceInfo* info = resp->add_devices();
+    info->set_name(d);
+    info->set_description(engine::DescribeDevice(d));
+    info->set_queue_length(jobs_->QueueLength(d));
+    info->set_running_job_id(jobs_->RunningJob(d));
+  }
+  resp->set_start_time_unix_ms(start_time_unix_ms_);
+  resp->set_max_queue_length(config_.limits.max_queue_length);
+  resp->set_max_jobs_per_user(config_.limits.max_jobs_per_user);
+  for (const std::string& m : DirNames(config_.models_dir, false)) resp->add_models(m);
+  for (const std::string& d : DirNames(config_.datasets_dir, true)) resp->add_datasets(d);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::GetMetrics(grpc::ServerContext* ctx, const v1::GetMetricsRequest*,
+                                             v1::GetMetricsResponse* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  MetricsSnapshot m = jobs_->Metrics();
+  m.rpc_errors_total = rpc_errors_.load();
+  m.resident_memory_bytes = ResidentBytes();
+  resp->set_text(RenderPrometheus(m));
+  return grpc::Status::OK;
+}
+
+}  // namespace libreyolo::daemon
