@@ -106,6 +106,14 @@ struct TrainJobSpec {
 absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn& progress,
                                       const CancelToken* cancel);
 
+// ---- Facts the daemon reports (GetDaemonInfo), torch-free -------------------------------------
+
+std::string EngineLibTorchVersion();  // "1.13.1"
+std::string EngineCudaVersion();      // the CUDA LibTorch was built with; "" for CPU-only
+int EngineCudaDeviceCount();          // 0 without CUDA
+// "cpu" -> "x86_64, 16 cores"; "cuda:0" -> "NVIDIA H200, 139 GiB" (or why it is unavailable).
+std::string DescribeDevice(const std::string& device);
+
 }  // namespace libreyolo::engine
 
 #endif  // LIBREYOLO_SERVER_ENGINE_ENGINE_H_
