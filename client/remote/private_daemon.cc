@@ -69,7 +69,9 @@ absl::StatusOr<std::string> FindDaemonBinary() {
   const std::string env = EnvOr("LIBREYOLOD", "");
   if (!env.empty()) {
     if (Executable(env)) return env;
-    return absl::NotFoundError(absl::StrCat("LIBREYOLOD=", env, " is not an executable"));
+    return absl::NotFoundError(absl::StrCat("LIBREYOLOD=", env,
+                                            " is not an executable libreyolod (the daemon "
+                                            "binary); fix the variable or unset it"));
   }
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);

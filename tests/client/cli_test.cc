@@ -4,6 +4,7 @@
 #include <rapidjson/document.h>
 
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -306,7 +307,10 @@ TEST(CliContract, KernelFilters) {
 }
 
 TEST(CliContract, JobAddressWithoutDaemonExits2) {
+  // No daemon binary to start: the error says what is missing and exits 2.
+  ::setenv("LIBREYOLOD", "/nonexistent/libreyolod", 1);
   const Result r = Cli({"profile", "summary", "job:42"});
+  ::unsetenv("LIBREYOLOD");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("libreyolod"), std::string::npos);
 }
