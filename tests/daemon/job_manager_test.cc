@@ -1,0 +1,340 @@
+// Tests of the job manager with a scripted runner (no engine): queue order (priority, then
+// users taking turns, FIFO per user), limits, cancellation, resumable watching, visibility,
+// idempotent submission, crash recovery and draining.
+#include "server/daemon/job_manager.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace libreyolo::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Runs each job until the test releases it (or it is cancelled), recording the start order.
+class ScriptedRunner : public JobRunner {
+ public:
+  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>& progress,
+                 const engine::CancelToken& cancel) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      started_.push_back(job.request().labels().at("name"));
+    }
+    cv_.notify_all();
+    for (int i = 1; i <= 3; ++i) progress(RunProgress{"measuring", i, 3, ""});
+    std::unique_lock<std::mutex> lock(mu_);
+    const std::string name = job.request().labels().at("name");
+    while (released_.count(name) == 0 && !release_all_) {
+      if (cancel.cancelled.load())
+        return RunOutcome{absl::CancelledError("cancelled"), 1, {}, 0, 0, ""};
+      cv_.wait_for(lock, std::chrono::milliseconds(10));
+    }
+    RunOutcome out;
+    if (name.rfind("fail", 0) == 0) {
+      out.status = absl::NotFoundError("--weights x: no such file");
+      out.exit_code = 2;
+    } else {
+      out.step_ms = 12.5;
+      out.img_per_s = 80;
+      out.bound = "compute";
+    }
+    return out;
+  }
+  void Release(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_.insert(name);
+    cv_.notify_all();
+  }
+  void ReleaseAll() {
+    std::lock_guard<std::mutex> lock(mu_);
+    release_all_ = true;
+    cv_.notify_all();
+  }
+  // Waits until `n` jobs have started; returns the start order.
+  std::vector<std::string> WaitStarted(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(20), [&] { return started_.size() >= n; });
+    return started_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> started_;
+  std::set<std::string> released_;
+  bool release_all_ = false;
+};
+
+Identity User(const std::string& name, bool admin = false) {
+  Identity id;
+  id.user = name;
+  id.admin = admin;
+  return id;
+}
+
+v1::SubmitJobRequest Infer(const std::string& name, int priority = 0) {
+  v1::SubmitJobRequest r;
+  r.mutable_infer()->set_imgsz(64);
+  (*r.mutable_labels())["name"] = name;
+  r.set_priority(priority);
+  return r;
+}
+
+class JobManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("jm-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    Open();
+  }
+  void TearDown() override {
+    runner_.ReleaseAll();
+    jobs_.reset();
+    fs::remove_all(dir_);
+  }
+  void Open(Limits limits = Limits()) {
+    auto store = JobStore::Open((dir_ / "state").string(), (dir_ / "store").string());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    jobs_ = std::make_unique<JobManager>(store_.get(), &runner_, std::vector<std::string>{"cpu"},
+                                         limits, Retention());
+  }
+  v1::Job WaitTerminal(const std::string& id) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (;;) {
+      auto j = jobs_->Get(User("root", true), id);
+      EXPECT_TRUE(j.ok());
+      const auto s = j->state();
+      if (s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED ||
+          s == v1::JOB_STATE_CANCELLED || std::chrono::steady_clock::now() > until) {
+        return *j;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  std::vector<v1::JobEvent> Events(const std::string& id, int64_t from = 1) {
+    std::vector<v1::JobEvent> out;
+    EXPECT_TRUE(jobs_
+                    ->Watch(
+                        User("root", true), id, from,
+                        [&](const v1::JobEvent& e) {
+                          out.push_back(e);
+                          return true;
+                        },
+                        [] { return false; })
+                    .ok());
+    return out;
+  }
+
+  fs::path dir_;
+  ScriptedRunner runner_;
+  std::unique_ptr<JobStore> store_;
+  std::unique_ptr<JobManager> jobs_;
+};
+
+TEST_F(JobManagerTest, PriorityFirstThenUsersTakeTurnsThenFifo) {
+  jobs_->Start();
+  auto a1 = jobs_->Submit(User("alice"), Infer("a1"), "cpu");
+  ASSERT_TRUE(a1.ok());
+  runner_.WaitStarted(1);  // a1 holds the device
+  std::vector<v1::Job> queued;
+  for (const auto& [user, name, prio] :
+       std::vector<std::tuple<std::string, std::string, int>>{{"alice", "a2", 0},
+                                                              {"alice", "a3", 0},
+                                                              {"bob", "b1", 0},
+                                                              {"carol", "c1", 0},
+                                                              {"alice", "d1", 5}}) {
+    auto j = jobs_->Submit(User(user), Infer(name, prio), "cpu");
+    ASSERT_TRUE(j.ok()) << j.status();
+    queued.push_back(*j);
+  }
+  // Positions now: d1 (priority) 1, b1 2, c1 3, a2 4, a3 5.
+  EXPECT_EQ(jobs_->Get(User("alice"), queued[4].id())->queue_position(), 1);
+  EXPECT_EQ(jobs_->Get(User("bob"), queued[2].id())->queue_position(), 2);
+  EXPECT_EQ(jobs_->Get(User("alice"), queued[1].id())->queue_position(), 5);
+  runner_.ReleaseAll();
+  EXPECT_THAT(runner_.WaitStarted(6), ElementsAre("a1", "d1", "b1", "c1", "a2", "a3"));
+  for (const v1::Job& j : queued) EXPECT_EQ(WaitTerminal(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(JobManagerTest, LimitsOnQueueLengthAndJobsPerUser) {
+  Limits limits;
+  limits.max_queue_length = 2;
+  limits.max_jobs_per_user = 2;
+  Open(limits);  // not started: everything stays queued
+  ASSERT_TRUE(jobs_->Submit(User("alice"), Infer("a1"), "cpu").ok());
+  ASSERT_TRUE(jobs_->Submit(User("alice"), Infer("a2"), "cpu").ok());
+  auto third = jobs_->Submit(User("alice"), Infer("a3"), "cpu");
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  auto other = jobs_->Submit(User("bob"), Infer("b1"), "cpu");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(other.status().message()), HasSubstr("max_queue_length"));
+  auto wrong = jobs_->Submit(User("bob"), Infer("b1"), "cuda:0");
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(JobManagerTest, CancelQueuedAtOnceAndRunningAtTheNextStep) {
+  jobs_->Start();
+  auto a1 = jobs_->Submit(User("alice"), Infer("a1"), "cpu");
+  runner_.WaitStarted(1);
+  auto a2 = jobs_->Submit(User("alice"), Infer("a2"), "cpu");
+  auto c2 = jobs_->Cancel(User("alice"), a2->id());
+  ASSERT_TRUE(c2.ok());
+  EXPECT_EQ(c2->state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(jobs_->Cancel(User("bob"), a1->id()).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(jobs_->Cancel(User("alice"), a1->id()).ok());
+  const v1::Job done = WaitTerminal(a1->id());
+  EXPECT_EQ(done.state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_THAT(done.error(), HasSubstr("cancelled by alice"));
+  // Cancelling a finished job changes nothing.
+  EXPECT_EQ(jobs_->Cancel(User("alice"), a1->id())->state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(Events(a2->id()).back().stage(), "cancelled");
+}
+
+TEST_F(JobManagerTest, WatchResumesWithoutGapsOrRepeats) {
+  jobs_->Start();
+  auto a1 = jobs_->Submit(User("alice"), Infer("a1"), "cpu");
+  runner_.WaitStarted(1);
+  // Read what exists so far, stop, then resume from the next sequence after the job ends.
+  std::vector<v1::JobEvent> first;
+  ASSERT_TRUE(jobs_
+                  ->Watch(
+                      User("alice"), a1->id(), 0,
+                      [&](const v1::JobEvent& e) {
+                        first.push_back(e);
+                        return first.size() < 2;  // the client goes away after two
+                      },
+                      [] { return false; })
+                  .ok());
+  ASSERT_EQ(first.size(), 2u);
+  runner_.Release("a1");
+  const auto rest = Events(a1->id(), first.back().sequence() + 1);
+  std::vector<int64_t> seqs;
+  for (const auto& e : first) seqs.push_back(e.sequence());
+  for (const auto& e : rest) seqs.push_back(e.sequence());
+  for (size_t i = 0; i < seqs.size(); ++i) EXPECT_EQ(seqs[i], static_cast<int64_t>(i + 1));
+  EXPECT_EQ(rest.back().stage(), "done");
+  EXPECT_EQ(rest.back().state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(jobs_->Get(User("alice"), a1->id())->last_sequence(), seqs.back());
+}
+
+TEST_F(JobManagerTest, UsersSeeTheirOwnJobsAdminsSeeAll) {
+  auto a = jobs_->Submit(User("alice"), Infer("a1"), "cpu");
+  auto b = jobs_->Submit(User("bob"), Infer("b1"), "cpu");
+  EXPECT_EQ(jobs_->Get(User("bob"), a->id()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(jobs_->Get(User("root", true), a->id()).ok());
+  v1::ListJobsRequest all;
+  EXPECT_EQ(jobs_->List(User("bob"), all)->jobs_size(), 1);
+  EXPECT_EQ(jobs_->List(User("root", true), all)->jobs_size(), 2);
+  v1::ListJobsRequest others;
+  others.set_owner("alice");
+  EXPECT_EQ(jobs_->List(User("bob"), others).status().code(), absl::StatusCode::kPermissionDenied);
+  v1::ListJobsRequest labelled;
+  (*labelled.mutable_labels())["name"] = "b1";
+  auto l = jobs_->List(User("root", true), labelled);
+  ASSERT_EQ(l->jobs_size(), 1);
+  EXPECT_EQ(l->jobs(0).id(), b->id());
+  v1::ListJobsRequest paged;
+  paged.set_page_size(1);
+  auto p1 = jobs_->List(User("root", true), paged);
+  ASSERT_FALSE(p1->next_page_token().empty());
+  paged.set_page_token(p1->next_page_token());
+  auto p2 = jobs_->List(User("root", true), paged);
+  ASSERT_EQ(p2->jobs_size(), 1);
+  EXPECT_NE(p2->jobs(0).id(), p1->jobs(0).id());
+  EXPECT_TRUE(p2->next_page_token().empty());
+}
+
+TEST_F(JobManagerTest, RequestIdMakesSubmitIdempotent) {
+  v1::SubmitJobRequest r = Infer("a1");
+  r.set_request_id("retry-1");
+  auto first = jobs_->Submit(User("alice"), r, "cpu");
+  auto again = jobs_->Submit(User("alice"), r, "cpu");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(first->id(), again->id());
+  r.mutable_infer()->set_imgsz(128);
+  EXPECT_EQ(jobs_->Submit(User("alice"), r, "cpu").status().code(),
+            absl::StatusCode::kAlreadyExists);
+}
+
+TEST_F(JobManagerTest, RecoveryFailsInterruptedJobsAndRunsQueuedOnes) {
+  jobs_->Start();
+  auto a1 = jobs_->Submit(User("alice"), Infer("a1"), "cpu");
+  runner_.WaitStarted(1);
+  auto a2 = jobs_->Submit(User("alice"), Infer("a2"), "cpu");
+  // Simulate a crash: copy the state while a1 runs, as kill -9 would leave it.
+  const fs::path snapshot = dir_ / "snapshot";
+  fs::create_directories(snapshot);
+  fs::copy(dir_ / "state", snapshot / "state", fs::copy_options::recursive);
+  fs::create_directories(snapshot / "store");
+  runner_.ReleaseAll();
+  jobs_.reset();
+  ScriptedRunner fresh;
+  fresh.ReleaseAll();
+  auto store = JobStore::Open((snapshot / "state").string(), (snapshot / "store").string());
+  ASSERT_TRUE(store.ok());
+  JobManager recovered(store->get(), &fresh, {"cpu"}, Limits(), Retention());
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(recovered.Recover(&warnings).ok());
+  auto failed = recovered.Get(User("alice"), a1->id());
+  EXPECT_EQ(failed->state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(failed->error(), HasSubstr("libreyolod stopped while this job was running"));
+  EXPECT_EQ(recovered.Get(User("alice"), a2->id())->state(), v1::JOB_STATE_QUEUED);
+  recovered.Start();
+  EXPECT_THAT(fresh.WaitStarted(1), ElementsAre("a2"));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (recovered.Get(User("alice"), a2->id())->state() != v1::JOB_STATE_SUCCEEDED &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(recovered.Get(User("alice"), a2->id())->state(), v1::JOB_STATE_SUCCEEDED);
+  recovered.Drain(std::chrono::milliseconds(0));
+}
+
+TEST_F(JobManagerTest, AFailingJobFailsAloneWithItsExitCode) {
+  jobs_->Start();
+  auto bad = jobs_->Submit(User("alice"), Infer("fail-weights"), "cpu");
+  auto good = jobs_->Submit(User("alice"), Infer("ok"), "cpu");
+  runner_.ReleaseAll();
+  const v1::Job b = WaitTerminal(bad->id());
+  EXPECT_EQ(b.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(b.exit_code(), 2);
+  EXPECT_THAT(b.error(), HasSubstr("no such file"));
+  const v1::Job g = WaitTerminal(good->id());
+  EXPECT_EQ(g.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_DOUBLE_EQ(g.step_ms(), 12.5);
+}
+
+TEST_F(JobManagerTest, DrainCancelsARunningJobAfterTheDeadlineAndRefusesNewOnes) {
+  jobs_->Start();
+  auto a1 = jobs_->Submit(User("alice"), Infer("a1"), "cpu");
+  runner_.WaitStarted(1);
+  jobs_->Drain(std::chrono::milliseconds(50));
+  EXPECT_EQ(jobs_->Get(User("alice"), a1->id())->state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(jobs_->Submit(User("alice"), Infer("a2"), "cpu").status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
+TEST(NormaliseDevice, Names) {
+  EXPECT_EQ(*NormaliseDevice("cpu"), "cpu");
+  EXPECT_EQ(*NormaliseDevice("0"), "cuda:0");
+  EXPECT_EQ(*NormaliseDevice("CUDA:3"), "cuda:3");
+  EXPECT_FALSE(NormaliseDevice("gpu").ok());
+  EXPECT_FALSE(NormaliseDevice("-1").ok());
+}
+
+}  // namespace
+}  // namespace libreyolo::daemon
