@@ -44,6 +44,17 @@ int64_t ResidentBytes() {
   return resident * ::sysconf(_SC_PAGESIZE);
 }
 
+// Jobs as callers see them: inline images are kept for the run (and for recovery) but not
+// echoed back by every GetJob/ListJobs; their names stay, with the data cleared.
+v1::Job ForCaller(v1::Job job) {
+  if (job.request().has_infer()) {
+    for (v1::InlineImage& im : *job.mutable_request()->mutable_infer()->mutable_images()) {
+      im.clear_data();
+    }
+  }
+  return job;
+}
+
 }  // namespace
 
 grpc::Status ToGrpc(const absl::Status& s) {
@@ -77,7 +88,7 @@ grpc::Status ProfilerServiceImpl::SubmitJob(grpc::ServerContext* ctx,
   if (auto s = ValidateSubmit(*req, config_, *who, &device); !s.ok()) return Finish(s);
   auto job = jobs_->Submit(*who, *req, device);
   if (!job.ok()) return Finish(job.status());
-  *resp = *std::move(job);
+  *resp = ForCaller(*std::move(job));
   return grpc::Status::OK;
 }
 
@@ -100,7 +111,7 @@ grpc::Status ProfilerServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::Get
   if (!who.ok()) return Finish(who.status());
   auto job = jobs_->Get(*who, req->job_id());
   if (!job.ok()) return Finish(job.status());
-  *resp = *std::move(job);
+  *resp = ForCaller(*std::move(job));
   return grpc::Status::OK;
 }
 
@@ -112,6 +123,7 @@ grpc::Status ProfilerServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::L
   auto list = jobs_->List(*who, *req);
   if (!list.ok()) return Finish(list.status());
   *resp = *std::move(list);
+  for (v1::Job& j : *resp->mutable_jobs()) j = ForCaller(std::move(j));
   return grpc::Status::OK;
 }
 
@@ -121,7 +133,7 @@ grpc::Status ProfilerServiceImpl::CancelJob(grpc::ServerContext* ctx,
   if (!who.ok()) return Finish(who.status());
   auto job = jobs_->Cancel(*who, req->job_id());
   if (!job.ok()) return Finish(job.status());
-  *resp = *std::move(job);
+  *resp = ForCaller(*std::move(job));
   return grpc::Status::OK;
 }
 
