@@ -2,8 +2,12 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <filesystem>
+#include <list>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <variant>
 
@@ -11,6 +15,62 @@
 #include "server/engine/checkpoint/checkpoint.h"
 
 namespace libreyolo::engine {
+namespace {
+
+// The daemon runs many jobs on the same weights: parsed checkpoints are kept, keyed by path,
+// size and modification time (a rewritten file is read again), most recently used first.
+constexpr size_t kCheckpointCacheEntries = 4;
+
+struct CacheKey {
+  std::string path;
+  uintmax_t size = 0;
+  int64_t mtime_ns = 0;
+  bool operator==(const CacheKey&) const = default;
+};
+
+std::optional<CacheKey> KeyFor(const std::string& weights) {
+  std::error_code ec;
+  const auto canonical = std::filesystem::canonical(weights, ec);
+  if (ec) return std::nullopt;
+  CacheKey k;
+  k.path = canonical.string();
+  k.size = std::filesystem::file_size(canonical, ec);
+  if (ec) return std::nullopt;
+  const auto mtime = std::filesystem::last_write_time(canonical, ec);
+  if (ec) return std::nullopt;
+  k.mtime_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch()).count();
+  return k;
+}
+
+absl::StatusOr<std::shared_ptr<const Checkpoint>> ReadCheckpointCached(const std::string& weights,
+                                                                       bool* hit) {
+  static std::mutex mu;
+  static std::list<std::pair<CacheKey, std::shared_ptr<const Checkpoint>>> cache;
+  const std::optional<CacheKey> key = KeyFor(weights);
+  if (key) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto it = cache.begin(); it != cache.end(); ++it) {
+      if (it->first == *key) {
+        cache.splice(cache.begin(), cache, it);
+        *hit = true;
+        return cache.front().second;
+      }
+    }
+  }
+  *hit = false;
+  auto read = ReadCheckpoint(weights);
+  if (!read.ok()) return read.status();
+  auto shared = std::make_shared<const Checkpoint>(*std::move(read));
+  if (key) {
+    std::lock_guard<std::mutex> lock(mu);
+    cache.emplace_front(*key, shared);
+    if (cache.size() > kCheckpointCacheEntries) cache.pop_back();
+  }
+  return shared;
+}
+
+}  // namespace
 
 absl::StatusOr<LoadedModel> LoadModel(const std::string& weights, const std::string& size,
                                       int64_t num_classes) {
@@ -22,9 +82,9 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& weights, const std::str
                                             ": no such file (give the path to a LibreYOLO9 "
                                             "checkpoint saved with torch.save)"));
   }
-  std::optional<Checkpoint> ckpt;
+  std::shared_ptr<const Checkpoint> ckpt;
   if (exists) {
-    auto read = ReadCheckpoint(weights);
+    auto read = ReadCheckpointCached(weights, &out.from_cache);
     if (!read.ok()) return read.status();
     ckpt = *std::move(read);
     if (num_classes <= 0) {

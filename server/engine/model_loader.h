@@ -20,6 +20,7 @@ struct LoadedModel {
   std::string size;
   int64_t num_classes = 80;
   std::vector<std::string> class_names;
+  bool from_cache = false;  // the checkpoint was parsed by an earlier job in this process
 };
 
 // `weights` names a torch.save checkpoint (a state dict or LibreYOLO's dict). The default name
