@@ -398,8 +398,9 @@ void JobManager::RefreshQueuePositionsLocked(const std::string& device) {
     const auto pos = static_cast<int32_t>(i + 1);
     if (e.job.queue_position() == pos) continue;
     e.job.set_queue_position(pos);
+    // Positions are recomputed on recovery, so the record is not rewritten for them: the event
+    // (one fsync) is what watchers need.
     AppendEventLocked(e, "queued", 0, 0, "");
-    PersistLocked(e);
   }
 }
 
