@@ -2,6 +2,7 @@
 
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
+#include <torch/cuda.h>
 
 #include <exception>
 #include <optional>
@@ -76,7 +77,8 @@ absl::StatusOr<std::unique_ptr<TorchProfiler>> TorchProfiler::Start(const TorchP
     const impl::ProfilerConfig config(impl::ProfilerState::KINETO, o.record_shapes,
                                       o.profile_memory, o.with_stack, o.with_flops);
     std::set<impl::ActivityType> activities = {impl::ActivityType::CPU};
-    if (o.cuda) activities.insert(impl::ActivityType::CUDA);
+    // CUDA activity only where this LibTorch has CUDA (a CPU build cannot record any).
+    if (o.cuda && torch::cuda::is_available()) activities.insert(impl::ActivityType::CUDA);
     tp::prepareProfiler(config, activities);
     tp::enableProfiler(config, activities);
   } catch (const std::exception& e) {

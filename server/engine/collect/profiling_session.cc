@@ -1,0 +1,55 @@
+#include "server/engine/collect/profiling_session.h"
+
+#include <utility>
+
+#include "server/engine/collect/cupti_collector.h"
+#include "server/engine/collect/cupti_convert.h"
+
+namespace libreyolo::engine {
+
+absl::StatusOr<std::unique_ptr<ProfilingSession>> ProfilingSession::Start(
+    const TorchProfilerOptions& options) {
+  std::unique_ptr<ProfilingSession> s(new ProfilingSession());
+  TorchProfilerOptions torch_options = options;
+  if (options.cuda) {
+    auto cupti = CuptiCollector::Start(CuptiOptions());
+    if (!cupti.ok()) return cupti.status();
+    if ((*cupti)->active()) {
+      s->gpu_collector_ = "cupti";
+      torch_options.cuda = false;  // one CUPTI subscriber per process
+      s->cupti_ = *std::move(cupti);
+    } else if (!CuptiBuilt()) {
+      s->gpu_collector_ = "libtorch";
+      s->note_ =
+          "GPU activity from LibTorch's profiler (Kineto): this build has no CUPTI collector "
+          "(configure with -DLIBREYOLO_CUPTI=ON for grid/block/registers and cudaMalloc counts)";
+    } else {
+      // No driver or device: nothing to record. Keep the inactive collector, whose Stop()
+      // returns the one-line reason as a note.
+      torch_options.cuda = false;
+      s->cupti_ = *std::move(cupti);
+    }
+  }
+  auto torch = TorchProfiler::Start(torch_options);
+  if (!torch.ok()) return torch.status();
+  s->torch_ = *std::move(torch);
+  return s;
+}
+
+ProfilingSession::~ProfilingSession() = default;
+
+absl::StatusOr<CollectedTrace> ProfilingSession::Stop() {
+  CollectedTrace gpu;
+  if (cupti_ != nullptr) {
+    auto stopped = cupti_->Stop();
+    if (!stopped.ok()) return stopped.status();
+    gpu = *std::move(stopped);
+  }
+  auto cpu = torch_->Stop();
+  if (!cpu.ok()) return cpu.status();
+  if (cupti_ != nullptr) MergeGpuActivity(*cpu, std::move(gpu));
+  if (!note_.empty()) cpu->notes.push_back(note_);
+  return cpu;
+}
+
+}  // namespace libreyolo::engine
