@@ -4,7 +4,14 @@
 // profile_trace.json, and prints the summary. `libreyolo-engine run <data> [flags]` does the
 // same for `libreyolo profile run` (a short training run) under <project>/prof/, with the
 // profiler schedule knobs and switches; a dataset too small for the window exits 3.
+// --record-shapes/--profile-memory/--with-flops are tri-state: given (--x or --no-x) they are
+// obeyed, left out they are on within --overhead-budget (server/engine/overhead_budget.h).
+// Started without OMP_WAIT_POLICY (and without GOMP_SPINCOUNT), the tool re-executes itself with
+// OMP_WAIT_POLICY=PASSIVE before doing anything, so that LibTorch's idle OpenMP threads sleep
+// instead of spinning on the cores the job needs (server/engine/cpu_threads.h); set either
+// variable to choose otherwise.
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +20,7 @@
 #include "client/cli/args.h"
 #include "client/cli/exit_codes.h"
 #include "common/readers/summary_view.h"
+#include "server/engine/cpu_threads.h"
 #include "server/engine/engine.h"
 
 namespace {
@@ -44,10 +52,12 @@ CommandSpec InferSpec() {
            {"threads", "N", "all cores", "CPU threads"},
            {"trace", "", "on", "export the Chrome trace", true},
            {"profiled-runs", "N", "20", "iterations recorded in the trace"},
-           {"record-shapes", "", "on", "record op input shapes", true},
-           {"profile-memory", "", "on", "record allocations", true},
-           {"with-flops", "", "on", "record FLOPs", true},
+           {"record-shapes", "", "auto", "record op input shapes", true},
+           {"profile-memory", "", "auto", "record allocations", true},
+           {"with-flops", "", "auto", "record FLOPs", true},
            {"with-stack", "", "off", "record stacks", true},
+           {"overhead-budget", "PCT", "3",
+            "auto switches stay on while the profiler costs at most PCT % (probed)"},
            {"project", "DIR", "runs/profile", "output root"},
            {"json", "", "", "print the profile summary as JSON"}}};
 }
@@ -78,10 +88,12 @@ CommandSpec RunSpec() {
            {"device", "D", "0", "cpu or a CUDA index"},
            {"threads", "N", "all cores", "CPU threads"},
            {"activities", "LIST", "cpu + device", "cpu or cpu,cuda"},
-           {"record-shapes", "", "on", "record op input shapes", true},
-           {"profile-memory", "", "on", "record allocations", true},
-           {"with-flops", "", "on", "record FLOPs", true},
+           {"record-shapes", "", "auto", "record op input shapes", true},
+           {"profile-memory", "", "auto", "record allocations", true},
+           {"with-flops", "", "auto", "record FLOPs", true},
            {"with-stack", "", "off", "record stacks", true},
+           {"overhead-budget", "PCT", "3",
+            "auto switches stay on while the profiler costs at most PCT % (probed)"},
            {"project", "DIR", "runs/profile", "output root"},
            {"json", "", "", "print the profile summary as JSON"}}};
 }
@@ -98,6 +110,25 @@ absl::StatusOr<double> Dbl(const ParsedArgs& a, const std::string& flag, double 
   auto v = a.Value(flag);
   if (!v) return def;
   return libreyolo::cli::ParseDoubleFlag(flag, *v);
+}
+
+// --x: true, --no-x: false, neither: nullopt (auto: on within the overhead budget).
+std::optional<bool> TriState(const ParsedArgs& a, const std::string& name) {
+  auto it = a.switches.find(name);
+  if (it == a.switches.end()) return std::nullopt;
+  return it->second;
+}
+
+// The profiler switches both commands share.
+absl::Status ReadProfilerSwitches(const ParsedArgs& a, libreyolo::engine::ProfilerSwitches* p) {
+  p->record_shapes = TriState(a, "record-shapes");
+  p->profile_memory = TriState(a, "profile-memory");
+  p->with_flops = TriState(a, "with-flops");
+  p->with_stack = a.Switch("with-stack", false);
+  auto budget = Dbl(a, "overhead-budget", p->overhead_budget_pct);
+  if (!budget.ok()) return budget.status();
+  p->overhead_budget_pct = *budget;
+  return absl::OkStatus();
 }
 
 // Prints the summary of a finished job, or its error with the exit code it maps to.
@@ -132,12 +163,8 @@ int RunInfer(const ParsedArgs& a) {
   s.half = a.Switch("half", false);
   s.amp_dtype = a.ValueOr("amp-dtype", s.amp_dtype);
   s.trace = a.Switch("trace", true);
-  s.profiler.record_shapes = a.Switch("record-shapes", true);
-  s.profiler.profile_memory = a.Switch("profile-memory", true);
-  s.profiler.with_flops = a.Switch("with-flops", true);
-  s.profiler.with_stack = a.Switch("with-stack", false);
   s.project = a.ValueOr("project", s.project);
-  absl::Status bad;
+  absl::Status bad = ReadProfilerSwitches(a, &s.profiler);
   auto take = [&](auto value, auto* into) {
     if (!value.ok()) {
       if (bad.ok()) bad = value.status();
@@ -172,14 +199,10 @@ int RunTrain(const ParsedArgs& a) {
   s.model.size = a.ValueOr("size", s.model.size);
   s.model.device = a.ValueOr("device", s.model.device);
   s.amp = a.Switch("amp", true);
-  s.profiler.record_shapes = a.Switch("record-shapes", true);
-  s.profiler.profile_memory = a.Switch("profile-memory", true);
-  s.profiler.with_flops = a.Switch("with-flops", true);
-  s.profiler.with_stack = a.Switch("with-stack", false);
   s.project = a.ValueOr("project", s.project);
-  absl::Status bad;
+  absl::Status bad = ReadProfilerSwitches(a, &s.profiler);
   if (auto act = a.Value("activities")) {
-    if (*act != "cpu" && *act != "cpu,cuda" && *act != "cuda,cpu") {
+    if (*act != "cpu" && *act != "cpu,cuda" && *act != "cuda,cpu" && bad.ok()) {
       bad = absl::InvalidArgumentError("--activities must be cpu or cpu,cuda");
     }
     s.profiler.cuda = absl::StrContains(*act, "cuda");
@@ -217,6 +240,7 @@ int RunTrain(const ParsedArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  libreyolo::engine::ReexecWithPassiveOmpWaitPolicy(argv);  // returns unless it re-executes
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: libreyolo-engine infer [<source>] [flags]   (see infer --help)\n"

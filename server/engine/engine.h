@@ -14,13 +14,19 @@
 
 namespace libreyolo::engine {
 
-// The collection switches users of torch.profiler's ProfileKwargs know (cli.md).
+// The collection switches users of torch.profiler's ProfileKwargs know (cli.md). The three
+// costly ones are tri-state: true/false as the user asked (never changed), nullopt = auto: on
+// while the measured overhead stays within overhead_budget_pct. Before the profiled window a
+// job with an auto switch probes a few iterations under the profiler and turns auto switches
+// off, costliest first, while over budget (overhead_budget.h has the rule and the order); the
+// profile's `profiler` object records the outcome.
 struct ProfilerSwitches {
-  bool record_shapes = true;
-  bool profile_memory = true;
-  bool with_flops = true;
+  std::optional<bool> record_shapes;
+  std::optional<bool> profile_memory;
+  std::optional<bool> with_flops;
   bool with_stack = false;
-  bool cuda = true;  // record GPU activity when the job runs on a CUDA device
+  bool cuda = true;                  // record GPU activity when the job runs on a CUDA device
+  double overhead_budget_pct = 3.0;  // probe median over the unprofiled median, minus 1, in %
 };
 
 struct ModelSpec {
@@ -50,7 +56,7 @@ struct InferJobSpec {
 };
 
 // Progress as the daemon streams it: stage names are stable ("loading model", "warmup",
-// "measuring", "profiling", "analysing", "writing").
+// "measuring", "probing" (the overhead budget's probes), "profiling", "analysing", "writing").
 struct JobProgress {
   std::string stage;
   int64_t done = 0, total = 0;
@@ -81,14 +87,14 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
 
 struct TrainJobSpec {
   ModelSpec model;
-  std::string data;  // dataset YAML, name, or `synthetic[:N]` (data/dataset_spec.h)
+  std::string data;    // dataset YAML, name, or `synthetic[:N]` (data/dataset_spec.h)
   int64_t batch = 16;  // -1: auto-batch (largest power of two under ~70% of VRAM; 16 on CPU)
   int64_t imgsz = 640;
   int64_t workers = 8;
-  bool amp = true;  // float16 autocast + loss scaling on CUDA; no effect on the CPU
-  int64_t steps = 20;   // measured steps, and the profiler's active steps per cycle
-  int64_t warmup = 5;   // steps before measuring, and the profiler's warmup per cycle
-  int64_t repeat = 1;   // measured windows (trials) for mean and standard deviation
+  bool amp = true;     // float16 autocast + loss scaling on CUDA; no effect on the CPU
+  int64_t steps = 20;  // measured steps, and the profiler's active steps per cycle
+  int64_t warmup = 5;  // steps before measuring, and the profiler's warmup per cycle
+  int64_t repeat = 1;  // measured windows (trials) for mean and standard deviation
   int64_t skip_first = 0, wait = 0, cycles = 1;  // the rest of torch.profiler.schedule
   ProfilerSwitches profiler;
   std::string project = "runs/profile";

@@ -3,20 +3,20 @@
 #include <ATen/autocast_mode.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/analysis/latency_stats.h"
 #include "common/analysis/verdict.h"
+#include "common/json/json_writer.h"
 #include "common/profile/profile_json.h"
 #include "common/trace/trace_analyser.h"
 #include "server/engine/collect/torch_profiler.h"
@@ -28,6 +28,7 @@
 #include "server/engine/infer/postprocess.h"
 #include "server/engine/job_files.h"
 #include "server/engine/model_loader.h"
+#include "server/engine/overhead_budget.h"
 #include "server/engine/runtime_info.h"
 
 namespace libreyolo::engine {
@@ -36,6 +37,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// JsonWriter ends a document with a newline; the profile embeds the object verbatim.
+std::string Finish(JsonWriter& w) {
+  std::string s = w.Take();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
 
 absl::Status Validate(const InferJobSpec& s, bool cuda) {
   if (s.batch < 1 || s.batch > 1024) return absl::InvalidArgumentError("--batch must be 1..1024");
@@ -54,7 +62,7 @@ absl::Status Validate(const InferJobSpec& s, bool cuda) {
   if (s.half && !cuda) {
     return absl::InvalidArgumentError("--half autocasts on CUDA only; drop it with --device cpu");
   }
-  return absl::OkStatus();
+  return ValidateOverheadBudget(s.profiler.overhead_budget_pct);
 }
 
 struct StageTimes {
@@ -86,8 +94,11 @@ class InferIteration {
       }
       auto images = ImagesToTensor(canvases, /*pin=*/device_.cuda);
       if (!images.ok()) return images.status();
-      input = device_.cuda ? images->to(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device_.index)), true)
-                           : *images;
+      input =
+          device_.cuda
+              ? images->to(
+                    torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device_.index)), true)
+              : *images;
       Sync(sync_stages);
     }
     auto t1 = Clock::now();
@@ -98,7 +109,7 @@ class InferIteration {
       if (spec_.half && device_.cuda) {
         at::autocast::set_enabled(true);
         at::autocast::set_autocast_gpu_dtype(spec_.amp_dtype == "bfloat16" ? at::kBFloat16
-                                                                            : at::kHalf);
+                                                                           : at::kHalf);
       }
       predictions = model_->predict(input);
       if (spec_.half && device_.cuda) {
@@ -151,16 +162,18 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
   auto device = ParseDevice(spec.model.device);
   if (!device.ok()) return device.status();
   if (auto valid = Validate(spec, device->cuda); !valid.ok()) return valid;
-  const int threads = ConfigureThreads(spec.model.threads);
+  const ThreadSettings threads = ConfigureThreads(spec.model.threads);
   auto source = ResolveInferenceSource(spec.source);
   if (!source.ok()) return source.status();
 
   report("loading model", 0, 1);
   auto loaded = LoadModel(spec.model.weights, spec.model.size, 0);
   if (!loaded.ok()) return loaded.status();
-  if (progress && !loaded->notice.empty()) progress(JobProgress{"loading model", 1, 1, loaded->notice});
+  if (progress && !loaded->notice.empty())
+    progress(JobProgress{"loading model", 1, 1, loaded->notice});
   loaded->model->eval();
-  if (device->cuda) loaded->model->to(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device->index)));
+  if (device->cuda)
+    loaded->model->to(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device->index)));
   InferIteration iteration(spec, *source, loaded->model, *device);
 
   try {
@@ -202,15 +215,50 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     if (auto made = CreateJobDir(files); !made.ok()) return made;
     Profile p;
     double profiled_mean_ms = 0;
-    if (spec.trace) {
-      const int64_t n = std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs));
+    auto profiler_options = [&](const ResolvedSwitches& sw) {
       TorchProfilerOptions po;
-      po.record_shapes = spec.profiler.record_shapes;
-      po.profile_memory = spec.profiler.profile_memory;
-      po.with_flops = spec.profiler.with_flops;
+      po.record_shapes = sw.record_shapes;
+      po.profile_memory = sw.profile_memory;
+      po.with_flops = sw.with_flops;
       po.with_stack = spec.profiler.with_stack;
       po.cuda = device->cuda && spec.profiler.cuda;
-      auto profiler = TorchProfiler::Start(po);
+      return po;
+    };
+    // The overhead budget (overhead_budget.h): each probe times kProbeIterations iterations
+    // without the profiler, then as many under it, as the measured window times them (whole
+    // iterations, synced), and compares the medians.
+    BudgetOutcome budget = SkipOverheadBudget(spec.profiler, "--no-trace: nothing is profiled");
+    if (spec.trace) {
+      const int64_t probe_total =
+          static_cast<int64_t>(AutoSwitches(spec.profiler).size()) * 2 * kProbeIterations;
+      int64_t probed = 0;
+      auto timed = [&](std::vector<double>& ms) -> absl::Status {
+        for (int64_t i = 0; i < kProbeIterations; ++i) {
+          if (cancelled()) return absl::CancelledError("cancelled while probing");
+          const auto t0 = Clock::now();
+          ScopedRange step(absl::StrCat("ProfilerStep#", i + 1));
+          auto t = iteration.Run(spec.warmup + spec.runs + i, false);
+          if (!t.ok()) return t.status();
+          if (device->cuda) torch::cuda::synchronize(device->index);
+          ms.push_back(Ms(Clock::now() - t0));
+          report("probing", ++probed, probe_total);
+        }
+        return absl::OkStatus();
+      };
+      auto probe = [&](const ResolvedSwitches& sw) -> absl::StatusOr<ProbeResult> {
+        std::vector<double> unprofiled, profiled;
+        if (auto s = timed(unprofiled); !s.ok()) return s;
+        auto session = TorchProfiler::Start(profiler_options(sw));
+        if (!session.ok()) return session.status();
+        if (auto s = timed(profiled); !s.ok()) return s;
+        return ProbeResult{MedianMs(unprofiled), MedianMs(profiled)};  // events dropped
+      };
+      auto applied = ApplyOverheadBudget(spec.profiler, spec.profiler.overhead_budget_pct,
+                                         kProbeIterations, probe);
+      if (!applied.ok()) return applied.status();
+      budget = *std::move(applied);
+      const int64_t n = std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs));
+      auto profiler = TorchProfiler::Start(profiler_options(budget.switches));
       if (!profiler.ok()) return profiler.status();
       const auto w0 = Clock::now();
       for (int64_t i = 0; i < n; ++i) {
@@ -262,26 +310,37 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       p.img_per_s = std::accumulate(trial_img_per_s.begin(), trial_img_per_s.end(), 0.0) /
                     static_cast<double>(spec.repeat);
     }
-    p.config_json = absl::StrFormat(
-        R"({"model": "%s", "size": "%s", "weights": "%s", "batch": %d, "imgsz": %d, )"
-        R"("half": %s, "amp_dtype": "%s", "device": "%s", "conf": %g, "iou": %g, )"
-        R"("max_det": %d, "warmup": %d, "runs": %d, "repeat": %d, "mode": "inference", )"
-        R"("threads": %d, "blas": "%s", "source": "%s"})",
-        p.model, spec.model.size, loaded->weights_label, spec.batch, spec.imgsz,
-        spec.half ? "true" : "false", spec.amp_dtype, device->Label(), spec.conf, spec.iou,
-        spec.max_det, spec.warmup, spec.runs, spec.repeat, threads, LoadedBlas(),
-        source->sample ? "sample" : spec.source);
-    p.profiler_json = absl::StrFormat(
-        R"({"activities": "%s", "record_shapes": %s, "profile_memory": %s, "with_flops": %s, )"
-        R"("with_stack": %s, "profiled_iterations": %d, "overhead_pct": %s})",
-        device->cuda && spec.profiler.cuda ? "cpu,cuda" : "cpu",
-        spec.profiler.record_shapes ? "true" : "false",
-        spec.profiler.profile_memory ? "true" : "false",
-        spec.profiler.with_flops ? "true" : "false", spec.profiler.with_stack ? "true" : "false",
-        spec.trace ? std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs)) : 0,
-        spec.trace ? absl::StrFormat("%.2f", 100.0 * (profiled_mean_ms - stats.mean_ms) /
-                                                 stats.mean_ms)
-                   : "null");
+    JsonWriter config(/*pretty=*/false);
+    config.BeginObject()
+        .Field("model", p.model)
+        .Field("size", spec.model.size)
+        .Field("weights", loaded->weights_label)
+        .Field("batch", spec.batch)
+        .Field("imgsz", spec.imgsz)
+        .Field("half", spec.half)
+        .Field("amp_dtype", spec.amp_dtype)
+        .Field("device", device->Label())
+        .Field("conf", spec.conf)
+        .Field("iou", spec.iou)
+        .Field("max_det", spec.max_det)
+        .Field("warmup", spec.warmup)
+        .Field("runs", spec.runs)
+        .Field("repeat", spec.repeat)
+        .Field("mode", "inference");
+    WriteThreadFields(config, threads);
+    config.Field("source", source->sample ? "sample" : spec.source).EndObject();
+    p.config_json = Finish(config);
+    JsonWriter prof(/*pretty=*/false);
+    prof.BeginObject().Field("activities", device->cuda && spec.profiler.cuda ? "cpu,cuda" : "cpu");
+    WriteSwitchFields(prof, budget, spec.profiler.with_stack, spec.profiler.overhead_budget_pct);
+    prof.Field("profiled_iterations",
+               spec.trace ? std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs)) : 0);
+    if (spec.trace) {
+      prof.Field("overhead_pct", 100.0 * (profiled_mean_ms - stats.mean_ms) / stats.mean_ms);
+    } else {
+      prof.Key("overhead_pct").Null();
+    }
+    p.profiler_json = Finish(prof.EndObject());
     // The residual host overhead must use the same step as the headline (the unprofiled one);
     // GPU utilisation stays a ratio within the profiled window.
     p.host_overhead_residual_ms_per_step =

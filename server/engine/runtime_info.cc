@@ -29,19 +29,25 @@ absl::StatusOr<DeviceChoice> ParseDevice(const std::string& device) {
   }
   const auto count = static_cast<int>(torch::cuda::device_count());
   if (index >= count) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--device ", device, ": this host has ", count, " CUDA device(s)",
-        count == 0 ? " (CPU-only LibTorch or no driver); use --device cpu" : ""));
+    return absl::FailedPreconditionError(
+        absl::StrCat("--device ", device, ": this host has ", count, " CUDA device(s)",
+                     count == 0 ? " (CPU-only LibTorch or no driver); use --device cpu" : ""));
   }
   d.cuda = true;
   d.index = index;
   return d;
 }
 
-int ConfigureThreads(int threads) {
+ThreadSettings ConfigureThreads(int threads) {
   const int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
   torch::set_num_threads(std::max(n, 1));
-  return torch::get_num_threads();
+  ThreadSettings t;
+  t.threads = torch::get_num_threads();
+  t.interop_threads = torch::get_num_interop_threads();
+  t.blas = LoadedBlas();
+  t.blas_threads = SetOpenBlasThreads(t.threads);
+  t.omp_wait_policy = OmpWaitPolicy();
+  return t;
 }
 
 std::string LoadedBlas() {
@@ -50,7 +56,7 @@ std::string LoadedBlas() {
   std::string found;
   while (std::getline(maps, line)) {
     if (absl::StrContains(line, "openblas")) {
-      return absl::StrContains(line, "pthread") ? "openblas-pthread"
+      return absl::StrContains(line, "pthread")  ? "openblas-pthread"
              : absl::StrContains(line, "openmp") ? "openblas-openmp"
                                                  : "openblas";
     }

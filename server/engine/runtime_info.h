@@ -5,12 +5,13 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/engine/cpu_threads.h"
 
 namespace libreyolo::engine {
 
 struct DeviceChoice {
   bool cuda = false;
-  int index = -1;  // CUDA index
+  int index = -1;             // CUDA index
   std::string Label() const;  // "cpu" or "cuda:0"
 };
 
@@ -18,9 +19,11 @@ struct DeviceChoice {
 // LibTorch sees no CUDA device (the message says to use --device cpu); INVALID_ARGUMENT for junk.
 absl::StatusOr<DeviceChoice> ParseDevice(const std::string& device);
 
-// Sets LibTorch's intra-op threads: `threads` > 0, else every core (LibTorch defaults to 1 here).
-// Returns the count in effect.
-int ConfigureThreads(int threads);
+// Sets LibTorch's intra-op threads: `threads` > 0, else every core (LibTorch defaults to 1 here),
+// and OpenBLAS's pool to the same count when OpenBLAS is loaded (cpu_threads.h: otherwise its
+// pool keeps every core whatever --threads says). Returns what is in effect, with the inter-op
+// threads, the BLAS and libgomp's wait policy, for the profile's config.
+ThreadSettings ConfigureThreads(int threads);
 
 // The BLAS library this process loaded (from /proc/self/maps), e.g. "openblas-pthread" or
 // "reference blas (libblas3: slow; install libopenblas0-pthread)"; "unknown" elsewhere.

@@ -1,6 +1,8 @@
 // The infer job end to end on the CPU: a tiny window, the files it writes, and its errors.
 #include <gtest/gtest.h>
+#include <rapidjson/document.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "common/load/load_profile.h"
@@ -9,7 +11,9 @@
 #include "common/readers/ops_view.h"
 #include "common/readers/phases_view.h"
 #include "common/readers/summary_view.h"
+#include "server/engine/cpu_threads.h"
 #include "server/engine/engine.h"
+#include "tests/engine/budget_record_check.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -45,6 +49,9 @@ TEST_F(InferJob, MissingWeightsPathIsNotFound) {
 
 TEST_F(InferJob, WritesAProfileEveryReaderAccepts) {
   spec_.model.weights = "LibreYOLO9t.pt";  // the default name: seeded random init
+  // Everything recorded, whatever it costs (FLOPs and shapes for the readers): at 64 px the
+  // profiler's per-op cost is far over the budget, which would turn auto switches off.
+  spec_.profiler.record_shapes = spec_.profiler.profile_memory = spec_.profiler.with_flops = true;
   std::vector<std::string> stages;
   auto r = RunInferJob(
       spec_, [&](const JobProgress& p) { stages.push_back(p.stage); }, nullptr);
@@ -111,11 +118,115 @@ TEST_F(InferJob, BadOptionsAndDevices) {
   spec_.imgsz = 100;
   EXPECT_TRUE(absl::IsInvalidArgument(RunInferJob(spec_, nullptr, nullptr).status()));
   spec_.imgsz = 64;
+  spec_.profiler.overhead_budget_pct = -1;
+  EXPECT_TRUE(absl::IsInvalidArgument(RunInferJob(spec_, nullptr, nullptr).status()));
+  spec_.profiler.overhead_budget_pct = 3;
   spec_.model.device = "3";
   EXPECT_TRUE(absl::IsFailedPrecondition(RunInferJob(spec_, nullptr, nullptr).status()));
   spec_.model.device = "cpu";
   spec_.source = (dir_ / "no-such-dir").string();
   EXPECT_TRUE(absl::IsNotFound(RunInferJob(spec_, nullptr, nullptr).status()));
+}
+
+// The auto switches in the order the budget turns them off (kDisableOrder).
+const std::vector<std::string> kAllAuto = {"record_shapes", "with_flops", "profile_memory"};
+
+TEST_F(InferJob, AutoSwitchesAreProbedAndTheOutcomeRecorded) {
+  spec_.model.weights = "LibreYOLO9t.pt";
+  int64_t probing = 0;
+  auto r = RunInferJob(
+      spec_, [&](const JobProgress& p) { probing += p.stage == "probing"; }, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto p = LoadProfile(r->profile_path);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ExpectConsistentBudgetRecord(p->profiler_json, 3.0, kAllAuto, /*probed=*/true);
+  rapidjson::Document d;
+  d.Parse(p->profiler_json.c_str());
+  EXPECT_EQ(d["probe_iterations"].GetInt64(), kProbeIterations);
+  // Each probe: kProbeIterations without the profiler, then as many under it.
+  EXPECT_EQ(probing, static_cast<int64_t>(d["probe_overhead_pct"].Size()) * 2 * kProbeIterations);
+}
+
+TEST_F(InferJob, AGenerousBudgetKeepsEveryAutoSwitchOn) {
+  spec_.model.weights = "LibreYOLO9t.pt";
+  spec_.profiler.overhead_budget_pct = 1000;
+  auto r = RunInferJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectConsistentBudgetRecord(r->profile.profiler_json, 1000, kAllAuto, /*probed=*/true);
+  rapidjson::Document d;
+  d.Parse(r->profile.profiler_json.c_str());
+  if (d["probe_overhead_pct"][0].GetDouble() <= 1000) {  // 11x slower: not on any sane machine
+    EXPECT_EQ(d["auto_disabled"].Size(), 0u);
+    EXPECT_TRUE(d["record_shapes"].GetBool());
+    // Shapes were recorded, so ops group by input shape.
+    OpsOptions grouped;
+    grouped.group_by_input_shape = true;
+    EXPECT_TRUE(BuildOps(r->profile, grouped, "x").ok());
+  }
+}
+
+TEST_F(InferJob, ExplicitSwitchesAreHonoured) {
+  spec_.model.weights = "LibreYOLO9t.pt";
+  spec_.profiler.record_shapes = false;    // --no-record-shapes
+  spec_.profiler.overhead_budget_pct = 0;  // as strict as it gets: cannot turn it back on
+  auto r = RunInferJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectConsistentBudgetRecord(r->profile.profiler_json, 0, {"with_flops", "profile_memory"},
+                               /*probed=*/true);
+  rapidjson::Document d;
+  d.Parse(r->profile.profiler_json.c_str());
+  EXPECT_FALSE(d["record_shapes"].GetBool());
+
+  // Every switch explicit: nothing to probe, and on means on whatever it costs.
+  spec_.profiler.record_shapes = true;
+  spec_.profiler.profile_memory = true;
+  spec_.profiler.with_flops = false;
+  int64_t probing = 0;
+  r = RunInferJob(
+      spec_, [&](const JobProgress& p) { probing += p.stage == "probing"; }, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(probing, 0);
+  ExpectConsistentBudgetRecord(r->profile.profiler_json, 0, {}, /*probed=*/false);
+  d.Parse(r->profile.profiler_json.c_str());
+  EXPECT_TRUE(d["record_shapes"].GetBool());
+  EXPECT_TRUE(d["profile_memory"].GetBool());
+  EXPECT_FALSE(d["with_flops"].GetBool());
+}
+
+TEST_F(InferJob, NoTraceSaysWhyNothingWasProbed) {
+  spec_.model.weights = "LibreYOLO9t.pt";
+  spec_.trace = false;
+  auto r = RunInferJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  rapidjson::Document d;
+  ASSERT_FALSE(d.Parse(r->profile.profiler_json.c_str()).HasParseError());
+  EXPECT_EQ(d["probe_overhead_pct"].Size(), 0u);
+  EXPECT_NE(std::string(d["probe_note"].GetString()).find("--no-trace"), std::string::npos);
+  EXPECT_TRUE(d["overhead_pct"].IsNull());
+}
+
+TEST_F(InferJob, RecordsTheThreadPools) {
+  spec_.model.weights = "LibreYOLO9t.pt";
+  spec_.trace = false;
+  auto r = RunInferJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  rapidjson::Document c;
+  ASSERT_FALSE(c.Parse(r->profile.config_json.c_str()).HasParseError()) << r->profile.config_json;
+  EXPECT_EQ(c["threads"].GetInt(), 2);
+  EXPECT_GE(c["interop_threads"].GetInt(), 1);
+  EXPECT_EQ(c["omp_wait_policy"].GetString(), OmpWaitPolicy());
+  const std::string blas = c["blas"].GetString();
+  if (blas.rfind("openblas", 0) == 0) {
+    // LibTorch brought OpenBLAS in: its pool follows --threads, whatever it was before.
+    EXPECT_EQ(c["blas_threads"].GetInt(), 2);
+    EXPECT_EQ(OpenBlasThreads(), 2);
+    spec_.model.threads = 1;
+    r = RunInferJob(spec_, nullptr, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(OpenBlasThreads(), 1);
+  } else {
+    EXPECT_TRUE(c["blas_threads"].IsNull()) << blas;
+  }
 }
 
 TEST_F(InferJob, CancelIsObserved) {

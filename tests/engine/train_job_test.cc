@@ -1,6 +1,7 @@
 // The training job end to end on the CPU (a tiny synthetic window, the files it writes, its
 // errors and cancellation), and the trainer's parts: optimizer groups, EMA, a loss that falls.
 #include <gtest/gtest.h>
+#include <rapidjson/document.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "server/engine/train/optim.h"
 #include "server/engine/train/profiled_window.h"
 #include "server/engine/train/trainer.h"
+#include "tests/engine/budget_record_check.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -92,7 +94,15 @@ TEST_P(TrainJob, WritesAProfileEveryReaderAccepts) {
   EXPECT_NE(c.find("\"weights\":\"random-init\""), std::string::npos) << c;
   EXPECT_NE(c.find("\"data\":\"synthetic:8\""), std::string::npos) << c;
   EXPECT_NE(c.find("\"blas\""), std::string::npos) << c;
-  EXPECT_NE(p->profiler_json.find("overhead_pct"), std::string::npos);
+  EXPECT_NE(c.find("\"interop_threads\""), std::string::npos) << c;
+  EXPECT_NE(c.find("\"blas_threads\""), std::string::npos) << c;
+  EXPECT_NE(c.find("\"omp_wait_policy\""), std::string::npos) << c;
+  // Every switch auto: probed with 4 steps (8 images at batch 2 give 4 batches an epoch).
+  ExpectConsistentBudgetRecord(p->profiler_json, 3.0,
+                               {"record_shapes", "with_flops", "profile_memory"}, true);
+  rapidjson::Document d;
+  d.Parse(p->profiler_json.c_str());
+  EXPECT_EQ(d["probe_iterations"].GetInt64(), 4);
   EXPECT_FALSE(RenderSummaryText(BuildSummary(*p, r->profile_path)).empty());
   const PhasesView phases = BuildPhases(*p, "x");
   EXPECT_EQ(phases.phases.size(), 6u);
@@ -115,7 +125,45 @@ TEST_F(TrainJobErrors, TooSmallADatasetIsOutOfRangeWithTheWaysOut) {
   EXPECT_FALSE(fs::exists(fs::path(spec_.project) / "prof" / "profile.json"));
 }
 
+TEST_F(TrainJobErrors, DataTooSmallForAProbeStillProfilesWithAutoSwitchesOn) {
+  // 4 images at batch 2: two batches an epoch fill warmup 1 + steps 1, not a 3-step probe.
+  spec_.data = "synthetic:4";
+  spec_.steps = 1;
+  int64_t probing = 0;
+  auto r = RunTrainJob(
+      spec_, [&](const JobProgress& p) { probing += p.stage == "probing"; }, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(probing, 0);
+  const std::string& j = r->profile.profiler_json;
+  ExpectConsistentBudgetRecord(j, 3.0, {"record_shapes", "with_flops", "profile_memory"}, false);
+  rapidjson::Document d;
+  d.Parse(j.c_str());
+  EXPECT_TRUE(d["record_shapes"].GetBool() && d["profile_memory"].GetBool() &&
+              d["with_flops"].GetBool())
+      << j;
+  EXPECT_NE(std::string(d["probe_note"].GetString()).find("2 batch(es) of 2 per epoch"),
+            std::string::npos)
+      << j;
+}
+
+TEST_F(TrainJobErrors, ExplicitSwitchesAreHonoured) {
+  spec_.profiler.record_shapes = false;
+  spec_.profiler.with_flops = true;
+  spec_.profiler.overhead_budget_pct = 0;
+  auto r = RunTrainJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string& j = r->profile.profiler_json;
+  ExpectConsistentBudgetRecord(j, 0, {"profile_memory"}, true);
+  rapidjson::Document d;
+  d.Parse(j.c_str());
+  EXPECT_FALSE(d["record_shapes"].GetBool()) << j;
+  EXPECT_TRUE(d["with_flops"].GetBool()) << j;
+}
+
 TEST_F(TrainJobErrors, BadOptionsAndDevices) {
+  spec_.profiler.overhead_budget_pct = -3;
+  EXPECT_TRUE(absl::IsInvalidArgument(RunTrainJob(spec_, nullptr, nullptr).status()));
+  spec_.profiler.overhead_budget_pct = 3;
   spec_.imgsz = 100;
   EXPECT_TRUE(absl::IsInvalidArgument(RunTrainJob(spec_, nullptr, nullptr).status()));
   spec_.imgsz = 64;

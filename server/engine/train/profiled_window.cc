@@ -116,4 +116,30 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
   return out;
 }
 
+absl::StatusOr<std::vector<double>> ProbeSteps(Trainer& trainer, LoaderBatchSource& source,
+                                               const TorchProfilerOptions* options, int64_t steps,
+                                               const std::function<void()>& after_step,
+                                               const CancelToken* cancel) {
+  if (auto s = source.Reserve(steps); !s.ok()) return s;
+  std::unique_ptr<TorchProfiler> profiler;
+  if (options != nullptr) {
+    auto started = TorchProfiler::Start(*options);
+    if (!started.ok()) return started.status();
+    profiler = *std::move(started);
+  }
+  std::vector<double> ms;
+  for (int64_t i = 0; i < steps; ++i) {
+    if (cancel != nullptr && cancel->cancelled.load()) {
+      return absl::CancelledError("cancelled while probing");
+    }
+    const auto t0 = Clock::now();
+    ScopedRange range(absl::StrCat("ProfilerStep#", i));
+    auto t = trainer.Step(source, /*sync=*/true);
+    if (!t.ok()) return t.status();
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    if (after_step) after_step();
+  }
+  return ms;  // a session stops with `profiler`, its events unread
+}
+
 }  // namespace libreyolo::engine

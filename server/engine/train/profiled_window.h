@@ -7,6 +7,7 @@
 #define LIBREYOLO_SERVER_ENGINE_TRAIN_PROFILED_WINDOW_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,15 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
                                                  const TorchProfilerOptions& options,
                                                  const JobFiles& files, const ProgressFn& progress,
                                                  const CancelToken* cancel);
+
+// Half a probe of the overhead budget (overhead_budget.h): `steps` training steps, reserved from
+// one epoch, synced per phase as recorded steps are, under a profiler session with `*options`
+// (its events dropped), or without the profiler when `options` is null. Returns each step's
+// wall milliseconds. `after_step` (may be empty) runs after each step, for progress.
+absl::StatusOr<std::vector<double>> ProbeSteps(Trainer& trainer, LoaderBatchSource& source,
+                                               const TorchProfilerOptions* options, int64_t steps,
+                                               const std::function<void()>& after_step,
+                                               const CancelToken* cancel);
 
 }  // namespace libreyolo::engine
 

@@ -6,7 +6,6 @@
 #include "absl/strings/ascii.h"
 #include "common/analysis/latency_stats.h"
 #include "common/json/json_writer.h"
-#include "server/engine/runtime_info.h"
 #include "server/engine/train/optim.h"
 
 namespace libreyolo::engine {
@@ -49,10 +48,9 @@ std::string TrainConfigJson(const TrainConfigFacts& f) {
       .Field("repeat", s.repeat)
       .Field("skip_first", s.skip_first)
       .Field("wait", s.wait)
-      .Field("cycles", s.cycles)
-      .Field("threads", static_cast<int64_t>(f.threads))
-      .Field("blas", LoadedBlas())
-      .Field("optimizer", f.optimizer)
+      .Field("cycles", s.cycles);
+  WriteThreadFields(w, f.threads);
+  w.Field("optimizer", f.optimizer)
       .Field("ema_decay", EmaSettings{}.decay)
       .Field("loss_first", f.loss_first)
       .Field("loss_last", f.loss_last);
@@ -73,15 +71,12 @@ std::string TrainConfigJson(const TrainConfigFacts& f) {
 }
 
 std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
-                              const ProfiledWindow& window, double synced_step_ms) {
+                              const BudgetOutcome& budget, const ProfiledWindow& window,
+                              double synced_step_ms) {
   JsonWriter w(/*pretty=*/false);
-  w.BeginObject()
-      .Field("activities", cuda_activity ? "cpu,cuda" : "cpu")
-      .Field("record_shapes", spec.profiler.record_shapes)
-      .Field("profile_memory", spec.profiler.profile_memory)
-      .Field("with_flops", spec.profiler.with_flops)
-      .Field("with_stack", spec.profiler.with_stack)
-      .Key("schedule")
+  w.BeginObject().Field("activities", cuda_activity ? "cpu,cuda" : "cpu");
+  WriteSwitchFields(w, budget, spec.profiler.with_stack, spec.profiler.overhead_budget_pct);
+  w.Key("schedule")
       .BeginObject()
       .Field("skip_first", spec.skip_first)
       .Field("wait", spec.wait)

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "common/profile/profile.h"
+#include "server/engine/cpu_threads.h"
 #include "server/engine/engine.h"
+#include "server/engine/overhead_budget.h"
 #include "server/engine/train/profiled_window.h"
 #include "server/engine/train/trainer.h"
 
@@ -22,7 +24,7 @@ struct TrainConfigFacts {
   std::string device_label, weights_label, model_label;
   std::string dataset;
   int64_t dataset_images = 0;
-  int threads = 0;
+  ThreadSettings threads;
   std::string optimizer;
   double loss_first = 0, loss_last = 0;
   int64_t skipped_steps = 0;  // float16 steps the loss scaler skipped (inf/NaN gradients)
@@ -31,13 +33,16 @@ struct TrainConfigFacts {
 };
 
 // The config object (model, size, weights, data, batch, imgsz, workers, amp, amp_effective and
-// why, device, steps, warmup, schedule, threads, blas, optimizer, EMA, losses, composition).
+// why, device, steps, warmup, schedule, threads, interop_threads, blas, blas_threads,
+// omp_wait_policy, optimizer, EMA, losses, composition).
 std::string TrainConfigJson(const TrainConfigFacts& f);
 
-// The profiler object; overhead_pct compares the recorded steps with the measured window's
+// The profiler object: the switches in force and the overhead budget's record (`budget`), the
+// schedule, the traces; overhead_pct compares the recorded steps with the measured window's
 // synchronised steps (both sync per phase on CUDA, so like is compared with like).
 std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
-                              const ProfiledWindow& window, double synced_step_ms);
+                              const BudgetOutcome& budget, const ProfiledWindow& window,
+                              double synced_step_ms);
 
 // Puts the measured window's numbers in the headline (step_ms, img_per_s, dataload_ms, and
 // with them dataload_frac, gpu_util, the residual host overhead and achieved TFLOP/s) and,

@@ -23,6 +23,7 @@
 #include "server/engine/engine.h"
 #include "server/engine/job_files.h"
 #include "server/engine/model_loader.h"
+#include "server/engine/overhead_budget.h"
 #include "server/engine/runtime_info.h"
 #include "server/engine/train/auto_batch.h"
 #include "server/engine/train/profiled_window.h"
@@ -52,7 +53,7 @@ absl::Status Validate(const TrainJobSpec& s) {
     return absl::InvalidArgumentError("--skip-first and --wait must be >= 0");
   }
   if (s.cycles < 1) return absl::InvalidArgumentError("--cycles must be >= 1");
-  return absl::OkStatus();
+  return ValidateOverheadBudget(s.profiler.overhead_budget_pct);
 }
 
 // Exit 3: the window cannot be filled from one epoch at this batch.
@@ -101,7 +102,7 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     return WindowNotFilled(spec, **dataset, spec.batch);
   }
   if ((*dataset)->size() < window) return WindowNotFilled(spec, **dataset, 1);
-  const int threads = ConfigureThreads(spec.model.threads);
+  const ThreadSettings threads = ConfigureThreads(spec.model.threads);
   const bool amp = spec.amp && device->cuda;
 
   try {
@@ -198,12 +199,48 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     schedule.warmup = spec.warmup;
     schedule.active = spec.steps;
     schedule.cycles = spec.cycles;
-    TorchProfilerOptions po;
-    po.record_shapes = spec.profiler.record_shapes;
-    po.profile_memory = spec.profiler.profile_memory;
-    po.with_flops = spec.profiler.with_flops;
-    po.with_stack = spec.profiler.with_stack;
-    po.cuda = device->cuda && spec.profiler.cuda;
+    auto profiler_options = [&](const ResolvedSwitches& sw) {
+      TorchProfilerOptions po;
+      po.record_shapes = sw.record_shapes;
+      po.profile_memory = sw.profile_memory;
+      po.with_flops = sw.with_flops;
+      po.with_stack = spec.profiler.with_stack;
+      po.cuda = device->cuda && spec.profiler.cuda;
+      return po;
+    };
+    // The overhead budget (overhead_budget.h): each probe times synchronised steps (as recorded
+    // steps are) without the profiler, then as many under it, and compares the medians. Each
+    // half takes its steps from one epoch (LoaderBatchSource::Reserve), so it needs no more
+    // batches than an epoch holds: never more data than the window already needs, and no exit
+    // 3 that the run would not have had.
+    const int64_t per_epoch = (*loader)->BatchesPerEpoch();
+    const int64_t probe_steps = std::min(kProbeIterations, per_epoch);
+    BudgetOutcome budget;
+    if (probe_steps < kMinProbeIterations) {
+      budget = SkipOverheadBudget(
+          spec.profiler,
+          absl::StrFormat("not probed: %s gives %d batch(es) of %d per epoch, fewer than the %d "
+                          "steps of a probe; auto switches stay on",
+                          (*dataset)->Describe(), per_epoch, batch, kMinProbeIterations));
+    } else {
+      const int64_t probe_total =
+          static_cast<int64_t>(AutoSwitches(spec.profiler).size()) * 2 * probe_steps;
+      int64_t probed = 0;
+      auto probe = [&](const ResolvedSwitches& sw) -> absl::StatusOr<ProbeResult> {
+        auto after_step = [&] { report("probing", ++probed, probe_total); };
+        auto unprofiled = ProbeSteps(trainer, source, nullptr, probe_steps, after_step, cancel);
+        if (!unprofiled.ok()) return unprofiled.status();
+        const TorchProfilerOptions po = profiler_options(sw);
+        auto profiled = ProbeSteps(trainer, source, &po, probe_steps, after_step, cancel);
+        if (!profiled.ok()) return profiled.status();
+        return ProbeResult{MedianMs(*std::move(unprofiled)), MedianMs(*std::move(profiled))};
+      };
+      auto applied =
+          ApplyOverheadBudget(spec.profiler, spec.profiler.overhead_budget_pct, probe_steps, probe);
+      if (!applied.ok()) return applied.status();
+      budget = *std::move(applied);
+    }
+    const TorchProfilerOptions po = profiler_options(budget.switches);
     auto profiled = RunProfiledWindow(trainer, source, schedule, po, files, progress, cancel);
     if (!profiled.ok()) return profiled.status();
 
@@ -235,7 +272,7 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     facts.phases = m.phases;
     facts.loader_note = (*loader)->note();
     p.config_json = TrainConfigJson(facts);
-    p.profiler_json = TrainProfilerJson(spec, po.cuda, *profiled, m.synced_step_ms);
+    p.profiler_json = TrainProfilerJson(spec, po.cuda, budget, *profiled, m.synced_step_ms);
     p.tool_name = "libreyolo-profiler";
     p.tool_version = LIBREYOLO_VERSION;
     p.libtorch_version = LibTorchVersion();

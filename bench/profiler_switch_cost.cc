@@ -1,0 +1,167 @@
+// profiler_switch_cost: what each of the profiler's costly switches (record_shapes,
+// profile_memory, with_flops) adds to a LibreYOLO9 forward on this machine, the measurement
+// behind the overhead budget's order (server/engine/overhead_budget.h, kDisableOrder).
+//
+// One process, interleaved: every round runs, in a rotating order, a short block of forwards
+// for each configuration (no profiler; the bare profiler with all three off; each switch alone;
+// all three but one; all three), so that load from other processes falls on every configuration
+// alike, which separate runs of libreyolo-engine on a shared machine cannot promise. Prints per
+// configuration the median forward, the median added over no profiler and over the bare
+// profiler, and then each switch's cost alone (over bare) and within all three (all three minus
+// all but it): the budget turns auto switches off starting from all three on.
+// --cpu-time 1 times the calling thread's CPU time instead of wall time: with --threads 1 the
+// whole forward, and the profiler's bookkeeping, runs on that thread, and its CPU time does not
+// count the time spent waiting for a core, so a loaded machine still gives clean numbers.
+//
+//   profiler_switch_cost [--weights PATH] [--imgsz 320] [--threads 2] [--rounds 12] [--block 3]
+//                        [--cpu-time 0|1]
+#include <time.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "server/engine/collect/torch_profiler.h"
+#include "server/engine/model_loader.h"
+#include "server/engine/overhead_budget.h"
+#include "server/engine/runtime_info.h"
+
+namespace {
+
+using libreyolo::engine::TorchProfiler;
+using libreyolo::engine::TorchProfilerOptions;
+using Clock = std::chrono::steady_clock;
+
+double ThreadCpuMs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+struct Config {
+  std::string name;
+  bool profiled = false;
+  TorchProfilerOptions options;
+};
+
+std::vector<Config> Configs() {
+  auto with = [](const std::string& name, bool s, bool m, bool f) {
+    Config c{name, true, {}};
+    c.options.record_shapes = s;
+    c.options.profile_memory = m;
+    c.options.with_flops = f;
+    c.options.with_stack = false;
+    c.options.cuda = false;
+    return c;
+  };
+  return {
+      Config{"no profiler", false, {}},          with("bare (all off)", false, false, false),
+      with("record_shapes", true, false, false), with("profile_memory", false, true, false),
+      with("with_flops", false, false, true),    with("all but shapes", false, true, true),
+      with("all but memory", true, false, true), with("all but flops", true, true, false),
+      with("all three", true, true, true),
+  };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string weights = "/work/shared/fixtures/models/libreyolo9t_seed1234.pt";
+  int64_t imgsz = 320, threads = 2, rounds = 12, block = 3, cpu_time = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const std::string value = argv[i + 1];
+    int64_t n = 0;
+    if (flag == "--weights") {
+      weights = value;
+      continue;
+    }
+    if (!absl::SimpleAtoi(value, &n) || n < 0) {
+      std::cerr << "bad value for " << flag << ": " << value << "\n";
+      return 2;
+    }
+    if (flag == "--imgsz") {
+      imgsz = n;
+    } else if (flag == "--threads") {
+      threads = n;
+    } else if (flag == "--rounds") {
+      rounds = n;
+    } else if (flag == "--block") {
+      block = n;
+    } else if (flag == "--cpu-time") {
+      cpu_time = n;
+    } else {
+      std::cerr << "unknown flag " << flag << "\n";
+      return 2;
+    }
+  }
+  const auto t = libreyolo::engine::ConfigureThreads(static_cast<int>(threads));
+  auto loaded = libreyolo::engine::LoadModel(weights, "t", 0);
+  if (!loaded.ok()) {
+    std::cerr << loaded.status() << "\n";
+    return 1;
+  }
+  loaded->model->eval();
+  torch::InferenceMode guard;
+  const torch::Tensor x = torch::rand({1, 3, imgsz, imgsz});
+  for (int i = 0; i < 3; ++i) loaded->model->predict(x);
+
+  const std::vector<Config> configs = Configs();
+  std::map<std::string, std::vector<double>> ms;
+  for (int64_t r = 0; r < rounds; ++r) {
+    for (size_t k = 0; k < configs.size(); ++k) {
+      const Config& c = configs[(k + static_cast<size_t>(r)) % configs.size()];
+      std::unique_ptr<TorchProfiler> session;
+      if (c.profiled) {
+        auto started = TorchProfiler::Start(c.options);
+        if (!started.ok()) {
+          std::cerr << started.status() << "\n";
+          return 1;
+        }
+        session = *std::move(started);
+      }
+      for (int64_t i = 0; i < block; ++i) {
+        const auto t0 = Clock::now();
+        const double c0 = ThreadCpuMs();
+        loaded->model->predict(x);
+        ms[c.name].push_back(
+            cpu_time != 0 ? ThreadCpuMs() - c0
+                          : std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      }
+    }
+  }
+  const double none = libreyolo::engine::MedianMs(ms["no profiler"]);
+  const double bare = libreyolo::engine::MedianMs(ms["bare (all off)"]);
+  std::cout << absl::StrFormat(
+      "# LibreYOLO9t forward, %dx%d, threads %d (blas %s, blas_threads %s, OMP_WAIT_POLICY %s); "
+      "%d rounds x %d forwards per configuration, interleaved; %s\n",
+      imgsz, imgsz, t.threads, t.blas, t.blas_threads ? std::to_string(*t.blas_threads) : "-",
+      t.omp_wait_policy, rounds, block, cpu_time != 0 ? "calling thread's CPU time" : "wall time");
+  std::cout << absl::StrFormat("%-16s %10s %12s %8s %14s\n", "configuration", "median ms",
+                               "+ms vs none", "+%", "+ms vs bare");
+  for (const Config& c : configs) {
+    const double m = libreyolo::engine::MedianMs(ms[c.name]);
+    std::cout << absl::StrFormat("%-16s %10.2f %12.2f %7.1f%% %14s\n", c.name, m, m - none,
+                                 100.0 * (m - none) / none,
+                                 c.profiled ? absl::StrFormat("%.2f", m - bare) : "-");
+  }
+  const double all = libreyolo::engine::MedianMs(ms["all three"]);
+  std::cout << absl::StrFormat("%-16s %14s %18s\n", "switch", "alone +ms", "within all +ms");
+  for (const auto& [name, without] :
+       std::vector<std::pair<std::string, std::string>>{{"record_shapes", "all but shapes"},
+                                                        {"profile_memory", "all but memory"},
+                                                        {"with_flops", "all but flops"}}) {
+    std::cout << absl::StrFormat("%-16s %14.2f %18.2f\n", name,
+                                 libreyolo::engine::MedianMs(ms[name]) - bare,
+                                 all - libreyolo::engine::MedianMs(ms[without]));
+  }
+  return 0;
+}
