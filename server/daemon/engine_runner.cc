@@ -92,6 +92,9 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
     out.exit_code = ExitCodeFor(s);
     out.status = std::move(s);
     store_->DiscardScratch(job.id());
+    // Nothing of a failed job stays published: not the artifacts stored before the failure.
+    out.artifacts.clear();
+    store_->DiscardArtifacts(job.id());
     return out;
   };
   auto scratch = store_->ScratchDir(job.id());

@@ -108,6 +108,9 @@ absl::Status JobManager::Recover(std::vector<std::string>* warnings) {
       e->job.set_exit_code(1);
       e->job.set_finish_time_unix_ms(NowMs());
       store_->DiscardScratch(id);
+      // It may have died between publishing an artifact and recording the job's success.
+      e->job.clear_artifacts();
+      store_->DiscardArtifacts(id);
       AppendEventLocked(*e, "failed", 0, 0, e->job.error());
       PersistLocked(*e);
     } else if (e->job.state() == v1::JOB_STATE_QUEUED) {
@@ -473,8 +476,8 @@ void JobManager::RunOne(const std::string& device, Entry& e) {
   std::lock_guard<std::mutex> lock(mu_);
   v1::Job& job = e.job;
   job.set_finish_time_unix_ms(NowMs());
-  for (const v1::Artifact& a : out.artifacts) *job.add_artifacts() = a;
   if (out.status.ok()) {
+    for (const v1::Artifact& a : out.artifacts) *job.add_artifacts() = a;
     job.set_state(v1::JOB_STATE_SUCCEEDED);
     job.set_exit_code(0);
     job.set_error("");

@@ -642,6 +642,19 @@ void JobStore::DiscardScratch(const std::string& job_id) {
   }
 }
 
+void JobStore::DiscardArtifacts(const std::string& job_id) {
+  try {
+    if (!ValidJobId(job_id)) return;
+    const std::string dir = Join(store_dir_, job_id);
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;  // only what we made
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (!ec) (void)FsyncDir(store_dir_);
+  } catch (...) {  // best effort, like DiscardScratch
+  }
+}
+
 absl::StatusOr<v1::Artifact> JobStore::PublishArtifact(const std::string& job_id,
                                                        const std::string& file,
                                                        const std::string& name, int64_t max_bytes) {

@@ -44,6 +44,10 @@ class JobStore {
   absl::StatusOr<std::string> ArtifactDir(const std::string& job_id);
   absl::StatusOr<std::string> ScratchDir(const std::string& job_id);
   void DiscardScratch(const std::string& job_id);
+  // Removes the job's artifact directory, when it is a real directory (best effort): what a
+  // job that did not succeed may have published before it failed or the daemon died. Its
+  // record and events stay.
+  void DiscardArtifacts(const std::string& job_id);
 
   // Moves `file` (in the scratch dir) into the artifact dir as `name` atomically and returns
   // its Artifact entry (size and SHA-256). RESOURCE_EXHAUSTED when larger than `max_bytes`.
