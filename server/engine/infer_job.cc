@@ -19,6 +19,7 @@
 #include "common/json/json_writer.h"
 #include "common/profile/profile_json.h"
 #include "common/trace/trace_analyser.h"
+#include "server/engine/collect/profiling_session.h"
 #include "server/engine/collect/torch_profiler.h"
 #include "server/engine/collect/trace_export.h"
 #include "server/engine/data/batch.h"
@@ -215,6 +216,8 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     if (auto made = CreateJobDir(files); !made.ok()) return made;
     Profile p;
     double profiled_mean_ms = 0;
+    std::string gpu_collector = "none";
+    std::vector<std::string> collector_notes;
     auto profiler_options = [&](const ResolvedSwitches& sw) {
       TorchProfilerOptions po;
       po.record_shapes = sw.record_shapes;
@@ -258,7 +261,8 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       if (!applied.ok()) return applied.status();
       budget = *std::move(applied);
       const int64_t n = std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs));
-      auto profiler = TorchProfiler::Start(profiler_options(budget.switches));
+      // The recorded window: LibTorch's profiler, with CUPTI for GPU activity on CUDA.
+      auto profiler = ProfilingSession::Start(profiler_options(budget.switches));
       if (!profiler.ok()) return profiler.status();
       const auto w0 = Clock::now();
       for (int64_t i = 0; i < n; ++i) {
@@ -272,6 +276,8 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       profiled_mean_ms = Ms(Clock::now() - w0) / static_cast<double>(n);
       auto collected = (*profiler)->Stop();
       if (!collected.ok()) return collected.status();
+      gpu_collector = (*profiler)->gpu_collector();
+      collector_notes = collected->notes;
       report("writing", 0, 2);
       TraceExportOptions eo;
       eo.pid = static_cast<int64_t>(::getpid());
@@ -339,6 +345,12 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       prof.Field("overhead_pct", 100.0 * (profiled_mean_ms - stats.mean_ms) / stats.mean_ms);
     } else {
       prof.Key("overhead_pct").Null();
+    }
+    prof.Field("gpu_collector", gpu_collector);
+    if (!collector_notes.empty()) {
+      prof.Key("notes").BeginArray();
+      for (const std::string& n : collector_notes) prof.String(n);
+      prof.EndArray();
     }
     p.profiler_json = Finish(prof.EndObject());
     // The residual host overhead must use the same step as the headline (the unprofiled one);

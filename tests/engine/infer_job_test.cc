@@ -72,6 +72,14 @@ TEST_F(InferJob, WritesAProfileEveryReaderAccepts) {
   EXPECT_EQ(p->bound, "compute");
   EXPECT_NE(p->config_json.find("random-init"), std::string::npos) << p->config_json;
   EXPECT_NE(p->profiler_json.find("overhead_pct"), std::string::npos);
+  // A CPU job: no GPU collector, and no note about one.
+  {
+    rapidjson::Document prof;
+    prof.Parse(p->profiler_json.c_str());
+    ASSERT_TRUE(prof.IsObject() && prof.HasMember("gpu_collector")) << p->profiler_json;
+    EXPECT_STREQ(prof["gpu_collector"].GetString(), "none");
+  }
+  EXPECT_EQ(p->profiler_json.find("CUPTI"), std::string::npos) << p->profiler_json;
   std::vector<std::string> phases;
   for (const PhaseRow& row : p->phases) phases.push_back(row.phase);
   EXPECT_EQ(phases, (std::vector<std::string>{"preprocess", "forward", "postprocess"}));

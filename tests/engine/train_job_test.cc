@@ -103,6 +103,7 @@ TEST_P(TrainJob, WritesAProfileEveryReaderAccepts) {
   rapidjson::Document d;
   d.Parse(p->profiler_json.c_str());
   EXPECT_EQ(d["probe_iterations"].GetInt64(), 4);
+  EXPECT_STREQ(d["gpu_collector"].GetString(), "none");
   EXPECT_FALSE(RenderSummaryText(BuildSummary(*p, r->profile_path)).empty());
   const PhasesView phases = BuildPhases(*p, "x");
   EXPECT_EQ(phases.phases.size(), 6u);

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/engine/collect/profiling_session.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -79,7 +80,8 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
       if (auto s = run(false); !s.ok()) return s;
     }
     if (auto s = source.Reserve(schedule.warmup + schedule.active); !s.ok()) return s;
-    auto profiler = TorchProfiler::Start(options);
+    // LibTorch's profiler, with CUPTI for GPU activity on CUDA (profiling_session.h).
+    auto profiler = ProfilingSession::Start(options);
     if (!profiler.ok()) return profiler.status();
     for (int64_t i = 0; i < schedule.warmup; ++i) {
       if (auto s = run_in_range(true); !s.ok()) return s;
@@ -93,6 +95,7 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
     out.recorded_steps += schedule.active;
     auto collected = (*profiler)->Stop();
     if (!collected.ok()) return collected.status();
+    out.gpu_collector = (*profiler)->gpu_collector();
     DropWarmupEvents(*collected, first_active);
     for (const std::string& note : collected->notes) {
       if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end()) {

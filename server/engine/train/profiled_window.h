@@ -31,7 +31,8 @@ struct ProfiledWindow {
   std::string trace;                      // profile_trace.json: the last cycle
   double mean_step_ms = 0;                // recorded (active) steps over every cycle
   int64_t recorded_steps = 0;
-  std::vector<std::string> notes;  // the collectors' notes (e.g. no CUPTI)
+  std::vector<std::string> notes;      // the collectors' notes (e.g. no CUPTI)
+  std::string gpu_collector = "none";  // "cupti", "libtorch" (Kineto) or "none"
 };
 
 // Drops what a cycle's warmup recorded: every event that starts before the range of

@@ -93,6 +93,7 @@ std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
   } else {
     w.Key("overhead_pct").Null();
   }
+  w.Field("gpu_collector", window.gpu_collector);
   if (!window.notes.empty()) {
     w.Key("notes").BeginArray();
     for (const std::string& n : window.notes) w.String(n);
