@@ -11,6 +11,7 @@
 
 #include "server/daemon/daemon.h"
 #include "server/daemon/daemon_config.h"
+#include "server/engine/cpu_threads.h"
 
 namespace {
 
@@ -26,6 +27,9 @@ void OnSignal(int sig) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // libgomp reads OMP_WAIT_POLICY when it loads: idle OpenMP threads must not spin on a shared
+  // box, so restart once with PASSIVE unless the user chose a policy (cpu_threads.h).
+  libreyolo::engine::ReexecWithPassiveOmpWaitPolicy(argv);
   using libreyolo::daemon::DaemonConfig;
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (::pipe(g_signal_pipe) != 0) {
