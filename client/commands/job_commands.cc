@@ -36,11 +36,10 @@ int Fail(std::ostream& err, const std::string& cmd, int code, const std::string&
 
 int FailStatus(std::ostream& err, const std::string& cmd, const absl::Status& s) {
   // Exit 2 for what the user can fix in the command line or setup; 1 otherwise.
-  const bool usage = absl::IsInvalidArgument(s) || absl::IsNotFound(s) ||
-                     absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s) ||
-                     absl::IsUnavailable(s) || absl::IsResourceExhausted(s) ||
-                     absl::IsFailedPrecondition(s) || absl::IsAlreadyExists(s) ||
-                     absl::IsDeadlineExceeded(s);
+  const bool usage =
+      absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsUnauthenticated(s) ||
+      absl::IsPermissionDenied(s) || absl::IsUnavailable(s) || absl::IsResourceExhausted(s) ||
+      absl::IsFailedPrecondition(s) || absl::IsAlreadyExists(s) || absl::IsDeadlineExceeded(s);
   return Fail(err, cmd, usage ? kExitUsage : kExitAnalysisFailed, std::string(s.message()));
 }
 
@@ -63,7 +62,8 @@ absl::StatusOr<int64_t> IntFlag(const ParsedArgs& a, const std::string& name) {
   if (!v) return absl::NotFoundError(name);
   int64_t n = 0;
   if (!absl::SimpleAtoi(*v, &n)) {
-    return absl::InvalidArgumentError(absl::StrCat("--", name, " needs an integer, got '", *v, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " needs an integer, got '", *v, "'"));
   }
   return n;
 }
@@ -90,8 +90,8 @@ absl::Status MaybeDouble(const ParsedArgs& a, const std::string& name, Set set) 
 
 // ---- Request building -----------------------------------------------------------------------
 
-const std::vector<std::string> kImageExtensions = {".jpg", ".jpeg", ".png", ".bmp",
-                                                   ".webp", ".tif", ".tiff"};
+const std::vector<std::string> kImageExtensions = {".jpg",  ".jpeg", ".png", ".bmp",
+                                                   ".webp", ".tif",  ".tiff"};
 
 bool IsImage(const fs::path& p) {
   std::string ext = absl::AsciiStrToLower(p.extension().string());
@@ -122,8 +122,8 @@ absl::Status AddInlineImages(const std::string& source, v1::InferSpec* spec) {
     files.push_back(source);
   }
   if (files.empty()) {
-    return absl::NotFoundError(absl::StrCat(source, " holds no images (",
-                                            absl::StrJoin(kImageExtensions, " "), ")"));
+    return absl::NotFoundError(
+        absl::StrCat(source, " holds no images (", absl::StrJoin(kImageExtensions, " "), ")"));
   }
   for (const fs::path& f : files) {
     std::ifstream in(f, std::ios::binary);
@@ -155,7 +155,8 @@ absl::Status FillProfiler(const ParsedArgs& a, v1::ProfilerOptions* p) {
     for (auto part : absl::StrSplit(*act, ',', absl::SkipEmpty())) {
       const std::string s = absl::AsciiStrToLower(absl::StripAsciiWhitespace(part));
       if (s != "cpu" && s != "cuda") {
-        return absl::InvalidArgumentError(absl::StrCat("--activities: '", s, "' is not cpu or cuda"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--activities: '", s, "' is not cpu or cuda"));
       }
       p->add_activities(s);
     }
@@ -164,7 +165,7 @@ absl::Status FillProfiler(const ParsedArgs& a, v1::ProfilerOptions* p) {
   if (a.switches.count("profile-memory")) p->set_profile_memory(a.Switch("profile-memory"));
   if (a.switches.count("with-flops")) p->set_with_flops(a.Switch("with-flops"));
   p->set_with_stack(a.Switch("with-stack"));
-  return absl::OkStatus();
+  return MaybeDouble(a, "overhead-budget", [&](double v) { p->set_overhead_budget_pct(v); });
 }
 
 absl::Status FillCommon(const ParsedArgs& a, v1::SubmitJobRequest* r) {
@@ -198,7 +199,9 @@ absl::StatusOr<v1::SubmitJobRequest> BuildInfer(const ParsedArgs& a, bool remote
     }
   }
   absl::Status st;
-  auto set = [&](absl::Status x) { if (st.ok()) st = x; };
+  auto set = [&](absl::Status x) {
+    if (st.ok()) st = x;
+  };
   set(MaybeInt(a, "batch", [&](int64_t v) { s->set_batch(v); }));
   set(MaybeInt(a, "imgsz", [&](int64_t v) { s->set_imgsz(v); }));
   set(MaybeInt(a, "warmup", [&](int64_t v) { s->set_warmup(v); }));
@@ -228,7 +231,9 @@ absl::StatusOr<v1::SubmitJobRequest> BuildRun(const ParsedArgs& a, bool remote) 
   }
   s->set_data(data);
   absl::Status st;
-  auto set = [&](absl::Status x) { if (st.ok()) st = x; };
+  auto set = [&](absl::Status x) {
+    if (st.ok()) st = x;
+  };
   set(MaybeInt(a, "batch", [&](int64_t v) { s->set_batch(v); }));
   set(MaybeInt(a, "imgsz", [&](int64_t v) { s->set_imgsz(v); }));
   set(MaybeInt(a, "workers", [&](int64_t v) { s->set_workers(v); }));
@@ -308,7 +313,9 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   inv.reader = "summary";
   inv.inputs = {profile_path};
   auto summary = RunReader(inv, [](const std::string& p) { return LoadProfile(p); });
-  if (!summary.ok()) return Fail(err, cmd, ReaderExitCode(summary.status()), std::string(summary.status().message()));
+  if (!summary.ok())
+    return Fail(err, cmd, ReaderExitCode(summary.status()),
+                std::string(summary.status().message()));
   out << (a.Switch("json") ? summary->json : summary->text);
   out.flush();
   return kExitOk;
@@ -351,8 +358,8 @@ absl::StatusOr<v1::JobState> ParseState(const std::string& s) {
                           v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED}) {
     if (StateName(st) == absl::AsciiStrToLower(s)) return st;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--state '", s, "' is not queued, running, succeeded, failed or cancelled"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--state '", s, "' is not queued, running, succeeded, failed or cancelled"));
 }
 
 std::string Age(int64_t unix_ms) {
@@ -369,11 +376,13 @@ int JobsList(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   }
   for (const std::string& l : a.Values("label")) {
     const size_t eq = l.find('=');
-    if (eq == std::string::npos) return Fail(err, "jobs list", kExitUsage, "--label needs KEY=VALUE");
+    if (eq == std::string::npos)
+      return Fail(err, "jobs list", kExitUsage, "--label needs KEY=VALUE");
     (*req.mutable_labels())[l.substr(0, eq)] = l.substr(eq + 1);
   }
   if (auto o = a.Value("owner")) req.set_owner(*o);
-  if (auto st = MaybeInt(a, "limit", [&](int64_t v) { req.set_page_size(static_cast<int32_t>(v)); });
+  if (auto st =
+          MaybeInt(a, "limit", [&](int64_t v) { req.set_page_size(static_cast<int32_t>(v)); });
       !st.ok()) {
     return FailStatus(err, "jobs list", st);
   }
@@ -417,11 +426,11 @@ int JobsShow(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
     out << ProtoJson(job) << "\n";
     return kExitOk;
   }
-  out << "job       " << job.id() << "\nkind      " << (job.kind() == v1::JOB_KIND_RUN ? "run" : "infer")
-      << "\nstate     " << StateName(job.state()) << "\nowner     " << job.owner()
-      << "\ndevice    " << job.device() << "\ncreated   " << Age(job.create_time_unix_ms())
-      << "\nstarted   " << Age(job.start_time_unix_ms()) << "\nfinished  "
-      << Age(job.finish_time_unix_ms()) << "\n";
+  out << "job       " << job.id() << "\nkind      "
+      << (job.kind() == v1::JOB_KIND_RUN ? "run" : "infer") << "\nstate     "
+      << StateName(job.state()) << "\nowner     " << job.owner() << "\ndevice    " << job.device()
+      << "\ncreated   " << Age(job.create_time_unix_ms()) << "\nstarted   "
+      << Age(job.start_time_unix_ms()) << "\nfinished  " << Age(job.finish_time_unix_ms()) << "\n";
   if (job.queue_position() > 0) out << "position  " << job.queue_position() << "\n";
   if (!job.error().empty()) out << "error     " << job.error() << "\n";
   if (job.step_ms() > 0) {
@@ -445,7 +454,8 @@ int JobsWatch(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   if (!session.ok()) return FailStatus(err, "jobs watch", session.status());
   InstallInterruptFlag();
   const bool json = a.Switch("json");
-  ProgressDisplay display(err, ::isatty(STDERR_FILENO) ? ProgressStyle::kBar : ProgressStyle::kLines);
+  ProgressDisplay display(err,
+                          ::isatty(STDERR_FILENO) ? ProgressStyle::kBar : ProgressStyle::kLines);
   auto w = WatchJob((*session)->connection(), a.positionals[0], from, [&](const v1::JobEvent& e) {
     if (json) {
       out << EventJson(e) << "\n";
@@ -458,8 +468,7 @@ int JobsWatch(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   if (!w.ok()) return FailStatus(err, "jobs watch", w.status());
   if (w->interrupted) return 130;
   if (!json) out << "job " << w->job.id() << " " << StateName(w->job.state()) << "\n";
-  return w->job.state() == v1::JOB_STATE_SUCCEEDED ? kExitOk
-                                                   : std::max(1, w->job.exit_code());
+  return w->job.state() == v1::JOB_STATE_SUCCEEDED ? kExitOk : std::max(1, w->job.exit_code());
 }
 
 int JobsCancel(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
@@ -511,10 +520,15 @@ std::vector<FlagSpec> WithRemote(std::vector<FlagSpec> flags) {
 std::vector<FlagSpec> ProfilerFlags() {
   return {
       {"activities", "LIST", "cpu,<device>", "what to record: cpu, cuda (comma-separated)"},
-      {"record-shapes", "", "auto", "record operator input shapes (auto: on within the overhead budget)", true},
-      {"profile-memory", "", "auto", "record allocations (auto: on within the overhead budget)", true},
-      {"with-flops", "", "auto", "estimate FLOPs of convolutions and matmuls (auto: on within budget)", true},
+      {"record-shapes", "", "auto",
+       "record operator input shapes (auto: on within the overhead budget)", true},
+      {"profile-memory", "", "auto", "record allocations (auto: on within the overhead budget)",
+       true},
+      {"with-flops", "", "auto",
+       "estimate FLOPs of convolutions and matmuls (auto: on within budget)", true},
       {"with-stack", "", "", "record Python/C++ stacks (off)"},
+      {"overhead-budget", "PCT", "3",
+       "the auto switches stay on while the profiler costs at most PCT %"},
   };
 }
 
@@ -538,14 +552,16 @@ std::vector<FlagSpec> Concat(std::vector<std::vector<FlagSpec>> parts) {
 
 const std::vector<JobCommand>& ProfileJobCommands() {
   static const auto* commands = new std::vector<JobCommand>{
-      {{"run", "profile a short training run on a libreyolod",
+      {{"run",
+        "profile a short training run on a libreyolod",
         "Profiles a short training run: --warmup steps, then --steps measured steps, under the\n"
         "profiler schedule (--skip-first --wait --warmup --active --cycles). The job runs on a\n"
         "libreyolod: --remote's, or your private one (started on demand on a Unix socket). The\n"
         "profile and traces are fetched into --project (<project>/prof/) and the summary printed.\n"
         "A dataset too small for the window exits 3. Ctrl-C cancels or detaches.",
         {{"data", true, "dataset YAML, directory or name (coco128), or synthetic[:N]"}},
-        Concat({{{"weights", "FILE", "LibreYOLO9t.pt", "weights file or name (absent default: seeded random init)"},
+        Concat({{{"weights", "FILE", "LibreYOLO9t.pt",
+                  "weights file or name (absent default: seeded random init)"},
                  {"size", "S", "t", "model size variant: t, s, m, c"},
                  {"batch", "N", "16", "micro-batch; -1 picks the largest under ~70% of VRAM"},
                  {"imgsz", "N", "640", "training image size"},
@@ -560,16 +576,21 @@ const std::vector<JobCommand>& ProfileJobCommands() {
                  {"repeat", "N", "1", "trials for mean and standard deviation"},
                  {"device", "D", "0", "device: 0, 1, ... or cpu"},
                  {"threads", "N", "0", "CPU threads (0 = all cores)"}},
-                ProfilerFlags(), JobFlags(), RemoteFlagSpecs()})},
+                ProfilerFlags(),
+                JobFlags(),
+                RemoteFlagSpecs()})},
        RunTrain},
-      {{"infer", "profile the inference path on a libreyolod",
+      {{"infer",
+        "profile the inference path on a libreyolod",
         "Profiles inference: --warmup iterations, then --runs measured iterations without the\n"
         "profiler (latency p50/p90/p99, img/s, preprocess/forward/postprocess), then a profiled\n"
-        "window. Runs on a libreyolod (--remote's, or your private one); the profile and trace are\n"
+        "window. Runs on a libreyolod (--remote's, or your private one); the profile and trace "
+        "are\n"
         "fetched into --project (<project>/infer/) and the summary printed. With --remote, local\n"
         "images are sent with the request.",
         {{"source", false, "image or directory (default: a generated sample image)"}},
-        Concat({{{"weights", "FILE", "LibreYOLO9t.pt", "weights file or name (absent default: seeded random init)"},
+        Concat({{{"weights", "FILE", "LibreYOLO9t.pt",
+                  "weights file or name (absent default: seeded random init)"},
                  {"size", "S", "t", "model size variant: t, s, m, c"},
                  {"batch", "N", "1", "images per forward"},
                  {"imgsz", "N", "640", "input size"},
@@ -584,7 +605,9 @@ const std::vector<JobCommand>& ProfileJobCommands() {
                  {"device", "D", "0", "device: 0, 1, ... or cpu"},
                  {"threads", "N", "0", "CPU threads (0 = all cores)"},
                  {"trace", "", "on", "export the Chrome trace", true}},
-                ProfilerFlags(), JobFlags(), RemoteFlagSpecs()})},
+                ProfilerFlags(),
+                JobFlags(),
+                RemoteFlagSpecs()})},
        RunInfer},
   };
   return *commands;
@@ -592,7 +615,8 @@ const std::vector<JobCommand>& ProfileJobCommands() {
 
 const std::vector<JobCommand>& JobsCommands() {
   static const auto* commands = new std::vector<JobCommand>{
-      {{"list", "jobs on the daemon (yours; all for admins), newest first",
+      {{"list",
+        "jobs on the daemon (yours; all for admins), newest first",
         "Lists jobs with their state, device, owner, step time and verdict or error.",
         {},
         WithRemote({{"state", "S", "", "only jobs in state S (repeatable)"},
@@ -601,24 +625,28 @@ const std::vector<JobCommand>& JobsCommands() {
                     {"limit", "N", "50", "at most N jobs"},
                     {"json", "", "", "the ListJobs response as JSON"}})},
        JobsList},
-      {{"show", "one job: state, times, error, artifacts",
+      {{"show",
+        "one job: state, times, error, artifacts",
         "Shows one job's record.",
         {{"job", true, "job id"}},
         WithRemote({{"json", "", "", "the Job as JSON"}})},
        JobsShow},
-      {{"watch", "follow a job's progress until it ends",
+      {{"watch",
+        "follow a job's progress until it ends",
         "Streams a job's progress events (from --from, a sequence number) until it ends. Exits\n"
         "0 when it succeeded, else the job's exit code.",
         {{"job", true, "job id"}},
         WithRemote({{"from", "SEQ", "1", "first event sequence number to show"},
                     {"json", "", "", "events as JSON lines on stdout"}})},
        JobsWatch},
-      {{"cancel", "cancel a queued or running job",
+      {{"cancel",
+        "cancel a queued or running job",
         "Cancels a queued job at once, a running one at its next step.",
         {{"job", true, "job id"}},
         WithRemote({})},
        JobsCancel},
-      {{"download", "fetch a job's artifacts into --project",
+      {{"download",
+        "fetch a job's artifacts into --project",
         "Downloads every artifact of a finished job (checksums verified) into the layout\n"
         "`profile run|infer` uses.",
         {{"job", true, "job id"}},

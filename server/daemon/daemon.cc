@@ -128,6 +128,8 @@ void Daemon::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_) return;
   }
+  // Refuse new jobs before health says NOT_SERVING, so no submission slips in between.
+  jobs_->StopAccepting();
   if (server_) server_->GetHealthCheckService()->SetServingStatus(false);
   jobs_->Drain(std::chrono::seconds(config_.drain_timeout_s));
   for (auto& l : unix_listeners_) l->Stop();

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "server/daemon/request_validation.h"
 
 namespace libreyolo::daemon {
@@ -39,6 +41,7 @@ void ToSwitches(const v1::ProfilerOptions& p, Switches* s) {
   if (p.has_profile_memory()) s->profile_memory = p.profile_memory();
   if (p.has_with_flops()) s->with_flops = p.with_flops();
   s->with_stack = p.with_stack();
+  if (p.has_overhead_budget_pct()) s->overhead_budget_pct = p.overhead_budget_pct();
   if (p.activities_size() > 0) {
     s->cuda =
         std::find(p.activities().begin(), p.activities().end(), "cuda") != p.activities().end();
@@ -65,6 +68,34 @@ absl::StatusOr<std::string> WriteInlineImages(const v1::InferSpec& s, const std:
     if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", file.string()));
   }
   return dir.string();
+}
+
+// Removes every occurrence of `prefix` (as it appears inside JSON strings) from the file,
+// rewriting it atomically.
+absl::Status StripPrefixInFile(const std::string& path, const std::string& prefix) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::UnavailableError(absl::StrCat("cannot read ", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  in.close();
+  std::string escaped;  // JSON escapes '/' optionally and '\\' and '"' always
+  for (char c : prefix) {
+    if (c == '"' || c == '\\') escaped += '\\';
+    escaped += c;
+  }
+  if (text.find(escaped) == std::string::npos) return absl::OkStatus();
+  text = absl::StrReplaceAll(text, {{escaped, ""}});
+  const std::string tmp = path + ".rel";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp, " (disk full?)"));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot replace ", path, ": ", ec.message()));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -172,6 +203,13 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
   const fs::path repeat = fs::path(*scratch) / "profile_repeat.json";
   if (fs::exists(repeat, ec)) files.push_back(repeat);
   std::sort(files.begin(), files.end());
+  // The engine records where it wrote (profile.trace, the cycle traces): the daemon's scratch
+  // directory, which callers must not see and which is gone once published. Make those
+  // paths relative to the job's output folder ("infer/profile_trace.json").
+  for (const fs::path& f : files) {
+    if (f.filename() != "profile.json" && f.filename() != "profile_repeat.json") continue;
+    if (auto s = StripPrefixInFile(f.string(), *scratch + "/"); !s.ok()) return fail(s);
+  }
   if (progress) progress(RunProgress{"storing", 0, static_cast<int64_t>(files.size()), ""});
   for (const fs::path& f : files) {
     auto a = store_->PublishArtifact(job.id(), f.string(), f.filename().string(),

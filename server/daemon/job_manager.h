@@ -40,6 +40,8 @@ class JobManager {
   // Stops accepting (UNAVAILABLE), lets running jobs finish until `deadline`, then cancels them
   // and waits for the workers. Queued jobs stay queued on disk for the next start.
   void Drain(std::chrono::milliseconds deadline);
+  // The first step of a drain: SubmitJob answers UNAVAILABLE from now on.
+  void StopAccepting() { accepting_ = false; }
 
   // `request` already validated by the service. RESOURCE_EXHAUSTED for full queues/limits.
   absl::StatusOr<v1::Job> Submit(const Identity& who, const v1::SubmitJobRequest& request,
@@ -76,7 +78,7 @@ class JobManager {
   };
   struct DeviceState {
     std::thread worker;
-    std::string running;  // job id
+    std::string running;                                // job id
     std::map<std::string, int64_t> last_start_by_user;  // fairness
   };
 

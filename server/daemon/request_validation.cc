@@ -75,6 +75,10 @@ absl::Status CheckImgsz(const std::string& field, int64_t v, const Limits& limit
 }
 
 absl::Status CheckProfiler(const std::string& field, const v1::ProfilerOptions& p) {
+  if (p.has_overhead_budget_pct() &&
+      !(p.overhead_budget_pct() >= 0 && p.overhead_budget_pct() <= 1000)) {
+    return Bad(field + ".overhead_budget_pct", "must be 0..1000");
+  }
   for (const std::string& a : p.activities()) {
     if (a != "cpu" && a != "cuda") {
       return Bad(field + ".activities", absl::StrCat("'", a, "' is not cpu or cuda"));
