@@ -86,6 +86,7 @@ grpc::Status ProfilerServiceImpl::SubmitJob(grpc::ServerContext* ctx,
   if (!who.ok()) return Finish(who.status());
   std::string device;
   if (auto s = ValidateSubmit(*req, config_, *who, &device); !s.ok()) return Finish(s);
+  if (auto s = CheckInputsExist(*req, config_); !s.ok()) return Finish(s);
   auto job = jobs_->Submit(*who, *req, device);
   if (!job.ok()) return Finish(job.status());
   *resp = ForCaller(*std::move(job));

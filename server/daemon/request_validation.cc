@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "server/daemon/job_manager.h"
 
 namespace libreyolo::daemon {
@@ -194,6 +197,50 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& c
   }
   if (auto s = CheckModel(r.run().model(), config, local_ok, device); !s.ok()) return s;
   return CheckRun(r.run(), config, local_ok);
+}
+
+absl::Status CheckInputsExist(const v1::SubmitJobRequest& r, const DaemonConfig& config) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto in_dir = [](const std::string& dir, const std::string& name) {
+    return IsPlainName(name) ? (fs::path(dir) / name).string() : name;
+  };
+  const v1::ModelOptions& m = r.has_infer() ? r.infer().model() : r.run().model();
+  if (!m.weights().empty() && m.weights() != "LibreYOLO9t.pt") {
+    const std::string path = in_dir(config.models_dir, m.weights());
+    if (!fs::is_regular_file(path, ec)) {
+      return absl::NotFoundError(absl::StrCat("model.weights: ", m.weights(),
+                                              " not found (looked at ", path,
+                                              "; GetDaemonInfo lists the models)"));
+    }
+  }
+  if (r.has_infer() && !r.infer().source().empty()) {
+    const std::string path = in_dir(config.images_dir, r.infer().source());
+    if (!fs::exists(path, ec)) {
+      return absl::NotFoundError(
+          absl::StrCat("infer.source: ", r.infer().source(), " not found (looked at ", path, ")"));
+    }
+  }
+  if (r.has_run() && !absl::StartsWith(r.run().data(), "synthetic")) {
+    const std::string& data = r.run().data();
+    std::vector<std::string> candidates;
+    if (IsPlainName(data)) {
+      const fs::path dir(config.datasets_dir);
+      candidates = {(dir / (data + ".yaml")).string(), (dir / data / (data + ".yaml")).string(),
+                    (dir / data / "data.yaml").string(), (dir / data).string()};
+      if (absl::EndsWith(data, ".yaml")) candidates.push_back((dir / data).string());
+    } else {
+      candidates = {data};
+    }
+    bool found = false;
+    for (const std::string& c : candidates) found = found || fs::exists(c, ec);
+    if (!found) {
+      return absl::NotFoundError(absl::StrCat("run.data: dataset '", data,
+                                              "' not found (looked at ",
+                                              absl::StrJoin(candidates, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace libreyolo::daemon

@@ -27,6 +27,11 @@ bool MayNameLocalPaths(const DaemonConfig& config, const Identity& who);
 absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& config,
                             const Identity& who, std::string* device);
 
+// After ValidateSubmit: the named weights (other than the default name, which falls back to a
+// seeded random initialisation), dataset and image source exist in the daemon's directories, or
+// at the caller's paths on a private daemon. NOT_FOUND naming what was looked for.
+absl::Status CheckInputsExist(const v1::SubmitJobRequest& r, const DaemonConfig& config);
+
 }  // namespace libreyolo::daemon
 
 #endif  // LIBREYOLO_SERVER_DAEMON_REQUEST_VALIDATION_H_
