@@ -517,6 +517,17 @@ std::vector<FlagSpec> WithRemote(std::vector<FlagSpec> flags) {
   return flags;
 }
 
+// The model and where it runs: the same for `run` and `infer`.
+std::vector<FlagSpec> ModelFlags() {
+  return {
+      {"weights", "FILE", "LibreYOLO9t.pt",
+       "weights file or name (absent default: seeded random init)"},
+      {"size", "S", "t", "model size variant: t, s, m, c"},
+      {"device", "D", "0", "device: 0, 1, ... or cpu"},
+      {"threads", "N", "0", "CPU threads (0 = all cores)"},
+  };
+}
+
 std::vector<FlagSpec> ProfilerFlags() {
   return {
       {"activities", "LIST", "cpu,<device>", "what to record: cpu, cuda (comma-separated)"},
@@ -560,10 +571,8 @@ const std::vector<JobCommand>& ProfileJobCommands() {
         "profile and traces are fetched into --project (<project>/prof/) and the summary printed.\n"
         "A dataset too small for the window exits 3. Ctrl-C cancels or detaches.",
         {{"data", true, "dataset YAML, directory or name (coco128), or synthetic[:N]"}},
-        Concat({{{"weights", "FILE", "LibreYOLO9t.pt",
-                  "weights file or name (absent default: seeded random init)"},
-                 {"size", "S", "t", "model size variant: t, s, m, c"},
-                 {"batch", "N", "16", "micro-batch; -1 picks the largest under ~70% of VRAM"},
+        Concat({ModelFlags(),
+                {{"batch", "N", "16", "micro-batch; -1 picks the largest under ~70% of VRAM"},
                  {"imgsz", "N", "640", "training image size"},
                  {"workers", "N", "8", "data-loader workers"},
                  {"amp", "", "on", "AMP (float16 autocast + loss scaling on CUDA)", true},
@@ -573,9 +582,7 @@ const std::vector<JobCommand>& ProfileJobCommands() {
                  {"skip-first", "N", "0", "steps skipped once before the first cycle"},
                  {"wait", "N", "0", "steps without the profiler at the start of each cycle"},
                  {"cycles", "N", "1", "profiler cycles; each writes profile_trace.<step>.json"},
-                 {"repeat", "N", "1", "trials for mean and standard deviation"},
-                 {"device", "D", "0", "device: 0, 1, ... or cpu"},
-                 {"threads", "N", "0", "CPU threads (0 = all cores)"}},
+                 {"repeat", "N", "1", "trials for mean and standard deviation"}},
                 ProfilerFlags(),
                 JobFlags(),
                 RemoteFlagSpecs()})},
@@ -584,15 +591,12 @@ const std::vector<JobCommand>& ProfileJobCommands() {
         "profile the inference path on a libreyolod",
         "Profiles inference: --warmup iterations, then --runs measured iterations without the\n"
         "profiler (latency p50/p90/p99, img/s, preprocess/forward/postprocess), then a profiled\n"
-        "window. Runs on a libreyolod (--remote's, or your private one); the profile and trace "
-        "are\n"
-        "fetched into --project (<project>/infer/) and the summary printed. With --remote, local\n"
-        "images are sent with the request.",
+        "window. Runs on a libreyolod (--remote's, or your private one); the profile and\n"
+        "trace are fetched into --project (<project>/infer/) and the summary printed. With\n"
+        "--remote, local images are sent with the request.",
         {{"source", false, "image or directory (default: a generated sample image)"}},
-        Concat({{{"weights", "FILE", "LibreYOLO9t.pt",
-                  "weights file or name (absent default: seeded random init)"},
-                 {"size", "S", "t", "model size variant: t, s, m, c"},
-                 {"batch", "N", "1", "images per forward"},
+        Concat({ModelFlags(),
+                {{"batch", "N", "1", "images per forward"},
                  {"imgsz", "N", "640", "input size"},
                  {"half", "", "off", "autocast the forward (CUDA only)", true},
                  {"amp-dtype", "T", "float16", "float16 or bfloat16"},
@@ -602,8 +606,6 @@ const std::vector<JobCommand>& ProfileJobCommands() {
                  {"conf", "X", "0.25", "confidence threshold (changes NMS work)"},
                  {"iou", "X", "0.45", "NMS IoU threshold"},
                  {"max-det", "N", "300", "max detections per image"},
-                 {"device", "D", "0", "device: 0, 1, ... or cpu"},
-                 {"threads", "N", "0", "CPU threads (0 = all cores)"},
                  {"trace", "", "on", "export the Chrome trace", true}},
                 ProfilerFlags(),
                 JobFlags(),
