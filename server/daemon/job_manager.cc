@@ -240,11 +240,8 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   }
   ++submitted_total_;
   PersistLocked(ref);
+  // A new job's position goes from 0 to its place: this appends its first "queued" event.
   RefreshQueuePositionsLocked(device);
-  if (ref.job.queue_position() == 0) {  // refresh emits only changes; the first one always
-    AppendEventLocked(ref, "queued", 0, 0, "");
-    PersistLocked(ref);
-  }
   work_cv_.notify_all();
   return ref.job;
 }
