@@ -59,6 +59,9 @@ CommandSpec InferSpec() {
            {"overhead-budget", "PCT", "3",
             "auto switches stay on while the profiler costs at most PCT % (probed)"},
            {"project", "DIR", "runs/profile", "output root"},
+           {"kineto-trace", "PATH", "",
+            "cross-check: record the profiled iterations again with LibTorch's own profiler "
+            "(CUDA activity through Kineto) and save LibTorch's trace to PATH"},
            {"json", "", "", "print the profile summary as JSON"}}};
 }
 
@@ -164,6 +167,7 @@ int RunInfer(const ParsedArgs& a) {
   s.amp_dtype = a.ValueOr("amp-dtype", s.amp_dtype);
   s.trace = a.Switch("trace", true);
   s.project = a.ValueOr("project", s.project);
+  s.kineto_trace_path = a.ValueOr("kineto-trace", "");
   absl::Status bad = ReadProfilerSwitches(a, &s.profiler);
   auto take = [&](auto value, auto* into) {
     if (!value.ok()) {

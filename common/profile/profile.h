@@ -65,6 +65,9 @@ struct Latency {
   double p50_ms = 0, p90_ms = 0, p99_ms = 0, mean_ms = 0, min_ms = 0, max_ms = 0;
   int64_t n = 0;
   std::vector<double> samples_ms;  // ours only; empty for Python profiles
+  // CUDA jobs: the GPU's time per iteration from two CUDA events on the job's stream (first
+  // queued op to last), beside the host's wall time above. Absent elsewhere.
+  OptDouble cuda_event_p50_ms, cuda_event_mean_ms;
 };
 
 struct Stages {

@@ -308,6 +308,8 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
     l.min_ms = r.DoubleOr(*lat, "min_ms", 0, "latency.");
     l.max_ms = r.DoubleOr(*lat, "max_ms", 0, "latency.");
     l.n = r.Int(*lat, "n", "latency.").value_or(0);
+    l.cuda_event_p50_ms = r.Double(*lat, "cuda_event_p50_ms", "latency.");
+    l.cuda_event_mean_ms = r.Double(*lat, "cuda_event_mean_ms", "latency.");
     if (const Value* s = r.Array(*lat, "samples_ms")) {
       for (const Value& v : s->GetArray()) {
         if (v.IsNumber()) l.samples_ms.push_back(v.GetDouble());

@@ -159,6 +159,8 @@ std::string WriteProfileJson(const Profile& p) {
     w.Key("latency").BeginObject().Field("p50_ms", l.p50_ms).Field("p90_ms", l.p90_ms)
         .Field("p99_ms", l.p99_ms).Field("mean_ms", l.mean_ms).Field("min_ms", l.min_ms)
         .Field("max_ms", l.max_ms).Field("n", l.n);
+    if (l.cuda_event_p50_ms) w.Field("cuda_event_p50_ms", l.cuda_event_p50_ms);
+    if (l.cuda_event_mean_ms) w.Field("cuda_event_mean_ms", l.cuda_event_mean_ms);
     if (!l.samples_ms.empty()) {
       w.Key("samples_ms").BeginArray();
       for (double v : l.samples_ms) w.Double(v);

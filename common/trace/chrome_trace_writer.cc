@@ -96,16 +96,18 @@ void ChromeTraceWriter::AddMemory(const TraceMemoryEvent& m) {
                   ", \"Total Reserved\": ", m.total_reserved, "}}");
 }
 
-void ChromeTraceWriter::AddFlow(int64_t id, int64_t from_pid, int64_t from_tid, double from_ts_us,
-                                int64_t to_pid, int64_t to_tid, double to_ts_us) {
+void ChromeTraceWriter::AddFlow(const std::string& cat, int64_t id, int64_t from_pid,
+                                int64_t from_tid, double from_ts_us, int64_t to_pid,
+                                int64_t to_tid, double to_ts_us) {
+  const std::string c = JsonQuote(cat);
   BeginEvent();
   absl::StrAppend(&buf_, "{\"ph\": \"s\", \"id\": ", id, ", \"pid\": ", from_pid,
-                  ", \"tid\": ", from_tid, ", \"ts\": ", Us(from_ts_us),
-                  ", \"cat\": \"ac2g\", \"name\": \"ac2g\"}");
+                  ", \"tid\": ", from_tid, ", \"ts\": ", Us(from_ts_us), ", \"cat\": ", c,
+                  ", \"name\": ", c, "}");
   BeginEvent();
   absl::StrAppend(&buf_, "{\"ph\": \"f\", \"id\": ", id, ", \"pid\": ", to_pid, ", \"tid\": ",
-                  to_tid, ", \"ts\": ", Us(to_ts_us),
-                  ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}");
+                  to_tid, ", \"ts\": ", Us(to_ts_us), ", \"cat\": ", c, ", \"name\": ", c,
+                  ", \"bp\": \"e\"}");
 }
 
 void ChromeTraceWriter::NameProcess(int64_t pid, const std::string& name) {
@@ -118,6 +120,39 @@ void ChromeTraceWriter::NameThread(int64_t pid, int64_t tid, const std::string& 
   BeginEvent();
   absl::StrAppend(&buf_, "{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": ", pid,
                   ", \"tid\": ", tid, ", \"args\": {\"name\": ", JsonQuote(name), "}}");
+}
+
+void ChromeTraceWriter::LabelProcess(int64_t pid, const std::string& labels) {
+  BeginEvent();
+  absl::StrAppend(&buf_, "{\"name\": \"process_labels\", \"ph\": \"M\", \"ts\": 0, \"pid\": ",
+                  pid, ", \"tid\": 0, \"args\": {\"labels\": ", JsonQuote(labels), "}}");
+}
+
+void ChromeTraceWriter::SortProcess(int64_t pid, int64_t index) {
+  BeginEvent();
+  absl::StrAppend(&buf_,
+                  "{\"name\": \"process_sort_index\", \"ph\": \"M\", \"ts\": 0, \"pid\": ", pid,
+                  ", \"tid\": 0, \"args\": {\"sort_index\": ", index, "}}");
+}
+
+void ChromeTraceWriter::SortThread(int64_t pid, int64_t tid, int64_t index) {
+  BeginEvent();
+  absl::StrAppend(&buf_,
+                  "{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"ts\": 0, \"pid\": ", pid,
+                  ", \"tid\": ", tid, ", \"args\": {\"sort_index\": ", index, "}}");
+}
+
+void ChromeTraceWriter::AddProfilerSpan(double ts_us, double dur_us) {
+  BeginEvent();
+  absl::StrAppend(&buf_, "{\"ph\": \"X\", \"cat\": \"Trace\", \"ts\": ", Us(ts_us),
+                  ", \"dur\": ", Us(dur_us),
+                  ", \"pid\": \"Spans\", \"tid\": \"PyTorch Profiler\", "
+                  "\"name\": \"PyTorch Profiler (0)\", \"args\": {\"Op count\": 0}}");
+  BeginEvent();
+  absl::StrAppend(&buf_,
+                  "{\"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\", "
+                  "\"pid\": \"Traces\", \"tid\": \"Trace PyTorch Profiler\", \"ts\": ",
+                  Us(ts_us), "}");
 }
 
 absl::Status ChromeTraceWriter::Finish() {

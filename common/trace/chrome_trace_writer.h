@@ -59,13 +59,22 @@ class ChromeTraceWriter {
 
   void AddSpan(const TraceSpan& s);
   void AddMemory(const TraceMemoryEvent& m);
-  // A launch -> kernel flow arrow (ac2g), as Kineto draws it: start on the launch call's
-  // thread at its start, finish bound to the enclosing kernel slice.
-  void AddFlow(int64_t id, int64_t from_pid, int64_t from_tid, double from_ts_us, int64_t to_pid,
-               int64_t to_tid, double to_ts_us);
+  // A flow arrow as Kineto draws it, `cat` "ac2g" (launch call -> kernel) or "fwdbwd" (forward
+  // op -> its backward): start on the source's thread at its start, finish bound to the
+  // enclosing slice of the destination.
+  void AddFlow(const std::string& cat, int64_t id, int64_t from_pid, int64_t from_tid,
+               double from_ts_us, int64_t to_pid, int64_t to_tid, double to_ts_us);
   // Names a process or thread track (metadata events), e.g. "python3" / "stream 7".
   void NameProcess(int64_t pid, const std::string& name);
   void NameThread(int64_t pid, int64_t tid, const std::string& name);
+  // Kineto's other track metadata: process_labels ("CPU", "GPU 0") and the sort indices that
+  // order tracks in Perfetto and chrome://tracing.
+  void LabelProcess(int64_t pid, const std::string& labels);
+  void SortProcess(int64_t pid, int64_t index);
+  void SortThread(int64_t pid, int64_t tid, int64_t index);
+  // Kineto's record of the profiling session itself: the "PyTorch Profiler (0)" span on the
+  // "Spans" track and its "Iteration Start" instant (HTA and TensorBoard look for them).
+  void AddProfilerSpan(double ts_us, double dur_us);
 
   // Closes the JSON and the file; reports any write error (disk full, ...).
   absl::Status Finish();

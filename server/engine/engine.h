@@ -53,6 +53,10 @@ struct InferJobSpec {
   int64_t profiled_runs = 20;  // iterations recorded in the trace (at most `runs`)
   ProfilerSwitches profiler;
   std::string project = "runs/profile";
+  // Cross-check (bench/engine_tool, scripts/gpu-check.sh): non-empty = after the recorded
+  // window, record as many iterations again with LibTorch's own profiler (CUDA activity through
+  // Kineto) and save LibTorch's own trace of them here.
+  std::string kineto_trace_path;
 };
 
 // Progress as the daemon streams it: stage names are stable ("loading model", "warmup",

@@ -1,6 +1,5 @@
 // `profile infer`: the inference path of LibreYOLO9 measured without the profiler, then a
 // profiled window recorded to profile_trace.json and analysed by the common analyser.
-#include <ATen/autocast_mode.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include "server/engine/collect/profiling_session.h"
 #include "server/engine/collect/torch_profiler.h"
 #include "server/engine/collect/trace_export.h"
+#include "server/engine/cuda_runtime.h"
 #include "server/engine/data/batch.h"
 #include "server/engine/data/inference_source.h"
 #include "server/engine/data/transforms.h"
@@ -107,15 +107,9 @@ class InferIteration {
     {
       ScopedRange r("step/forward");
       torch::InferenceMode guard;
-      if (spec_.half && device_.cuda) {
-        at::autocast::set_enabled(true);
-        at::autocast::set_autocast_gpu_dtype(spec_.amp_dtype == "bfloat16" ? at::kBFloat16
-                                                                           : at::kHalf);
-      }
-      predictions = model_->predict(input);
-      if (spec_.half && device_.cuda) {
-        at::autocast::set_enabled(false);
-        at::autocast::clear_cache();
+      {
+        const CudaAutocast autocast(spec_.half && device_.cuda, spec_.amp_dtype == "bfloat16");
+        predictions = model_->predict(input);
       }
       Sync(sync_stages);
     }
@@ -166,6 +160,14 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
   const ThreadSettings threads = ConfigureThreads(spec.model.threads);
   auto source = ResolveInferenceSource(spec.source);
   if (!source.ok()) return source.status();
+  // What LibTorch's caching allocator already held on the device when the job began (a
+  // long-lived daemon keeps earlier jobs' blocks cached): the profile records it.
+  std::optional<CudaAllocatorStats> at_start;
+  if (device->cuda) {
+    auto stats = ReadCudaAllocator(device->index);
+    if (!stats.ok()) return stats.status();
+    at_start = *stats;
+  }
 
   report("loading model", 0, 1);
   auto loaded = LoadModel(spec.model.weights, spec.model.size, 0);
@@ -187,16 +189,30 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     // first half times whole iterations; the second half syncs per stage for the composition.
     std::vector<double> trial_img_per_s;
     std::vector<double> latencies;
+    std::vector<double> gpu_latencies;  // CUDA events, CUDA jobs only
+    std::optional<CudaEventTimer> timer;
+    if (device->cuda) {
+      auto created = CudaEventTimer::Create(device->index);
+      if (!created.ok()) return created.status();
+      timer.emplace(*std::move(created));
+    }
     StageTimes stage_sum;
     int64_t stage_n = 0;
     for (int64_t trial = 0; trial < spec.repeat; ++trial) {
       latencies.clear();
+      gpu_latencies.clear();
       for (int64_t i = 0; i < spec.runs; ++i) {
         if (cancelled()) return absl::CancelledError("cancelled while measuring");
         const bool per_stage = i >= spec.runs / 2;
         const auto t0 = Clock::now();
+        if (timer) timer->Start();
         auto t = iteration.Run(spec.warmup + i, per_stage);
         if (!t.ok()) return t.status();
+        if (timer) {
+          auto gpu_ms = timer->StopMs();
+          if (!gpu_ms.ok()) return gpu_ms.status();
+          gpu_latencies.push_back(*gpu_ms);
+        }
         if (device->cuda) torch::cuda::synchronize(device->index);
         latencies.push_back(Ms(Clock::now() - t0));
         if (per_stage || !device->cuda) {
@@ -215,6 +231,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     JobFiles files = JobFilesFor(spec.project, "infer");
     if (auto made = CreateJobDir(files); !made.ok()) return made;
     Profile p;
+    std::optional<CudaAllocatorStats> window_peaks;
     double profiled_mean_ms = 0;
     std::string gpu_collector = "none";
     std::vector<std::string> collector_notes;
@@ -261,6 +278,17 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       if (!applied.ok()) return applied.status();
       budget = *std::move(applied);
       const int64_t n = std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs));
+      TraceExportOptions eo;
+      eo.pid = static_cast<int64_t>(::getpid());
+      if (device->cuda) {
+        // The window's memory starts from what the allocator holds now; its peaks are the
+        // window's own.
+        if (auto reset = ResetCudaAllocatorPeaks(device->index); !reset.ok()) return reset;
+        auto now = ReadCudaAllocator(device->index);
+        if (!now.ok()) return now.status();
+        eo.device_allocated_at_start = now->allocated;
+        eo.device_reserved_at_start = now->reserved;
+      }
       // The recorded window: LibTorch's profiler, with CUPTI for GPU activity on CUDA.
       auto profiler = ProfilingSession::Start(profiler_options(budget.switches));
       if (!profiler.ok()) return profiler.status();
@@ -278,9 +306,29 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       if (!collected.ok()) return collected.status();
       gpu_collector = (*profiler)->gpu_collector();
       collector_notes = collected->notes;
+      if (device->cuda) {
+        auto peaks = ReadCudaAllocator(device->index);
+        if (!peaks.ok()) return peaks.status();
+        window_peaks = *peaks;
+      }
+      if (!spec.kineto_trace_path.empty()) {
+        // The cross-check: as many iterations again under LibTorch's profiler alone (CUDA
+        // activity through Kineto's own CUPTI subscriber), saved by LibTorch itself.
+        TorchProfilerOptions ko = profiler_options(budget.switches);
+        ko.cuda = device->cuda;
+        ko.kineto_trace_path = spec.kineto_trace_path;
+        auto kineto = TorchProfiler::Start(ko);
+        if (!kineto.ok()) return kineto.status();
+        for (int64_t i = 0; i < n; ++i) {
+          if (cancelled()) return absl::CancelledError("cancelled while profiling");
+          ScopedRange step(absl::StrCat("ProfilerStep#", i + 1));
+          auto t = iteration.Run(spec.warmup + spec.runs + i, false);
+          if (!t.ok()) return t.status();
+          if (device->cuda) torch::cuda::synchronize(device->index);
+        }
+        if (auto saved = (*kineto)->Stop(); !saved.ok()) return saved.status();
+      }
       report("writing", 0, 2);
-      TraceExportOptions eo;
-      eo.pid = static_cast<int64_t>(::getpid());
       if (auto written = WriteTraceAtomically(*collected, files.trace, eo); !written.ok()) {
         return written;
       }
@@ -289,6 +337,12 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       if (!analysed.ok()) return analysed.status();
       p = *std::move(analysed);
       p.trace = files.trace;
+      if (window_peaks) {
+        // The allocator's own peaks over the window: the [memory] events' running totals
+        // reach the same values when profile_memory is on, and these exist when it is off.
+        p.peak_vram_mb = static_cast<double>(window_peaks->peak_allocated) / 1e6;
+        p.peak_reserved_mb = static_cast<double>(window_peaks->peak_reserved) / 1e6;
+      }
     }
 
     // The headline numbers come from the unprofiled window.
@@ -306,6 +360,11 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     lat.max_ms = stats.max_ms;
     lat.n = static_cast<int64_t>(latencies.size());
     lat.samples_ms = latencies;
+    if (!gpu_latencies.empty()) {
+      const LatencyStats g = ComputeLatencyStats(gpu_latencies);
+      lat.cuda_event_p50_ms = g.p50_ms;
+      lat.cuda_event_mean_ms = g.mean_ms;
+    }
     p.latency = lat;
     const double k = stage_n > 0 ? 1.0 / static_cast<double>(stage_n) : 0.0;
     p.stages_ms = Stages{stage_sum.pre * k, stage_sum.fwd * k, stage_sum.post * k};
@@ -334,6 +393,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
         .Field("repeat", spec.repeat)
         .Field("mode", "inference");
     WriteThreadFields(config, threads);
+    if (device->cuda) WriteCudaFields(config, device->index, at_start);
     config.Field("source", source->sample ? "sample" : spec.source).EndObject();
     p.config_json = Finish(config);
     JsonWriter prof(/*pretty=*/false);
@@ -365,6 +425,11 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     p.tool_version = LIBREYOLO_VERSION;
     p.libtorch_version = LibTorchVersion();
     p.created_at = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
+    if (device->cuda) {
+      auto props = CudaDeviceProperties(device->index);
+      if (!props.ok()) return props.status();
+      p.device = *props;
+    }
     if (!p.device.has_value()) {
       DeviceInfo d;
       d.type = device->cuda ? "cuda" : "cpu";

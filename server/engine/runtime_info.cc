@@ -1,5 +1,6 @@
 #include "server/engine/runtime_info.h"
 
+#include <ATen/Context.h>
 #include <torch/cuda.h>
 #include <torch/utils.h>
 #include <torch/version.h>
@@ -12,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "server/engine/cuda_runtime.h"
 
 namespace libreyolo::engine {
 
@@ -27,11 +29,15 @@ absl::StatusOr<DeviceChoice> ParseDevice(const std::string& device) {
     return absl::InvalidArgumentError(
         absl::StrCat("--device '", device, "' is not 'cpu' or a CUDA index such as 0"));
   }
-  const auto count = static_cast<int>(torch::cuda::device_count());
-  if (index >= count) {
+  const CudaAvailability cuda = CheckCuda();
+  if (!cuda.usable) {
     return absl::FailedPreconditionError(
-        absl::StrCat("--device ", device, ": this host has ", count, " CUDA device(s)",
-                     count == 0 ? " (CPU-only LibTorch or no driver); use --device cpu" : ""));
+        absl::StrCat("--device ", device, ": ", cuda.note, "; use --device cpu"));
+  }
+  if (index >= cuda.device_count) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device ", device, ": this host has ", cuda.device_count, " CUDA device(s) (0..",
+        cuda.device_count - 1, ")"));
   }
   d.cuda = true;
   d.index = index;
@@ -67,6 +73,8 @@ std::string LoadedBlas() {
   if (found == "reference blas") {
     return "reference blas (libblas3: slow; install libopenblas0-pthread)";
   }
+  // The PyPI wheel links MKL into libtorch_cpu statically: no library of its own to see.
+  if (found.empty() && at::hasMKL()) return "mkl (linked into LibTorch)";
   return found.empty() ? "unknown" : found;
 }
 

@@ -26,10 +26,11 @@ absl::StatusOr<DeviceChoice> ParseDevice(const std::string& device);
 ThreadSettings ConfigureThreads(int threads);
 
 // The BLAS library this process loaded (from /proc/self/maps), e.g. "openblas-pthread" or
-// "reference blas (libblas3: slow; install libopenblas0-pthread)"; "unknown" elsewhere.
+// "reference blas (libblas3: slow; install libopenblas0-pthread)"; "mkl (linked into LibTorch)"
+// for the PyPI wheel, which links MKL statically; "unknown" elsewhere.
 std::string LoadedBlas();
 
-// "1.13.1" etc.
+// "2.11.0" etc.
 std::string LibTorchVersion();
 
 }  // namespace libreyolo::engine

@@ -54,7 +54,7 @@ TEST(ChromeTraceWriter, RoundTripsThroughTheAnalyser) {
     kernel.correlation = 100 + s;
     kernel.extra_args_json = "\"stream\": 7";
     (*w)->AddSpan(kernel);
-    (*w)->AddFlow(100 + s, 1, 1, t0 + 30, 0, 7, t0 + 40);
+    (*w)->AddFlow("ac2g", 100 + s, 1, 1, t0 + 30, 0, 7, t0 + 40);
     TraceMemoryEvent mem;
     mem.pid = 1;
     mem.tid = 1;

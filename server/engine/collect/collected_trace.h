@@ -39,6 +39,10 @@ struct CollectedEvent {
   // kMemory: a cudaMalloc/cudaFree of device memory (CUPTI), i.e. the caching allocator growing
   // or shrinking its pool: `bytes` changes Total Reserved, not Total Allocated.
   bool reservation = false;
+  // kCpuOp: autograd's sequence number (links a forward op to its backward) and, on backward
+  // ops, the thread the forward ran on (0 on forward ops), as Kineto writes them.
+  std::optional<int64_t> sequence_nr;
+  std::optional<uint64_t> fwd_thread;
 };
 
 // Two clocks read back to back: the CPU clock before and after reading the other one.

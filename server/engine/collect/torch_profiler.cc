@@ -1,10 +1,16 @@
 #include "server/engine/collect/torch_profiler.h"
 
 #include <ATen/record_function.h>
+#include <sys/syscall.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
+#include <unistd.h>
 #include <torch/cuda.h>
 
 #include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -16,7 +22,7 @@ namespace {
 namespace tp = torch::autograd::profiler;
 namespace impl = torch::profiler::impl;
 
-// libkineto::ActivityType values as LibTorch 1.13 and 2.x number them.
+// libkineto::ActivityType values as LibTorch 2.x numbers them.
 constexpr uint8_t kActUserAnnotation = 1;
 constexpr uint8_t kActGpuMemcpy = 3;
 constexpr uint8_t kActGpuMemset = 4;
@@ -30,18 +36,51 @@ std::string ShapesJson(const tp::KinetoEvent& e) {
   return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
 }
 
-CollectedEvent Convert(const tp::KinetoEvent& e) {
+// LibTorch numbers the threads that record ops 1, 2, ... (RecordFunction's ids); Kineto's own
+// export and every tool that joins a trace with the system's view (HTA, Perfetto, nsys) use the
+// OS thread id. LibTorch's C++ API does not hand out the pair, so each thread that starts a
+// profiler or opens one of our ranges (the job's threads) registers its own; a thread that
+// never does (autograd's device threads on CUDA) keeps LibTorch's number.
+using ThreadMap = std::map<uint64_t, uint64_t>;
+
+std::mutex& ThreadMapMutex() {
+  static std::mutex m;
+  return m;
+}
+
+ThreadMap& Threads() {
+  static ThreadMap map;
+  return map;
+}
+
+void RegisterThisThread() {
+  thread_local bool registered = false;
+  if (registered) return;
+  registered = true;
+  const uint64_t torch_id = at::RecordFunction::currentThreadId();
+  const auto os_id = static_cast<uint64_t>(::syscall(SYS_gettid));
+  const std::lock_guard<std::mutex> lock(ThreadMapMutex());
+  Threads()[torch_id] = os_id;
+}
+
+uint64_t OsThread(const ThreadMap& map, uint64_t torch_thread) {
+  const auto it = map.find(torch_thread);
+  return it == map.end() ? torch_thread : it->second;
+}
+
+CollectedEvent Convert(const tp::KinetoEvent& e, const ThreadMap& threads) {
   CollectedEvent c;
   c.name = e.name();
-  c.start_ns = static_cast<int64_t>(e.startUs()) * 1000;
-  c.dur_ns = static_cast<int64_t>(e.durationUs()) * 1000;
-  c.thread = e.startThreadId();
+  c.start_ns = static_cast<int64_t>(e.startNs());
+  c.dur_ns = static_cast<int64_t>(e.durationNs());
+  c.thread = OsThread(threads, e.startThreadId());
   const uint8_t act = e.activityType();
   if (c.name == "[memory]") {
     c.kind = CollectedKind::kMemory;
     c.bytes = e.nBytes();
-    c.device_type = e.deviceType() == c10::DeviceType::CPU ? 0 : 1;
-    c.device_index = e.deviceIndex();
+    const bool cpu = e.deviceType() == c10::DeviceType::CPU;
+    c.device_type = cpu ? 0 : 1;
+    c.device_index = cpu ? -1 : e.deviceIndex();  // Kineto writes -1 for the host
     c.dur_ns = 0;
     return c;
   }
@@ -60,6 +99,9 @@ CollectedEvent Convert(const tp::KinetoEvent& e) {
     c.correlation = static_cast<int64_t>(e.linkedCorrelationId());
   } else if (c.kind == CollectedKind::kRuntime) {
     c.correlation = static_cast<int64_t>(e.correlationId());
+  } else if (c.kind == CollectedKind::kCpuOp && e.sequenceNr() >= 0) {
+    c.sequence_nr = e.sequenceNr();
+    c.fwd_thread = e.fwdThreadId() > 0 ? OsThread(threads, e.fwdThreadId()) : 0;
   }
   c.input_dims_json = ShapesJson(e);
   if (e.flops() > 0) c.flops = static_cast<double>(e.flops());
@@ -79,12 +121,14 @@ absl::StatusOr<std::unique_ptr<TorchProfiler>> TorchProfiler::Start(const TorchP
     std::set<impl::ActivityType> activities = {impl::ActivityType::CPU};
     // CUDA activity only where this LibTorch has CUDA (a CPU build cannot record any).
     if (o.cuda && torch::cuda::is_available()) activities.insert(impl::ActivityType::CUDA);
+    RegisterThisThread();
     tp::prepareProfiler(config, activities);
     tp::enableProfiler(config, activities);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("cannot start the LibTorch profiler: ", e.what()));
   }
   p->running_ = true;
+  p->kineto_trace_path_ = o.kineto_trace_path;
   return p;
 }
 
@@ -103,8 +147,14 @@ absl::StatusOr<CollectedTrace> TorchProfiler::Stop() {
   try {
     const std::unique_ptr<tp::ProfilerResult> result = tp::disableProfiler();
     if (result == nullptr) return absl::InternalError("the LibTorch profiler returned no result");
+    ThreadMap threads;
+    {
+      const std::lock_guard<std::mutex> lock(ThreadMapMutex());
+      threads = Threads();
+    }
     trace.events.reserve(result->events().size());
-    for (const tp::KinetoEvent& e : result->events()) trace.events.push_back(Convert(e));
+    for (const tp::KinetoEvent& e : result->events()) trace.events.push_back(Convert(e, threads));
+    if (!kineto_trace_path_.empty()) result->save(kineto_trace_path_);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("stopping the LibTorch profiler failed: ", e.what()));
   }
@@ -116,6 +166,7 @@ struct ScopedRange::Impl {
 };
 
 ScopedRange::ScopedRange(const std::string& name) : impl_(std::make_unique<Impl>()) {
+  RegisterThisThread();
   impl_->guard.emplace(at::RecordScope::USER_SCOPE);
   if (impl_->guard->isActive()) impl_->guard->before(name);
 }

@@ -1,10 +1,13 @@
 // LibTorch's profiler (the profiler_kineto.h API) as a collector: CPU operators with input
-// shapes, FLOPs and memory events, and our RECORD_USER_SCOPE ranges. Works on Debian's CPU
-// LibTorch, which has no Kineto and so cannot save a trace itself: we export it ourselves.
+// shapes, FLOPs, memory events, autograd sequence numbers and the OS thread of each op, and our
+// RECORD_USER_SCOPE ranges, timed to the nanosecond. We export the trace ourselves
+// (trace_export.h); LibTorch's own Kineto export of the same window can be saved beside it
+// (TorchProfilerOptions::kineto_trace_path) to cross-check the two.
 #ifndef LIBREYOLO_SERVER_ENGINE_COLLECT_TORCH_PROFILER_H_
 #define LIBREYOLO_SERVER_ENGINE_COLLECT_TORCH_PROFILER_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "server/engine/collect/collected_trace.h"
@@ -16,7 +19,10 @@ struct TorchProfilerOptions {
   bool profile_memory = true;
   bool with_flops = true;
   bool with_stack = false;
-  bool cuda = false;  // also ask LibTorch for CUDA activity (needs a Kineto-enabled LibTorch)
+  bool cuda = false;  // also ask LibTorch for CUDA activity (Kineto's own CUPTI subscriber)
+  // Non-empty: Stop() also saves LibTorch's own Chrome trace of the window here (Kineto's
+  // export, as torch.profiler's export_chrome_trace writes it).
+  std::string kineto_trace_path;
 };
 
 // One profiling session; at most one may be active per process (LibTorch's rule).
@@ -33,6 +39,7 @@ class TorchProfiler {
  private:
   TorchProfiler() = default;
   bool running_ = false;
+  std::string kineto_trace_path_;
 };
 
 // Opens and closes a named range (ProfilerStep#N, step/forward ...) that the profiler records

@@ -1,6 +1,7 @@
 #include "server/engine/collect/trace_export.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -27,13 +28,34 @@ bool OnDevice(CollectedKind k) {
   return k == CollectedKind::kKernel || k == CollectedKind::kMemcpy || k == CollectedKind::kMemset;
 }
 
-double Us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+// Kineto's header: times are microseconds relative to baseTimeNanoseconds (whole seconds
+// below the first event), so a double keeps every nanosecond.
+std::string HeaderMembers(const TraceExportOptions& o, int64_t base_ns, const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  std::string members = absl::StrCat(
+      "\"baseTimeNanoseconds\": ", base_ns, ",\n  \"traceName\": ", JsonQuote(name),
+      ",\n  \"distributedInfo\": {\"rank\": ", o.rank, ", \"world_size\": ", o.world_size, "}");
+  if (!o.extra_members_json.empty()) absl::StrAppend(&members, ",\n  ", o.extra_members_json);
+  return members;
+}
 
 }  // namespace
 
 absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& path,
                                const TraceExportOptions& o) {
-  auto writer = ChromeTraceWriter::Open(path, trace.device_properties_json, o.extra_members_json);
+  int64_t first_ns = 0, last_ns = 0;
+  bool any = false;
+  for (const CollectedEvent& e : trace.events) {
+    first_ns = any ? std::min(first_ns, e.start_ns) : e.start_ns;
+    last_ns = any ? std::max(last_ns, e.start_ns + e.dur_ns) : e.start_ns + e.dur_ns;
+    any = true;
+  }
+  constexpr int64_t kSecond = 1'000'000'000;
+  const int64_t base_ns = first_ns >= 0 ? first_ns / kSecond * kSecond : 0;
+  auto Us = [base_ns](int64_t ns) { return static_cast<double>(ns - base_ns) / 1000.0; };
+
+  auto writer = ChromeTraceWriter::Open(path, trace.device_properties_json,
+                                        HeaderMembers(o, base_ns, path));
   if (!writer.ok()) return writer.status();
   ChromeTraceWriter& w = **writer;
 
@@ -47,11 +69,31 @@ absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& p
                    });
 
   w.NameProcess(o.pid, o.process_name);
+  w.LabelProcess(o.pid, "CPU");
+  w.SortProcess(o.pid, o.pid);
+  if (any) w.AddProfilerSpan(Us(first_ns), Us(last_ns) - Us(first_ns));
   std::set<uint64_t> cpu_threads;
   std::set<std::pair<int, uint64_t>> streams;
   std::map<int64_t, const CollectedEvent*> launches;  // correlation -> runtime call
+  // Autograd's forward -> backward links, as Kineto draws them: the first op of the forward
+  // (its thread, sequence number) to the first backward op that names that thread and number.
+  std::map<std::pair<uint64_t, int64_t>, const CollectedEvent*> forwards;
+  std::map<std::pair<uint64_t, int64_t>, const CollectedEvent*> backwards;
   for (const CollectedEvent* e : ordered) {
     if (e->kind == CollectedKind::kRuntime && e->correlation) launches[*e->correlation] = e;
+    if (e->kind == CollectedKind::kCpuOp && e->sequence_nr) {
+      const bool backward = e->fwd_thread.value_or(0) != 0;
+      auto& side = backward ? backwards : forwards;
+      side.try_emplace({backward ? *e->fwd_thread : e->thread, *e->sequence_nr}, e);
+    }
+  }
+  int64_t flow_id = 0;
+  for (const auto& [key, bwd] : backwards) {
+    const auto fwd = forwards.find(key);
+    if (fwd == forwards.end()) continue;
+    w.AddFlow("fwdbwd", ++flow_id, o.pid, static_cast<int64_t>(fwd->second->thread),
+              Us(fwd->second->start_ns), o.pid, static_cast<int64_t>(bwd->thread),
+              Us(bwd->start_ns));
   }
 
   int64_t cpu_allocated = o.cpu_allocated_at_start;
@@ -125,7 +167,7 @@ absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& p
       if (e->correlation) {
         auto it = launches.find(*e->correlation);
         if (it != launches.end()) {
-          w.AddFlow(*e->correlation, o.pid, static_cast<int64_t>(it->second->thread),
+          w.AddFlow("ac2g", *e->correlation, o.pid, static_cast<int64_t>(it->second->thread),
                     Us(it->second->start_ns), s.pid, s.tid, s.ts_us);
         }
       }
@@ -134,14 +176,30 @@ absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& p
       s.tid = static_cast<int64_t>(e->thread);
       s.external_id = ++external_id;
       cpu_threads.insert(e->thread);
+      // Kineto's per-op provenance: its index among the host events, and autograd's links.
+      std::string args = absl::StrCat("\"Ev Idx\": ", external_id - 1);
+      if (e->sequence_nr) {
+        absl::StrAppend(&args, ", \"Fwd thread id\": ", e->fwd_thread.value_or(0),
+                        ", \"Sequence number\": ", *e->sequence_nr);
+      }
+      if (!s.extra_args_json.empty()) absl::StrAppend(&args, ", ", s.extra_args_json);
+      s.extra_args_json = std::move(args);
     }
     w.AddSpan(s);
   }
   for (const uint64_t t : cpu_threads) {
     w.NameThread(o.pid, static_cast<int64_t>(t), absl::StrCat("thread ", t));
+    w.SortThread(o.pid, static_cast<int64_t>(t), static_cast<int64_t>(t));
   }
+  std::set<int> devices_named;
   for (const auto& [device, stream] : streams) {
+    if (devices_named.insert(device).second) {
+      w.NameProcess(device, absl::StrCat("GPU ", device));
+      w.LabelProcess(device, absl::StrCat("GPU ", device));
+      w.SortProcess(device, 0x1000000LL + device);  // after the host, as Kineto orders them
+    }
     w.NameThread(device, static_cast<int64_t>(stream), absl::StrCat("stream ", stream));
+    w.SortThread(device, static_cast<int64_t>(stream), static_cast<int64_t>(stream));
   }
   return w.Finish();
 }

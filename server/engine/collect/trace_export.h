@@ -23,6 +23,9 @@ struct TraceExportOptions {
   int64_t device_allocated_at_start = 0;
   int64_t device_reserved_at_start = 0;
   std::string extra_members_json;  // e.g. "\"libreyolo\": {...}" provenance
+  // distributedInfo: a profiling job is one process of one.
+  int64_t rank = 0;
+  int64_t world_size = 1;
 };
 
 absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& path,

@@ -1,6 +1,5 @@
 #include "server/engine/train/auto_batch.h"
 
-#include <dlfcn.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -10,35 +9,14 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "server/engine/cuda_runtime.h"
 #include "server/engine/loss/yolo9_loss.h"
 #include "server/engine/train/trainer.h"
 
 namespace libreyolo::engine {
 namespace {
-
-struct DeviceMemory {
-  double used = 0, total = 0;  // bytes
-};
-
-// The device's memory as the driver sees it (what every process holds, LibTorch's cache
-// included). Through the driver API looked up at run time: the engine links no CUDA library,
-// so a CPU-only LibTorch builds and runs the same. The current thread must have used the
-// device already (LibTorch then made its primary context current).
-std::optional<DeviceMemory> QueryDeviceMemory() {
-  using MemGetInfo = int (*)(size_t*, size_t*);
-  static MemGetInfo fn = []() -> MemGetInfo {
-    void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_LAZY);
-    if (lib == nullptr) return nullptr;
-    return reinterpret_cast<MemGetInfo>(dlsym(lib, "cuMemGetInfo_v2"));
-  }();
-  if (fn == nullptr) return std::nullopt;
-  size_t free_bytes = 0, total_bytes = 0;
-  if (fn(&free_bytes, &total_bytes) != 0 || total_bytes == 0) return std::nullopt;
-  return DeviceMemory{static_cast<double>(total_bytes - free_bytes),
-                      static_cast<double>(total_bytes)};
-}
 
 // One forward + loss + backward at `batch` on random pixels with one box per image.
 void ProbeStep(Yolo9& model, const torch::Device& device, bool amp, int64_t imgsz, int64_t batch) {
@@ -69,15 +47,19 @@ AutoBatch ProbeCuda(Yolo9& model, const DeviceChoice& d, bool amp, int64_t imgsz
                     : absl::StrFormat("batch %d failed", b);
       break;
     }
-    const auto mem = QueryDeviceMemory();
-    if (!mem) {
-      return {kCpuAutoBatch, "auto-batch: cannot read CUDA memory (no libcuda.so.1); using 16"};
+    // What every process holds on the device, LibTorch's cache included: the wall the batch
+    // must stay under is the device's, not our allocator's.
+    const auto mem = CudaMemoryInfo(d.index);
+    if (!mem.ok()) {
+      return {kCpuAutoBatch, absl::StrFormat("auto-batch: cannot read CUDA memory (%s); using 16",
+                                             mem.status().message())};
     }
+    const auto used = static_cast<double>(mem->total - mem->free);
     largest_ok = b;
-    total = mem->total;
+    total = static_cast<double>(mem->total);
     xs.push_back(static_cast<double>(b));
-    ys.push_back(mem->used);
-    if (mem->used > kAutoBatchMemoryFraction * total) break;
+    ys.push_back(used);
+    if (used > kAutoBatchMemoryFraction * total) break;
   }
   if (xs.size() < 2) {
     const int64_t b = largest_ok > 0 ? largest_ok : 1;
@@ -122,6 +104,11 @@ AutoBatch PickAutoBatch(Yolo9& model, const DeviceChoice& device, bool amp, int6
   AutoBatch a;
   if (device.cuda) {
     a = ProbeCuda(model, device, amp, imgsz);
+    // The probes' largest batch left its blocks in LibTorch's cache: give them back, so the
+    // job starts from what it needs and the device is not held beyond it.
+    if (auto released = ReleaseCudaCache(device.index); !released.ok()) {
+      a.rule += absl::StrCat("; ", released.message());
+    }
   } else {
     a.rule = "auto-batch on CPU: 16 (no device memory to fill)";
   }

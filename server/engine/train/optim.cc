@@ -107,12 +107,58 @@ void ModelEma::Update() {
   for (size_t i = 0; i < shadow_.size(); ++i) shadow_[i].mul_(d).add_(source_[i], 1.0 - d);
 }
 
+SgdUpdate::SgdUpdate(torch::optim::SGD& sgd) : sgd_(sgd) {
+  bool all_cuda = false;
+  for (const auto& group : sgd_.param_groups()) {
+    for (const torch::Tensor& p : group.params()) {
+      if (!p.is_cuda()) return;  // per-tensor
+      all_cuda = true;
+    }
+  }
+  fused_ = all_cuda;
+  buffers_.resize(sgd_.param_groups().size());
+}
+
+std::string SgdUpdate::Describe() const {
+  return fused_ ? "fused (CUDA, one kernel per group)" : "per-tensor";
+}
+
+void SgdUpdate::Step(const std::optional<torch::Tensor>& grad_scale,
+                     const std::optional<torch::Tensor>& found_inf) {
+  if (!fused_) {
+    sgd_.step();
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  for (size_t g = 0; g < sgd_.param_groups().size(); ++g) {
+    auto& group = sgd_.param_groups()[g];
+    const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
+    std::vector<torch::Tensor> params, grads;
+    for (const torch::Tensor& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      params.push_back(p);
+      grads.push_back(p.grad());
+    }
+    if (params.empty()) continue;
+    std::vector<torch::Tensor>& bufs = buffers_[g];
+    // As torch.optim.SGD's fused path: the first step's buffers are allocated empty and the
+    // kernel seeds them with the gradient.
+    const bool first = bufs.empty() && o.momentum() != 0;
+    if (first) {
+      for (const torch::Tensor& grad : grads) bufs.push_back(torch::empty_like(grad));
+    }
+    at::_fused_sgd_(params, grads, bufs, o.weight_decay(), o.momentum(), o.lr(), o.dampening(),
+                    o.nesterov(), /*maximize=*/false, first, grad_scale, found_inf);
+  }
+}
+
 GradScaler::GradScaler(const torch::Device& device, const GradScalerSettings& s)
     : settings_(s),
       scale_(torch::full({1}, s.init_scale, torch::dtype(torch::kFloat32).device(device))),
-      growth_tracker_(torch::zeros({1}, torch::dtype(torch::kInt32).device(device))) {}
+      growth_tracker_(torch::zeros({1}, torch::dtype(torch::kInt32).device(device))),
+      skipped_(torch::zeros({1}, torch::dtype(torch::kFloat32).device(device))) {}
 
-bool GradScaler::Step(torch::optim::Optimizer& optimizer) {
+void GradScaler::Step(torch::optim::SGD& optimizer, SgdUpdate& update) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> grads;
   for (const auto& group : optimizer.param_groups()) {
@@ -121,18 +167,24 @@ bool GradScaler::Step(torch::optim::Optimizer& optimizer) {
     }
   }
   auto found_inf = torch::zeros({1}, scale_.options());
-  // The reciprocal in double, as GradScaler computes it, so large scales stay exact.
-  const torch::Tensor inv_scale = scale_.to(torch::kFloat64).reciprocal().to(torch::kFloat32);
-  if (!grads.empty()) at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
-  const bool finite = found_inf.item<float>() == 0.0F;
-  if (finite) {
-    optimizer.step();
+  if (update.fused()) {
+    // Only look for inf/NaN (inverse scale 1); the fused kernel unscales and skips.
+    const torch::Tensor one = torch::ones({1}, scale_.options());
+    if (!grads.empty()) at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, one);
+    update.Step(scale_, found_inf);
   } else {
-    ++skipped_;
+    // The reciprocal in double, as GradScaler computes it, so large scales stay exact.
+    const torch::Tensor inv_scale = scale_.to(torch::kFloat64).reciprocal().to(torch::kFloat32);
+    if (!grads.empty()) at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
+    if (found_inf.item<float>() == 0.0F) update.Step();
   }
+  skipped_.add_(found_inf);
   at::_amp_update_scale_(scale_, growth_tracker_, found_inf, settings_.growth_factor,
                          settings_.backoff_factor, settings_.growth_interval);
-  return finite;
+}
+
+int64_t GradScaler::skipped_steps() const {
+  return static_cast<int64_t>(skipped_.item<float>());
 }
 
 }  // namespace libreyolo::engine

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,30 @@ struct ParamGroupCounts {
 // tensors, so build it after the model is on its device.
 std::unique_ptr<torch::optim::SGD> BuildSgd(torch::nn::Module& model, const SgdSettings& s,
                                             ParamGroupCounts* counts);
+
+// The update itself, done as PyTorch does it on each device. When every parameter is on CUDA:
+// one fused multi-tensor kernel per group (at::_fused_sgd_, i.e. torch.optim.SGD(fused=True),
+// which the Python LibreYOLO asks for on CUDA) instead of a chain of ops per parameter tensor
+// (thousands of launches a step). Elsewhere: LibTorch's per-parameter SGD::step, PyTorch's
+// single-tensor path (its default off CUDA). Same algorithm either way (PyTorch documents
+// ~1e-7 relative differences from the reduction order).
+class SgdUpdate {
+ public:
+  explicit SgdUpdate(torch::optim::SGD& sgd);
+  bool fused() const { return fused_; }
+  // "fused (CUDA, one kernel per group)" or "per-tensor", for the profile's config.
+  std::string Describe() const;
+  // grad_scale/found_inf (fused only; float16 training): the kernel divides the gradients by
+  // grad_scale and leaves every tensor untouched where found_inf is non-zero, as
+  // torch.amp.GradScaler hands them to a fused optimizer.
+  void Step(const std::optional<torch::Tensor>& grad_scale = std::nullopt,
+            const std::optional<torch::Tensor>& found_inf = std::nullopt);
+
+ private:
+  torch::optim::SGD& sgd_;
+  bool fused_ = false;
+  std::vector<std::vector<torch::Tensor>> buffers_;  // momentum, per group and parameter
+};
 
 // ---- EMA: LibreYOLO's ModelEMA (from YOLOX / timm): decay 0.9999 ramped by
 // (1 - exp(-updates / 2000)) so the average follows the model closely while training starts.
@@ -83,24 +108,26 @@ struct GradScalerSettings {
 
 class GradScaler {
  public:
-  // `device` must be a CUDA device: the fused unscale kernels are CUDA-only in LibTorch 1.13.
+  // `device` must be a CUDA device (float16 training is CUDA-only here).
   explicit GradScaler(const torch::Device& device, const GradScalerSettings& s = {});
 
   torch::Tensor Scale(const torch::Tensor& loss) const { return loss * scale_; }
 
-  // Unscales the gradients of every parameter `optimizer` holds, runs optimizer.step() when
-  // they are all finite, and updates the scale. Reads one flag back from the device (a sync,
-  // as GradScaler.step does). Returns whether the step ran.
-  bool Step(torch::optim::Optimizer& optimizer);
+  // One step of `update`'s optimizer under loss scaling, then the scale's growth or back-off,
+  // as GradScaler.step + update do. A fused update gets the scale and the inf flag and does the
+  // unscaling and skipping in its kernel, with no host sync (GradScaler's fused path); a
+  // per-tensor one unscales first and reads the flag back (a sync) to skip the step.
+  void Step(torch::optim::SGD& optimizer, SgdUpdate& update);
 
   double scale() const { return scale_.item<double>(); }
-  int64_t skipped_steps() const { return skipped_; }
+  // Steps skipped for inf/NaN gradients (reads a device counter: a sync).
+  int64_t skipped_steps() const;
 
  private:
   GradScalerSettings settings_;
   torch::Tensor scale_;           // float32 [1] on the device
   torch::Tensor growth_tracker_;  // int32 [1]: finite steps since the last change
-  int64_t skipped_ = 0;
+  torch::Tensor skipped_;         // float32 [1]: sum of found_inf over the steps
 };
 
 }  // namespace libreyolo::engine

@@ -1,5 +1,6 @@
 #include "server/engine/train/profiled_window.h"
 
+#include <torch/cuda.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -87,12 +88,28 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
       if (auto s = run_in_range(true); !s.ok()) return s;
     }
     const int64_t first_active = step;
+    const DeviceChoice& device = trainer.device();
+    if (device.cuda) {
+      // The [memory] running totals start from what the allocator holds as the active steps
+      // begin (the warmup's events are dropped); the peaks are the active steps' own.
+      torch::cuda::synchronize(device.index);
+      if (auto s = ResetCudaAllocatorPeaks(device.index); !s.ok()) return s;
+      auto now = ReadCudaAllocator(device.index);
+      if (!now.ok()) return now.status();
+      export_options.device_allocated_at_start = now->allocated;
+      export_options.device_reserved_at_start = now->reserved;
+    }
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < schedule.active; ++i) {
       if (auto s = run_in_range(true); !s.ok()) return s;
     }
     recorded_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     out.recorded_steps += schedule.active;
+    if (device.cuda) {
+      auto peaks = ReadCudaAllocator(device.index);
+      if (!peaks.ok()) return peaks.status();
+      out.memory = *peaks;
+    }
     auto collected = (*profiler)->Stop();
     if (!collected.ok()) return collected.status();
     out.gpu_collector = (*profiler)->gpu_collector();

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "server/engine/collect/collected_trace.h"
 #include "server/engine/collect/torch_profiler.h"
+#include "server/engine/cuda_runtime.h"
 #include "server/engine/engine.h"
 #include "server/engine/job_files.h"
 #include "server/engine/train/trainer.h"
@@ -33,6 +34,8 @@ struct ProfiledWindow {
   int64_t recorded_steps = 0;
   std::vector<std::string> notes;      // the collectors' notes (e.g. no CUPTI)
   std::string gpu_collector = "none";  // "cupti", "libtorch" (Kineto) or "none"
+  // CUDA: the caching allocator over the last cycle's active steps (peaks since they began).
+  std::optional<CudaAllocatorStats> memory;
 };
 
 // Drops what a cycle's warmup recorded: every event that starts before the range of

@@ -50,6 +50,7 @@ std::string TrainConfigJson(const TrainConfigFacts& f) {
       .Field("wait", s.wait)
       .Field("cycles", s.cycles);
   WriteThreadFields(w, f.threads);
+  if (f.cuda_index) WriteCudaFields(w, *f.cuda_index, f.cuda_at_start);
   w.Field("optimizer", f.optimizer)
       .Field("ema_decay", EmaSettings{}.decay)
       .Field("loss_first", f.loss_first)

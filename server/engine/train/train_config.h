@@ -4,6 +4,7 @@
 #define LIBREYOLO_SERVER_ENGINE_TRAIN_TRAIN_CONFIG_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct TrainConfigFacts {
   int64_t skipped_steps = 0;  // float16 steps the loss scaler skipped (inf/NaN gradients)
   PhaseTimes phases;          // mean synchronised composition of the measured windows
   std::string loader_note;
+  // CUDA jobs: the device, and what the caching allocator held when the job began.
+  std::optional<int> cuda_index;
+  std::optional<CudaAllocatorStats> cuda_at_start;
 };
 
 // The config object (model, size, weights, data, batch, imgsz, workers, amp, amp_effective and

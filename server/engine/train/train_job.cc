@@ -106,6 +106,12 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
   const bool amp = spec.amp && device->cuda;
 
   try {
+    std::optional<CudaAllocatorStats> at_start;
+    if (device->cuda) {
+      auto stats = ReadCudaAllocator(device->index);
+      if (!stats.ok()) return stats.status();
+      at_start = *stats;
+    }
     report("loading model", 0, 1);
     auto loaded = LoadModel(spec.model.weights, spec.model.size, (*dataset)->num_classes());
     if (!loaded.ok()) return loaded.status();
@@ -265,12 +271,25 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     facts.dataset = (*dataset)->Describe();
     facts.dataset_images = (*dataset)->size();
     facts.threads = threads;
-    facts.optimizer = trainer.groups().Describe(SgdSettings{});
+    facts.optimizer =
+        absl::StrCat(trainer.groups().Describe(SgdSettings{}), "; ", trainer.UpdateDescription());
     facts.loss_first = m.loss_first;
     facts.loss_last = m.loss_last;
     facts.skipped_steps = trainer.skipped_steps();
     facts.phases = m.phases;
     facts.loader_note = (*loader)->note();
+    if (device->cuda) {
+      facts.cuda_index = device->index;
+      facts.cuda_at_start = at_start;
+      auto props = CudaDeviceProperties(device->index);
+      if (!props.ok()) return props.status();
+      p.device = *props;
+    }
+    if (profiled->memory) {
+      // The allocator's own peaks over the recorded steps (see infer_job.cc).
+      p.peak_vram_mb = static_cast<double>(profiled->memory->peak_allocated) / 1e6;
+      p.peak_reserved_mb = static_cast<double>(profiled->memory->peak_reserved) / 1e6;
+    }
     p.config_json = TrainConfigJson(facts);
     p.profiler_json = TrainProfilerJson(spec, po.cuda, budget, *profiled, m.synced_step_ms);
     p.tool_name = "libreyolo-profiler";

@@ -1,14 +1,13 @@
 #include "server/engine/train/trainer.h"
 
-#include <ATen/autocast_mode.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include <chrono>
 #include <utility>
 
 #include "server/engine/collect/torch_profiler.h"
+#include "server/engine/cuda_runtime.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -17,42 +16,12 @@ using Clock = std::chrono::steady_clock;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-// float16 autocast on CUDA, switched off again even when the forward throws.
-class AutocastScope {
- public:
-  explicit AutocastScope(bool on) : on_(on) {
-    if (!on_) return;
-    Enable(true);
-  }
-  ~AutocastScope() {
-    if (!on_) return;
-    Enable(false);
-    at::autocast::clear_cache();
-  }
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
-
- private:
-  // LibTorch 2.4 deprecated the CUDA-only setters for per-device ones.
-  static void Enable(bool enabled) {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    at::autocast::set_autocast_enabled(at::kCUDA, enabled);
-    if (enabled) at::autocast::set_autocast_dtype(at::kCUDA, at::kHalf);
-#else
-    at::autocast::set_enabled(enabled);
-    if (enabled) at::autocast::set_autocast_gpu_dtype(at::kHalf);
-#endif
-  }
-
-  bool on_;
-};
-
 }  // namespace
 
 std::vector<torch::Tensor> ForwardMaps(Yolo9& model, const torch::Tensor& images, bool amp) {
   std::vector<torch::Tensor> raw;
   {
-    AutocastScope autocast(amp);
+    const CudaAutocast autocast(amp, /*bfloat16=*/false);
     raw = model->forward_raw(images);
   }
   if (amp) {
@@ -107,6 +76,7 @@ Trainer::Trainer(Yolo9 model, const TrainerOptions& options)
   model_->train();
   loss_options_.num_classes = model_->options().num_classes;
   optimizer_ = BuildSgd(*model_, options_.sgd, &groups_);
+  update_ = std::make_unique<SgdUpdate>(*optimizer_);
   ema_ = std::make_unique<ModelEma>(*model_, options_.ema);
   if (options_.amp && options_.device.cuda) {
     scaler_ = std::make_unique<GradScaler>(CudaDevice(options_.device));
@@ -165,9 +135,9 @@ absl::StatusOr<PhaseTimes> Trainer::Step(BatchSource& source, bool sync) {
   {
     ScopedRange r("step/optimizer");
     if (scaler_) {
-      scaler_->Step(*optimizer_);
+      scaler_->Step(*optimizer_, *update_);
     } else {
-      optimizer_->step();
+      update_->Step();
     }
     optimizer_->zero_grad();
     Sync(sync);

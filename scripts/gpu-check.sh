@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# The GPU check in one call: profiles LibreYOLO9 on a CUDA device with what was built here and
+# writes profiles, traces, logs and one comparison table (gpu-report.md) under --out.
+#
+#   bash scripts/gpu-check.sh --bundle            # here: pack build/gpu-bundle (binaries + libs)
+#   bash scripts/gpu-check.sh --device 0 --out $OUT   # on the GPU host (runs the bundle)
+#   bash scripts/gpu-check.sh --device cpu --out DIR  # dry run on any machine (the test suite's)
+#   (--build DIR: the build folder, default ./build; --quick: tiny sizes, for the dry run)
+#
+# Why build here and carry the binaries: the GPU host we borrow has torch 2.11.0+cu130, CMake,
+# ninja and nvcc but no Debian packages (gRPC, Protobuf, Abseil, OpenCV, yaml-cpp) and no network,
+# and 15 minutes of device time in all; building the engine takes ~25 minutes on 2 cores here.
+# The bundle holds our binaries and the non-system libraries they link, except LibTorch and the
+# CUDA libraries, which the host's own torch 2.11.0+cu130 wheel provides (same build as ours).
+#
+# Steps on the device (each logged under --out/logs, a failure does not stop the others):
+#   env       nvidia-smi, the host's torch
+#   unit      engine_cuda_runtime_test (real device properties, allocator, CUDA events)
+#   infer     libreyolo profile infer --device D            (fp32, CUPTI collector)
+#   half      libreyolo profile infer --device D --half     (float16 autocast: Tensor Cores)
+#   run       libreyolo profile run synthetic --device D    (training step, fused SGD)
+#   kineto    libreyolo-engine infer --kineto-trace ...     (LibTorch's own trace, same window)
+#   python    the Python LibreYOLO's `profile infer` on the same device (wheels carried along)
+#   report    scripts/gpu_report.py -> gpu-report.md
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+device=0
+out=""
+bundle_only=0
+build="$root/build"
+bundle=""
+imgsz=640
+runs=100
+steps=10
+batch=16
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --device) device="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --bundle) bundle_only=1; shift ;;
+    --bundle-dir) bundle="$2"; shift 2 ;;
+    --build) build="$(cd "$2" && pwd)"; shift 2 ;;
+    --quick) imgsz=64; runs=6; steps=2; batch=2; shift ;;
+    -h|--help) sed -n 2,26p "$0"; exit 0 ;;
+    *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+bundle="${bundle:-$build/gpu-bundle}"
+
+# ---- Packing, here --------------------------------------------------------------------------
+if [ "$bundle_only" = 1 ]; then
+  set -e
+  bins=("$build/client/libreyolo" "$build/server/daemon/libreyolod" "$build/bench/libreyolo-engine"
+        "$build/tests/engine/engine_cuda_runtime_test")
+  for b in "${bins[@]}"; do
+    [ -x "$b" ] || { echo "gpu-check: $b is not built (bash scripts/build.sh)" >&2; exit 2; }
+  done
+  rm -rf "$bundle"
+  mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/wheels"
+  cp "${bins[@]}" "$bundle/bin/"
+  # Libraries from this Debian that the host lacks; never glibc, libstdc++ or the GPU stack
+  # (LibTorch, CUDA, cuDNN, NCCL, CUPTI come from the host's torch wheel and driver).
+  skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libgomp|libtorch|libc10|libcu|libnv|libcudnn|libnccl|libcupti|libshm|libtriton)'
+  for b in "${bins[@]}"; do
+    ldd "$b" | awk '/=> \// {print $1, $3}'
+  done | sort -u | while read -r name path; do
+    if ! [[ "$name" =~ $skip ]]; then cp -L "$path" "$bundle/lib/$name"; fi
+  done
+  strip --strip-debug "$bundle"/bin/* "$bundle"/lib/* 2>/dev/null || true
+  # The Python LibreYOLO for the host's Python 3.12 (its image has torch, torchvision, typer,
+  # opencv, ...; these three it lacks).
+  venv="$(bash scripts/python-env.sh)"
+  "$venv/bin/pip" download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 -d "$bundle/wheels" \
+    libreyolo==1.6.0 mss==10.1.0 pycocotools==2.0.10 || echo "gpu-check: wheels not fetched"
+  cp /work/shared/fixtures/models/libreyolo9t_seed1234.pt "$bundle/" 2>/dev/null ||
+    cp "$root/../shared/fixtures/models/libreyolo9t_seed1234.pt" "$bundle/" 2>/dev/null || true
+  du -sh "$bundle"
+  echo "gpu-check: carry build/gpu-bundle; on the host: bash scripts/gpu-check.sh --device 0 --out \$OUT"
+  exit 0
+fi
+
+# ---- The check ------------------------------------------------------------------------------
+[ -n "$out" ] || { echo "gpu-check: --out DIR is required" >&2; exit 2; }
+mkdir -p "$out/logs"
+out="$(cd "$out" && pwd)"
+status="$out/steps.tsv"
+printf 'step\trc\tseconds\n' > "$status"
+
+if [ -x "$bundle/bin/libreyolo" ]; then
+  bin="$bundle/bin"
+  export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+else
+  bin="$out/bin"; mkdir -p "$bin"
+  for b in client/libreyolo server/daemon/libreyolod bench/libreyolo-engine \
+           tests/engine/engine_cuda_runtime_test; do
+    [ -x "$build/$b" ] && ln -sf "$build/$b" "$bin/"
+  done
+fi
+# LibTorch and the CUDA libraries: the project's environment here, the host's torch there.
+py="python3"
+[ -x "$(bash scripts/python-env.sh 2>/dev/null)/bin/python" ] && py="$(bash scripts/python-env.sh)/bin/python"
+torch_lib="$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)"
+if [ -n "$torch_lib" ]; then
+  site="$(dirname "$(dirname "$torch_lib")")"
+  extra="$torch_lib"
+  for d in "$site"/nvidia/*/lib "$site"/nvidia/cu13/lib; do [ -d "$d" ] && extra="$extra:$d"; done
+  export LD_LIBRARY_PATH="$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+export LIBREYOLOD="$bin/libreyolod"
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$out/run}" XDG_STATE_HOME="$out/state"
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+weights="$bundle/libreyolo9t_seed1234.pt"
+[ -f "$weights" ] || weights="$root/../shared/fixtures/models/libreyolo9t_seed1234.pt"
+
+step() {  # step NAME COMMAND...: runs, logs, records rc and seconds; never aborts the script
+  local name="$1"; shift
+  local t0; t0=$(date +%s%N)
+  echo "== $name: $*" | tee -a "$out/logs/all.log"
+  "$@" >"$out/logs/$name.log" 2>&1
+  local rc=$?
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  printf '%s\t%d\t%d.%d\n' "$name" "$rc" $((ms / 1000)) $((ms % 1000 / 100)) >> "$status"
+  tail -n 3 "$out/logs/$name.log" | sed 's/^/   /'
+  return 0
+}
+
+gpu_flags=()
+case "$device" in cpu) ;; *) gpu_flags=(--half) ;; esac
+
+step env bash -c "nvidia-smi 2>&1 || echo 'nvidia-smi: not available (no GPU here)'; \
+  $py -c 'import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda, \"available\", torch.cuda.is_available())'"
+[ -x "$bin/engine_cuda_runtime_test" ] &&
+  step unit "$bin/engine_cuda_runtime_test" --gtest_output="json:$out/unit.json"
+common=(--device "$device" --weights "$weights" --imgsz "$imgsz" --warmup 10 --runs "$runs")
+step infer "$bin/libreyolo" profile infer "${common[@]}" --project "$out/infer"
+if [ ${#gpu_flags[@]} -gt 0 ]; then
+  step half "$bin/libreyolo" profile infer "${common[@]}" --half --project "$out/half"
+fi
+step run "$bin/libreyolo" profile run synthetic --device "$device" --weights "$weights" \
+  --imgsz "$imgsz" --batch "$batch" --steps "$steps" --warmup 3 --workers 2 --project "$out/run"
+step kineto "$bin/libreyolo-engine" infer "${common[@]}" --project "$out/kineto" \
+  --kineto-trace "$out/kineto/kineto_trace.json"
+# The Python LibreYOLO on the same device, weights and size (wheels carried in the bundle).
+if ! "$py" -c 'import libreyolo' 2>/dev/null && ls "$bundle"/wheels/*.whl >/dev/null 2>&1; then
+  "$py" -m pip install -q --no-index --no-deps --target "$out/site" "$bundle"/wheels/*.whl \
+    >"$out/logs/pip.log" 2>&1 && export PYTHONPATH="$out/site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+if "$py" -c 'import libreyolo' 2>/dev/null; then
+  step python env HF_HUB_OFFLINE=1 "$py" -c \
+    'import sys; from libreyolo.cli import entrypoint; sys.argv = ["libreyolo"] + sys.argv[1:]; sys.exit(entrypoint())' \
+    profile infer --weights "$weights" --device "$device" --imgsz "$imgsz" --warmup 10 \
+    --runs "$runs" --project "$out/python"
+fi
+step report "$py" "$root/scripts/gpu_report.py" --out "$out" --libreyolo "$bin/libreyolo"
+cat "$out/gpu-report.md" 2>/dev/null
+# The dry run fails when our own steps fail (the Python peer and nvidia-smi are optional).
+failed=$(awk -F'\t' 'NR > 1 && $2 != 0 && $1 != "python" && $1 != "env" {print $1}' "$status")
+if [ -n "$failed" ]; then
+  echo "gpu-check: failed steps: $failed (logs under $out/logs)" >&2
+  exit 1
+fi
+echo "gpu-check: done; $out/gpu-report.md"

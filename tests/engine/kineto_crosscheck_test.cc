@@ -1,0 +1,85 @@
+// Our collector and exporter against LibTorch's own: one CPU inference window of LibreYOLO9t,
+// recorded once by LibTorch's profiler, exported twice -- by trace_export (profile_trace.json)
+// and by LibTorch itself (ProfilerResult::save, the Kineto trace torch.profiler writes) -- and
+// both analysed by the common analyser.
+//
+// Tolerances: the op set is the same records, so ops per step (and each op's count) must be
+// equal. Self CPU time per step may differ only by how each exporter prints timestamps (both to
+// the nanosecond: Kineto as microseconds with 3 decimals, relative to its own base), so it must
+// agree within 0.5 % (a few ns over ~4,700 ops is far below that; a conversion bug -- µs
+// truncation, a lost thread, a wrong duration -- is far above).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "common/trace/trace_analyser.h"
+#include "server/engine/collect/torch_profiler.h"
+#include "server/engine/collect/trace_export.h"
+#include "server/engine/model_loader.h"
+
+namespace libreyolo::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::map<std::string, double> OpCounts(const Profile& p) {
+  std::map<std::string, double> counts;
+  for (const OpRow& r : p.ops) counts[r.op] = r.count_per_step;
+  return counts;
+}
+
+TEST(KinetoCrossCheck, OursAndLibTorchsOwnExportAgreeOnOneCpuWindow) {
+  torch::set_num_threads(1);
+  const std::string weights =
+      std::string(LIBREYOLO_SHARED_DIR) + "/fixtures/models/libreyolo9t_seed1234.pt";
+  auto loaded = LoadModel(weights, "t", 0);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  loaded->model->eval();
+  const torch::Tensor x = torch::rand({1, 3, 96, 96});
+  {
+    torch::InferenceMode guard;
+    (void)loaded->model->predict(x);  // warm
+  }
+  const fs::path dir = fs::temp_directory_path() / "libreyolo_kineto_crosscheck";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  TorchProfilerOptions o;
+  o.record_shapes = true;
+  o.profile_memory = false;
+  o.with_flops = false;
+  o.kineto_trace_path = (dir / "kineto.json").string();
+  auto prof = TorchProfiler::Start(o);
+  ASSERT_TRUE(prof.ok()) << prof.status();
+  for (int step = 1; step <= 3; ++step) {
+    ScopedRange s("ProfilerStep#" + std::to_string(step));
+    torch::InferenceMode guard;
+    (void)loaded->model->predict(x);
+  }
+  auto trace = (*prof)->Stop();
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ASSERT_TRUE(fs::exists(o.kineto_trace_path)) << "LibTorch did not save its own trace";
+  const std::string ours_path = (dir / "profile_trace.json").string();
+  ASSERT_TRUE(ExportChromeTrace(*trace, ours_path, {}).ok());
+
+  auto ours = AnalyseTraceFile(ours_path);
+  auto kineto = AnalyseTraceFile(o.kineto_trace_path);
+  ASSERT_TRUE(ours.ok()) << ours.status();
+  ASSERT_TRUE(kineto.ok()) << kineto.status();
+  ASSERT_EQ(ours->real_steps.value_or(0), 3);
+  ASSERT_EQ(kineto->real_steps.value_or(0), 3);
+  ASSERT_TRUE(ours->ops_per_step && kineto->ops_per_step);
+  EXPECT_GT(*ours->ops_per_step, 100);
+  EXPECT_DOUBLE_EQ(*ours->ops_per_step, *kineto->ops_per_step);
+  EXPECT_EQ(OpCounts(*ours), OpCounts(*kineto));
+  ASSERT_TRUE(ours->self_cpu_total_ms_per_step && kineto->self_cpu_total_ms_per_step);
+  EXPECT_NEAR(*ours->self_cpu_total_ms_per_step, *kineto->self_cpu_total_ms_per_step,
+              0.005 * *kineto->self_cpu_total_ms_per_step);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace libreyolo::engine

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# ctest gpu_check_dry_run: scripts/gpu-check.sh --device cpu --quick, then checks its table:
+# every step of ours exited 0, the report names the collector and has numbers from the profiles
+# (latency, overhead), and GPU-only numbers read n/a on a CPU run, never 0.
+set -euo pipefail
+build="$1"
+out="$2"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+rm -rf "$out"
+bash "$root/scripts/gpu-check.sh" --device cpu --quick --build "$build" --out "$out"
+report="$out/gpu-report.md"
+fail() { echo "gpu_check_dry_run: $*" >&2; cat "$report" >&2 || true; exit 1; }
+[ -s "$report" ] || fail "no report"
+for step in infer run kineto report; do
+  awk -F'\t' -v s="$step" '$1 == s && $2 == 0 {found=1} END {exit !found}' "$out/steps.tsv" ||
+    fail "step $step did not exit 0"
+done
+[ -s "$out/kineto/infer/kineto_trace.json" ] || [ -n "$(find "$out/kineto" -name kineto_trace.json -size +0)" ] ||
+  fail "LibTorch's own Kineto trace was not saved"
+grep -q '| GPU collector (infer / run) | none / none |' "$report" || fail "collector row"
+grep -Eq '\| infer fp32: profiler overhead \| -?[0-9]+\.[0-9] % \|' "$report" || fail "overhead row"
+grep -Eq '\| latency p50: ours vs Python LibreYOLO \(fp32\) \| [0-9]+\.[0-9]+ ms vs ' "$report" ||
+  fail "latency row"
+grep -q '| infer fp32: Tensor Core share | n/a |' "$report" || fail "a CPU run must show n/a for Tensor Cores"
+echo "gpu_check_dry_run: ok"
