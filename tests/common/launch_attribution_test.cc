@@ -5,7 +5,12 @@
 
 #include <numeric>
 
+#include "common/analysis/compare.h"
+#include "common/analysis/metric_list.h"
+#include "common/analysis/what_if.h"
 #include "common/load/load_profile.h"
+#include "common/readers/kernels_view.h"
+#include "common/readers/phases_view.h"
 #include "tests/common/trace_builder.h"
 
 namespace libreyolo::testing {
@@ -169,6 +174,28 @@ TEST(Communication, NoCommunicationLeavesTheOverlapUnknown) {
   EXPECT_FALSE(p.comm_overlap_pct.has_value());
 }
 
+// compare shows the exposed communication when either side has communication.
+TEST(Communication, CompareShowsExposedCommunication) {
+  const Profile comm = AnalyseEvents({
+      Step(1, 0, 1000), Launch(10, 5, 1), Launch(20, 5, 2),
+      Kernel("volta_sgemm_128x64_nn", 30, 300, 1, 7),
+      Kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 200, 400, 2, 13),  // exposed [330, 600)
+  });
+  const Profile none =
+      AnalyseEvents({Step(1, 0, 1000), Launch(10, 5, 1), Kernel("gemm", 30, 300, 1)});
+  auto row = [](const CompareResult& r) -> std::optional<CompareDelta> {
+    for (const CompareDelta& d : r.deltas) {
+      if (d.metric == "comm_exposed_ms_per_step") return d;
+    }
+    return std::nullopt;
+  };
+  const std::optional<CompareDelta> d = row(Compare(none, comm, "a", "b"));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_OPT_CLOSE(d->before, 0.0);
+  EXPECT_OPT_CLOSE(d->after, 0.27);
+  EXPECT_FALSE(row(Compare(none, none, "a", "b")).has_value());
+}
+
 // The compute verdict names communication when exposed communication is >= 10 % of the step.
 TEST(Communication, ComputeVerdictNamesExposedCommunication) {
   const Profile p = AnalyseEvents({
@@ -205,6 +232,67 @@ TEST(LaunchAttribution, PhasesAddUpToTheHeadline) {
   double rows_ms = 0;
   for (const KernelRow& k : p.kernels) rows_ms += k.ms_per_step;
   EXPECT_CLOSE(rows_ms, *p.gpu_kernel_ms_per_step);
+}
+
+// Every reader sees the same kernels: the summary's kernel time, the kernels table, the phases
+// (with the phases view's unattributed rest), the categories what-if removes, the ops' device
+// time and `get` all add up to the same total when the GPU runs a step behind the CPU.
+//   steps #1 [0, 1000), #2 [1000, 2000); each step: aten::mm launches a gemm (600 us) inside
+//   "## forward ##", aten::relu launches a relu (100 us) outside any phase. The GPU starts a
+//   step's work 1200 us after the step starts, so step 2's kernels run after w1 = 2000.
+TEST(LaunchAttribution, EveryReaderDescribesTheSameKernels) {
+  std::vector<std::string> ev;
+  int corr = 0;
+  for (int s = 0; s < 2; ++s) {
+    const int64_t t0 = 1000 * s, g = t0 + 1200;
+    ev.push_back(Step(s + 1, t0, 1000));
+    ev.push_back(Ann("## forward ##", t0 + 10, 400));
+    ev.push_back(Op("aten::mm", t0 + 20, 100));
+    ev.push_back(Launch(t0 + 30, 20, ++corr));
+    ev.push_back(Kernel("ampere_sgemm_128x64_nn", g, 600, corr));
+    ev.push_back(Op("aten::relu", t0 + 500, 100));
+    ev.push_back(Launch(t0 + 520, 20, ++corr));
+    ev.push_back(Kernel("vectorized_elementwise_kernel<relu>", g + 600, 100, corr));
+  }
+  ev.push_back(Kernel("orphan_kernel", 500, 50, 77));  // no launch call: in no reader
+  const Profile p = AnalyseEvents(ev);
+  const double total = 0.7;  // (600 + 100) us x 2 steps / 2 steps
+  EXPECT_EQ(p.parse_stats.unattributed_kernels, 1);
+  EXPECT_OPT_CLOSE(p.gpu_kernel_ms_per_step, total);
+  EXPECT_OPT_CLOSE(p.kernels_per_step, 2.0);
+
+  KernelsOptions all;
+  all.top = 0;
+  auto k = BuildKernels(p, all, "t.json");
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_CLOSE(k->matched_ms_per_step, total);
+
+  const PhasesView ph = BuildPhases(p, "t.json");
+  ASSERT_EQ(ph.phases.size(), 1u);
+  EXPECT_CLOSE(ph.phases[0].gpu_ms_per_step, 0.6);         // the gemms, launched in forward
+  EXPECT_OPT_CLOSE(ph.unattributed_gpu_ms_per_step, 0.1);  // the relus: no phase span
+  EXPECT_CLOSE(ph.phases[0].gpu_ms_per_step + *ph.unattributed_gpu_ms_per_step, total);
+
+  double cat_ms = 0;
+  for (const CategoryRow& c : p.categories) {
+    auto w = WhatIf(p, WhatIfRequest{c.name, std::nullopt});
+    ASSERT_TRUE(w.ok()) << w.status();
+    cat_ms += w->removed_gpu_ms;
+  }
+  EXPECT_CLOSE(cat_ms, total);
+
+  EXPECT_OPT_CLOSE(p.self_device_total_ms_per_step, total);  // ops' device time
+  for (const OpRow& r : p.ops) {
+    if (r.op == "aten::mm") EXPECT_OPT_CLOSE(r.self_device_ms_per_step, 0.6);
+    if (r.op == "aten::relu") EXPECT_OPT_CLOSE(r.self_device_ms_per_step, 0.1);
+  }
+
+  for (const MetricValue& m : FlatMetrics(p)) {
+    if (m.name == "gpu_kernel_ms") EXPECT_OPT_CLOSE(m.number, total);
+    if (m.name == "unattributed_kernels") EXPECT_OPT_CLOSE(m.number, 1.0);
+  }
+  // Utilisation: union 1400 us over [0, 2000 + 1200 + 700 = 2900).
+  EXPECT_OPT_CLOSE(p.gpu_util_raw, 1400.0 / 2900.0);
 }
 
 // On the real training trace every kernel's phase comes through its launch: the phases' GPU
