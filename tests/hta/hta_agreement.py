@@ -13,6 +13,8 @@ folder: HTA reads every trace in a folder), and checks ours against HTA within 0
   active_ms_step    GPU active time per step (HTA get_temporal_breakdown: kernel_time - idle_time)
   busy_ms_step      kernel-only union per step (HTA temporal breakdown on HTA's kernel rows only)
   util_raw          busy / (end of the last kernel, or w1, minus w0), from HTA's own rows
+  comm_ms_step      communication union per step (HTA's kernel-type breakdown)
+  comm_exposed_ms_step  the part of it no computation overlaps (same breakdown)
   comm_overlap_pct  HTA get_comm_comp_overlap (rounded by HTA to 0.01 %)
 
 Where a definition differs on purpose, HTA's own table is first brought to ours, and the
@@ -153,7 +155,7 @@ def check_trace(chk, cli, path):
     kernel_rows = df[df["stream"].ne(-1) & cats.eq("kernel")]
 
     # Per-kernel totals and counts (HTA's kernel breakdown, MEMORY rows left out: D2).
-    _, km = a.get_gpu_kernel_breakdown(visualize=False, duration_ratio=1.0, num_kernels=10**9,
+    kt, km = a.get_gpu_kernel_breakdown(visualize=False, duration_ratio=1.0, num_kernels=10**9,
                                        include_memory_kernels=False)
     km = km[km["kernel_type"].ne("MEMORY")]
     hta_k = {}
@@ -193,7 +195,16 @@ def check_trace(chk, cli, path):
     chk.close(name, "util_raw", summary["gpu_util_raw"], busy_us / span)
     a.t.traces[rank] = df
 
-    # Communication / computation overlap.
+    # Communication: HTA's kernel-type breakdown splits time into COMMUNICATION, COMPUTATION and
+    # their overlaps; the comm union is every row naming COMMUNICATION, the exposed part those
+    # that do not also name COMPUTATION.
+    types = kt["kernel_type"].astype(str)
+    comm_rows = types.str.contains("COMMUNICATION")
+    hta_comm = kt[comm_rows]["sum"].sum()
+    hta_exposed = kt[comm_rows & ~types.str.contains("COMPUTATION")]["sum"].sum()
+    chk.close(name, "comm_ms_step", summary["comm_ms_per_step"], hta_comm / 1000 / steps)
+    chk.close(name, "comm_exposed_ms_step", summary["comm_exposed_ms_per_step"],
+              hta_exposed / 1000 / steps)
     comm = summary.get("comm_ms_per_step") or 0.0
     if comm > 0:
         ov = a.get_comm_comp_overlap(visualize=False)
