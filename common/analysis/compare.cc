@@ -66,6 +66,11 @@ CompareResult Compare(const Profile& a, const Profile& b, const std::string& bef
       {"tensorcore_pct", "%", true, a.tensorcore_pct, b.tensorcore_pct},
       {"peak_vram_mb", "MB", false, a.peak_vram_mb, b.peak_vram_mb},
   };
+  // Data-parallel runs: the communication no compute hides is what costs step time.
+  if (a.comm_ms_per_step.value_or(0) > 0 || b.comm_ms_per_step.value_or(0) > 0) {
+    r.deltas.push_back({"comm_exposed_ms_per_step", "ms", false, a.comm_exposed_ms_per_step,
+                        b.comm_exposed_ms_per_step});
+  }
   if (a.latency && b.latency) {
     r.deltas.push_back({"latency_p50_ms", "ms", false, a.latency->p50_ms, b.latency->p50_ms});
     r.deltas.push_back({"latency_p99_ms", "ms", false, a.latency->p99_ms, b.latency->p99_ms});

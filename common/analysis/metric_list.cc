@@ -30,6 +30,10 @@ std::vector<MetricValue> FlatMetrics(const Profile& p) {
   out.push_back(Num("gpu_util_raw", "", p.gpu_util_raw));
   out.push_back(Num("gpu_busy_ms", "ms", p.gpu_busy_ms_per_step));
   out.push_back(Num("gpu_kernel_ms", "ms", p.gpu_kernel_ms_per_step));
+  out.push_back(Num("gpu_active_ms", "ms", p.gpu_active_ms_per_step));
+  out.push_back(Num("comm_ms", "ms", p.comm_ms_per_step));
+  out.push_back(Num("comm_exposed_ms", "ms", p.comm_exposed_ms_per_step));
+  out.push_back(Num("comm_overlap_pct", "%", p.comm_overlap_pct));
   out.push_back(Num("mean_kernel_us", "us", p.mean_kernel_us));
   out.push_back(Num("kernels_per_step", "", p.kernels_per_step));
   out.push_back(Num("unique_kernels", "", AsDouble(p.unique_kernels)));
@@ -57,6 +61,11 @@ std::vector<MetricValue> FlatMetrics(const Profile& p) {
   out.push_back(Num("achieved_tflops", "TFLOP/s", p.achieved_tflops));
   out.push_back(Num("self_cpu_total_ms", "ms", p.self_cpu_total_ms_per_step));
   out.push_back(Num("real_steps", "", AsDouble(p.real_steps)));
+  // Known only for what we analysed ourselves (a Python profile does not count them).
+  out.push_back(Num("unattributed_kernels", "",
+                    p.gpu_attribution.has_value() ? std::optional<double>(static_cast<double>(
+                                                        p.parse_stats.unattributed_kernels))
+                                                  : std::nullopt));
   out.push_back(Num("window_wall_ms", "ms", p.window_wall_ms));
   for (const PhaseRow& r : p.phases) {
     out.push_back(Num(r.phase + "_gpu_ms", "ms", r.gpu_ms_per_step));

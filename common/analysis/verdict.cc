@@ -8,6 +8,7 @@ namespace {
 constexpr double kComputeUtil = 0.8;
 constexpr double kDataloadFrac = 0.2;
 constexpr double kStageFrac = 0.35;
+constexpr double kExposedCommFrac = 0.1;
 
 Verdict TrainingVerdict(const Profile& p) {
   const double step = p.step_ms.value_or(0);
@@ -40,20 +41,35 @@ Verdict TrainingVerdict(const Profile& p) {
                             "device, fewer threads contending, or a smaller --imgsz.",
                             step)};
   }
+  // Communication no compute runs beside: the part of the step data-parallel training pays for.
+  const double exposed = p.comm_exposed_ms_per_step.value_or(0);
+  if (util >= kComputeUtil && step > 0 && exposed >= kExposedCommFrac * step) {
+    return {kBoundCompute,
+            absl::StrFormat("the GPU is busy %.1f ms per %.1f ms step (utilisation %.2f up to the "
+                            "end of the last kernel, threshold 0.80), and communication bounds it: "
+                            "%.1f ms per step of communication runs with no compute beside it "
+                            "(exposed; %.0f%% of the %.1f ms of communication is hidden). Overlap "
+                            "gradient all-reduce with backward (DDP buckets, bucket_cap_mb), "
+                            "accumulate gradients over more micro-batches, or use a faster "
+                            "interconnect.",
+                            p.gpu_busy_ms_per_step.value_or(0), step, util, exposed,
+                            p.comm_overlap_pct.value_or(0), p.comm_ms_per_step.value_or(0))};
+  }
   if (util >= kComputeUtil) {
     return {kBoundCompute,
-            absl::StrFormat("the GPU is busy %.1f of %.1f ms per step (utilisation %.2f, "
-                            "threshold 0.80); Tensor Core share %.0f%%. Use AMP (bf16/fp16), "
-                            "channels_last, fewer/larger kernels (torch.compile), or a smaller "
-                            "model.",
+            absl::StrFormat("the GPU is busy %.1f ms per %.1f ms step (utilisation %.2f up to the "
+                            "end of the last kernel, threshold 0.80); Tensor Core share %.0f%%. "
+                            "Use AMP (bf16/fp16), channels_last, fewer/larger kernels "
+                            "(torch.compile), or a smaller model.",
                             p.gpu_busy_ms_per_step.value_or(0), step, util,
                             p.tensorcore_pct.value_or(0))};
   }
   return {kBoundHost,
-          absl::StrFormat("the GPU is busy only %.1f of %.1f ms per step (utilisation %.2f < "
-                          "0.80) with %.0f kernel launches per step; host overhead %.2f ms per "
-                          "step (%s). Raise --batch, use CUDA graphs or torch.compile to cut "
-                          "launches, and avoid host synchronisations (.item(), .cpu()).",
+          absl::StrFormat("the GPU is busy only %.1f ms per %.1f ms step (utilisation %.2f up to "
+                          "the end of the last kernel, < 0.80) with %.0f kernel launches per step; "
+                          "host overhead %.2f ms per step (%s). Raise --batch, use CUDA graphs or "
+                          "torch.compile to cut launches, and avoid host synchronisations "
+                          "(.item(), .cpu()).",
                           p.gpu_busy_ms_per_step.value_or(0), step, util,
                           p.launches_per_step.value_or(0), p.host_overhead_ms_per_step.value_or(0),
                           p.host_overhead_method.value_or("residual"))};

@@ -81,6 +81,9 @@ struct ParseStats {
   int64_t skipped_events = 0;    // malformed: missing/non-numeric ts, non-object, ...
   int64_t non_numeric_ids = 0;   // correlation/flow ids that were not integers
   int64_t duplicate_steps = 0;   // extra copies of a ProfilerStep#N
+  // GPU activities (kernels, memcpy, memset) with no launch call in the trace: left out of the
+  // window (docs/metrics.md "GPU work belongs to the step that launched it").
+  int64_t unattributed_kernels = 0;
 };
 
 struct DeviceInfo {
@@ -113,6 +116,10 @@ struct Profile {
   std::optional<bool> memory_pressure;
   OptDouble cuda_mallocs_per_step;
   OptDouble gpu_busy_ms_per_step, gpu_kernel_ms_per_step, mean_kernel_us, kernels_per_step;
+  OptDouble gpu_active_ms_per_step;  // kernels, memcpy and memset: union per step
+  // Communication kernels: their union, the part no other kernel overlaps, and the share hidden.
+  OptDouble comm_ms_per_step, comm_exposed_ms_per_step, comm_overlap_pct;
+  std::optional<std::string> gpu_attribution;  // "launch" | "start": how GPU work was windowed
   std::optional<int64_t> unique_kernels;
   OptDouble memcpy_ms_per_step, tensorcore_pct, peak_vram_mb, peak_reserved_mb;
   OptDouble host_overhead_ms_per_step, host_overhead_residual_ms_per_step;

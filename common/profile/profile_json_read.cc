@@ -233,6 +233,11 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
   p.launches_source = r.String(doc, "launches_source");
   p.gpu_busy_ms_per_step = r.Double(doc, "gpu_busy_ms_per_step");
   p.gpu_kernel_ms_per_step = r.Double(doc, "gpu_kernel_ms_per_step");
+  p.gpu_active_ms_per_step = r.Double(doc, "gpu_active_ms_per_step");
+  p.gpu_attribution = r.String(doc, "gpu_attribution");
+  p.comm_ms_per_step = r.Double(doc, "comm_ms_per_step");
+  p.comm_exposed_ms_per_step = r.Double(doc, "comm_exposed_ms_per_step");
+  p.comm_overlap_pct = r.Double(doc, "comm_overlap_pct");
   p.mean_kernel_us = r.Double(doc, "mean_kernel_us");
   p.kernels_per_step = r.Double(doc, "kernels_per_step");
   p.unique_kernels = r.Int(doc, "unique_kernels");
@@ -247,6 +252,10 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
   if (const Value* mem = r.Object(doc, "memory")) {
     p.peak_reserved_mb = r.Double(*mem, "peak_reserved_mb", "memory.");
     if (!p.peak_vram_mb) p.peak_vram_mb = r.Double(*mem, "peak_allocated_mb", "memory.");
+  }
+  if (const Value* stats = r.Object(doc, "parse_stats")) {
+    p.parse_stats.unattributed_kernels =
+        r.Int(*stats, "unattributed_kernels", "parse_stats.").value_or(0);
   }
   if (const Value* win = r.Object(doc, "window")) {
     p.window_wall_ms = r.Double(*win, "wall_ms", "window.");

@@ -91,6 +91,11 @@ std::string WriteProfileJson(const Profile& p) {
       .Field("launches_source", p.launches_source)
       .Field("gpu_busy_ms_per_step", p.gpu_busy_ms_per_step)
       .Field("gpu_kernel_ms_per_step", p.gpu_kernel_ms_per_step)
+      .Field("gpu_active_ms_per_step", p.gpu_active_ms_per_step)
+      .Field("gpu_attribution", p.gpu_attribution)
+      .Field("comm_ms_per_step", p.comm_ms_per_step)
+      .Field("comm_exposed_ms_per_step", p.comm_exposed_ms_per_step)
+      .Field("comm_overlap_pct", p.comm_overlap_pct)
       .Field("mean_kernel_us", p.mean_kernel_us)
       .Field("kernels_per_step", p.kernels_per_step)
       .Field("unique_kernels", p.unique_kernels)
@@ -195,7 +200,7 @@ std::string WriteProfileJson(const Profile& p) {
   w.Key("parse_stats").BeginObject().Field("events", s.events)
       .Field("complete_events", s.complete_events).Field("skipped_events", s.skipped_events)
       .Field("non_numeric_ids", s.non_numeric_ids).Field("duplicate_steps", s.duplicate_steps)
-      .EndObject();
+      .Field("unattributed_kernels", s.unattributed_kernels).EndObject();
   w.EndObject();
   return w.Take();
 }

@@ -78,6 +78,16 @@ std::string RenderSummaryText(const SummaryView& v) {
   Line(out, "GPU utilisation",
        absl::StrCat(FmtPct(p.gpu_util), "  (busy ", FmtUnit(p.gpu_busy_ms_per_step, "ms/step"),
                     ", kernel sum ", FmtUnit(p.gpu_kernel_ms_per_step, "ms/step"), ")"));
+  Line(out, "GPU active",
+       absl::StrCat(FmtUnit(p.gpu_active_ms_per_step, "ms/step"), "  (kernels, memcpy, memset)"));
+  if (p.comm_ms_per_step.value_or(0) > 0) {
+    Line(out, "communication",
+         absl::StrCat(FmtUnit(p.comm_ms_per_step, "ms/step"), ", exposed ",
+                      FmtUnit(p.comm_exposed_ms_per_step, "ms/step"), " (",
+                      p.comm_overlap_pct ? absl::StrFormat("%.1f %%", *p.comm_overlap_pct)
+                                         : std::string("n/a"),
+                      " hidden behind compute)"));
+  }
   Line(out, "Tensor Core share", p.tensorcore_pct ? absl::StrFormat("%.1f %%", *p.tensorcore_pct)
                                                   : "n/a");
   Line(out, "peak VRAM",
@@ -137,6 +147,12 @@ std::string RenderSummaryText(const SummaryView& v) {
     absl::StrAppendFormat(&out, "\nnote: %d malformed events were skipped.\n",
                           p.parse_stats.skipped_events);
   }
+  if (p.parse_stats.unattributed_kernels > 0) {
+    absl::StrAppendFormat(&out,
+                          "\nnote: %d GPU activities have no launch call in the trace (launched "
+                          "before the profiler started) and are left out.\n",
+                          p.parse_stats.unattributed_kernels);
+  }
   return out;
 }
 
@@ -157,6 +173,11 @@ std::string RenderSummaryJson(const SummaryView& v) {
       .Field("gpu_util_raw", p.gpu_util_raw)
       .Field("gpu_busy_ms_per_step", p.gpu_busy_ms_per_step)
       .Field("gpu_kernel_ms_per_step", p.gpu_kernel_ms_per_step)
+      .Field("gpu_active_ms_per_step", p.gpu_active_ms_per_step)
+      .Field("gpu_attribution", p.gpu_attribution)
+      .Field("comm_ms_per_step", p.comm_ms_per_step)
+      .Field("comm_exposed_ms_per_step", p.comm_exposed_ms_per_step)
+      .Field("comm_overlap_pct", p.comm_overlap_pct)
       .Field("tensorcore_pct", p.tensorcore_pct)
       .Field("peak_vram_mb", p.peak_vram_mb)
       .Field("peak_reserved_mb", p.peak_reserved_mb)
@@ -207,7 +228,8 @@ std::string RenderSummaryJson(const SummaryView& v) {
   w.EndArray();
   w.Key("parse_stats").BeginObject().Field("events", p.parse_stats.events)
       .Field("skipped_events", p.parse_stats.skipped_events)
-      .Field("duplicate_steps", p.parse_stats.duplicate_steps).EndObject();
+      .Field("duplicate_steps", p.parse_stats.duplicate_steps)
+      .Field("unattributed_kernels", p.parse_stats.unattributed_kernels).EndObject();
   w.EndObject();
   return w.Take();
 }

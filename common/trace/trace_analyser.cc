@@ -14,45 +14,12 @@
 #include "common/analysis/verdict.h"
 #include "common/trace/event_tree.h"
 #include "common/trace/trace_reader.h"
+#include "common/trace/trace_window.h"
 
 namespace libreyolo {
 namespace {
 
 constexpr double kNsPerMs = 1e6;
-
-struct Window {
-  int64_t w0 = 0, w1 = 0;
-  int64_t real_steps = 1;
-  bool Contains(int64_t ts) const { return ts >= w0 && ts < w1; }
-};
-
-Window FindWindow(const TraceData& trace, ParseStats* stats) {
-  // De-duplicate ProfilerStep#N: prefer the CPU copy, else the first copy in file order.
-  absl::flat_hash_map<int64_t, StepMark> kept;
-  for (const StepMark& s : trace.steps) {
-    auto [it, inserted] = kept.try_emplace(s.number, s);
-    if (!inserted) {
-      ++stats->duplicate_steps;
-      if (s.cpu_copy && !it->second.cpu_copy) it->second = s;
-    }
-  }
-  Window w;
-  if (kept.empty()) {
-    if (trace.min_ts_ns <= trace.max_end_ns) {
-      w.w0 = trace.min_ts_ns;
-      w.w1 = trace.max_end_ns;
-    }
-    return w;
-  }
-  w.w0 = INT64_MAX;
-  w.w1 = INT64_MIN;
-  for (const auto& [n, s] : kept) {
-    w.w0 = std::min(w.w0, s.ts_ns);
-    w.w1 = std::max(w.w1, s.ts_ns + s.dur_ns);
-  }
-  w.real_steps = static_cast<int64_t>(kept.size());
-  return w;
-}
 
 // Runtime API names without a trailing "_v<digits>" (cudaLaunchKernelExC_v11060).
 std::string_view StripVersionSuffix(std::string_view name) {
@@ -106,21 +73,48 @@ class PhaseTable {
   absl::flat_hash_map<std::string, uint16_t> ids_;
 };
 
-double UnionLength(std::vector<std::pair<int64_t, int64_t>>& iv) {
+using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+
+// Sorts `iv` and merges overlapping or touching intervals into disjoint ones.
+Intervals Merge(Intervals iv) {
   std::sort(iv.begin(), iv.end());
-  int64_t total = 0, cur_s = 0, cur_e = INT64_MIN;
+  Intervals out;
   for (const auto& [s, e] : iv) {
-    if (s > cur_e) {
-      if (cur_e > cur_s) SatAdd(total, cur_e - cur_s);
-      cur_s = s;
-      cur_e = e;
+    if (out.empty() || s > out.back().second) {
+      out.emplace_back(s, e);
     } else {
-      cur_e = std::max(cur_e, e);
+      out.back().second = std::max(out.back().second, e);
     }
   }
-  if (cur_e > cur_s) SatAdd(total, cur_e - cur_s);
-  return static_cast<double>(total);
+  return out;
 }
+
+int64_t Length(const Intervals& merged) {
+  int64_t total = 0;
+  for (const auto& [s, e] : merged) {
+    if (e > s) SatAdd(total, e - s);
+  }
+  return total;
+}
+
+// Length of the intersection of two merged interval lists.
+int64_t OverlapLength(const Intervals& a, const Intervals& b) {
+  int64_t total = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const int64_t s = std::max(a[i].first, b[j].first);
+    const int64_t e = std::min(a[i].second, b[j].second);
+    if (e > s) SatAdd(total, e - s);
+    if (a[i].second < b[j].second) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return total;
+}
+
+double UnionLength(Intervals& iv) { return static_cast<double>(Length(Merge(std::move(iv)))); }
 
 struct KernelAgg {
   int64_t dur_ns = 0;
@@ -150,7 +144,6 @@ struct PhaseAgg {
 struct Ancestry {
   std::vector<uint16_t> phase;     // innermost enclosing phase (self included)
   std::vector<int32_t> op;         // innermost enclosing cpu_op (self included), -1 none
-  std::vector<int32_t> runtime;    // innermost enclosing runtime call (self included), -1 none
 };
 
 class Analyser {
@@ -164,14 +157,14 @@ class Analyser {
     p.parse_stats = t_.stats;
     p.device = t_.device;
     p.has_input_shapes = t_.has_input_shapes;
-    win_ = FindWindow(t_, &p.parse_stats);
-    // Every metric uses only events whose start lies in the window (docs/metrics.md), including
-    // the launch calls, phase spans and parent ops they are linked to.
-    std::erase_if(t_.events, [this](const TraceEvent& e) { return !win_.Contains(e.ts_ns); });
+    // Every metric uses only the window's events (docs/metrics.md): CPU events that start in
+    // it, and the GPU activities their launch calls started there.
+    win_ = SelectWindow(t_, &p.parse_stats);
+    launch_of_ = std::move(win_.launch_of);
+    p.gpu_attribution = win_.by_launch ? "launch" : "start";
     steps_ = static_cast<double>(win_.real_steps);
     tree_ = BuildEventTree(t_);
     ComputeAncestry();
-    LinkLaunches();
 
     p.real_steps = win_.real_steps;
     p.window_wall_ms = static_cast<double>(win_.w1 - win_.w0) / kNsPerMs;
@@ -213,7 +206,6 @@ class Analyser {
     const size_t n = ev_.size();
     anc_.phase.assign(n, 0);
     anc_.op.assign(n, -1);
-    anc_.runtime.assign(n, -1);
     autograd_.assign(n, 0);
     phase_name_of_string_.clear();
     for (const uint32_t i : tree_.order) {
@@ -221,7 +213,6 @@ class Analyser {
       const TraceEvent& e = ev_[i];
       uint16_t phase = par >= 0 ? anc_.phase[static_cast<size_t>(par)] : 0;
       int32_t op = par >= 0 ? anc_.op[static_cast<size_t>(par)] : -1;
-      int32_t rt = par >= 0 ? anc_.runtime[static_cast<size_t>(par)] : -1;
       uint8_t autograd = par >= 0 ? autograd_[static_cast<size_t>(par)] : 0;
       if (e.cls == EventClass::kCpuOp || e.cls == EventClass::kAnnotation) {
         const uint16_t own = SpanPhase(e.name);
@@ -234,10 +225,8 @@ class Analyser {
           autograd = 1;
         }
       }
-      if (e.cls == EventClass::kRuntime) rt = static_cast<int32_t>(i);
       anc_.phase[i] = phase;
       anc_.op[i] = op;
-      anc_.runtime[i] = rt;
       autograd_[i] = autograd;
     }
   }
@@ -257,33 +246,6 @@ class Analyser {
     if (anc_.phase[i] != 0) return anc_.phase[i];
     if (autograd_[i]) return phases_.Id("backward");
     return 0;
-  }
-
-  void LinkLaunches() {
-    // Correlation id -> runtime event (args.correlation), and flow id -> enclosing runtime call.
-    absl::flat_hash_map<int64_t, int32_t> by_corr;
-    absl::flat_hash_map<int64_t, int32_t> by_flow;
-    for (uint32_t i = 0; i < ev_.size(); ++i) {
-      const TraceEvent& e = ev_[i];
-      if (e.correlation == kNoId) continue;
-      if (e.cls == EventClass::kRuntime) {
-        by_corr.try_emplace(e.correlation, static_cast<int32_t>(i));
-      } else if (e.cls == EventClass::kFlowStart) {
-        by_flow.try_emplace(e.correlation, anc_.runtime[i]);
-      }
-    }
-    launch_of_.assign(ev_.size(), -1);
-    for (uint32_t i = 0; i < ev_.size(); ++i) {
-      const TraceEvent& e = ev_[i];
-      if (!IsGpuActivity(e.cls) || e.correlation == kNoId) continue;
-      auto it = by_corr.find(e.correlation);
-      if (it != by_corr.end()) {
-        launch_of_[i] = it->second;
-        continue;
-      }
-      auto jt = by_flow.find(e.correlation);
-      if (jt != by_flow.end()) launch_of_[i] = jt->second;  // -1 when the flow has no call
-    }
   }
 
   // Phase of a kernel: through its launch; without one, by time overlap with phase spans.
@@ -322,13 +284,23 @@ class Analyser {
     absl::flat_hash_map<uint32_t, KernelAgg> by_name;
     std::vector<std::pair<int64_t, uint32_t>> starts;  // (ts, event) of window kernels
     int64_t sum_ns = 0, count = 0, memcpy_ns = 0;
+    // Intervals of the window's GPU work: all activities, communication kernels, other kernels.
+    Intervals active, comm, compute;
+    absl::flat_hash_map<uint32_t, bool> is_comm;  // by kernel name
+    int64_t gpu_end = win_.w1;
     for (uint32_t i = 0; i < ev_.size(); ++i) {
       const TraceEvent& e = ev_[i];
-      if (e.cls == EventClass::kMemcpy || e.cls == EventClass::kMemset) {
+      if (!IsGpuActivity(e.cls)) continue;
+      const int64_t end = e.ts_ns + e.dur_ns;
+      active.emplace_back(e.ts_ns, end);
+      if (e.cls != EventClass::kKernel) {
         SatAdd(memcpy_ns, e.dur_ns);
         continue;
       }
-      if (e.cls != EventClass::kKernel) continue;
+      gpu_end = std::max(gpu_end, end);
+      auto [ci, fresh] = is_comm.try_emplace(e.name, false);
+      if (fresh) ci->second = KernelCategory(t_.strings.Get(e.name)) == kCategoryCommunication;
+      (ci->second ? comm : compute).emplace_back(e.ts_ns, end);
       SatAdd(sum_ns, e.dur_ns);
       ++count;
       auto& agg = by_name[e.name];
@@ -381,9 +353,23 @@ class Analyser {
     if (cur_e != INT64_MIN) SatAdd(busy, cur_e - cur_s);
     p.gpu_busy_ms_per_step = PerStepMs(busy);
     p.gpu_wait_host_ms_per_step = PerStepMs(wait);
-    const double step = p.step_ms.value_or(0);
-    p.gpu_util_raw = step > 0 ? *p.gpu_busy_ms_per_step / step : 0.0;
+    // Utilisation over the span from the window's start to the end of its last kernel: the
+    // last step's kernels may run after w1.
+    const int64_t span = gpu_end - win_.w0;
+    p.gpu_util_raw = span > 0 ? static_cast<double>(busy) / static_cast<double>(span) : 0.0;
     p.gpu_util = std::min(*p.gpu_util_raw, 1.0);
+    p.gpu_active_ms_per_step = PerStepMs(Length(Merge(std::move(active))));
+
+    // Communication, and the part of it no other kernel runs beside (HTA's comm/comp overlap).
+    const Intervals comm_u = Merge(std::move(comm));
+    const int64_t comm_ns = Length(comm_u);
+    const int64_t exposed_ns = comm_ns - OverlapLength(comm_u, Merge(std::move(compute)));
+    p.comm_ms_per_step = PerStepMs(comm_ns);
+    p.comm_exposed_ms_per_step = PerStepMs(exposed_ns);
+    if (comm_ns > 0) {
+      p.comm_overlap_pct =
+          100.0 * (1.0 - static_cast<double>(exposed_ns) / static_cast<double>(comm_ns));
+    }
 
     // Kernel rows, categories and Tensor Core share.
     int64_t tc_ns = 0;
@@ -653,7 +639,7 @@ class Analyser {
 
   TraceData t_;
   const std::vector<TraceEvent>& ev_;
-  Window win_;
+  TraceWindow win_;
   double steps_ = 1;
   EventTree tree_;
   Ancestry anc_;

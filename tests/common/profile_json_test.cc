@@ -131,6 +131,12 @@ void ExpectSameProfile(const Profile& a, const Profile& b) {
   ExpectSameOpt(a.cuda_mallocs_per_step, b.cuda_mallocs_per_step, "cuda_mallocs_per_step");
   ExpectSameOpt(a.gpu_busy_ms_per_step, b.gpu_busy_ms_per_step, "gpu_busy");
   ExpectSameOpt(a.gpu_kernel_ms_per_step, b.gpu_kernel_ms_per_step, "gpu_kernel");
+  ExpectSameOpt(a.gpu_active_ms_per_step, b.gpu_active_ms_per_step, "gpu_active");
+  ExpectSameOpt(a.comm_ms_per_step, b.comm_ms_per_step, "comm");
+  ExpectSameOpt(a.comm_exposed_ms_per_step, b.comm_exposed_ms_per_step, "comm_exposed");
+  ExpectSameOpt(a.comm_overlap_pct, b.comm_overlap_pct, "comm_overlap_pct");
+  EXPECT_EQ(a.gpu_attribution, b.gpu_attribution);
+  EXPECT_EQ(a.parse_stats.unattributed_kernels, b.parse_stats.unattributed_kernels);
   ExpectSameOpt(a.mean_kernel_us, b.mean_kernel_us, "mean_kernel_us");
   ExpectSameOpt(a.kernels_per_step, b.kernels_per_step, "kernels_per_step");
   EXPECT_EQ(a.unique_kernels, b.unique_kernels);
@@ -252,7 +258,8 @@ TEST(ProfileJson, AnalysedTraceRoundTripsAndCutsRawNames) {
   const Profile a = AnalyseEvents({
       Step(1, 0, 1000), Step(2, 1000, 1000),
       Ann("## forward ##", 0, 600), Op("aten::mm", 10, 100, kMain, R"("flops": 5000)"),
-      Launch(20, 10, 1), Kernel(long_name, 50, 100, 1), Kernel("relu_kernel", 300, 50),
+      Launch(20, 10, 1), Kernel(long_name, 50, 100, 1), Launch(40, 10, 2),
+      Kernel("relu_kernel", 300, 50, 2), Kernel("orphan_kernel", 400, 50),
       Mem(30, 1, 64, kMain, 5000000, 6000000),
   });
   auto b = ReadProfileJson(WriteProfileJson(a), "mem");
@@ -260,6 +267,9 @@ TEST(ProfileJson, AnalysedTraceRoundTripsAndCutsRawNames) {
   ExpectSameProfile(a, *b);
   ASSERT_EQ(b->kernels.size(), 2u);
   EXPECT_EQ(b->kernels[0].raw_name.size(), 90u);  // cut in the file
+  EXPECT_EQ(b->gpu_attribution, "launch");
+  EXPECT_EQ(b->parse_stats.unattributed_kernels, 1);  // orphan_kernel: no launch call
+  EXPECT_OPT_CLOSE(b->gpu_active_ms_per_step, 0.075);  // (100 + 50) us / 2 steps
   EXPECT_OPT_CLOSE(b->peak_vram_mb, 5.0);
   EXPECT_OPT_CLOSE(b->peak_reserved_mb, 6.0);
 }

@@ -2,6 +2,7 @@
 // "Memory" (memory_pressure): small hand-made traces, every expectation computed by hand.
 #include <gtest/gtest.h>
 
+#include "common/analysis/verdict.h"
 #include "tests/common/trace_builder.h"
 
 namespace libreyolo::testing {
@@ -94,23 +95,27 @@ TEST(GpuTime, UnionCountsConcurrentKernelsOnceSumTwice) {
   EXPECT_OPT_CLOSE(p.memcpy_ms_per_step, 0.05);  // (20 + 30) us, not in GPU busy
 }
 
-TEST(GpuTime, UtilIsClampedRawIsNotAndRawAbove105IsMemoryPressure) {
+TEST(GpuTime, KernelRunningPastTheWindowStretchesTheUtilisationSpan) {
   const Profile p = AnalyseEvents({
       Step(1, 0, 100),
       Kernel("long", 0, 150),  // starts in the window, runs past its end
   });
-  // busy 150 us / step 100 us = 1.5 raw, clamped to 1.
-  EXPECT_OPT_CLOSE(p.gpu_util_raw, 1.5);
+  // busy 150 us over the span from w0 = 0 to the kernel's end 150: raw 1.0, not 1.5 (the
+  // start-time window divided by the 100 us step).
+  EXPECT_OPT_CLOSE(p.gpu_busy_ms_per_step, 0.15);
+  EXPECT_OPT_CLOSE(p.gpu_util_raw, 1.0);
   EXPECT_OPT_CLOSE(p.gpu_util, 1.0);
-  EXPECT_EQ(p.memory_pressure, std::optional<bool>(true));  // 1.5 > 1.05
-  EXPECT_EQ(p.bound, "memory-pressure");
+  EXPECT_EQ(p.memory_pressure, std::optional<bool>(false));
+  EXPECT_EQ(p.bound, "compute");
 }
 
-TEST(GpuTime, RawExactly105IsNotMemoryPressure) {
-  const Profile p = AnalyseEvents({Step(1, 0, 1000), Kernel("long", 0, 1050)});
-  EXPECT_OPT_CLOSE(p.gpu_util_raw, 1.05);  // 1.05 ms / 1.0 ms
-  EXPECT_EQ(p.memory_pressure, std::optional<bool>(false));  // rule is raw > 1.05
-  EXPECT_EQ(p.bound, "compute");                             // util 1.0 >= 0.8
+TEST(GpuTime, RawAbove105IsMemoryPressure) {
+  // A trace cannot give raw > 1 any more (kernels run inside their span), but a profile from
+  // the Python reference can: the rule is raw > 1.05.
+  EXPECT_FALSE(IsMemoryPressure(0, 1.05));
+  EXPECT_TRUE(IsMemoryPressure(0, 1.0500001));
+  EXPECT_TRUE(IsMemoryPressure(5, 0.5));
+  EXPECT_FALSE(IsMemoryPressure(4.9, 0.5));
 }
 
 TEST(GpuTime, NoKernelsGivesZeros) {

@@ -24,21 +24,27 @@ Readings chosen where docs/metrics.md leaves room (the C++ side should match):
      integer.  Among copies of one N the first (file order) whose lower-cased cat
      is cpu_op/user_annotation is kept, else the first copy.
  R4  "Every metric uses only events in the window" is applied to everything
-     before any analysis: complete events, [memory] instants and ac2g flow
-     starts alike are kept only when w0 <= ts < w1.  So a launch call, phase span
-     or parent op that starts before w0 does not exist for the analysis.
-     Intervals are never clipped to the window (a kernel starting inside the
-     window counts with its full dur even if it ends after w1).
+     before any analysis.  CPU-side complete events, [memory] instants and ac2g
+     flow starts are kept only when w0 <= ts < w1.  A GPU activity (kernel,
+     memcpy, memset) is kept when its launch call (R6, found over the WHOLE
+     trace) has w0 <= launch.ts < w1, whatever the activity's own ts; one with
+     no launch call is dropped and counted in unattributed_kernels.  Fallback:
+     when no GPU activity of the trace has a launch call, activities are kept by
+     their own ts and unattributed_kernels = 0 (gpu_attribution "start", else
+     "launch").  So a launch call, phase span or parent op that starts before w0
+     does not exist for the analysis.  Intervals are never clipped to the
+     window.  w_gpu_end = max(w1, max end of the kept kernels).
  R5  Containment is half-open: an event [ts, ts+dur) contains time t when
      ts <= t < ts+dur (a zero-duration event contains nothing).  "Innermost"
      among several containing events = latest ts, then shorter dur, then later
      in file order.  The same ordering defines nesting (stack rule below).
- R6  Correlation: the launch call is the first in-window runtime event (file
-     order) whose args.correlation equals the kernel's args.correlation (JSON
-     value equality); any runtime event counts, not only names on the launch
-     list.  Fallback: the first in-window ac2g flow start (ph "s") whose id equals
-     the kernel's correlation, then the innermost in-window runtime event on that
-     flow start's pid/tid containing the flow's ts (R5).
+ R6  Correlation, over the whole trace (before the window is applied): the
+     launch call is the first runtime event (file order) whose args.correlation
+     equals the activity's args.correlation (JSON value equality); any runtime
+     event counts, not only names on the launch list.  Fallback: the first ac2g
+     flow start (ph "s") whose id equals the activity's correlation, then the
+     innermost runtime event on that flow start's pid/tid containing the flow's
+     ts (R5); none when no runtime event contains it.
  R7  gpu_wait_host: kernel intervals are sorted by (ts, file order) and merged
      (touching intervals merge; zero-length ones are included).  "The next
      kernel" after a gap is the first kernel in that order that starts the next
@@ -74,7 +80,11 @@ Readings chosen where docs/metrics.md leaves room (the C++ side should match):
      CPU, any other numeric value = device.  Memory byte columns are per step.
      peak_vram_mb uses in-window device [memory] instants with a numeric
      "Total Allocated"; null when there is none.
- R13 Ratios with a zero denominator are 0 (pct, util, frac, mean).
+ R13 Ratios with a zero denominator are 0 (pct, util, frac, mean), except
+     comm_overlap_pct, which is null without communication (as documented).
+ R18 Communication kernels = kept kernels whose category is "communication";
+     "other kernels" = every other kept kernel (memcpy/memset excluded).
+     Exposed = length of comm union minus length of (comm union ∩ other union).
  R14 Sort ties: kernels/categories by raw us sum desc then name asc; ops by CPU
      total us desc then name asc (Python str order = code point order).
  R15 kernels[].raw_name is the FULL name (the 90-character cut of the docs is a
@@ -397,7 +407,51 @@ def analyse(raw_events):
     def inwin(e):
         return w0 <= e.ts < w1
 
-    win = [e for e in complete if inwin(e)]
+    # ---- correlation over the whole trace (R6) ----
+    all_runtime = [e for e in complete if classify(e.cat) == "runtime"]
+    by_corr = {}
+    for r in all_runtime:
+        c = r.args.get("correlation")
+        if c is None:
+            continue
+        by_corr.setdefault(key_of(c), r)
+    flow_by_id = {}
+    for f in flow_starts:
+        if f.fid is None:
+            continue
+        flow_by_id.setdefault(key_of(f.fid), f)
+    runtime_by_thr = {}
+    for r in all_runtime:
+        runtime_by_thr.setdefault(r.thr, []).append(r)
+    activities = [e for e in complete if classify(e.cat) in ("kernel", "memcpy", "memset")]
+    flow_queries = []  # (activity, flow start) needing the innermost-runtime fallback
+    for k in activities:
+        c = k.args.get("correlation")
+        if c is None:
+            continue
+        kc = key_of(c)
+        r = by_corr.get(kc)
+        if r is not None:
+            k.launch = r
+            continue
+        f = flow_by_id.get(kc)
+        if f is not None:
+            flow_queries.append((k, f))
+    found = innermost_on_threads(runtime_by_thr, [(f.thr, f.ts) for _, f in flow_queries])
+    for (k, _), r in zip(flow_queries, found):
+        k.launch = r
+
+    # ---- the window (R4) ----
+    by_launch = any(k.launch is not None for k in activities)
+    gpu_attribution = "launch" if by_launch else "start"
+    unattributed_kernels = sum(1 for k in activities if k.launch is None) if by_launch else 0
+
+    def keep(e):
+        if classify(e.cat) in ("kernel", "memcpy", "memset") and by_launch:
+            return e.launch is not None and inwin(e.launch)
+        return inwin(e)
+
+    win = [e for e in complete if keep(e)]
     instants = [e for e in instants if inwin(e)]
     flow_starts = [e for e in flow_starts if inwin(e)]
 
@@ -421,8 +475,22 @@ def analyse(raw_events):
     gpu_kernel_ms_per_step = per_step_ms(k_dur)
     busy_t = union_length([(k.ts, k.end) for k in kernels])
     gpu_busy_ms_per_step = per_step_ms(busy_t)
-    gpu_util_raw = div(busy_t, wall_t)
+    w_gpu_end = max([w1] + [k.end for k in kernels])
+    span_t = w_gpu_end - w0
+    gpu_util_raw = div(busy_t, span_t)
     gpu_util = min(gpu_util_raw, 1.0)
+    gpu_active_ms_per_step = per_step_ms(union_length([(e.ts, e.end) for e in kernels + memcpys]))
+
+    # ---- communication (R18) ----
+    comm_iv = [(k.ts, k.end) for k in kernels if category_of(k.name) == "communication"]
+    other_iv = [(k.ts, k.end) for k in kernels if category_of(k.name) != "communication"]
+    comm_t = union_length(comm_iv)
+    # |C ∩ O| = |C| + |O| - |C ∪ O|
+    overlap_t = comm_t + union_length(other_iv) - union_length(comm_iv + other_iv)
+    exposed_t = comm_t - overlap_t
+    comm_ms_per_step = per_step_ms(comm_t)
+    comm_exposed_ms_per_step = per_step_ms(exposed_t)
+    comm_overlap_pct = 100 * (1 - exposed_t / comm_t) if comm_t else None
     kernels_per_step = len(kernels) / real_steps
     unique_kernels = len({k.name for k in kernels})
     mean_kernel_us = div(k_dur, U * len(kernels))
@@ -463,39 +531,6 @@ def analyse(raw_events):
     cuda_mallocs_per_step = sum(1 for r in runtime if strip_v(r.name) in MALLOC_NAMES) / real_steps
     launch_api_ms_per_step = per_step_ms(sum(r.dur for r in launch_calls))
     host_api_ms_per_step = per_step_ms(sum(r.dur for r in runtime if "Synchronize" not in r.name))
-
-    # ---- correlation (R6) ----
-    by_corr = {}
-    for r in runtime:
-        c = r.args.get("correlation")
-        if c is None:
-            continue
-        by_corr.setdefault(key_of(c), r)
-    flow_by_id = {}
-    for f in flow_starts:
-        if f.fid is None:
-            continue
-        flow_by_id.setdefault(key_of(f.fid), f)
-    runtime_by_thr = {}
-    for r in runtime:
-        runtime_by_thr.setdefault(r.thr, []).append(r)
-
-    flow_queries = []  # (kernel, flow start) needing the innermost-runtime fallback
-    for k in kernels:
-        c = k.args.get("correlation")
-        if c is None:
-            continue
-        kc = key_of(c)
-        r = by_corr.get(kc)
-        if r is not None:
-            k.launch = r
-            continue
-        f = flow_by_id.get(kc)
-        if f is not None:
-            flow_queries.append((k, f))
-    found = innermost_on_threads(runtime_by_thr, [(f.thr, f.ts) for _, f in flow_queries])
-    for (k, _), r in zip(flow_queries, found):
-        k.launch = r
 
     # ---- GPU idle waiting for the host (R7) ----
     ks = sorted(kernels, key=lambda k: (k.ts, k.idx))
@@ -690,12 +725,12 @@ def analyse(raw_events):
     peak_vram_mb = peak_alloc / 1e6 if peak_alloc is not None else None
     # thresholds compared exactly on integers (R17)
     n_mallocs = sum(1 for r in runtime if strip_v(r.name) in MALLOC_NAMES)
-    memory_pressure = n_mallocs >= 5 * real_steps or busy_t * 100 > 105 * wall_t
+    memory_pressure = n_mallocs >= 5 * real_steps or busy_t * 100 > 105 * span_t
     if memory_pressure:
         bound = "memory-pressure"
     elif dl_t * 5 >= wall_t:
         bound = "dataloader"
-    elif busy_t * 5 >= 4 * wall_t or not kernels:
+    elif busy_t * 5 >= 4 * span_t or not kernels:
         bound = "compute"
     else:
         bound = "host / launch"
@@ -706,6 +741,12 @@ def analyse(raw_events):
         "step_ms": step_ms,
         "gpu_kernel_ms_per_step": gpu_kernel_ms_per_step,
         "gpu_busy_ms_per_step": gpu_busy_ms_per_step,
+        "gpu_active_ms_per_step": gpu_active_ms_per_step,
+        "comm_ms_per_step": comm_ms_per_step,
+        "comm_exposed_ms_per_step": comm_exposed_ms_per_step,
+        "comm_overlap_pct": comm_overlap_pct,
+        "gpu_attribution": gpu_attribution,
+        "unattributed_kernels": unattributed_kernels,
         "gpu_util": gpu_util,
         "gpu_util_raw": gpu_util_raw,
         "kernels_per_step": kernels_per_step,

@@ -1,0 +1,122 @@
+#include "common/trace/trace_window.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "common/trace/event_tree.h"
+
+namespace libreyolo {
+namespace {
+
+TraceWindow FindSteps(const TraceData& trace, ParseStats* stats) {
+  // De-duplicate ProfilerStep#N: prefer the CPU copy, else the first copy in file order.
+  absl::flat_hash_map<int64_t, StepMark> kept;
+  for (const StepMark& s : trace.steps) {
+    auto [it, inserted] = kept.try_emplace(s.number, s);
+    if (!inserted) {
+      ++stats->duplicate_steps;
+      if (s.cpu_copy && !it->second.cpu_copy) it->second = s;
+    }
+  }
+  TraceWindow w;
+  if (kept.empty()) {
+    if (trace.min_ts_ns <= trace.max_end_ns) {
+      w.w0 = trace.min_ts_ns;
+      w.w1 = trace.max_end_ns;
+    }
+    return w;
+  }
+  w.w0 = INT64_MAX;
+  w.w1 = INT64_MIN;
+  for (const auto& [n, s] : kept) {
+    w.w0 = std::min(w.w0, s.ts_ns);
+    w.w1 = std::max(w.w1, s.ts_ns + s.dur_ns);
+  }
+  w.real_steps = static_cast<int64_t>(kept.size());
+  return w;
+}
+
+// The launch call of every GPU activity in the whole trace (-1 when it has none): the first
+// runtime event with the same correlation id, else the innermost runtime event enclosing the
+// start of the ac2g flow with that id.
+std::vector<int32_t> LinkLaunches(const TraceData& trace) {
+  const std::vector<TraceEvent>& ev = trace.events;
+  absl::flat_hash_map<int64_t, int32_t> by_corr;
+  bool any_flow = false;
+  for (uint32_t i = 0; i < ev.size(); ++i) {
+    const TraceEvent& e = ev[i];
+    if (e.cls == EventClass::kRuntime && e.correlation != kNoId) {
+      by_corr.try_emplace(e.correlation, static_cast<int32_t>(i));
+    }
+    any_flow = any_flow || (e.cls == EventClass::kFlowStart && e.correlation != kNoId);
+  }
+  absl::flat_hash_map<int64_t, int32_t> by_flow;
+  if (any_flow) {
+    // Innermost enclosing runtime call of each node, parents before children.
+    const EventTree tree = BuildEventTree(trace);
+    std::vector<int32_t> runtime(ev.size(), -1);
+    for (const uint32_t i : tree.order) {
+      const int32_t par = tree.parent[i];
+      runtime[i] = ev[i].cls == EventClass::kRuntime ? static_cast<int32_t>(i)
+                   : par >= 0                        ? runtime[static_cast<size_t>(par)]
+                                                     : -1;
+    }
+    for (uint32_t i = 0; i < ev.size(); ++i) {  // the first flow with an id, in file order
+      if (ev[i].cls == EventClass::kFlowStart && ev[i].correlation != kNoId) {
+        by_flow.try_emplace(ev[i].correlation, runtime[i]);
+      }
+    }
+  }
+  std::vector<int32_t> launch(ev.size(), -1);
+  for (uint32_t i = 0; i < ev.size(); ++i) {
+    const TraceEvent& e = ev[i];
+    if (!IsGpuActivity(e.cls) || e.correlation == kNoId) continue;
+    if (auto it = by_corr.find(e.correlation); it != by_corr.end()) {
+      launch[i] = it->second;
+    } else if (auto jt = by_flow.find(e.correlation); jt != by_flow.end()) {
+      launch[i] = jt->second;  // -1 when the flow starts outside any runtime call
+    }
+  }
+  return launch;
+}
+
+}  // namespace
+
+TraceWindow SelectWindow(TraceData& trace, ParseStats* stats) {
+  TraceWindow w = FindSteps(trace, stats);
+  std::vector<TraceEvent>& ev = trace.events;
+  const std::vector<int32_t> launch = LinkLaunches(trace);
+  w.by_launch = std::any_of(launch.begin(), launch.end(), [](int32_t l) { return l >= 0; });
+
+  // CPU events (and instants) by their own start; GPU activities by their launch call's start,
+  // or by their own start in the fallback.
+  std::vector<int32_t> new_index(ev.size(), -1);
+  int32_t kept = 0;
+  for (uint32_t i = 0; i < ev.size(); ++i) {
+    const TraceEvent& e = ev[i];
+    bool keep = w.Contains(e.ts_ns);
+    if (IsGpuActivity(e.cls) && w.by_launch) {
+      if (launch[i] < 0) {
+        ++stats->unattributed_kernels;
+        keep = false;
+      } else {
+        keep = w.Contains(ev[static_cast<size_t>(launch[i])].ts_ns);
+      }
+    }
+    if (keep) new_index[i] = kept++;
+  }
+  w.launch_of.assign(static_cast<size_t>(kept), -1);
+  for (uint32_t i = 0; i < ev.size(); ++i) {
+    const int32_t to = new_index[i];
+    if (to < 0) continue;
+    // A kept activity's launch call starts in the window, so it is kept too.
+    if (launch[i] >= 0) {
+      w.launch_of[static_cast<size_t>(to)] = new_index[static_cast<size_t>(launch[i])];
+    }
+    ev[static_cast<size_t>(to)] = ev[i];
+  }
+  ev.resize(static_cast<size_t>(kept));
+  return w;
+}
+
+}  // namespace libreyolo
