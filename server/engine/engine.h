@@ -118,7 +118,7 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
 
 // ---- Facts the daemon reports (GetDaemonInfo), torch-free -------------------------------------
 
-std::string EngineLibTorchVersion();  // "1.13.1"
+std::string EngineLibTorchVersion();  // "2.11.0+cu130"
 std::string EngineCudaVersion();      // the CUDA LibTorch was built with; "" for CPU-only
 int EngineCudaDeviceCount();          // 0 without CUDA
 // "cpu" -> "x86_64, 16 cores"; "cuda:0" -> "NVIDIA H200, 139 GiB" (or why it is unavailable).

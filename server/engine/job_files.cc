@@ -64,7 +64,9 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
 absl::Status WriteTraceAtomically(const CollectedTrace& trace, const std::string& path,
                                   const TraceExportOptions& options) {
   const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  if (auto s = ExportChromeTrace(trace, tmp, options); !s.ok()) {
+  TraceExportOptions named = options;
+  if (named.trace_name.empty()) named.trace_name = std::filesystem::path(path).filename().string();
+  if (auto s = ExportChromeTrace(trace, tmp, named); !s.ok()) {
     std::remove(tmp.c_str());
     return s;
   }

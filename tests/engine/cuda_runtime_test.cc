@@ -28,8 +28,9 @@ TEST(CudaRuntimeTest, AvailabilityNamesWhatIsMissing) {
   }
   EXPECT_EQ(a.device_count, 0);
   EXPECT_THAT(a.note, HasSubstr("CUDA: "));
-  EXPECT_THAT(a.note, HasSubstr("GPU jobs cannot run").Or(HasSubstr("sees no device"))
-                          .Or(HasSubstr("failed to initialise")));
+  EXPECT_THAT(a.note, ::testing::AnyOf(HasSubstr("GPU jobs cannot run"),
+                                       HasSubstr("sees no device"),
+                                       HasSubstr("failed to initialise")));
 }
 
 TEST(CudaRuntimeTest, EveryQueryAnswersFailedPreconditionWithoutCuda) {

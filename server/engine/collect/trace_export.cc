@@ -31,7 +31,8 @@ bool OnDevice(CollectedKind k) {
 // Kineto's header: times are microseconds relative to baseTimeNanoseconds (whole seconds
 // below the first event), so a double keeps every nanosecond.
 std::string HeaderMembers(const TraceExportOptions& o, int64_t base_ns, const std::string& path) {
-  const std::string name = std::filesystem::path(path).filename().string();
+  const std::string name =
+      o.trace_name.empty() ? std::filesystem::path(path).filename().string() : o.trace_name;
   std::string members = absl::StrCat(
       "\"baseTimeNanoseconds\": ", base_ns, ",\n  \"traceName\": ", JsonQuote(name),
       ",\n  \"distributedInfo\": {\"rank\": ", o.rank, ", \"world_size\": ", o.world_size, "}");
@@ -155,7 +156,7 @@ absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& p
     s.cat = CategoryOf(e->kind);
     s.name = e->name;
     s.ts_us = Us(e->start_ns);
-    s.dur_us = Us(e->dur_ns);
+    s.dur_us = static_cast<double>(e->dur_ns) / 1000.0;  // a length: no base
     s.input_dims_json = e->input_dims_json;
     s.flops = e->flops;
     s.correlation = e->correlation;

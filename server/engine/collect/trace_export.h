@@ -23,6 +23,7 @@ struct TraceExportOptions {
   int64_t device_allocated_at_start = 0;
   int64_t device_reserved_at_start = 0;
   std::string extra_members_json;  // e.g. "\"libreyolo\": {...}" provenance
+  std::string trace_name;  // the header's traceName; empty: the file name of `path`
   // distributedInfo: a profiling job is one process of one.
   int64_t rank = 0;
   int64_t world_size = 1;

@@ -110,11 +110,10 @@ void ApplyMeasuredHeadline(Profile& p, int64_t batch, double step_ms, double dat
   p.img_per_s = static_cast<double>(batch) * 1000.0 / step_ms;
   p.dataload_ms = dataload_ms;
   p.dataload_frac = dataload_ms / step_ms;
+  // gpu_util and gpu_util_raw stay the analyser's (docs/metrics.md): ratios within the profiled
+  // window, where the kernels and the span they are divided by were both measured, so the
+  // profile and its own trace give the same value.
   const double busy = p.gpu_busy_ms_per_step.value_or(0.0);
-  if (p.gpu_busy_ms_per_step.has_value()) {
-    p.gpu_util_raw = busy / step_ms;
-    p.gpu_util = std::min(*p.gpu_util_raw, 1.0);
-  }
   p.host_overhead_residual_ms_per_step = std::max(step_ms - busy - dataload_ms, 0.0);
   if (p.host_overhead_method == "residual") {
     p.host_overhead_ms_per_step = p.host_overhead_residual_ms_per_step;
