@@ -22,6 +22,7 @@ namespace {
 constexpr int kTopKernels = 30;
 constexpr int kTopOps = 200;
 constexpr size_t kNameChars = 160;
+constexpr size_t kMaxBars = 300;  // per-step bars drawn at most
 
 struct Metric {
   std::string key;  // the key in `summary --json` (dotted for nested objects)
@@ -143,15 +144,37 @@ std::string PerStepChart(const ReportInput& in) {
   if (tl != nullptr && !tl->steps.empty()) {
     std::vector<StackedBar> bars;
     const bool gpu = !tl->streams.empty();
-    for (const StepSplit& st : tl->steps) {
-      bars.push_back(StackedBar{absl::StrCat("#", st.number), st.phase_ms,
-                                gpu && st.wall_ms > 0 ? st.gpu_busy_ms / st.wall_ms : -1.0,
-                                absl::StrFormat("wall %.3f ms", st.wall_ms)});
+    // Up to kMaxBars bars: beyond that, each bar is the mean of consecutive steps, so the page
+    // stays small for a window of thousands of steps.
+    const size_t n = tl->steps.size();
+    const size_t group = (n + kMaxBars - 1) / kMaxBars;
+    for (size_t first = 0; first < n; first += group) {
+      const size_t last = std::min(first + group, n) - 1;
+      const auto count = static_cast<double>(last - first + 1);
+      std::vector<double> mean(tl->phases.size(), 0.0);
+      double wall = 0, busy = 0;
+      for (size_t i = first; i <= last; ++i) {
+        const StepSplit& st = tl->steps[i];
+        for (size_t k = 0; k < mean.size() && k < st.phase_ms.size(); ++k) {
+          mean[k] += st.phase_ms[k] / count;
+        }
+        wall += st.wall_ms;
+        busy += st.gpu_busy_ms;
+      }
+      const std::string label =
+          first == last ? absl::StrCat("#", tl->steps[first].number)
+                        : absl::StrCat("#", tl->steps[first].number, "-", tl->steps[last].number);
+      bars.push_back(StackedBar{label, std::move(mean), gpu && wall > 0 ? busy / wall : -1.0,
+                                first == last
+                                    ? absl::StrFormat("wall %.3f ms", wall)
+                                    : absl::StrFormat("mean of %d steps, wall %.3f ms each",
+                                                      last - first + 1, wall / count)});
     }
     return absl::StrCat(
         "<p class=\"foot\">Each step's wall time split by the phase span running at each "
         "instant (the innermost one; the rest is other)",
         gpu ? "; the line is the share of the step the GPU is busy" : "; no GPU activity",
+        group > 1 ? absl::StrCat("; ", n, " steps, each bar the mean of ", group, " in a row") : "",
         ".</p>\n", StackedBarChart(tl->phases, bars, "ms", "GPU busy"));
   }
   const std::string why =

@@ -204,6 +204,20 @@ TEST(ReportHtml, HostileNamesAreEscapedEverywhere) {
   EXPECT_LT(html.size(), 200000u);
 }
 
+TEST(ReportHtml, ThousandsOfStepsAreGroupedIntoAtMost300Bars) {
+  std::vector<std::string> events;
+  for (int n = 1; n <= 1000; ++n) {
+    events.push_back(Step(n, 100 * n, 100));
+    events.push_back(Ann("step/forward", 100 * n + 10, 50));
+  }
+  const std::string html = RenderReportHtml(FromTraceText(Trace(events), "many.json"));
+  const std::string steps = SectionOf(html, "steps");
+  EXPECT_NE(steps.find("1000 steps, each bar the mean of 4 in a row"), std::string::npos);
+  EXPECT_EQ(Count(steps, "<g><title>"), 250u);
+  EXPECT_NE(steps.find("#1-4:\nforward 0.05 ms"), std::string::npos);
+  EXPECT_LT(html.size(), 300000u);
+}
+
 TEST(ReportHtml, CpuOnlyTraceSaysNaForTheGpuCharts) {
   auto in = LoadReportInput(Fixture("traces/cpu_only.json.gz"), "cpu_only", kLoad);
   ASSERT_TRUE(in.ok()) << in.status();
