@@ -296,3 +296,43 @@ TEST(ReportHtml, ComparisonPutsSignificanceFirstAndMatchesCompareJson) {
 
 }  // namespace
 }  // namespace libreyolo
+
+namespace libreyolo {
+namespace {
+
+TEST(ReportHtml, TheProfilersOwnRecordIsShownEscaped) {
+  ReportInput in = FromTraceText(HandTrace(), "hand.json");
+  in.profile.profiler_json =
+      R"({"activities":"cpu,cuda","record_shapes":true,"overhead_pct":3.25,)"
+      R"("gpu_collector":"cupti","notes":["CUPTI <b>unavailable</b> & \"x\""],"probe":{"a":1}})";
+  in.profile.tool_name = "libreyolo";
+  in.profile.tool_version = "0.1.0";
+  const std::string s = SectionOf(RenderReportHtml(in), "profiler");
+  EXPECT_NE(s.find("<dt>gpu_collector</dt><dd>cupti</dd>"), std::string::npos) << s;
+  EXPECT_NE(s.find("<dt>overhead_pct</dt><dd>3.25</dd>"), std::string::npos) << s;
+  EXPECT_NE(s.find("<dt>record_shapes</dt><dd>true</dd>"), std::string::npos) << s;
+  EXPECT_NE(s.find("CUPTI &lt;b&gt;unavailable&lt;/b&gt; &amp; &quot;x&quot;"), std::string::npos);
+  EXPECT_NE(s.find("{&quot;a&quot;:1}"), std::string::npos) << s;
+  EXPECT_NE(s.find("<dd>libreyolo 0.1.0</dd>"), std::string::npos) << s;
+  EXPECT_NE(s.find("<dt>malformed events skipped</dt><dd>0</dd>"), std::string::npos) << s;
+}
+
+// The per-step GPU-busy line and the summary's GPU utilisation measure the same kernels over the
+// same window (the steps of trace_filter are back to back).
+TEST(ReportHtml, StepBusyLineAgreesWithGpuUtilisation) {
+  auto in = LoadReportInput(Fixture("traces/trace_filter.json.gz"), "tf", kLoad);
+  ASSERT_TRUE(in.ok() && in->timeline.has_value());
+  double busy = 0, wall = 0;
+  for (const StepSplit& s : in->timeline->steps) {
+    busy += s.gpu_busy_ms;
+    wall += s.wall_ms;
+    double sum = 0;
+    for (const double v : s.phase_ms) sum += v;
+    EXPECT_NEAR(sum, s.wall_ms, 1e-9);  // the stack adds up to the step
+  }
+  ASSERT_GT(wall, 0);
+  EXPECT_NEAR(busy / wall, *in->profile.gpu_util, 0.01);
+}
+
+}  // namespace
+}  // namespace libreyolo
