@@ -76,6 +76,13 @@ absl::StatusOr<std::string> WriteReport(const std::vector<std::string>& paths,
                                         const std::vector<std::string>& labels,
                                         const std::string& output) {
   if (auto ok = CheckOutput(output); !ok.ok()) return ok;
+  for (const std::string& in : paths) {
+    std::error_code ec;
+    if (output != "-" && fs::equivalent(in, output, ec)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("-o ", output, " is the input ", in, "; it would be overwritten"));
+    }
+  }
   const ProfileLoader load = [](const std::string& p) { return LoadProfile(p); };
   std::vector<ReportInput> inputs;
   for (size_t i = 0; i < paths.size(); ++i) {

@@ -135,6 +135,12 @@ TEST_F(ReportCommand, ExitCodesAsTheReaders) {
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("not writable"), std::string::npos) << r.err;
   }
+  // -o naming the input itself: 2, and the input is untouched.
+  fs::copy_file(t, Path("in.json.gz"));
+  r = Cli({"profile", "report", Path("in.json.gz"), "-o", Path("in.json.gz")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("would be overwritten"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadBytes(Path("in.json.gz")), ReadBytes(t));
   // Bad arguments: 2.
   EXPECT_EQ(Cli({"profile", "report"}).code, 2);
   EXPECT_EQ(Cli({"profile", "report", t, t, t}).code, 2);
