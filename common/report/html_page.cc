@@ -25,6 +25,7 @@ th,td{border-bottom:1px solid var(--line);padding:3px 6px;text-align:right;verti
 th{background:var(--soft);cursor:pointer;user-select:none;white-space:nowrap}
 th.asc:after{content:" \25B2"}th.desc:after{content:" \25BC"}
 td.t,th.t{text-align:left}td.t{word-break:break-all;max-width:560px}
+table.layers td.t{white-space:pre-wrap}
 .na{color:var(--mut);background:var(--soft);padding:10px 14px;border-radius:4px;margin:6px 0}
 svg.chart{width:100%;height:auto;display:block;margin:4px 0 8px}
 svg .grid{stroke:#e6e9ee}svg .tick{stroke:#999}svg text{font:11px system-ui,sans-serif;fill:#444}

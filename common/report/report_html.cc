@@ -28,9 +28,7 @@ std::string RenderReportHtml(const ReportInput& in) {
   s += Section("gpu-timeline", "GPU timeline", GpuBody(in));
   s += Section("kernels", "Kernels", KernelsBody(sv, in.profile));
   s += Section("ops", "Operators", OpsBody(in.profile, in.label));
-  s += Section("layers", "Layers",
-               NotAvailable("no module scopes in this profile (the per-layer table needs "
-                            "module-scope events, e.g. a trace recorded with with_modules)"));
+  s += Section("layers", "Layers", LayersBody(in));
   s += Section("memory", "Memory", MemoryBody(in, sv));
   s += Section("profiler", "The profiler's own record", ProfilerRecord(in));
   s += PageEnd();

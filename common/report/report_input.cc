@@ -54,6 +54,7 @@ absl::StatusOr<ReportInput> LoadReportInput(const std::string& input, const std:
     auto data = ReadTraceFile(*trace);
     if (data.ok()) {
       r.timeline = BuildTimeline(*data);
+      r.layers = BuildLayerTable(*data);
       r.trace_path = *trace;
     } else {
       r.timeline_note =

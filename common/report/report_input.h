@@ -5,10 +5,12 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/profile/profile.h"
 #include "common/readers/run_reader.h"
+#include "common/report/layer_table.h"
 #include "common/report/trace_timeline.h"
 
 namespace libreyolo {
@@ -17,8 +19,9 @@ struct ReportInput {
   std::string label;  // what the user named: a path or job:<id>
   Profile profile;
   std::optional<TraceTimeline> timeline;
-  std::string trace_path;     // the trace the timeline was drawn from
-  std::string timeline_note;  // why there is no timeline (shown in the n/a charts)
+  std::vector<LayerRow> layers;  // from the trace's module scopes; empty when it has none
+  std::string trace_path;        // the trace the timeline was drawn from
+  std::string timeline_note;     // why there is no timeline (shown in the n/a charts)
 };
 
 // Loads `input` through `load` with the readers' errors (LoadReaderInput: exit 2 for a missing

@@ -347,4 +347,34 @@ std::string GpuBody(const ReportInput& in) {
       GpuStripChart(*in.timeline));
 }
 
+std::string LayersBody(const ReportInput& in) {
+  if (!in.timeline) return NotAvailable(in.timeline_note);
+  if (in.layers.empty()) {
+    return NotAvailable(
+        "no module scopes in this trace (PyTorch records them as \"nn.Module: ...\" "
+        "python_function spans with with_modules=True or with_stack=True)");
+  }
+  HtmlTable t({"module", "calls/step", "CPU ms/step", "self CPU ms/step", "GPU ms/step",
+               "self GPU ms/step", "kernels/step"},
+              "layers");
+  for (const LayerRow& r : in.layers) {
+    const size_t slash = r.path.rfind('/');
+    const std::string leaf = slash == std::string::npos ? r.path : r.path.substr(slash + 1);
+    std::string shown(2 * static_cast<size_t>(std::min(r.depth, 12)), ' ');
+    shown += leaf.size() > kNameChars ? leaf.substr(0, kNameChars) + "..." : leaf;
+    t.AddRow({HtmlTable::Text(shown, r.path),
+              HtmlTable::Num(r.calls_per_step, Fmt(r.calls_per_step, 1)),
+              HtmlTable::Num(r.cpu_ms_per_step, Fmt(r.cpu_ms_per_step, 3)),
+              HtmlTable::Num(r.self_cpu_ms_per_step, Fmt(r.self_cpu_ms_per_step, 3)),
+              HtmlTable::Num(r.gpu_ms_per_step, Fmt(r.gpu_ms_per_step, 3)),
+              HtmlTable::Num(r.self_gpu_ms_per_step, Fmt(r.self_gpu_ms_per_step, 3)),
+              HtmlTable::Num(r.kernels_per_step, Fmt(r.kernels_per_step, 1))});
+  }
+  return absl::StrCat(
+      "<p class=\"foot\">Module scopes in the order they first run, nested by indentation (the "
+      "full path is the tooltip). A kernel counts for the innermost module around its launch "
+      "call and for every module enclosing that one.</p>\n",
+      t.Render());
+}
+
 }  // namespace libreyolo

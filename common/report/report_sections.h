@@ -36,6 +36,8 @@ std::string KernelsBody(const SummaryView& sv, const Profile& full);
 std::string OpsBody(const Profile& full, const std::string& source);
 std::string MemoryBody(const ReportInput& in, const SummaryView& sv);
 std::string GpuBody(const ReportInput& in);
+// The per-layer table from the module scopes, or why there is none.
+std::string LayersBody(const ReportInput& in);
 // <header>: the title and one line per input.
 std::string Header(const std::string& what, const std::vector<const ReportInput*>& inputs);
 

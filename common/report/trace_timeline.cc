@@ -95,27 +95,35 @@ std::vector<double> SplitStep(std::vector<PhaseSpan>& spans, int64_t s0, int64_t
 
 }  // namespace
 
-TraceTimeline BuildTimeline(const TraceData& t) {
-  TraceTimeline tl;
-  // One mark per step number, the CPU copy preferred (as the analyser's window).
+StepWindow FindStepWindow(const TraceData& t) {
   std::map<int64_t, StepMark> kept;
   for (const StepMark& s : t.steps) {
     auto [it, inserted] = kept.try_emplace(s.number, s);
     if (!inserted && s.cpu_copy && !it->second.cpu_copy) it->second = s;
   }
-  int64_t w0 = 0, w1 = 0;
+  StepWindow w;
   if (!kept.empty()) {
-    w0 = INT64_MAX;
-    w1 = INT64_MIN;
+    w.w0_ns = INT64_MAX;
+    w.w1_ns = INT64_MIN;
     for (const auto& [n, s] : kept) {
-      w0 = std::min(w0, s.ts_ns);
-      w1 = std::max(w1, s.ts_ns + s.dur_ns);
+      w.w0_ns = std::min(w.w0_ns, s.ts_ns);
+      w.w1_ns = std::max(w.w1_ns, s.ts_ns + s.dur_ns);
+      w.marks.push_back(s);
     }
+    std::sort(w.marks.begin(), w.marks.end(),
+              [](const StepMark& a, const StepMark& b) { return a.ts_ns < b.ts_ns; });
   } else if (t.min_ts_ns <= t.max_end_ns) {
-    w0 = t.min_ts_ns;
-    w1 = t.max_end_ns;
+    w.w0_ns = t.min_ts_ns;
+    w.w1_ns = t.max_end_ns;
   }
-  tl.steps_seen = static_cast<int64_t>(kept.size());
+  return w;
+}
+
+TraceTimeline BuildTimeline(const TraceData& t) {
+  TraceTimeline tl;
+  const StepWindow win = FindStepWindow(t);
+  const int64_t w0 = win.w0_ns, w1 = win.w1_ns;
+  tl.steps_seen = static_cast<int64_t>(win.marks.size());
   tl.window_ms = static_cast<double>(w1 - w0) / kNsPerMs;
   if (w1 <= w0) return tl;
   auto in_window = [&](int64_t ts) { return ts >= w0 && ts < w1; };
@@ -162,11 +170,8 @@ TraceTimeline BuildTimeline(const TraceData& t) {
   for (size_t i = 0; i < tl.phases.size(); ++i) column.emplace(tl.phases[i], i);
 
   const std::vector<Interval> kernel_union = Merge(kernels);
-  if (!kept.empty()) {
-    std::vector<StepMark> marks;
-    for (const auto& [n, s] : kept) marks.push_back(s);
-    std::sort(marks.begin(), marks.end(),
-              [](const StepMark& a, const StepMark& b) { return a.ts_ns < b.ts_ns; });
+  if (!win.marks.empty()) {
+    const std::vector<StepMark>& marks = win.marks;
     // Each span goes to the step its start lies in.
     std::vector<std::vector<PhaseSpan>> per_step(marks.size());
     for (const auto& [name, iv] : raw_spans) {

@@ -15,6 +15,7 @@
 #include "common/readers/compare_view.h"
 #include "common/readers/summary_view.h"
 #include "common/render/html_escape.h"
+#include "common/report/layer_table.h"
 #include "common/report/trace_timeline.h"
 #include "tests/common/trace_builder.h"
 
@@ -41,6 +42,7 @@ ReportInput FromTraceText(const std::string& json, const std::string& label) {
   ReportInput in;
   in.label = label;
   in.timeline = BuildTimeline(*data);
+  in.layers = BuildLayerTable(*data);
   in.trace_path = label;
   in.profile = AnalyseTrace(*std::move(data));
   return in;
@@ -299,6 +301,49 @@ TEST(ReportHtml, ComparisonPutsSignificanceFirstAndMatchesCompareJson) {
 
 namespace libreyolo {
 namespace {
+
+std::string Module(const std::string& name, int64_t ts, int64_t dur) {
+  return testing::X("python_function", "nn.Module: " + name, ts, dur);
+}
+
+// Model_0 (0-90 us) encloses Conv2d_0 (10-30) and Conv2d_1 (40-70); one launch in each conv
+// and one in Model_0 alone; kernels of 5, 10 and 3 us.
+TEST(LayerTable, KernelsGoToTheInnermostModuleAroundTheirLaunch) {
+  const std::string json =
+      Trace({Step(1, 0, 100), Module("Model_0", 0, 90), Module("Conv2d_0", 10, 20),
+             Module("Conv2d_1", 40, 30), Launch(15, 2, 1), Launch(45, 2, 2), Launch(80, 2, 3),
+             Kernel("k1", 20, 5, 1), Kernel("k2", 50, 10, 2), Kernel("k3", 85, 3, 3),
+             Op("aten::conv2d", 12, 5)});
+  auto data = ReadTraceText(json);
+  ASSERT_TRUE(data.ok()) << data.status();
+  const std::vector<LayerRow> rows = BuildLayerTable(*data);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].path, "Model_0");
+  EXPECT_EQ(rows[0].depth, 0);
+  EXPECT_NEAR(rows[0].cpu_ms_per_step, 0.090, 1e-12);
+  EXPECT_NEAR(rows[0].self_cpu_ms_per_step, 0.040, 1e-12);
+  EXPECT_NEAR(rows[0].gpu_ms_per_step, 0.018, 1e-12);
+  EXPECT_NEAR(rows[0].self_gpu_ms_per_step, 0.003, 1e-12);
+  EXPECT_DOUBLE_EQ(rows[0].kernels_per_step, 3);
+  EXPECT_EQ(rows[1].path, "Model_0/Conv2d_0");
+  EXPECT_EQ(rows[1].depth, 1);
+  EXPECT_NEAR(rows[1].gpu_ms_per_step, 0.005, 1e-12);
+  EXPECT_EQ(rows[2].path, "Model_0/Conv2d_1");
+  EXPECT_NEAR(rows[2].self_gpu_ms_per_step, 0.010, 1e-12);
+  EXPECT_DOUBLE_EQ(rows[2].calls_per_step, 1);
+  // The analyser does not see the module spans: one op, as before.
+  const Profile p = AnalyseTrace(*std::move(data));
+  EXPECT_DOUBLE_EQ(*p.ops_per_step, 1);
+  // The page draws the table, names escaped.
+  const std::string html = SectionOf(
+      RenderReportHtml(FromTraceText(Trace({Step(1, 0, 100), Module("<b>Evil</b>_0", 0, 90),
+                                            Launch(15, 2, 1), Kernel("k1", 20, 5, 1)}),
+                                     "m.json")),
+      "layers");
+  EXPECT_NE(html.find("<table class=\"sortable layers\">"), std::string::npos) << html;
+  EXPECT_NE(html.find("&lt;b&gt;Evil&lt;/b&gt;_0"), std::string::npos) << html;
+  EXPECT_EQ(html.find("<b>Evil"), std::string::npos);
+}
 
 TEST(ReportHtml, TheProfilersOwnRecordIsShownEscaped) {
   ReportInput in = FromTraceText(HandTrace(), "hand.json");
