@@ -23,7 +23,7 @@ struct Scope {
 };
 
 struct Acc {
-  std::string path;
+  std::string path, name;
   int depth = 0;
   int64_t calls = 0, cpu_ns = 0, self_ns = 0, gpu_ns = 0, self_gpu_ns = 0, kernels = 0;
 };
@@ -75,7 +75,7 @@ std::vector<LayerRow> BuildLayerTable(const TraceData& t) {
         path = absl::StrCat(rows[par.row].path, "/", std::string(name));
       }
       auto [it, inserted] = row_of.try_emplace(path, rows.size());
-      if (inserted) rows.push_back(Acc{path, static_cast<int>(open.size())});
+      if (inserted) rows.push_back(Acc{path, std::string(name), static_cast<int>(open.size())});
       sc.row = it->second;
       open.push_back(i);
     }
@@ -116,7 +116,7 @@ std::vector<LayerRow> BuildLayerTable(const TraceData& t) {
   std::vector<LayerRow> out;
   out.reserve(rows.size());
   for (const Acc& a : rows) {
-    out.push_back(LayerRow{a.path, a.depth, static_cast<double>(a.calls) / steps,
+    out.push_back(LayerRow{a.path, a.name, a.depth, static_cast<double>(a.calls) / steps,
                            per_step_ms(a.cpu_ns), per_step_ms(a.self_ns), per_step_ms(a.gpu_ns),
                            per_step_ms(a.self_gpu_ns), static_cast<double>(a.kernels) / steps});
   }

@@ -13,6 +13,7 @@ namespace libreyolo {
 
 struct LayerRow {
   std::string path;  // nesting of module scopes on their thread: "Model_0/Conv2d_3"
+  std::string name;  // the module's own name: "Conv2d_3"
   int depth = 0;     // number of enclosing module scopes
   double calls_per_step = 0;
   double cpu_ms_per_step = 0;       // the scopes' wall time on their thread

@@ -358,8 +358,7 @@ std::string LayersBody(const ReportInput& in) {
                "self GPU ms/step", "kernels/step"},
               "layers");
   for (const LayerRow& r : in.layers) {
-    const size_t slash = r.path.rfind('/');
-    const std::string leaf = slash == std::string::npos ? r.path : r.path.substr(slash + 1);
+    const std::string& leaf = r.name;
     std::string shown(2 * static_cast<size_t>(std::min(r.depth, 12)), ' ');
     shown += leaf.size() > kNameChars ? leaf.substr(0, kNameChars) + "..." : leaf;
     t.AddRow({HtmlTable::Text(shown, r.path),

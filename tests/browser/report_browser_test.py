@@ -47,7 +47,7 @@ def run(cmd):
 
 
 def hostile_trace(path):
-    """Two steps, kernels and ops with <script>, quotes and a 20,000-character name."""
+    """Two steps; a module scope, kernels and ops with <script>, quotes, a 20,000-character name."""
     long_name = "void k<" + "L" * 20000 + ">"
     ev = []
     for n, t0 in ((1, 0), (2, 1000)):
@@ -55,6 +55,8 @@ def hostile_trace(path):
                    "tid": 1, "ts": t0, "dur": 1000})
         ev.append({"ph": "X", "cat": "user_annotation", "name": "step/forward", "pid": 1,
                    "tid": 1, "ts": t0 + 10, "dur": 400})
+        ev.append({"ph": "X", "cat": "python_function", "name": "nn.Module: " + EVIL,
+                   "pid": 1, "tid": 1, "ts": t0 + 5, "dur": 500})
         ev.append({"ph": "X", "cat": "cpu_op", "name": EVIL, "pid": 1, "tid": 1,
                    "ts": t0 + 20, "dur": 100})
         ev.append({"ph": "X", "cat": "cpu_op", "name": long_name, "pid": 1, "tid": 1,
@@ -207,9 +209,12 @@ def main():
             if len(failures) == failed_before:
                 print(f"ok:   {name}: {os.path.getsize(out)} bytes, loaded in {seconds:.3f} s, "
                       f"{len(d['summary'])} numbers equal summary --json")
-        # The last single page is the hostile trace: its names show as text.
-        text = b.evaluate("document.querySelector('table.ops').innerText")
-        check(EVIL.split("<img")[0] in text, "hostile: the op name is not shown as text")
+        # The last single page is the hostile trace: its names show as text, in the op table and
+        # in the per-layer table of its module scope.
+        for table in ("ops", "layers"):
+            text = b.evaluate(f"(document.querySelector('table.{table}') || {{}}).innerText")
+            check(text is not None and EVIL.split("<img")[0] in text,
+                  f"hostile: the name is not shown as text in the {table} table")
 
         for before, after in pairs:
             failed_before = len(failures)

@@ -326,6 +326,7 @@ TEST(LayerTable, KernelsGoToTheInnermostModuleAroundTheirLaunch) {
   EXPECT_NEAR(rows[0].self_gpu_ms_per_step, 0.003, 1e-12);
   EXPECT_DOUBLE_EQ(rows[0].kernels_per_step, 3);
   EXPECT_EQ(rows[1].path, "Model_0/Conv2d_0");
+  EXPECT_EQ(rows[1].name, "Conv2d_0");
   EXPECT_EQ(rows[1].depth, 1);
   EXPECT_NEAR(rows[1].gpu_ms_per_step, 0.005, 1e-12);
   EXPECT_EQ(rows[2].path, "Model_0/Conv2d_1");
