@@ -54,15 +54,15 @@ int Fail(std::ostream& err, int code, const std::string& msg) {
 CommandSpec ReportCommandSpec() {
   return CommandSpec{
       "report",
-      "one self-contained HTML page: verdict, charts, kernel and op tables (two inputs: a "
-      "comparison)",
+      "one self-contained HTML page of a profile (two inputs: a comparison page)",
       "Writes one HTML file that opens anywhere, offline (inline CSS and SVG, no network):\n"
       "the verdict with its reason and levers, the summary numbers (equal to `summary --json`),\n"
       "a per-step stacked bar chart with the GPU-busy line, the GPU timeline strip, kernel\n"
-      "categories and top kernels, the sortable op table, memory over the window with its peak,\n"
-      "and the profiler's own record. Charts say n/a where the profile lacks the data. A\n"
-      "profile.json's timeline charts need its profile_trace.json beside it. With two inputs\n"
-      "(BEFORE AFTER) the page compares them: significance first, then deltas, side by side.",
+      "categories and top kernels, the sortable op table, the per-layer table where the trace\n"
+      "has module scopes, memory over the window with its peak, and the profiler's own record.\n"
+      "Charts say n/a where the profile lacks the data; a profile.json's timeline charts need\n"
+      "its profile_trace.json beside it. With two inputs (BEFORE AFTER) the page compares them:\n"
+      "significance first, then the deltas, then both side by side. See docs/report.md.",
       {{"trace", true,
         "profile.json, profile_repeat.json, profile_trace.json or any PyTorch/Kineto Chrome "
         "trace (.json or .json.gz); or job:<id> for a profile stored on a libreyolod"},
