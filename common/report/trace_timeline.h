@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/trace/step_window.h"
 #include "common/trace/trace_data.h"
 
 namespace libreyolo {
@@ -51,15 +52,6 @@ struct TraceTimeline {
 };
 
 inline constexpr int kTimelineBuckets = 800;
-
-// The analyser's step window: the ProfilerStep#N marks, one per step number, the CPU copy
-// preferred; without marks, the extent of all events (docs/metrics.md, "Steps and the window").
-struct StepWindow {
-  int64_t w0_ns = 0, w1_ns = 0;
-  std::vector<StepMark> marks;  // one per step number, in time order; empty without marks
-  bool Contains(int64_t ts) const { return ts >= w0_ns && ts < w1_ns; }
-};
-StepWindow FindStepWindow(const TraceData& trace);
 
 // Lays out the events of the trace's step window (FindStepWindow) along the time axis.
 TraceTimeline BuildTimeline(const TraceData& trace);

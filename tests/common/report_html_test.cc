@@ -302,6 +302,22 @@ TEST(ReportHtml, ComparisonPutsSignificanceFirstAndMatchesCompareJson) {
 namespace libreyolo {
 namespace {
 
+// One mark per step number, the CPU copy preferred over an earlier device copy; the window runs
+// from the first start to the last end.
+TEST(StepWindow, OneMarkPerStepCpuCopyPreferred) {
+  auto data = ReadTraceText(Trace({Step(2, 100, 50, "gpu_user_annotation", testing::Th{"0", "7"}),
+                                   Step(2, 90, 60), Step(1, 0, 80), Kernel("k", 10, 5)}));
+  ASSERT_TRUE(data.ok()) << data.status();
+  const StepWindow w = FindStepWindow(*data);
+  ASSERT_EQ(w.marks.size(), 2u);
+  EXPECT_EQ(w.marks[0].number, 1);
+  EXPECT_EQ(w.marks[1].ts_ns, 90000);
+  EXPECT_EQ(w.w0_ns, 0);
+  EXPECT_EQ(w.w1_ns, 150000);
+  EXPECT_TRUE(w.Contains(149999));
+  EXPECT_FALSE(w.Contains(150000));
+}
+
 std::string Module(const std::string& name, int64_t ts, int64_t dur) {
   return testing::X("python_function", "nn.Module: " + name, ts, dur);
 }
