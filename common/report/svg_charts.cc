@@ -57,11 +57,14 @@ void YAxis(std::string& s, double x0, double x1, double y_bottom, double y_top, 
 // Time ticks along the bottom, 0..window_ms mapped to [x0, x1].
 void TimeAxis(std::string& s, double x0, double x1, double y, double window_ms) {
   const double step = NiceCeil(window_ms / 6);
-  for (double t = 0; t <= window_ms * (1 + 1e-9); t += step) {
+  for (int i = 0; i * step <= window_ms * (1 + 1e-9); ++i) {
+    const double t = i * step;
     const double x = x0 + (x1 - x0) * t / window_ms;
+    // The last label ends at the axis' end instead of running off the chart.
+    const char* anchor = x > x1 - 30 ? "end" : "middle";
     absl::StrAppend(&s, "<line class=\"tick\" x1=\"", Px(x), "\" x2=\"", Px(x), "\" y1=\"", Px(y),
                     "\" y2=\"", Px(y + 4), "\"/><text class=\"ax\" x=\"", Px(x), "\" y=\"",
-                    Px(y + 16), "\" text-anchor=\"middle\">", Num(t), " ms</text>\n");
+                    Px(y + 16), "\" text-anchor=\"", anchor, "\">", Num(t), " ms</text>\n");
   }
 }
 
