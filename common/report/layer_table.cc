@@ -13,6 +13,7 @@ namespace {
 
 constexpr double kNsPerMs = 1e6;
 constexpr std::string_view kPrefix = "nn.Module: ";
+constexpr size_t kMaxDepth = 32;  // module paths deeper than this share their ancestor's row
 
 struct Scope {
   int64_t s = 0, e = 0;
@@ -72,6 +73,11 @@ std::vector<LayerRow> BuildLayerTable(const TraceData& t) {
         sc.parent = static_cast<int32_t>(open.back());
         Scope& par = list[open.back()];
         SatAdd(par.child_ns, std::min(sc.e, par.e) - sc.s);
+        if (open.size() >= kMaxDepth) {  // deeper scopes count towards their ancestor's row
+          sc.row = par.row;
+          open.push_back(i);
+          continue;
+        }
         path = absl::StrCat(rows[par.row].path, "/", std::string(name));
       }
       auto [it, inserted] = row_of.try_emplace(path, rows.size());
@@ -85,7 +91,7 @@ std::vector<LayerRow> BuildLayerTable(const TraceData& t) {
     std::sort(calls.begin(), calls.end());
     open.clear();
     size_t next = 0;
-    std::vector<int64_t> gpu(list.size(), 0), self_gpu(list.size(), 0), kernels(list.size(), 0);
+    std::vector<int64_t> self_gpu(list.size(), 0), kernels(list.size(), 0);
     for (const auto& [ts, corr] : calls) {
       while (next < list.size() && list[next].s <= ts) {
         while (!open.empty() && list[open.back()].e <= list[next].s) open.pop_back();
@@ -95,11 +101,14 @@ std::vector<LayerRow> BuildLayerTable(const TraceData& t) {
       if (open.empty()) continue;
       const auto& [ns, count] = kernel_of.at(corr);
       SatAdd(self_gpu[open.back()], ns);
-      for (int32_t k = static_cast<int32_t>(open.back()); k >= 0;
-           k = list[static_cast<size_t>(k)].parent) {
-        SatAdd(gpu[static_cast<size_t>(k)], ns);
-        kernels[static_cast<size_t>(k)] += count;
-      }
+      kernels[open.back()] += count;
+    }
+    // Inclusive GPU time and kernels: children come after their parents in `list`.
+    std::vector<int64_t> gpu = self_gpu;
+    for (size_t i = list.size(); i-- > 0;) {
+      if (list[i].parent < 0) continue;
+      SatAdd(gpu[static_cast<size_t>(list[i].parent)], gpu[i]);
+      kernels[static_cast<size_t>(list[i].parent)] += kernels[i];
     }
     for (size_t i = 0; i < list.size(); ++i) {
       Acc& a = rows[list[i].row];

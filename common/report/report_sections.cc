@@ -18,7 +18,8 @@ namespace {
 constexpr int kTopKernels = 30;
 constexpr int kTopOps = 200;
 constexpr size_t kNameChars = 160;
-constexpr size_t kMaxBars = 300;  // per-step bars drawn at most
+constexpr size_t kMaxBars = 300;       // per-step bars drawn at most
+constexpr size_t kMaxLayerRows = 300;  // per-layer rows shown at most
 
 OptDouble Opt(const std::optional<int64_t>& v) {
   return v.has_value() ? OptDouble(static_cast<double>(*v)) : std::nullopt;
@@ -357,7 +358,9 @@ std::string LayersBody(const ReportInput& in) {
   HtmlTable t({"module", "calls/step", "CPU ms/step", "self CPU ms/step", "GPU ms/step",
                "self GPU ms/step", "kernels/step"},
               "layers");
-  for (const LayerRow& r : in.layers) {
+  const size_t shown_rows = std::min(in.layers.size(), kMaxLayerRows);
+  for (size_t i = 0; i < shown_rows; ++i) {
+    const LayerRow& r = in.layers[i];
     const std::string& leaf = r.name;
     std::string shown(2 * static_cast<size_t>(std::min(r.depth, 12)), ' ');
     shown += leaf.size() > kNameChars ? leaf.substr(0, kNameChars) + "..." : leaf;
@@ -373,7 +376,11 @@ std::string LayersBody(const ReportInput& in) {
       "<p class=\"foot\">Module scopes in the order they first run, nested by indentation (the "
       "full path is the tooltip). A kernel counts for the innermost module around its launch "
       "call and for every module enclosing that one.</p>\n",
-      t.Render());
+      t.Render(),
+      in.layers.size() > shown_rows
+          ? absl::StrCat("<p class=\"foot\">", in.layers.size() - shown_rows,
+                         " more module paths are not shown.</p>\n")
+          : "");
 }
 
 }  // namespace libreyolo

@@ -228,6 +228,10 @@ std::string GpuStripChart(const TraceTimeline& tl) {
   y += launch_h + gap;
   TimeAxis(s, x0, x1, y, tl.window_ms);
   s += "</svg>\n";
+  if (tl.streams_not_drawn > 0) {
+    absl::StrAppend(&s, "<p class=\"foot\">", tl.streams_not_drawn,
+                    " less busy streams are not drawn.</p>\n");
+  }
   return s;
 }
 

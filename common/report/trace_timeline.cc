@@ -14,6 +14,9 @@ namespace libreyolo {
 namespace {
 
 constexpr double kNsPerMs = 1e6;
+constexpr size_t kMaxPhases = 12;
+constexpr size_t kMaxLanes = 32;  // GPU streams drawn; the least busy others are counted  // named
+                                  // columns; further phase names count as "other"
 constexpr std::array<const char*, 7> kPhaseOrder = {
     "dataload", "to_device", "preprocess", "forward", "backward", "postprocess", "optimizer"};
 
@@ -87,7 +90,7 @@ std::vector<double> SplitStep(std::vector<PhaseSpan>& spans, int64_t s0, int64_t
       active.erase({spans[k].s, k});
     }
   }
-  ns[other] = std::max<int64_t>(s1 - s0 - covered, 0);
+  SatAdd(ns[other], std::max<int64_t>(s1 - s0 - covered, 0));  // plus any capped phases
   std::vector<double> ms(n_phases);
   for (size_t i = 0; i < n_phases; ++i) ms[i] = static_cast<double>(ns[i]) / kNsPerMs;
   return ms;
@@ -139,7 +142,9 @@ TraceTimeline BuildTimeline(const TraceData& t) {
   for (const char* p : kPhaseOrder) {
     if (present.erase(p) > 0) tl.phases.emplace_back(p);
   }
-  for (const std::string& p : present) tl.phases.push_back(p);
+  for (const std::string& p : present) {
+    if (tl.phases.size() < kMaxPhases) tl.phases.push_back(p);  // the rest count as other
+  }
   tl.phases.emplace_back("other");
   const size_t other = tl.phases.size() - 1;
   absl::flat_hash_map<std::string, size_t> column;
@@ -155,7 +160,9 @@ TraceTimeline BuildTimeline(const TraceData& t) {
                                  [](int64_t v, const StepMark& m) { return v < m.ts_ns; });
       if (it == marks.begin()) continue;
       const auto k = static_cast<size_t>(std::prev(it) - marks.begin());
-      per_step[k].push_back(PhaseSpan{iv.first, iv.second, column.at(name)});
+      auto col = column.find(name);
+      per_step[k].push_back(
+          PhaseSpan{iv.first, iv.second, col == column.end() ? other : col->second});
     }
     for (size_t k = 0; k < marks.size(); ++k) {
       const StepMark& m = marks[k];
@@ -189,6 +196,23 @@ TraceTimeline BuildTimeline(const TraceData& t) {
       }
     }
     tl.streams.push_back(std::move(lane));
+  }
+
+  // A strip stays readable (and small) with at most kMaxLanes lanes: the busiest, in order.
+  if (tl.streams.size() > kMaxLanes) {
+    std::vector<size_t> order(tl.streams.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return tl.streams[a].busy_ms > tl.streams[b].busy_ms;
+    });
+    std::vector<bool> keep(order.size(), false);
+    for (size_t i = 0; i < kMaxLanes; ++i) keep[order[i]] = true;
+    std::vector<StreamLane> kept;
+    for (size_t i = 0; i < tl.streams.size(); ++i) {
+      if (keep[i]) kept.push_back(std::move(tl.streams[i]));
+    }
+    tl.streams_not_drawn = static_cast<int64_t>(tl.streams.size() - kMaxLanes);
+    tl.streams = std::move(kept);
   }
 
   // Launch calls: the runtime events whose correlation id names a window kernel.

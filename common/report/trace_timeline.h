@@ -40,10 +40,13 @@ struct MemoryPoint {
 
 struct TraceTimeline {
   double window_ms = 0;
-  int64_t steps_seen = 0;                  // distinct ProfilerStep#N marks
-  std::vector<std::string> phases;         // columns of StepSplit::phase_ms; the last is "other"
+  int64_t steps_seen = 0;  // distinct ProfilerStep#N marks
+  // Columns of StepSplit::phase_ms: at most 12 named phases (the known ones in step order, then
+  // others by name; any further names count as "other"), and "other" last.
+  std::vector<std::string> phases;
   std::vector<StepSplit> steps;            // in time order; empty when the trace has no step marks
-  std::vector<StreamLane> streams;         // GPU streams with activity in the window
+  std::vector<StreamLane> streams;         // GPU streams with activity: the 32 busiest, in order
+  int64_t streams_not_drawn = 0;           // further (less busy) streams
   std::vector<int64_t> launches;           // kernel launch calls per time bucket (kTimelineBuckets)
   int64_t launch_calls = 0;                // launch calls of window kernels found in the trace
   std::vector<MemoryPoint> device_memory;  // downsampled, keeping each bucket's peak

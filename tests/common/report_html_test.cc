@@ -362,6 +362,29 @@ TEST(LayerTable, KernelsGoToTheInnermostModuleAroundTheirLaunch) {
   EXPECT_EQ(html.find("<b>Evil"), std::string::npos);
 }
 
+// Hostile shapes stay bounded: 20 phase names, 40 streams, modules nested 40 deep.
+TEST(TraceTimeline, CapsPhasesStreamsAndModuleDepth) {
+  std::vector<std::string> ev = {Step(1, 0, 1000)};
+  for (int i = 0; i < 20; ++i) ev.push_back(Ann("step/p" + std::to_string(100 + i), 10 * i, 10));
+  for (int i = 0; i < 40; ++i) ev.push_back(Kernel("k", 10 * i, 1 + i, -1, 100 + i));
+  for (int i = 0; i < 40; ++i) ev.push_back(Module("M_" + std::to_string(i), i, 900 - 2 * i));
+  auto data = ReadTraceText(Trace(ev));
+  ASSERT_TRUE(data.ok()) << data.status();
+  const TraceTimeline tl = BuildTimeline(*data);
+  ASSERT_EQ(tl.phases.size(), 13u);  // 12 named + other
+  EXPECT_EQ(tl.phases[0], "p100");
+  EXPECT_EQ(tl.phases.back(), "other");
+  ASSERT_EQ(tl.steps.size(), 1u);
+  EXPECT_NEAR(tl.steps[0].phase_ms[12], 1.0 - 0.120, 1e-12);  // 8 capped phases + uncovered
+  ASSERT_EQ(tl.streams.size(), 32u);
+  EXPECT_EQ(tl.streams_not_drawn, 8);
+  EXPECT_EQ(tl.streams[0].name, "GPU 0, stream 108");  // streams 100-107 were the least busy
+  const std::vector<LayerRow> rows = BuildLayerTable(*data);
+  ASSERT_EQ(rows.size(), 32u);
+  EXPECT_EQ(rows.back().depth, 31);
+  EXPECT_DOUBLE_EQ(rows.back().calls_per_step, 9);  // M_31 and the 8 deeper scopes
+}
+
 TEST(ReportHtml, TheProfilersOwnRecordIsShownEscaped) {
   ReportInput in = FromTraceText(HandTrace(), "hand.json");
   in.profile.profiler_json =
