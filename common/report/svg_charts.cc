@@ -76,7 +76,7 @@ std::string NotAvailable(const std::string& why) {
 
 std::string PhaseColor(const std::string& phase) {
   static constexpr std::array<std::pair<const char*, const char*>, 8> kKnown = {
-      {{"dataload", "#8e6bbf"},
+      {{"dataload", "#a6761d"},
        {"to_device", "#e7298a"},
        {"preprocess", "#66a61e"},
        {"forward", "#1b9e77"},
@@ -87,7 +87,7 @@ std::string PhaseColor(const std::string& phase) {
   for (const auto& [name, color] : kKnown) {
     if (phase == name) return color;
   }
-  static constexpr std::array<const char*, 6> kPalette = {"#a6761d", "#1f78b4", "#b2df8a",
+  static constexpr std::array<const char*, 6> kPalette = {"#17becf", "#1f78b4", "#b2df8a",
                                                           "#fb9a99", "#cab2d6", "#ff7f00"};
   size_t h = 0;
   for (const char c : phase) h = h * 31 + static_cast<unsigned char>(c);
