@@ -17,6 +17,7 @@ packages=(
   libopencv-dev libyaml-cpp-dev          # image decode/augment, dataset YAML
   python3 python3-venv python3-grpcio    # the Python environment; the Python client example
   openssl time
+  chromium                               # headless browser tests of the HTML report
 )
 
 missing=()

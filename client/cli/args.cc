@@ -74,11 +74,17 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
       out.help = true;
       continue;
     }
-    if (!absl::StartsWith(a, "--")) {
+    std::string name;
+    if (a.size() == 2 && a[0] == '-') {
+      for (const FlagSpec& f : spec.flags) {
+        if (f.short_name != '\0' && f.short_name == a[1]) name = f.name;
+      }
+    }
+    if (name.empty() && !absl::StartsWith(a, "--")) {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown option '", a, "': flags are spelled --name (see --help)"));
     }
-    std::string name = a.substr(2);
+    if (name.empty()) name = a.substr(2);
     std::optional<std::string> inline_value;
     if (const size_t eq = name.find('='); eq != std::string::npos) {
       inline_value = name.substr(eq + 1);
@@ -165,6 +171,7 @@ std::string HelpText(const std::string& program, const CommandSpec& spec) {
   out += "\nflags:\n";
   for (const FlagSpec& f : spec.flags) {
     std::string left = absl::StrCat("--", f.name);
+    if (f.short_name != '\0') left = absl::StrCat("-", std::string(1, f.short_name), ", ", left);
     if (!f.value_name.empty()) absl::StrAppend(&left, " ", f.value_name);
     if (f.negatable) absl::StrAppend(&left, " / --no-", f.name);
     std::string help = f.help;

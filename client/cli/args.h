@@ -17,6 +17,7 @@ struct FlagSpec {
   std::string default_value;
   std::string help;
   bool negatable = false;  // a switch that also has --no-<name>
+  char short_name = '\0';  // a one-letter alias spelled -x ('\0': none), e.g. -o for --output
 };
 
 struct PositionalSpec {

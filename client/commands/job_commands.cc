@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/cli/exit_codes.h"
+#include "client/commands/report_command.h"
 #include "client/remote/artifact_download.h"
 #include "client/remote/daemon_session.h"
 #include "client/remote/job_watch.h"
@@ -309,6 +310,16 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   err << "job " << job.id() << " (read it again with: libreyolo profile summary job:" << job.id()
       << ")\n";
   if (profile_path.empty()) return Fail(err, cmd, kExitNoProfile, "the job stored no profile.json");
+  // The HTML report beside the profile (client-side, from the downloaded files). A report that
+  // cannot be written does not fail the job: the profile is there and `report` can retry.
+  const std::string report_path =
+      (std::filesystem::path(profile_path).parent_path() / "report.html").string();
+  if (auto report = WriteReport({profile_path}, {profile_path}, report_path); report.ok()) {
+    err << "wrote " << report_path << "\n";
+  } else {
+    err << "libreyolo profile " << cmd << ": warning: no report.html: "
+        << report.status().message() << "\n";
+  }
   ReaderInvocation inv;
   inv.reader = "summary";
   inv.inputs = {profile_path};

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cli/exit_codes.h"
+#include "client/commands/report_command.h"
 #include "client/remote/daemon_connection.h"
 #include "client/remote/remote_reader.h"
 #include "common/load/load_profile.h"
@@ -190,6 +191,7 @@ const std::vector<ReaderCommand>& ReaderCommands() {
          {"remove-launches", "N", "", "remove N kernel launches per step"},
          kJsonFlag}},
        RunWhatIf},
+      {ReportCommandSpec(), RunReport},
   });
   return *commands;
 }

@@ -65,6 +65,42 @@ bool UsesDaemon(const std::vector<std::string>& inputs, const ParsedArgs& args) 
   return false;
 }
 
+absl::StatusOr<std::vector<std::string>> FetchJobInputs(const std::vector<std::string>& inputs,
+                                                        const ParsedArgs& args,
+                                                        const std::string& dir, bool with_trace) {
+  const bool bare_ok = RemoteNamed(args);
+  std::vector<std::string> paths = inputs;
+  std::unique_ptr<DaemonSession> session;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::optional<JobRef> ref = ParseJobRef(inputs[i], bare_ok);
+    if (!ref) continue;
+    if (!IsJobId(ref->job_id)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", ref->job_id, "' is not a job id"));
+    }
+    if (session == nullptr) {
+      auto opened = DaemonSession::Open(args);
+      if (!opened.ok()) return opened.status();
+      session = *std::move(opened);
+    }
+    DaemonConnection& c = session->connection();
+    const std::string name = ref->artifact.empty() ? "profile.json" : ref->artifact;
+    const fs::path sub = fs::path(dir) / absl::StrCat(i);
+    const std::string dest = (sub / fs::path(name).filename()).string();
+    auto got = DownloadArtifact(c, ref->job_id, name, dest);
+    if (!got.ok()) return got.status();
+    paths[i] = dest;
+    if (with_trace && name != "profile_trace.json") {
+      // The timeline needs the trace; a job stored without one still gets its report.
+      auto trace = DownloadArtifact(c, ref->job_id, "profile_trace.json",
+                                    (sub / "profile_trace.json").string());
+      if (!trace.ok() && trace.status().code() != absl::StatusCode::kNotFound) {
+        return trace.status();
+      }
+    }
+  }
+  return paths;
+}
+
 absl::StatusOr<ReaderOutput> RunRemoteReader(const ReaderInvocation& inv, const ParsedArgs& args) {
   const bool bare_ok = RemoteNamed(args);
   std::vector<std::optional<JobRef>> refs;
@@ -78,29 +114,25 @@ absl::StatusOr<ReaderOutput> RunRemoteReader(const ReaderInvocation& inv, const 
       return absl::InvalidArgumentError(absl::StrCat("'", r->job_id, "' is not a job id"));
     }
   }
-  auto session = DaemonSession::Open(args);
-  if (!session.ok()) return session.status();
-  DaemonConnection& c = (*session)->connection();
-
   if (!all_jobs) {
     // A mix of stored jobs and local files: fetch the jobs' profiles, read everything here.
     const fs::path tmp = fs::temp_directory_path() / absl::StrCat("libreyolo-read-", ::getpid());
     ReaderInvocation local = inv;
     local.labels = inv.inputs;
-    for (size_t i = 0; i < refs.size(); ++i) {
-      if (!refs[i]) continue;
-      const std::string name = refs[i]->artifact.empty() ? "profile.json" : refs[i]->artifact;
-      const std::string dest = (tmp / absl::StrCat(i, "-", name)).string();
-      auto got = DownloadArtifact(c, refs[i]->job_id, name, dest);
-      if (!got.ok()) return got.status();
-      local.inputs[i] = dest;
+    auto paths = FetchJobInputs(inv.inputs, args, tmp.string(), false);
+    absl::StatusOr<ReaderOutput> out = paths.status();
+    if (paths.ok()) {
+      local.inputs = *paths;
+      out = RunReader(local, [](const std::string& p) { return LoadProfile(p); });
     }
-    auto out = RunReader(local, [](const std::string& p) { return LoadProfile(p); });
     std::error_code ec;
     fs::remove_all(tmp, ec);
     return out;
   }
 
+  auto session = DaemonSession::Open(args);
+  if (!session.ok()) return session.status();
+  DaemonConnection& c = (*session)->connection();
   auto ctx = c.Context(std::chrono::seconds(120));
   v1::ReaderResponse resp;
   grpc::Status s;

@@ -25,6 +25,14 @@ std::optional<JobRef> ParseJobRef(const std::string& input, bool bare_ok);
 // True when any input names a stored job (see above).
 bool UsesDaemon(const std::vector<std::string>& inputs, const ParsedArgs& args);
 
+// Downloads the inputs that name stored jobs into <dir>/<index>/ (the profile, and with
+// `with_trace` also the job's profile_trace.json when it has one, beside it as the job stored
+// them) and returns the local path of every input (local files unchanged). Errors keep the
+// daemon's meaning (NOT_FOUND for an unknown job, UNAVAILABLE for no daemon, ...).
+absl::StatusOr<std::vector<std::string>> FetchJobInputs(const std::vector<std::string>& inputs,
+                                                        const ParsedArgs& args,
+                                                        const std::string& dir, bool with_trace);
+
 // Runs the reader through the daemon (all inputs jobs), or downloads the jobs' profiles and
 // reads them here alongside local files (a mix).
 absl::StatusOr<ReaderOutput> RunRemoteReader(const ReaderInvocation& invocation,

@@ -13,7 +13,15 @@
 namespace libreyolo {
 namespace {
 
-absl::StatusOr<Profile> LoadInput(const ProfileLoader& load, const std::string& input) {
+template <typename View>
+ReaderOutput Render(const View& v, std::string (*text)(const View&),
+                    std::string (*json)(const View&)) {
+  return ReaderOutput{text(v), json(v)};
+}
+
+}  // namespace
+
+absl::StatusOr<Profile> LoadReaderInput(const ProfileLoader& load, const std::string& input) {
   auto p = load(input);
   if (p.ok()) return p;
   switch (p.status().code()) {
@@ -27,14 +35,6 @@ absl::StatusOr<Profile> LoadInput(const ProfileLoader& load, const std::string& 
       return absl::DataLossError(p.status().message());
   }
 }
-
-template <typename View>
-ReaderOutput Render(const View& v, std::string (*text)(const View&),
-                    std::string (*json)(const View&)) {
-  return ReaderOutput{text(v), json(v)};
-}
-
-}  // namespace
 
 const std::vector<std::string>& ReaderNames() {
   static const auto* names = new std::vector<std::string>{"summary", "get",     "phases", "kernels",
@@ -63,7 +63,7 @@ absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const Profile
         "give exactly one of --remove-category C or --remove-launches N "
         "(e.g. --remove-category layout)");
   }
-  auto p = LoadInput(load, in.inputs[0]);
+  auto p = LoadReaderInput(load, in.inputs[0]);
   if (!p.ok()) return p.status();
 
   if (in.reader == "summary") {
@@ -88,7 +88,7 @@ absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const Profile
     return Render(*v, RenderOpsText, RenderOpsJson);
   }
   if (in.reader == "compare") {
-    auto after = LoadInput(load, in.inputs[1]);
+    auto after = LoadReaderInput(load, in.inputs[1]);
     if (!after.ok()) return after.status();
     const CompareResult r = Compare(*p, *after, label(0), label(1));
     return Render(r, RenderCompareText, RenderCompareJson);

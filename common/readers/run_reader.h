@@ -47,6 +47,11 @@ using ProfileLoader = std::function<absl::StatusOr<Profile>(const std::string& i
 absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& invocation,
                                        const ProfileLoader& load);
 
+// Loads one input with the error mapping above (NOT_FOUND & co. pass through, any other load
+// failure becomes DATA_LOSS): for commands that build their own output from the loaded profile
+// (`report`), so their exit codes are the readers'.
+absl::StatusOr<Profile> LoadReaderInput(const ProfileLoader& load, const std::string& input);
+
 // cli.md's exit code for a RunReader error: 1 for DATA_LOSS, 2 for everything else.
 int ReaderExitCode(const absl::Status& status);
 

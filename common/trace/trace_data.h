@@ -25,6 +25,8 @@ enum class EventClass : uint8_t {
   kRuntime,
   kMemoryInstant,  // ph "i", name "[memory]"
   kFlowStart,      // ph "s", cat "ac2g"
+  kModule,         // ph "X", cat "python_function", name "nn.Module: ..." (a module scope); only
+                   // the report's per-layer table reads these
 };
 
 inline bool IsCpuSpan(EventClass c) {

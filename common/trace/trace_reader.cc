@@ -444,6 +444,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       } else if (absl::EqualsIgnoreCase(cat_, "cuda_runtime") ||
                  absl::EqualsIgnoreCase(cat_, "cuda_driver")) {
         ev.cls = EventClass::kRuntime;
+      } else if (absl::EqualsIgnoreCase(cat_, "python_function") &&
+                 absl::StartsWith(name_, "nn.Module: ")) {
+        ev.cls = EventClass::kModule;
       } else {
         return;  // other categories only shape the window
       }

@@ -25,5 +25,10 @@ check 2 "missing file" "$bin" profile summary /nonexistent.json
 check 2 "key=value" "$bin" profile kernels "$trace" top=3
 check 2 "unknown metric" "$bin" profile get "$trace" nope
 check 0 "version" "$bin" --version
+check 0 "report writes a page" "$bin" profile report "$trace" -o /tmp/libreyolo_smoke_report.$$.html
+head -c 15 /tmp/libreyolo_smoke_report.$$.html | grep -q '<!DOCTYPE html>' ||
+  { echo "FAIL: report is not an HTML page"; fail=1; }
+check 2 "report -o in a missing folder" "$bin" profile report "$trace" -o /nonexistent/r.html
+rm -f /tmp/libreyolo_smoke_report.$$.html
 rm -f /tmp/libreyolo_smoke_out.$$ /tmp/libreyolo_smoke_err.$$
 exit $fail

@@ -1,0 +1,138 @@
+#include "client/commands/report_command.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli/exit_codes.h"
+#include "client/remote/remote_reader.h"
+#include "common/io/atomic_file.h"
+#include "common/json/json_writer.h"
+#include "common/load/load_profile.h"
+#include "common/readers/run_reader.h"
+#include "common/report/report_html.h"
+
+namespace libreyolo::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kDefaultOutput[] = "report.html";
+
+// The -o path is checked before any (possibly long) loading: an existing directory, a missing
+// or unwritable folder are bad arguments.
+absl::Status CheckOutput(const std::string& output) {
+  if (output == "-") return absl::OkStatus();
+  if (output.empty()) return absl::InvalidArgumentError("-o needs a file name");
+  std::error_code ec;
+  if (fs::is_directory(output, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("-o ", output, " is a directory; name the HTML file to write"));
+  }
+  fs::path dir = fs::path(output).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("-o ", output, ": the folder ", dir.string(), " does not exist"));
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("-o ", output, ": the folder ", dir.string(), " is not writable"));
+  }
+  return absl::OkStatus();
+}
+
+int Fail(std::ostream& err, int code, const std::string& msg) {
+  err << "libreyolo profile report: error: " << msg << "\n";
+  return code;
+}
+
+}  // namespace
+
+CommandSpec ReportCommandSpec() {
+  return CommandSpec{
+      "report",
+      "one self-contained HTML page of a profile (two inputs: a comparison page)",
+      "Writes one HTML file that opens anywhere, offline (inline CSS and SVG, no network):\n"
+      "the verdict with its reason and levers, the summary numbers (equal to `summary --json`),\n"
+      "a per-step stacked bar chart with the GPU-busy line, the GPU timeline strip, kernel\n"
+      "categories and top kernels, the sortable op table, the per-layer table where the trace\n"
+      "has module scopes, memory over the window with its peak, and the profiler's own record.\n"
+      "Charts say n/a where the profile lacks the data; a profile.json's timeline charts need\n"
+      "its profile_trace.json beside it. With two inputs (BEFORE AFTER) the page compares them:\n"
+      "significance first, then the deltas, then both side by side. See docs/report.md.",
+      {{"trace", true,
+        "profile.json, profile_repeat.json, profile_trace.json or any PyTorch/Kineto Chrome "
+        "trace (.json or .json.gz); or job:<id> for a profile stored on a libreyolod"},
+       {"after", false, "a second profile or trace: compare trace (before) with it (after)"}},
+      {{"output", "FILE", kDefaultOutput, "the HTML file to write ('-': standard output)", false,
+        'o'},
+       {"json", "", "", "print what was written as JSON ({output, bytes, inputs})"}}};
+}
+
+absl::StatusOr<std::string> WriteReport(const std::vector<std::string>& paths,
+                                        const std::vector<std::string>& labels,
+                                        const std::string& output) {
+  if (auto ok = CheckOutput(output); !ok.ok()) return ok;
+  for (const std::string& in : paths) {
+    std::error_code ec;
+    if (output != "-" && fs::equivalent(in, output, ec)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("-o ", output, " is the input ", in, "; it would be overwritten"));
+    }
+  }
+  const ProfileLoader load = [](const std::string& p) { return LoadProfile(p); };
+  std::vector<ReportInput> inputs;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    auto in = LoadReportInput(paths[i], i < labels.size() ? labels[i] : paths[i], load);
+    if (!in.ok()) return in.status();
+    inputs.push_back(*std::move(in));
+  }
+  std::string html = inputs.size() == 2 ? RenderCompareReportHtml(inputs[0], inputs[1])
+                                        : RenderReportHtml(inputs.at(0));
+  if (output != "-") {
+    if (auto w = WriteFileAtomically(output, html); !w.ok()) return w;
+  }
+  return html;
+}
+
+int RunReport(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  const std::string output = a.ValueOr("output", kDefaultOutput);
+  if (auto ok = CheckOutput(output); !ok.ok())
+    return Fail(err, kExitUsage, std::string(ok.message()));
+  std::vector<std::string> paths = a.positionals;
+  const fs::path tmp = fs::temp_directory_path() / absl::StrCat("libreyolo-report-", ::getpid());
+  if (UsesDaemon(a.positionals, a)) {
+    auto fetched = FetchJobInputs(a.positionals, a, tmp.string(), true);
+    if (!fetched.ok()) {
+      std::error_code ec;
+      fs::remove_all(tmp, ec);
+      return Fail(err, ReaderExitCode(fetched.status()), std::string(fetched.status().message()));
+    }
+    paths = *fetched;
+  }
+  auto html = WriteReport(paths, a.positionals, output);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (!html.ok()) {
+    return Fail(err, ReaderExitCode(html.status()), std::string(html.status().message()));
+  }
+  if (output == "-") {
+    out << *html;
+  } else if (a.Switch("json")) {
+    JsonWriter w;
+    w.BeginObject().Field("output", output).Field("bytes", static_cast<int64_t>(html->size()));
+    w.Key("inputs").BeginArray();
+    for (const std::string& in : a.positionals) w.String(in);
+    w.EndArray().EndObject();
+    out << w.Take();
+  } else {
+    out << "wrote " << output << " (" << html->size() << " bytes)\n";
+  }
+  out.flush();
+  return kExitOk;
+}
+
+}  // namespace libreyolo::cli

@@ -1,0 +1,25 @@
+// `libreyolo profile report`: one self-contained HTML page per profile, or per comparison.
+//
+// The numbers come from the readers' views (summary, phases, kernels, ops, compare), built from
+// the same Profile as `summary --json`, so the page and the JSON never disagree; the timeline
+// charts come from the trace (common/report/trace_timeline.h). Every number shown carries its
+// exact value in a data-value attribute next to the key it has in `summary --json`.
+#ifndef LIBREYOLO_COMMON_REPORT_REPORT_HTML_H_
+#define LIBREYOLO_COMMON_REPORT_REPORT_HTML_H_
+
+#include <string>
+
+#include "common/report/report_input.h"
+
+namespace libreyolo {
+
+// Section ids, top to bottom: verdict, summary, steps, gpu-timeline, kernels, ops, layers,
+// memory, profiler.
+std::string RenderReportHtml(const ReportInput& in);
+
+// Section ids: significance, deltas, side-by-side (each side: verdict, summary, steps, kernels).
+std::string RenderCompareReportHtml(const ReportInput& before, const ReportInput& after);
+
+}  // namespace libreyolo
+
+#endif  // LIBREYOLO_COMMON_REPORT_REPORT_HTML_H_
