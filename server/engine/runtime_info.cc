@@ -57,6 +57,9 @@ ThreadSettings ConfigureThreads(int threads) {
 }
 
 std::string LoadedBlas() {
+  // The PyPI wheel links MKL into libtorch_cpu statically: LibTorch's GEMMs go there whatever
+  // other BLAS a library (OpenCV's LAPACK) maps into the process.
+  if (at::hasMKL()) return "mkl (linked into LibTorch)";
   std::ifstream maps("/proc/self/maps");
   std::string line;
   std::string found;
@@ -73,8 +76,6 @@ std::string LoadedBlas() {
   if (found == "reference blas") {
     return "reference blas (libblas3: slow; install libopenblas0-pthread)";
   }
-  // The PyPI wheel links MKL into libtorch_cpu statically: no library of its own to see.
-  if (found.empty() && at::hasMKL()) return "mkl (linked into LibTorch)";
   return found.empty() ? "unknown" : found;
 }
 

@@ -115,20 +115,24 @@ SgdUpdate::SgdUpdate(torch::optim::SGD& sgd) : sgd_(sgd) {
       all_cuda = true;
     }
   }
-  fused_ = all_cuda;
+  foreach_ = all_cuda;
   buffers_.resize(sgd_.param_groups().size());
 }
 
 std::string SgdUpdate::Describe() const {
-  return fused_ ? "fused (CUDA, one kernel per group)" : "per-tensor";
+  return foreach_ ? "foreach (CUDA, multi-tensor)" : "per-tensor";
 }
 
-void SgdUpdate::Step(const std::optional<torch::Tensor>& grad_scale,
-                     const std::optional<torch::Tensor>& found_inf) {
-  if (!fused_) {
+void SgdUpdate::Step() {
+  if (foreach_) {
+    ForeachStep();
+  } else {
     sgd_.step();
-    return;
   }
+}
+
+// torch/optim/sgd.py's _multi_tensor_sgd (maximize off), group by group.
+void SgdUpdate::ForeachStep() {
   torch::NoGradGuard no_grad;
   for (size_t g = 0; g < sgd_.param_groups().size(); ++g) {
     auto& group = sgd_.param_groups()[g];
@@ -140,15 +144,24 @@ void SgdUpdate::Step(const std::optional<torch::Tensor>& grad_scale,
       grads.push_back(p.grad());
     }
     if (params.empty()) continue;
-    std::vector<torch::Tensor>& bufs = buffers_[g];
-    // As torch.optim.SGD's fused path: the first step's buffers are allocated empty and the
-    // kernel seeds them with the gradient.
-    const bool first = bufs.empty() && o.momentum() != 0;
-    if (first) {
-      for (const torch::Tensor& grad : grads) bufs.push_back(torch::empty_like(grad));
+    if (o.weight_decay() != 0) grads = at::_foreach_add(grads, params, o.weight_decay());
+    if (o.momentum() != 0) {
+      std::vector<torch::Tensor>& bufs = buffers_[g];
+      if (bufs.size() != grads.size()) {
+        // First step: the buffers start as the gradients (clone().detach(), as PyTorch).
+        bufs.clear();
+        for (const torch::Tensor& grad : grads) bufs.push_back(grad.clone().detach());
+      } else {
+        at::_foreach_mul_(bufs, o.momentum());
+        at::_foreach_add_(bufs, grads, 1.0 - o.dampening());
+      }
+      if (o.nesterov()) {
+        at::_foreach_add_(grads, bufs, o.momentum());
+      } else {
+        grads = bufs;
+      }
     }
-    at::_fused_sgd_(params, grads, bufs, o.weight_decay(), o.momentum(), o.lr(), o.dampening(),
-                    o.nesterov(), /*maximize=*/false, first, grad_scale, found_inf);
+    at::_foreach_add_(params, grads, -o.lr());
   }
 }
 
@@ -167,17 +180,10 @@ void GradScaler::Step(torch::optim::SGD& optimizer, SgdUpdate& update) {
     }
   }
   auto found_inf = torch::zeros({1}, scale_.options());
-  if (update.fused()) {
-    // Only look for inf/NaN (inverse scale 1); the fused kernel unscales and skips.
-    const torch::Tensor one = torch::ones({1}, scale_.options());
-    if (!grads.empty()) at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, one);
-    update.Step(scale_, found_inf);
-  } else {
-    // The reciprocal in double, as GradScaler computes it, so large scales stay exact.
-    const torch::Tensor inv_scale = scale_.to(torch::kFloat64).reciprocal().to(torch::kFloat32);
-    if (!grads.empty()) at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
-    if (found_inf.item<float>() == 0.0F) update.Step();
-  }
+  // The reciprocal in double, as GradScaler computes it, so large scales stay exact.
+  const torch::Tensor inv_scale = scale_.to(torch::kFloat64).reciprocal().to(torch::kFloat32);
+  if (!grads.empty()) at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
+  if (found_inf.item<float>() == 0.0F) update.Step();
   skipped_.add_(found_inf);
   at::_amp_update_scale_(scale_, growth_tracker_, found_inf, settings_.growth_factor,
                          settings_.backoff_factor, settings_.growth_interval);

@@ -40,27 +40,25 @@ struct ParamGroupCounts {
 std::unique_ptr<torch::optim::SGD> BuildSgd(torch::nn::Module& model, const SgdSettings& s,
                                             ParamGroupCounts* counts);
 
-// The update itself, done as PyTorch does it on each device. When every parameter is on CUDA:
-// one fused multi-tensor kernel per group (at::_fused_sgd_, i.e. torch.optim.SGD(fused=True),
-// which the Python LibreYOLO asks for on CUDA) instead of a chain of ops per parameter tensor
-// (thousands of launches a step). Elsewhere: LibTorch's per-parameter SGD::step, PyTorch's
-// single-tensor path (its default off CUDA). Same algorithm either way (PyTorch documents
-// ~1e-7 relative differences from the reduction order).
+// The update itself, done as PyTorch's torch.optim.SGD does it by default on each device (the
+// Python LibreYOLO builds it so: its build_optimizer keeps SGD off the fused path, whose
+// momentum advances on steps a GradScaler skips). When every parameter is on CUDA: the
+// multi-tensor path (_multi_tensor_sgd: a few at::_foreach_* calls per group, each a handful of
+// launches for all its tensors) instead of a chain of ops per parameter tensor (thousands of
+// launches a step). Elsewhere: LibTorch's per-parameter SGD::step, PyTorch's single-tensor path
+// (its default off CUDA). Same arithmetic either way.
 class SgdUpdate {
  public:
   explicit SgdUpdate(torch::optim::SGD& sgd);
-  bool fused() const { return fused_; }
-  // "fused (CUDA, one kernel per group)" or "per-tensor", for the profile's config.
+  bool foreach() const { return foreach_; }
+  // "foreach (CUDA, multi-tensor)" or "per-tensor", for the profile's config.
   std::string Describe() const;
-  // grad_scale/found_inf (fused only; float16 training): the kernel divides the gradients by
-  // grad_scale and leaves every tensor untouched where found_inf is non-zero, as
-  // torch.amp.GradScaler hands them to a fused optimizer.
-  void Step(const std::optional<torch::Tensor>& grad_scale = std::nullopt,
-            const std::optional<torch::Tensor>& found_inf = std::nullopt);
+  void Step();
 
  private:
+  void ForeachStep();
   torch::optim::SGD& sgd_;
-  bool fused_ = false;
+  bool foreach_ = false;
   std::vector<std::vector<torch::Tensor>> buffers_;  // momentum, per group and parameter
 };
 
@@ -113,10 +111,9 @@ class GradScaler {
 
   torch::Tensor Scale(const torch::Tensor& loss) const { return loss * scale_; }
 
-  // One step of `update`'s optimizer under loss scaling, then the scale's growth or back-off,
-  // as GradScaler.step + update do. A fused update gets the scale and the inf flag and does the
-  // unscaling and skipping in its kernel, with no host sync (GradScaler's fused path); a
-  // per-tensor one unscales first and reads the flag back (a sync) to skip the step.
+  // Unscales the gradients of every parameter `optimizer` holds, runs `update` when they are
+  // all finite, and updates the scale, as GradScaler.step + update do (one flag read back from
+  // the device: a sync, as GradScaler's non-fused path does).
   void Step(torch::optim::SGD& optimizer, SgdUpdate& update);
 
   double scale() const { return scale_.item<double>(); }

@@ -83,7 +83,7 @@ class Trainer {
   // The last step's loss (detached, on the device; reading it syncs).
   const torch::Tensor& last_loss() const { return last_loss_; }
   const ParamGroupCounts& groups() const { return groups_; }
-  // How the optimizer updates: "fused (CUDA, ...)" or "per-tensor" (SgdUpdate::Describe).
+  // How the optimizer updates: "foreach (CUDA, ...)" or "per-tensor" (SgdUpdate::Describe).
   std::string UpdateDescription() const { return update_->Describe(); }
   const ModelEma& ema() const { return *ema_; }
   bool amp() const { return scaler_ != nullptr; }
@@ -98,7 +98,7 @@ class Trainer {
   Yolo9LossOptions loss_options_;
   ParamGroupCounts groups_;
   std::unique_ptr<torch::optim::SGD> optimizer_;
-  std::unique_ptr<SgdUpdate> update_;  // per-tensor, or fused on CUDA
+  std::unique_ptr<SgdUpdate> update_;  // per-tensor, or foreach on CUDA
   std::unique_ptr<ModelEma> ema_;
   std::unique_ptr<GradScaler> scaler_;
   torch::Tensor last_loss_;

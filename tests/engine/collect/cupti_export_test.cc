@@ -155,6 +155,31 @@ TEST(CuptiEndToEnd, AnalyserSeesKernelsLaunchesTensorCoresMallocsAndReserved) {
   std::filesystem::remove(path);
 }
 
+// Recorded traces follow the window rule of docs/metrics.md: GPU work belongs to the step whose
+// CPU call launched it. The GPU here runs 12 ms behind: step 2's kernels start after the last
+// step has ended on the CPU, yet their launches (same correlation id) lie inside it.
+TEST(CuptiEndToEnd, KernelsBelongToTheStepThatLaunchedThemWhenTheGpuLags) {
+  Scenario s = TwoSteps();
+  for (auto& k : s.gpu.kernels) {
+    k.start_ns += 12 * kMs;
+    k.end_ns += 12 * kMs;
+  }
+  CollectedTrace gpu = ConvertCuptiRecords(s.gpu, testing_records::NameTable());
+  gpu.clock_samples = {{7 * kMs, 7 * kMs + kCuptiAhead + 40, 7 * kMs + 80}};
+  CollectedTrace trace = std::move(s.cpu);
+  MergeGpuActivity(trace, std::move(gpu));
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "libreyolo_cupti_lag_test.json").string();
+  ASSERT_TRUE(ExportChromeTrace(trace, path, {}).ok());
+  auto p = AnalyseTraceFile(path);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(*p->real_steps, 2);
+  EXPECT_NEAR(*p->kernels_per_step, 2.0, 1e-9);         // all four, though two start after w1
+  EXPECT_NEAR(*p->gpu_kernel_ms_per_step, 4.0, 1e-9);
+  EXPECT_EQ(p->parse_stats.unattributed_kernels, 0);
+  std::filesystem::remove(path);
+}
+
 TEST(CuptiEndToEnd, ReservationsSumPerDeviceAndHonourGivenTotals) {
   CollectedTrace t;
   t.events.push_back(Cpu(CollectedKind::kUserAnnotation, "ProfilerStep#1", 0, 10 * kMs));
