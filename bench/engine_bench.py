@@ -18,7 +18,8 @@ torch takes as its intra-op pool; the header prints what torch reports under it)
  training (unless --no-train), at --train-imgsz (default 320), --train-batch 2:
   4. ours `libreyolo-engine run` and the Python LibreYOLO's `libreyolo profile run` on the
      same generated YOLO dataset (no AMP, 0 workers): step_ms, img/s and the forward,
-     backward and optimizer walls each tool reports.
+     backward and optimizer walls each tool reports; and the same Python training through
+     its API with the PGI auxiliary branch off (aux_weight=0), the model ours trains.
 Each rep runs them all in that order, so machine noise hits every contender; the tables quote
 medians over reps and the ratio ours / Python. Targets: fwd ratio <= 1.0, e2e ratio < 1.0,
 overhead with the default (auto) switches <= 3 %. See bench/README.md.
@@ -97,7 +98,11 @@ def infer_numbers(prof):
 
 
 def train_numbers(prof):
+    # Ours records the phase walls of its unprofiled measured window (config.measured_phases_ms,
+    # the window its step_ms comes from); the Python tool only the synced half of its profiled
+    # window (phases[].wall_ms_per_step).
     walls = {r.get("phase"): r.get("wall_ms_per_step") for r in prof.get("phases") or []}
+    walls.update((prof.get("config") or {}).get("measured_phases_ms") or {})
     return {"step_ms": prof.get("step_ms"), "img_per_s": prof.get("img_per_s"),
             "forward_ms": walls.get("forward"), "backward_ms": walls.get("backward"),
             "optimizer_ms": walls.get("optimizer"), "ema_ms": walls.get("ema"),
@@ -169,13 +174,28 @@ def engine_train(a, env, tag):
     return {**train_numbers(prof), "wall_s": round(wall, 1)}
 
 
-def python_train(a, tag):
+# What `libreyolo profile run` does (cli/commands/profile.py run_cmd), through the Python API, with
+# LibreYOLO's PGI auxiliary branch off (aux_weight=0; the CLI keeps its default 0.25): the model
+# our engine trains.
+NO_AUX_TRAIN = (
+    "import sys; from libreyolo import LibreYOLO; w, z, d, s, b, st, wu, pr = sys.argv[1:]; "
+    "m = LibreYOLO(model_path=w, size=z, device='cpu'); "
+    "m.train(data=d, epochs=int(wu) + int(st) + 5, batch=int(b), imgsz=int(s), workers=0, "
+    "amp=False, device='cpu', profile=True, profile_then_stop=True, profile_steps=int(st), "
+    "profile_warmup=int(wu), profile_open=False, no_aug_epochs=0, project=pr, name='prof', "
+    "exist_ok=True, aux_weight=0)")
+
+
+def python_train(a, tag, no_aux=False):
     project = os.path.join(a.work_dir, "runs", tag)
     shutil.rmtree(project, ignore_errors=True)
     cmd = [a.py_libreyolo, "profile", "run", a.dataset, "--device", "cpu", "--weights", a.weights,
            "--size", a.size, "--imgsz", str(a.train_imgsz), "--batch", str(a.train_batch),
            "--workers", "0", "--no-amp", "--steps", str(a.train_steps), "--warmup",
            str(a.train_warmup), "--project", project, "--json"]
+    if no_aux:
+        cmd = [a.py_python, "-c", NO_AUX_TRAIN, a.weights, a.size, a.dataset, str(a.train_imgsz),
+               str(a.train_batch), str(a.train_steps), str(a.train_warmup), project]
     out, err, wall = run(cmd, a.py_env, a.timeout, cwd=a.work_dir)
     if err:
         return {"error": err, "wall_s": wall}
@@ -328,7 +348,7 @@ def main():
     t_start = time.monotonic()
     kinds = ("auto", "forced", "notrace", "py_notrace", "py_traced")
     runs = {s: {k: [] for k in kinds} for s in sizes}
-    train = {"ours": [], "python": []}
+    train = {"ours": [], "python": [], "py_no_aux": []}
     for rep in range(a.reps):
         for s in sizes:
             if a.engine:
@@ -353,12 +373,15 @@ def main():
                       f"  ({r['wall_s']:.0f} s)", flush=True)
         if a.no_train:
             continue
-        for who in ("ours", "python"):
-            if who == "ours" and not a.engine or who == "python" and a.no_peer:
+        for who in ("ours", "python", "py_no_aux"):
+            if who == "ours" and not a.engine or who != "ours" and a.no_peer:
                 continue
-            r = engine_train(a, env, "train_ours") if who == "ours" else python_train(a, "train_py")
+            if who == "ours":
+                r = engine_train(a, env, "train_ours")
+            else:
+                r = python_train(a, f"train_{who}", no_aux=who == "py_no_aux")
             train[who].append(r)
-            print(f"  rep {rep + 1} train {a.train_imgsz}px {who:6s}: " + (r.get("error") or
+            print(f"  rep {rep + 1} train {a.train_imgsz}px {who:9s}: " + (r.get("error") or
                   f"step {fmt(r['step_ms'])} ms, forward {fmt(r['forward_ms'])}, backward "
                   f"{fmt(r['backward_ms'])}, optimizer {fmt(r['optimizer_ms'])} ms") +
                   f"  ({r['wall_s']:.0f} s)", flush=True)
@@ -409,16 +432,22 @@ def main():
         print()
         print(f"training, {a.train_imgsz} px, batch {a.train_batch} (ms per step; ratio = ours / "
               f"Python LibreYOLO)")
-        print(f"{'':>12} | {'ours':>8} {'python':>8} {'ratio':>6}")
+        print(f"{'':>12} | {'ours':>8} {'python':>8} {'ratio':>6} | {'py noaux':>8} {'ratio':>6}")
         train_row = {}
         for key in ("step_ms", "forward_ms", "backward_ms", "optimizer_ms", "ema_ms",
                     "dataload_ms", "img_per_s"):
-            o, p = tmed("ours", key), tmed("python", key)
-            train_row[key] = {"ours": o, "python": p, "ratio": ratio(o, p)}
-            print(f"{key:>12} | {fmt(o):>8} {fmt(p):>8} {fmt(ratio(o, p), '{:.2f}'):>6}")
-        print("step_ms: each tool's own (unsynced) step time; phase rows: the synced phase walls "
-              "each reports (the Python trainer has no ema phase: its EMA update is in its "
-              "step, not in a phase).")
+            o, p, q = tmed("ours", key), tmed("python", key), tmed("py_no_aux", key)
+            train_row[key] = {"ours": o, "python": p, "ratio": ratio(o, p), "python_no_aux": q,
+                              "ratio_no_aux": ratio(o, q)}
+            print(f"{key:>12} | {fmt(o):>8} {fmt(p):>8} {fmt(ratio(o, p), '{:.2f}'):>6} | "
+                  f"{fmt(q):>8} {fmt(ratio(o, q), '{:.2f}'):>6}")
+        print("step_ms: each tool's own (unsynced) step time: ours from its unprofiled measured "
+              "window, the Python tool's from its first profiled steps (it has no unprofiled "
+              "window); phase rows: ours config.measured_phases_ms (unprofiled), the Python "
+              "tool's synced phase walls under its profiler (its EMA update is in no phase). "
+              "python: `libreyolo profile run` (LibreYOLO 1.6 trains YOLOv9 with its PGI "
+              "auxiliary branch, aux_weight 0.25); py noaux: the same training through its "
+              "Python API with aux_weight=0, the model ours trains.")
     print(f"Total {time.monotonic() - t_start:.0f} s; loadavg {os.getloadavg()[0]:.2f}.")
     if a.json:
         with open(a.json, "w") as f:

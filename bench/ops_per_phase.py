@@ -12,8 +12,13 @@ its "ema" row (the `.item()` ops among them are counted apart). "all" counts nes
 Python tool's `ops_per_step`); "top" only ops with no enclosing cpu_op on their thread (the op
 chains the framework dispatches). Per phase it also lists the op names whose counts differ most.
 
+The Python LibreYOLO 1.6 trains YOLOv9 with its PGI auxiliary branch on (`aux_weight` 0.25: 76
+more convolutions, 222 more parameter tensors, a second loss); `profile run` cannot turn it off.
+--python-no-aux also runs the same training through its Python API with `aux_weight=0` (the
+model our engine trains), so the remaining differences are the implementations'.
+
   python bench/ops_per_phase.py --engine /work/main/build/bench/libreyolo-engine
-  python bench/ops_per_phase.py --engine ... --imgsz 160 --batch 2 --steps 3 --json /tmp/o.json
+  python bench/ops_per_phase.py --engine ... --python-no-aux --imgsz 160 --steps 3 --json /tmp/o.json
 
 Run it with the project environment's python ($(bash scripts/python-env.sh)/bin/python): its
 bin/ holds the Python `libreyolo`. Nothing is downloaded (HF_HUB_OFFLINE=1; local weights).
@@ -63,6 +68,7 @@ def count(trace_path, python_tool):
         data = json.load(f)
     events = data["traceEvents"] if isinstance(data, dict) else data
     xs = [e for e in events if e.get("ph") == "X" and "ts" in e]
+    repaired = repair_rebased_durations(data, xs)
     steps = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)))
                    for e in xs if str(e.get("name", "")).startswith("ProfilerStep#"))
     # De-duplicate (a CPU copy and a GPU copy of the same step have the same span).
@@ -114,7 +120,26 @@ def count(trace_path, python_tool):
             if not stack:
                 topc[p][name] += 1
             stack.append(end)
-    return allc, topc, len(steps)
+    return allc, topc, len(steps), repaired
+
+
+def repair_rebased_durations(data, xs):
+    """Undoes a trace export bug: `dur` rebased like `ts`. Returns how many events it fixed.
+
+    The engine built on LibTorch 2.11 at main 81c4d4d (server/engine/collect/trace_export.cc:
+    `s.dur_us = Us(e->dur_ns)`, where Us subtracts baseTimeNanoseconds) writes every duration
+    as (dur - base) µs: all negative, about -1.8e15. Adding the base back restores them (to the
+    0.25 µs a double holds at that magnitude). A sound trace has no negative `dur`: unchanged.
+    """
+    base = data.get("baseTimeNanoseconds") if isinstance(data, dict) else None
+    if not base:
+        return 0
+    n = 0
+    for e in xs:
+        if float(e.get("dur", 0)) < 0:
+            e["dur"] = float(e["dur"]) + float(base) / 1000.0
+            n += 1
+    return n
 
 
 def run_cmd(cmd, env, cwd, timeout):
@@ -144,6 +169,9 @@ def main():
     ap.add_argument("--work-dir", default="/tmp/libreyolo-ops-per-phase")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--top-diffs", type=int, default=4)
+    ap.add_argument("--python-no-aux", action="store_true",
+                    help="also train through the Python API with LibreYOLO's PGI auxiliary "
+                         "branch off (aux_weight=0), the model our engine trains")
     ap.add_argument("--json", metavar="FILE")
     a = ap.parse_args()
 
@@ -157,63 +185,85 @@ def main():
     common = ["--weights", a.weights, "--size", "t", "--device", "cpu", "--imgsz", str(a.imgsz),
               "--batch", str(a.batch), "--steps", str(a.steps), "--warmup", str(a.warmup),
               "--workers", "0", "--no-amp"]
-    ours_dir, py_dir = os.path.join(a.work_dir, "ours"), os.path.join(a.work_dir, "python")
+    runs = []  # (label, seconds, trace, profile.json, python_tool)
+    ours_dir = os.path.join(a.work_dir, "ours")
     # Ours without the per-op switches (the Python tool records no shapes/memory/FLOPs either).
-    t_ours = run_cmd([a.engine, "run", data, *common, "--threads", str(a.threads), "--project",
-                      ours_dir, "--no-record-shapes", "--no-profile-memory", "--no-with-flops"],
-                     env, a.work_dir, a.timeout)
-    t_py = run_cmd([a.python_libreyolo, "profile", "run", data, *common, "--project", py_dir],
-                   env, a.work_dir, a.timeout)
-    ours_trace = os.path.join(ours_dir, "prof", "profile_trace.json")
-    py_trace = os.path.join(py_dir, "prof", "profile_trace.json")
-    o_all, o_top, o_n = count(ours_trace, python_tool=False)
-    p_all, p_top, p_n = count(py_trace, python_tool=True)
-    with open(os.path.join(ours_dir, "prof", "profile.json")) as f:
-        o_prof = {r["phase"]: r["ops_per_step"] for r in json.load(f)["phases"]}
-    with open(os.path.join(py_dir, "prof", "profile.json")) as f:
-        p_prof = {r["phase"]: r["ops_per_step"] for r in json.load(f)["phases"]}
+    t = run_cmd([a.engine, "run", data, *common, "--threads", str(a.threads), "--project",
+                 ours_dir, "--no-record-shapes", "--no-profile-memory", "--no-with-flops"],
+                env, a.work_dir, a.timeout)
+    runs.append(("ours", t, os.path.join(ours_dir, "prof"), False))
+    py_dir = os.path.join(a.work_dir, "python")
+    t = run_cmd([a.python_libreyolo, "profile", "run", data, *common, "--project", py_dir],
+                env, a.work_dir, a.timeout)
+    runs.append(("python", t, os.path.join(py_dir, "prof"), True))
+    if a.python_no_aux:
+        # The same training through the Python API (what `profile run` calls), with LibreYOLO's
+        # PGI auxiliary branch off (aux_weight=0; the CLI trains with its default 0.25): the
+        # model our engine trains.
+        nd = os.path.join(a.work_dir, "python_no_aux")
+        code = ("import sys; from libreyolo import LibreYOLO; w, d, s, b, st, wu, pr = sys.argv[1:]; "
+                "m = LibreYOLO(model_path=w, size='t', device='cpu'); "
+                "m.train(data=d, epochs=int(wu) + int(st) + 5, batch=int(b), imgsz=int(s), "
+                "workers=0, amp=False, device='cpu', profile=True, profile_then_stop=True, "
+                "profile_steps=int(st), profile_warmup=int(wu), profile_open=False, "
+                "no_aug_epochs=0, project=pr, name='prof', exist_ok=True, aux_weight=0)")
+        t = run_cmd([sys.executable, "-c", code, a.weights, data, str(a.imgsz), str(a.batch),
+                     str(a.steps), str(a.warmup), nd], env, a.work_dir, a.timeout)
+        runs.append(("py no-aux", t, os.path.join(nd, "prof"), True))
 
-    print(f"# ours {a.engine} ({t_ours:.0f} s), {o_n} steps; Python LibreYOLO "
-          f"{a.python_libreyolo} ({t_py:.0f} s), {p_n} steps; imgsz {a.imgsz}, batch {a.batch}, "
-          f"threads {a.threads}, CPU; ops per step")
-    hdr = (f"{'phase':<10} | {'ours all':>8} {'py all':>8} {'ratio':>6} | {'ours top':>8} "
-           f"{'py top':>8} {'ratio':>6} | {'ours rep':>8} {'py rep':>8} | largest differences "
-           f"(top-level ops per step, ours - python)")
-    print(hdr)
+    res = []
+    for label, secs, d, py in runs:
+        allc, topc, n, repaired = count(os.path.join(d, "profile_trace.json"), python_tool=py)
+        if repaired:
+            print(f"WARNING: {label}: {repaired} events had a negative duration (dur rebased like "
+                  f"ts, an export bug): baseTimeNanoseconds added back (repair_rebased_durations)")
+        with open(os.path.join(d, "profile.json")) as f:
+            reported = {r["phase"]: r["ops_per_step"] for r in json.load(f).get("phases") or []}
+        res.append({"label": label, "seconds": secs, "all": allc, "top": topc, "steps": n,
+                    "reported": reported})
+    print(f"# {a.engine}; {a.python_libreyolo}; imgsz {a.imgsz}, batch {a.batch}, threads "
+          f"{a.threads}, CPU; " + ", ".join(f"{r['label']} {r['steps']} steps ({r['seconds']:.0f} s)"
+                                           for r in res) + "; cpu_ops per step")
+    ref = res[-1]  # the differences are listed against the last Python run
+    w = 9
+    print(f"{'phase':<10} | " + " ".join(f"{r['label'][:w] + ' all':>{w + 4}}" for r in res)
+          + " | " + " ".join(f"{r['label'][:w] + ' top':>{w + 4}}" for r in res)
+          + " | " + " ".join(f"{r['label'][:w] + ' rep':>{w + 4}}" for r in res)
+          + f" | largest differences, top-level ops per step, ours - {ref['label']}")
+    phases = PHASES + sorted(set().union(*(r["all"].keys() for r in res)) - set(PHASES))
     rows = []
-    phases = PHASES + sorted((set(o_all) | set(p_all)) - set(PHASES))
+    ours = res[0]
     for ph in phases:
-        oa, pa = sum(o_all[ph].values()) / o_n, sum(p_all[ph].values()) / p_n
-        ot, pt = sum(o_top[ph].values()) / o_n, sum(p_top[ph].values()) / p_n
-        names = set(o_top[ph]) | set(p_top[ph])
-        diffs = sorted(((o_top[ph][n] / o_n - p_top[ph][n] / p_n, n) for n in names),
-                       key=lambda d: -abs(d[0]))
+        per = lambda r, kind: sum(r[kind][ph].values()) / r["steps"]  # noqa: E731
+        names = set(ours["top"][ph]) | set(ref["top"][ph])
+        diffs = sorted(((ours["top"][ph][n] / ours["steps"] - ref["top"][ph][n] / ref["steps"], n)
+                        for n in names), key=lambda d: -abs(d[0]))
         diffs = [(d, n) for d, n in diffs if abs(d) >= 0.5][:a.top_diffs]
-        row = {"phase": ph, "ours_all": oa, "python_all": pa, "ours_top": ot, "python_top": pt,
-               "ours_reported": o_prof.get(ph), "python_reported": p_prof.get(ph),
-               "python_item_ops": (sum(p_all[ph][n] for n in ITEM_OPS) / p_n),
+        row = {"phase": ph, "diffs_vs": ref["label"],
                "diffs": [{"op": n, "delta": d} for d, n in diffs]}
+        for r in res:
+            row[r["label"]] = {"all": per(r, "all"), "top": per(r, "top"),
+                               "reported": r["reported"].get(ph),
+                               "item_ops": sum(r["all"][ph][n] for n in ITEM_OPS) / r["steps"]}
         rows.append(row)
 
-        def r(x, y):
-            return f"{x / y:6.2f}" if y else f"{'-':>6}"
-
         def rep(v):
-            return f"{'-':>8}" if v is None else f"{v:8d}"
-        print(f"{ph:<10} | {oa:8.0f} {pa:8.0f} {r(oa, pa)} | {ot:8.0f} {pt:8.0f} {r(ot, pt)} | "
-              f"{rep(o_prof.get(ph))} {rep(p_prof.get(ph))} | "
+            return f"{'-':>{w + 4}}" if v is None else f"{v:>{w + 4}d}"
+        print(f"{ph:<10} | " + " ".join(f"{per(r, 'all'):>{w + 4}.0f}" for r in res) + " | "
+              + " ".join(f"{per(r, 'top'):>{w + 4}.0f}" for r in res) + " | "
+              + " ".join(rep(r["reported"].get(ph)) for r in res) + " | "
               + ", ".join(f"{n} {d:+.0f}" for d, n in diffs))
-    ta = sum(r["ours_all"] for r in rows), sum(r["python_all"] for r in rows)
-    tt = sum(r["ours_top"] for r in rows), sum(r["python_top"] for r in rows)
-    print(f"{'step':<10} | {ta[0]:8.0f} {ta[1]:8.0f} {ta[0] / ta[1]:6.2f} | {tt[0]:8.0f} "
-          f"{tt[1]:8.0f} {tt[0] / tt[1]:6.2f} |")
-    ema = next(r for r in rows if r["phase"] == "ema")
-    print(f"python 'ema' holds {ema['python_item_ops']:.0f} .item() ops per step (logging, not "
-          f"EMA). 'rep': each tool's own profile.json phases[].ops_per_step (the Python tool "
-          f"lists no ema phase).")
+    print(f"{'step':<10} | " + " ".join(f"{sum(x[r['label']]['all'] for x in rows):>{w + 4}.0f}"
+                                        for r in res) + " | "
+          + " ".join(f"{sum(x[r['label']]['top'] for x in rows):>{w + 4}.0f}" for r in res) + " |")
+    ema = next(x for x in rows if x["phase"] == "ema")
+    print("the Python runs' 'ema' rows hold " + ", ".join(
+        f"{ema[r['label']]['item_ops']:.0f}" for r in res[1:]) + " .item() ops per step (logging, "
+          "not EMA). 'rep': each tool's own profile.json phases[].ops_per_step (the Python tool "
+          "lists no ema phase).")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"settings": vars(a), "ours_steps": o_n, "python_steps": p_n,
+            json.dump({"settings": vars(a), "steps": {r["label"]: r["steps"] for r in res},
                        "rows": rows}, f, indent=1)
     return 0
 
