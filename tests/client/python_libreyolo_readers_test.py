@@ -1,7 +1,8 @@
 """Our readers on what the real Python LibreYOLO writes, made at test time.
 
 Runs the public Python LibreYOLO's own `libreyolo profile infer` (twice, `--repeat 2`; and once
-with `--no-trace`, its trace-less fallback profile) and `libreyolo profile run` on the CPU with tiny settings (imgsz 64, 2 measured steps, 1 thread), on
+with `--no-trace`, its trace-less fallback profile) and `libreyolo profile run` (twice,
+`--repeat 2`) on the CPU with tiny settings (imgsz 64, 2 measured steps, 1 thread), on
 the fixture checkpoint and a generated 8-image YOLO dataset, fully offline. Then reads every
 profile.json it wrote, and its raw profile_trace.json files (a real torch 2.11 Kineto export),
 with every reader of our client (`libreyolo profile summary|get|phases|kernels|ops|compare|
@@ -271,15 +272,18 @@ def main():
         notrace = run_python_tool(["infer", image, *common, "--warmup", "1", "--runs", "2",
                                    "--no-trace", "--project", os.path.join(tmp, "notrace")],
                                   env, tmp)
+        # Two trials: prof_0/ and prof_1/ hold one run each, profile_repeat.json their
+        # aggregate (mean and standard deviation of img/s, an "aggregation" block).
         run = run_python_tool(["run", data, *common, "--batch", "2", "--steps", "2", "--warmup",
-                               "1", "--workers", "0", "--no-amp", "--project",
+                               "1", "--workers", "0", "--no-amp", "--repeat", "2", "--project",
                                os.path.join(tmp, "train")], env, tmp)
         profiles = {
             "infer trial 0": os.path.join(tmp, "infer", "infer_0", "profile.json"),
             "infer trial 1": os.path.join(tmp, "infer", "infer_1", "profile.json"),
             "infer repeat": inf["profile"],
             "infer no-trace": notrace["profile"],
-            "run": run["profile"],
+            "run": os.path.join(tmp, "train", "prof_0", "profile.json"),
+            "run repeat": run["profile"],
         }
         loaded = {}
         for label, path in profiles.items():
@@ -311,6 +315,17 @@ def main():
         check(sig.get("available") is True, f"compare repeat vs repeat: significance {sig}")
         text = ours("compare", profiles["infer trial 0"], profiles["infer trial 1"])
         check("single run" in text, "compare of single trials: no 'single run' note")
+        runrep = loaded["run repeat"]
+        check(runrep.get("img_per_s_n") == 2 and "aggregation" in runrep,
+              f"run --repeat 2: not an aggregate ({runrep.get('img_per_s_n')})")
+        c = ours_json("compare", profiles["run"], profiles["run repeat"])
+        sig = c.get("img_per_s_significance") or {}
+        check(sig.get("available") is False and sig.get("n_after") == 2,
+              f"compare single run vs repeat: significance needs n >= 2 on both sides: {sig}")
+        c = ours_json("compare", profiles["run repeat"], profiles["run repeat"])
+        sig = c.get("img_per_s_significance") or {}
+        check(sig.get("available") is True and sig.get("significant") is False,
+              f"compare run repeat with itself: {sig}")
         # Training vs inference: ms per image is each file's step over its batch.
         c = ours_json("compare", profiles["infer trial 0"], profiles["run"])
         mpi = [d for d in c.get("deltas", []) if d.get("metric") == "ms_per_image"]
