@@ -240,10 +240,14 @@ def read_trace(path, label, py_profile):
     check("step_ms" in ours("get", path), f"{label} get: no step_ms")
     ours_json("get", path)
     ours("get", path, "peak_vram_mb")
+    # Our analyser and the Python tool's (analyze_trace) on the same torch 2.11 trace: the same
+    # phases with the same CPU op count per step (every step runs the same ops on a CPU).
     ph = ours_json("phases", path)
-    names = [r.get("phase") for r in ph.get("phases", [])]
+    got = {r.get("phase"): r.get("ops_per_step") for r in ph.get("phases", [])}
     for r in py_profile["phases"]:
-        check(r["phase"] in names, f"{label} phases: {r['phase']} missing (have {names})")
+        check(close(got.get(r["phase"]), r["ops_per_step"]),
+              f"{label} phases: {r['phase']} ops/step ours {got.get(r['phase'])}, the Python "
+              f"tool's {r['ops_per_step']}")
     ours("phases", path)
     ours("kernels", path)
     ours_json("kernels", path)
@@ -336,7 +340,10 @@ def main():
         # The raw traces the Python tool exported (real torch 2.11 Kineto traces).
         read_trace(os.path.join(os.path.dirname(profiles["infer trial 0"]), "profile_trace.json"),
                    "infer trace", loaded["infer trial 0"])
-        read_trace(run["trace"], "run trace", loaded["run"])
+        with open(os.path.join(os.path.dirname(run["trace"]), "profile.json")) as f:
+            last_run = json.load(f)  # the trial the trace belongs to
+        last_run["_path"] = os.path.join(os.path.dirname(run["trace"]), "profile.json")
+        read_trace(run["trace"], "run trace", last_run)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
