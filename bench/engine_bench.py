@@ -269,6 +269,7 @@ def main():
                     help="passed to our traced runs (the engine's default: 3)")
     ap.add_argument("--no-peer", action="store_true", help="skip the Python LibreYOLO (ours only)")
     ap.add_argument("--no-train", action="store_true", help="skip the training comparison")
+    ap.add_argument("--no-infer", action="store_true", help="skip the inference comparison")
     ap.add_argument("--train-imgsz", type=int, default=320)
     ap.add_argument("--train-batch", type=int, default=2)
     ap.add_argument("--train-steps", type=int, default=None, help="default 5 (--quick: 2)")
@@ -295,7 +296,7 @@ def main():
     a.profiled_runs = a.profiled_runs or (10 if a.quick else 20)
     a.train_steps = a.train_steps or (2 if a.quick else 5)
     a.train_warmup = a.train_warmup if a.train_warmup is not None else (1 if a.quick else 2)
-    sizes = [int(s) for s in a.imgsz.split(",") if s.strip()]
+    sizes = [] if a.no_infer else [int(s) for s in a.imgsz.split(",") if s.strip()]
     a.work_dir = os.path.abspath(a.work_dir)
     os.makedirs(a.work_dir, exist_ok=True)
 
@@ -391,10 +392,11 @@ def main():
 
     results, misses = [], 0
     print()
-    print("inference (ms; ratio = ours / Python LibreYOLO)")
-    print(f"{'imgsz':>5} | {'ours fwd':>8} {'py fwd':>8} {'ratio':>6} {'':4} | {'ours e2e':>8} "
-          f"{'py e2e':>8} {'ratio':>6} {'':4} | {'ours trc':>8} {'py trc':>8} {'ratio':>6} | "
-          f"{'ovh auto':>8} {'':4} {'auto on':>7} | {'ovh forced':>10}")
+    if sizes:
+        print("inference (ms; ratio = ours / Python LibreYOLO)")
+        print(f"{'imgsz':>5} | {'ours fwd':>8} {'py fwd':>8} {'ratio':>6} {'':4} | {'ours e2e':>8} "
+              f"{'py e2e':>8} {'ratio':>6} {'':4} | {'ours trc':>8} {'py trc':>8} {'ratio':>6} | "
+              f"{'ovh auto':>8} {'':4} {'auto on':>7} | {'ovh forced':>10}")
     for s in sizes:
         cf, pf = med(s, "notrace", "forward_ms"), med(s, "py_notrace", "forward_ms")
         ce, pe = med(s, "notrace", "p50_ms"), med(s, "py_notrace", "p50_ms")
@@ -418,13 +420,14 @@ def main():
               f"{fmt(ct):>8} {fmt(pt):>8} {fmt(rt, '{:.2f}'):>6} | "
               f"{fmt(ov, '{:.2f}%'):>8} {row['overhead']:4} {auto_on:>7} | "
               f"{fmt(ovf, '{:.2f}%'):>10}")
-    print("medians over reps. fwd: stages_ms.forward (mean of the synced iterations), ours "
-          "--no-trace vs `libreyolo profile infer --no-trace`; e2e: latency p50 of the same runs; "
-          "trc: latency p50 as each tool runs by default (trace on: ours measures an unprofiled "
-          "window, the Python tool's measured iterations run under torch.profiler); ovh auto: "
-          "profiler.overhead_pct of our traced run with the default switches, 'auto on' what "
-          "they kept (S shapes, M memory, F FLOPs, - off); ovh forced: all three forced on. "
-          "Targets: fwd ratio <= 1.0, e2e ratio < 1.0, ovh auto <= 3%.")
+    if sizes:
+        print("medians over reps. fwd: stages_ms.forward (mean of the synced iterations), ours "
+              "--no-trace vs `libreyolo profile infer --no-trace`; e2e: latency p50 of the same runs; "
+              "trc: latency p50 as each tool runs by default (trace on: ours measures an unprofiled "
+              "window, the Python tool's measured iterations run under torch.profiler); ovh auto: "
+              "profiler.overhead_pct of our traced run with the default switches, 'auto on' what "
+              "they kept (S shapes, M memory, F FLOPs, - off); ovh forced: all three forced on. "
+              "Targets: fwd ratio <= 1.0, e2e ratio < 1.0, ovh auto <= 3%.")
     train_row = None
     if not a.no_train:
         def tmed(who, key):
