@@ -1,19 +1,28 @@
 #!/usr/bin/python3
-"""Engine benchmark: the C++ LibreYOLO9 inference path against PyTorch eager, and the profiler's cost.
+"""Engine benchmark: the C++ LibreYOLO9 profiler against the real Python LibreYOLO, and its cost.
 
-In one run, side by side, for each --imgsz (default 640 and 320), --batch 1, --threads T:
-  1. the profiler's overhead: `libreyolo-engine infer` with the trace on reports
-     profiler.overhead_pct (profiled window's mean iteration vs the unprofiled window's), twice:
-     with the default switches (auto: --record-shapes/--profile-memory/--with-flops stay on while
-     the probed overhead stays within --overhead-budget, default 3 %; the profile records which
-     the engine turned off) and with all three forced on;
-  2. a run with --no-trace gives the baseline latency; C++ forward (stages_ms.forward) and
-     end-to-end latency (latency.p50_ms of that run) against bench/pytorch_peer.py (the same
-     model, weights, image and thread count in PyTorch eager from Python): its forward
-     (predict() on a fixed input) and end to end (decode, letterbox, forward, postprocess).
-Each rep runs auto -> forced -> no-trace -> peer for every size, so machine noise hits all of
-them; the table quotes medians over reps. Targets: C++/PyTorch forward <= 1.0, C++/PyTorch e2e
-< 1.0, overhead with the default (auto) switches <= 3 %. See bench/README.md.
+In one run, side by side, on this machine, with the same torch (the project environment's
+2.11 wheel: our engine links its LibTorch), the same weights, the same image or dataset and the
+same thread count (--threads T: ours `--threads T`, the Python tool OMP_NUM_THREADS=T, which
+torch takes as its intra-op pool; the header prints what torch reports under it):
+
+ inference, for each --imgsz (default 640 and 320), --batch 1:
+  1. ours `libreyolo-engine infer` with the trace on: profiler.overhead_pct (profiled window's
+     mean iteration vs the unprofiled window's), twice: with the default switches (auto:
+     --record-shapes/--profile-memory/--with-flops stay on while the probed overhead stays
+     within --overhead-budget, default 3 %) and with all three forced on;
+  2. ours with --no-trace: the baseline latency p50 (end to end) and stages_ms.forward;
+  3. the Python LibreYOLO's `libreyolo profile infer --no-trace` (its latency p50 and synced
+     forward stage, no torch profiler) and `libreyolo profile infer` as a user runs it (trace
+     on: its measured iterations run under torch.profiler);
+ training (unless --no-train), at --train-imgsz (default 320), --train-batch 2:
+  4. ours `libreyolo-engine run` and the Python LibreYOLO's `libreyolo profile run` on the
+     same generated YOLO dataset (no AMP, 0 workers): step_ms, img/s and the forward,
+     backward and optimizer walls each tool reports; and the same Python training through
+     its API with the PGI auxiliary branch off (aux_weight=0), the model ours trains.
+Each rep runs them all in that order, so machine noise hits every contender; the tables quote
+medians over reps and the ratio ours / Python. Targets: fwd ratio <= 1.0, e2e ratio < 1.0,
+overhead with the default (auto) switches <= 3 %. See bench/README.md.
 """
 import collections
 import argparse
@@ -27,12 +36,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-FIXTURE_WEIGHTS = "/work/shared/fixtures/models/libreyolo9t_seed1234.pt"
+FIXTURE_WEIGHTS = os.path.normpath(os.path.join(ROOT, "..", "shared", "fixtures", "models",
+                                                "libreyolo9t_seed1234.pt"))
 ENGINE_CANDIDATES = ["build/bench/libreyolo-engine", "build-me/bench/libreyolo-engine",
                      "build-bench/bench/libreyolo-engine"]
-# The public Python LibreYOLO, `libreyolo profile infer --device cpu`, 2 threads, OpenBLAS, on a
-# 2-core x86-64 (shared/fixtures/profiles/): latency p50 in ms, for context only.
-PYTHON_LIBREYOLO_P50 = {640: 153.0, 320: 76.0}
 
 
 def find_engine(explicit):
@@ -45,15 +52,23 @@ def find_engine(explicit):
     return None
 
 
+def python_env_dir(explicit):
+    if explicit:
+        return explicit
+    out = subprocess.run(["bash", os.path.join(ROOT, "scripts", "python-env.sh")],
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
 def median(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
 
 
-def run(cmd, env, timeout):
+def run(cmd, env, timeout, cwd=None):
     t0 = time.monotonic()
     try:
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     except subprocess.TimeoutExpired:
         return None, f"timeout after {timeout}s", time.monotonic() - t0
     except OSError as e:
@@ -64,10 +79,37 @@ def run(cmd, env, timeout):
     return p.stdout, None, time.monotonic() - t0
 
 
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f), None
+    except (OSError, ValueError) as e:
+        return None, f"{os.path.basename(path)}: {e}"
+
+
 SWITCHES = ("record_shapes", "profile_memory", "with_flops")
 
 
-def engine_run(a, env, imgsz, mode, tag):
+def infer_numbers(prof):
+    lat, st = prof.get("latency") or {}, prof.get("stages_ms") or {}
+    return {"p50_ms": lat.get("p50_ms"), "mean_ms": lat.get("mean_ms"), "n": lat.get("n"),
+            "forward_ms": st.get("forward"), "preprocess_ms": st.get("preprocess"),
+            "postprocess_ms": st.get("postprocess")}
+
+
+def train_numbers(prof):
+    # Ours records the phase walls of its unprofiled measured window (config.measured_phases_ms,
+    # the window its step_ms comes from); the Python tool only the synced half of its profiled
+    # window (phases[].wall_ms_per_step).
+    walls = {r.get("phase"): r.get("wall_ms_per_step") for r in prof.get("phases") or []}
+    walls.update((prof.get("config") or {}).get("measured_phases_ms") or {})
+    return {"step_ms": prof.get("step_ms"), "img_per_s": prof.get("img_per_s"),
+            "forward_ms": walls.get("forward"), "backward_ms": walls.get("backward"),
+            "optimizer_ms": walls.get("optimizer"), "ema_ms": walls.get("ema"),
+            "dataload_ms": prof.get("dataload_ms")}
+
+
+def engine_infer(a, env, imgsz, mode, tag):
     """mode: "auto" (trace, default switches), "forced" (trace, all three on), "notrace"."""
     project = os.path.join(a.work_dir, "runs", tag)
     shutil.rmtree(project, ignore_errors=True)
@@ -86,44 +128,115 @@ def engine_run(a, env, imgsz, mode, tag):
     out, err, wall = run(cmd, env, a.timeout)
     if err:
         return {"error": err, "wall_s": wall}
-    try:
-        with open(os.path.join(project, "infer", "profile.json")) as f:
-            prof = json.load(f)
-    except (OSError, ValueError) as e:
-        return {"error": f"profile.json: {e}", "wall_s": wall}
-    lat, st, pr = prof.get("latency") or {}, prof.get("stages_ms") or {}, prof.get("profiler") or {}
-    cfg = prof.get("config") or {}
-    return {"p50_ms": lat.get("p50_ms"), "mean_ms": lat.get("mean_ms"), "n": lat.get("n"),
-            "forward_ms": st.get("forward"), "preprocess_ms": st.get("preprocess"),
-            "postprocess_ms": st.get("postprocess"), "overhead_pct": pr.get("overhead_pct"),
+    prof, err = load(os.path.join(project, "infer", "profile.json"))
+    if err:
+        return {"error": err, "wall_s": wall}
+    pr, cfg = prof.get("profiler") or {}, prof.get("config") or {}
+    return {**infer_numbers(prof), "overhead_pct": pr.get("overhead_pct"),
             "switches_on": [k for k in SWITCHES if pr.get(k)],
             "auto_disabled": pr.get("auto_disabled"),
             "probe_overhead_pct": pr.get("probe_overhead_pct"),
             "threads": cfg.get("threads"), "blas": cfg.get("blas"),
             "blas_threads": cfg.get("blas_threads"), "omp_wait_policy": cfg.get("omp_wait_policy"),
-            "wall_s": round(wall, 1)}
+            "torch": (prof.get("tool") or {}).get("torch"), "wall_s": round(wall, 1)}
 
 
-def peer_run(a, env, imgsz):
-    cmd = [a.python, os.path.join(HERE, "pytorch_peer.py"), "--weights", a.weights, "--size", a.size,
-           "--imgsz", str(imgsz), "--batch", str(a.batch), "--threads", str(a.threads),
-           "--warmup", str(a.warmup), "--runs", str(a.runs), "--image", a.image,
-           "--conf", str(a.conf)]
+def python_infer(a, env, imgsz, traced, tag):
+    """The real Python LibreYOLO: `libreyolo profile infer` (--no-trace unless traced)."""
+    project = os.path.join(a.work_dir, "runs", tag)
+    shutil.rmtree(project, ignore_errors=True)
+    cmd = [a.py_libreyolo, "profile", "infer", a.image, "--device", "cpu", "--weights", a.weights,
+           "--size", a.size, "--imgsz", str(imgsz), "--batch", str(a.batch), "--warmup",
+           str(a.warmup), "--runs", str(a.runs), "--conf", str(a.conf), "--project", project,
+           "--trace" if traced else "--no-trace", "--json"]
+    out, err, wall = run(cmd, a.py_env, a.timeout, cwd=a.work_dir)
+    if err:
+        return {"error": err, "wall_s": wall}
+    prof, err = load(os.path.join(project, "infer", "profile.json"))
+    if err:
+        return {"error": err, "wall_s": wall}
+    return {**infer_numbers(prof), "wall_s": round(wall, 1)}
+
+
+def engine_train(a, env, tag):
+    project = os.path.join(a.work_dir, "runs", tag)
+    shutil.rmtree(project, ignore_errors=True)
+    cmd = [a.engine, "run", a.dataset, "--device", "cpu", "--weights", a.weights, "--size", a.size,
+           "--imgsz", str(a.train_imgsz), "--batch", str(a.train_batch), "--workers", "0",
+           "--no-amp", "--steps", str(a.train_steps), "--warmup", str(a.train_warmup),
+           "--threads", str(a.threads), "--project", project, "--json"]
     out, err, wall = run(cmd, env, a.timeout)
     if err:
         return {"error": err, "wall_s": wall}
-    try:
-        r = json.loads(out.strip().splitlines()[-1])
-    except (ValueError, IndexError) as e:
-        return {"error": f"bad output: {e}", "wall_s": wall}
-    return {"forward_p50_ms": r["forward"]["p50"], "forward_mean_ms": r["forward"]["mean"],
-            "e2e_p50_ms": r["e2e"]["p50"], "e2e_mean_ms": r["e2e"]["mean"],
-            "e2e_stages_mean_ms": r.get("e2e_stages_mean_ms"), "threads": r.get("threads"),
-            "detections": r.get("detections"), "wall_s": round(wall, 1)}
+    prof, err = load(os.path.join(project, "prof", "profile.json"))
+    if err:
+        return {"error": err, "wall_s": wall}
+    return {**train_numbers(prof), "wall_s": round(wall, 1)}
+
+
+# What `libreyolo profile run` does (cli/commands/profile.py run_cmd), through the Python API, with
+# LibreYOLO's PGI auxiliary branch off (aux_weight=0; the CLI keeps its default 0.25): the model
+# our engine trains.
+NO_AUX_TRAIN = (
+    "import sys; from libreyolo import LibreYOLO; w, z, d, s, b, st, wu, pr = sys.argv[1:]; "
+    "m = LibreYOLO(model_path=w, size=z, device='cpu'); "
+    "m.train(data=d, epochs=int(wu) + int(st) + 5, batch=int(b), imgsz=int(s), workers=0, "
+    "amp=False, device='cpu', profile=True, profile_then_stop=True, profile_steps=int(st), "
+    "profile_warmup=int(wu), profile_open=False, no_aug_epochs=0, project=pr, name='prof', "
+    "exist_ok=True, aux_weight=0)")
+
+
+def python_train(a, tag, no_aux=False):
+    project = os.path.join(a.work_dir, "runs", tag)
+    shutil.rmtree(project, ignore_errors=True)
+    cmd = [a.py_libreyolo, "profile", "run", a.dataset, "--device", "cpu", "--weights", a.weights,
+           "--size", a.size, "--imgsz", str(a.train_imgsz), "--batch", str(a.train_batch),
+           "--workers", "0", "--no-amp", "--steps", str(a.train_steps), "--warmup",
+           str(a.train_warmup), "--project", project, "--json"]
+    if no_aux:
+        cmd = [a.py_python, "-c", NO_AUX_TRAIN, a.weights, a.size, a.dataset, str(a.train_imgsz),
+               str(a.train_batch), str(a.train_steps), str(a.train_warmup), project]
+    out, err, wall = run(cmd, a.py_env, a.timeout, cwd=a.work_dir)
+    if err:
+        return {"error": err, "wall_s": wall}
+    prof, err = load(os.path.join(project, "prof", "profile.json"))
+    if err:
+        return {"error": err, "wall_s": wall}
+    return {**train_numbers(prof), "wall_s": round(wall, 1)}
+
+
+def make_dataset(a, root, n_train, size):
+    """A YOLO-format dataset of random images, 3 boxes each, written by the Python env's PIL."""
+    code = r"""
+import os, sys
+import numpy as np
+from PIL import Image
+root, n_train, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = np.random.default_rng(1234)
+for split, n in (("train", n_train), ("val", 2)):
+    os.makedirs(os.path.join(root, "images", split), exist_ok=True)
+    os.makedirs(os.path.join(root, "labels", split), exist_ok=True)
+    for i in range(n):
+        Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(
+            os.path.join(root, "images", split, f"{i:03d}.jpg"))
+        with open(os.path.join(root, "labels", split, f"{i:03d}.txt"), "w") as f:
+            for k in range(3):
+                f.write(f"{k} {0.3 + 0.2 * k:.2f} 0.5 0.2 0.3\n")
+with open(os.path.join(root, "data.yaml"), "w") as f:
+    f.write(f"path: {root}\ntrain: images/train\nval: images/val\nnc: 80\n"
+            f"names: [{', '.join(f'c{i}' for i in range(80))}]\n")
+"""
+    shutil.rmtree(root, ignore_errors=True)
+    subprocess.run([a.py_python, "-c", code, root, str(n_train), str(size)], check=True)
+    return os.path.join(root, "data.yaml")
 
 
 def fmt(v, spec="{:.1f}"):
     return "-" if v is None else spec.format(v)
+
+
+def ratio(x, y):
+    return x / y if x and y else None
 
 
 def abbreviate(on):
@@ -140,10 +253,11 @@ def verdict(value, ok):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--engine", help="libreyolo-engine binary (default: build*/bench/libreyolo-engine)")
-    ap.add_argument("--python", default="/usr/bin/python3", help="interpreter for the peer")
+    ap.add_argument("--python-env", help="the project's Python environment with the Python "
+                    "LibreYOLO (default: what scripts/python-env.sh prints)")
     ap.add_argument("--weights", default=FIXTURE_WEIGHTS)
     ap.add_argument("--size", default="t")
-    ap.add_argument("--imgsz", default="640,320", help="comma-separated sizes")
+    ap.add_argument("--imgsz", default="640,320", help="comma-separated inference sizes")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=None, help="default 3 (--quick: 1)")
@@ -152,17 +266,24 @@ def main():
     ap.add_argument("--profiled-runs", type=int, default=None, help="default 20 (--quick: 10)")
     ap.add_argument("--conf", type=float, default=0.25)
     ap.add_argument("--overhead-budget", type=float, default=None,
-                    help="passed to the traced runs (the engine's default: 3)")
-    ap.add_argument("--no-peer", action="store_true", help="skip the PyTorch peer (engine only)")
-    ap.add_argument("--image", help="24-bit BMP both sides decode (default: a generated 810x1080 sample)")
+                    help="passed to our traced runs (the engine's default: 3)")
+    ap.add_argument("--no-peer", action="store_true", help="skip the Python LibreYOLO (ours only)")
+    ap.add_argument("--no-train", action="store_true", help="skip the training comparison")
+    ap.add_argument("--no-infer", action="store_true", help="skip the inference comparison")
+    ap.add_argument("--train-imgsz", type=int, default=320)
+    ap.add_argument("--train-batch", type=int, default=2)
+    ap.add_argument("--train-steps", type=int, default=None, help="default 5 (--quick: 2)")
+    ap.add_argument("--train-warmup", type=int, default=None, help="default 2 (--quick: 1)")
+    ap.add_argument("--image", help="image both sides decode every iteration (default: the "
+                    "Python LibreYOLO's bundled sample photo, parkour.jpg, 1280x720)")
     ap.add_argument("--omp-wait-policy", default="passive",
                     choices=["passive", "active", "default", "inherit"],
                     help="OMP_WAIT_POLICY for both sides (default passive: see README); 'default' "
                          "is libgomp's own (unset, with GOMP_SPINCOUNT=300000 so that the engine "
                          "tool keeps it); 'inherit' passes this environment (the engine tool "
                          "picks PASSIVE when neither variable is set)")
-    ap.add_argument("--quick", action="store_true", help="~1 minute: 1 rep, fewer iterations")
-    ap.add_argument("--timeout", type=int, default=300, help="per process, seconds")
+    ap.add_argument("--quick", action="store_true", help="1 rep, fewer iterations")
+    ap.add_argument("--timeout", type=int, default=600, help="per process, seconds")
     ap.add_argument("--no-snapshot", action="store_true",
                     help="run --engine in place (default: a copy in --work-dir)")
     ap.add_argument("--work-dir", default="/tmp/libreyolo-engine-bench")
@@ -173,7 +294,10 @@ def main():
     a.warmup = a.warmup if a.warmup is not None else (2 if a.quick else 5)
     a.runs = a.runs or (8 if a.quick else 20)
     a.profiled_runs = a.profiled_runs or (10 if a.quick else 20)
-    sizes = [int(s) for s in a.imgsz.split(",") if s.strip()]
+    a.train_steps = a.train_steps or (2 if a.quick else 5)
+    a.train_warmup = a.train_warmup if a.train_warmup is not None else (1 if a.quick else 2)
+    sizes = [] if a.no_infer else [int(s) for s in a.imgsz.split(",") if s.strip()]
+    a.work_dir = os.path.abspath(a.work_dir)
     os.makedirs(a.work_dir, exist_ok=True)
 
     env = dict(os.environ)
@@ -182,95 +306,160 @@ def main():
         env["GOMP_SPINCOUNT"] = "300000"  # libgomp's default spin count: the same as unset
     elif a.omp_wait_policy != "inherit":
         env["OMP_WAIT_POLICY"] = a.omp_wait_policy.upper()
-    if not a.image:
-        a.image = os.path.join(a.work_dir, "sample_810x1080.bmp")
-        subprocess.run([a.python, os.path.join(HERE, "pytorch_peer.py"), "--write-sample", a.image],
-                       check=True)
-    a.image = os.path.abspath(a.image)
+    # The Python side: same OpenMP policy; its thread count through OMP_NUM_THREADS (it has no
+    # --threads flag; torch sizes its intra-op pool from it); never a download.
+    a.py_env = dict(env, OMP_NUM_THREADS=str(a.threads), MKL_NUM_THREADS=str(a.threads),
+                    HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", WANDB_MODE="disabled",
+                    MPLBACKEND="Agg")
+    venv = python_env_dir(a.python_env)
+    a.py_python = os.path.join(venv, "bin", "python")
+    a.py_libreyolo = os.path.join(venv, "bin", "libreyolo")
+    probe = subprocess.run(
+        [a.py_python, "-c", "import torch, libreyolo, importlib.metadata as m; "
+         "print(torch.__version__, torch.get_num_threads(), m.version('libreyolo'), "
+         "libreyolo.SAMPLE_IMAGE)"], env=a.py_env, capture_output=True, text=True)
+    if probe.returncode != 0:
+        sys.exit(f"{a.py_python}: cannot import torch and libreyolo (run scripts/install-deps.sh)"
+                 f"\n{probe.stderr[-1000:]}")
+    py_torch, py_threads, py_libreyolo, sample = probe.stdout.split()
+    a.image = os.path.abspath(a.image or sample)
     a.engine = find_engine(a.engine)
     if not a.engine:
-        print("engine: missing (pass --engine or build libreyolo-engine); running the peer alone",
-              file=sys.stderr)
+        print("engine: missing (pass --engine or build libreyolo-engine); running the Python "
+              "LibreYOLO alone", file=sys.stderr)
     elif not a.no_snapshot:
         # Run a copy, so a rebuild during the benchmark cannot swap or remove the binary.
         snap = os.path.join(a.work_dir, "libreyolo-engine")
         shutil.copy2(a.engine, snap)
         a.engine_source, a.engine = a.engine, snap
+    if not a.no_train:
+        # Ours runs an unprofiled measured window, then the profiler's: enough batches for both.
+        n_train = (2 * (a.train_warmup + a.train_steps) + 2) * a.train_batch
+        a.dataset = make_dataset(a, os.path.join(a.work_dir, "dataset"), n_train, a.train_imgsz)
 
-    print(f"# engine {getattr(a, 'engine_source', a.engine) or 'missing'}; peer {a.python} bench/pytorch_peer.py; weights "
-          f"{a.weights}; image {a.image}; batch {a.batch}; threads {a.threads}; reps {a.reps}; "
-          f"warmup {a.warmup}, runs {a.runs}, profiled {a.profiled_runs}; overhead budget "
-          f"{a.overhead_budget if a.overhead_budget is not None else 'default'}; OMP_WAIT_POLICY="
-          f"{env.get('OMP_WAIT_POLICY', '(unset)')}"
+    print(f"# engine {getattr(a, 'engine_source', a.engine) or 'missing'}; Python LibreYOLO "
+          f"{py_libreyolo} ({a.py_libreyolo}) on torch {py_torch}, torch.get_num_threads() "
+          f"{py_threads}; weights {a.weights}; image {a.image}; batch {a.batch}; threads "
+          f"{a.threads}; reps {a.reps}; warmup {a.warmup}, runs {a.runs}, profiled "
+          f"{a.profiled_runs}; overhead budget "
+          f"{a.overhead_budget if a.overhead_budget is not None else 'default'}; train "
+          f"{'off' if a.no_train else f'imgsz {a.train_imgsz} batch {a.train_batch} warmup {a.train_warmup} steps {a.train_steps}'}"
+          f"; OMP_WAIT_POLICY={env.get('OMP_WAIT_POLICY', '(unset)')}"
           f"{'; GOMP_SPINCOUNT=' + env['GOMP_SPINCOUNT'] if 'GOMP_SPINCOUNT' in env else ''}; loadavg {os.getloadavg()[0]:.2f}", flush=True)
     t_start = time.monotonic()
-    runs = {s: {"auto": [], "forced": [], "notrace": [], "peer": []} for s in sizes}
+    kinds = ("auto", "forced", "notrace", "py_notrace", "py_traced")
+    runs = {s: {k: [] for k in kinds} for s in sizes}
+    train = {"ours": [], "python": [], "py_no_aux": []}
     for rep in range(a.reps):
         for s in sizes:
             if a.engine:
                 for kind in ("auto", "forced", "notrace"):
-                    r = engine_run(a, env, s, kind, f"{kind}{s}")
+                    r = engine_infer(a, env, s, kind, f"{kind}{s}")
                     runs[s][kind].append(r)
                     extra = ""
                     if kind == "auto" and "error" not in r:
                         probes = ", ".join(f"{v:.1f}" for v in r["probe_overhead_pct"] or [])
                         extra = f", on {abbreviate(r['switches_on'])} (probes {probes} %)"
-                    print(f"  rep {rep + 1} {s}px engine {kind:7s}: " + (r.get("error") or
+                    print(f"  rep {rep + 1} {s}px ours {kind:10s}: " + (r.get("error") or
                           f"p50 {fmt(r['p50_ms'])} ms, forward {fmt(r['forward_ms'])} ms, "
                           f"overhead {fmt(r['overhead_pct'], '{:.2f}')} %{extra}") +
                           f"  ({r['wall_s']:.0f} s)", flush=True)
             if a.no_peer:
                 continue
-            r = peer_run(a, env, s)
-            runs[s]["peer"].append(r)
-            print(f"  rep {rep + 1} {s}px peer          : " + (r.get("error") or
-                  f"forward p50 {fmt(r['forward_p50_ms'])} mean {fmt(r['forward_mean_ms'])} ms, "
-                  f"e2e p50 {fmt(r['e2e_p50_ms'])} ms") + f"  ({r['wall_s']:.0f} s)", flush=True)
+            for kind, traced in (("py_notrace", False), ("py_traced", True)):
+                r = python_infer(a, env, s, traced, f"{kind}{s}")
+                runs[s][kind].append(r)
+                print(f"  rep {rep + 1} {s}px {kind:15s}: " + (r.get("error") or
+                      f"p50 {fmt(r['p50_ms'])} ms, forward {fmt(r['forward_ms'])} ms") +
+                      f"  ({r['wall_s']:.0f} s)", flush=True)
+        if a.no_train:
+            continue
+        for who in ("ours", "python", "py_no_aux"):
+            if who == "ours" and not a.engine or who != "ours" and a.no_peer:
+                continue
+            if who == "ours":
+                r = engine_train(a, env, "train_ours")
+            else:
+                r = python_train(a, f"train_{who}", no_aux=who == "py_no_aux")
+            train[who].append(r)
+            print(f"  rep {rep + 1} train {a.train_imgsz}px {who:9s}: " + (r.get("error") or
+                  f"step {fmt(r['step_ms'])} ms, forward {fmt(r['forward_ms'])}, backward "
+                  f"{fmt(r['backward_ms'])}, optimizer {fmt(r['optimizer_ms'])} ms") +
+                  f"  ({r['wall_s']:.0f} s)", flush=True)
 
     def med(s, kind, key):
         return median([r.get(key) for r in runs[s][kind] if "error" not in r])
 
     results, misses = [], 0
     print()
-    print(f"{'imgsz':>5} | {'C++ fwd':>8} {'Py fwd':>8} {'ratio':>6} {'':4} | {'C++ e2e':>8} "
-          f"{'Py e2e':>8} {'ratio':>6} {'':4} | {'ovh auto':>8} {'':4} {'auto on':>7} | "
-          f"{'ovh forced':>10} | {'LibreYOLO py':>12}")
+    if sizes:
+        print("inference (ms; ratio = ours / Python LibreYOLO)")
+        print(f"{'imgsz':>5} | {'ours fwd':>8} {'py fwd':>8} {'ratio':>6} {'':4} | {'ours e2e':>8} "
+              f"{'py e2e':>8} {'ratio':>6} {'':4} | {'ours trc':>8} {'py trc':>8} {'ratio':>6} | "
+              f"{'ovh auto':>8} {'':4} {'auto on':>7} | {'ovh forced':>10}")
     for s in sizes:
-        cf, pf = med(s, "notrace", "forward_ms"), med(s, "peer", "forward_mean_ms")
-        ce, pe = med(s, "notrace", "p50_ms"), med(s, "peer", "e2e_p50_ms")
+        cf, pf = med(s, "notrace", "forward_ms"), med(s, "py_notrace", "forward_ms")
+        ce, pe = med(s, "notrace", "p50_ms"), med(s, "py_notrace", "p50_ms")
+        ct, pt = med(s, "auto", "p50_ms"), med(s, "py_traced", "p50_ms")
         ov, ovf = med(s, "auto", "overhead_pct"), med(s, "forced", "overhead_pct")
-        rf = cf / pf if cf and pf else None
-        re_ = ce / pe if ce and pe else None
+        rf, re_, rt = ratio(cf, pf), ratio(ce, pe), ratio(ct, pt)
         # What the auto runs left on, most frequent first ("SMF" all on, "---" all off).
         kept = collections.Counter(abbreviate(r["switches_on"]) for r in runs[s]["auto"]
                                    if "error" not in r)
         auto_on = "/".join(k for k, _ in kept.most_common()) or "-"
-        row = {"imgsz": s, "cpp_forward_ms": cf, "peer_forward_ms": pf, "forward_ratio": rf,
-               "forward": verdict(rf, lambda v: v <= 1.0), "cpp_e2e_p50_ms": ce,
-               "peer_e2e_p50_ms": pe, "e2e_ratio": re_, "e2e": verdict(re_, lambda v: v < 1.0),
+        row = {"imgsz": s, "ours_forward_ms": cf, "python_forward_ms": pf, "forward_ratio": rf,
+               "forward": verdict(rf, lambda v: v <= 1.0), "ours_e2e_p50_ms": ce,
+               "python_e2e_p50_ms": pe, "e2e_ratio": re_, "e2e": verdict(re_, lambda v: v < 1.0),
+               "ours_traced_p50_ms": ct, "python_traced_p50_ms": pt, "traced_ratio": rt,
                "overhead_pct": ov, "overhead": verdict(ov, lambda v: v <= 3.0),
-               "auto_switches_on": dict(kept), "overhead_forced_on_pct": ovf,
-               "cpp_traced_run_p50_ms": med(s, "auto", "p50_ms"),
-               "peer_forward_p50_ms": med(s, "peer", "forward_p50_ms"),
-               "cpp_forward_ms_traced_run": med(s, "auto", "forward_ms"),
-               "python_libreyolo_p50_ms": PYTHON_LIBREYOLO_P50.get(s)}
+               "auto_switches_on": dict(kept), "overhead_forced_on_pct": ovf}
         misses += sum(row[k] == "MISS" for k in ("forward", "e2e", "overhead"))
         results.append(row)
         print(f"{s:>5} | {fmt(cf):>8} {fmt(pf):>8} {fmt(rf, '{:.2f}'):>6} {row['forward']:4} | "
               f"{fmt(ce):>8} {fmt(pe):>8} {fmt(re_, '{:.2f}'):>6} {row['e2e']:4} | "
+              f"{fmt(ct):>8} {fmt(pt):>8} {fmt(rt, '{:.2f}'):>6} | "
               f"{fmt(ov, '{:.2f}%'):>8} {row['overhead']:4} {auto_on:>7} | "
-              f"{fmt(ovf, '{:.2f}%'):>10} | {fmt(PYTHON_LIBREYOLO_P50.get(s)):>12}")
-    print("ms; medians over reps. fwd: C++ stages_ms.forward vs peer forward mean (fixed input); "
-          "e2e: latency p50, C++ --no-trace run vs peer; ovh auto: profiler.overhead_pct of the "
-          "traced run with the default switches, 'auto on' what they kept (S shapes, M memory, "
-          "F FLOPs, - off); ovh forced: the same with all three forced on (no target). Targets: "
-          "fwd ratio <= 1.0, e2e ratio < 1.0, ovh auto <= 3%. "
-          f"Total {time.monotonic() - t_start:.0f} s; loadavg {os.getloadavg()[0]:.2f}.")
+              f"{fmt(ovf, '{:.2f}%'):>10}")
+    if sizes:
+        print("medians over reps. fwd: stages_ms.forward (mean of the synced iterations), ours "
+              "--no-trace vs `libreyolo profile infer --no-trace`; e2e: latency p50 of the same runs; "
+              "trc: latency p50 as each tool runs by default (trace on: ours measures an unprofiled "
+              "window, the Python tool's measured iterations run under torch.profiler); ovh auto: "
+              "profiler.overhead_pct of our traced run with the default switches, 'auto on' what "
+              "they kept (S shapes, M memory, F FLOPs, - off); ovh forced: all three forced on. "
+              "Targets: fwd ratio <= 1.0, e2e ratio < 1.0, ovh auto <= 3%.")
+    train_row = None
+    if not a.no_train:
+        def tmed(who, key):
+            return median([r.get(key) for r in train[who] if "error" not in r])
+        print()
+        print(f"training, {a.train_imgsz} px, batch {a.train_batch} (ms per step; ratio = ours / "
+              f"Python LibreYOLO)")
+        print(f"{'':>12} | {'ours':>8} {'python':>8} {'ratio':>6} | {'py noaux':>8} {'ratio':>6}")
+        train_row = {}
+        for key in ("step_ms", "forward_ms", "backward_ms", "optimizer_ms", "ema_ms",
+                    "dataload_ms", "img_per_s"):
+            o, p, q = tmed("ours", key), tmed("python", key), tmed("py_no_aux", key)
+            train_row[key] = {"ours": o, "python": p, "ratio": ratio(o, p), "python_no_aux": q,
+                              "ratio_no_aux": ratio(o, q)}
+            print(f"{key:>12} | {fmt(o):>8} {fmt(p):>8} {fmt(ratio(o, p), '{:.2f}'):>6} | "
+                  f"{fmt(q):>8} {fmt(ratio(o, q), '{:.2f}'):>6}")
+        print("step_ms: each tool's own (unsynced) step time: ours from its unprofiled measured "
+              "window, the Python tool's from its first profiled steps (it has no unprofiled "
+              "window); phase rows: ours config.measured_phases_ms (unprofiled), the Python "
+              "tool's synced phase walls under its profiler (its EMA update is in no phase). "
+              "python: `libreyolo profile run` (LibreYOLO 1.6 trains YOLOv9 with its PGI "
+              "auxiliary branch, aux_weight 0.25); py noaux: the same training through its "
+              "Python API with aux_weight=0, the model ours trains.")
+    print(f"Total {time.monotonic() - t_start:.0f} s; loadavg {os.getloadavg()[0]:.2f}.")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"settings": {k: v for k, v in vars(a).items()},
+            json.dump({"settings": {k: v for k, v in vars(a).items() if k != "py_env"},
+                       "python": {"torch": py_torch, "threads": py_threads,
+                                  "libreyolo": py_libreyolo},
                        "omp_wait_policy": env.get("OMP_WAIT_POLICY"), "results": results,
-                       "runs": {str(s): v for s, v in runs.items()}}, f, indent=1)
+                       "train": train_row, "runs": {str(s): v for s, v in runs.items()},
+                       "train_runs": train}, f, indent=1)
     return 1 if a.strict and misses else 0
 
 

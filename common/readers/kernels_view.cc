@@ -24,12 +24,16 @@ absl::StatusOr<KernelsView> BuildKernels(const Profile& p, const KernelsOptions&
   }
   const std::vector<KernelRow>* rows = &p.kernels;
   if (o.phase.has_value()) {
+    static const auto* const kNone = new std::vector<KernelRow>();
     auto it = p.kernels_by_phase.find(*o.phase);
-    if (it == p.kernels_by_phase.end()) {
+    if (it != p.kernels_by_phase.end()) {
+      rows = &it->second;
+    } else if (ProfileHasPhase(p, *o.phase)) {
+      rows = kNone;  // a listed phase with no rows (e.g. a profile made without a trace)
+    } else {
       return absl::NotFoundError(absl::StrCat("unknown phase '", *o.phase,
                                               "'; this profile has: ", PhaseNamesForMessage(p)));
     }
-    rows = &it->second;
   }
   std::optional<std::regex> grep;
   if (o.grep.has_value()) {

@@ -76,12 +76,16 @@ absl::StatusOr<OpsView> BuildOps(const Profile& p, const OpsOptions& o, const st
     rows = &p.ops_by_input_shape;
   }
   if (o.phase.has_value()) {
+    static const auto* const kNone = new std::vector<OpRow>();
     auto it = p.ops_by_phase.find(*o.phase);
-    if (it == p.ops_by_phase.end()) {
+    if (it != p.ops_by_phase.end()) {
+      rows = &it->second;
+    } else if (ProfileHasPhase(p, *o.phase)) {
+      rows = kNone;  // a listed phase with no rows (e.g. a profile made without a trace)
+    } else {
       return absl::NotFoundError(absl::StrCat("unknown phase '", *o.phase,
                                               "'; this profile has: ", PhaseNamesForMessage(p)));
     }
-    rows = &it->second;
   }
   OpsView v;
   v.source = source;

@@ -66,4 +66,11 @@ std::string PhaseNamesForMessage(const Profile& p) {
                        : absl::StrJoin(names, ", ");
 }
 
+bool ProfileHasPhase(const Profile& p, const std::string& phase) {
+  for (const PhaseRow& r : p.phases) {
+    if (r.phase == phase) return true;
+  }
+  return false;
+}
+
 }  // namespace libreyolo

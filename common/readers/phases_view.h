@@ -23,6 +23,10 @@ std::string RenderPhasesJson(const PhasesView& v);
 
 // The phase names a profile has, for "unknown --phase" messages.
 std::string PhaseNamesForMessage(const Profile& p);
+// Whether `phase` is one of the profile's phases (its `phases` rows). A listed phase without
+// kernel or op rows (a Python LibreYOLO profile made with --no-trace has empty
+// `kernels_by_phase`/`ops_by_phase`) is known, with nothing in it.
+bool ProfileHasPhase(const Profile& p, const std::string& phase);
 
 }  // namespace libreyolo
 

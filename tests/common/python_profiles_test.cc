@@ -189,6 +189,36 @@ TEST(PythonProfiles, KernelsAndOpsBuild) {
   }
 }
 
+// `libreyolo profile infer --no-trace` (Python) writes phases with walls but empty
+// `ops_by_phase`/`kernels_by_phase`: a listed phase is valid for --phase, with no rows; a phase
+// the profile does not list is still unknown.
+TEST(PythonProfiles, ListedPhaseWithoutRowsIsEmptyNotUnknown) {
+  const std::string json = R"({"schema": "libreyolo.profile.analysis/v1", "mode": "inference",
+    "trace": null, "step_ms": 67.6, "bound": "compute",
+    "phases": [{"phase": "preprocess", "gpu_ms_per_step": 0.0, "wall_ms_per_step": 5.2,
+                "kernels_per_step": 0, "ops_per_step": 0, "unique_kernels": 0},
+               {"phase": "forward", "gpu_ms_per_step": 0.0, "wall_ms_per_step": 63.8,
+                "kernels_per_step": 0, "ops_per_step": 0, "unique_kernels": 0}],
+    "kernels_by_phase": {}, "ops_by_phase": {}, "kernels": [], "ops": []})";
+  auto p = ReadProfileJson(json, "notrace.json");
+  ASSERT_TRUE(p.ok()) << p.status();
+  OpsOptions o;
+  o.phase = "forward";
+  auto ops = BuildOps(*p, o, "notrace.json");
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  EXPECT_TRUE(ops->rows.empty());
+  EXPECT_FALSE(RenderOpsText(*ops).empty());
+  KernelsOptions k;
+  k.phase = "preprocess";
+  auto kernels = BuildKernels(*p, k, "notrace.json");
+  ASSERT_TRUE(kernels.ok()) << kernels.status();
+  EXPECT_TRUE(kernels->rows.empty());
+  o.phase = "backward";
+  EXPECT_EQ(BuildOps(*p, o, "notrace.json").status().code(), absl::StatusCode::kNotFound);
+  k.phase = "backward";
+  EXPECT_EQ(BuildKernels(*p, k, "notrace.json").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST(PythonProfiles, CompareTheTwo) {
   const CompareResult r = Compare(Load(kInfer), Load(kRun), kInfer, kRun);
   const CompareDelta* mpi = nullptr;
