@@ -28,7 +28,8 @@ cmake -S "${root}" -B "${build}" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DLIBREYOLO_BUILD_FUZZERS=ON \
   -DLIBREYOLO_BUILD_TESTS=ON \
-  -DLIBREYOLO_BUILD_BENCH=OFF
+  -DLIBREYOLO_BUILD_BENCH=OFF \
+  -DLIBREYOLO_PYTHON_ENV="$(bash "${root}/scripts/python-env.sh")"
 cmake --build "${build}" -j "${jobs}" --target trace_reader_fuzzer profile_json_fuzzer \
   checkpoint_fuzzer
 

@@ -1,8 +1,7 @@
 // The step window of a trace (docs/metrics.md, "Steps and the window"): the ProfilerStep#N
 // marks, one per step number (the CPU copy preferred, else the first in file order), and the
 // span from the first step's start to the last step's end; without marks, the extent of every
-// complete event. The analyser's own FindWindow (trace_analyser.cc) computes the same; it could
-// call this one.
+// complete event. The analyser's window (trace_window.cc) and the report's charts both use it.
 #ifndef LIBREYOLO_COMMON_TRACE_STEP_WINDOW_H_
 #define LIBREYOLO_COMMON_TRACE_STEP_WINDOW_H_
 

@@ -4,35 +4,22 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "common/trace/event_tree.h"
+#include "common/trace/step_window.h"
 
 namespace libreyolo {
 namespace {
 
 TraceWindow FindSteps(const TraceData& trace, ParseStats* stats) {
-  // De-duplicate ProfilerStep#N: prefer the CPU copy, else the first copy in file order.
-  absl::flat_hash_map<int64_t, StepMark> kept;
-  for (const StepMark& s : trace.steps) {
-    auto [it, inserted] = kept.try_emplace(s.number, s);
-    if (!inserted) {
-      ++stats->duplicate_steps;
-      if (s.cpu_copy && !it->second.cpu_copy) it->second = s;
-    }
-  }
+  // One rule for the analyser and the report's charts (step_window.h): ProfilerStep#N
+  // de-duplicated (the CPU copy preferred), first start to last end; no marks: every event.
+  const StepWindow steps = FindStepWindow(trace);
   TraceWindow w;
-  if (kept.empty()) {
-    if (trace.min_ts_ns <= trace.max_end_ns) {
-      w.w0 = trace.min_ts_ns;
-      w.w1 = trace.max_end_ns;
-    }
-    return w;
+  w.w0 = steps.w0_ns;
+  w.w1 = steps.w1_ns;
+  if (!steps.marks.empty()) {
+    w.real_steps = static_cast<int64_t>(steps.marks.size());
+    stats->duplicate_steps += static_cast<int64_t>(trace.steps.size() - steps.marks.size());
   }
-  w.w0 = INT64_MAX;
-  w.w1 = INT64_MIN;
-  for (const auto& [n, s] : kept) {
-    w.w0 = std::min(w.w0, s.ts_ns);
-    w.w1 = std::max(w.w1, s.ts_ns + s.dur_ns);
-  }
-  w.real_steps = static_cast<int64_t>(kept.size());
   return w;
 }
 
