@@ -69,7 +69,7 @@ if [ "$bundle_only" = 1 ]; then
   done | sort -u | while read -r name path; do
     if ! [[ "$name" =~ $skip ]]; then cp -L "$path" "$bundle/lib/$name"; fi
   done
-  strip --strip-debug "$bundle"/bin/* "$bundle"/lib/* 2>/dev/null || true
+  strip --strip-unneeded "$bundle"/bin/* "$bundle"/lib/* 2>/dev/null || true
   # The Python LibreYOLO for the host's Python 3.12 (its image has torch, torchvision, typer,
   # opencv, ...; these three it lacks).
   venv="$(bash scripts/python-env.sh)"
@@ -79,8 +79,16 @@ if [ "$bundle_only" = 1 ]; then
     libreyolo==1.6.0 mss==10.1.0 pycocotools==2.0.10 || echo "gpu-check: wheels not fetched"
   cp /work/shared/fixtures/models/libreyolo9t_seed1234.pt "$bundle/" 2>/dev/null ||
     cp "$root/../shared/fixtures/models/libreyolo9t_seed1234.pt" "$bundle/" 2>/dev/null || true
+  # What travels: the binaries and libraries compressed (OpenCV's codecs pull in GDAL, ICU, x265,
+  # ... ~190 MB uncompressed), the weights and the wheels as they are.
+  (cd "$bundle" && tar cf - bin lib | xz -9e -T2 > bundle.tar.xz && rm -rf bin lib)
   du -sh "$bundle"
-  echo "gpu-check: carry build/gpu-bundle; on the host: bash scripts/gpu-check.sh --device 0 --out \$OUT"
+  total=$(du -sb "$bundle" | cut -f1)
+  if [ "$total" -gt $((64 * 1024 * 1024)) ]; then
+    echo "gpu-check: WARNING: the bundle is $((total / 1048576)) MiB, over the device's 64 MiB carry" \
+      "limit; carry wheels/ and the weights in a first call and copy them to /tmp there" >&2
+  fi
+  echo "gpu-check: carry ${bundle#$root/}; on the host: bash scripts/gpu-check.sh --device 0 --out \$OUT"
   exit 0
 fi
 
@@ -91,6 +99,9 @@ out="$(cd "$out" && pwd)"
 status="$out/steps.tsv"
 printf 'step\trc\tseconds\n' > "$status"
 
+if [ -f "$bundle/bundle.tar.xz" ] && [ ! -x "$bundle/bin/libreyolo" ]; then
+  tar xJf "$bundle/bundle.tar.xz" -C "$bundle"
+fi
 if [ -x "$bundle/bin/libreyolo" ]; then
   bin="$bundle/bin"
   export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -18,6 +18,8 @@ import sys
 
 
 def load(path):
+    if not path:
+        return None
     try:
         with open(path) as f:
             return json.load(f)
