@@ -289,18 +289,23 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
         eo.device_allocated_at_start = now->allocated;
         eo.device_reserved_at_start = now->reserved;
       }
+      // n iterations as the profiler records them: one ProfilerStep#N range each, synced.
+      auto profiled_iterations = [&](bool progress_events) -> absl::Status {
+        for (int64_t i = 0; i < n; ++i) {
+          if (cancelled()) return absl::CancelledError("cancelled while profiling");
+          ScopedRange step(absl::StrCat("ProfilerStep#", i + 1));
+          auto t = iteration.Run(spec.warmup + spec.runs + i, false);
+          if (!t.ok()) return t.status();
+          if (device->cuda) torch::cuda::synchronize(device->index);
+          if (progress_events) report("profiling", i + 1, n);
+        }
+        return absl::OkStatus();
+      };
       // The recorded window: LibTorch's profiler, with CUPTI for GPU activity on CUDA.
       auto profiler = ProfilingSession::Start(profiler_options(budget.switches));
       if (!profiler.ok()) return profiler.status();
       const auto w0 = Clock::now();
-      for (int64_t i = 0; i < n; ++i) {
-        if (cancelled()) return absl::CancelledError("cancelled while profiling");
-        ScopedRange step(absl::StrCat("ProfilerStep#", i + 1));
-        auto t = iteration.Run(spec.warmup + spec.runs + i, false);
-        if (!t.ok()) return t.status();
-        if (device->cuda) torch::cuda::synchronize(device->index);
-        report("profiling", i + 1, n);
-      }
+      if (auto s = profiled_iterations(true); !s.ok()) return s;
       profiled_mean_ms = Ms(Clock::now() - w0) / static_cast<double>(n);
       auto collected = (*profiler)->Stop();
       if (!collected.ok()) return collected.status();
@@ -319,13 +324,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
         ko.kineto_trace_path = spec.kineto_trace_path;
         auto kineto = TorchProfiler::Start(ko);
         if (!kineto.ok()) return kineto.status();
-        for (int64_t i = 0; i < n; ++i) {
-          if (cancelled()) return absl::CancelledError("cancelled while profiling");
-          ScopedRange step(absl::StrCat("ProfilerStep#", i + 1));
-          auto t = iteration.Run(spec.warmup + spec.runs + i, false);
-          if (!t.ok()) return t.status();
-          if (device->cuda) torch::cuda::synchronize(device->index);
-        }
+        if (auto s = profiled_iterations(false); !s.ok()) return s;
         if (auto saved = (*kineto)->Stop(); !saved.ok()) return saved.status();
       }
       report("writing", 0, 2);
