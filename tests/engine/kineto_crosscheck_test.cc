@@ -81,5 +81,16 @@ TEST(KinetoCrossCheck, OursAndLibTorchsOwnExportAgreeOnOneCpuWindow) {
   fs::remove_all(dir);
 }
 
+TEST(KinetoCrossCheck, AnUnwritableKinetoPathIsAnErrorNotASilentSuccess) {
+  TorchProfilerOptions o;
+  o.kineto_trace_path = "/nonexistent-libreyolo-dir/kineto.json";
+  auto prof = TorchProfiler::Start(o);
+  ASSERT_TRUE(prof.ok()) << prof.status();
+  { ScopedRange s("ProfilerStep#1"); (void)torch::ones({2, 2}).sum(); }
+  auto trace = (*prof)->Stop();
+  ASSERT_FALSE(trace.ok());
+  EXPECT_NE(std::string(trace.status().message()).find("--kineto-trace"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace libreyolo::engine

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <torch/cuda.h>
 
+#include <cstdio>
 #include <exception>
 #include <map>
 #include <memory>
@@ -154,7 +155,16 @@ absl::StatusOr<CollectedTrace> TorchProfiler::Stop() {
     }
     trace.events.reserve(result->events().size());
     for (const tp::KinetoEvent& e : result->events()) trace.events.push_back(Convert(e, threads));
-    if (!kineto_trace_path_.empty()) result->save(kineto_trace_path_);
+    if (!kineto_trace_path_.empty()) {
+      // LibTorch's save reports nothing when it cannot write: check that the file is there.
+      std::remove(kineto_trace_path_.c_str());
+      result->save(kineto_trace_path_);
+      if (::access(kineto_trace_path_.c_str(), F_OK) != 0) {
+        return absl::UnavailableError(absl::StrCat(
+            "LibTorch could not save its trace to ", kineto_trace_path_,
+            " (missing folder or not writable?); give --kineto-trace a writable path"));
+      }
+    }
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("stopping the LibTorch profiler failed: ", e.what()));
   }
