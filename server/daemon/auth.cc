@@ -279,7 +279,14 @@ Authenticator::Authenticator(TokenTable tokens, std::vector<std::string> admins)
     : tokens_(std::move(tokens)), admins_(std::move(admins)) {}
 
 bool Authenticator::IsAdmin(const std::string& user) const {
+  std::lock_guard<std::mutex> lock(mu_);
   return std::find(admins_.begin(), admins_.end(), user) != admins_.end();
+}
+
+void Authenticator::Reload(TokenTable tokens, std::vector<std::string> admins) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tokens_ = std::move(tokens);
+  admins_ = std::move(admins);
 }
 
 void Authenticator::RecordUnixPeer(const std::string& peer, uid_t uid) {
@@ -317,7 +324,11 @@ absl::StatusOr<Identity> Authenticator::Identify(
     }
   }
   auto from_token = [this](const std::string& value) -> std::optional<Identity> {
-    std::optional<Identity> identity = tokens_.Lookup(value);
+    std::optional<Identity> identity;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      identity = tokens_.Lookup(value);
+    }
     if (identity.has_value() && IsAdmin(identity->user)) identity->admin = true;
     return identity;
   };

@@ -74,10 +74,13 @@ class Authenticator {
 
   bool IsAdmin(const std::string& user) const;
 
+  // SIGHUP: new tokens and admins for calls from now on (connections stay open).
+  void Reload(TokenTable tokens, std::vector<std::string> admins);
+
  private:
-  TokenTable tokens_;
-  std::vector<std::string> admins_;
   mutable std::mutex mu_;
+  TokenTable tokens_;                // guarded by mu_
+  std::vector<std::string> admins_;  // guarded by mu_
   std::map<std::string, uid_t> unix_peers_;
   std::map<uid_t, std::string> user_names_;  // resolved when a connection is recorded
 };

@@ -4,13 +4,19 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/daemon/auth.h"
+#include "server/daemon/dir_lock.h"
 #include "server/daemon/engine_runner.h"
 #include "server/daemon/job_manager.h"
 #include "server/daemon/job_store.h"
@@ -19,6 +25,47 @@
 #include "server/daemon/unix_listener.h"
 
 namespace libreyolo::daemon {
+
+namespace {
+
+// gRPC binds TCP ports with SO_REUSEPORT unless told not to; a second daemon on the same port
+// then "serves" too and takes a share of the calls. With it off a taken port fails the start;
+// probing first names the address and the reason rather than gRPC's "no address added".
+absl::Status ProbeTcpListen(const std::string& listen, const std::string& hostport) {
+  const size_t colon = hostport.rfind(':');
+  if (colon == std::string::npos) return absl::OkStatus();  // ValidateDaemonConfig's to report
+  std::string host = hostport.substr(0, colon);
+  const std::string port = hostport.substr(colon + 1);
+  if (port == "0") return absl::OkStatus();  // any free port
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found) != 0) {
+    return absl::OkStatus();  // gRPC reports unresolvable names itself
+  }
+  absl::Status result = absl::OkStatus();
+  for (addrinfo* a = found; a != nullptr && result.ok(); a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));  // as gRPC: TIME_WAIT is fine
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 && errno == EADDRINUSE) {
+      result = absl::AlreadyExistsError(absl::StrCat(
+          "listen ", listen, ": address already in use; another libreyolod or program holds port ",
+          port, " (`ss -ltnp 'sport = :", port, "'` names it): stop it or choose another port"));
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return result;
+}
+
+}  // namespace
 
 std::vector<std::string> ServedDevices(const DaemonConfig& config) {
   std::vector<std::string> out;
@@ -46,6 +93,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   auto store = JobStore::Open(c.state_dir, c.store_dir);
   if (!store.ok()) return store.status();
   d->store_ = *std::move(store);
+  // One daemon per state and store dir: a second one would recover (fail) the first one's
+  // running jobs and sweep its scratch files. Locked before anything is read or changed.
+  for (const auto& [dir, what] : {std::pair<std::string, const char*>{c.state_dir, "state_dir"},
+                                  {c.store_dir, "store_dir"}}) {
+    auto lock = DirLock::Acquire(dir, what);
+    if (!lock.ok()) return lock.status();
+    d->locks_.push_back(*std::move(lock));
+  }
 
   TokenTable tokens;
   if (!c.tokens_file.empty()) {
@@ -54,16 +109,18 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
     tokens = *std::move(t);
   }
   d->auth_ = std::make_unique<Authenticator>(std::move(tokens), c.admins);
-  d->runner_ = std::make_unique<EngineRunner>(d->config_, d->store_.get());
+  d->live_ = std::make_unique<LiveConfig>(d->config_);
+  d->runner_ = std::make_unique<EngineRunner>(*d->live_, d->store_.get());
   d->jobs_ = std::make_unique<JobManager>(d->store_.get(), d->runner_.get(), ServedDevices(c),
                                           c.limits, c.retention);
   if (auto s = d->jobs_->Recover(warnings); !s.ok()) return s;
-  d->service_ = std::make_unique<ProfilerServiceImpl>(d->config_, d->auth_.get(), d->jobs_.get(),
+  d->service_ = std::make_unique<ProfilerServiceImpl>(*d->live_, d->auth_.get(), d->jobs_.get(),
                                                       d->store_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // one daemon per port (ProbeTcpListen)
   builder.RegisterService(d->service_.get());
   // Requests carry inline images; the limit is enforced per field, this bounds the message.
   builder.SetMaxReceiveMessageSize(
@@ -76,6 +133,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
       continue;
     }
     const std::string hostport = absl::StartsWith(addr, "tcp:") ? addr.substr(4) : addr;
+    if (auto probe = ProbeTcpListen(addr, hostport); !probe.ok()) return probe;
     auto creds = MakeServerCredentials(c.tls);
     if (!creds.ok()) return creds.status();
     ports.push_back(std::make_unique<int>(0));
@@ -88,12 +146,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   }
   d->server_ = builder.BuildAndStart();
   if (d->server_ == nullptr) {
-    return absl::UnavailableError(
+    return absl::AlreadyExistsError(
         "the gRPC server did not start: an address in `listen` is in use or cannot be bound");
   }
   for (const auto& p : ports) {
     if (*p == 0) {
-      return absl::UnavailableError("a TCP listen address could not be bound (in use?)");
+      return absl::AlreadyExistsError("a TCP listen address could not be bound (in use?)");
     }
     d->tcp_ports_.push_back(*p);
   }
@@ -107,11 +165,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
 void Daemon::MetricsLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!shut_down_) {
-    if (!config_.metrics_textfile.empty()) {
+    const std::string textfile = live_->Get()->metrics_textfile;
+    if (!textfile.empty()) {
       MetricsSnapshot m = jobs_->Metrics();
       m.rpc_errors_total = service_->rpc_errors();
       lock.unlock();
-      (void)WriteMetricsTextfile(config_.metrics_textfile, RenderPrometheus(m));
+      (void)WriteMetricsTextfile(textfile, RenderPrometheus(m));
       lock.lock();
     }
     cv_.wait_for(lock, std::chrono::seconds(15));
@@ -128,10 +187,14 @@ void Daemon::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_) return;
   }
+  // Start() may have failed part-way: every part is optional here.
   // Refuse new jobs before health says NOT_SERVING, so no submission slips in between.
-  jobs_->StopAccepting();
+  if (jobs_) jobs_->StopAccepting();
   if (server_) server_->GetHealthCheckService()->SetServingStatus(false);
-  jobs_->Drain(std::chrono::seconds(config_.drain_timeout_s));
+  if (jobs_) {
+    jobs_->Drain(std::chrono::seconds(live_ ? live_->Get()->drain_timeout_s
+                                            : config_.drain_timeout_s));
+  }
   for (auto& l : unix_listeners_) l->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   {
@@ -141,6 +204,25 @@ void Daemon::Shutdown() {
   cv_.notify_all();
   if (metrics_thread_.joinable()) metrics_thread_.join();
 }
+
+absl::Status Daemon::Reload(const DaemonConfig& loaded, std::vector<std::string>* notes) {
+  const std::shared_ptr<const DaemonConfig> running = live_->Get();
+  DaemonConfig next;
+  *notes = MergeReloadable(*running, loaded, &next);
+  TokenTable tokens;
+  if (!next.tokens_file.empty()) {
+    absl::StatusOr<TokenTable> t = TokenTable::Load(next.tokens_file);
+    if (!t.ok()) return t.status();
+    tokens = *std::move(t);
+  }
+  auth_->Reload(std::move(tokens), next.admins);
+  jobs_->SetLimits(next.limits, next.retention);
+  live_->Set(std::move(next));
+  cv_.notify_all();  // the metrics loop picks up a new textfile now
+  return absl::OkStatus();
+}
+
+int64_t Daemon::drain_timeout_s() const { return live_->Get()->drain_timeout_s; }
 
 Daemon::~Daemon() { Shutdown(); }
 

@@ -21,6 +21,7 @@ class Server;
 namespace libreyolo::daemon {
 
 class Authenticator;
+class DirLock;
 class EngineRunner;
 class JobManager;
 class JobStore;
@@ -37,18 +38,30 @@ class Daemon {
 
   // Blocks until Shutdown() is called (by the signal handler thread).
   void Wait();
-  // Stops accepting jobs, drains within config.drain_timeout_s, stops the server. Idempotent.
+  // Stops accepting jobs, drains within config.drain_timeout_s, stops the server. Idempotent,
+  // and safe on a daemon whose Start() failed part-way.
   void Shutdown();
+
+  // SIGHUP: applies the reloadable keys of `loaded` (MergeReloadable: tokens file, admins,
+  // limits, retention, drain timeout, metrics file) without dropping jobs or connections. A
+  // tokens file that does not load keeps every old setting and returns why. `notes` receives
+  // one line per key that needs a restart.
+  absl::Status Reload(const DaemonConfig& loaded, std::vector<std::string>* notes);
 
   // The TCP ports actually bound (for ":0" listeners), in listen order.
   const std::vector<int>& tcp_ports() const { return tcp_ports_; }
+  // The configuration the daemon started with (Reload changes live_, not this).
   const DaemonConfig& config() const { return config_; }
+  // The drain timeout in force (SIGHUP may have changed it).
+  int64_t drain_timeout_s() const;
 
  private:
   Daemon() = default;
   void MetricsLoop();
 
   DaemonConfig config_;
+  std::unique_ptr<LiveConfig> live_;  // what RPCs and jobs read; Reload swaps it
+  std::vector<std::unique_ptr<DirLock>> locks_;  // state and store dirs, held for life
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<EngineRunner> runner_;

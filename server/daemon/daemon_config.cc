@@ -35,6 +35,7 @@ using Setter = std::function<absl::Status(const YAML::Node& node, const std::str
 struct Key {
   const char* name;
   Setter set;
+  std::vector<Key> children;  // a section's keys (`set` then parses the mapping)
 };
 
 // "limits.max_batch: expected an integer (line 12)".
@@ -156,54 +157,40 @@ absl::Status ParseMapping(const YAML::Node& node, const std::string& prefix,
 template <typename Int>
 Key IntKey(const char* name, Int* field) {
   return {name,
-          [field](const YAML::Node& n, const std::string& p) { return ParseInt(n, p, field); }};
+          [field](const YAML::Node& n, const std::string& p) { return ParseInt(n, p, field); },
+          {}};
 }
 Key BoolKey(const char* name, bool* field) {
   return {name,
-          [field](const YAML::Node& n, const std::string& p) { return ParseBool(n, p, field); }};
+          [field](const YAML::Node& n, const std::string& p) { return ParseBool(n, p, field); },
+          {}};
 }
 Key StringKey(const char* name, std::string* field) {
   return {name,
-          [field](const YAML::Node& n, const std::string& p) { return ParseString(n, p, field); }};
+          [field](const YAML::Node& n, const std::string& p) { return ParseString(n, p, field); },
+          {}};
 }
 Key ListKey(const char* name, std::vector<std::string>* field) {
   return {name, [field](const YAML::Node& n, const std::string& p) {
             return ParseStringList(n, p, field);
-          }};
+          },
+          {}};
 }
 
-absl::Status ParseConfig(const YAML::Node& root, DaemonConfig* config) {
+Key Section(const char* name, std::vector<Key> keys) {
+  Key key{name, nullptr, std::move(keys)};
+  key.set = [name, children = key.children](const YAML::Node& n, const std::string&) {
+    return ParseMapping(n, name, children);
+  };
+  return key;
+}
+
+// Every key of the YAML file, bound to `config`: the one list of the file's keys.
+std::vector<Key> ConfigKeys(DaemonConfig* config) {
   TlsConfig& tls = config->tls;
   Limits& limits = config->limits;
   Retention& retention = config->retention;
-  const std::vector<Key> tls_keys = {
-      StringKey("cert", &tls.cert_file),
-      StringKey("key", &tls.key_file),
-      StringKey("client_ca", &tls.client_ca_file),
-      BoolKey("require_client_cert", &tls.require_client_cert),
-  };
-  const std::vector<Key> limit_keys = {
-      IntKey("max_queue_length", &limits.max_queue_length),
-      IntKey("max_jobs_per_user", &limits.max_jobs_per_user),
-      IntKey("max_steps", &limits.max_steps),
-      IntKey("max_runs", &limits.max_runs),
-      IntKey("max_repeat", &limits.max_repeat),
-      IntKey("max_batch", &limits.max_batch),
-      IntKey("max_imgsz", &limits.max_imgsz),
-      IntKey("max_inline_image_bytes", &limits.max_inline_image_bytes),
-      IntKey("max_artifact_bytes", &limits.max_artifact_bytes),
-      IntKey("max_watchers", &limits.max_watchers),
-  };
-  const std::vector<Key> retention_keys = {
-      IntKey("max_age_hours", &retention.max_age_hours),
-      IntKey("max_jobs", &retention.max_jobs),
-  };
-  auto section = [](const char* name, const std::vector<Key>& keys) {
-    return Key{name, [name, &keys](const YAML::Node& n, const std::string&) {
-                 return ParseMapping(n, name, keys);
-               }};
-  };
-  const std::vector<Key> keys = {
+  return {
       ListKey("listen", &config->listen),
       StringKey("state_dir", &config->state_dir),
       StringKey("store_dir", &config->store_dir),
@@ -211,7 +198,13 @@ absl::Status ParseConfig(const YAML::Node& root, DaemonConfig* config) {
       StringKey("datasets_dir", &config->datasets_dir),
       StringKey("images_dir", &config->images_dir),
       ListKey("devices", &config->devices),
-      section("tls", tls_keys),
+      Section("tls",
+              {
+                  StringKey("cert", &tls.cert_file),
+                  StringKey("key", &tls.key_file),
+                  StringKey("client_ca", &tls.client_ca_file),
+                  BoolKey("require_client_cert", &tls.require_client_cert),
+              }),
       StringKey("tokens_file", &config->tokens_file),
       ListKey("admins", &config->admins),
       BoolKey("insecure_tcp", &config->insecure_tcp),
@@ -219,69 +212,64 @@ absl::Status ParseConfig(const YAML::Node& root, DaemonConfig* config) {
       {"unix_socket_mode",
        [config](const YAML::Node& n, const std::string& p) {
          return ParseModeNode(n, p, &config->unix_socket_mode);
-       }},
-      section("limits", limit_keys),
-      section("retention", retention_keys),
+       },
+       {}},
+      Section("limits",
+              {
+                  IntKey("max_queue_length", &limits.max_queue_length),
+                  IntKey("max_jobs_per_user", &limits.max_jobs_per_user),
+                  IntKey("max_steps", &limits.max_steps),
+                  IntKey("max_runs", &limits.max_runs),
+                  IntKey("max_repeat", &limits.max_repeat),
+                  IntKey("max_batch", &limits.max_batch),
+                  IntKey("max_imgsz", &limits.max_imgsz),
+                  IntKey("max_inline_image_bytes", &limits.max_inline_image_bytes),
+                  IntKey("max_artifact_bytes", &limits.max_artifact_bytes),
+                  IntKey("max_watchers", &limits.max_watchers),
+              }),
+      Section("retention",
+              {
+                  IntKey("max_age_hours", &retention.max_age_hours),
+                  IntKey("max_jobs", &retention.max_jobs),
+              }),
       StringKey("metrics_textfile", &config->metrics_textfile),
       IntKey("drain_timeout_s", &config->drain_timeout_s),
       IntKey("cpu_threads", &config->cpu_threads),
   };
-  return ParseMapping(root, "", keys);
+}
+
+absl::Status ParseConfig(const YAML::Node& root, DaemonConfig* config) {
+  return ParseMapping(root, "", ConfigKeys(config));
+}
+
+void CollectKeyPaths(const std::vector<Key>& keys, const std::string& prefix,
+                     std::vector<std::string>* out) {
+  for (const Key& key : keys) {
+    const std::string path = prefix.empty() ? key.name : absl::StrCat(prefix, ".", key.name);
+    if (key.children.empty()) {
+      out->push_back(path);
+    } else {
+      CollectKeyPaths(key.children, path, out);
+    }
+  }
 }
 
 // ---- Flags ----------------------------------------------------------------------------------
+
+// Applies a flag's value to the config (`value` is "true" for a switch given alone).
+using FlagSetter = std::function<absl::Status(absl::string_view flag, absl::string_view value,
+                                              DaemonConfig* config)>;
 
 struct Flag {
   const char* name;   // without the leading "--"
   const char* value;  // placeholder in --help; nullptr for a switch
   const char* help;
+  const char* key;    // the config file's key it overrides, or nullptr (--config, --help)
+  FlagSetter apply;   // nullptr for --config and --help (handled by the parser)
+  // A repeatable flag's list: its first use replaces the file's list, later uses append.
+  std::vector<std::string> DaemonConfig::*list = nullptr;
+  bool clearable = false;   // an empty value clears an optional file
 };
-
-// The order of --help.
-const std::vector<Flag>& Flags() {
-  static const std::vector<Flag> flags = {
-      {"config", "FILE", "YAML configuration file; flags override its keys"},
-      {"listen", "ADDR",
-       "listen address, repeatable: unix:/path, tcp:HOST:PORT or HOST:PORT ([::1]:PORT for "
-       "IPv6); replaces the file's `listen` list"},
-      {"state-dir", "DIR", "job records and event logs (state_dir)"},
-      {"store-dir", "DIR", "job artifacts (store_dir)"},
-      {"models-dir", "DIR", "weights files callers may name (models_dir)"},
-      {"datasets-dir", "DIR", "datasets callers may name (datasets_dir)"},
-      {"images-dir", "DIR", "images callers may name (images_dir)"},
-      {"device", "D",
-       "device to serve, repeatable: cpu or a CUDA index (0, 1, ...); default every CUDA "
-       "device, else cpu (devices)"},
-      {"tls-cert", "FILE", "PEM server certificate chain; enables TLS on TCP (tls.cert)"},
-      {"tls-key", "FILE", "PEM private key of --tls-cert (tls.key)"},
-      {"tls-client-ca", "FILE", "PEM CA that signs client certificates (tls.client_ca)"},
-      {"require-client-cert", nullptr,
-       "refuse TLS clients without a certificate signed by --tls-client-ca "
-       "(tls.require_client_cert)"},
-      {"tokens-file", "FILE",
-       "bearer tokens, one '<token> <user> [admin]' per line, mode 600; required with TCP "
-       "(tokens_file)"},
-      {"admin", "USER", "user with admin rights, repeatable; replaces the file's `admins`"},
-      {"insecure-tcp", nullptr,
-       "allow TCP without TLS (loopback tests, trusted networks) (insecure_tcp)"},
-      {"allow-local-paths", nullptr,
-       "private daemon: callers with the daemon's uid on the Unix socket may name their own "
-       "paths (allow_local_paths)"},
-      {"unix-socket-mode", "OCTAL", "permissions of the Unix socket, default 0660"},
-      {"max-queue-length", "N", "queued jobs per device (limits.max_queue_length)"},
-      {"max-jobs-per-user", "N", "queued + running jobs per user (limits.max_jobs_per_user)"},
-      {"max-batch", "N", "largest batch a job may ask for (limits.max_batch)"},
-      {"max-steps", "N", "largest run: (warmup + steps) x cycles (limits.max_steps)"},
-      {"max-runs", "N", "largest infer: warmup + runs (limits.max_runs)"},
-      {"metrics-textfile", "FILE",
-       "write Prometheus metrics there for node_exporter's textfile collector"},
-      {"drain-timeout", "SECONDS",
-       "on SIGTERM, how long a running job may take to stop (drain_timeout_s), default 60"},
-      {"threads", "N", "engine CPU threads for cpu jobs, 0 = all cores (cpu_threads)"},
-      {"help", nullptr, "print this help and exit"},
-  };
-  return flags;
-}
 
 absl::Status BadFlagValue(absl::string_view flag, absl::string_view value, const char* what) {
   return absl::InvalidArgumentError(
@@ -299,61 +287,145 @@ absl::Status FlagInt(absl::string_view flag, absl::string_view value, Int* out) 
   return absl::OkStatus();
 }
 
-absl::Status FlagBool(absl::string_view flag, absl::string_view value, bool* out) {
-  if (!absl::SimpleAtob(value, out)) return BadFlagValue(flag, value, "true or false");
-  return absl::OkStatus();
+// Setters for a field reached from the config (member pointers keep the table declarative).
+template <typename Int>
+FlagSetter IntFlag(Int Limits::*field) {
+  return [field](absl::string_view flag, absl::string_view value, DaemonConfig* c) {
+    return FlagInt(flag, value, &(c->limits.*field));
+  };
 }
+template <typename Int>
+FlagSetter IntFlag(Int Retention::*field) {
+  return [field](absl::string_view flag, absl::string_view value, DaemonConfig* c) {
+    return FlagInt(flag, value, &(c->retention.*field));
+  };
+}
+template <typename Int>
+FlagSetter IntFlag(Int DaemonConfig::*field) {
+  return [field](absl::string_view flag, absl::string_view value, DaemonConfig* c) {
+    return FlagInt(flag, value, &(c->*field));
+  };
+}
+FlagSetter StringFlag(std::string DaemonConfig::*field) {
+  return [field](absl::string_view, absl::string_view value, DaemonConfig* c) {
+    c->*field = std::string(value);
+    return absl::OkStatus();
+  };
+}
+FlagSetter TlsFlag(std::string TlsConfig::*field) {
+  return [field](absl::string_view, absl::string_view value, DaemonConfig* c) {
+    c->tls.*field = std::string(value);
+    return absl::OkStatus();
+  };
+}
+FlagSetter ListFlag(std::vector<std::string> DaemonConfig::*field) {
+  return [field](absl::string_view, absl::string_view value, DaemonConfig* c) {
+    (c->*field).emplace_back(value);
+    return absl::OkStatus();
+  };
+}
+template <typename Owner>
+FlagSetter BoolFlag(Owner* (*owner)(DaemonConfig*), bool Owner::*field) {
+  return [owner, field](absl::string_view flag, absl::string_view value, DaemonConfig* c) {
+    if (!absl::SimpleAtob(value, &(owner(c)->*field))) {
+      return BadFlagValue(flag, value, "true or false");
+    }
+    return absl::OkStatus();
+  };
+}
+DaemonConfig* Self(DaemonConfig* c) { return c; }
+TlsConfig* Tls(DaemonConfig* c) { return &c->tls; }
 
-// Applies one flag with its value (`value` is "true" for a switch given alone).
-absl::Status ApplyFlag(absl::string_view name, absl::string_view value, DaemonConfig* config,
-                       FlagParseResult* result, std::set<std::string>* lists_replaced) {
-  // A repeatable flag's first use replaces the file's list; later uses append.
-  auto append = [&](std::vector<std::string>* list) {
-    if (lists_replaced->insert(std::string(name)).second) list->clear();
-    list->emplace_back(value);
-    return absl::OkStatus();
+// The one table of flags, in --help order. Every key of the config file has one
+// (DaemonConfigKeyPaths; a test holds this).
+const std::vector<Flag>& Flags() {
+  static const std::vector<Flag> flags = {
+      {"config", "FILE", "YAML configuration file; flags override its keys", nullptr, nullptr},
+      {"listen", "ADDR",
+       "listen address, repeatable: unix:/path, tcp:HOST:PORT or HOST:PORT ([::1]:PORT for "
+       "IPv6); replaces the file's list",
+       "listen", ListFlag(&DaemonConfig::listen), &DaemonConfig::listen},
+      {"state-dir", "DIR", "job records and event logs; one daemon per state dir (it is locked)",
+       "state_dir", StringFlag(&DaemonConfig::state_dir)},
+      {"store-dir", "DIR", "job artifacts", "store_dir", StringFlag(&DaemonConfig::store_dir)},
+      {"models-dir", "DIR", "weights files callers may name", "models_dir",
+       StringFlag(&DaemonConfig::models_dir)},
+      {"datasets-dir", "DIR", "datasets callers may name", "datasets_dir",
+       StringFlag(&DaemonConfig::datasets_dir)},
+      {"images-dir", "DIR", "images callers may name", "images_dir",
+       StringFlag(&DaemonConfig::images_dir)},
+      {"device", "D",
+       "device to serve, repeatable: cpu or a CUDA index (0, 1, ...); default every CUDA "
+       "device, else cpu",
+       "devices", ListFlag(&DaemonConfig::devices), &DaemonConfig::devices},
+      {"tls-cert", "FILE", "PEM server certificate chain; enables TLS on TCP", "tls.cert",
+       TlsFlag(&TlsConfig::cert_file), nullptr, true},
+      {"tls-key", "FILE", "PEM private key of --tls-cert", "tls.key",
+       TlsFlag(&TlsConfig::key_file), nullptr, true},
+      {"tls-client-ca", "FILE", "PEM CA that signs client certificates", "tls.client_ca",
+       TlsFlag(&TlsConfig::client_ca_file), nullptr, true},
+      {"require-client-cert", nullptr,
+       "refuse TLS clients without a certificate signed by --tls-client-ca",
+       "tls.require_client_cert", BoolFlag(&Tls, &TlsConfig::require_client_cert)},
+      {"tokens-file", "FILE",
+       "bearer tokens, one '<token> <user> [admin]' per line, mode 600; required with TCP; "
+       "re-read on SIGHUP",
+       "tokens_file", StringFlag(&DaemonConfig::tokens_file), nullptr, true},
+      {"admin", "USER", "user with admin rights, repeatable; replaces the file's list", "admins",
+       ListFlag(&DaemonConfig::admins), &DaemonConfig::admins},
+      {"insecure-tcp", nullptr, "allow TCP without TLS (loopback tests, trusted networks)",
+       "insecure_tcp", BoolFlag(&Self, &DaemonConfig::insecure_tcp)},
+      {"allow-local-paths", nullptr,
+       "private daemon: callers with the daemon's uid on the Unix socket may name their own "
+       "paths",
+       "allow_local_paths", BoolFlag(&Self, &DaemonConfig::allow_local_paths)},
+      {"unix-socket-mode", "OCTAL", "permissions of the Unix socket, default 0660",
+       "unix_socket_mode",
+       [](absl::string_view flag, absl::string_view value, DaemonConfig* c) {
+         absl::StatusOr<int> mode = ParseMode(value);
+         if (!mode.ok()) return BadFlagValue(flag, value, "an octal mode such as 0660");
+         c->unix_socket_mode = *mode;
+         return absl::OkStatus();
+       }},
+      {"max-queue-length", "N", "queued jobs per device", "limits.max_queue_length",
+       IntFlag(&Limits::max_queue_length)},
+      {"max-jobs-per-user", "N", "queued + running jobs per user", "limits.max_jobs_per_user",
+       IntFlag(&Limits::max_jobs_per_user)},
+      {"max-steps", "N", "largest run: (warmup + steps) x cycles", "limits.max_steps",
+       IntFlag(&Limits::max_steps)},
+      {"max-runs", "N", "largest infer: warmup + runs", "limits.max_runs",
+       IntFlag(&Limits::max_runs)},
+      {"max-repeat", "N", "largest --repeat (trials of one job)", "limits.max_repeat",
+       IntFlag(&Limits::max_repeat)},
+      {"max-batch", "N", "largest batch a job may ask for", "limits.max_batch",
+       IntFlag(&Limits::max_batch)},
+      {"max-imgsz", "PIXELS", "largest image size a job may ask for", "limits.max_imgsz",
+       IntFlag(&Limits::max_imgsz)},
+      {"max-inline-image-bytes", "BYTES", "all inline images of one request together",
+       "limits.max_inline_image_bytes", IntFlag(&Limits::max_inline_image_bytes)},
+      {"max-artifact-bytes", "BYTES", "largest artifact a job may store",
+       "limits.max_artifact_bytes", IntFlag(&Limits::max_artifact_bytes)},
+      {"max-watchers", "N", "concurrent WatchJob streams", "limits.max_watchers",
+       IntFlag(&Limits::max_watchers)},
+      {"retention-max-age-hours", "HOURS", "finished jobs older than this are deleted; 0 = keep",
+       "retention.max_age_hours", IntFlag(&Retention::max_age_hours)},
+      {"retention-max-jobs", "N", "finished jobs kept at most, oldest go first; 0 = no cap",
+       "retention.max_jobs", IntFlag(&Retention::max_jobs)},
+      {"metrics-textfile", "FILE",
+       "write Prometheus metrics there for node_exporter's textfile collector",
+       "metrics_textfile", StringFlag(&DaemonConfig::metrics_textfile), nullptr, true},
+      {"drain-timeout", "SECONDS",
+       "on SIGTERM, how long a running job may take to stop, default 60", "drain_timeout_s",
+       [](absl::string_view flag, absl::string_view value, DaemonConfig* c) {
+         absl::string_view seconds = value;
+         if (absl::EndsWith(seconds, "s")) seconds.remove_suffix(1);  // "90s" reads as 90
+         return FlagInt(flag, seconds, &c->drain_timeout_s);
+       }},
+      {"threads", "N", "engine CPU threads for cpu jobs, 0 = all cores", "cpu_threads",
+       IntFlag(&DaemonConfig::cpu_threads)},
+      {"help", nullptr, "print this help and exit", nullptr, nullptr},
   };
-  auto set = [&](std::string* field) {
-    *field = std::string(value);
-    return absl::OkStatus();
-  };
-  Limits& limits = config->limits;
-  if (name == "config") return set(&result->config_file);
-  if (name == "listen") return append(&config->listen);
-  if (name == "state-dir") return set(&config->state_dir);
-  if (name == "store-dir") return set(&config->store_dir);
-  if (name == "models-dir") return set(&config->models_dir);
-  if (name == "datasets-dir") return set(&config->datasets_dir);
-  if (name == "images-dir") return set(&config->images_dir);
-  if (name == "device") return append(&config->devices);
-  if (name == "tls-cert") return set(&config->tls.cert_file);
-  if (name == "tls-key") return set(&config->tls.key_file);
-  if (name == "tls-client-ca") return set(&config->tls.client_ca_file);
-  if (name == "require-client-cert") return FlagBool(name, value, &config->tls.require_client_cert);
-  if (name == "tokens-file") return set(&config->tokens_file);
-  if (name == "admin") return append(&config->admins);
-  if (name == "insecure-tcp") return FlagBool(name, value, &config->insecure_tcp);
-  if (name == "allow-local-paths") return FlagBool(name, value, &config->allow_local_paths);
-  if (name == "unix-socket-mode") {
-    absl::StatusOr<int> mode = ParseMode(value);
-    if (!mode.ok()) return BadFlagValue(name, value, "an octal mode such as 0660");
-    config->unix_socket_mode = *mode;
-    return absl::OkStatus();
-  }
-  if (name == "max-queue-length") return FlagInt(name, value, &limits.max_queue_length);
-  if (name == "max-jobs-per-user") return FlagInt(name, value, &limits.max_jobs_per_user);
-  if (name == "max-batch") return FlagInt(name, value, &limits.max_batch);
-  if (name == "max-steps") return FlagInt(name, value, &limits.max_steps);
-  if (name == "max-runs") return FlagInt(name, value, &limits.max_runs);
-  if (name == "metrics-textfile") return set(&config->metrics_textfile);
-  if (name == "drain-timeout") {
-    absl::string_view seconds = value;
-    if (absl::EndsWith(seconds, "s")) seconds.remove_suffix(1);  // "90s" reads as 90
-    return FlagInt(name, seconds, &config->drain_timeout_s);
-  }
-  if (name == "threads") return FlagInt(name, value, &config->cpu_threads);
-  if (name == "help") return FlagBool(name, value, &result->help);
-  return absl::InternalError(absl::StrCat("--", name, " is listed but not handled"));
+  return flags;
 }
 
 // ---- Validation helpers ---------------------------------------------------------------------
@@ -451,17 +523,41 @@ absl::StatusOr<FlagParseResult> ApplyDaemonFlags(const std::vector<std::string>&
       }
     }
     // Optional files may be cleared with an empty value (--tls-cert= turns the file's TLS off).
-    const bool clearable = name == "tls-cert" || name == "tls-key" || name == "tls-client-ca" ||
-                           name == "tokens-file" || name == "metrics-textfile";
-    if (flag->value != nullptr && value->empty() && !clearable) {
+    if (flag->value != nullptr && value->empty() && !flag->clearable) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, ": empty value"));
     }
-    if (absl::Status status = ApplyFlag(name, *value, config, &result, &lists_replaced);
-        !status.ok()) {
+    if (name == "config") {
+      result.config_file = *value;
+      continue;
+    }
+    if (name == "help") {
+      if (!absl::SimpleAtob(*value, &result.help)) {
+        return BadFlagValue(name, *value, "true or false");
+      }
+      continue;
+    }
+    if (flag->list != nullptr && lists_replaced.insert(std::string(name)).second) {
+      (config->*(flag->list)).clear();  // the first use replaces the file's list
+    }
+    if (absl::Status status = flag->apply(name, *value, config); !status.ok()) {
       return status;
     }
   }
   return result;
+}
+
+std::vector<std::string> DaemonConfigKeyPaths() {
+  DaemonConfig scratch;
+  std::vector<std::string> paths;
+  CollectKeyPaths(ConfigKeys(&scratch), "", &paths);
+  return paths;
+}
+
+std::string DaemonFlagForKey(const std::string& key_path) {
+  for (const Flag& flag : Flags()) {
+    if (flag.key != nullptr && key_path == flag.key) return absl::StrCat("--", flag.name);
+  }
+  return "";
 }
 
 std::string DaemonFlagsHelp() {
@@ -484,9 +580,11 @@ std::string DaemonFlagsHelp() {
       line.clear();
     }
     line.resize(kIndent, ' ');
+    const std::string description =
+        flag.key == nullptr ? flag.help : absl::StrCat(flag.help, " (", flag.key, ")");
     // The description, wrapped at kWidth columns under the indent.
     bool first_word = true;
-    for (absl::string_view word : absl::StrSplit(flag.help, ' ', absl::SkipEmpty())) {
+    for (absl::string_view word : absl::StrSplit(description, ' ', absl::SkipEmpty())) {
       if (!first_word && line.size() + 1 + word.size() > kWidth) {
         absl::StrAppend(&help, line, "\n");
         line.assign(kIndent, ' ');
@@ -505,6 +603,55 @@ std::string DaemonFlagsHelp() {
       "Unix-socket callers are identified by their uid (uid 0 and --admin users are\n"
       "admins).\n");
   return help;
+}
+
+std::vector<std::string> MergeReloadable(const DaemonConfig& running, const DaemonConfig& loaded,
+                                         DaemonConfig* next) {
+  *next = running;
+  next->tokens_file = loaded.tokens_file;
+  next->admins = loaded.admins;
+  next->limits = loaded.limits;
+  next->retention = loaded.retention;
+  next->drain_timeout_s = loaded.drain_timeout_s;
+  next->metrics_textfile = loaded.metrics_textfile;
+  std::vector<std::string> kept;
+  auto check = [&kept](const char* key, bool same) {
+    if (!same) kept.push_back(absl::StrCat(key, " changed: restart libreyolod to apply it"));
+  };
+  check("listen", running.listen == loaded.listen);
+  check("state_dir", running.state_dir == loaded.state_dir);
+  check("store_dir", running.store_dir == loaded.store_dir);
+  check("models_dir", running.models_dir == loaded.models_dir);
+  check("datasets_dir", running.datasets_dir == loaded.datasets_dir);
+  check("images_dir", running.images_dir == loaded.images_dir);
+  check("devices", running.devices == loaded.devices);
+  check("tls", running.tls.cert_file == loaded.tls.cert_file &&
+                   running.tls.key_file == loaded.tls.key_file &&
+                   running.tls.client_ca_file == loaded.tls.client_ca_file &&
+                   running.tls.require_client_cert == loaded.tls.require_client_cert);
+  check("insecure_tcp", running.insecure_tcp == loaded.insecure_tcp);
+  check("allow_local_paths", running.allow_local_paths == loaded.allow_local_paths);
+  check("unix_socket_mode", running.unix_socket_mode == loaded.unix_socket_mode);
+  check("cpu_threads", running.cpu_threads == loaded.cpu_threads);
+  return kept;
+}
+
+absl::StatusOr<DaemonConfig> LoadConfigFromArgs(const std::vector<std::string>& args) {
+  DaemonConfig scratch;
+  absl::StatusOr<FlagParseResult> flags = ApplyDaemonFlags(args, &scratch);
+  if (!flags.ok()) return flags.status();
+  DaemonConfig config;
+  if (!flags->config_file.empty()) {
+    absl::StatusOr<DaemonConfig> loaded = LoadDaemonConfig(flags->config_file);
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
+  }
+  // Flags win over the file.
+  if (absl::StatusOr<FlagParseResult> again = ApplyDaemonFlags(args, &config); !again.ok()) {
+    return again.status();
+  }
+  if (absl::Status valid = ValidateDaemonConfig(config); !valid.ok()) return valid;
+  return config;
 }
 
 absl::StatusOr<ListenAddress> ParseListenAddress(const std::string& address) {

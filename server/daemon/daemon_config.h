@@ -3,6 +3,8 @@
 #define LIBREYOLO_SERVER_DAEMON_DAEMON_CONFIG_H_
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -73,6 +75,11 @@ absl::StatusOr<FlagParseResult> ApplyDaemonFlags(const std::vector<std::string>&
                                                  DaemonConfig* config);
 std::string DaemonFlagsHelp();
 
+// Every key path of the config file ("limits.max_batch"), in file order.
+std::vector<std::string> DaemonConfigKeyPaths();
+// The flag ("--max-batch") that overrides a key path, or "" when none does.
+std::string DaemonFlagForKey(const std::string& key_path);
+
 // Cross-field checks after flags: at least one listen address, TLS files readable, a TCP
 // listener has TLS or insecure_tcp, a tokens file when TCP is on, limits positive.
 // Every problem found is reported, joined by "; ".
@@ -85,6 +92,38 @@ struct ListenAddress {
   std::string target;  // socket path, or HOST:PORT
 };
 absl::StatusOr<ListenAddress> ParseListenAddress(const std::string& address);
+
+// The configuration as a running daemon sees it: SIGHUP swaps in a reloaded one (tokens,
+// admins, limits, retention, drain timeout, metrics file), readers take a snapshot per call.
+class LiveConfig {
+ public:
+  explicit LiveConfig(DaemonConfig config)
+      : config_(std::make_shared<const DaemonConfig>(std::move(config))) {}
+  std::shared_ptr<const DaemonConfig> Get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return config_;
+  }
+  void Set(DaemonConfig config) {
+    auto next = std::make_shared<const DaemonConfig>(std::move(config));
+    std::lock_guard<std::mutex> lock(mu_);
+    config_ = std::move(next);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const DaemonConfig> config_;
+};
+
+// What a reload may change without a restart. Fills `next` from `running` with the reloadable
+// keys of `loaded` (tokens_file, admins, limits, retention, drain_timeout_s, metrics_textfile)
+// and returns one line per other key that differs ("listen changed: restart libreyolod to
+// apply it"); those keep their running values.
+std::vector<std::string> MergeReloadable(const DaemonConfig& running, const DaemonConfig& loaded,
+                                         DaemonConfig* next);
+
+// The whole start-up sequence of a configuration: --config FILE, then flags over it, then
+// ValidateDaemonConfig. INVALID_ARGUMENT / NOT_FOUND / FAILED_PRECONDITION naming the problem.
+absl::StatusOr<DaemonConfig> LoadConfigFromArgs(const std::vector<std::string>& args);
 
 }  // namespace libreyolo::daemon
 

@@ -118,6 +118,8 @@ int ExitCodeFor(const absl::Status& status) {
 RunOutcome EngineRunner::Run(const v1::Job& job,
                              const std::function<void(const RunProgress&)>& progress,
                              const engine::CancelToken& cancel) {
+  const std::shared_ptr<const DaemonConfig> snapshot = config_.Get();  // SIGHUP may swap it
+  const DaemonConfig& config = *snapshot;
   RunOutcome out;
   auto fail = [&](absl::Status s) {
     out.exit_code = ExitCodeFor(s);
@@ -141,13 +143,13 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
     if (job.request().has_infer()) {
       const v1::InferSpec& r = job.request().infer();
       engine::InferJobSpec s;
-      s.model = ToModel(r.model(), job, config_);
+      s.model = ToModel(r.model(), job, config);
       if (r.images_size() > 0) {
         auto dir = WriteInlineImages(r, *scratch);
         if (!dir.ok()) return fail(dir.status());
         s.source = *dir;
       } else if (IsPlainName(r.source())) {
-        s.source = (fs::path(config_.images_dir) / r.source()).string();
+        s.source = (fs::path(config.images_dir) / r.source()).string();
       } else {
         s.source = r.source();  // empty (the sample image) or an allowed local path
       }
@@ -169,7 +171,7 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
     } else {
       const v1::RunSpec& r = job.request().run();
       engine::TrainJobSpec s;
-      s.model = ToModel(r.model(), job, config_);
+      s.model = ToModel(r.model(), job, config);
       s.data = r.data();
       if (r.batch() != 0) s.batch = r.batch();
       if (r.imgsz() > 0) s.imgsz = r.imgsz();
@@ -213,7 +215,7 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
   if (progress) progress(RunProgress{"storing", 0, static_cast<int64_t>(files.size()), ""});
   for (const fs::path& f : files) {
     auto a = store_->PublishArtifact(job.id(), f.string(), f.filename().string(),
-                                     config_.limits.max_artifact_bytes);
+                                     config.limits.max_artifact_bytes);
     if (!a.ok()) return fail(a.status());
     out.artifacts.push_back(*a);
   }

@@ -15,12 +15,12 @@ namespace libreyolo::daemon {
 
 class EngineRunner : public JobRunner {
  public:
-  EngineRunner(const DaemonConfig& config, JobStore* store) : config_(config), store_(store) {}
+  EngineRunner(const LiveConfig& config, JobStore* store) : config_(config), store_(store) {}
   RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>& progress,
                  const engine::CancelToken& cancel) override;
 
  private:
-  const DaemonConfig& config_;
+  const LiveConfig& config_;
   JobStore* store_;
   // LibTorch's profiler and its thread settings are per process: jobs on different devices
   // take turns (see docs/rpc.md, "Devices").

@@ -322,9 +322,13 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const Identity& who, const std::strin
 absl::Status JobManager::Watch(const Identity& who, const std::string& id, int64_t from,
                                const std::function<bool(const v1::JobEvent&)>& send,
                                const std::function<bool()>& stop) {
-  if (watchers_.load() >= limits_.max_watchers) {
+  const int32_t max_watchers = [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return limits_.max_watchers;
+  }();
+  if (watchers_.load() >= max_watchers) {
     return absl::ResourceExhaustedError(absl::StrCat("too many watchers (limit max_watchers ",
-                                                     limits_.max_watchers, "); retry later"));
+                                                     max_watchers, "); retry later"));
   }
   ++watchers_;
   struct Release {
@@ -497,6 +501,15 @@ void JobManager::RunOne(const std::string& device, Entry& e) {
   PersistLocked(e);
   device_state_.at(device).running.clear();
   events_cv_.notify_all();
+}
+
+void JobManager::SetLimits(const Limits& limits, const Retention& retention) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    limits_ = limits;
+    retention_ = retention;
+  }
+  retention_cv_.notify_all();  // a tighter retention applies now, not at the next minute
 }
 
 void JobManager::SweepRetention() {

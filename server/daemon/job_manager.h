@@ -42,6 +42,9 @@ class JobManager {
   void Drain(std::chrono::milliseconds deadline);
   // The first step of a drain: SubmitJob answers UNAVAILABLE from now on.
   void StopAccepting() { accepting_ = false; }
+  // SIGHUP: new limits and retention for submissions and sweeps from now on; queued and
+  // running jobs are not touched.
+  void SetLimits(const Limits& limits, const Retention& retention);
 
   // `request` already validated by the service. RESOURCE_EXHAUSTED for full queues/limits.
   absl::StatusOr<v1::Job> Submit(const Identity& who, const v1::SubmitJobRequest& request,
@@ -97,10 +100,9 @@ class JobManager {
   JobStore* store_;
   JobRunner* runner_;
   std::vector<std::string> devices_;
-  Limits limits_;
-  Retention retention_;
-
   mutable std::mutex mu_;
+  Limits limits_;        // guarded by mu_
+  Retention retention_;  // guarded by mu_
   std::condition_variable work_cv_;    // workers: a job was queued, or stopping
   std::condition_variable events_cv_;  // watchers: an event was appended
   std::map<std::string, std::unique_ptr<Entry>> jobs_;

@@ -1,5 +1,11 @@
 // libreyolod: the profiling daemon. Configuration from --config FILE plus flags; SIGTERM or
-// SIGINT drains running jobs (drain_timeout_s) and exits 0.
+// SIGINT drains running jobs (drain_timeout_s) and exits 0; SIGHUP reloads the tokens file,
+// admins, limits and retention (docs/deploy.md, "Reload").
+//
+// Exit codes (docs/deploy.md, "Start-up errors"): 0 stopped cleanly; 1 an unexpected failure;
+// 2 a configuration or flag error (fix the config); 3 something it needs is in use (a port, a
+// Unix socket, the state or store dir held by another libreyolod). Never a signal.
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "server/daemon/daemon.h"
 #include "server/daemon/daemon_config.h"
 #include "server/engine/cpu_threads.h"
@@ -24,79 +31,109 @@ void OnSignal(int sig) {
   (void)!::write(g_signal_pipe[1], &byte, 1);
 }
 
+constexpr int kExitUnexpected = 1;
+constexpr int kExitConfig = 2;
+constexpr int kExitInUse = 3;
+
+// The exit code of a failed start: the user's to fix (2), someone else's to stop (3), or ours.
+int StartExitCode(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kAlreadyExists:
+      return kExitInUse;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kOutOfRange:
+      return kExitConfig;
+    default:
+      return kExitUnexpected;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // libgomp reads OMP_WAIT_POLICY when it loads: idle OpenMP threads must not spin on a shared
   // box, so restart once with PASSIVE unless the user chose a policy (cpu_threads.h).
   libreyolo::engine::ReexecWithPassiveOmpWaitPolicy(argv);
-  using libreyolo::daemon::DaemonConfig;
   const std::vector<std::string> args(argv + 1, argv + argc);
-  if (::pipe(g_signal_pipe) != 0) {
+  if (::pipe2(g_signal_pipe, O_CLOEXEC) != 0) {
     std::cerr << "libreyolod: error: pipe() failed\n";
-    return 1;
+    return kExitUnexpected;
   }
+  // Installed before anything can take long: a SIGHUP during start-up is handled (a reload
+  // once serving), never the default action that kills the process.
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGHUP, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  DaemonConfig config;
-  DaemonConfig scratch;
-  auto flags = libreyolo::daemon::ApplyDaemonFlags(args, &scratch);
-  if (!flags.ok()) {
-    std::cerr << "libreyolod: error: " << flags.status().message()
-              << "\nRun 'libreyolod --help' for the flags.\n";
-    return 2;
-  }
-  if (flags->help) {
-    std::cout << libreyolo::daemon::DaemonFlagsHelp();
-    return 0;
-  }
-  if (!flags->config_file.empty()) {
-    auto loaded = libreyolo::daemon::LoadDaemonConfig(flags->config_file);
-    if (!loaded.ok()) {
-      std::cerr << "libreyolod: error: " << loaded.status().message() << "\n";
-      return 2;
+  {
+    libreyolo::daemon::DaemonConfig scratch;
+    auto flags = libreyolo::daemon::ApplyDaemonFlags(args, &scratch);
+    if (!flags.ok()) {
+      std::cerr << "libreyolod: error: " << flags.status().message()
+                << "\nRun 'libreyolod --help' for the flags.\n";
+      return kExitConfig;
     }
-    config = *std::move(loaded);
+    if (flags->help) {
+      std::cout << libreyolo::daemon::DaemonFlagsHelp();
+      return 0;
+    }
   }
-  // Flags win over the file.
-  if (auto again = libreyolo::daemon::ApplyDaemonFlags(args, &config); !again.ok()) {
-    std::cerr << "libreyolod: error: " << again.status().message() << "\n";
-    return 2;
-  }
-  if (auto valid = libreyolo::daemon::ValidateDaemonConfig(config); !valid.ok()) {
-    std::cerr << "libreyolod: error: " << valid.message() << "\n";
-    return 2;
+  auto config = libreyolo::daemon::LoadConfigFromArgs(args);
+  if (!config.ok()) {
+    std::cerr << "libreyolod: error: " << config.status().message() << "\n";
+    return kExitConfig;
   }
   std::vector<std::string> warnings;
-  auto daemon = libreyolo::daemon::Daemon::Start(config, &warnings);
+  auto daemon = libreyolo::daemon::Daemon::Start(*config, &warnings);
   for (const std::string& w : warnings) std::cerr << "libreyolod: warning: " << w << "\n";
   if (!daemon.ok()) {
     std::cerr << "libreyolod: error: " << daemon.status().message() << "\n";
-    return 1;
+    return StartExitCode(daemon.status());
   }
   std::cerr << "libreyolod: serving on";
   size_t tcp = 0;
-  for (const std::string& a : config.listen) {
+  for (const std::string& a : config->listen) {
     if (a.rfind("unix:", 0) == 0 || tcp >= (*daemon)->tcp_ports().size()) {
       std::cerr << " " << a;
     } else {
       std::cerr << " " << a << " (port " << (*daemon)->tcp_ports()[tcp++] << ")";
     }
   }
-  std::cerr << std::endl;
+  std::cerr << " (pid " << ::getpid() << ")" << std::endl;
   std::thread signal_thread([&] {
-    char byte = 0;
-    while (::read(g_signal_pipe[0], &byte, 1) != 1) {
+    while (true) {
+      char byte = 0;
+      if (::read(g_signal_pipe[0], &byte, 1) != 1) continue;
+      const int sig = byte;
+      if (sig == SIGHUP) {
+        // A reload that fails keeps every running setting and says why.
+        auto loaded = libreyolo::daemon::LoadConfigFromArgs(args);
+        std::vector<std::string> notes;
+        absl::Status status = loaded.ok() ? (*daemon)->Reload(*loaded, &notes) : loaded.status();
+        if (!status.ok()) {
+          std::cerr << "libreyolod: SIGHUP: reload failed, the running configuration stays: "
+                    << status.message() << std::endl;
+          continue;
+        }
+        for (const std::string& n : notes) std::cerr << "libreyolod: SIGHUP: " << n << "\n";
+        std::cerr << "libreyolod: SIGHUP: reloaded the tokens file, admins, limits, retention, "
+                     "drain timeout and metrics file"
+                  << std::endl;
+        continue;
+      }
+      std::cerr << "libreyolod: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+                << ": draining (up to " << (*daemon)->drain_timeout_s() << " s)" << std::endl;
+      (*daemon)->Shutdown();
+      return;
     }
-    const int sig = byte;
-    std::cerr << "libreyolod: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining (up to "
-              << config.drain_timeout_s << " s)" << std::endl;
-    (*daemon)->Shutdown();
   });
   (*daemon)->Wait();
   signal_thread.join();

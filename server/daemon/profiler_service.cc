@@ -67,7 +67,7 @@ struct ProfilerServiceImpl::ReaderCall {
   std::vector<const v1::ProfileRef*> refs;
 };
 
-ProfilerServiceImpl::ProfilerServiceImpl(const DaemonConfig& config, const Authenticator* auth,
+ProfilerServiceImpl::ProfilerServiceImpl(const LiveConfig& config, const Authenticator* auth,
                                          JobManager* jobs, JobStore* store)
     : config_(config),
       auth_(auth),
@@ -85,8 +85,9 @@ grpc::Status ProfilerServiceImpl::SubmitJob(grpc::ServerContext* ctx,
   auto who = auth_->Identify(*ctx);
   if (!who.ok()) return Finish(who.status());
   std::string device;
-  if (auto s = ValidateSubmit(*req, config_, *who, &device); !s.ok()) return Finish(s);
-  if (auto s = CheckInputsExist(*req, config_); !s.ok()) return Finish(s);
+  const std::shared_ptr<const DaemonConfig> config = config_.Get();  // SIGHUP may swap it
+  if (auto s = ValidateSubmit(*req, *config, *who, &device); !s.ok()) return Finish(s);
+  if (auto s = CheckInputsExist(*req, *config); !s.ok()) return Finish(s);
   auto job = jobs_->Submit(*who, *req, device);
   if (!job.ok()) return Finish(job.status());
   *resp = ForCaller(*std::move(job));
@@ -298,13 +299,14 @@ grpc::Status ProfilerServiceImpl::WhatIf(grpc::ServerContext* ctx, const v1::Wha
 grpc::Status ProfilerServiceImpl::GetDaemonInfo(grpc::ServerContext* ctx,
                                                 const v1::GetDaemonInfoRequest*,
                                                 v1::DaemonInfo* resp) {
+  const std::shared_ptr<const DaemonConfig> config = config_.Get();
   resp->set_version(LIBREYOLO_VERSION);
   resp->set_libtorch_version(engine::EngineLibTorchVersion());
   resp->set_cuda_version(engine::EngineCudaVersion());
   if (auto who = auth_->Identify(*ctx); who.ok()) {
     resp->set_caller(who->user);
     resp->set_caller_is_admin(who->admin);
-    resp->set_allows_local_paths(MayNameLocalPaths(config_, *who));
+    resp->set_allows_local_paths(MayNameLocalPaths(*config, *who));
   }
   for (const std::string& d : jobs_->devices()) {
     v1::DeviceInfo* info = resp->add_devices();
@@ -314,10 +316,10 @@ grpc::Status ProfilerServiceImpl::GetDaemonInfo(grpc::ServerContext* ctx,
     info->set_running_job_id(jobs_->RunningJob(d));
   }
   resp->set_start_time_unix_ms(start_time_unix_ms_);
-  resp->set_max_queue_length(config_.limits.max_queue_length);
-  resp->set_max_jobs_per_user(config_.limits.max_jobs_per_user);
-  for (const std::string& m : DirNames(config_.models_dir, false)) resp->add_models(m);
-  for (const std::string& d : DirNames(config_.datasets_dir, true)) resp->add_datasets(d);
+  resp->set_max_queue_length(config->limits.max_queue_length);
+  resp->set_max_jobs_per_user(config->limits.max_jobs_per_user);
+  for (const std::string& m : DirNames(config->models_dir, false)) resp->add_models(m);
+  for (const std::string& d : DirNames(config->datasets_dir, true)) resp->add_datasets(d);
   return grpc::Status::OK;
 }
 

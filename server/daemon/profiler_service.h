@@ -18,7 +18,7 @@ namespace v1 = ::libreyolo::profiler::v1;
 
 class ProfilerServiceImpl final : public v1::ProfilerService::Service {
  public:
-  ProfilerServiceImpl(const DaemonConfig& config, const Authenticator* auth, JobManager* jobs,
+  ProfilerServiceImpl(const LiveConfig& config, const Authenticator* auth, JobManager* jobs,
                       JobStore* store);
 
   grpc::Status SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
@@ -60,7 +60,7 @@ class ProfilerServiceImpl final : public v1::ProfilerService::Service {
   grpc::Status RunReaderRpc(grpc::ServerContext* ctx, const ReaderCall& call,
                             v1::ReaderResponse* resp);
 
-  const DaemonConfig& config_;
+  const LiveConfig& config_;
   const Authenticator* auth_;
   JobManager* jobs_;
   JobStore* store_;

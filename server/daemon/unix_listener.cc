@@ -93,7 +93,8 @@ absl::StatusOr<std::unique_ptr<UnixListener>> UnixListener::Bind(const std::stri
     absl::StatusOr<bool> listening = SomeoneListens(path, address);
     if (!listening.ok()) return listening.status();
     if (*listening) {
-      return absl::FailedPreconditionError(absl::StrCat("another libreyolod listens on ", path));
+      return absl::AlreadyExistsError(absl::StrCat(
+          "another libreyolod listens on ", path, ": stop it or choose another socket path"));
     }
     if (unlink(path.c_str()) != 0 && errno != ENOENT) {
       return absl::FailedPreconditionError(

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -96,8 +97,14 @@ void ReexecWithPassiveOmpWaitPolicy(char** argv) {
       std::getenv("GOMP_SPINCOUNT") != nullptr) {
     return;
   }
+  // Exec the binary's own path, not /proc/self/exe: the kernel names the process after the
+  // file executed, and `pgrep -x libreyolod` / `systemctl status` must still find it.
+  char self[PATH_MAX + 1] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", self, PATH_MAX);
+  if (n <= 0) return;
+  self[n] = '\0';
   if (::setenv("OMP_WAIT_POLICY", "PASSIVE", 0) != 0) return;
-  ::execv("/proc/self/exe", argv);
+  ::execv(self, argv);
   // The exec failed: carry on with libgomp's default, and do not claim PASSIVE in the profile.
   ::unsetenv("OMP_WAIT_POLICY");
 }

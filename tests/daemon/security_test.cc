@@ -340,6 +340,45 @@ TEST(DaemonFlagsTest, BadArgumentsAreRefusedWithAHint) {
   }
 }
 
+// deploy.md promises a flag for every config key: the help names the key next to its flag, and
+// a flag sets the same field as the key (checked on every limit and retention key).
+TEST(DaemonFlagsTest, EveryConfigKeyHasAFlag) {
+  const std::vector<std::string> keys = DaemonConfigKeyPaths();
+  ASSERT_GT(keys.size(), 25u);
+  const std::string help = DaemonFlagsHelp();
+  for (const std::string& key : keys) {
+    const std::string flag = DaemonFlagForKey(key);
+    EXPECT_FALSE(flag.empty()) << key << " has no flag";
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+    EXPECT_NE(help.find("(" + key + ")"), std::string::npos) << key;
+  }
+  for (const char* key : {"limits.max_repeat", "limits.max_imgsz", "limits.max_watchers",
+                          "limits.max_artifact_bytes", "limits.max_inline_image_bytes",
+                          "limits.max_queue_length", "retention.max_jobs",
+                          "retention.max_age_hours"}) {
+    const std::string flag = DaemonFlagForKey(key);
+    ASSERT_FALSE(flag.empty()) << key;
+    DaemonConfig from_flag;
+    ASSERT_TRUE(ApplyDaemonFlags({flag + "=7"}, &from_flag).ok()) << flag;
+    const std::string path(key);
+    const size_t dot = path.find('.');
+    TempDir dir;
+    WriteFile(dir.File("k.yaml"),
+              path.substr(0, dot) + ":\n  " + path.substr(dot + 1) + ": 7\n");
+    auto from_file = LoadDaemonConfig(dir.File("k.yaml"));
+    ASSERT_TRUE(from_file.ok()) << from_file.status();
+    EXPECT_EQ(from_flag.limits.max_repeat, from_file->limits.max_repeat) << key;
+    EXPECT_EQ(from_flag.limits.max_imgsz, from_file->limits.max_imgsz) << key;
+    EXPECT_EQ(from_flag.limits.max_watchers, from_file->limits.max_watchers) << key;
+    EXPECT_EQ(from_flag.limits.max_artifact_bytes, from_file->limits.max_artifact_bytes) << key;
+    EXPECT_EQ(from_flag.limits.max_inline_image_bytes, from_file->limits.max_inline_image_bytes)
+        << key;
+    EXPECT_EQ(from_flag.limits.max_queue_length, from_file->limits.max_queue_length) << key;
+    EXPECT_EQ(from_flag.retention.max_jobs, from_file->retention.max_jobs) << key;
+    EXPECT_EQ(from_flag.retention.max_age_hours, from_file->retention.max_age_hours) << key;
+  }
+}
+
 TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
   const std::string help = DaemonFlagsHelp();
   for (const char* flag : {"--config FILE",
@@ -386,7 +425,7 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
     }
     EXPECT_TRUE(ApplyDaemonFlags(args, &c).ok()) << name;
   }
-  EXPECT_EQ(documented, 26);
+  EXPECT_EQ(documented, 33);
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {
@@ -814,7 +853,7 @@ TEST(UnixListenerTest, CallsCarryThePeerUid) {
 
   // Another daemon on the same path is refused while this one listens.
   absl::StatusOr<std::unique_ptr<UnixListener>> rival = UnixListener::Bind(path, 0660);
-  EXPECT_EQ(rival.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(rival.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_THAT(std::string(rival.status().message()),
               HasSubstr("another libreyolod listens on " + path));
 
