@@ -13,7 +13,6 @@ namespace libreyolo::cli {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr int kAttempts = 5;
 
 }  // namespace
 
@@ -55,7 +54,9 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
   std::string expected_sha;
   bool complete = false;
   absl::Status last_error;
-  for (int attempt = 0; attempt < kAttempts && !complete; ++attempt) {
+  Reconnect reconnect;
+  for (bool retry = true; retry && !complete;) {
+    retry = false;
     v1::ReadArtifactRequest req;
     req.set_job_id(job_id);
     req.set_name(name);
@@ -64,6 +65,7 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
     auto reader = c.stub().ReadArtifact(ctx.get(), req);
     v1::ArtifactChunk chunk;
     while (reader->Read(&chunk)) {
+      reconnect.Reset();
       if (chunk.offset() != received) {
         return absl::DataLossError(absl::StrCat("artifact ", name, ": chunk at offset ",
                                                 chunk.offset(), ", expected ", received));
@@ -78,8 +80,9 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
     const grpc::Status s = reader->Finish();
     if (!s.ok()) {
       last_error = FromGrpc(s, c.address());
-      // Only a broken transport is worth resuming; anything else is the answer.
-      if (s.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+      // Only a broken transport (or a restarting daemon) is worth resuming; anything else is
+      // the answer.
+      retry = reconnect.ShouldRetry(s);
     }
   }
   out.close();

@@ -2,13 +2,17 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "client/remote/job_watch.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -94,6 +98,11 @@ absl::StatusOr<std::unique_ptr<DaemonConnection>> DaemonConnection::Open(const R
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(64 << 20);
+  // After a daemon restart the channel must try again within seconds, not gRPC's default
+  // backoff of up to two minutes (Reconnect paces the calls themselves).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 250);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 250);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   c->channel_ = grpc::CreateCustomChannel(t.address, creds, args);
   c->stub_ = v1::ProfilerService::NewStub(c->channel_);
   return c;
@@ -104,6 +113,32 @@ std::unique_ptr<grpc::ClientContext> DaemonConnection::Context(std::chrono::seco
   if (!target_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + target_.token);
   if (deadline.count() > 0) ctx->set_deadline(std::chrono::system_clock::now() + deadline);
   return ctx;
+}
+
+Reconnect::Reconnect() : budget_(300) {
+  if (const char* env = std::getenv("LIBREYOLO_RECONNECT_TIMEOUT_S")) {
+    int64_t seconds = 0;
+    if (absl::SimpleAtoi(env, &seconds) && seconds >= 0 && seconds <= 86400) {
+      budget_ = std::chrono::seconds(seconds);
+    }
+  }
+}
+
+bool Reconnect::ShouldRetry(const grpc::Status& s) {
+  // CANCELLED that we did not ask for (no Ctrl-C) is a call caught in the daemon's shutdown:
+  // gRPC cancels calls that arrive while the server stops. Both mean "try again later".
+  const bool transient = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                         (s.error_code() == grpc::StatusCode::CANCELLED && !Interrupted());
+  if (!transient) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (failures_++ == 0) first_failure_ = now;
+  if (now - first_failure_ >= budget_) return false;
+  const int64_t ms = std::min<int64_t>(4000, int64_t{250} << std::min(failures_ - 1, 4));
+  // Slept in small slices so that Ctrl-C (the job watch's flag) ends the wait promptly.
+  for (int64_t slept = 0; slept < ms && !Interrupted(); slept += 50) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return !Interrupted();
 }
 
 absl::Status FromGrpc(const grpc::Status& s, const std::string& address) {

@@ -51,6 +51,27 @@ class DaemonConnection {
   std::unique_ptr<v1::ProfilerService::Stub> stub_;
 };
 
+// Riding out a daemon restart: UNAVAILABLE (the daemon drained after SIGTERM, was killed, or the
+// network blinked), and CANCELLED that the user did not ask for (a call that reached the daemon
+// while it stopped), is retried with backoff (0.25 s doubling to 4 s) for up to
+// LIBREYOLO_RECONNECT_TIMEOUT_S seconds (default 300) since the first failure in a row; any
+// other answer, or Ctrl-C, ends the retrying. Watching, the final GetJob and artifact downloads
+// all use it, so a job that ends while its daemon restarts is still followed and downloaded.
+class Reconnect {
+ public:
+  Reconnect();
+  // After a failed call: true when `s` is UNAVAILABLE and the budget allows another try (it has
+  // slept the backoff); false to give up.
+  bool ShouldRetry(const grpc::Status& s);
+  // After a call that reached the daemon.
+  void Reset() { failures_ = 0; }
+
+ private:
+  std::chrono::seconds budget_;
+  std::chrono::steady_clock::time_point first_failure_;
+  int failures_ = 0;
+};
+
 // grpc::Status -> absl::Status; UNAVAILABLE gets a hint naming the address.
 absl::Status FromGrpc(const grpc::Status& s, const std::string& address);
 

@@ -20,8 +20,6 @@ bool Terminal(v1::JobState s) {
          s == v1::JOB_STATE_CANCELLED;
 }
 
-constexpr int kReconnects = 20;
-
 }  // namespace
 
 void InstallInterruptFlag() {
@@ -38,7 +36,7 @@ absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job
                                      const std::function<void(const v1::JobEvent&)>& on_event) {
   WatchResult out;
   out.last_sequence = from_sequence > 0 ? from_sequence - 1 : 0;
-  int failures = 0;
+  Reconnect reconnect;
   for (;;) {
     v1::WatchJobRequest req;
     req.set_job_id(job_id);
@@ -59,7 +57,7 @@ absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job
     v1::JobEvent e;
     bool terminal_seen = false;
     while (reader->Read(&e)) {
-      failures = 0;
+      reconnect.Reset();
       out.last_sequence = e.sequence();
       on_event(e);
       terminal_seen = Terminal(e.state());
@@ -82,18 +80,25 @@ absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job
       }
       break;
     }
-    // A daemon restart or a network blip: resume from the last sequence seen.
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE && ++failures <= kReconnects) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(250 * failures));
-      continue;
+    // A daemon restart (SIGTERM ends streams with UNAVAILABLE after the drain) or a network
+    // blip: resume from the last sequence seen.
+    if (reconnect.ShouldRetry(s)) continue;
+    if (Interrupted()) {
+      out.interrupted = true;
+      break;
     }
     return FromGrpc(s, c.address());
   }
-  auto gctx = c.Context(std::chrono::seconds(30));
+  // The job as it ended; the daemon may be restarting right now (a job that finished during a
+  // drain), so this rides out UNAVAILABLE too.
   v1::GetJobRequest g;
   g.set_job_id(job_id);
-  const grpc::Status s = c.stub().GetJob(gctx.get(), g, &out.job);
-  if (!s.ok()) return FromGrpc(s, c.address());
+  for (Reconnect again;;) {
+    auto gctx = c.Context(std::chrono::seconds(30));
+    const grpc::Status s = c.stub().GetJob(gctx.get(), g, &out.job);
+    if (s.ok()) break;
+    if (!again.ShouldRetry(s)) return FromGrpc(s, c.address());
+  }
   return out;
 }
 

@@ -167,8 +167,7 @@ void Daemon::MetricsLoop() {
   while (!shut_down_) {
     const std::string textfile = live_->Get()->metrics_textfile;
     if (!textfile.empty()) {
-      MetricsSnapshot m = jobs_->Metrics();
-      m.rpc_errors_total = service_->rpc_errors();
+      const MetricsSnapshot m = service_->Metrics();  // the same numbers as GetMetrics
       lock.unlock();
       (void)WriteMetricsTextfile(textfile, RenderPrometheus(m));
       lock.lock();

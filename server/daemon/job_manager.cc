@@ -171,6 +171,11 @@ void JobManager::Drain(std::chrono::milliseconds deadline) {
     if (state.worker.joinable()) state.worker.join();
   }
   if (retention_thread_.joinable()) retention_thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    drained_ = true;
+  }
+  events_cv_.notify_all();
 }
 
 bool JobManager::Visible(const Identity& who, const v1::Job& job) const {
@@ -360,8 +365,11 @@ absl::Status JobManager::Watch(const Identity& who, const std::string& id, int64
     // A terminal state and its final event are recorded under one lock, so nothing follows.
     if (Terminal(e.job.state())) return absl::OkStatus();
     if (stop()) return absl::CancelledError("the watcher went away");
-    if (stopping_) {
-      return absl::UnavailableError("libreyolod is shutting down; watch again after it restarts");
+    // Streams outlive the drain: a job that ends during it still sends its terminal event.
+    // After it, every other stream ends UNAVAILABLE and the client resumes after the restart.
+    if (drained_) {
+      return absl::UnavailableError(absl::StrCat(
+          "libreyolod is shutting down; watch again from sequence ", next, " after it restarts"));
     }
     events_cv_.wait_for(lock, std::chrono::milliseconds(200));
   }

@@ -113,6 +113,7 @@ class JobManager {
   int64_t submitted_total_ = 0;
   std::atomic<bool> accepting_{true};
   bool stopping_ = false;
+  bool drained_ = false;  // the drain is over: open streams end UNAVAILABLE
   std::thread retention_thread_;
   std::condition_variable retention_cv_;
   std::atomic<int64_t> watchers_{0};

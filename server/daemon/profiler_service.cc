@@ -327,11 +327,15 @@ grpc::Status ProfilerServiceImpl::GetMetrics(grpc::ServerContext* ctx, const v1:
                                              v1::GetMetricsResponse* resp) {
   auto who = auth_->Identify(*ctx);
   if (!who.ok()) return Finish(who.status());
+  resp->set_text(RenderPrometheus(Metrics()));
+  return grpc::Status::OK;
+}
+
+MetricsSnapshot ProfilerServiceImpl::Metrics() const {
   MetricsSnapshot m = jobs_->Metrics();
   m.rpc_errors_total = rpc_errors_.load();
   m.resident_memory_bytes = ResidentBytes();
-  resp->set_text(RenderPrometheus(m));
-  return grpc::Status::OK;
+  return m;
 }
 
 }  // namespace libreyolo::daemon

@@ -53,6 +53,9 @@ class ProfilerServiceImpl final : public v1::ProfilerService::Service {
                           v1::GetMetricsResponse* resp) override;
 
   int64_t rpc_errors() const { return rpc_errors_.load(); }
+  // Everything GetMetrics reports, from one place: the RPC and the metrics textfile both
+  // render this snapshot.
+  MetricsSnapshot Metrics() const;
 
  private:
   grpc::Status Finish(const absl::Status& s);

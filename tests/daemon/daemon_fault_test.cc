@@ -335,5 +335,70 @@ TEST(DaemonFaultTest, SigtermDuringAJobDrainsAndExitsZero) {
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
 }
 
+// SIGTERM with clients attached: the running job finishes during the drain and its client gets
+// the result and the files although the daemon goes away meanwhile; a queued job's client
+// sees its stream end UNAVAILABLE, waits for the restart, follows the job to its end there and
+// downloads its artifacts. Both exit 0.
+TEST(DaemonFaultTest, SigtermMidJobClientsResumeAfterTheRestartAndDownload) {
+  TempDir dir;
+  DaemonDirs dirs(dir.path());
+  std::vector<std::string> flags = dirs.Flags();
+  flags.insert(flags.end(), {"--drain-timeout", "120"});
+  auto daemon = DaemonProcess::Start(flags, dir.File("daemon.log"));
+  ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
+  auto stub = v1::ProfilerService::NewStub(UnixChannel(dirs.socket));
+  const std::string remote = "unix:" + dirs.socket;
+  auto client = [&](const std::string& runs, const std::string& project, const std::string& log) {
+    std::vector<std::string> argv = {LIBREYOLO_CLIENT_BINARY, "profile", "infer", "--remote",
+                                     remote, "--project", project};
+    for (const std::string& w :
+         Words("--device cpu --imgsz 64 --warmup 1 --threads 2 --no-record-shapes "
+               "--no-profile-memory --no-with-flops --runs " + runs)) {
+      argv.push_back(w);
+    }
+    return Spawn(argv, ChildEnvironment({}), log, log);
+  };
+  auto jobs_in = [&](v1::JobState state) {
+    auto ctx = Ctx();
+    v1::ListJobsResponse list;
+    if (!stub->ListJobs(ctx.get(), v1::ListJobsRequest(), &list).ok()) return -1;
+    int n = 0;
+    for (const v1::Job& j : list.jobs()) n += j.state() == state;
+    return n;
+  };
+  const pid_t running = client("150", dir.File("p-running"), dir.File("running.log"));
+  ASSERT_TRUE(PollUntil([&] { return jobs_in(v1::JOB_STATE_RUNNING) == 1; }, seconds(120)));
+  const pid_t queued = client("2", dir.File("p-queued"), dir.File("queued.log"));
+  ASSERT_TRUE(PollUntil([&] { return jobs_in(v1::JOB_STATE_QUEUED) == 1; }, seconds(60)));
+
+  ASSERT_EQ(::kill(daemon->pid(), SIGTERM), 0);
+  EXPECT_EQ(daemon->WaitExit(seconds(180)), 0) << daemon->LogTail();
+  std::this_thread::sleep_for(seconds(2));  // clients find nobody there for a while
+  daemon = DaemonProcess::Start(flags, dir.File("daemon2.log"));
+  ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
+
+  auto wait_exit = [](pid_t pid) {
+    int status = 0;
+    const bool done = PollUntil([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
+                                seconds(240), milliseconds(100));
+    if (!done) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(wait_exit(running), 0) << ReadFile(dir.File("running.log"));
+  EXPECT_EQ(wait_exit(queued), 0) << ReadFile(dir.File("queued.log"));
+  for (const std::string& name : {"running", "queued"}) {
+    const std::string project = dir.File(std::string("p-") + name);
+    EXPECT_TRUE(fs::exists(project + "/infer/profile.json"))
+        << ReadFile(dir.File(std::string(name) + ".log"))
+        << ::testing::PrintToString(TreeSnapshot(dir.path()));
+    EXPECT_TRUE(fs::exists(project + "/infer/profile_trace.json")) << project;
+  }
+  EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
+}
+
 }  // namespace
 }  // namespace libreyolo::daemon_test

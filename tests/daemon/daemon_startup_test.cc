@@ -249,5 +249,33 @@ TEST(DaemonStartupTest, KeepsItsProcessNameAndAQuietLog) {
   EXPECT_THAT(daemon->Log(), Not(HasSubstr("WARNING: Logging")));
 }
 
+// The metric families of a Prometheus text page ("# TYPE name kind" lines).
+std::set<std::string> Families(const std::string& text) {
+  std::set<std::string> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) out.insert(line.substr(7, line.find(' ', 7) - 7));
+  }
+  return out;
+}
+
+TEST(DaemonStartupTest, MetricsTextfileHasWhatGetMetricsHas) {
+  TempDir dir;
+  DaemonDirs dirs(dir.path());
+  std::vector<std::string> flags = dirs.Flags();
+  flags.insert(flags.end(), {"--metrics-textfile", dir.File("libreyolod.prom")});
+  auto daemon = DaemonProcess::Start(flags, dir.File("daemon.log"));
+  ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
+  ASSERT_TRUE(PollUntil([&] { return fs::exists(dir.File("libreyolod.prom")); }, seconds(20)));
+  auto stub = v1::ProfilerService::NewStub(UnixChannel(dirs.socket));
+  auto ctx = Ctx();
+  v1::GetMetricsResponse metrics;
+  ASSERT_TRUE(stub->GetMetrics(ctx.get(), v1::GetMetricsRequest(), &metrics).ok());
+  const std::set<std::string> from_rpc = Families(metrics.text());
+  EXPECT_TRUE(from_rpc.count("libreyolod_resident_memory_bytes")) << metrics.text();
+  EXPECT_EQ(Families(ReadFile(dir.File("libreyolod.prom"))), from_rpc);
+  EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
+}
+
 }  // namespace
 }  // namespace libreyolo::daemon_test
