@@ -236,6 +236,18 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   job.set_device(device);
   *job.mutable_request() = request;
   job.set_create_time_unix_ms(NowMs());
+  // Durable before it is accepted: a job the caller was told about must survive a restart. A
+  // record that cannot be written (a full state filesystem) refuses the job, and the store has
+  // removed its temp file.
+  if (absl::Status s = store_->PutJob(job); !s.ok()) {
+    const bool full = s.code() == absl::StatusCode::kResourceExhausted ||
+                      s.code() == absl::StatusCode::kOutOfRange;  // ENOSPC, EDQUOT; EFBIG
+    const std::string why = absl::StrCat(
+        "the job was not accepted: libreyolod cannot record it durably (", s.message(), ")");
+    return full ? absl::ResourceExhaustedError(absl::StrCat(
+                      why, "; the state filesystem is full: an admin must free space there"))
+                : absl::InternalError(why);
+  }
   e->submit_order = next_submit_order_++;
   Entry& ref = *e;
   const std::string id = job.id();
@@ -244,7 +256,6 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
     request_ids_[absl::StrCat(who.user, "/", request.request_id())] = id;
   }
   ++submitted_total_;
-  PersistLocked(ref);
   // A new job's position goes from 0 to its place: this appends its first "queued" event.
   RefreshQueuePositionsLocked(device);
   work_cv_.notify_all();

@@ -7,6 +7,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -390,13 +395,86 @@ TEST(DaemonFaultTest, SigtermMidJobClientsResumeAfterTheRestartAndDownload) {
   };
   EXPECT_EQ(wait_exit(running), 0) << ReadFile(dir.File("running.log"));
   EXPECT_EQ(wait_exit(queued), 0) << ReadFile(dir.File("queued.log"));
-  for (const std::string& name : {"running", "queued"}) {
+  for (const char* name : {"running", "queued"}) {
     const std::string project = dir.File(std::string("p-") + name);
     EXPECT_TRUE(fs::exists(project + "/infer/profile.json"))
         << ReadFile(dir.File(std::string(name) + ".log"))
         << ::testing::PrintToString(TreeSnapshot(dir.path()));
     EXPECT_TRUE(fs::exists(project + "/infer/profile_trace.json")) << project;
   }
+  EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
+}
+
+// Fills the filesystem holding `dir` with a filler file, leaving about `leave` bytes free.
+void FillFilesystem(const std::string& dir, int64_t leave) {
+  const std::string path = dir + "/zz-filler";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  const std::string chunk(4096, 'f');
+  for (;;) {
+    struct statvfs fs_info {};
+    ASSERT_EQ(::statvfs(dir.c_str(), &fs_info), 0);
+    if (static_cast<int64_t>(fs_info.f_bavail * fs_info.f_frsize) <= leave) break;
+    if (::write(fd, chunk.data(), chunk.size()) <= 0) break;
+  }
+  ::close(fd);
+}
+
+// A real full filesystem: tmpfs mounts the test makes in a private mount namespace (when it may;
+// JobManagerTest.AJobThatCannotBeMadeDurableIsRefusedAndLeavesNothing injects the failure
+// without privileges). A full state filesystem refuses jobs with RESOURCE_EXHAUSTED and keeps
+// nothing; a full store fails the job with the reason and keeps no partial artifact.
+TEST(DaemonFaultTest, AFullStateFilesystemRefusesJobsAndAFullStoreFailsThem) {
+  if (::unshare(CLONE_NEWNS) != 0 || ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr)) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (" << std::strerror(errno)
+                 << "); JobManagerTest injects the write failure instead";
+  }
+  TempDir dir;
+  DaemonDirs dirs(dir.path());
+  for (const std::string& d : {dirs.state, dirs.store}) {
+    fs::create_directories(d);
+    ASSERT_EQ(::mount("tmpfs", d.c_str(), "tmpfs", 0, "size=2m,mode=0700"), 0) << d;
+  }
+  struct Unmount {
+    std::vector<std::string> dirs;
+    ~Unmount() {
+      for (const std::string& d : dirs) ::umount2(d.c_str(), MNT_DETACH);
+    }
+  } unmount{{dirs.state, dirs.store}};
+  auto daemon = DaemonProcess::Start(dirs.Flags(), dir.File("daemon.log"));
+  ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
+  auto stub = v1::ProfilerService::NewStub(UnixChannel(dirs.socket));
+
+  FillFilesystem(dirs.state, 0);
+  v1::Job job;
+  grpc::Status s = Submit(*stub, TinyInfer(), &job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("state filesystem is full"));
+  EXPECT_THAT(s.error_message(), HasSubstr("No space left on device"));
+  ExpectNoTempFiles(dirs, /*idle=*/true);
+  EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
+  fs::remove(dirs.state + "/zz-filler");
+  daemon = DaemonProcess::Start(dirs.Flags(), dir.File("daemon2.log"));
+  ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
+  stub = v1::ProfilerService::NewStub(UnixChannel(dirs.socket));
+  {
+    auto ctx = Ctx();
+    v1::ListJobsResponse list;
+    ASSERT_TRUE(stub->ListJobs(ctx.get(), v1::ListJobsRequest(), &list).ok());
+    EXPECT_EQ(list.jobs_size(), 0) << "a refused job came back after the restart";
+  }
+
+  // The store full: the job is accepted (its record fits) and fails with the reason.
+  FillFilesystem(dirs.store, 16 << 10);
+  ASSERT_TRUE(Submit(*stub, TinyInfer(), &job).ok());
+  ASSERT_TRUE(WaitTerminal(*stub, job.id(), &job));
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(job.error(), HasSubstr("No space left on device"));
+  ExpectNothingStored(dirs, job.id());
+  fs::remove(dirs.store + "/zz-filler");
+  ASSERT_TRUE(Submit(*stub, TinyInfer(), &job).ok());
+  ASSERT_TRUE(WaitTerminal(*stub, job.id(), &job));
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
 }
 

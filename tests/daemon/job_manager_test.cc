@@ -3,6 +3,9 @@
 // idempotent submission, crash recovery and draining.
 #include "server/daemon/job_manager.h"
 
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -144,6 +147,50 @@ class JobManagerTest : public ::testing::Test {
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<JobManager> jobs_;
 };
+
+// A job that cannot be recorded durably is refused, not accepted and lost at the next restart.
+// The write failure is real, injected without privileges: RLIMIT_FSIZE makes every write past
+// 1 KiB fail (EFBIG; SIGXFSZ ignored), as a full filesystem fails it with ENOSPC. The process
+// test DaemonFaultTest.AFullStateFilesystemRefusesJobs does the same on a real full tmpfs.
+TEST_F(JobManagerTest, AJobThatCannotBeMadeDurableIsRefusedAndLeavesNothing) {
+  v1::SubmitJobRequest big = Infer("big");
+  (*big.mutable_labels())["padding"] = std::string(4096, 'x');  // the record is > 1 KiB
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit tight = old;
+  tight.rlim_cur = 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tight), 0);
+  auto refused = jobs_->Submit(User("alice"), big, "cpu");
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
+  ::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("not accepted"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("state filesystem is full"));
+  // Not listed, nothing half-written on disk, and a restart finds nothing either.
+  auto list = jobs_->List(User("alice"), v1::ListJobsRequest());
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->jobs_size(), 0);
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir_ / "state")) {
+    if (e.is_regular_file() && e.path().filename() != "libreyolod.lock") {
+      files.push_back(e.path().string());
+    }
+  }
+  EXPECT_THAT(files, ::testing::IsEmpty());
+  jobs_.reset();
+  Open();
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(jobs_->Recover(&warnings).ok());
+  list = jobs_->List(User("alice"), v1::ListJobsRequest());
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->jobs_size(), 0);
+  // With room again, the same job is accepted.
+  jobs_->Start();
+  auto accepted = jobs_->Submit(User("alice"), big, "cpu");
+  EXPECT_TRUE(accepted.ok()) << accepted.status();
+}
 
 TEST_F(JobManagerTest, PriorityFirstThenUsersTakeTurnsThenFifo) {
   jobs_->Start();
