@@ -310,11 +310,18 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   err << "job " << job.id() << " (read it again with: libreyolo profile summary job:" << job.id()
       << ")\n";
   if (profile_path.empty()) return Fail(err, cmd, kExitNoProfile, "the job stored no profile.json");
-  // The HTML report beside the profile (client-side, from the downloaded files). A report that
-  // cannot be written does not fail the job: the profile is there and `report` can retry.
+  // The HTML report beside the profile: the daemon stores one with each job (downloaded above);
+  // a daemon that did not is covered here, from the downloaded files. A report that cannot be
+  // written does not fail the job: the profile is there and `report` can retry.
   const std::string report_path =
       (std::filesystem::path(profile_path).parent_path() / "report.html").string();
-  if (auto report = WriteReport({profile_path}, {profile_path}, report_path); report.ok()) {
+  const bool stored = std::any_of(job.artifacts().begin(), job.artifacts().end(),
+                                  [](const v1::Artifact& stored_artifact) {
+                                    return stored_artifact.name() == "report.html";
+                                  });
+  if (stored) {
+    // Written above with the other artifacts.
+  } else if (auto report = WriteReport({profile_path}, {profile_path}, report_path); report.ok()) {
     err << "wrote " << report_path << "\n";
   } else {
     err << "libreyolo profile " << cmd << ": warning: no report.html: "

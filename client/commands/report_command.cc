@@ -83,15 +83,9 @@ absl::StatusOr<std::string> WriteReport(const std::vector<std::string>& paths,
           absl::StrCat("-o ", output, " is the input ", in, "; it would be overwritten"));
     }
   }
-  const ProfileLoader load = [](const std::string& p) { return LoadProfile(p); };
-  std::vector<ReportInput> inputs;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    auto in = LoadReportInput(paths[i], i < labels.size() ? labels[i] : paths[i], load);
-    if (!in.ok()) return in.status();
-    inputs.push_back(*std::move(in));
-  }
-  std::string html = inputs.size() == 2 ? RenderCompareReportHtml(inputs[0], inputs[1])
-                                        : RenderReportHtml(inputs.at(0));
+  absl::StatusOr<std::string> rendered = RenderReportFiles(paths, labels);
+  if (!rendered.ok()) return rendered.status();
+  std::string html = *std::move(rendered);
   if (output != "-") {
     if (auto w = WriteFileAtomically(output, html); !w.ok()) return w;
   }

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/analysis/compare.h"
+#include "common/load/load_profile.h"
 #include "common/readers/phases_view.h"
 #include "common/readers/summary_view.h"
 #include "common/render/html_escape.h"
@@ -95,6 +96,22 @@ std::string RenderCompareReportHtml(const ReportInput& before, const ReportInput
                             "</div>\n"));
   s += PageEnd();
   return s;
+}
+
+absl::StatusOr<std::string> RenderReportFiles(const std::vector<std::string>& paths,
+                                              const std::vector<std::string>& labels) {
+  if (paths.empty() || paths.size() > 2) {
+    return absl::InvalidArgumentError("a report takes one input, or two to compare");
+  }
+  const ProfileLoader load = [](const std::string& p) { return LoadProfile(p); };
+  std::vector<ReportInput> inputs;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    auto in = LoadReportInput(paths[i], i < labels.size() ? labels[i] : paths[i], load);
+    if (!in.ok()) return in.status();
+    inputs.push_back(*std::move(in));
+  }
+  return inputs.size() == 2 ? RenderCompareReportHtml(inputs[0], inputs[1])
+                            : RenderReportHtml(inputs[0]);
 }
 
 }  // namespace libreyolo

@@ -8,6 +8,9 @@
 #define LIBREYOLO_COMMON_REPORT_REPORT_HTML_H_
 
 #include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
 
 #include "common/report/report_input.h"
 
@@ -19,6 +22,13 @@ std::string RenderReportHtml(const ReportInput& in);
 
 // Section ids: significance, deltas, side-by-side (each side: verdict, summary, steps, kernels).
 std::string RenderCompareReportHtml(const ReportInput& before, const ReportInput& after);
+
+// The page for one input (a report) or two (a comparison), loaded from files with the readers'
+// loader and errors (LoadReportInput); `labels` name them on the page (default: the paths).
+// The one path from files to a page: `libreyolo profile report`, `run`/`infer` and the daemon
+// (which stores report.html with each job) all use it.
+absl::StatusOr<std::string> RenderReportFiles(const std::vector<std::string>& paths,
+                                              const std::vector<std::string>& labels);
 
 }  // namespace libreyolo
 

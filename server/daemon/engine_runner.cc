@@ -9,6 +9,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/io/atomic_file.h"
+#include "common/report/report_html.h"
 #include "server/daemon/request_validation.h"
 
 namespace libreyolo::daemon {
@@ -211,6 +213,18 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
   for (const fs::path& f : files) {
     if (f.filename() != "profile.json" && f.filename() != "profile_repeat.json") continue;
     if (auto s = StripPrefixInFile(f.string(), *scratch + "/"); !s.ok()) return fail(s);
+  }
+  // The HTML report, stored with the job as `run`/`infer` write it beside a local profile: drawn
+  // from the profile and its trace by the same code as `libreyolo profile report`. A page that
+  // cannot be drawn does not fail a job whose profile is fine (`report job:<id>` can retry).
+  if (const fs::path profile = fs::path(job_dir) / "profile.json"; fs::exists(profile, ec)) {
+    const fs::path page = fs::path(job_dir) / "report.html";
+    absl::StatusOr<std::string> html =
+        RenderReportFiles({profile.string()}, {absl::StrCat("job:", job.id())});
+    if (html.ok() && WriteFileAtomically(page.string(), *html).ok()) {
+      files.push_back(page);
+      std::sort(files.begin(), files.end());
+    }
   }
   if (progress) progress(RunProgress{"storing", 0, static_cast<int64_t>(files.size()), ""});
   for (const fs::path& f : files) {

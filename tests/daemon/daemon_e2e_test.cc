@@ -229,6 +229,8 @@ void CheckJob(const Remote& r, const v1::Job& job, const std::string& work) {
   for (const v1::Artifact& a : job.artifacts()) names.insert(a.name());
   EXPECT_TRUE(names.count("profile.json")) << job.DebugString();
   EXPECT_TRUE(names.count("profile_trace.json")) << job.DebugString();
+  // The HTML report is stored with the job (issue 12), drawn for job:<id>.
+  EXPECT_TRUE(names.count("report.html")) << job.DebugString();
   CheckArtifactsByRpc(r, job);
   const std::string local = CheckDownload(r, job, work + "/dl-" + job.id());
   CheckReadersRemoteEqualLocal(r, job, local);
