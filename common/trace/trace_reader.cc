@@ -4,6 +4,9 @@
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
 #include <simdjson.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <bit>
@@ -624,8 +627,18 @@ class SimdWalker {
         return Array(a);
       }
       case od::json_type::string: {
+        // Without escapes the string is its raw bytes: no copy, and the value is left for the
+        // iterator to step over.
+        const std::string_view raw = v.raw_json_token();
+        if (raw.empty() || raw[0] != '"') return false;
         std::string_view s;
-        if (v.get_string().get(s) != simdjson::SUCCESS) return false;
+        switch (ScanString(raw.data() + 1, &s)) {
+          case kPlain: break;
+          case kEscaped:
+            if (v.get_string().get(s) != simdjson::SUCCESS) return false;
+            break;
+          case kControl: return false;  // RapidJSON's error to report
+        }
         return h_->String(s.data(), static_cast<rapidjson::SizeType>(s.size()), true);
       }
       case od::json_type::number:
@@ -650,7 +663,13 @@ class SimdWalker {
       od::field f;
       if (std::move(field).get(f) != simdjson::SUCCESS) return false;
       std::string_view key;
-      if (f.unescaped_key().get(key) != simdjson::SUCCESS) return false;
+      switch (ScanString(f.key().raw(), &key)) {
+        case kPlain: break;
+        case kEscaped:
+          if (f.unescaped_key().get(key) != simdjson::SUCCESS) return false;
+          break;
+        case kControl: return false;
+      }
       if (!h_->Key(key.data(), static_cast<rapidjson::SizeType>(key.size()), true)) return false;
       if (!Value(f.value())) return false;
     }
@@ -668,6 +687,22 @@ class SimdWalker {
   }
 
  private:
+  enum StringKind { kPlain, kEscaped, kControl };
+  // `p`: just after a string's opening quote (simdjson has checked that it closes). kPlain sets
+  // `out` to its bytes; kControl: an unescaped control character, which JSON forbids.
+  static StringKind ScanString(const char* p, std::string_view* out) {
+    const char* q = p;
+    while (true) {
+      const auto c = static_cast<unsigned char>(*q);
+      if (c == '"') break;
+      if (c == '\\') return kEscaped;
+      if (c < 0x20) return kControl;
+      ++q;
+    }
+    *out = std::string_view(p, static_cast<size_t>(q - p));
+    return kPlain;
+  }
+
   // Integers are passed as RapidJSON passes them (int64, or uint64 beyond it); integers beyond
   // 64 bits become doubles, as in RapidJSON; numbers beyond a double are left to RapidJSON.
   bool Number(od::value v) {
@@ -786,6 +821,16 @@ class EventSplitter {
   bool Feed(const char* p, size_t n) {
     size_t seg = 0;  // start of the bytes not yet routed to the skeleton or the batch
     for (size_t i = 0; i < n; ++i) {
+      // Most bytes are inside a string or an element: skip to the next one that matters there.
+      if (in_string_) {
+        if (!escaped_ && !in_key_) {
+          i = SkipInString(p, i, n);
+          if (i == n) break;
+        }
+      } else if (events_depth_ >= 0 && depth_ > events_depth_) {
+        i = SkipInElement(p, i, n);
+        if (i == n) break;
+      }
       const auto c = static_cast<unsigned char>(p[i]);
       if (in_string_) {
         if (escaped_) {
@@ -873,6 +918,46 @@ class EventSplitter {
     }
     (events_depth_ >= 0 ? batch_.text : skeleton_.text).Append(p + seg, n - seg);
     return true;
+  }
+
+  // The first i' >= i with p[i'] a quote or a backslash (n if none).
+  static size_t SkipInString(const char* p, size_t i, size_t n) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    for (; i + 16 <= n; i += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      const int m = _mm_movemask_epi8(
+          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+      if (m != 0) return i + static_cast<size_t>(std::countr_zero(static_cast<unsigned>(m)));
+    }
+#endif
+    for (; i < n; ++i) {
+      if (p[i] == '"' || p[i] == '\\') return i;
+    }
+    return n;
+  }
+  // Inside an element, outside strings: the first quote or bracket (n if none).
+  static size_t SkipInElement(const char* p, size_t i, size_t n) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i lower = _mm_set1_epi8(0x20);
+    const __m128i open = _mm_set1_epi8('{');    // '[' | 0x20 == '{'
+    const __m128i close = _mm_set1_epi8('}');   // ']' | 0x20 == '}'
+    for (; i + 16 <= n; i += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      const __m128i folded = _mm_or_si128(v, lower);
+      const int m = _mm_movemask_epi8(_mm_or_si128(
+          _mm_cmpeq_epi8(v, quote),
+          _mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close))));
+      if (m != 0) return i + static_cast<size_t>(std::countr_zero(static_cast<unsigned>(m)));
+    }
+#endif
+    for (; i < n; ++i) {
+      const char c = p[i];
+      if (c == '"' || c == '{' || c == '}' || c == '[' || c == ']') return i;
+    }
+    return n;
   }
 
   // At the end of the input: hands on the skeleton. false: the document ended early.
@@ -1080,6 +1165,75 @@ absl::StatusOr<TraceData> ReadFileSimd(const std::string& path) {
 }
 
 }  // namespace
+
+bool SameTraceData(const TraceData& a, const TraceData& b, std::string* why) {
+  auto differ = [&](std::string what) {
+    *why = std::move(what);
+    return false;
+  };
+  if (a.strings.size() != b.strings.size()) return differ("string table sizes");
+  for (uint32_t i = 0; i < a.strings.size(); ++i) {
+    if (a.strings.Get(i) != b.strings.Get(i)) return differ(absl::StrCat("string ", i));
+  }
+  if (a.events.size() != b.events.size()) {
+    return differ(absl::StrCat("event counts ", a.events.size(), " vs ", b.events.size()));
+  }
+  for (size_t i = 0; i < a.events.size(); ++i) {
+    const TraceEvent& x = a.events[i];
+    const TraceEvent& y = b.events[i];
+    if (x.ts_ns != y.ts_ns || x.dur_ns != y.dur_ns || x.correlation != y.correlation ||
+        x.name != y.name || x.thread != y.thread || x.shapes != y.shapes || x.aux != y.aux ||
+        x.cls != y.cls || x.device_type != y.device_type) {
+      return differ(absl::StrCat("event ", i));
+    }
+  }
+  if (a.flops.size() != b.flops.size()) return differ("flops counts");
+  for (size_t i = 0; i < a.flops.size(); ++i) {
+    if (std::bit_cast<uint64_t>(a.flops[i]) != std::bit_cast<uint64_t>(b.flops[i])) {
+      return differ(absl::StrCat("flops ", i));
+    }
+  }
+  if (a.memory.size() != b.memory.size()) return differ("memory sample counts");
+  for (size_t i = 0; i < a.memory.size(); ++i) {
+    const MemorySample& x = a.memory[i];
+    const MemorySample& y = b.memory[i];
+    if (x.bytes != y.bytes || x.total_allocated != y.total_allocated ||
+        x.total_reserved != y.total_reserved) {
+      return differ(absl::StrCat("memory sample ", i));
+    }
+  }
+  if (a.steps.size() != b.steps.size()) return differ("step counts");
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    const StepMark& x = a.steps[i];
+    const StepMark& y = b.steps[i];
+    if (x.number != y.number || x.ts_ns != y.ts_ns || x.dur_ns != y.dur_ns ||
+        x.cpu_copy != y.cpu_copy) {
+      return differ(absl::StrCat("step ", i));
+    }
+  }
+  if (a.min_ts_ns != b.min_ts_ns || a.max_end_ns != b.max_end_ns) return differ("time span");
+  if (a.has_input_shapes != b.has_input_shapes) return differ("has_input_shapes");
+  if (a.device.has_value() != b.device.has_value()) return differ("device presence");
+  if (a.device) {
+    const DeviceInfo& x = *a.device;
+    const DeviceInfo& y = *b.device;
+    const bool same_mem = x.memory_mb.has_value() == y.memory_mb.has_value() &&
+                          (!x.memory_mb || std::bit_cast<uint64_t>(*x.memory_mb) ==
+                                               std::bit_cast<uint64_t>(*y.memory_mb));
+    if (x.type != y.type || x.name != y.name || x.index != y.index || x.sm_count != y.sm_count ||
+        !same_mem) {
+      return differ("device");
+    }
+  }
+  const ParseStats& x = a.stats;
+  const ParseStats& y = b.stats;
+  if (x.events != y.events || x.complete_events != y.complete_events ||
+      x.skipped_events != y.skipped_events || x.non_numeric_ids != y.non_numeric_ids) {
+    return differ(absl::StrCat("parse counters: events ", x.events, "/", y.events, ", skipped ",
+                               x.skipped_events, "/", y.skipped_events));
+  }
+  return true;
+}
 
 absl::StatusOr<TraceData> ReadTraceFile(const std::string& path, TraceParser parser) {
   if (parser == TraceParser::kRapidJson) return ReadFileRapidJson(path);

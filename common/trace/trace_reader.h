@@ -25,6 +25,11 @@ absl::StatusOr<TraceData> ReadTraceFile(const std::string& path,
 absl::StatusOr<TraceData> ReadTraceText(std::string_view json,
                                         TraceParser parser = TraceParser::kSimdjson);
 
+// Whether two readings of a trace are the same, field by field (events, string table, side
+// tables, steps, device, counters); else false with the first difference in `why`. For the
+// parity test and the fuzz target.
+bool SameTraceData(const TraceData& a, const TraceData& b, std::string* why);
+
 namespace internal {
 // The simdjson reader over `json` fed in blocks of `block_bytes`, events parsed in documents of
 // about `batch_bytes`: small sizes put every cut the splitter makes to the test (tests, fuzz).

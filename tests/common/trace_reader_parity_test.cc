@@ -25,47 +25,8 @@ namespace {
 using ::testing::HasSubstr;
 
 void ExpectSameData(const TraceData& a, const TraceData& b, const std::string& what) {
-  SCOPED_TRACE(what);
-  ASSERT_EQ(a.strings.size(), b.strings.size());
-  for (uint32_t i = 0; i < a.strings.size(); ++i) ASSERT_EQ(a.strings.Get(i), b.strings.Get(i));
-  ASSERT_EQ(a.events.size(), b.events.size());
-  for (size_t i = 0; i < a.events.size(); ++i) {
-    const TraceEvent& x = a.events[i];
-    const TraceEvent& y = b.events[i];
-    ASSERT_TRUE(x.ts_ns == y.ts_ns && x.dur_ns == y.dur_ns && x.correlation == y.correlation &&
-                x.name == y.name && x.thread == y.thread && x.shapes == y.shapes &&
-                x.aux == y.aux && x.cls == y.cls && x.device_type == y.device_type)
-        << "event " << i;
-  }
-  EXPECT_EQ(a.flops, b.flops);
-  ASSERT_EQ(a.memory.size(), b.memory.size());
-  for (size_t i = 0; i < a.memory.size(); ++i) {
-    EXPECT_EQ(a.memory[i].bytes, b.memory[i].bytes);
-    EXPECT_EQ(a.memory[i].total_allocated, b.memory[i].total_allocated);
-    EXPECT_EQ(a.memory[i].total_reserved, b.memory[i].total_reserved);
-  }
-  ASSERT_EQ(a.steps.size(), b.steps.size());
-  for (size_t i = 0; i < a.steps.size(); ++i) {
-    EXPECT_EQ(a.steps[i].number, b.steps[i].number);
-    EXPECT_EQ(a.steps[i].ts_ns, b.steps[i].ts_ns);
-    EXPECT_EQ(a.steps[i].dur_ns, b.steps[i].dur_ns);
-    EXPECT_EQ(a.steps[i].cpu_copy, b.steps[i].cpu_copy);
-  }
-  EXPECT_EQ(a.min_ts_ns, b.min_ts_ns);
-  EXPECT_EQ(a.max_end_ns, b.max_end_ns);
-  EXPECT_EQ(a.has_input_shapes, b.has_input_shapes);
-  ASSERT_EQ(a.device.has_value(), b.device.has_value());
-  if (a.device) {
-    EXPECT_EQ(a.device->type, b.device->type);
-    EXPECT_EQ(a.device->name, b.device->name);
-    EXPECT_EQ(a.device->index, b.device->index);
-    EXPECT_EQ(a.device->sm_count, b.device->sm_count);
-    EXPECT_EQ(a.device->memory_mb, b.device->memory_mb);
-  }
-  EXPECT_EQ(a.stats.events, b.stats.events);
-  EXPECT_EQ(a.stats.complete_events, b.stats.complete_events);
-  EXPECT_EQ(a.stats.skipped_events, b.stats.skipped_events);
-  EXPECT_EQ(a.stats.non_numeric_ids, b.stats.non_numeric_ids);
+  std::string why;
+  EXPECT_TRUE(SameTraceData(a, b, &why)) << what << ": " << why;
 }
 
 // Both readers on `json`, with the splitter's blocks and batches at many sizes. `simd_decides`:
