@@ -179,7 +179,8 @@ _, status, ru = os.wait4(pid, 0)
 wall = time.perf_counter() - t0
 signal.setitimer(signal.ITIMER_REAL, 0)
 with open(res, "w") as f:
-    f.write("%r %d %d %d\n" % (wall, ru.ru_maxrss, os.waitstatus_to_exitcode(status), len(killed)))
+    f.write("%r %d %d %d %r\n" % (wall, ru.ru_maxrss, os.waitstatus_to_exitcode(status), len(killed),
+                                 ru.ru_utime + ru.ru_stime))
 """
 
 
@@ -199,11 +200,12 @@ def run_once(cmd, timeout, out_path, err_path, python):
             return {"status": "timeout"}
     try:
         with open(res_path) as f:
-            wall, maxrss_kib, rc, killed = f.read().split()
+            wall, maxrss_kib, rc, killed, cpu = f.read().split()
     except (OSError, ValueError):
         return {"status": "error", "error": "launcher failed (rc %s)" % p.returncode}
     rc = int(rc)
-    r = {"wall_s": float(wall), "peak_rss_mib": int(maxrss_kib) / 1024.0, "rc": rc}
+    r = {"wall_s": float(wall), "peak_rss_mib": int(maxrss_kib) / 1024.0, "rc": rc,
+         "cpu_s": float(cpu)}
     if int(killed):
         r["status"] = "timeout"
     elif rc != 0:
@@ -379,6 +381,7 @@ def main():
                 med = statistics.median(r["wall_s"] for r in ok)
                 peak = max(r["peak_rss_mib"] for r in ok)
                 row.update({"status": "ok", "median_s": med, "min_s": min(r["wall_s"] for r in ok),
+                            "median_cpu_s": statistics.median(r["cpu_s"] for r in ok),
                             "mib_per_s": size_mib / med if med > 0 else None,
                             "peak_rss_mib": peak, "peak_over_size": peak / size_mib})
                 notes = sorted({r["note"] for r in ok if r.get("note")})
@@ -392,8 +395,8 @@ def main():
                 break
 
     print()
-    hdr = "%-7s %-3s %9s %5s %9s %9s %9s %12s %10s  %s" % (
-        "", "", "size MiB", "runs", "median s", "min s", "MiB/s", "peak RSS MiB", "peak/size", "")
+    hdr = "%-7s %-3s %9s %5s %9s %9s %9s %9s %12s %10s  %s" % (
+        "", "", "size MiB", "runs", "median s", "min s", "MiB/s", "cpu s", "peak RSS MiB", "peak/size", "")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
@@ -405,10 +408,11 @@ def main():
             continue
         le = "<=" if r.get("peak_is_upper_bound") else ""
         lb = r.get("time_is_lower_bound")
-        print("%-7s %-3s %9.1f %5d %9s %9s %9s %12s %10s  %s" % (
+        print("%-7s %-3s %9.1f %5d %9s %9s %9s %9s %12s %10s  %s" % (
             r["contender"], r["size"], r["size_mib"], r["runs"],
             (">" if lb else "") + "%.3f" % r["median_s"], (">" if lb else "") + "%.3f" % r["min_s"],
             ("<" if lb else "") + "%.1f" % r["mib_per_s"],
+            "%.3f" % r["median_cpu_s"] if "median_cpu_s" in r else "-",
             le + "%.1f" % r["peak_rss_mib"], le + "%.3f" % r["peak_over_size"],
             "killed at the time limit" if lb else r.get("note", "")))
 
