@@ -772,8 +772,8 @@ bool WalkElements(od::parser& parser, simdjson::padded_string_view json, SimdWal
 // every byte of its elements), the separators it cuts at are checked by it (no empty element,
 // no trailing comma). Whatever it cannot cut (a root key with an escape, a document that ends
 // early) goes to the RapidJSON reader.
-constexpr size_t kBlockBytes = size_t{1} << 20;  // read / inflate unit
-constexpr size_t kBatchBytes = size_t{1} << 20;  // JSON per simdjson document of events
+constexpr size_t kBlockBytes = size_t{1} << 18;  // read / inflate unit
+constexpr size_t kBatchBytes = size_t{1} << 18;  // JSON per simdjson document of events
 
 // JSON text followed by simdjson's padding.
 class PaddedText {
