@@ -7,9 +7,12 @@
 
 Contenders (each run as a child process; wall time = perf_counter around it, peak RSS = the
 ru_maxrss that os.wait4 returns for that child):
-  ours   build/client/libreyolo profile summary --json TRACE
-  peer   python3 tests/oracle/trace_oracle.py TRACE          (json.load, like the Python profiler)
-  floor  build/bench/trace_parse_floor TRACE                  (bare RapidJSON SAX parse, counts only)
+  ours     build/client/libreyolo profile summary --json TRACE      (simdjson reader, igzip)
+  old      build/bench/trace_analyse --parser=rapidjson TRACE        (the RapidJSON reader it replaced)
+  peer     python3 tests/oracle/trace_oracle.py TRACE          (json.load, like the Python profiler)
+  floor    build/bench/trace_parse_floor TRACE                  (bare RapidJSON SAX parse, counts only)
+  inflate  build/bench/trace_analyse --inflate-only TRACE.gz    (--gzip only: igzip inflation alone)
+With --gzip, ours, old and inflate also run on S gzip-compressed (gzip -1, label Sgz).
 A contender whose program is missing is reported as "missing" and skipped. Traces are made by
 bench/make_big_trace.py and cached in --work-dir. See bench/README.md for what the numbers mean.
 Sizes are MiB (2^20 bytes) throughout.
@@ -34,6 +37,9 @@ import make_big_trace  # noqa: E402
 
 TARGETS = {
     "peer_over_ours": (">=", 15.0),
+    "ours_mb_per_s": (">=", 1000.0),
+    "old_over_ours": (">=", 1.0),
+    "ours_gz_over_inflate": ("<=", 1.1),
     "ours_over_floor": ("<=", 3.0),
     "ours_peak_over_size": ("<=", 0.5),
     "ours_time_2s_over_s": ("<=", 2.2),
@@ -54,6 +60,10 @@ def parse_args():
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--ours", help="analyser binary (default BUILD/client/libreyolo)")
     ap.add_argument("--floor", help="floor binary (default BUILD/bench/trace_parse_floor)")
+    ap.add_argument("--tool", help="trace_analyse binary, the old reader and the inflate floor"
+                                   " (default BUILD/bench/trace_analyse)")
+    ap.add_argument("--gzip", action="store_true",
+                    help="also time ours, old and igzip inflation alone on S gzip-compressed")
     ap.add_argument("--peer", default=os.path.join(ROOT, "tests", "oracle", "trace_oracle.py"))
     ap.add_argument("--python", default=sys.executable or "python3", help="interpreter for the peer")
     ap.add_argument("--source", default=make_big_trace.DEFAULT_SOURCE, help="trace to replicate")
@@ -73,6 +83,7 @@ def parse_args():
         ap.error("--reps must be 1..50 and --peer-reps 0..50")
     a.ours = a.ours or os.path.join(a.build_dir, "client", "libreyolo")
     a.floor = a.floor or os.path.join(a.build_dir, "bench", "trace_parse_floor")
+    a.tool = a.tool or os.path.join(a.build_dir, "bench", "trace_analyse")
     return a
 
 
@@ -114,6 +125,23 @@ def get_trace(work_dir, source, size_mb, regen, copies=None):
     return meta
 
 
+def get_gzip(meta):
+    """S gzip-compressed (gzip -1, cached next to it): the generator's info dict for it."""
+    import gzip
+    import shutil
+    path = meta["path"] + ".gz"
+    if not (os.path.exists(path) and os.path.getmtime(path) >= os.path.getmtime(meta["path"])):
+        print("trace %s: compressing ..." % path, end=" ", flush=True)
+        with open(meta["path"], "rb") as src, gzip.open(path + ".tmp", "wb", compresslevel=1) as dst:
+            shutil.copyfileobj(src, dst, MIB)
+        os.replace(path + ".tmp", path)
+        print("%.1f MiB" % (os.path.getsize(path) / MIB), flush=True)
+    gz = dict(meta)
+    gz["path"] = path
+    gz["compressed_bytes"] = os.path.getsize(path)
+    return gz
+
+
 def warm_page_cache(path):
     buf = bytearray(MIB)
     with open(path, "rb", buffering=0) as f:
@@ -151,7 +179,8 @@ _, status, ru = os.wait4(pid, 0)
 wall = time.perf_counter() - t0
 signal.setitimer(signal.ITIMER_REAL, 0)
 with open(res, "w") as f:
-    f.write("%r %d %d %d\n" % (wall, ru.ru_maxrss, os.waitstatus_to_exitcode(status), len(killed)))
+    f.write("%r %d %d %d %r\n" % (wall, ru.ru_maxrss, os.waitstatus_to_exitcode(status), len(killed),
+                                 ru.ru_utime + ru.ru_stime))
 """
 
 
@@ -171,11 +200,12 @@ def run_once(cmd, timeout, out_path, err_path, python):
             return {"status": "timeout"}
     try:
         with open(res_path) as f:
-            wall, maxrss_kib, rc, killed = f.read().split()
+            wall, maxrss_kib, rc, killed, cpu = f.read().split()
     except (OSError, ValueError):
         return {"status": "error", "error": "launcher failed (rc %s)" % p.returncode}
     rc = int(rc)
-    r = {"wall_s": float(wall), "peak_rss_mib": int(maxrss_kib) / 1024.0, "rc": rc}
+    r = {"wall_s": float(wall), "peak_rss_mib": int(maxrss_kib) / 1024.0, "rc": rc,
+         "cpu_s": float(cpu)}
     if int(killed):
         r["status"] = "timeout"
     elif rc != 0:
@@ -211,7 +241,7 @@ def find_key(obj, key, depth=0):
 
 def check_output(name, out_path, expect_steps):
     """A light sanity check of what the contender printed: JSON, and real_steps if present."""
-    if name == "floor":
+    if name in ("floor", "inflate"):
         return None
     try:
         with open(out_path, "rb") as f:
@@ -245,12 +275,20 @@ def main():
     traces = {"S": get_trace(a.work_dir, a.source, S, a.regen)}
     # 2S = exactly twice the copies of S, so the two traces differ by 2x in content, not ~2x
     traces["2S"] = get_trace(a.work_dir, a.source, 2 * S, a.regen, copies=2 * traces["S"]["copies"])
+    labels = ["S", "2S"]
+    if a.gzip:
+        traces["Sgz"] = get_gzip(traces["S"])
+        labels.append("Sgz")
 
     contenders = {
         "ours": {"cmd": [a.ours, "profile", "summary", "--json"], "exe": a.ours},
         "peer": {"cmd": [a.python, a.peer], "exe": a.peer},
         "floor": {"cmd": [a.floor], "exe": a.floor},
+        "old": {"cmd": [a.tool, "--parser=rapidjson"], "exe": a.tool},
+        "inflate": {"cmd": [a.tool, "--inflate-only"], "exe": a.tool},
     }
+    if not a.gzip:
+        del contenders["inflate"]
     missing = {}
     for name, c in contenders.items():
         exe = c["exe"]
@@ -259,14 +297,17 @@ def main():
         elif name != "peer" and not os.access(exe, os.X_OK):
             missing[name] = exe + " (not executable)"
     for name, exe in missing.items():
-        print("%-5s missing: %s (skipped)" % (name, exe), flush=True)
+        print("%-7s missing: %s (skipped)" % (name, exe), flush=True)
 
     peer_labels = {"2S": ["2S"], "S": ["S"], "both": ["S", "2S"], "none": []}[a.peer_sizes]
     plan = []  # (label, name), interleaved so machine noise spreads over all contenders
     for rep in range(a.reps):
         for lab in ("S", "2S"):
-            for name in ("floor", "ours"):
+            for name in ("floor", "ours", "old"):
                 plan.append((lab, name))
+        if a.gzip:
+            for name in ("inflate", "ours", "old"):
+                plan.append(("Sgz", name))
     for rep in range(a.peer_reps):
         for lab in peer_labels:
             plan.append((lab, "peer"))
@@ -286,7 +327,7 @@ def main():
         out_path = os.path.join(a.work_dir, "out_%s_%s.txt" % (name, lab))
         err_path = os.path.join(a.work_dir, "err_%s_%s.txt" % (name, lab))
         cmd = contenders[name]["cmd"] + [tr["path"]]
-        print("[%d/%d] %-5s %-2s (%.0f MiB) ..." % (i + 1, len(plan), name, lab, tr["bytes"] / MIB),
+        print("[%d/%d] %-7s %-3s (%.0f MiB) ..." % (i + 1, len(plan), name, lab, tr["bytes"] / MIB),
               end=" ", flush=True)
         r = run_once(cmd, a.peer_timeout if name == "peer" else a.timeout, out_path, err_path,
                      a.python)
@@ -311,8 +352,10 @@ def main():
     # summary rows
     rows = []
     stat = {}
-    for name in ("ours", "peer", "floor"):
-        for lab in ("S", "2S"):
+    for name in ("ours", "old", "peer", "floor", "inflate"):
+        if name not in contenders:
+            continue
+        for lab in labels:
             tr = traces[lab]
             size_mib = tr["bytes"] / MIB
             rs = [r for r in runs if r["contender"] == name and r["size"] == lab]
@@ -338,6 +381,7 @@ def main():
                 med = statistics.median(r["wall_s"] for r in ok)
                 peak = max(r["peak_rss_mib"] for r in ok)
                 row.update({"status": "ok", "median_s": med, "min_s": min(r["wall_s"] for r in ok),
+                            "median_cpu_s": statistics.median(r["cpu_s"] for r in ok),
                             "mib_per_s": size_mib / med if med > 0 else None,
                             "peak_rss_mib": peak, "peak_over_size": peak / size_mib})
                 notes = sorted({r["note"] for r in ok if r.get("note")})
@@ -351,23 +395,24 @@ def main():
                 break
 
     print()
-    hdr = "%-6s %-3s %9s %5s %9s %9s %9s %12s %10s  %s" % (
-        "", "", "size MiB", "runs", "median s", "min s", "MiB/s", "peak RSS MiB", "peak/size", "")
+    hdr = "%-7s %-3s %9s %5s %9s %9s %9s %9s %12s %10s  %s" % (
+        "", "", "size MiB", "runs", "median s", "min s", "MiB/s", "cpu s", "peak RSS MiB", "peak/size", "")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
         if r["status"] == "missing":
-            print("%-6s %-3s %9s %5s %9s" % (r["contender"], "", "", "", "missing"))
+            print("%-7s %-3s %9s %5s %9s" % (r["contender"], "", "", "", "missing"))
             continue
         if r["status"] not in ("ok", "timeout") or "median_s" not in r:
-            print("%-6s %-3s %9.1f %5d  %s" % (r["contender"], r["size"], r["size_mib"], 0, r["status"]))
+            print("%-7s %-3s %9.1f %5d  %s" % (r["contender"], r["size"], r["size_mib"], 0, r["status"]))
             continue
         le = "<=" if r.get("peak_is_upper_bound") else ""
         lb = r.get("time_is_lower_bound")
-        print("%-6s %-3s %9.1f %5d %9s %9s %9s %12s %10s  %s" % (
+        print("%-7s %-3s %9.1f %5d %9s %9s %9s %9s %12s %10s  %s" % (
             r["contender"], r["size"], r["size_mib"], r["runs"],
             (">" if lb else "") + "%.3f" % r["median_s"], (">" if lb else "") + "%.3f" % r["min_s"],
             ("<" if lb else "") + "%.1f" % r["mib_per_s"],
+            "%.3f" % r["median_cpu_s"] if "median_cpu_s" in r else "-",
             le + "%.1f" % r["peak_rss_mib"], le + "%.3f" % r["peak_over_size"],
             "killed at the time limit" if lb else r.get("note", "")))
 
@@ -385,6 +430,18 @@ def main():
         ratios["peer_over_ours"]["lower_bound"] = True
     v, lab = at_largest("ours", "floor")
     ratios["ours_over_floor"] = {"value": v, "at": lab}
+    v, lab = at_largest("old", "ours")
+    ratios["old_over_ours"] = {"value": v, "at": lab}
+    ratios["ours_mb_per_s"] = {"value": None}
+    for lab in ("2S", "S"):
+        if ("ours", lab) in stat:
+            ratios["ours_mb_per_s"] = {"value": traces[lab]["bytes"] / 1e6 / stat[("ours", lab)]["median_s"],
+                                       "at": lab}
+            break
+    ratios["ours_gz_over_inflate"] = {"value": None}
+    if ("ours", "Sgz") in stat and ("inflate", "Sgz") in stat:
+        ratios["ours_gz_over_inflate"] = {
+            "value": stat[("ours", "Sgz")]["median_s"] / stat[("inflate", "Sgz")]["median_s"], "at": "Sgz"}
     peaks = [(stat[("ours", l)]["peak_over_size"], l) for l in ("S", "2S") if ("ours", l) in stat]
     v, lab = max(peaks) if peaks else (None, None)
     ratios["ours_peak_over_size"] = {"value": v, "at": lab}
@@ -402,6 +459,9 @@ def main():
     lines = [
         ("peer_over_ours", "peer time / ours time", "at %s"),
         ("ours_over_floor", "ours time / floor time", "at %s"),
+        ("old_over_ours", "old time / ours time", "at %s"),
+        ("ours_mb_per_s", "ours MB/s (10^6 bytes)", "at %s"),
+        ("ours_gz_over_inflate", "ours time / inflate time", "at %s (gzip)"),
         ("ours_peak_over_size", "ours peak RSS / trace size", "worst, at %s"),
         ("ours_time_2s_over_s", "ours time(2S) / time(S)", None),
     ]
@@ -425,7 +485,8 @@ def main():
         if "raw" in r:
             extra = "scaled to exactly 2x bytes; raw %.3f, bytes x%.3f" % (r["raw"], r["bytes_ratio"])
         if r["value"] is None:
-            miss = [n for n in ("ours", "peer", "floor") if n in key.split("_") and n in missing]
+            miss = [n for n in ("ours", "old", "peer", "floor", "inflate")
+                    if n in key.split("_") and n in missing]
             extra = ("missing: " + ", ".join(miss)) if miss else "not measured"
         shown = fmt(r["value"], "%.2f")
         if r["value"] is not None and (r.get("lower_bound") or r.get("upper_bound")):
@@ -439,7 +500,7 @@ def main():
 
     result = {
         "config": {k: getattr(a, k) for k in ("size_mb", "reps", "peer_reps", "peer_sizes", "timeout", "peer_timeout",
-                                              "ours", "peer", "floor", "python", "source")},
+                                              "ours", "peer", "floor", "tool", "gzip", "python", "source")},
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                     "python": platform.python_version()},
         "spawn_baseline_rss_mib": baseline, "traces": traces, "missing": missing, "runs": runs, "summary": rows, "ratios": ratios,

@@ -12,6 +12,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   clang-14 libclang-rt-14-dev            # libFuzzer targets
   rapidjson-dev zlib1g-dev libabsl-dev
+  libsimdjson-dev libisal-dev            # the trace reader: simdjson parse, igzip inflate
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libopencv-dev libyaml-cpp-dev          # image decode/augment, dataset YAML

@@ -64,7 +64,7 @@ run_target() {
     failed=1
     echo "!!! ${name} FAILED (exit ${rc}); from ${dir}/fuzz.log:" >&2
     # The first report and the top of its stack (the full log has the rest).
-    awk '/runtime error|ERROR: (Address|Leak|Undefined)|ERROR: libFuzzer|round trip failed/ \
+    awk '/runtime error|ERROR: (Address|Leak|Undefined)|ERROR: libFuzzer|round trip failed|readers differ/ \
          { on = 1 } on && n++ < 14' "${dir}/fuzz.log" >&2
     if [[ -n "${found}" ]]; then
       echo "!!! reproducer(s) (replay: ${bin} <file>):" >&2

@@ -3,15 +3,28 @@
 #include <rapidjson/error/en.h>
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
+#include <simdjson.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/io/block_reader.h"
 #include "common/io/file_reader.h"
 
 namespace libreyolo {
@@ -524,15 +537,37 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   int shapes_depth_ = -1;
 };
 
-template <typename Stream>
-absl::StatusOr<TraceData> Parse(Stream& stream, const std::string& what,
-                                const absl::Status* stream_status, size_t json_bytes_hint) {
+// What every parser does after the last event: the checks that make JSON a trace, the device.
+absl::StatusOr<TraceData> Finish(TraceData data, const TraceHandler& handler,
+                                 const std::string& what) {
+  if (!handler.saw_events()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": not a Chrome trace (no \"traceEvents\" list) and not a libreyolo profile "
+              "(no \"schema\": \"libreyolo.profile.analysis/...\")"));
+  }
+  if (data.device->name.empty()) {
+    data.device.reset();
+  } else {
+    data.device->type = absl::StrContains(data.device->name, "AMD") ? "rocm" : "cuda";
+  }
+  return data;
+}
+
+TraceData EmptyData(size_t json_bytes_hint) {
   TraceData data;
   // Reserving from the size means the vector never reallocates (a realloc would briefly hold
   // two copies); untouched reserved pages cost no resident memory. Kineto writes >= 100 bytes
   // of JSON per event.
   data.events.reserve(json_bytes_hint / 100);
   data.device.emplace();
+  return data;
+}
+
+// The RapidJSON SAX reader: the reference. It decides every input simdjson does not accept.
+template <typename Stream>
+absl::StatusOr<TraceData> Parse(Stream& stream, const std::string& what,
+                                const absl::Status* stream_status, size_t json_bytes_hint) {
+  TraceData data = EmptyData(json_bytes_hint);
   TraceHandler handler(&data);
   rapidjson::Reader reader;
   const rapidjson::ParseResult result = reader.Parse<kParseFlags>(stream, handler);
@@ -548,31 +583,669 @@ absl::StatusOr<TraceData> Parse(Stream& stream, const std::string& what,
         rapidjson::GetParseError_En(result.Code()),
         ". Is the file complete? Re-export it with the profiler's export_chrome_trace."));
   }
-  if (!handler.saw_events()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": not a Chrome trace (no \"traceEvents\" list) and not a libreyolo profile "
-              "(no \"schema\": \"libreyolo.profile.analysis/...\")"));
-  }
-  if (data.device->name.empty()) {
-    data.device.reset();
-  } else {
-    data.device->type = absl::StrContains(data.device->name, "AMD") ? "rocm" : "cuda";
-  }
-  return data;
+  return Finish(std::move(data), handler, what);
 }
 
-}  // namespace
-
-absl::StatusOr<TraceData> ReadTraceFile(const std::string& path) {
+absl::StatusOr<TraceData> ReadFileRapidJson(const std::string& path) {
   auto reader = ChunkedFileReader::Open(path);
   if (!reader.ok()) return reader.status();
   ChunkStream stream(reader->get());
   return Parse(stream, path, &stream.status(), (*reader)->UncompressedSizeHint());
 }
 
-absl::StatusOr<TraceData> ReadTraceText(std::string_view json) {
+absl::StatusOr<TraceData> ReadTextRapidJson(std::string_view json) {
   rapidjson::MemoryStream stream(json.data(), json.size());
   return Parse(stream, "trace", nullptr, json.size());
+}
+
+// --- simdjson ---------------------------------------------------------------------------------
+// The on-demand parser walks every value (nothing is skipped unread, so nothing invalid passes
+// unseen) and calls the same handler, in the same order, as RapidJSON's SAX reader: the two
+// readers agree on every input simdjson accepts (the fuzz target checks this). Whatever simdjson
+// rejects (bad JSON, invalid UTF-8, NaN/Infinity literals, numbers beyond a double) or the handler
+// stops (nesting too deep) is handed back, and the caller lets the RapidJSON reader decide it:
+// its error messages, byte offsets and extensions stay exactly as they were.
+namespace od = simdjson::ondemand;
+
+class SimdWalker {
+ public:
+  explicit SimdWalker(TraceHandler* handler) : h_(handler) {}
+
+  // Each returns false when the walk must stop: a simdjson error or a handler refusal.
+  bool Value(od::value v) {
+    od::json_type type;
+    if (v.type().get(type) != simdjson::SUCCESS) return false;
+    switch (type) {
+      case od::json_type::object: {
+        od::object o;
+        if (v.get_object().get(o) != simdjson::SUCCESS) return false;
+        return Object(o);
+      }
+      case od::json_type::array: {
+        od::array a;
+        if (v.get_array().get(a) != simdjson::SUCCESS) return false;
+        return Array(a);
+      }
+      case od::json_type::string: {
+        // Without escapes the string is its raw bytes: no copy, and the value is left for the
+        // iterator to step over.
+        const std::string_view raw = v.raw_json_token();
+        if (raw.empty() || raw[0] != '"') return false;
+        std::string_view s;
+        switch (ScanString(raw.data() + 1, &s)) {
+          case kPlain: break;
+          case kEscaped:
+            if (v.get_string().get(s) != simdjson::SUCCESS) return false;
+            break;
+          case kControl: return false;  // RapidJSON's error to report
+        }
+        return h_->String(s.data(), static_cast<rapidjson::SizeType>(s.size()), true);
+      }
+      case od::json_type::number:
+        return Number(v);
+      case od::json_type::boolean: {
+        bool b = false;
+        if (v.get_bool().get(b) != simdjson::SUCCESS) return false;
+        return h_->Bool(b);
+      }
+      case od::json_type::null: {
+        bool is_null = false;
+        if (v.is_null().get(is_null) != simdjson::SUCCESS || !is_null) return false;
+        return h_->Null();
+      }
+    }
+    return false;
+  }
+
+  bool Object(od::object o) {
+    if (!h_->StartObject()) return false;
+    for (auto field : o) {
+      od::field f;
+      if (std::move(field).get(f) != simdjson::SUCCESS) return false;
+      std::string_view key;
+      switch (ScanString(f.key().raw(), &key)) {
+        case kPlain: break;
+        case kEscaped:
+          if (f.unescaped_key().get(key) != simdjson::SUCCESS) return false;
+          break;
+        case kControl: return false;
+      }
+      if (!h_->Key(key.data(), static_cast<rapidjson::SizeType>(key.size()), true)) return false;
+      if (!Value(f.value())) return false;
+    }
+    return h_->EndObject(0);
+  }
+
+  bool Array(od::array a) {
+    if (!h_->StartArray()) return false;
+    for (auto element : a) {
+      od::value v;
+      if (std::move(element).get(v) != simdjson::SUCCESS) return false;
+      if (!Value(v)) return false;
+    }
+    return h_->EndArray(0);
+  }
+
+ private:
+  enum StringKind { kPlain, kEscaped, kControl };
+  // `p`: just after a string's opening quote (simdjson has checked that it closes). kPlain sets
+  // `out` to its bytes; kControl: an unescaped control character, which JSON forbids.
+  static StringKind ScanString(const char* p, std::string_view* out) {
+    const char* q = p;
+    while (true) {
+      const auto c = static_cast<unsigned char>(*q);
+      if (c == '"') break;
+      if (c == '\\') return kEscaped;
+      if (c < 0x20) return kControl;
+      ++q;
+    }
+    *out = std::string_view(p, static_cast<size_t>(q - p));
+    return kPlain;
+  }
+
+  // Integers are passed as RapidJSON passes them (int64, or uint64 beyond it); integers beyond
+  // 64 bits become doubles, as in RapidJSON; numbers beyond a double are left to RapidJSON.
+  bool Number(od::value v) {
+    od::number n;
+    if (v.get_number().get(n) == simdjson::SUCCESS) {
+      switch (n.get_number_type()) {
+        case od::number_type::signed_integer: return h_->Int64(n.get_int64());
+        case od::number_type::unsigned_integer: return h_->Uint64(n.get_uint64());
+        case od::number_type::floating_point_number: return h_->Double(n.get_double());
+      }
+      return false;
+    }
+    double d = 0;
+    if (v.get_double().get(d) != simdjson::SUCCESS || !std::isfinite(d)) return false;
+    return h_->Double(d);
+  }
+
+  TraceHandler* h_;
+};
+
+// Walks a whole document (an object or an array at the root) through the handler. false: the
+// RapidJSON reader must decide this input (a simdjson error, a scalar root, trailing content or
+// a handler refusal).
+bool WalkDocument(od::parser& parser, simdjson::padded_string_view json, SimdWalker& walker) {
+  od::document doc;
+  if (parser.iterate(json).get(doc) != simdjson::SUCCESS) return false;
+  od::json_type type;
+  if (doc.type().get(type) != simdjson::SUCCESS) return false;
+  bool ok = false;
+  if (type == od::json_type::object) {
+    od::object o;
+    ok = doc.get_object().get(o) == simdjson::SUCCESS && walker.Object(o);
+  } else if (type == od::json_type::array) {
+    od::array a;
+    ok = doc.get_array().get(a) == simdjson::SUCCESS && walker.Array(a);
+  }  // a scalar document is never a trace: RapidJSON says which error it is
+  // Anything after the root value (or an error that killed the iterator) is RapidJSON's to report.
+  return ok && doc.current_location().error() == simdjson::OUT_OF_BOUNDS;
+}
+
+// Walks the elements of a batch document "[e1,...,ek]" as elements of the open events list.
+bool WalkElements(od::parser& parser, simdjson::padded_string_view json, SimdWalker& walker) {
+  od::document doc;
+  if (parser.iterate(json).get(doc) != simdjson::SUCCESS) return false;
+  od::array a;
+  if (doc.get_array().get(a) != simdjson::SUCCESS) return false;
+  for (auto element : a) {
+    od::value v;
+    if (std::move(element).get(v) != simdjson::SUCCESS || !walker.Value(v)) return false;
+  }
+  return doc.current_location().error() == simdjson::OUT_OF_BOUNDS;
+}
+
+// --- streaming: the events list in batches ------------------------------------------------------
+// A trace is one JSON document, but simdjson's on-demand parser wants a whole document in memory
+// (and indexes it whole: ~4 bytes per token). So a splitter cuts the byte stream, as it arrives,
+// into documents simdjson parses one at a time:
+//   - the events ("traceEvents" at the root, or the root list itself): batches of whole
+//     elements, each parsed as the document "[e1,...,ek]", walked as elements of the list;
+//   - the skeleton: everything else, i.e. the document with each events list emptied ("[]"),
+//     parsed at the end (device properties, the checks that make it a trace).
+// The handler sees the events between a synthetic {"traceEvents": [ ... ]} (or [ ... ]), so it
+// is in exactly the state RapidJSON's reader would put it in; the skeleton's root keys come after
+// the events instead of around them, which changes nothing the handler keeps (the events do not
+// depend on them). The splitter tracks strings, escapes and nesting only; everything it cuts is
+// validated by simdjson (the skeleton keeps every byte outside the events' elements, each batch
+// every byte of its elements), the separators it cuts at are checked by it (no empty element,
+// no trailing comma). Whatever it cannot cut (a root key with an escape, a document that ends
+// early) goes to the RapidJSON reader.
+constexpr size_t kBlockBytes = size_t{1} << 18;  // read / inflate unit
+constexpr size_t kBatchBytes = size_t{1} << 18;  // JSON per simdjson document of events
+
+// JSON text followed by simdjson's padding.
+class PaddedText {
+ public:
+  void Append(const char* p, size_t n) {
+    if (n == 0) return;
+    Reserve(size_ + n);
+    std::memcpy(data_.get() + size_, p, n);
+    size_ += n;
+  }
+  void Push(char c) { Append(&c, 1); }
+  size_t size() const { return size_; }
+  simdjson::padded_string_view view() {
+    Reserve(size_);
+    std::memset(data_.get() + size_, 0, simdjson::SIMDJSON_PADDING);
+    return simdjson::padded_string_view(data_.get(), size_, capacity_ + simdjson::SIMDJSON_PADDING);
+  }
+
+ private:
+  void Reserve(size_t want) {
+    if (data_ && want <= capacity_) return;
+    const size_t capacity = std::max({want, capacity_ * 2, size_t{4096}});
+    std::unique_ptr<char[]> bigger(new char[capacity + simdjson::SIMDJSON_PADDING]);
+    if (size_ > 0) std::memcpy(bigger.get(), data_.get(), size_);
+    data_ = std::move(bigger);
+    capacity_ = capacity;
+  }
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0, capacity_ = 0;
+};
+
+struct Piece {
+  enum Kind { kBeginEvents, kEvents, kEndEvents, kSkeleton };
+  Kind kind = kEvents;
+  bool bare_list = false;  // kBeginEvents / kEndEvents: the events list is the root
+  PaddedText text;         // kEvents: "[e1,...,ek]"; kSkeleton: the document, events emptied
+};
+
+class EventSplitter {
+ public:
+  using Sink = std::function<bool(Piece&&)>;  // false: stop
+  EventSplitter(size_t batch_bytes, Sink sink) : batch_bytes_(batch_bytes), sink_(std::move(sink)) {}
+
+  // false: stop (the sink refused, or this input is the RapidJSON reader's).
+  bool Feed(const char* p, size_t n) {
+    size_t seg = 0;  // start of the bytes not yet routed to the skeleton or the batch
+    for (size_t i = 0; i < n; ++i) {
+      // Most bytes are inside a string or an element: skip to the next one that matters there.
+      if (in_string_) {
+        if (!escaped_ && !in_key_) {
+          i = SkipInString(p, i, n);
+          if (i == n) break;
+        }
+      } else if (events_depth_ >= 0 && depth_ > events_depth_) {
+        i = SkipInElement(p, i, n);
+        if (i == n) break;
+      }
+      const auto c = static_cast<unsigned char>(p[i]);
+      if (in_string_) {
+        if (escaped_) {
+          escaped_ = false;
+        } else if (c == '\\') {
+          escaped_ = true;
+          key_escape_ = true;
+        } else if (c == '"') {
+          in_string_ = false;
+          if (in_key_) {
+            in_key_ = false;
+            key_is_events_ = !key_escape_ && key_ == "traceEvents";
+          }
+          continue;
+        }
+        if (in_key_) key_ += static_cast<char>(c);
+        continue;
+      }
+      switch (c) {
+        case ' ': case '\t': case '\n': case '\r':
+          break;
+        case '"':
+          Token();
+          in_string_ = true;
+          if (depth_ == 1 && root_ == '{' && expect_key_) {
+            in_key_ = true;
+            key_.clear();
+            key_escape_ = false;
+            expect_key_ = false;
+          }
+          break;
+        case '{': case '[':
+          if (depth_ == 0 && root_ == 0) root_ = static_cast<char>(c);
+          if (c == '[' && events_depth_ < 0 &&
+              ((depth_ == 0 && root_ == '[' && !root_done_) ||
+               (depth_ == 1 && root_ == '{' && events_value_))) {
+            events_value_ = false;
+            ++depth_;
+            if (depth_ == 1) root_done_ = true;
+            skeleton_.text.Append(p + seg, i + 1 - seg);
+            seg = i + 1;
+            if (!BeginEvents()) return false;
+            break;
+          }
+          Token();
+          if (depth_ == 1 && root_ == '{') events_value_ = false;
+          ++depth_;
+          if (depth_ == 1) expect_key_ = true;
+          break;
+        case '}': case ']':
+          if (events_depth_ >= 0 && depth_ == events_depth_) {  // the events list closes
+            batch_.text.Append(p + seg, i - seg);
+            seg = i;
+            if (!EndEvents()) return false;
+          } else {
+            Token();
+          }
+          if (--depth_ < 0) return false;
+          if (depth_ == 0) root_done_ = true;
+          break;
+        case ',':
+          if (events_depth_ >= 0 && depth_ == events_depth_) {
+            if (!element_) return false;  // an empty element
+            element_ = false;
+            ++separators_;
+            const size_t pending = batch_.text.size() + (i - seg);
+            if (pending >= batch_bytes_) {
+              batch_.text.Append(p + seg, i - seg);
+              seg = i + 1;
+              if (!EmitBatch()) return false;
+            }
+          } else if (depth_ == 1 && root_ == '{') {
+            expect_key_ = true;
+            events_value_ = false;
+          }
+          break;
+        case ':':
+          if (depth_ == 1 && root_ == '{') events_value_ = key_is_events_;
+          break;
+        default:
+          Token();
+          if (depth_ == 1 && root_ == '{') events_value_ = false;
+          break;
+      }
+    }
+    (events_depth_ >= 0 ? batch_.text : skeleton_.text).Append(p + seg, n - seg);
+    return true;
+  }
+
+  // The first i' >= i with p[i'] a quote or a backslash (n if none).
+  static size_t SkipInString(const char* p, size_t i, size_t n) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    for (; i + 16 <= n; i += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      const int m = _mm_movemask_epi8(
+          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+      if (m != 0) return i + static_cast<size_t>(std::countr_zero(static_cast<unsigned>(m)));
+    }
+#endif
+    for (; i < n; ++i) {
+      if (p[i] == '"' || p[i] == '\\') return i;
+    }
+    return n;
+  }
+  // Inside an element, outside strings: the first quote or bracket (n if none).
+  static size_t SkipInElement(const char* p, size_t i, size_t n) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i lower = _mm_set1_epi8(0x20);
+    const __m128i open = _mm_set1_epi8('{');    // '[' | 0x20 == '{'
+    const __m128i close = _mm_set1_epi8('}');   // ']' | 0x20 == '}'
+    for (; i + 16 <= n; i += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      const __m128i folded = _mm_or_si128(v, lower);
+      const int m = _mm_movemask_epi8(_mm_or_si128(
+          _mm_cmpeq_epi8(v, quote),
+          _mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close))));
+      if (m != 0) return i + static_cast<size_t>(std::countr_zero(static_cast<unsigned>(m)));
+    }
+#endif
+    for (; i < n; ++i) {
+      const char c = p[i];
+      if (c == '"' || c == '{' || c == '}' || c == '[' || c == ']') return i;
+    }
+    return n;
+  }
+
+  // At the end of the input: hands on the skeleton. false: the document ended early.
+  bool Finish() {
+    if (in_string_ || depth_ != 0 || events_depth_ >= 0) return false;
+    skeleton_.kind = Piece::kSkeleton;
+    return sink_(std::move(skeleton_));
+  }
+
+ private:
+  // A token (not a separator) at the current depth: inside the events list it is an element.
+  void Token() {
+    if (events_depth_ >= 0 && depth_ == events_depth_) element_ = true;
+  }
+  bool BeginEvents() {
+    events_depth_ = depth_;
+    element_ = false;
+    separators_ = 0;
+    Piece begin;
+    begin.kind = Piece::kBeginEvents;
+    begin.bare_list = depth_ == 1;
+    NewBatch();
+    return sink_(std::move(begin));
+  }
+  bool EndEvents() {
+    if (!element_ && separators_ > 0) return false;  // a trailing comma
+    if (element_ && !EmitBatch()) return false;
+    Piece end;
+    end.kind = Piece::kEndEvents;
+    end.bare_list = events_depth_ == 1;
+    events_depth_ = -1;
+    return sink_(std::move(end));
+  }
+  void NewBatch() {
+    batch_ = Piece();
+    batch_.kind = Piece::kEvents;
+    batch_.text.Push('[');
+  }
+  bool EmitBatch() {
+    batch_.text.Push(']');
+    const bool ok = sink_(std::move(batch_));
+    NewBatch();
+    return ok;
+  }
+
+  const size_t batch_bytes_;
+  Sink sink_;
+  Piece skeleton_, batch_;
+  int64_t depth_ = 0;
+  int64_t events_depth_ = -1;  // the depth inside the open events list; -1 when none is open
+  int64_t separators_ = 0;
+  char root_ = 0;             // '{', '[' or 0 (none yet, or a scalar)
+  bool root_done_ = false;    // the first root value has ended (or opened, for a list)
+  bool in_string_ = false, escaped_ = false;
+  bool in_key_ = false, key_escape_ = false, expect_key_ = false;
+  bool key_is_events_ = false;  // the last root key was "traceEvents" (with no escape)
+  bool events_value_ = false;   // just after "traceEvents": at the root
+  bool element_ = false;        // the current element of the events list has a token
+  std::string key_;
+};
+
+// Parses the pieces in order through one handler.
+class PieceParser {
+ public:
+  explicit PieceParser(TraceData* data) : handler_(data), walker_(&handler_) {}
+  bool Take(Piece& piece) {
+    switch (piece.kind) {
+      case Piece::kBeginEvents:
+        if (piece.bare_list) return handler_.StartArray();
+        return handler_.StartObject() && handler_.Key("traceEvents", 11, true) &&
+               handler_.StartArray();
+      case Piece::kEvents:
+        return WalkElements(parser_, piece.text.view(), walker_);
+      case Piece::kEndEvents:
+        if (piece.bare_list) return handler_.EndArray(0);
+        return handler_.EndArray(0) && handler_.EndObject(0);
+      case Piece::kSkeleton:
+        return WalkDocument(parser_, piece.text.view(), walker_);
+    }
+    return false;
+  }
+  const TraceHandler& handler() const { return handler_; }
+
+ private:
+  TraceHandler handler_;
+  SimdWalker walker_;
+  od::parser parser_;
+};
+
+// A bounded queue between the reading thread and the parsing one.
+class PieceQueue {
+ public:
+  explicit PieceQueue(size_t capacity) : capacity_(capacity) {}
+  bool Push(Piece&& piece) {
+    std::unique_lock<std::mutex> lock(mu_);
+    not_full_.wait(lock, [&] { return cancelled_ || items_.size() < capacity_; });
+    if (cancelled_) return false;
+    items_.push_back(std::move(piece));
+    not_empty_.notify_one();
+    return true;
+  }
+  bool Pop(Piece* piece) {
+    std::unique_lock<std::mutex> lock(mu_);
+    not_empty_.wait(lock, [&] { return closed_ || !items_.empty(); });
+    if (items_.empty()) return false;
+    *piece = std::move(items_.front());
+    items_.pop_front();
+    not_full_.notify_one();
+    return true;
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    not_empty_.notify_all();
+  }
+  void Cancel() {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    items_.clear();
+    not_full_.notify_all();
+  }
+
+ private:
+  const size_t capacity_;
+  std::mutex mu_;
+  std::condition_variable not_full_, not_empty_;
+  std::deque<Piece> items_;
+  bool closed_ = false, cancelled_ = false;
+};
+
+// The file, read (and inflated) on a thread of its own while this one parses. nullopt: the
+// RapidJSON reader must decide this input.
+std::optional<absl::StatusOr<TraceData>> ReadFileStreaming(const std::string& path) {
+  auto opened = BlockReader::Open(path);
+  if (!opened.ok()) return opened.status();
+  std::unique_ptr<BlockReader> reader = *std::move(opened);
+  TraceData data = EmptyData(reader->UncompressedSizeHint());
+  PieceParser parser(&data);
+  PieceQueue queue(4);
+  absl::Status source_status;
+  bool split_ok = true;
+  std::thread producer([&] {
+    EventSplitter splitter(kBatchBytes, [&](Piece&& p) { return queue.Push(std::move(p)); });
+    std::vector<char> block(kBlockBytes);
+    while (true) {
+      auto n = reader->Read(block.data(), block.size());
+      if (!n.ok()) {
+        source_status = n.status();
+        break;
+      }
+      if (*n == 0) {
+        split_ok = splitter.Finish();
+        break;
+      }
+      if (!splitter.Feed(block.data(), *n)) {
+        split_ok = false;
+        break;
+      }
+    }
+    queue.Close();
+  });
+  bool parse_ok = true;
+  Piece piece;
+  while (queue.Pop(&piece)) {
+    if (!parser.Take(piece)) {
+      parse_ok = false;
+      queue.Cancel();
+      break;
+    }
+  }
+  producer.join();
+  if (!source_status.ok()) return source_status;
+  if (!parse_ok || !split_ok) return std::nullopt;
+  return Finish(std::move(data), parser.handler(), path);
+}
+
+}  // namespace
+
+namespace internal {
+
+std::optional<absl::StatusOr<TraceData>> ReadTraceTextSimdjson(std::string_view json,
+                                                                size_t block_bytes,
+                                                                size_t batch_bytes) {
+  TraceData data = EmptyData(json.size());
+  PieceParser parser(&data);
+  EventSplitter splitter(batch_bytes, [&](Piece&& p) { return parser.Take(p); });
+  block_bytes = std::max<size_t>(block_bytes, 1);
+  for (size_t at = 0; at < json.size(); at += block_bytes) {
+    if (!splitter.Feed(json.data() + at, std::min(block_bytes, json.size() - at))) {
+      return std::nullopt;
+    }
+  }
+  if (!splitter.Finish()) return std::nullopt;
+  return Finish(std::move(data), parser.handler(), "trace");
+}
+
+}  // namespace internal
+
+namespace {
+
+absl::StatusOr<TraceData> ReadFileSimd(const std::string& path) {
+  std::optional<absl::StatusOr<TraceData>> result = ReadFileStreaming(path);
+  if (result.has_value()) return *std::move(result);
+  return ReadFileRapidJson(path);
+}
+
+}  // namespace
+
+bool SameTraceData(const TraceData& a, const TraceData& b, std::string* why) {
+  auto differ = [&](std::string what) {
+    *why = std::move(what);
+    return false;
+  };
+  if (a.strings.size() != b.strings.size()) return differ("string table sizes");
+  for (uint32_t i = 0; i < a.strings.size(); ++i) {
+    if (a.strings.Get(i) != b.strings.Get(i)) return differ(absl::StrCat("string ", i));
+  }
+  if (a.events.size() != b.events.size()) {
+    return differ(absl::StrCat("event counts ", a.events.size(), " vs ", b.events.size()));
+  }
+  for (size_t i = 0; i < a.events.size(); ++i) {
+    const TraceEvent& x = a.events[i];
+    const TraceEvent& y = b.events[i];
+    if (x.ts_ns != y.ts_ns || x.dur_ns != y.dur_ns || x.correlation != y.correlation ||
+        x.name != y.name || x.thread != y.thread || x.shapes != y.shapes || x.aux != y.aux ||
+        x.cls != y.cls || x.device_type != y.device_type) {
+      return differ(absl::StrCat("event ", i));
+    }
+  }
+  if (a.flops.size() != b.flops.size()) return differ("flops counts");
+  for (size_t i = 0; i < a.flops.size(); ++i) {
+    if (std::bit_cast<uint64_t>(a.flops[i]) != std::bit_cast<uint64_t>(b.flops[i])) {
+      return differ(absl::StrCat("flops ", i));
+    }
+  }
+  if (a.memory.size() != b.memory.size()) return differ("memory sample counts");
+  for (size_t i = 0; i < a.memory.size(); ++i) {
+    const MemorySample& x = a.memory[i];
+    const MemorySample& y = b.memory[i];
+    if (x.bytes != y.bytes || x.total_allocated != y.total_allocated ||
+        x.total_reserved != y.total_reserved) {
+      return differ(absl::StrCat("memory sample ", i));
+    }
+  }
+  if (a.steps.size() != b.steps.size()) return differ("step counts");
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    const StepMark& x = a.steps[i];
+    const StepMark& y = b.steps[i];
+    if (x.number != y.number || x.ts_ns != y.ts_ns || x.dur_ns != y.dur_ns ||
+        x.cpu_copy != y.cpu_copy) {
+      return differ(absl::StrCat("step ", i));
+    }
+  }
+  if (a.min_ts_ns != b.min_ts_ns || a.max_end_ns != b.max_end_ns) return differ("time span");
+  if (a.has_input_shapes != b.has_input_shapes) return differ("has_input_shapes");
+  if (a.device.has_value() != b.device.has_value()) return differ("device presence");
+  if (a.device) {
+    const DeviceInfo& x = *a.device;
+    const DeviceInfo& y = *b.device;
+    const bool same_mem = x.memory_mb.has_value() == y.memory_mb.has_value() &&
+                          (!x.memory_mb || std::bit_cast<uint64_t>(*x.memory_mb) ==
+                                               std::bit_cast<uint64_t>(*y.memory_mb));
+    if (x.type != y.type || x.name != y.name || x.index != y.index || x.sm_count != y.sm_count ||
+        !same_mem) {
+      return differ("device");
+    }
+  }
+  const ParseStats& x = a.stats;
+  const ParseStats& y = b.stats;
+  if (x.events != y.events || x.complete_events != y.complete_events ||
+      x.skipped_events != y.skipped_events || x.non_numeric_ids != y.non_numeric_ids) {
+    return differ(absl::StrCat("parse counters: events ", x.events, "/", y.events, ", skipped ",
+                               x.skipped_events, "/", y.skipped_events));
+  }
+  return true;
+}
+
+absl::StatusOr<TraceData> ReadTraceFile(const std::string& path, TraceParser parser) {
+  if (parser == TraceParser::kRapidJson) return ReadFileRapidJson(path);
+  return ReadFileSimd(path);
+}
+
+absl::StatusOr<TraceData> ReadTraceText(std::string_view json, TraceParser parser) {
+  if (parser == TraceParser::kRapidJson) return ReadTextRapidJson(json);
+  std::optional<absl::StatusOr<TraceData>> result =
+      internal::ReadTraceTextSimdjson(json, kBlockBytes, kBatchBytes);
+  if (result.has_value()) return *std::move(result);
+  return ReadTextRapidJson(json);
 }
 
 }  // namespace libreyolo
