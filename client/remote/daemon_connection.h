@@ -57,16 +57,23 @@ class DaemonConnection {
 // LIBREYOLO_RECONNECT_TIMEOUT_S seconds (default 300) since the first failure in a row; any
 // other answer, or Ctrl-C, ends the retrying. Watching, the final GetJob and artifact downloads
 // all use it, so a job that ends while its daemon restarts is still followed and downloaded.
+//
+// Only a daemon that was reached is waited for: an address where nobody ever answered (a typo,
+// a daemon that is not running) fails at once, as before.
 class Reconnect {
  public:
-  Reconnect();
-  // After a failed call: true when `s` is UNAVAILABLE and the budget allows another try (it has
-  // slept the backoff); false to give up.
+  explicit Reconnect(bool reached = false);
+  // After a failed call: true when `s` is transient, the daemon was reached before and the
+  // budget allows another try (it has slept the backoff); false to give up.
   bool ShouldRetry(const grpc::Status& s);
-  // After a call that reached the daemon.
-  void Reset() { failures_ = 0; }
+  // After a call (or a stream message) that reached the daemon.
+  void Reset() {
+    failures_ = 0;
+    reached_ = true;
+  }
 
  private:
+  bool reached_;
   std::chrono::seconds budget_;
   std::chrono::steady_clock::time_point first_failure_;
   int failures_ = 0;

@@ -93,7 +93,7 @@ absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job
   // drain), so this rides out UNAVAILABLE too.
   v1::GetJobRequest g;
   g.set_job_id(job_id);
-  for (Reconnect again;;) {
+  for (Reconnect again(/*reached=*/true);;) {
     auto gctx = c.Context(std::chrono::seconds(30));
     const grpc::Status s = c.stub().GetJob(gctx.get(), g, &out.job);
     if (s.ok()) break;
