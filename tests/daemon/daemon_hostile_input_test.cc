@@ -304,6 +304,10 @@ TEST_F(HostileInput, UnparsableRequestIsInvalidArgumentWithAMessage) {
       EXPECT_THAT(s.error_message(), HasSubstr(method));
     }
   }
+  // A string field that is not UTF-8 does not parse either (proto3 checks it).
+  const grpc::Status utf8 = RawCall(channel_, "/libreyolo.profiler.v1.ProfilerService/GetJob",
+                                    std::string("\x0a\x02\xff\xfe", 4), kAlice);
+  EXPECT_EQ(utf8.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << utf8.error_message();
   // A well-formed request through the same path still works.
   v1::GetJobRequest req;
   req.set_job_id("20260101-0123456789abcdef");
@@ -355,6 +359,47 @@ TEST_F(HostileInput, ErrorsShowNoDaemonPathsToRemoteCallers) {
     EXPECT_THAT(s.error_message(), Not(HasSubstr(dir_->path())));
   }
   ExpectNoJobs();
+}
+
+// Item 11, the job's own error: a job that fails on a file in the daemon's images directory
+// reports it by its short name to a remote caller, in GetJob and in WatchJob's last event.
+TEST_F(HostileInput, FailedJobErrorsShowNoDaemonPaths) {
+  fs::create_directories(dirs_->images + "/broken");
+  WriteFile(dirs_->images + "/broken/x.jpg", "this is not a JPEG", 0644);
+  v1::SubmitJobRequest r = TinyInfer();
+  r.mutable_infer()->set_source("broken");
+  v1::Job job;
+  ASSERT_TRUE(Submit(*stub_, r, &job, kAlice).ok());
+  ASSERT_TRUE(WaitTerminal(*stub_, job.id(), &job, seconds(180), kAlice));
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(job.error(), HasSubstr("images/broken"));
+  EXPECT_THAT(job.error(), Not(HasSubstr(dir_->path())));
+  std::vector<v1::JobEvent> events;
+  ASSERT_TRUE(Watch(*stub_, job.id(), 0, &events, kAlice).ok());
+  ASSERT_FALSE(events.empty());
+  for (const v1::JobEvent& e : events) EXPECT_THAT(e.message(), Not(HasSubstr(dir_->path())));
+  auto ctx = Ctx(kAlice);
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(job.id());
+  ASSERT_TRUE(stub_->CancelJob(ctx.get(), cancel, &job).ok());  // terminal: unchanged
+}
+
+// Item 11, the other side: on a private daemon (allow_local_paths) its own user keeps the full
+// paths, as before; a token user on the same socket does not.
+TEST(HostileInputPrivate, TheDaemonsOwnUserKeepsFullPaths) {
+  TempDir dir;
+  DaemonDirs dirs(dir.path());
+  std::vector<std::string> flags = dirs.Flags();
+  flags.push_back("--allow-local-paths");
+  auto daemon = DaemonProcess::Start(flags, dir.File("daemon.log"));
+  ASSERT_TRUE(daemon->WaitServing()) << ReadFile(dir.File("daemon.log"));
+  auto stub = v1::ProfilerService::NewStub(UnixChannel(dirs.socket));
+  v1::SubmitJobRequest r = TinyInfer();
+  r.mutable_infer()->mutable_model()->set_weights("missing.pt");
+  v1::Job job;
+  const grpc::Status s = Submit(*stub, r, &job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(s.error_message(), HasSubstr(dirs.models + "/missing.pt"));
 }
 
 }  // namespace
