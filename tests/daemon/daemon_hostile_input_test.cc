@@ -26,7 +26,7 @@ constexpr size_t kShortMessage = 512;  // an error message is at most this long
 
 // One daemon for the whole suite (TCP with tokens, and its Unix socket): every call here is
 // refused, so nothing the tests do changes what the next one sees.
-class HostileInput : public ::testing::Test {
+class DaemonHostileInput : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir();
@@ -77,14 +77,14 @@ class HostileInput : public ::testing::Test {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::ProfilerService::Stub> stub_;
 };
-TempDir* HostileInput::dir_ = nullptr;
-DaemonDirs* HostileInput::dirs_ = nullptr;
-DaemonProcess* HostileInput::daemon_ = nullptr;
+TempDir* DaemonHostileInput::dir_ = nullptr;
+DaemonDirs* DaemonHostileInput::dirs_ = nullptr;
+DaemonProcess* DaemonHostileInput::daemon_ = nullptr;
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
 // Issue 9 item 7: every count has an upper bound, and sums and products of counts cannot wrap.
-TEST_F(HostileInput, CountsAtTwoToTheSixtyThreeAreRefused) {
+TEST_F(DaemonHostileInput, CountsAtTwoToTheSixtyThreeAreRefused) {
   auto infer = [](auto set) {
     v1::SubmitJobRequest r = TinyInfer();
     set(r.mutable_infer());
@@ -124,7 +124,7 @@ TEST_F(HostileInput, CountsAtTwoToTheSixtyThreeAreRefused) {
 
 // Item 8: megabyte strings get a short INVALID_ARGUMENT naming the field (TCP, so the status
 // travels in HTTP/2 trailers where a long message would be cut off).
-TEST_F(HostileInput, HugeStringsGetAShortError) {
+TEST_F(DaemonHostileInput, HugeStringsGetAShortError) {
   const std::string ten_mb(10 << 20, 'w');
   const std::string one_mb(1 << 20, 'j');
   v1::SubmitJobRequest r = TinyInfer();
@@ -176,7 +176,7 @@ TEST_F(HostileInput, HugeStringsGetAShortError) {
 }
 
 // Item 9: NaN and other non-numbers, malformed synthetic counts, negative `top`, empty ids.
-TEST_F(HostileInput, MalformedValuesAreRefusedNamingTheField) {
+TEST_F(DaemonHostileInput, MalformedValuesAreRefusedNamingTheField) {
   const double nan = std::nan("");
   const double inf = std::numeric_limits<double>::infinity();
   for (double bad : {nan, inf, -inf, -0.5, 1.5}) {
@@ -292,7 +292,7 @@ grpc::Status RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::s
 
 // Item 9: bytes that do not parse as the request message are INVALID_ARGUMENT with a message
 // naming the RPC, on unary and streaming RPCs alike (gRPC's own answer is INTERNAL with no text).
-TEST_F(HostileInput, UnparsableRequestIsInvalidArgumentWithAMessage) {
+TEST_F(DaemonHostileInput, UnparsableRequestIsInvalidArgumentWithAMessage) {
   // 0xff: field 31 with wire type 7, which does not exist; then a truncated length-delimited field.
   for (const std::string& bytes : {std::string("\xff\xff\xff\xff", 4), std::string("\x0a\x7f", 2)}) {
     for (const char* method : {"SubmitJob", "GetJob", "WatchJob", "Kernels", "ReadArtifact"}) {
@@ -317,7 +317,7 @@ TEST_F(HostileInput, UnparsableRequestIsInvalidArgumentWithAMessage) {
 }
 
 // Item 10: label keys and values are restricted to a documented character set.
-TEST_F(HostileInput, LabelsWithControlCharactersAreRefused) {
+TEST_F(DaemonHostileInput, LabelsWithControlCharactersAreRefused) {
   for (const std::string& value :
        {std::string("\x1b[2J\x1b[31mowned"), std::string("a\rb"), std::string("a\nb"),
         std::string("tab\there"), std::string("\x7f"), std::string("rtl\xe2\x80\xaeoverride"),
@@ -335,7 +335,7 @@ TEST_F(HostileInput, LabelsWithControlCharactersAreRefused) {
 // Item 11: a remote caller sees names relative to the daemon's directories, never the
 // daemon's absolute paths; not over TCP, and not on the Unix socket of a daemon that does not
 // let callers name paths.
-TEST_F(HostileInput, ErrorsShowNoDaemonPathsToRemoteCallers) {
+TEST_F(DaemonHostileInput, ErrorsShowNoDaemonPathsToRemoteCallers) {
   auto unix_stub = v1::ProfilerService::NewStub(UnixChannel(dirs_->socket));
   for (v1::ProfilerService::Stub* stub : {stub_.get(), unix_stub.get()}) {
     v1::SubmitJobRequest r = TinyInfer();
@@ -363,7 +363,7 @@ TEST_F(HostileInput, ErrorsShowNoDaemonPathsToRemoteCallers) {
 
 // Item 11, the job's own error: a job that fails on a file in the daemon's images directory
 // reports it by its short name to a remote caller, in GetJob and in WatchJob's last event.
-TEST_F(HostileInput, FailedJobErrorsShowNoDaemonPaths) {
+TEST_F(DaemonHostileInput, FailedJobErrorsShowNoDaemonPaths) {
   fs::create_directories(dirs_->images + "/broken");
   WriteFile(dirs_->images + "/broken/x.jpg", "this is not a JPEG", 0644);
   v1::SubmitJobRequest r = TinyInfer();
@@ -386,7 +386,7 @@ TEST_F(HostileInput, FailedJobErrorsShowNoDaemonPaths) {
 
 // Item 11, the other side: on a private daemon (allow_local_paths) its own user keeps the full
 // paths, as before; a token user on the same socket does not.
-TEST(HostileInputPrivate, TheDaemonsOwnUserKeepsFullPaths) {
+TEST(DaemonHostileInputPrivate, TheDaemonsOwnUserKeepsFullPaths) {
   TempDir dir;
   DaemonDirs dirs(dir.path());
   std::vector<std::string> flags = dirs.Flags();
