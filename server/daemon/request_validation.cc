@@ -171,7 +171,11 @@ absl::Status CheckProfiler(const std::string& field, const v1::ProfilerOptions& 
 absl::Status CheckInfer(const v1::InferSpec& s, const DaemonConfig& config, bool local_ok,
                         const std::string& device) {
   const Limits& l = config.limits;
-  if (auto st = Count("infer.batch", s.batch(), 0, l.max_batch, "max_batch"); !st.ok()) return st;
+  if (s.batch() != 0) {  // 0 = the default, 1
+    if (auto st = Count("infer.batch", s.batch(), 1, l.max_batch, "max_batch"); !st.ok()) {
+      return st;
+    }
+  }
   if (auto st = CheckImgsz("infer.imgsz", s.imgsz(), l); !st.ok()) return st;
   const int64_t warmup = s.has_warmup() ? s.warmup() : 20;
   const int64_t runs = s.has_runs() ? s.runs() : 100;
