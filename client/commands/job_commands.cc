@@ -24,14 +24,16 @@
 #include "client/remote/progress_display.h"
 #include "common/load/load_profile.h"
 #include "common/readers/run_reader.h"
+#include "common/render/terminal_text.h"
 
 namespace libreyolo::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
+// Messages may carry the daemon's text: printed through TerminalSafe, like every remote string.
 int Fail(std::ostream& err, const std::string& cmd, int code, const std::string& msg) {
-  err << "libreyolo " << cmd << ": error: " << msg << "\n";
+  err << "libreyolo " << cmd << ": error: " << TerminalSafe(msg, /*multiline=*/true) << "\n";
   return code;
 }
 
@@ -420,11 +422,12 @@ int JobsList(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   for (const v1::Job& j : resp.jobs()) {
     std::string state = StateName(j.state());
     if (j.state() == v1::JOB_STATE_QUEUED) state = absl::StrCat("queued#", j.queue_position());
-    out << absl::StrFormat("%-26s %-6s %-10s %-8s %-10s %-19s %10s  %s\n", j.id(),
-                           j.kind() == v1::JOB_KIND_RUN ? "run" : "infer", state, j.device(),
-                           j.owner(), Age(j.create_time_unix_ms()),
+    out << absl::StrFormat("%-26s %-6s %-10s %-8s %-10s %-19s %10s  %s\n", TerminalSafe(j.id()),
+                           j.kind() == v1::JOB_KIND_RUN ? "run" : "infer", state,
+                           TerminalSafe(j.device()), TerminalSafe(j.owner()),
+                           Age(j.create_time_unix_ms()),
                            j.step_ms() > 0 ? absl::StrFormat("%.2f", j.step_ms()) : "-",
-                           j.error().empty() ? j.bound() : j.error());
+                           TerminalSafe(j.error().empty() ? j.bound() : j.error()));
   }
   if (!resp.next_page_token().empty()) out << "(more: raise --limit)\n";
   return kExitOk;
@@ -444,21 +447,25 @@ int JobsShow(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
     out << ProtoJson(job) << "\n";
     return kExitOk;
   }
-  out << "job       " << job.id() << "\nkind      "
+  // Every string of the job comes from the daemon: printed through TerminalSafe.
+  out << "job       " << TerminalSafe(job.id()) << "\nkind      "
       << (job.kind() == v1::JOB_KIND_RUN ? "run" : "infer") << "\nstate     "
-      << StateName(job.state()) << "\nowner     " << job.owner() << "\ndevice    " << job.device()
+      << StateName(job.state()) << "\nowner     " << TerminalSafe(job.owner())
+      << "\ndevice    " << TerminalSafe(job.device())
       << "\ncreated   " << Age(job.create_time_unix_ms()) << "\nstarted   "
       << Age(job.start_time_unix_ms()) << "\nfinished  " << Age(job.finish_time_unix_ms()) << "\n";
   if (job.queue_position() > 0) out << "position  " << job.queue_position() << "\n";
-  if (!job.error().empty()) out << "error     " << job.error() << "\n";
+  if (!job.error().empty()) out << "error     " << TerminalSafe(job.error()) << "\n";
   if (job.step_ms() > 0) {
     out << absl::StrFormat("step      %.3f ms, %.2f img/s, %s\n", job.step_ms(), job.img_per_s(),
-                           job.bound());
+                           TerminalSafe(job.bound()));
   }
-  for (const auto& [k, v] : job.labels()) out << "label     " << k << "=" << v << "\n";
+  for (const auto& [k, v] : job.labels()) {
+    out << "label     " << TerminalSafe(k) << "=" << TerminalSafe(v) << "\n";
+  }
   for (const v1::Artifact& art : job.artifacts()) {
-    out << absl::StrFormat("artifact  %-28s %12d bytes  sha256 %s\n", art.name(), art.size_bytes(),
-                           art.sha256());
+    out << absl::StrFormat("artifact  %-28s %12d bytes  sha256 %s\n", TerminalSafe(art.name()),
+                           art.size_bytes(), TerminalSafe(art.sha256()));
   }
   return kExitOk;
 }
@@ -485,7 +492,7 @@ int JobsWatch(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   display.Finish();
   if (!w.ok()) return FailStatus(err, "jobs watch", w.status());
   if (w->interrupted) return 130;
-  if (!json) out << "job " << w->job.id() << " " << StateName(w->job.state()) << "\n";
+  if (!json) out << "job " << TerminalSafe(w->job.id()) << " " << StateName(w->job.state()) << "\n";
   return w->job.state() == v1::JOB_STATE_SUCCEEDED ? kExitOk : std::max(1, w->job.exit_code());
 }
 

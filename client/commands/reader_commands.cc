@@ -10,6 +10,7 @@
 #include "common/load/load_profile.h"
 #include "common/readers/ops_view.h"
 #include "common/readers/run_reader.h"
+#include "common/render/terminal_text.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -20,8 +21,11 @@ const PositionalSpec kTraceArg{
     "(.json or .json.gz); or job:<id> for a profile stored on a libreyolod"};
 const FlagSpec kJsonFlag{"json", "", "", "print JSON instead of text"};
 
+// Messages and views may carry names from a profile or a daemon (kernel and op names, labels):
+// printed through TerminalSafe. --json output is JSON, whose strings escape control characters.
 int Fail(std::ostream& err, const std::string& cmd, int code, const std::string& msg) {
-  err << "libreyolo profile " << cmd << ": error: " << msg << "\n";
+  err << "libreyolo profile " << cmd << ": error: " << TerminalSafe(msg, /*multiline=*/true)
+      << "\n";
   return code;
 }
 
@@ -45,7 +49,7 @@ int Execute(const std::string& cmd, ReaderInvocation inv, const ParsedArgs& a, s
   if (!result.ok()) {
     return Fail(err, cmd, ReaderExitCode(result.status()), std::string(result.status().message()));
   }
-  return Emit(out, a.Switch("json") ? result->json : result->text);
+  return Emit(out, a.Switch("json") ? result->json : TerminalSafe(result->text, /*multiline=*/true));
 }
 
 ReaderInvocation Inputs(const ParsedArgs& a, size_t n) {

@@ -12,6 +12,7 @@
 #include "common/json/json_writer.h"
 #include "common/load/load_profile.h"
 #include "common/readers/run_reader.h"
+#include "common/render/terminal_text.h"
 #include "common/report/report_html.h"
 
 namespace libreyolo::cli {
@@ -45,7 +46,7 @@ absl::Status CheckOutput(const std::string& output) {
 }
 
 int Fail(std::ostream& err, int code, const std::string& msg) {
-  err << "libreyolo profile report: error: " << msg << "\n";
+  err << "libreyolo profile report: error: " << TerminalSafe(msg, /*multiline=*/true) << "\n";
   return code;
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/render/terminal_text.h"
 
 namespace libreyolo::cli {
 
@@ -35,7 +36,8 @@ void ProgressDisplay::Show(const v1::JobEvent& e) {
     err_.flush();
     return;
   }
-  std::string line = e.stage();
+  // Stages and messages come from the daemon: printed through TerminalSafe.
+  std::string line = TerminalSafe(e.stage());
   if (e.stage() == "queued" && e.queue_position() > 0) {
     line = absl::StrCat("queued (position ", e.queue_position(), ")");
   }
@@ -53,7 +55,7 @@ void ProgressDisplay::Show(const v1::JobEvent& e) {
     err_ << "\r\033[K" << absl::StrFormat("%-32s%s", line, bar);
     bar_open_ = true;
     if (!e.message().empty()) {
-      err_ << "\n" << e.message() << "\n";
+      err_ << "\n" << TerminalSafe(e.message(), /*multiline=*/true) << "\n";
       bar_open_ = false;
     }
     err_.flush();
@@ -64,7 +66,7 @@ void ProgressDisplay::Show(const v1::JobEvent& e) {
   const bool complete = e.total() > 0 && e.done() == e.total();
   if (stage_change || complete || !e.message().empty()) {
     err_ << line;
-    if (!e.message().empty()) err_ << ": " << e.message();
+    if (!e.message().empty()) err_ << ": " << TerminalSafe(e.message(), /*multiline=*/true);
     err_ << "\n";
     err_.flush();
   }

@@ -22,6 +22,7 @@
 #include "server/daemon/job_store.h"
 #include "server/daemon/profiler_service.h"
 #include "server/daemon/prometheus.h"
+#include "server/daemon/rpc_edge.h"
 #include "server/daemon/unix_listener.h"
 
 namespace libreyolo::daemon {
@@ -122,6 +123,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   grpc::ServerBuilder builder;
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // one daemon per port (ProbeTcpListen)
   builder.RegisterService(d->service_.get());
+  // Every RPC's status passes the API edge: unparsable requests, path redaction, length cap.
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> edge;
+  edge.push_back(MakeRpcEdgeInterceptors(&d->config_, d->auth_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(edge));
   // Requests carry inline images; the limit is enforced per field, this bounds the message.
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::min<int64_t>(c.limits.max_inline_image_bytes + (1 << 20), INT32_MAX)));

@@ -45,13 +45,15 @@ int64_t ResidentBytes() {
 }
 
 // Jobs as callers see them: inline images are kept for the run (and for recovery) but not
-// echoed back by every GetJob/ListJobs; their names stay, with the data cleared.
-v1::Job ForCaller(v1::Job job) {
+// echoed back by every GetJob/ListJobs; their names stay, with the data cleared. A remote
+// caller (`redactor` set) sees the daemon's directories in the job's error by their short names.
+v1::Job ForCaller(v1::Job job, const PathRedactor* redactor) {
   if (job.request().has_infer()) {
     for (v1::InlineImage& im : *job.mutable_request()->mutable_infer()->mutable_images()) {
       im.clear_data();
     }
   }
+  if (redactor != nullptr && !job.error().empty()) job.set_error(redactor->Redact(job.error()));
   return job;
 }
 
@@ -65,15 +67,21 @@ grpc::Status ToGrpc(const absl::Status& s) {
 struct ProfilerServiceImpl::ReaderCall {
   ReaderInvocation invocation;
   std::vector<const v1::ProfileRef*> refs;
+  absl::Status valid;  // ValidateRequest of the request, reported after authentication
 };
 
 ProfilerServiceImpl::ProfilerServiceImpl(const LiveConfig& config, const Authenticator* auth,
                                          JobManager* jobs, JobStore* store)
     : config_(config),
+      redactor_(*config.Get()),  // directories do not change on reload
       auth_(auth),
       jobs_(jobs),
       store_(store),
       start_time_unix_ms_(absl::ToUnixMillis(absl::Now())) {}
+
+const PathRedactor* ProfilerServiceImpl::RedactorFor(const Identity& who) const {
+  return MayNameLocalPaths(*config_.Get(), who) ? nullptr : &redactor_;
+}
 
 grpc::Status ProfilerServiceImpl::Finish(const absl::Status& s) {
   if (!s.ok()) ++rpc_errors_;
@@ -90,7 +98,7 @@ grpc::Status ProfilerServiceImpl::SubmitJob(grpc::ServerContext* ctx,
   if (auto s = CheckInputsExist(*req, *config); !s.ok()) return Finish(s);
   auto job = jobs_->Submit(*who, *req, device);
   if (!job.ok()) return Finish(job.status());
-  *resp = ForCaller(*std::move(job));
+  *resp = ForCaller(*std::move(job), RedactorFor(*who));
   return grpc::Status::OK;
 }
 
@@ -98,12 +106,17 @@ grpc::Status ProfilerServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::W
                                            grpc::ServerWriter<v1::JobEvent>* writer) {
   auto who = auth_->Identify(*ctx);
   if (!who.ok()) return Finish(who.status());
-  if (req->from_sequence() < 0) {
-    return Finish(absl::InvalidArgumentError("from_sequence: must be >= 0"));
-  }
+  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
+  const PathRedactor* redactor = RedactorFor(*who);
   const absl::Status s = jobs_->Watch(
       *who, req->job_id(), req->from_sequence(),
-      [&](const v1::JobEvent& e) { return writer->Write(e); }, [&] { return ctx->IsCancelled(); });
+      [&](const v1::JobEvent& e) {
+        if (redactor == nullptr || e.message().empty()) return writer->Write(e);
+        v1::JobEvent copy = e;
+        copy.set_message(redactor->Redact(e.message()));
+        return writer->Write(copy);
+      },
+      [&] { return ctx->IsCancelled(); });
   return Finish(s);
 }
 
@@ -111,9 +124,10 @@ grpc::Status ProfilerServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::Get
                                          v1::Job* resp) {
   auto who = auth_->Identify(*ctx);
   if (!who.ok()) return Finish(who.status());
+  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
   auto job = jobs_->Get(*who, req->job_id());
   if (!job.ok()) return Finish(job.status());
-  *resp = ForCaller(*std::move(job));
+  *resp = ForCaller(*std::move(job), RedactorFor(*who));
   return grpc::Status::OK;
 }
 
@@ -121,11 +135,11 @@ grpc::Status ProfilerServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::L
                                            v1::ListJobsResponse* resp) {
   auto who = auth_->Identify(*ctx);
   if (!who.ok()) return Finish(who.status());
-  if (req->page_size() < 0) return Finish(absl::InvalidArgumentError("page_size: must be >= 0"));
+  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
   auto list = jobs_->List(*who, *req);
   if (!list.ok()) return Finish(list.status());
   *resp = *std::move(list);
-  for (v1::Job& j : *resp->mutable_jobs()) j = ForCaller(std::move(j));
+  for (v1::Job& j : *resp->mutable_jobs()) j = ForCaller(std::move(j), RedactorFor(*who));
   return grpc::Status::OK;
 }
 
@@ -133,9 +147,10 @@ grpc::Status ProfilerServiceImpl::CancelJob(grpc::ServerContext* ctx,
                                             const v1::CancelJobRequest* req, v1::Job* resp) {
   auto who = auth_->Identify(*ctx);
   if (!who.ok()) return Finish(who.status());
+  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
   auto job = jobs_->Cancel(*who, req->job_id());
   if (!job.ok()) return Finish(job.status());
-  *resp = ForCaller(*std::move(job));
+  *resp = ForCaller(*std::move(job), RedactorFor(*who));
   return grpc::Status::OK;
 }
 
@@ -149,6 +164,7 @@ grpc::Status ProfilerServiceImpl::ReadArtifact(grpc::ServerContext* ctx,
         absl::StrCat("chunk_size: must be 0 (default 1 MiB) .. ", kMaxChunk)));
   }
   if (req->offset() < 0) return Finish(absl::InvalidArgumentError("offset: must be >= 0"));
+  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
   auto job = jobs_->Readable(*who, req->job_id());
   if (!job.ok()) return Finish(job.status());
   auto path = store_->ArtifactPath(*job, req->name());
@@ -193,10 +209,9 @@ grpc::Status ProfilerServiceImpl::RunReaderRpc(grpc::ServerContext* ctx, const R
                                                v1::ReaderResponse* resp) {
   auto who = auth_->Identify(*ctx);
   if (!who.ok()) return Finish(who.status());
+  if (!call.valid.ok()) return Finish(call.valid);
   ReaderInvocation inv = call.invocation;
   for (const v1::ProfileRef* ref : call.refs) {
-    if (ref->job_id().empty())
-      return Finish(absl::InvalidArgumentError("profile.job_id: required"));
     inv.inputs.push_back(absl::StrCat(ref->job_id(), "/",
                                       ref->artifact().empty() ? "profile.json" : ref->artifact()));
     inv.labels.push_back(
@@ -225,6 +240,7 @@ grpc::Status ProfilerServiceImpl::RunReaderRpc(grpc::ServerContext* ctx, const R
 grpc::Status ProfilerServiceImpl::Summary(grpc::ServerContext* ctx, const v1::SummaryRequest* req,
                                           v1::ReaderResponse* resp) {
   ReaderCall c;
+  c.valid = ValidateRequest(*req);
   c.invocation.reader = "summary";
   c.refs = {&req->profile()};
   return RunReaderRpc(ctx, c, resp);
@@ -233,6 +249,7 @@ grpc::Status ProfilerServiceImpl::Summary(grpc::ServerContext* ctx, const v1::Su
 grpc::Status ProfilerServiceImpl::Get(grpc::ServerContext* ctx, const v1::GetRequest* req,
                                       v1::ReaderResponse* resp) {
   ReaderCall c;
+  c.valid = ValidateRequest(*req);
   c.invocation.reader = "get";
   if (!req->field().empty()) c.invocation.field = req->field();
   c.refs = {&req->profile()};
@@ -242,6 +259,7 @@ grpc::Status ProfilerServiceImpl::Get(grpc::ServerContext* ctx, const v1::GetReq
 grpc::Status ProfilerServiceImpl::Phases(grpc::ServerContext* ctx, const v1::PhasesRequest* req,
                                          v1::ReaderResponse* resp) {
   ReaderCall c;
+  c.valid = ValidateRequest(*req);
   c.invocation.reader = "phases";
   c.refs = {&req->profile()};
   return RunReaderRpc(ctx, c, resp);
@@ -250,6 +268,7 @@ grpc::Status ProfilerServiceImpl::Phases(grpc::ServerContext* ctx, const v1::Pha
 grpc::Status ProfilerServiceImpl::Kernels(grpc::ServerContext* ctx, const v1::KernelsRequest* req,
                                           v1::ReaderResponse* resp) {
   ReaderCall c;
+  c.valid = ValidateRequest(*req);
   c.invocation.reader = "kernels";
   KernelsOptions& o = c.invocation.kernels;
   if (req->has_top()) o.top = req->top();
@@ -265,6 +284,7 @@ grpc::Status ProfilerServiceImpl::Kernels(grpc::ServerContext* ctx, const v1::Ke
 grpc::Status ProfilerServiceImpl::Ops(grpc::ServerContext* ctx, const v1::OpsRequest* req,
                                       v1::ReaderResponse* resp) {
   ReaderCall c;
+  c.valid = ValidateRequest(*req);
   c.invocation.reader = "ops";
   OpsOptions& o = c.invocation.ops;
   if (req->has_top()) o.top = req->top();
@@ -278,6 +298,7 @@ grpc::Status ProfilerServiceImpl::Ops(grpc::ServerContext* ctx, const v1::OpsReq
 grpc::Status ProfilerServiceImpl::Compare(grpc::ServerContext* ctx, const v1::CompareRequest* req,
                                           v1::ReaderResponse* resp) {
   ReaderCall c;
+  c.valid = ValidateRequest(*req);
   c.invocation.reader = "compare";
   c.refs = {&req->before(), &req->after()};
   return RunReaderRpc(ctx, c, resp);
@@ -286,6 +307,7 @@ grpc::Status ProfilerServiceImpl::Compare(grpc::ServerContext* ctx, const v1::Co
 grpc::Status ProfilerServiceImpl::WhatIf(grpc::ServerContext* ctx, const v1::WhatIfRequest* req,
                                          v1::ReaderResponse* resp) {
   ReaderCall c;
+  c.valid = ValidateRequest(*req);
   c.invocation.reader = "what-if";
   if (req->change_case() == v1::WhatIfRequest::kRemoveCategory) {
     c.invocation.what_if.remove_category = req->remove_category();

@@ -11,6 +11,7 @@
 #include "server/daemon/daemon_config.h"
 #include "server/daemon/job_manager.h"
 #include "server/daemon/job_store.h"
+#include "server/daemon/rpc_edge.h"
 
 namespace libreyolo::daemon {
 
@@ -59,11 +60,14 @@ class ProfilerServiceImpl final : public v1::ProfilerService::Service {
 
  private:
   grpc::Status Finish(const absl::Status& s);
+  // The redactor for a caller's job errors and event messages; null when it may see paths.
+  const PathRedactor* RedactorFor(const Identity& who) const;
   struct ReaderCall;
   grpc::Status RunReaderRpc(grpc::ServerContext* ctx, const ReaderCall& call,
                             v1::ReaderResponse* resp);
 
   const LiveConfig& config_;
+  const PathRedactor redactor_;
   const Authenticator* auth_;
   JobManager* jobs_;
   JobStore* store_;

@@ -3,12 +3,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/render/terminal_text.h"
 #include "server/daemon/job_manager.h"
 
 namespace libreyolo::daemon {
@@ -23,28 +27,94 @@ absl::Status Limit(const std::string& field, int64_t value, int64_t limit, const
       absl::StrCat(field, ": ", value, " exceeds this daemon's ", key, " (", limit, ")"));
 }
 
-bool IsLabelKey(const std::string& k) {
-  if (k.empty() || k.size() > 63) return false;
-  return std::all_of(k.begin(), k.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-' ||
-           c == '/';
-  });
+// A count with a fixed range in the contract: INVALID_ARGUMENT naming the range.
+absl::Status Range(const std::string& field, int64_t v, int64_t lo, int64_t hi) {
+  if (v >= lo && v <= hi) return absl::OkStatus();
+  return Bad(field, absl::StrCat(v, " is outside ", lo, "..", hi));
+}
+
+// A count whose upper bound is one of the daemon's limits: below `lo` is INVALID_ARGUMENT,
+// above the limit RESOURCE_EXHAUSTED naming the limit.
+absl::Status Count(const std::string& field, int64_t v, int64_t lo, int64_t limit,
+                   const char* key) {
+  if (v < lo) return Bad(field, absl::StrCat(v, " is below ", lo));
+  if (v > limit) return Limit(field, v, limit, key);
+  return absl::OkStatus();
+}
+
+// Saturating arithmetic for sums and products of counts: a result past int64 is nullopt.
+std::optional<int64_t> Add(std::optional<int64_t> a, std::optional<int64_t> b) {
+  int64_t r = 0;
+  if (!a || !b || __builtin_add_overflow(*a, *b, &r)) return std::nullopt;
+  return r;
+}
+std::optional<int64_t> Mul(std::optional<int64_t> a, std::optional<int64_t> b) {
+  int64_t r = 0;
+  if (!a || !b || __builtin_mul_overflow(*a, *b, &r)) return std::nullopt;
+  return r;
+}
+
+// A sum or product of counts against a limit; one past int64 is over any limit.
+absl::Status Total(const std::string& what, std::optional<int64_t> total, int64_t limit,
+                   const char* key) {
+  if (!total) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": more than 2^63 exceeds this daemon's ",
+                                                     key, " (", limit, ")"));
+  }
+  if (*total > limit) return Limit(what, *total, limit, key);
+  return absl::OkStatus();
+}
+
+absl::Status MaxBytes(const std::string& field, const std::string& v, size_t max) {
+  if (v.size() <= max) return absl::OkStatus();
+  return Bad(field, absl::StrCat("'", Excerpt(v), "' is longer than ", max, " bytes"));
+}
+
+absl::Status CheckDouble(const std::string& field, bool has, double v, double lo, double hi) {
+  if (!has || (std::isfinite(v) && v >= lo && v <= hi)) return absl::OkStatus();
+  return Bad(field, absl::StrCat(v, " is not a number in [", lo, ", ", hi, "]"));
 }
 
 // A name in a daemon directory, or (when allowed) an absolute local path.
 absl::Status CheckNameOrPath(const std::string& field, const std::string& value, bool local_ok,
                              const char* dir_key) {
   if (value.empty() || IsPlainName(value)) return absl::OkStatus();
+  if (auto s = MaxBytes(field, value, local_ok ? kMaxLocalPathBytes : kMaxNameBytes); !s.ok()) {
+    return s;
+  }
   if (!absl::StrContains(value, '/')) {
-    return Bad(field, absl::StrCat("'", value, "' is not a valid name (letters, digits, . _ -)"));
+    return Bad(field, absl::StrCat("'", Excerpt(value),
+                                   "' is not a valid name (letters, digits, . _ -, not starting "
+                                   "with '.', at most 255 bytes)"));
   }
   if (!local_ok) {
-    return Bad(field, absl::StrCat("'", value,
+    return Bad(field, absl::StrCat("'", Excerpt(value),
                                    "' is a path; this daemon accepts only names in its ", dir_key,
                                    " (GetDaemonInfo lists them), so that no request "
                                    "names a path on the server"));
   }
   if (value[0] != '/') return Bad(field, "local paths must be absolute");
+  if (value.find('\0') != std::string::npos) return Bad(field, "a path holds no NUL byte");
+  return absl::OkStatus();
+}
+
+bool IsSyntheticData(const std::string& data) {
+  return data == "synthetic" || absl::StartsWith(data, "synthetic:");
+}
+
+// "synthetic" or "synthetic:N", N decimal digits, 1..kMaxSyntheticImages.
+absl::Status CheckSynthetic(const std::string& data) {
+  if (data == "synthetic") return absl::OkStatus();
+  const std::string count = data.substr(std::string_view("synthetic:").size());
+  const bool digits = !count.empty() && count.size() <= 7 &&
+                      std::all_of(count.begin(), count.end(), absl::ascii_isdigit);
+  int64_t n = 0;
+  if (digits) n = std::stoll(count);
+  if (!digits || n < 1 || n > kMaxSyntheticImages) {
+    return Bad("run.data", absl::StrCat("'", Excerpt(data),
+                                        "': the synthetic image count must be an integer in 1..",
+                                        kMaxSyntheticImages, " (e.g. synthetic:256)"));
+  }
   return absl::OkStatus();
 }
 
@@ -52,17 +122,21 @@ absl::Status CheckModel(const v1::ModelOptions& m, const DaemonConfig& config, b
                         std::string* device) {
   if (!m.size().empty() && m.size() != "t" && m.size() != "s" && m.size() != "m" &&
       m.size() != "c") {
-    return Bad("model.size", absl::StrCat("'", m.size(), "' is not t, s, m or c"));
+    return Bad("model.size", absl::StrCat("'", Excerpt(m.size()), "' is not t, s, m or c"));
   }
   if (auto s = CheckNameOrPath("model.weights", m.weights(), local_ok, "models_dir"); !s.ok()) {
     return s;
   }
-  if (m.threads() < 0 || m.threads() > 1024) return Bad("model.threads", "must be 0..1024");
+  if (auto s = Range("model.threads", m.threads(), 0, kMaxThreads); !s.ok()) return s;
   if (m.device().empty()) {
     *device = config.devices.empty() ? "cpu" : config.devices.front();
     auto d = NormaliseDevice(*device);
     if (d.ok()) *device = *d;
     return absl::OkStatus();
+  }
+  if (m.device().size() > kMaxShortStringBytes || !IsPrintableUtf8(m.device())) {
+    return Bad("model.device", absl::StrCat("'", Excerpt(m.device()),
+                                            "' is not a device (use cpu, 0, 1, ... or cuda:N)"));
   }
   auto d = NormaliseDevice(m.device());
   if (!d.ok()) return d.status();
@@ -72,19 +146,23 @@ absl::Status CheckModel(const v1::ModelOptions& m, const DaemonConfig& config, b
 
 absl::Status CheckImgsz(const std::string& field, int64_t v, const Limits& limits) {
   if (v == 0) return absl::OkStatus();
-  if (v < 32 || v % 32 != 0) return Bad(field, "must be a multiple of 32, at least 32");
   if (v > limits.max_imgsz) return Limit(field, v, limits.max_imgsz, "max_imgsz");
+  if (v < 32 || v % 32 != 0) return Bad(field, "must be a multiple of 32, at least 32");
   return absl::OkStatus();
 }
 
 absl::Status CheckProfiler(const std::string& field, const v1::ProfilerOptions& p) {
-  if (p.has_overhead_budget_pct() &&
-      !(p.overhead_budget_pct() >= 0 && p.overhead_budget_pct() <= 1000)) {
-    return Bad(field + ".overhead_budget_pct", "must be 0..1000");
+  if (auto s = CheckDouble(field + ".overhead_budget_pct", p.has_overhead_budget_pct(),
+                           p.overhead_budget_pct(), 0, 1000);
+      !s.ok()) {
+    return s;
+  }
+  if (p.activities_size() > kMaxActivities) {
+    return Bad(field + ".activities", absl::StrCat("at most ", kMaxActivities, " entries"));
   }
   for (const std::string& a : p.activities()) {
     if (a != "cpu" && a != "cuda") {
-      return Bad(field + ".activities", absl::StrCat("'", a, "' is not cpu or cuda"));
+      return Bad(field + ".activities", absl::StrCat("'", Excerpt(a), "' is not cpu or cuda"));
     }
   }
   return absl::OkStatus();
@@ -93,19 +171,26 @@ absl::Status CheckProfiler(const std::string& field, const v1::ProfilerOptions& 
 absl::Status CheckInfer(const v1::InferSpec& s, const DaemonConfig& config, bool local_ok,
                         const std::string& device) {
   const Limits& l = config.limits;
-  if (s.batch() < 0) return Bad("infer.batch", "must be >= 1");
-  if (s.batch() > l.max_batch) return Limit("infer.batch", s.batch(), l.max_batch, "max_batch");
+  if (s.batch() != 0) {  // 0 = the default, 1
+    if (auto st = Count("infer.batch", s.batch(), 1, l.max_batch, "max_batch"); !st.ok()) {
+      return st;
+    }
+  }
   if (auto st = CheckImgsz("infer.imgsz", s.imgsz(), l); !st.ok()) return st;
-  if (s.has_warmup() && s.warmup() < 0) return Bad("infer.warmup", "must be >= 0");
-  if (s.has_runs() && s.runs() < 1) return Bad("infer.runs", "must be >= 1");
-  const int64_t iters = (s.has_warmup() ? s.warmup() : 20) + (s.has_runs() ? s.runs() : 100);
-  if (iters > l.max_runs) return Limit("infer.warmup + infer.runs", iters, l.max_runs, "max_runs");
-  if (s.repeat() < 0) return Bad("infer.repeat", "must be >= 1");
-  if (s.repeat() > l.max_repeat)
-    return Limit("infer.repeat", s.repeat(), l.max_repeat, "max_repeat");
-  if (s.has_conf() && (s.conf() < 0 || s.conf() > 1)) return Bad("infer.conf", "must be in [0, 1]");
-  if (s.has_iou() && (s.iou() < 0 || s.iou() > 1)) return Bad("infer.iou", "must be in [0, 1]");
-  if (s.max_det() < 0 || s.max_det() > 30000) return Bad("infer.max_det", "must be 1..30000");
+  const int64_t warmup = s.has_warmup() ? s.warmup() : 20;
+  const int64_t runs = s.has_runs() ? s.runs() : 100;
+  if (auto st = Count("infer.warmup", warmup, 0, l.max_runs, "max_runs"); !st.ok()) return st;
+  if (auto st = Count("infer.runs", runs, 1, l.max_runs, "max_runs"); !st.ok()) return st;
+  if (auto st = Total("infer.warmup + infer.runs", Add(warmup, runs), l.max_runs, "max_runs");
+      !st.ok()) {
+    return st;
+  }
+  if (auto st = Count("infer.repeat", s.repeat(), 0, l.max_repeat, "max_repeat"); !st.ok()) {
+    return st;
+  }
+  if (auto st = CheckDouble("infer.conf", s.has_conf(), s.conf(), 0, 1); !st.ok()) return st;
+  if (auto st = CheckDouble("infer.iou", s.has_iou(), s.iou(), 0, 1); !st.ok()) return st;
+  if (auto st = Range("infer.max_det", s.max_det(), 0, kMaxDet); !st.ok()) return st;
   if (!s.amp_dtype().empty() && s.amp_dtype() != "float16" && s.amp_dtype() != "bfloat16") {
     return Bad("infer.amp_dtype", "must be float16 or bfloat16");
   }
@@ -118,12 +203,21 @@ absl::Status CheckInfer(const v1::InferSpec& s, const DaemonConfig& config, bool
   if (auto st = CheckNameOrPath("infer.source", s.source(), local_ok, "images_dir"); !st.ok()) {
     return st;
   }
+  if (s.images_size() > kMaxInlineImages) {
+    return Bad("infer.images", absl::StrCat(s.images_size(), " images; at most ",
+                                            kMaxInlineImages));
+  }
   int64_t bytes = 0;
   for (int i = 0; i < s.images_size(); ++i) {
     const v1::InlineImage& im = s.images(i);
-    if (im.data().empty()) return Bad(absl::StrCat("infer.images[", i, "].data"), "is empty");
-    if (im.name().size() > 255) return Bad(absl::StrCat("infer.images[", i, "].name"), "too long");
-    bytes += static_cast<int64_t>(im.data().size());
+    const std::string field = absl::StrCat("infer.images[", i, "]");
+    if (im.data().empty()) return Bad(field + ".data", "is empty");
+    if (auto st = MaxBytes(field + ".name", im.name(), kMaxNameBytes); !st.ok()) return st;
+    if (!IsPrintableUtf8(im.name())) {
+      return Bad(field + ".name", absl::StrCat("'", Excerpt(im.name()),
+                                               "' holds control characters"));
+    }
+    bytes += static_cast<int64_t>(im.data().size());  // each under the message size limit
   }
   if (bytes > l.max_inline_image_bytes) {
     return Limit("infer.images (total bytes)", bytes, l.max_inline_image_bytes,
@@ -135,45 +229,119 @@ absl::Status CheckInfer(const v1::InferSpec& s, const DaemonConfig& config, bool
 absl::Status CheckRun(const v1::RunSpec& s, const DaemonConfig& config, bool local_ok) {
   const Limits& l = config.limits;
   if (s.data().empty()) return Bad("run.data", "required: a dataset name or synthetic[:N]");
-  if (!absl::StartsWith(s.data(), "synthetic")) {
-    if (auto st = CheckNameOrPath("run.data", s.data(), local_ok, "datasets_dir"); !st.ok()) {
+  if (IsSyntheticData(s.data())) {
+    if (auto st = CheckSynthetic(s.data()); !st.ok()) return st;
+  } else if (auto st = CheckNameOrPath("run.data", s.data(), local_ok, "datasets_dir");
+             !st.ok()) {
+    return st;
+  }
+  if (s.batch() < -1) return Bad("run.batch", absl::StrCat(s.batch(), " is below 1; -1 is auto"));
+  if (s.batch() > l.max_batch) return Limit("run.batch", s.batch(), l.max_batch, "max_batch");
+  if (auto st = CheckImgsz("run.imgsz", s.imgsz(), l); !st.ok()) return st;
+  if (s.has_workers()) {
+    if (auto st = Range("run.workers", s.workers(), 0, kMaxWorkers); !st.ok()) return st;
+  }
+  if (auto st = Count("run.steps", s.steps(), 0, l.max_steps, "max_steps"); !st.ok()) return st;
+  if (s.has_warmup()) {
+    if (auto st = Count("run.warmup", s.warmup(), 0, l.max_steps, "max_steps"); !st.ok()) {
       return st;
     }
   }
-  if (s.batch() < -1) return Bad("run.batch", "must be >= 1, or -1 for auto");
-  if (s.batch() > l.max_batch) return Limit("run.batch", s.batch(), l.max_batch, "max_batch");
-  if (auto st = CheckImgsz("run.imgsz", s.imgsz(), l); !st.ok()) return st;
-  if (s.has_workers() && (s.workers() < 0 || s.workers() > 64)) {
-    return Bad("run.workers", "must be 0..64");
+  if (auto st = Count("run.repeat", s.repeat(), 0, l.max_repeat, "max_repeat"); !st.ok()) {
+    return st;
   }
-  if (s.steps() < 0) return Bad("run.steps", "must be >= 1");
-  if (s.has_warmup() && s.warmup() < 0) return Bad("run.warmup", "must be >= 0");
-  if (s.repeat() < 0) return Bad("run.repeat", "must be >= 1");
-  if (s.repeat() > l.max_repeat) return Limit("run.repeat", s.repeat(), l.max_repeat, "max_repeat");
-  if (s.skip_first() < 0 || s.wait() < 0) return Bad("run.skip_first/wait", "must be >= 0");
-  if (s.cycles() < 0 || s.cycles() > 100) return Bad("run.cycles", "must be 1..100");
+  if (auto st = Count("run.skip_first", s.skip_first(), 0, l.max_steps, "max_steps"); !st.ok()) {
+    return st;
+  }
+  if (auto st = Count("run.wait", s.wait(), 0, l.max_steps, "max_steps"); !st.ok()) return st;
+  if (auto st = Range("run.cycles", s.cycles(), 0, kMaxCycles); !st.ok()) return st;
   const int64_t steps = s.steps() == 0 ? 20 : s.steps();
   const int64_t warmup = s.has_warmup() ? s.warmup() : 5;
   const int64_t cycles = s.cycles() == 0 ? 1 : s.cycles();
   const int64_t repeat = s.repeat() == 0 ? 1 : s.repeat();
-  const int64_t total =
-      repeat * (warmup + steps) + s.skip_first() + cycles * (s.wait() + warmup + steps);
-  if (total > l.max_steps) return Limit("run (total steps)", total, l.max_steps, "max_steps");
+  // repeat x (warmup + steps) + skip_first + cycles x (wait + warmup + steps), without wrapping.
+  const std::optional<int64_t> total =
+      Add(Add(Mul(repeat, Add(warmup, steps)), s.skip_first()),
+          Mul(cycles, Add(Add(s.wait(), warmup), steps)));
+  if (auto st = Total("run (total steps: repeat x (warmup + steps) + skip_first + cycles x "
+                      "(wait + warmup + steps))",
+                      total, l.max_steps, "max_steps");
+      !st.ok()) {
+    return st;
+  }
   return CheckProfiler("run.profiler", s.profiler());
+}
+
+absl::Status CheckLabels(const std::string& field,
+                         const google::protobuf::Map<std::string, std::string>& labels) {
+  if (labels.size() > static_cast<size_t>(kMaxLabels)) {
+    return Bad(field, absl::StrCat(labels.size(), " labels; at most ", kMaxLabels));
+  }
+  for (const auto& [k, v] : labels) {
+    if (!IsLabelKey(k)) {
+      return Bad(field, absl::StrCat("key '", Excerpt(k), "' must match [a-z0-9_.-/]{1,63}"));
+    }
+    if (v.size() > kMaxTextBytes) {
+      return Bad(absl::StrCat(field, "[", k, "]"),
+                 absl::StrCat("value is ", v.size(), " bytes; at most ", kMaxTextBytes));
+    }
+    if (!IsLabelValue(v)) {
+      return Bad(absl::StrCat(field, "[", k, "]"),
+                 absl::StrCat("value '", Excerpt(v),
+                              "' must be printable UTF-8 (no control characters, tab, CR or "
+                              "newline)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckProfileRef(const std::string& field, const v1::ProfileRef& ref) {
+  if (auto s = ValidateJobId(field + ".job_id", ref.job_id()); !s.ok()) return s;
+  return MaxBytes(field + ".artifact", ref.artifact(), kMaxNameBytes);
+}
+
+absl::Status CheckTop(bool has, int32_t top) {
+  if (!has) return absl::OkStatus();
+  return Range("top", top, 0, kMaxTop);
 }
 
 }  // namespace
 
 bool IsPlainName(const std::string& name) {
-  if (name.empty() || name.size() > 255 || name[0] == '.') return false;
+  if (name.empty() || name.size() > kMaxNameBytes || name[0] == '.') return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
            c == '_' || c == '-';
   });
 }
 
+bool IsLabelKey(const std::string& k) {
+  if (k.empty() || k.size() > kMaxLabelKeyBytes) return false;
+  return std::all_of(k.begin(), k.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-' ||
+           c == '/';
+  });
+}
+
+bool IsLabelValue(const std::string& v) { return v.size() <= kMaxTextBytes && IsPrintableUtf8(v); }
+
 bool MayNameLocalPaths(const DaemonConfig& config, const Identity& who) {
   return config.allow_local_paths && who.unix_peer && who.uid.has_value() && *who.uid == ::getuid();
+}
+
+absl::Status ValidateJobId(const std::string& field, const std::string& id) {
+  if (id.empty()) return Bad(field, "required");
+  const bool ok = id.size() <= kMaxJobIdBytes &&
+                  std::all_of(id.begin(), id.end(), [](char c) {
+                    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                           c == '_';
+                  });
+  if (!ok) {
+    return Bad(field, absl::StrCat("'", Excerpt(id),
+                                   "' is not a job id (at most 64 bytes of letters, digits, - "
+                                   "and _; `libreyolo jobs list` shows yours)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& config,
@@ -181,15 +349,12 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& c
   if (r.spec_case() == v1::SubmitJobRequest::SPEC_NOT_SET) {
     return Bad("spec", "set infer or run");
   }
-  if (r.labels_size() > 32) return Bad("labels", "at most 32 labels");
-  for (const auto& [k, v] : r.labels()) {
-    if (!IsLabelKey(k)) {
-      return Bad("labels", absl::StrCat("key '", k, "' must match [a-z0-9_.-/]{1,63}"));
-    }
-    if (v.size() > 256) return Bad(absl::StrCat("labels[", k, "]"), "value over 256 bytes");
+  if (auto s = CheckLabels("labels", r.labels()); !s.ok()) return s;
+  if (auto s = Range("priority", r.priority(), -10, 10); !s.ok()) return s;
+  if (auto s = MaxBytes("request_id", r.request_id(), kMaxRequestIdBytes); !s.ok()) return s;
+  if (!IsPrintableUtf8(r.request_id())) {
+    return Bad("request_id", "must be printable UTF-8 (no control characters)");
   }
-  if (r.priority() < -10 || r.priority() > 10) return Bad("priority", "must be -10..10");
-  if (r.request_id().size() > 128) return Bad("request_id", "at most 128 bytes");
   const bool local_ok = MayNameLocalPaths(config, who);
   if (r.has_infer()) {
     if (auto s = CheckModel(r.infer().model(), config, local_ok, device); !s.ok()) return s;
@@ -197,6 +362,81 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& c
   }
   if (auto s = CheckModel(r.run().model(), config, local_ok, device); !s.ok()) return s;
   return CheckRun(r.run(), config, local_ok);
+}
+
+absl::Status ValidateRequest(const v1::WatchJobRequest& r) {
+  if (auto s = ValidateJobId("job_id", r.job_id()); !s.ok()) return s;
+  if (r.from_sequence() < 0) return Bad("from_sequence", "must be >= 0");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRequest(const v1::GetJobRequest& r) {
+  return ValidateJobId("job_id", r.job_id());
+}
+
+absl::Status ValidateRequest(const v1::CancelJobRequest& r) {
+  return ValidateJobId("job_id", r.job_id());
+}
+
+absl::Status ValidateRequest(const v1::ListJobsRequest& r) {
+  if (r.states_size() > kMaxStates) {
+    return Bad("states", absl::StrCat("at most ", kMaxStates, " entries"));
+  }
+  for (const int state : r.states()) {
+    if (!v1::JobState_IsValid(state)) return Bad("states", absl::StrCat(state, " is not a JobState"));
+  }
+  if (auto s = MaxBytes("owner", r.owner(), kMaxTextBytes); !s.ok()) return s;
+  if (auto s = CheckLabels("labels", r.labels()); !s.ok()) return s;
+  if (r.page_size() < 0) return Bad("page_size", "must be >= 0");
+  return MaxBytes("page_token", r.page_token(), kMaxShortStringBytes);
+}
+
+absl::Status ValidateRequest(const v1::ReadArtifactRequest& r) {
+  if (auto s = ValidateJobId("job_id", r.job_id()); !s.ok()) return s;
+  return MaxBytes("name", r.name(), kMaxNameBytes);
+}
+
+absl::Status ValidateRequest(const v1::SummaryRequest& r) {
+  return CheckProfileRef("profile", r.profile());
+}
+
+absl::Status ValidateRequest(const v1::GetRequest& r) {
+  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
+  return MaxBytes("field", r.field(), kMaxTextBytes);
+}
+
+absl::Status ValidateRequest(const v1::PhasesRequest& r) {
+  return CheckProfileRef("profile", r.profile());
+}
+
+absl::Status ValidateRequest(const v1::KernelsRequest& r) {
+  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
+  if (auto s = CheckTop(r.has_top(), r.top()); !s.ok()) return s;
+  if (auto s = MaxBytes("category", r.category(), kMaxShortStringBytes); !s.ok()) return s;
+  if (auto s = MaxBytes("grep", r.grep(), kMaxTextBytes); !s.ok()) return s;
+  if (auto s = MaxBytes("sort", r.sort(), kMaxShortStringBytes); !s.ok()) return s;
+  return MaxBytes("phase", r.phase(), kMaxShortStringBytes);
+}
+
+absl::Status ValidateRequest(const v1::OpsRequest& r) {
+  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
+  if (auto s = CheckTop(r.has_top(), r.top()); !s.ok()) return s;
+  if (auto s = MaxBytes("phase", r.phase(), kMaxShortStringBytes); !s.ok()) return s;
+  return MaxBytes("sort", r.sort(), kMaxShortStringBytes);
+}
+
+absl::Status ValidateRequest(const v1::CompareRequest& r) {
+  if (auto s = CheckProfileRef("before", r.before()); !s.ok()) return s;
+  return CheckProfileRef("after", r.after());
+}
+
+absl::Status ValidateRequest(const v1::WhatIfRequest& r) {
+  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
+  if (auto s = MaxBytes("remove_category", r.remove_category(), kMaxShortStringBytes); !s.ok()) {
+    return s;
+  }
+  return CheckDouble("remove_launches", r.change_case() == v1::WhatIfRequest::kRemoveLaunches,
+                     r.remove_launches(), 0, kMaxRemoveLaunches);
 }
 
 absl::Status CheckInputsExist(const v1::SubmitJobRequest& r, const DaemonConfig& config) {
@@ -221,7 +461,7 @@ absl::Status CheckInputsExist(const v1::SubmitJobRequest& r, const DaemonConfig&
           absl::StrCat("infer.source: ", r.infer().source(), " not found (looked at ", path, ")"));
     }
   }
-  if (r.has_run() && !absl::StartsWith(r.run().data(), "synthetic")) {
+  if (r.has_run() && !IsSyntheticData(r.run().data())) {
     const std::string& data = r.run().data();
     std::vector<std::string> candidates;
     if (IsPlainName(data)) {

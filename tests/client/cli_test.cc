@@ -321,5 +321,35 @@ TEST(CliContract, CompareSingleRunSaysNoCall) {
   EXPECT_NE(r.out.find("a single run cannot support a significance call"), std::string::npos);
 }
 
+// Issue 9 item 10: names from a profile (or a daemon) reach the terminal escaped, so a crafted
+// model or op name cannot clear the screen, retitle the window or hide text.
+TEST(CliContract, ControlCharactersInNamesAreEscaped) {
+  TempDir dir;
+  std::string profile = ReadBytes(Fixture("profiles/libreyolo-python-run.json"));
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    for (size_t at = profile.find(from); at != std::string::npos;
+         at = profile.find(from, at + to.size())) {
+      profile.replace(at, from.size(), to);
+    }
+  };
+  replace_all("\"YOLOv9-t\"", "\"evil\\u001b[2J\\u001b]0;owned\\u0007\\r\\u202emodel\"");
+  replace_all("\"aten::conv2d\"", "\"aten::conv2d\\u001b[8m\"");
+  const std::string path = dir.Write("crafted.json", profile);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"profile", "summary", path},
+        std::vector<std::string>{"profile", "ops", path, "--top", "0"}}) {
+    const Result r = Cli(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    for (const char c : {'\x1b', '\x07', '\r'}) {
+      EXPECT_EQ(r.out.find(c), std::string::npos) << args[1] << " printed byte " << int(c);
+    }
+    EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos) << args[1];
+  }
+  EXPECT_NE(Cli({"profile", "summary", path}).out.find("evil\\x1b[2J\\x1b]0;owned\\x07\\x0d"),
+            std::string::npos);
+  EXPECT_NE(Cli({"profile", "ops", path, "--top", "0"}).out.find("aten::conv2d\\x1b[8m"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace libreyolo::cli

@@ -374,7 +374,14 @@ TEST(DaemonSecurityE2eTest, InvalidRequestsAreRefusedAndLeaveNothingBehind) {
          *r = TinyRun();
          r->mutable_run()->set_steps(5000);
        },
-       grpc::StatusCode::RESOURCE_EXHAUSTED, "run (total steps)"},
+       grpc::StatusCode::RESOURCE_EXHAUSTED, "run.steps"},
+      {"run total steps over max_steps",
+       [](v1::SubmitJobRequest* r) {
+         *r = TinyRun();
+         r->mutable_run()->set_steps(600);
+         r->mutable_run()->set_warmup(500);
+       },
+       grpc::StatusCode::RESOURCE_EXHAUSTED, "run (total steps"},
       {"inline images over max_inline_image_bytes",
        [&](v1::SubmitJobRequest* r) {
          for (int i = 0; i < 2; ++i) {
@@ -437,13 +444,14 @@ TEST(DaemonSecurityE2eTest, InvalidRequestsAreRefusedAndLeaveNothingBehind) {
     v1::ReaderResponse resp;
     EXPECT_EQ(stub->Summary(ctx.get(), req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
   }
+  // A job id with anything but [A-Za-z0-9_-] is not a job id (rpc.md "Bounds and bad input").
   for (const std::string& id :
        std::vector<std::string>{"../state", "..", "../store/" + job.id(), job.id() + "/.."}) {
     SCOPED_TRACE("job id '" + id + "'");
     v1::Job j;
-    EXPECT_EQ(GetJob(*stub, id, &j, kAdmin).error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(GetJob(*stub, id, &j, kAdmin).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_EQ(ReadArtifact(*stub, id, "profile.json", kAdmin).status.error_code(),
-              grpc::StatusCode::NOT_FOUND);
+              grpc::StatusCode::INVALID_ARGUMENT);
   }
   // Out-of-range reads are refused as documented.
   EXPECT_EQ(ReadArtifact(*stub, job.id(), "profile.json", kAlice, -1).status.error_code(),

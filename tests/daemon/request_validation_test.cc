@@ -2,13 +2,18 @@
 // unless the caller may name them, and named inputs must exist in the daemon's directories.
 #include "server/daemon/request_validation.h"
 
+#include <cmath>
+#include <limits>
+
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/daemon/rpc_edge.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -124,6 +129,183 @@ TEST(CheckInputsExist, LooksInTheDaemonsDirectories) {
   run.mutable_run()->set_data("synthetic:4");
   EXPECT_TRUE(CheckInputsExist(run, c).ok());
   fs::remove_all(dir);
+}
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+// Issue 9 item 7: with limits as high as an admin may set them, no sum or product of counts
+// wraps around to pass the check.
+TEST(ValidateSubmit, SumsAndProductsOfCountsDoNotWrap) {
+  DaemonConfig c;
+  c.limits.max_runs = kMax;
+  c.limits.max_steps = kMax;
+  c.limits.max_repeat = kMax;
+  std::string device;
+  v1::SubmitJobRequest infer;
+  infer.mutable_infer()->mutable_model()->set_device("cpu");
+  infer.mutable_infer()->set_warmup(kMax);
+  infer.mutable_infer()->set_runs(1);
+  absl::Status s = ValidateSubmit(infer, c, Tcp(), &device);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(Message(s), HasSubstr("infer.warmup + infer.runs"));
+  v1::SubmitJobRequest run;
+  run.mutable_run()->mutable_model()->set_device("cpu");
+  run.mutable_run()->set_data("synthetic");
+  for (auto set : std::vector<std::function<void(v1::RunSpec*)>>{
+           [](v1::RunSpec* r) {
+             r->set_repeat(2);
+             r->set_steps(int64_t{1} << 62);
+           },
+           [](v1::RunSpec* r) {
+             r->set_repeat(4);
+             r->set_steps((int64_t{1} << 62) + 1);
+           },
+           [](v1::RunSpec* r) {
+             r->set_cycles(100);
+             r->set_wait(kMax / 64);
+           },
+           [](v1::RunSpec* r) {
+             r->set_skip_first(kMax);
+             r->set_steps(1);
+           }}) {
+    v1::SubmitJobRequest x = run;
+    set(x.mutable_run());
+    s = ValidateSubmit(x, c, Tcp(), &device);
+    EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+    EXPECT_THAT(Message(s), HasSubstr("more than 2^63"));
+  }
+  // With the default limits each count is bounded on its own, naming the field and the limit.
+  c = DaemonConfig();
+  run.mutable_run()->set_wait(kMax);
+  s = ValidateSubmit(run, c, Tcp(), &device);
+  EXPECT_THAT(Message(s), HasSubstr("run.wait: 9223372036854775807 exceeds this daemon's max_steps (1000)"));
+}
+
+TEST(ValidateSubmit, NonFiniteNumbersAndSyntheticCounts) {
+  DaemonConfig c;
+  std::string device;
+  v1::SubmitJobRequest r;
+  r.mutable_infer()->mutable_model()->set_device("cpu");
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -1e-9, 1.0000001}) {
+    v1::SubmitJobRequest x = r;
+    x.mutable_infer()->set_conf(bad);
+    EXPECT_THAT(Message(ValidateSubmit(x, c, Tcp(), &device)), HasSubstr("infer.conf"));
+  }
+  v1::SubmitJobRequest run;
+  run.mutable_run()->mutable_model()->set_device("cpu");
+  for (const char* ok : {"synthetic", "synthetic:1", "synthetic:1000000", "coco128"}) {
+    run.mutable_run()->set_data(ok);
+    EXPECT_TRUE(ValidateSubmit(run, c, Tcp(), &device).ok()) << ok;
+  }
+  for (const char* bad : {"synthetic:0", "synthetic:-5", "synthetic:abc", "synthetic:99999999999",
+                          "synthetic:1000001", "synthetic:", "synthetic:0x10"}) {
+    run.mutable_run()->set_data(bad);
+    const absl::Status s = ValidateSubmit(run, c, Tcp(), &device);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(Message(s), HasSubstr("1..1000000"));
+  }
+}
+
+// Item 8: values are echoed as short excerpts, with control characters escaped.
+TEST(ValidateSubmit, EchoesOnlyAShortEscapedExcerpt) {
+  DaemonConfig c;
+  std::string device;
+  v1::SubmitJobRequest r;
+  r.mutable_infer()->mutable_model()->set_device("cpu");
+  r.mutable_infer()->mutable_model()->set_weights(std::string(10 << 20, 'w') + "/x");
+  absl::Status s = ValidateSubmit(r, c, Tcp(), &device);
+  EXPECT_THAT(Message(s), HasSubstr("(10485762 bytes)"));
+  EXPECT_LT(Message(s).size(), 300u);
+  r.mutable_infer()->mutable_model()->set_weights("\x1b[31mred/x");
+  s = ValidateSubmit(r, c, Tcp(), &device);
+  EXPECT_THAT(Message(s), HasSubstr("\\x1b[31mred/x"));
+  EXPECT_EQ(Message(s).find('\x1b'), std::string::npos);
+}
+
+TEST(ValidateSubmit, LabelCharacterSet) {
+  EXPECT_TRUE(IsLabelKey("team"));
+  EXPECT_TRUE(IsLabelKey("ci/run-id_2.x"));
+  EXPECT_FALSE(IsLabelKey("Team"));
+  EXPECT_FALSE(IsLabelKey(std::string(64, 'k')));
+  EXPECT_TRUE(IsLabelValue("Grüße, 東京 – ok"));
+  EXPECT_TRUE(IsLabelValue(""));
+  for (const std::string& bad : {std::string("a\x1b[2J"), std::string("a\rb"), std::string("a\nb"),
+                                std::string("a\tb"), std::string("\xc2\x9b"),
+                                std::string("\xe2\x80\xae"), std::string("\xff"),
+                                std::string(257, 'v')}) {
+    EXPECT_FALSE(IsLabelValue(bad)) << bad.size();
+  }
+}
+
+TEST(ValidateRequest, JobIdsAndReaderOptions) {
+  EXPECT_THAT(Message(ValidateJobId("job_id", "")), HasSubstr("job_id: required"));
+  EXPECT_TRUE(ValidateJobId("job_id", "20261130-0123456789abcdef").ok());
+  EXPECT_EQ(ValidateJobId("job_id", std::string(1 << 20, 'j')).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(Message(ValidateJobId("job_id", std::string(1 << 20, 'j'))).size(), 300u);
+  EXPECT_FALSE(ValidateJobId("job_id", "../x").ok());
+  v1::GetJobRequest get;
+  EXPECT_THAT(Message(ValidateRequest(get)), HasSubstr("job_id: required"));
+  v1::WatchJobRequest watch;
+  watch.set_job_id("a");
+  watch.set_from_sequence(-1);
+  EXPECT_THAT(Message(ValidateRequest(watch)), HasSubstr("from_sequence"));
+  v1::KernelsRequest k;
+  k.mutable_profile()->set_job_id("a");
+  EXPECT_TRUE(ValidateRequest(k).ok());
+  k.set_top(-5);
+  EXPECT_THAT(Message(ValidateRequest(k)), HasSubstr("top: -5 is outside 0..100000"));
+  k.set_top(0);
+  k.set_grep(std::string(257, 'g'));
+  EXPECT_THAT(Message(ValidateRequest(k)), HasSubstr("grep"));
+  v1::OpsRequest o;
+  o.mutable_profile()->set_job_id("a");
+  o.set_top(-1);
+  EXPECT_THAT(Message(ValidateRequest(o)), HasSubstr("top"));
+  v1::WhatIfRequest w;
+  w.mutable_profile()->set_job_id("a");
+  w.set_remove_launches(std::nan(""));
+  EXPECT_THAT(Message(ValidateRequest(w)), HasSubstr("remove_launches"));
+  v1::CompareRequest cmp;
+  cmp.mutable_before()->set_job_id("a");
+  EXPECT_THAT(Message(ValidateRequest(cmp)), HasSubstr("after.job_id: required"));
+  v1::ListJobsRequest list;
+  list.add_states(static_cast<v1::JobState>(99));
+  EXPECT_THAT(Message(ValidateRequest(list)), HasSubstr("states"));
+}
+
+// Item 11: the daemon's directories become their short names, at path boundaries only.
+TEST(PathRedactor, ShowsDirectoriesByTheirShortNames) {
+  DaemonConfig c;
+  c.models_dir = "/srv/lyd/models";
+  c.datasets_dir = "/srv/lyd/data/";
+  c.images_dir = "/srv/lyd/images";
+  c.state_dir = "/srv/lyd/state";
+  c.store_dir = "/srv/lyd/state/store";
+  const PathRedactor r(c);
+  EXPECT_EQ(r.Redact("model.weights: x.pt not found (looked at /srv/lyd/models/x.pt)"),
+            "model.weights: x.pt not found (looked at models/x.pt)");
+  EXPECT_EQ(r.Redact("cannot write /srv/lyd/state/store/.tmp/j1/profile.json: No space"),
+            "cannot write store/.tmp/j1/profile.json: No space");
+  EXPECT_EQ(r.Redact("/srv/lyd/state/jobs/a.json, /srv/lyd/data/coco.yaml"),
+            "state/jobs/a.json, datasets/coco.yaml");
+  EXPECT_EQ(r.Redact("in /srv/lyd/models."), "in models.");
+  // Not a directory of the daemon: a longer name, or the prefix inside another path.
+  EXPECT_EQ(r.Redact("/srv/lyd/models2/x and /x/srv/lyd/models/y"),
+            "/srv/lyd/models2/x and /x/srv/lyd/models/y");
+  // A relative directory in the config is found in its absolute form too.
+  DaemonConfig rel;
+  rel.models_dir = "m";
+  const PathRedactor rr(rel);
+  const std::string abs = (fs::current_path() / "m").string();
+  EXPECT_EQ(rr.Redact("looked at " + abs + "/x.pt"), "looked at models/x.pt");
+}
+
+TEST(CapStatusMessage, CutsLongMessages) {
+  EXPECT_EQ(CapStatusMessage("short"), "short");
+  const std::string cut = CapStatusMessage(std::string(1 << 20, 'm'));
+  EXPECT_LE(cut.size(), kMaxStatusMessageBytes);
+  EXPECT_THAT(cut, HasSubstr("(1048576 bytes)"));
 }
 
 }  // namespace
