@@ -256,6 +256,11 @@ void CheckJob(const Remote& r, const v1::Job& job, const std::string& work) {
   EXPECT_TRUE(names.count("profile_trace.json")) << job.DebugString();
   CheckArtifactsByRpc(r, job);
   const std::string local = CheckDownload(r, job, work + "/dl-" + job.id());
+  {
+    const std::string profile = ReadFile(local);
+    EXPECT_THAT(profile, HasSubstr("\"with_stack\":false"));
+    EXPECT_THAT(profile, HasSubstr("\"with_modules\":true"));
+  }
   CheckReadersRemoteEqualLocal(r, job, local);
 }
 
@@ -292,7 +297,10 @@ TEST(DaemonE2eTest, UnixSocketInferByCliAndRunByStub) {
     EXPECT_EQ(info.devices(0).name(), "cpu");
   }
 
-  const v1::Job infer = CliJob(r, "infer", TinyInferFlags(), dir.File("cli"));
+  // --with-stack is the documented alias of --with-modules: the profile holds module scopes and
+  // never claims stacks.
+  const v1::Job infer =
+      CliJob(r, "infer", Concat(TinyInferFlags(), {"--with-stack"}), dir.File("cli"));
   const v1::Job run = StubJob(r, TinyRun());
   CheckJob(r, infer, dir.path());
   CheckJob(r, run, dir.path());
