@@ -55,7 +55,7 @@ CommandSpec InferSpec() {
            {"record-shapes", "", "auto", "record op input shapes", true},
            {"profile-memory", "", "auto", "record allocations", true},
            {"with-flops", "", "auto", "record FLOPs", true},
-           {"with-stack", "", "off", "record stacks", true},
+           {"with-modules", "", "on", "module scopes in the trace (--with-stack: alias)", true},
            {"overhead-budget", "PCT", "3",
             "auto switches stay on while the profiler costs at most PCT % (probed)"},
            {"project", "DIR", "runs/profile", "output root"},
@@ -94,7 +94,7 @@ CommandSpec RunSpec() {
            {"record-shapes", "", "auto", "record op input shapes", true},
            {"profile-memory", "", "auto", "record allocations", true},
            {"with-flops", "", "auto", "record FLOPs", true},
-           {"with-stack", "", "off", "record stacks", true},
+           {"with-modules", "", "on", "module scopes in the trace (--with-stack: alias)", true},
            {"overhead-budget", "PCT", "3",
             "auto switches stay on while the profiler costs at most PCT % (probed)"},
            {"project", "DIR", "runs/profile", "output root"},
@@ -127,7 +127,7 @@ absl::Status ReadProfilerSwitches(const ParsedArgs& a, libreyolo::engine::Profil
   p->record_shapes = TriState(a, "record-shapes");
   p->profile_memory = TriState(a, "profile-memory");
   p->with_flops = TriState(a, "with-flops");
-  p->with_stack = a.Switch("with-stack", false);
+  p->with_modules = a.Switch("with-modules", true);
   auto budget = Dbl(a, "overhead-budget", p->overhead_budget_pct);
   if (!budget.ok()) return budget.status();
   p->overhead_budget_pct = *budget;

@@ -4,8 +4,9 @@
 //
 // One process, interleaved: every round runs, in a rotating order, a short block of forwards
 // for each configuration (no profiler; the bare profiler with all three off; each switch alone;
-// all three but one; all three), so that load from other processes falls on every configuration
-// alike, which separate runs of libreyolo-engine on a shared machine cannot promise. Prints per
+// all three but one; all three; the bare profiler and all three with module scopes), so that
+// load from other processes falls on every configuration alike, which separate runs of
+// libreyolo-engine on a shared machine cannot promise. Prints per
 // configuration the median forward, the median added over no profiler and over the bare
 // profiler, and then each switch's cost alone (over bare) and within all three (all three minus
 // all but it): the budget turns auto switches off starting from all three on.
@@ -23,6 +24,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +32,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "server/engine/collect/torch_profiler.h"
+#include "server/engine/model/module_scope.h"
 #include "server/engine/model_loader.h"
 #include "server/engine/overhead_budget.h"
 #include "server/engine/runtime_info.h"
@@ -50,6 +53,7 @@ struct Config {
   std::string name;
   bool profiled = false;
   TorchProfilerOptions options;
+  bool modules = false;  // module scopes (--with-modules) on for this configuration
 };
 
 std::vector<Config> Configs() {
@@ -58,7 +62,6 @@ std::vector<Config> Configs() {
     c.options.record_shapes = s;
     c.options.profile_memory = m;
     c.options.with_flops = f;
-    c.options.with_stack = false;
     c.options.cuda = false;
     return c;
   };
@@ -68,6 +71,9 @@ std::vector<Config> Configs() {
       with("with_flops", false, false, true),    with("all but shapes", false, true, true),
       with("all but memory", true, false, true), with("all but flops", true, true, false),
       with("all three", true, true, true),
+      // Module scopes: what the named ranges add, bare and with everything on.
+      Config{"bare + modules", true, with("", false, false, false).options, true},
+      Config{"all + modules", true, with("", true, true, true).options, true},
   };
 }
 
@@ -119,6 +125,8 @@ int main(int argc, char** argv) {
   for (int64_t r = 0; r < rounds; ++r) {
     for (size_t k = 0; k < configs.size(); ++k) {
       const Config& c = configs[(k + static_cast<size_t>(r)) % configs.size()];
+      std::optional<libreyolo::engine::ModuleScopes> scopes;
+      if (c.modules) scopes.emplace(*loaded->model);
       std::unique_ptr<TorchProfiler> session;
       if (c.profiled) {
         auto started = TorchProfiler::Start(c.options);
@@ -163,5 +171,8 @@ int main(int argc, char** argv) {
                                  libreyolo::engine::MedianMs(ms[name]) - bare,
                                  all - libreyolo::engine::MedianMs(ms[without]));
   }
+  std::cout << absl::StrFormat("%-16s %14.2f %18.2f\n", "with_modules",
+                               libreyolo::engine::MedianMs(ms["bare + modules"]) - bare,
+                               libreyolo::engine::MedianMs(ms["all + modules"]) - all);
   return 0;
 }

@@ -167,7 +167,12 @@ absl::Status FillProfiler(const ParsedArgs& a, v1::ProfilerOptions* p) {
   if (a.switches.count("record-shapes")) p->set_record_shapes(a.Switch("record-shapes"));
   if (a.switches.count("profile-memory")) p->set_profile_memory(a.Switch("profile-memory"));
   if (a.switches.count("with-flops")) p->set_with_flops(a.Switch("with-flops"));
-  p->set_with_stack(a.Switch("with-stack"));
+  if (a.switches.count("with-modules")) {
+    p->set_with_modules(a.Switch("with-modules"));
+  } else if (a.Switch("with-stack")) {
+    // The alias: C++ records no Python stacks; the module scopes say "which layer".
+    p->set_with_modules(true);
+  }
   return MaybeDouble(a, "overhead-budget", [&](double v) { p->set_overhead_budget_pct(v); });
 }
 
@@ -562,7 +567,9 @@ std::vector<FlagSpec> ProfilerFlags() {
        true},
       {"with-flops", "", "auto",
        "estimate FLOPs of convolutions and matmuls (auto: on within budget)", true},
-      {"with-stack", "", "", "record Python/C++ stacks (off)"},
+      {"with-modules", "", "on",
+       "name every LibreYOLO9 module's range in the trace (profile modules reads them)", true},
+      {"with-stack", "", "", "alias of --with-modules (C++ records no Python stacks)"},
       {"overhead-budget", "PCT", "3",
        "the auto switches stay on while the profiler costs at most PCT %"},
   };

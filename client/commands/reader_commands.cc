@@ -102,6 +102,29 @@ int RunOps(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   return Execute("ops", std::move(inv), a, out, err);
 }
 
+int RunModules(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  ReaderInvocation inv = Inputs(a, 1);
+  if (UsesDaemon(inv.inputs, a)) {
+    return Fail(err, "modules", kExitUsage,
+                "modules reads the Chrome trace itself; download the job first (`libreyolo "
+                "jobs download ID`) and give its profile_trace.json");
+  }
+  ModulesOptions& o = inv.modules;
+  if (auto depth = a.Value("depth")) {
+    auto n = ParseIntFlag("depth", *depth);
+    if (!n.ok()) return Fail(err, "modules", kExitUsage, std::string(n.status().message()));
+    if (*n < 1) return Fail(err, "modules", kExitUsage, "--depth must be 1 or more");
+    o.depth = *n;
+  }
+  o.sort = a.ValueOr("sort", "order");
+  o.format = a.ValueOr("format", "table");
+  if (o.format == "folded" && a.Switch("json")) {
+    return Fail(err, "modules", kExitUsage,
+                "--format folded is plain text for flame-graph tools; drop --json");
+  }
+  return Execute("modules", std::move(inv), a, out, err);
+}
+
 int RunCompare(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   return Execute("compare", Inputs(a, 2), a, out, err);
 }
@@ -177,6 +200,21 @@ const std::vector<ReaderCommand>& ReaderCommands() {
          {"group-by-input-shape", "", "", "one row per (op, input shapes); needs shapes"},
          kJsonFlag}},
        RunOps},
+      {{"modules", "per-layer table of the model's module scopes (self/total CPU, GPU, FLOPs)",
+        "The per-layer view of a trace recorded with --with-modules (the default): one row\n"
+        "per LibreYOLO9 module path (backbone.conv0, neck.elan_up1, head.cv2.0, ...) with\n"
+        "calls, total and self CPU time, GPU time of the kernels launched inside (by launch\n"
+        "correlation), FLOPs of the ops inside and share of the profiled step, per step.\n"
+        "Self = total minus the module scopes directly inside. --format folded writes folded\n"
+        "stacks (module;module;op <us>) for flamegraph.pl or speedscope. Reads the trace\n"
+        "(a profile.json's profile_trace.json beside it).",
+        {kTraceArg},
+        {{"depth", "N", "all", "aggregate by the first N path components (1: backbone, neck, "
+                                "head)"},
+         {"sort", "KEY", "order", absl::StrJoin(ModuleSortKeys(), "|")},
+         {"format", "F", "table", "table, or folded (flame-graph stacks, weights in us)"},
+         kJsonFlag}},
+       RunModules},
       {{"compare", "deltas between two profiles, with a significance call",
         "Deltas in throughput, ms per image, GPU utilisation, host overhead, launches per step\n"
         "and the verdict. With n >= 2 trials on both sides (profile_repeat.json), a difference\n"

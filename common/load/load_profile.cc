@@ -1,8 +1,11 @@
 #include "common/load/load_profile.h"
 
+#include <filesystem>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/io/file_reader.h"
 #include "common/profile/profile_json.h"
 #include "common/trace/trace_analyser.h"
@@ -42,6 +45,38 @@ absl::StatusOr<Profile> LoadProfile(const std::string& path) {
   auto text = ReadWholeFile(path);
   if (!text.ok()) return text.status();
   return ReadProfileJson(*text, path);
+}
+
+namespace {
+
+bool IsFile(const std::filesystem::path& p) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec);
+}
+
+}  // namespace
+
+std::optional<std::string> ProfileTracePath(const std::string& input, const Profile& p,
+                                            std::string* why_not) {
+  namespace fs = std::filesystem;
+  if (p.source_kind == "trace") return input;
+  if (!p.trace.has_value() || p.trace->empty()) {
+    *why_not = "the profile names no Chrome trace (it was made with --no-trace)";
+    return std::nullopt;
+  }
+  const fs::path t(*p.trace);
+  if (t.is_absolute() && IsFile(t)) return *p.trace;
+  const fs::path dir = fs::path(input).parent_path();
+  if (!t.is_absolute()) {
+    for (const fs::path& c : {dir / t, dir / t.filename(), t}) {
+      if (!c.empty() && IsFile(c)) return c.string();
+    }
+  } else if (IsFile(dir / t.filename())) {
+    return (dir / t.filename()).string();
+  }
+  *why_not = absl::StrCat("the profile's trace (", *p.trace,
+                          ") is not next to it; keep profile_trace.json beside profile.json");
+  return std::nullopt;
 }
 
 }  // namespace libreyolo

@@ -4,11 +4,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/analysis/compare.h"
+#include "common/load/load_profile.h"
 #include "common/readers/compare_view.h"
 #include "common/readers/get_view.h"
+#include "common/readers/modules_view.h"
 #include "common/readers/phases_view.h"
 #include "common/readers/summary_view.h"
 #include "common/readers/what_if_view.h"
+#include "common/trace/trace_reader.h"
 
 namespace libreyolo {
 namespace {
@@ -37,8 +40,8 @@ absl::StatusOr<Profile> LoadReaderInput(const ProfileLoader& load, const std::st
 }
 
 const std::vector<std::string>& ReaderNames() {
-  static const auto* names = new std::vector<std::string>{"summary", "get",     "phases", "kernels",
-                                                          "ops",     "compare", "what-if"};
+  static const auto* names = new std::vector<std::string>{
+      "summary", "get", "phases", "kernels", "ops", "modules", "compare", "what-if"};
   return *names;
 }
 
@@ -86,6 +89,22 @@ absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const Profile
     auto v = BuildOps(*p, in.ops, label(0));
     if (!v.ok()) return v.status();
     return Render(*v, RenderOpsText, RenderOpsJson);
+  }
+  if (in.reader == "modules") {
+    std::string why_not;
+    const std::optional<std::string> trace = ProfileTracePath(in.inputs[0], *p, &why_not);
+    if (!trace) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("modules reads the Chrome trace, and ", why_not));
+    }
+    auto data = ReadTraceFile(*trace);
+    if (!data.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("cannot read the trace ", *trace, ": ", data.status().message()));
+    }
+    auto v = BuildModules(*data, in.modules, label(0), *trace);
+    if (!v.ok()) return v.status();
+    return Render(*v, RenderModulesText, RenderModulesJson);
   }
   if (in.reader == "compare") {
     auto after = LoadReaderInput(load, in.inputs[1]);

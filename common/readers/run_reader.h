@@ -13,12 +13,13 @@
 #include "common/analysis/what_if.h"
 #include "common/profile/profile.h"
 #include "common/readers/kernels_view.h"
+#include "common/readers/modules_view.h"
 #include "common/readers/ops_view.h"
 
 namespace libreyolo {
 
 struct ReaderInvocation {
-  std::string reader;  // summary | get | phases | kernels | ops | compare | what-if
+  std::string reader;  // summary | get | phases | kernels | ops | modules | compare | what-if
   // What to load (a path, or a job reference the loader understands), and how each is named in
   // the view's `source` fields. compare takes two; every other reader one.
   std::vector<std::string> inputs;
@@ -26,6 +27,7 @@ struct ReaderInvocation {
   std::optional<std::string> field;  // get
   KernelsOptions kernels;
   OpsOptions ops;
+  ModulesOptions modules;
   WhatIfRequest what_if;
 };
 
@@ -42,8 +44,10 @@ using ProfileLoader = std::function<absl::StatusOr<Profile>(const std::string& i
 //   DEADLINE_EXCEEDED pass through (exit 2: a missing input, or a daemon that cannot serve it);
 // - any other load failure comes back as DATA_LOSS (exit 1: the input cannot be analysed);
 // - the view's own errors (unknown metric or phase, bad --sort, shapes not recorded, what-if
-//   without exactly one option) come back as INVALID_ARGUMENT, NOT_FOUND or
-//   FAILED_PRECONDITION (exit 2).
+//   without exactly one option, modules without a trace or without module scopes) come back
+//   as INVALID_ARGUMENT, NOT_FOUND or FAILED_PRECONDITION (exit 2).
+// `modules` reads the trace itself: the input when it is a trace, else the profile's trace
+// beside it (ProfileTracePath); a trace that cannot be parsed is DATA_LOSS (exit 1).
 absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& invocation,
                                        const ProfileLoader& load);
 

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/analysis/module_table.h"
 #include "common/profile/profile.h"
 #include "common/readers/run_reader.h"
-#include "common/report/layer_table.h"
 #include "common/report/trace_timeline.h"
 
 namespace libreyolo {
@@ -19,7 +19,7 @@ struct ReportInput {
   std::string label;  // what the user named: a path or job:<id>
   Profile profile;
   std::optional<TraceTimeline> timeline;
-  std::vector<LayerRow> layers;  // from the trace's module scopes; empty when it has none
+  std::vector<ModuleRow> layers;  // BuildModuleTable of the trace; empty without module scopes
   std::string trace_path;        // the trace the timeline was drawn from
   std::string timeline_note;     // why there is no timeline (shown in the n/a charts)
 };

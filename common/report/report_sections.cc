@@ -352,15 +352,15 @@ std::string LayersBody(const ReportInput& in) {
   if (!in.timeline) return NotAvailable(in.timeline_note);
   if (in.layers.empty()) {
     return NotAvailable(
-        "no module scopes in this trace (PyTorch records them as \"nn.Module: ...\" "
-        "python_function spans with with_modules=True or with_stack=True)");
+        "no module scopes in this trace (libreyolo records them with --with-modules, the "
+        "default; PyTorch as \"nn.Module: ...\" python_function spans with with_modules=True)");
   }
   HtmlTable t({"module", "calls/step", "CPU ms/step", "self CPU ms/step", "GPU ms/step",
                "self GPU ms/step", "kernels/step"},
               "layers");
   const size_t shown_rows = std::min(in.layers.size(), kMaxLayerRows);
   for (size_t i = 0; i < shown_rows; ++i) {
-    const LayerRow& r = in.layers[i];
+    const ModuleRow& r = in.layers[i];
     const std::string& leaf = r.name;
     std::string shown(2 * static_cast<size_t>(std::min(r.depth, 12)), ' ');
     shown += leaf.size() > kNameChars ? leaf.substr(0, kNameChars) + "..." : leaf;
@@ -374,8 +374,9 @@ std::string LayersBody(const ReportInput& in) {
   }
   return absl::StrCat(
       "<p class=\"foot\">Module scopes in the order they first run, nested by indentation (the "
-      "full path is the tooltip). A kernel counts for the innermost module around its launch "
-      "call and for every module enclosing that one.</p>\n",
+      "full path is the tooltip), as <code>libreyolo profile modules</code> computes them. A "
+      "kernel counts for the innermost module around its launch call and for every module "
+      "enclosing that one.</p>\n",
       t.Render(),
       in.layers.size() > shown_rows
           ? absl::StrCat("<p class=\"foot\">", in.layers.size() - shown_rows,

@@ -25,8 +25,9 @@ enum class EventClass : uint8_t {
   kRuntime,
   kMemoryInstant,  // ph "i", name "[memory]"
   kFlowStart,      // ph "s", cat "ac2g"
-  kModule,         // ph "X", cat "python_function", name "nn.Module: ..." (a module scope); only
-                   // the report's per-layer table reads these
+  kModule,  // ph "X", name "nn.Module: ...", cat python_function (PyTorch's with_modules) or
+            // user_annotation (our --with-modules): a module scope; only the per-layer view
+            // (analysis/module_table.h) reads these
 };
 
 inline bool IsCpuSpan(EventClass c) {

@@ -453,7 +453,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       } else if (absl::EqualsIgnoreCase(cat_, "cpu_op")) {
         ev.cls = EventClass::kCpuOp;
       } else if (absl::EqualsIgnoreCase(cat_, "user_annotation")) {
-        ev.cls = EventClass::kAnnotation;
+        // Our --with-modules ranges are user annotations named "nn.Module: <path>".
+        ev.cls = absl::StartsWith(name_, "nn.Module: ") ? EventClass::kModule
+                                                        : EventClass::kAnnotation;
       } else if (absl::EqualsIgnoreCase(cat_, "cuda_runtime") ||
                  absl::EqualsIgnoreCase(cat_, "cuda_driver")) {
         ev.cls = EventClass::kRuntime;

@@ -42,7 +42,11 @@ void ToSwitches(const v1::ProfilerOptions& p, Switches* s) {
   if (p.has_record_shapes()) s->record_shapes = p.record_shapes();
   if (p.has_profile_memory()) s->profile_memory = p.profile_memory();
   if (p.has_with_flops()) s->with_flops = p.with_flops();
-  s->with_stack = p.with_stack();
+  if (p.has_with_modules()) {
+    s->with_modules = p.with_modules();
+  } else if (p.with_stack()) {
+    s->with_modules = true;  // the deprecated alias
+  }
   if (p.has_overhead_budget_pct()) s->overhead_budget_pct = p.overhead_budget_pct();
   if (p.activities_size() > 0) {
     s->cuda =

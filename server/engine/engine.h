@@ -24,7 +24,11 @@ struct ProfilerSwitches {
   std::optional<bool> record_shapes;
   std::optional<bool> profile_memory;
   std::optional<bool> with_flops;
-  bool with_stack = false;
+  // Module scopes (model/module_scope.h): every LibreYOLO9 module's forward inside a named
+  // range of the trace ("nn.Module: backbone.conv0"). On by default: the ranges cost well within
+  // the default budget (docs/cli.md, "Module scopes", has the measurement). --with-stack is
+  // its alias: LibTorch in C++ records no Python stacks.
+  bool with_modules = true;
   bool cuda = true;                  // record GPU activity when the job runs on a CUDA device
   double overhead_budget_pct = 3.0;  // probe median over the unprofiled median, minus 1, in %
 };

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -18,6 +19,7 @@
 #include "common/json/json_writer.h"
 #include "common/profile/profile_json.h"
 #include "common/trace/trace_analyser.h"
+#include "server/engine/collect/module_scope_events.h"
 #include "server/engine/collect/profiling_session.h"
 #include "server/engine/collect/torch_profiler.h"
 #include "server/engine/collect/trace_export.h"
@@ -28,6 +30,7 @@
 #include "server/engine/engine.h"
 #include "server/engine/infer/postprocess.h"
 #include "server/engine/job_files.h"
+#include "server/engine/model/module_scope.h"
 #include "server/engine/model_loader.h"
 #include "server/engine/overhead_budget.h"
 #include "server/engine/runtime_info.h"
@@ -178,6 +181,10 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
   if (device->cuda)
     loaded->model->to(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device->index)));
   InferIteration iteration(spec, *source, loaded->model, *device);
+  // Module scopes for the probes and the recorded window (nothing is recorded with --no-trace).
+  std::optional<ModuleScopes> module_scopes;
+  if (spec.trace && spec.profiler.with_modules) module_scopes.emplace(*loaded->model);
+  bool modules_recorded = false;  // the trace holds module scopes: the profile says so
 
   try {
     for (int64_t i = 0; i < spec.warmup; ++i) {
@@ -240,7 +247,6 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       po.record_shapes = sw.record_shapes;
       po.profile_memory = sw.profile_memory;
       po.with_flops = sw.with_flops;
-      po.with_stack = spec.profiler.with_stack;
       po.cuda = device->cuda && spec.profiler.cuda;
       return po;
     };
@@ -311,6 +317,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       if (!collected.ok()) return collected.status();
       gpu_collector = (*profiler)->gpu_collector();
       collector_notes = collected->notes;
+      modules_recorded = HoldsModuleScopes(collected->events);
       if (device->cuda) {
         auto peaks = ReadCudaAllocator(device->index);
         if (!peaks.ok()) return peaks.status();
@@ -397,7 +404,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     p.config_json = Finish(config);
     JsonWriter prof(/*pretty=*/false);
     prof.BeginObject().Field("activities", device->cuda && spec.profiler.cuda ? "cpu,cuda" : "cpu");
-    WriteSwitchFields(prof, budget, spec.profiler.with_stack, spec.profiler.overhead_budget_pct);
+    WriteSwitchFields(prof, budget, modules_recorded, spec.profiler.overhead_budget_pct);
     prof.Field("profiled_iterations",
                spec.trace ? std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs)) : 0);
     if (spec.trace) {

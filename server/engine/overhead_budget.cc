@@ -150,11 +150,13 @@ double MedianMs(std::vector<double> ms) {
   return (lower + upper) / 2.0;
 }
 
-void WriteSwitchFields(JsonWriter& w, const BudgetOutcome& o, bool with_stack, double budget_pct) {
+void WriteSwitchFields(JsonWriter& w, const BudgetOutcome& o, bool with_modules,
+                       double budget_pct) {
   w.Field("record_shapes", o.switches.record_shapes)
       .Field("profile_memory", o.switches.profile_memory)
       .Field("with_flops", o.switches.with_flops)
-      .Field("with_stack", with_stack)
+      .Field("with_stack", false)
+      .Field("with_modules", with_modules)
       .Key("auto_switches")
       .BeginArray();
   for (const std::string& s : o.auto_switches) w.String(s);

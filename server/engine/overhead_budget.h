@@ -12,8 +12,9 @@
 // Within budget (overhead_pct <= overhead_budget_pct): keep what is on. Over budget: turn the
 // costliest auto switch still on off (kDisableOrder) and probe again. When the last auto switch
 // goes off there is nothing left to decide, so that configuration is not probed (the profiled
-// window's own overhead_pct measures it). Explicit true/false is never changed; with_stack is
-// explicit only (off by default). Everything lands in the profile's `profiler` object.
+// window's own overhead_pct measures it). Explicit true/false is never changed; with_modules is
+// not a budget switch (its ranges cost little: engine.h). Everything lands in the profile's
+// `profiler` object.
 #ifndef LIBREYOLO_SERVER_ENGINE_OVERHEAD_BUDGET_H_
 #define LIBREYOLO_SERVER_ENGINE_OVERHEAD_BUDGET_H_
 
@@ -123,10 +124,12 @@ absl::Status ValidateOverheadBudget(double budget_pct);
 double MedianMs(std::vector<double> ms);
 
 // Writes the switch values and the budget's fields into an open JSON object: record_shapes,
-// profile_memory, with_flops, with_stack, auto_switches, auto_disabled, overhead_budget_pct,
-// probe_iterations, probe_overhead_pct, probe_median_ms, probe_baseline_ms and probe_note
-// (when set).
-void WriteSwitchFields(JsonWriter& w, const BudgetOutcome& o, bool with_stack, double budget_pct);
+// profile_memory, with_flops, with_stack (always false: C++ records no Python stacks),
+// with_modules (true only when the trace holds module scopes), auto_switches, auto_disabled,
+// overhead_budget_pct, probe_iterations, probe_overhead_pct, probe_median_ms,
+// probe_baseline_ms and probe_note (when set).
+void WriteSwitchFields(JsonWriter& w, const BudgetOutcome& o, bool with_modules,
+                       double budget_pct);
 
 }  // namespace libreyolo::engine
 

@@ -67,8 +67,8 @@ std::string ReadBytes(const std::string& path) {
 TEST(CliContract, ProfileAloneListsSubcommands) {
   const Result r = Cli({"profile"});
   EXPECT_EQ(r.code, 0);
-  for (const char* sub : {"run", "infer", "summary", "get", "phases", "kernels", "ops", "compare",
-                          "what-if"}) {
+  for (const char* sub : {"run", "infer", "summary", "get", "phases", "kernels", "ops", "modules",
+                          "compare", "what-if"}) {
     EXPECT_NE(r.out.find(std::string("  ") + sub), std::string::npos) << sub;
   }
 }
@@ -81,6 +81,7 @@ TEST(CliContract, HelpOnEverySubcommandListsItsFlags) {
       {"kernels", {"--top", "--category", "--grep", "--tensorcore", "--sort", "--phase", "--json"}},
       {"ops", {"--top", "--phase", "--sort", "--group-by-input-shape", "--json",
                "self_cpu_memory_usage"}},
+      {"modules", {"--depth", "--sort", "--format", "--json", "self_cpu", "folded"}},
       {"compare", {"before", "after", "--json"}},
       {"what-if", {"--remove-category", "--remove-launches", "--json"}},
   };
@@ -149,6 +150,49 @@ TEST(CliContract, PythonLibreYoloProfilesReadInEveryReader) {
   EXPECT_NE(s.out.find("latency p50/p90/p99    153.00 / 158.62 / 160.99 ms"), std::string::npos)
       << s.out;
   EXPECT_NE(s.out.find("peak VRAM              n/a"), std::string::npos) << s.out;
+}
+
+// `modules` on a trace with module scopes (our --with-modules ranges), in every form; on one
+// without, the documented exit 2 and the way to get them.
+TEST(CliContract, ModulesReaderTableJsonFoldedAndNoScopes) {
+  TempDir dir;
+  auto x = [](const std::string& cat, const std::string& name, int ts, int dur) {
+    return "{\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name +
+           "\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(ts) +
+           ", \"dur\": " + std::to_string(dur) + "}";
+  };
+  const std::string trace = dir.Write(
+      "m.json", "{\"traceEvents\": [" + x("user_annotation", "ProfilerStep#1", 0, 100) + ", " +
+                    x("user_annotation", "nn.Module: backbone", 0, 60) + ", " +
+                    x("user_annotation", "nn.Module: backbone.conv0", 10, 30) + ", " +
+                    x("cpu_op", "aten::conv2d", 12, 20) + ", " +
+                    x("user_annotation", "nn.Module: head", 60, 30) + "]}");
+  Result r = Cli({"profile", "modules", trace});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("  backbone.conv0"), std::string::npos) << r.out;  // nested by depth
+  EXPECT_NE(r.out.find("no GPU kernels in this trace"), std::string::npos) << r.out;
+  r = Cli({"profile", "modules", trace, "--sort", "self_cpu", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(IsJson(r.out)) << r.out;
+  EXPECT_LT(r.out.find("\"module\": \"backbone\""), r.out.find("\"module\": \"head\""))
+      << r.out;  // self CPU 30 (backbone) before 30 (head): stable, then conv0's 30
+  r = Cli({"profile", "modules", trace, "--format", "folded"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "backbone 30\nbackbone;backbone.conv0 10\nbackbone;backbone.conv0;aten::conv2d 20\n"
+            "head 30\n");
+  r = Cli({"profile", "modules", trace, "--format", "folded", "--json"});
+  EXPECT_EQ(r.code, 2);
+  r = Cli({"profile", "modules", trace, "--depth", "0"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--depth"), std::string::npos) << r.err;
+  r = Cli({"profile", "modules", trace, "--sort", "gpu_total"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no GPU kernels"), std::string::npos) << r.err;
+  r = Cli({"profile", "modules", kTrace});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no module scopes in this trace"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run with --with-modules"), std::string::npos) << r.err;
 }
 
 TEST(CliContract, SummaryPutsTheVerdictFirst) {

@@ -15,7 +15,6 @@
 #include "common/readers/compare_view.h"
 #include "common/readers/summary_view.h"
 #include "common/render/html_escape.h"
-#include "common/report/layer_table.h"
 #include "common/report/trace_timeline.h"
 #include "tests/common/trace_builder.h"
 
@@ -42,7 +41,7 @@ ReportInput FromTraceText(const std::string& json, const std::string& label) {
   ReportInput in;
   in.label = label;
   in.timeline = BuildTimeline(*data);
-  in.layers = BuildLayerTable(*data);
+  in.layers = BuildModuleTable(*data).rows;
   in.trace_path = label;
   in.profile = AnalyseTrace(*std::move(data));
   return in;
@@ -332,7 +331,7 @@ TEST(LayerTable, KernelsGoToTheInnermostModuleAroundTheirLaunch) {
              Op("aten::conv2d", 12, 5)});
   auto data = ReadTraceText(json);
   ASSERT_TRUE(data.ok()) << data.status();
-  const std::vector<LayerRow> rows = BuildLayerTable(*data);
+  const std::vector<ModuleRow> rows = BuildModuleTable(*data).rows;
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].path, "Model_0");
   EXPECT_EQ(rows[0].depth, 0);
@@ -341,11 +340,11 @@ TEST(LayerTable, KernelsGoToTheInnermostModuleAroundTheirLaunch) {
   EXPECT_NEAR(rows[0].gpu_ms_per_step, 0.018, 1e-12);
   EXPECT_NEAR(rows[0].self_gpu_ms_per_step, 0.003, 1e-12);
   EXPECT_DOUBLE_EQ(rows[0].kernels_per_step, 3);
-  EXPECT_EQ(rows[1].path, "Model_0/Conv2d_0");
+  EXPECT_EQ(rows[1].path, "Model_0.Conv2d_0");
   EXPECT_EQ(rows[1].name, "Conv2d_0");
   EXPECT_EQ(rows[1].depth, 1);
   EXPECT_NEAR(rows[1].gpu_ms_per_step, 0.005, 1e-12);
-  EXPECT_EQ(rows[2].path, "Model_0/Conv2d_1");
+  EXPECT_EQ(rows[2].path, "Model_0.Conv2d_1");
   EXPECT_NEAR(rows[2].self_gpu_ms_per_step, 0.010, 1e-12);
   EXPECT_DOUBLE_EQ(rows[2].calls_per_step, 1);
   // The analyser does not see the module spans: one op, as before.
@@ -379,10 +378,11 @@ TEST(TraceTimeline, CapsPhasesStreamsAndModuleDepth) {
   ASSERT_EQ(tl.streams.size(), 32u);
   EXPECT_EQ(tl.streams_not_drawn, 8);
   EXPECT_EQ(tl.streams[0].name, "GPU 0, stream 108");  // streams 100-107 were the least busy
-  const std::vector<LayerRow> rows = BuildLayerTable(*data);
+  const std::vector<ModuleRow> rows = BuildModuleTable(*data).rows;
   ASSERT_EQ(rows.size(), 32u);
   EXPECT_EQ(rows.back().depth, 31);
-  EXPECT_DOUBLE_EQ(rows.back().calls_per_step, 9);  // M_31 and the 8 deeper scopes
+  EXPECT_DOUBLE_EQ(rows.back().calls_per_step, 1);  // the 8 deeper scopes are M_31's own time
+  EXPECT_NEAR(rows.back().self_cpu_ms_per_step, rows.back().cpu_ms_per_step, 1e-12);
 }
 
 TEST(ReportHtml, TheProfilersOwnRecordIsShownEscaped) {

@@ -16,6 +16,7 @@ namespace libreyolo::daemon_test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // How the tests reach one daemon: the client's flags and a channel for the stub.
 struct Remote {
@@ -124,6 +125,30 @@ void CheckReadersRemoteEqualLocal(const Remote& r, const v1::Job& job,
       EXPECT_THAT(local.out, HasSubstr(local_profile));
     }
   }
+  // modules reads the downloaded trace (beside profile.json): the per-layer table of the job's
+  // module scopes (on by default), in text, JSON and folded stacks; a job: reference is told to
+  // download first (exit 2).
+  {
+    const CommandResult table = RunClient({"profile", "modules", local_profile});
+    ASSERT_EQ(table.exit_code, 0) << table.Describe();
+    EXPECT_THAT(table.out, HasSubstr("backbone.conv0"));
+    EXPECT_THAT(table.out, HasSubstr("neck.elan_up1"));
+    EXPECT_THAT(table.out, HasSubstr("head.cv2.0"));
+    const CommandResult top =
+        RunClient({"profile", "modules", local_profile, "--depth", "1", "--json"});
+    ASSERT_EQ(top.exit_code, 0) << top.Describe();
+    EXPECT_THAT(top.out, HasSubstr("\"module\": \"backbone\""));
+    EXPECT_THAT(top.out, Not(HasSubstr("backbone.conv0")));
+    const CommandResult folded =
+        RunClient({"profile", "modules", local_profile, "--format", "folded"});
+    ASSERT_EQ(folded.exit_code, 0) << folded.Describe();
+    EXPECT_THAT(folded.out, HasSubstr("backbone;backbone.conv0;aten::conv2d"));
+    const CommandResult remote_modules =
+        RunClient(Concat({"profile", "modules", ref}, r.cli_flags));
+    EXPECT_EQ(remote_modules.exit_code, 2) << remote_modules.Describe();
+    EXPECT_THAT(remote_modules.err, HasSubstr("jobs download"));
+  }
+
   // compare takes two profiles: the job against itself, both ways.
   const CommandResult remote =
       RunClient(Concat({"profile", "compare", ref, ref, "--json"}, r.cli_flags));
@@ -233,6 +258,11 @@ void CheckJob(const Remote& r, const v1::Job& job, const std::string& work) {
   EXPECT_TRUE(names.count("report.html")) << job.DebugString();
   CheckArtifactsByRpc(r, job);
   const std::string local = CheckDownload(r, job, work + "/dl-" + job.id());
+  {
+    const std::string profile = ReadFile(local);
+    EXPECT_THAT(profile, HasSubstr("\"with_stack\":false"));
+    EXPECT_THAT(profile, HasSubstr("\"with_modules\":true"));
+  }
   CheckReadersRemoteEqualLocal(r, job, local);
 }
 
@@ -269,7 +299,10 @@ TEST(DaemonE2eTest, UnixSocketInferByCliAndRunByStub) {
     EXPECT_EQ(info.devices(0).name(), "cpu");
   }
 
-  const v1::Job infer = CliJob(r, "infer", TinyInferFlags(), dir.File("cli"));
+  // --with-stack is the documented alias of --with-modules: the profile holds module scopes and
+  // never claims stacks.
+  const v1::Job infer =
+      CliJob(r, "infer", Concat(TinyInferFlags(), {"--with-stack"}), dir.File("cli"));
   const v1::Job run = StubJob(r, TinyRun());
   CheckJob(r, infer, dir.path());
   CheckJob(r, run, dir.path());

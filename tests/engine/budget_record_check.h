@@ -29,6 +29,7 @@ inline void ExpectConsistentBudgetRecord(const std::string& profiler_json, doubl
   rapidjson::Document d;
   ASSERT_FALSE(d.Parse(profiler_json.c_str()).HasParseError()) << profiler_json;
   for (const char* key : {"record_shapes", "profile_memory", "with_flops", "with_stack",
+                          "with_modules",
                           "auto_switches", "auto_disabled", "overhead_budget_pct",
                           "probe_overhead_pct", "probe_iterations", "overhead_pct"}) {
     ASSERT_TRUE(d.HasMember(key)) << key << " missing: " << profiler_json;

@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/analysis/module_table.h"
 #include "common/load/load_profile.h"
 #include "common/readers/get_view.h"
 #include "common/readers/kernels_view.h"
+#include "common/readers/modules_view.h"
+#include "common/readers/run_reader.h"
+#include "common/trace/trace_reader.h"
 #include "common/readers/ops_view.h"
 #include "common/readers/phases_view.h"
 #include "common/readers/summary_view.h"
@@ -102,6 +106,81 @@ TEST_F(InferJob, WritesAProfileEveryReaderAccepts) {
   OpsOptions forward;
   forward.phase = "forward";
   EXPECT_TRUE(BuildOps(*p, forward, "x").ok());
+}
+
+bool ProfilerFlag(const std::string& profiler_json, const char* key) {
+  rapidjson::Document d;
+  d.Parse(profiler_json.c_str());
+  EXPECT_TRUE(d.IsObject() && d.HasMember(key) && d[key].IsBool()) << key << ": " << profiler_json;
+  return d.IsObject() && d.HasMember(key) && d[key].IsBool() && d[key].GetBool();
+}
+
+// Module scopes are on by default: the trace holds a range per LibreYOLO9 block, named by its
+// Python module path, the `modules` reader reads them from profile.json, and the profile says
+// with_modules only when the trace holds them (never with --no-trace); with_stack is never
+// claimed (LibTorch in C++ records no stacks).
+TEST_F(InferJob, ModuleScopesAreRecordedAndTheProfileSaysSoTruthfully) {
+  spec_.model.weights = std::string(LIBREYOLO_SHARED_DIR) +
+                        "/fixtures/models/libreyolo9t_seed1234.pt";
+  spec_.profiler.profile_memory = false;
+  spec_.profiler.record_shapes = spec_.profiler.with_flops = true;  // FLOPs need the shapes
+  ASSERT_TRUE(spec_.profiler.with_modules);                         // the default
+  auto r = RunInferJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(ProfilerFlag(r->profile.profiler_json, "with_modules"));
+  EXPECT_FALSE(ProfilerFlag(r->profile.profiler_json, "with_stack"));
+  auto data = ReadTraceFile(r->trace_path);
+  ASSERT_TRUE(data.ok()) << data.status();
+  const ModuleTable t = BuildModuleTable(*data);
+  EXPECT_EQ(t.steps, 2);
+  std::vector<std::string> top;
+  for (const ModuleRow& row : t.rows) {
+    if (row.depth == 0) top.push_back(row.path);
+  }
+  EXPECT_EQ(top, (std::vector<std::string>{"backbone", "neck", "head"}));
+  EXPECT_EQ(t.rows[1].path, "backbone.conv0");  // the first block to run
+  EXPECT_DOUBLE_EQ(t.rows[1].calls_per_step, 1);
+  double conv_flops = 0;
+  for (const OpRow& o : r->profile.ops) {
+    if (o.op == "aten::conv2d" && o.flops) conv_flops += *o.flops;
+  }
+  // Every convolution runs inside a module; the ops outside (pre/postprocessing) add the rest
+  // of the profile's FLOPs.
+  const ModuleTable by_part = BuildModuleTable(*data, 1);
+  double module_flops = 0;
+  for (const ModuleRow& row : by_part.rows) module_flops += row.flops_per_step.value_or(0);
+  ASSERT_GT(conv_flops, 0);
+  EXPECT_GE(module_flops, conv_flops * (1 - 1e-9));
+  EXPECT_LE(module_flops, *r->profile.flops_per_step * (1 + 1e-9));
+
+  // The reader, from profile.json (its trace beside it).
+  ReaderInvocation inv;
+  inv.reader = "modules";
+  inv.inputs = {r->profile_path};
+  inv.modules.depth = 2;
+  auto out = RunReader(inv, [](const std::string& p) { return LoadProfile(p); });
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_NE(out->text.find("backbone.conv0"), std::string::npos) << out->text;
+  EXPECT_EQ(out->text.find("backbone.elan2.cv2"), std::string::npos) << out->text;  // depth 2
+
+  // --no-trace records nothing, and says so.
+  spec_.trace = false;
+  r = RunInferJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(ProfilerFlag(r->profile.profiler_json, "with_modules"));
+  EXPECT_FALSE(ProfilerFlag(r->profile.profiler_json, "with_stack"));
+
+  // --no-with-modules: a trace without scopes; the reader says how to get them (exit 2).
+  spec_.trace = true;
+  spec_.profiler.with_modules = false;
+  r = RunInferJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(ProfilerFlag(r->profile.profiler_json, "with_modules"));
+  inv.inputs = {r->trace_path};
+  out = RunReader(inv, [](const std::string& p) { return LoadProfile(p); });
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(ReaderExitCode(out.status()), 2);
+  EXPECT_NE(out.status().message().find("run with --with-modules"), std::string::npos);
 }
 
 TEST_F(InferJob, RepeatWritesTheRepeatFile) {

@@ -201,7 +201,7 @@ TEST(OverheadBudget, WritesTheProfilerFields) {
   ASSERT_TRUE(o.ok());
   JsonWriter w(/*pretty=*/false);
   w.BeginObject();
-  WriteSwitchFields(w, *o, /*with_stack=*/false, 3.0);
+  WriteSwitchFields(w, *o, /*with_modules=*/true, 3.0);
   w.EndObject();
   const std::string json = w.Take();
   rapidjson::Document d;
@@ -209,7 +209,8 @@ TEST(OverheadBudget, WritesTheProfilerFields) {
   EXPECT_FALSE(d["record_shapes"].GetBool());
   EXPECT_TRUE(d["profile_memory"].GetBool());
   EXPECT_TRUE(d["with_flops"].GetBool());
-  EXPECT_FALSE(d["with_stack"].GetBool());
+  EXPECT_FALSE(d["with_stack"].GetBool());  // never: LibTorch in C++ records no stacks
+  EXPECT_TRUE(d["with_modules"].GetBool());
   EXPECT_EQ(d["auto_switches"].Size(), 3u);
   ASSERT_EQ(d["auto_disabled"].Size(), 1u);
   EXPECT_STREQ(d["auto_disabled"][0].GetString(), "record_shapes");

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "common/analysis/module_table.h"
 #include "common/load/load_profile.h"
+#include "common/trace/trace_reader.h"
 #include "common/readers/phases_view.h"
 #include "common/readers/summary_view.h"
 #include "server/engine/data/dataset.h"
@@ -159,6 +161,34 @@ TEST_F(TrainJobErrors, ExplicitSwitchesAreHonoured) {
   d.Parse(j.c_str());
   EXPECT_FALSE(d["record_shapes"].GetBool()) << j;
   EXPECT_TRUE(d["with_flops"].GetBool()) << j;
+}
+
+// A run records the module scopes of the training forward (on by default) and says so; with
+// --no-with-modules it says it did not.
+TEST_F(TrainJobErrors, ModuleScopesOfTheTrainingForward) {
+  auto r = RunTrainJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  rapidjson::Document d;
+  d.Parse(r->profile.profiler_json.c_str());
+  EXPECT_TRUE(d["with_modules"].GetBool()) << r->profile.profiler_json;
+  EXPECT_FALSE(d["with_stack"].GetBool()) << r->profile.profiler_json;
+  auto data = ReadTraceFile(r->trace_path);
+  ASSERT_TRUE(data.ok()) << data.status();
+  const ModuleTable t = BuildModuleTable(*data, 1);
+  std::vector<std::string> parts;
+  for (const ModuleRow& row : t.rows) parts.push_back(row.path);
+  // Training runs forward_raw: no decode, so no head.decode joining "head".
+  EXPECT_EQ(parts, (std::vector<std::string>{"backbone", "neck", "head"}));
+  for (const ModuleRow& row : t.rows) EXPECT_DOUBLE_EQ(row.calls_per_step, 1) << row.path;
+
+  spec_.profiler.with_modules = false;
+  r = RunTrainJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  d.Parse(r->profile.profiler_json.c_str());
+  EXPECT_FALSE(d["with_modules"].GetBool()) << r->profile.profiler_json;
+  data = ReadTraceFile(r->trace_path);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_TRUE(BuildModuleTable(*data).rows.empty());
 }
 
 TEST_F(TrainJobErrors, BadOptionsAndDevices) {

@@ -118,7 +118,7 @@ absl::StatusOr<std::unique_ptr<TorchProfiler>> TorchProfiler::Start(const TorchP
       return absl::FailedPreconditionError("a LibTorch profiler session is already running");
     }
     const impl::ProfilerConfig config(impl::ProfilerState::KINETO, o.record_shapes,
-                                      o.profile_memory, o.with_stack, o.with_flops);
+                                      o.profile_memory, /*with_stack=*/false, o.with_flops);
     std::set<impl::ActivityType> activities = {impl::ActivityType::CPU};
     // CUDA activity only where this LibTorch has CUDA (a CPU build cannot record any).
     if (o.cuda && torch::cuda::is_available()) activities.insert(impl::ActivityType::CUDA);

@@ -18,7 +18,6 @@ struct TorchProfilerOptions {
   bool record_shapes = true;
   bool profile_memory = true;
   bool with_flops = true;
-  bool with_stack = false;
   bool cuda = false;  // also ask LibTorch for CUDA activity (Kineto's own CUPTI subscriber)
   // Non-empty: Stop() also saves LibTorch's own Chrome trace of the window here (Kineto's
   // export, as torch.profiler's export_chrome_trace writes it).

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "server/engine/model/module_scope.h"
+
 namespace libreyolo::engine {
 
 double ConvFlops(const torch::nn::Conv2dImpl& conv, Hw out) {
@@ -23,6 +25,7 @@ ConvImpl::ConvImpl(int64_t c1, int64_t c2, int64_t k, int64_t s, int64_t groups,
 }
 
 torch::Tensor ConvImpl::forward(const torch::Tensor& x) {
+  const ModuleScope scope(this);
   torch::Tensor y = bn_(conv_(x));
   return act_ ? torch::silu(y) : y;
 }
@@ -33,6 +36,7 @@ RepConvNImpl::RepConvNImpl(int64_t c1, int64_t c2) {
 }
 
 torch::Tensor RepConvNImpl::forward(const torch::Tensor& x) {
+  const ModuleScope scope(this);
   return torch::silu(conv1_(x) + conv2_(x));
 }
 
@@ -41,7 +45,10 @@ RepNBottleneckImpl::RepNBottleneckImpl(int64_t c) {
   cv2_ = register_module("cv2", Conv(c, c, 3));
 }
 
-torch::Tensor RepNBottleneckImpl::forward(const torch::Tensor& x) { return x + cv2_(cv1_(x)); }
+torch::Tensor RepNBottleneckImpl::forward(const torch::Tensor& x) {
+  const ModuleScope scope(this);
+  return x + cv2_(cv1_(x));
+}
 
 RepNCSPImpl::RepNCSPImpl(int64_t c1, int64_t c2, int64_t n) {
   const int64_t hidden = c2 / 2;
@@ -56,6 +63,7 @@ RepNCSPImpl::RepNCSPImpl(int64_t c1, int64_t c2, int64_t n) {
 }
 
 torch::Tensor RepNCSPImpl::forward(const torch::Tensor& x) {
+  const ModuleScope scope(this);
   torch::Tensor y = cv1_(x);
   for (auto& block : m_) y = block(y);
   return cv3_(torch::cat({y, cv2_(x)}, 1));
@@ -81,6 +89,7 @@ ELANImpl::ELANImpl(int64_t c1, int64_t c2, int64_t c3, int64_t c4, int64_t n) {
 }
 
 torch::Tensor ELANImpl::forward(const torch::Tensor& x) {
+  const ModuleScope scope(this);
   // chunk() returns views: the split costs no copy, only the final cat does.
   std::vector<torch::Tensor> y = cv1_(x).chunk(2, 1);
   y.push_back(cv2_(y.back()));
@@ -108,9 +117,13 @@ RepNCSPELANImpl::RepNCSPELANImpl(int64_t c1, int64_t c2, int64_t c3, int64_t c4,
 }
 
 torch::Tensor RepNCSPELANImpl::forward(const torch::Tensor& x) {
+  const ModuleScope scope(this);
   std::vector<torch::Tensor> y = cv1_(x).chunk(2, 1);
-  y.push_back(cv2_(y.back()));
-  y.push_back(cv3_(y.back()));
+  // RepNCSPConv's forward is inline in the header: its scope opens here.
+  for (RepNCSPConv* branch : {&cv2_, &cv3_}) {
+    const ModuleScope branch_scope(branch->get());
+    y.push_back((*branch)(y.back()));
+  }
   return cv4_(torch::cat(y, 1));
 }
 
@@ -121,6 +134,7 @@ double RepNCSPELANImpl::Flops(Hw in) const {
 AConvImpl::AConvImpl(int64_t c1, int64_t c2) { cv_ = register_module("cv", Conv(c1, c2, 3, 2)); }
 
 torch::Tensor AConvImpl::forward(const torch::Tensor& x) {
+  const ModuleScope scope(this);
   // Python: F.avg_pool2d(x, 2, 1, 0, ceil_mode=False, count_include_pad=True).
   return cv_(torch::avg_pool2d(x, {2, 2}, {1, 1}, {0, 0}, false, true));
 }
@@ -131,6 +145,7 @@ ADownImpl::ADownImpl(int64_t c1, int64_t c2) {
 }
 
 torch::Tensor ADownImpl::forward(const torch::Tensor& x) {
+  const ModuleScope scope(this);
   std::vector<torch::Tensor> halves =
       torch::avg_pool2d(x, {2, 2}, {1, 1}, {0, 0}, false, true).chunk(2, 1);
   torch::Tensor a = cv1_(halves[0]);
@@ -144,6 +159,7 @@ SPPELANImpl::SPPELANImpl(int64_t c1, int64_t c2, int64_t c3) {
 }
 
 torch::Tensor SPPELANImpl::forward(const torch::Tensor& x) {
+  const ModuleScope scope(this);
   std::vector<torch::Tensor> features;
   features.reserve(4);
   features.push_back(cv1_(x));

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "server/engine/model/module_scope.h"
+
 namespace libreyolo::engine {
 namespace {
 
@@ -55,10 +57,17 @@ DDetectImpl::DDetectImpl(int64_t num_classes, const std::vector<int64_t>& channe
 }
 
 std::vector<torch::Tensor> DDetectImpl::forward(const std::vector<torch::Tensor>& feats) {
+  const ModuleScope scope(this);
   std::vector<torch::Tensor> out;
   out.reserve(feats.size());
+  // The towers' forward is inline in the header: their scopes open here.
+  auto tower = [](HeadTower& t, const torch::Tensor& x) {
+    const ModuleScope tower_scope(t.get());
+    return t(x);
+  };
   for (size_t i = 0; i < feats.size(); ++i) {
-    out.push_back(torch::cat({box_towers_[i](feats[i]), class_towers_[i](feats[i])}, 1));
+    out.push_back(
+        torch::cat({tower(box_towers_[i], feats[i]), tower(class_towers_[i], feats[i])}, 1));
   }
   return out;
 }
@@ -92,6 +101,7 @@ void DDetectImpl::UpdateGrid(const std::vector<torch::Tensor>& raw) {
 
 torch::Tensor DDetectImpl::Decode(const std::vector<torch::Tensor>& raw) {
   TORCH_CHECK(static_cast<int64_t>(raw.size()) == kNumLevels, "Decode needs 3 levels");
+  const ModuleScope scope(this, "decode");  // inside Python's head forward: "head.decode"
   UpdateGrid(raw);
   std::vector<torch::Tensor> box_levels;
   std::vector<torch::Tensor> score_levels;

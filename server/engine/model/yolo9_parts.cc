@@ -1,5 +1,7 @@
 #include "server/engine/model/yolo9_parts.h"
 
+#include "server/engine/model/module_scope.h"
+
 namespace libreyolo::engine {
 namespace {
 
@@ -77,6 +79,7 @@ Backbone9Impl::Backbone9Impl(const Yolo9Config& cfg) {
 }
 
 BackboneOutputs Backbone9Impl::forward(const torch::Tensor& x) {
+  const ModuleScope scope(this);
   torch::Tensor y = conv1_(conv0_(x));
   y = elan1_ ? elan1_(y) : elan1_csp_(y);
   BackboneOutputs out;
@@ -117,6 +120,7 @@ Neck9Impl::Neck9Impl(const Yolo9Config& cfg) {
 }
 
 std::vector<torch::Tensor> Neck9Impl::forward(const BackboneOutputs& b) {
+  const ModuleScope scope(this);
   torch::Tensor n4 = elan_up1_(torch::cat({Upsample2x(b.p5), b.p4}, 1));
   torch::Tensor p3 = elan_up2_(torch::cat({Upsample2x(n4), b.p3}, 1));
   torch::Tensor p4 = elan_down1_(torch::cat({down1_(p3), n4}, 1));

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/engine/collect/module_scope_events.h"
 #include "server/engine/collect/profiling_session.h"
 
 namespace libreyolo::engine {
@@ -128,6 +129,7 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
     if (last) {
       if (auto s = LinkOrCopy(files.trace, named); !s.ok()) return s;
       out.trace = files.trace;
+      out.module_scopes = HoldsModuleScopes(collected->events);
     }
     out.cycle_traces.push_back(named);
   }

@@ -34,6 +34,7 @@ struct ProfiledWindow {
   int64_t recorded_steps = 0;
   std::vector<std::string> notes;      // the collectors' notes (e.g. no CUPTI)
   std::string gpu_collector = "none";  // "cupti", "libtorch" (Kineto) or "none"
+  bool module_scopes = false;          // the analysed trace (the last cycle) holds module scopes
   // CUDA: the caching allocator over the last cycle's active steps (peaks since they began).
   std::optional<CudaAllocatorStats> memory;
 };

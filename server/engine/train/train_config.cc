@@ -76,7 +76,7 @@ std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
                               double synced_step_ms) {
   JsonWriter w(/*pretty=*/false);
   w.BeginObject().Field("activities", cuda_activity ? "cpu,cuda" : "cpu");
-  WriteSwitchFields(w, budget, spec.profiler.with_stack, spec.profiler.overhead_budget_pct);
+  WriteSwitchFields(w, budget, window.module_scopes, spec.profiler.overhead_budget_pct);
   w.Key("schedule")
       .BeginObject()
       .Field("skip_first", spec.skip_first)

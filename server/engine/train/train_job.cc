@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "server/engine/data/loader.h"
 #include "server/engine/engine.h"
 #include "server/engine/job_files.h"
+#include "server/engine/model/module_scope.h"
 #include "server/engine/model_loader.h"
 #include "server/engine/overhead_budget.h"
 #include "server/engine/runtime_info.h"
@@ -118,6 +120,9 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     if (!loaded->notice.empty()) report("loading model", 1, 1, loaded->notice);
     if (device->cuda) loaded->model->to(CudaDevice(*device));
     loaded->model->train();
+    // Module scopes for the probes and the recorded steps (the measured windows record none).
+    std::optional<ModuleScopes> module_scopes;
+    if (spec.profiler.with_modules) module_scopes.emplace(*loaded->model);
 
     int64_t batch = spec.batch;
     std::string batch_rule;
@@ -210,7 +215,6 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
       po.record_shapes = sw.record_shapes;
       po.profile_memory = sw.profile_memory;
       po.with_flops = sw.with_flops;
-      po.with_stack = spec.profiler.with_stack;
       po.cuda = device->cuda && spec.profiler.cuda;
       return po;
     };

@@ -1,0 +1,283 @@
+#include "common/analysis/module_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string_view>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "common/trace/step_window.h"
+
+namespace libreyolo {
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+constexpr std::string_view kPrefix = "nn.Module: ";
+constexpr size_t kMaxNesting = 64;     // deeper frames count towards the deepest kept one
+constexpr int kMaxModuleNesting = 32;  // deeper module scopes count towards their ancestor
+
+enum class Kind : uint8_t { kModule, kOp, kRuntime };
+
+// A CPU frame on one thread: a module scope, an op or a runtime call.
+struct Frame {
+  int64_t s = 0, e = 0;
+  uint32_t event = 0;
+  Kind kind = Kind::kOp;
+};
+
+// One module scope after nesting.
+struct Scope {
+  std::string path;
+  int32_t parent = -1;  // enclosing scope, index into the scopes
+  int nesting = 0;      // enclosing scopes
+  int64_t end_ns = 0, dur_ns = 0, child_ns = 0;
+  int64_t self_gpu_ns = 0, gpu_ns = 0, kernels = 0;
+  double self_flops = 0, flops = 0;
+};
+
+struct KernelSum {
+  int64_t ns = 0, count = 0;
+};
+
+// The path of a scope named `name` inside `parent` (empty: top level).
+std::string ScopePath(std::string_view parent, std::string_view name) {
+  if (parent.empty()) return std::string(name);
+  if (name.size() > parent.size() && name.starts_with(parent) && name[parent.size()] == '.') {
+    return std::string(name);
+  }
+  std::string path(parent);
+  path += '.';
+  path += name;
+  return path;
+}
+
+std::string Truncate(const std::string& path, int depth) {
+  if (depth <= 0) return path;
+  size_t pos = 0;
+  for (int i = 0; i < depth; ++i) {
+    pos = path.find('.', pos);
+    if (pos == std::string::npos) return path;
+    if (i + 1 < depth) ++pos;
+  }
+  return path.substr(0, pos);
+}
+
+std::string FrameName(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c == ';') c = ':';
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return out;
+}
+
+// One pass over the window's CPU frames per thread: module scopes with their nesting, GPU time
+// and FLOPs, and (when `folded` is set) the self time of every distinct frame stack.
+struct Pass {
+  std::vector<Scope> scopes;  // per thread in time order: parents before children
+  bool has_gpu = false, has_flops = false;
+  std::map<std::string, int64_t> folded;  // stack -> self ns
+};
+
+Pass Walk(const TraceData& t, const StepWindow& win, bool folded) {
+  Pass out;
+  absl::flat_hash_map<int64_t, KernelSum> kernel_of;  // correlation -> kernels
+  std::map<uint32_t, std::vector<Frame>> frames;      // by thread, std::map: stable order
+  for (uint32_t i = 0; i < t.events.size(); ++i) {
+    const TraceEvent& e = t.events[i];
+    if (!win.Contains(e.ts_ns)) continue;
+    switch (e.cls) {
+      case EventClass::kKernel:
+        if (e.correlation != kNoId) {
+          KernelSum& k = kernel_of[e.correlation];
+          SatAdd(k.ns, e.dur_ns);
+          ++k.count;
+          out.has_gpu = true;
+        }
+        break;
+      case EventClass::kModule:
+        frames[e.thread].push_back(
+            Frame{e.ts_ns, e.ts_ns + std::max<int64_t>(e.dur_ns, 0), i, Kind::kModule});
+        break;
+      case EventClass::kCpuOp:
+        if (t.FlopsOf(e) >= 0) out.has_flops = true;
+        frames[e.thread].push_back(
+            Frame{e.ts_ns, e.ts_ns + std::max<int64_t>(e.dur_ns, 0), i, Kind::kOp});
+        break;
+      case EventClass::kRuntime:
+        frames[e.thread].push_back(
+            Frame{e.ts_ns, e.ts_ns + std::max<int64_t>(e.dur_ns, 0), i, Kind::kRuntime});
+        break;
+      default:
+        break;
+    }
+  }
+
+  struct Open {
+    size_t frame;
+    int32_t scope;      // innermost module scope at or above this frame (-1: none)
+    int64_t child_ns;   // direct child frames' time (folded self time)
+    std::string stack;  // folded: "a;b;c"
+  };
+  for (auto& [thread, list] : frames) {
+    std::sort(list.begin(), list.end(), [](const Frame& a, const Frame& b) {
+      if (a.s != b.s) return a.s < b.s;
+      if (a.e != b.e) return a.e > b.e;  // the longer one encloses
+      return a.kind < b.kind;            // a module encloses an op of the same extent
+    });
+    std::vector<Open> open;
+    auto close = [&](Open& o) {
+      if (!folded) return;
+      const Frame& f = list[o.frame];
+      const int64_t self = std::max<int64_t>(f.e - f.s - o.child_ns, 0);
+      if (self > 0) SatAdd(out.folded[o.stack], self);
+    };
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Frame& f = list[i];
+      while (!open.empty() && list[open.back().frame].e <= f.s) {
+        close(open.back());
+        open.pop_back();
+      }
+      const int32_t scope = open.empty() ? -1 : open.back().scope;
+      const TraceEvent& e = t.events[f.event];
+      std::string_view name = t.strings.Get(e.name);
+      if (f.kind == Kind::kModule) name.remove_prefix(kPrefix.size());
+      if (f.kind != Kind::kModule && scope >= 0) {
+        // The op's FLOPs and the call's kernels belong to the innermost module.
+        Scope& sc = out.scopes[static_cast<size_t>(scope)];
+        if (f.kind == Kind::kOp && t.FlopsOf(e) >= 0) sc.self_flops += t.FlopsOf(e);
+        if (f.kind == Kind::kRuntime && e.correlation != kNoId) {
+          const auto it = kernel_of.find(e.correlation);
+          if (it != kernel_of.end()) {
+            SatAdd(sc.self_gpu_ns, it->second.ns);
+            sc.kernels += it->second.count;
+          }
+        }
+      }
+      if (open.size() >= kMaxNesting ||
+          (f.kind == Kind::kModule && scope >= 0 &&
+           out.scopes[static_cast<size_t>(scope)].nesting + 1 >= kMaxModuleNesting)) {
+        continue;  // too deep: its time stays with the enclosing frame and module
+      }
+      if (!open.empty()) {
+        const Frame& parent = list[open.back().frame];
+        SatAdd(open.back().child_ns, std::max<int64_t>(std::min(f.e, parent.e) - f.s, 0));
+      }
+      int32_t own_scope = scope;
+      std::string frame_name;
+      if (f.kind == Kind::kModule) {
+        Scope sc;
+        sc.path = ScopePath(
+            scope < 0 ? std::string_view() : out.scopes[static_cast<size_t>(scope)].path, name);
+        sc.parent = scope;
+        sc.nesting = scope < 0 ? 0 : out.scopes[static_cast<size_t>(scope)].nesting + 1;
+        sc.end_ns = f.e;
+        sc.dur_ns = f.e - f.s;
+        if (scope >= 0) {
+          Scope& par = out.scopes[static_cast<size_t>(scope)];
+          SatAdd(par.child_ns, std::max<int64_t>(std::min(f.e, par.end_ns) - f.s, 0));
+        }
+        own_scope = static_cast<int32_t>(out.scopes.size());
+        if (folded) frame_name = FrameName(sc.path);
+        out.scopes.push_back(std::move(sc));
+      } else if (folded) {
+        frame_name = FrameName(name);
+      }
+      std::string stack;
+      if (folded) {
+        stack = open.empty() ? frame_name : absl::StrCat(open.back().stack, ";", frame_name);
+      }
+      open.push_back(Open{i, own_scope, 0, std::move(stack)});
+    }
+    while (!open.empty()) {
+      close(open.back());
+      open.pop_back();
+    }
+  }
+  // Inclusive GPU time, kernels and FLOPs: children come after their parents.
+  for (Scope& sc : out.scopes) {
+    sc.gpu_ns = sc.self_gpu_ns;
+    sc.flops = sc.self_flops;
+  }
+  for (size_t i = out.scopes.size(); i-- > 0;) {
+    const Scope& sc = out.scopes[i];
+    if (sc.parent < 0) continue;
+    Scope& par = out.scopes[static_cast<size_t>(sc.parent)];
+    SatAdd(par.gpu_ns, sc.gpu_ns);
+    par.kernels += sc.kernels;
+    par.flops += sc.flops;
+  }
+  return out;
+}
+
+}  // namespace
+
+ModuleTable BuildModuleTable(const TraceData& t, int depth) {
+  const StepWindow win = FindStepWindow(t);
+  ModuleTable table;
+  table.steps = win.marks.empty() ? 1 : static_cast<int64_t>(win.marks.size());
+  const double steps = static_cast<double>(table.steps);
+  table.step_ms = static_cast<double>(win.w1_ns - win.w0_ns) / kNsPerMs / steps;
+  Pass pass = Walk(t, win, /*folded=*/false);
+  table.has_gpu = pass.has_gpu;
+  table.has_flops = pass.has_flops;
+  table.scopes = static_cast<int64_t>(pass.scopes.size());
+
+  struct Acc {
+    int64_t calls = 0, cpu_ns = 0, self_ns = 0, gpu_ns = 0, self_gpu_ns = 0, kernels = 0;
+    double flops = 0;
+  };
+  std::vector<std::string> order;
+  absl::flat_hash_map<std::string, Acc> acc;
+  std::vector<std::string> row_of(pass.scopes.size());
+  for (size_t i = 0; i < pass.scopes.size(); ++i) {
+    const Scope& sc = pass.scopes[i];
+    row_of[i] = Truncate(sc.path, depth);
+    auto [it, inserted] = acc.try_emplace(row_of[i]);
+    if (inserted) order.push_back(row_of[i]);
+    Acc& a = it->second;
+    SatAdd(a.self_ns, std::max<int64_t>(sc.dur_ns - sc.child_ns, 0));
+    SatAdd(a.self_gpu_ns, sc.self_gpu_ns);
+    // Inside another scope of the same row: counted once, through the outer one.
+    if (sc.parent >= 0 && row_of[static_cast<size_t>(sc.parent)] == row_of[i]) continue;
+    ++a.calls;
+    SatAdd(a.cpu_ns, sc.dur_ns);
+    SatAdd(a.gpu_ns, sc.gpu_ns);
+    a.kernels += sc.kernels;
+    a.flops += sc.flops;
+  }
+  auto ms = [&](int64_t ns) { return static_cast<double>(ns) / kNsPerMs / steps; };
+  table.rows.reserve(order.size());
+  for (const std::string& path : order) {
+    const Acc& a = acc.at(path);
+    ModuleRow r;
+    r.path = path;
+    const size_t dot = path.rfind('.');
+    r.name = dot == std::string::npos ? path : path.substr(dot + 1);
+    r.depth = static_cast<int>(std::count(path.begin(), path.end(), '.'));
+    r.calls_per_step = static_cast<double>(a.calls) / steps;
+    r.cpu_ms_per_step = ms(a.cpu_ns);
+    r.self_cpu_ms_per_step = ms(a.self_ns);
+    r.gpu_ms_per_step = ms(a.gpu_ns);
+    r.self_gpu_ms_per_step = ms(a.self_gpu_ns);
+    r.kernels_per_step = static_cast<double>(a.kernels) / steps;
+    if (table.has_flops) r.flops_per_step = a.flops / steps;
+    r.pct_of_step = table.step_ms > 0 ? 100.0 * r.cpu_ms_per_step / table.step_ms : 0.0;
+    table.rows.push_back(std::move(r));
+  }
+  return table;
+}
+
+std::string FoldedStacks(const TraceData& t) {
+  const Pass pass = Walk(t, FindStepWindow(t), /*folded=*/true);
+  std::string out;
+  for (const auto& [stack, ns] : pass.folded) {
+    const auto us = static_cast<int64_t>(std::llround(static_cast<double>(ns) / 1000.0));
+    if (us > 0) absl::StrAppend(&out, stack, " ", us, "\n");
+  }
+  return out;
+}
+
+}  // namespace libreyolo
