@@ -24,7 +24,7 @@ const std::vector<CategoryRule>& CategoryRules() {
       {Rx("nccl|rccl|all_reduce|allreduce|all_gather|allgather|reduce_scatter|alltoall|all_to_all"),
        kCategoryCommunication},
       {Rx("bn_bw|bn_fw|batchnorm|batch_norm|layer_norm|group_norm|instance_norm|softmax|welford|"
-          "\\breduce|variance|rms_norm"),
+          "\\breduce|variance|rms_norm|devicereduce"),
        kCategoryNorm},
       {Rx("nchwtonhwc|nhwctonchw"), kCategoryLayout},
       {Rx("gemm|conv|implicit|cutlass|cudnn|wgrad|dgrad|winograd"), kCategoryGemm},
@@ -32,7 +32,7 @@ const std::vector<CategoryRule>& CategoryRules() {
           "\\btranspose"),
        kCategoryLayout},
       {Rx("elementwise|vectorized|pointwise|activation|silu|relu|sigmoid|unary|binary|clamp|fill|"
-          "arange"),
+          "arange|multi_tensor_apply"),
        kCategoryElementwise},
   };
   return *rules;
@@ -40,8 +40,40 @@ const std::vector<CategoryRule>& CategoryRules() {
 
 }  // namespace
 
+std::string KernelOwnName(std::string_view name) {
+  // Template argument lists, at any depth: dropped (an unclosed one runs to the end, as in a
+  // name cut to 90 characters).
+  std::string out;
+  out.reserve(name.size());
+  int depth = 0;
+  for (const char c : name) {
+    if (c == '<') {
+      ++depth;
+    } else if (c == '>' && depth > 0) {
+      --depth;
+    } else if (depth == 0) {
+      out.push_back(c);
+    }
+  }
+  // The trailing parameter list: a balanced (...) that ends the name. "(anonymous namespace)"
+  // inside the qualified name is not at the end and stays.
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (!out.empty() && out.back() == ')') {
+    int d = 0;
+    for (size_t i = out.size(); i-- > 0;) {
+      if (out[i] == ')') ++d;
+      if (out[i] == '(' && --d == 0) {
+        if (i > 0) out.resize(i);  // a name that is only "(...)" is kept whole
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 std::string KernelCategory(std::string_view name) {
-  const std::string lower = absl::AsciiStrToLower(absl::string_view(name.data(), name.size()));
+  const std::string own = KernelOwnName(name);
+  const std::string lower = absl::AsciiStrToLower(own);
   for (const auto& rule : CategoryRules()) {
     if (std::regex_search(lower, rule.pattern)) return rule.category;
   }
