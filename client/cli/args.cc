@@ -2,10 +2,12 @@
 
 #include <cctype>
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 
 namespace libreyolo::cli {
@@ -59,9 +61,23 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
     if (only_positionals || a == "-" || !absl::StartsWith(a, "-")) {
       if (!only_positionals && LooksLikeKeyValue(a)) {
         const std::string key = a.substr(0, a.find('='));
+        const std::string value = a.substr(a.find('=') + 1);
+        if (FindFlag(spec, key) != nullptr) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "'", a, "' looks like key=value; this command takes POSIX flags: write --", key,
+              " ", value, " (see --help)"));
+        }
+        // No such flag: the key is most likely a positional's name (summary trace=x).
+        std::string positional;
+        for (const PositionalSpec& p : spec.positionals) {
+          if (p.name == key) positional = p.name;
+        }
         return absl::InvalidArgumentError(absl::StrCat(
-            "'", a, "' looks like key=value; this command takes POSIX flags: write --", key, " ",
-            a.substr(a.find('=') + 1), " (see --help)"));
+            "'", a, "' looks like key=value; this command takes POSIX arguments",
+            positional.empty()
+                ? absl::StrCat(" and has no --", key, " flag (see --help)")
+                : absl::StrCat(": give the ", positional, " as it is: '", spec.name, " ", value,
+                               "'")));
       }
       out.positionals.push_back(a);
       continue;
@@ -124,10 +140,18 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
   size_t required = 0;
   for (const PositionalSpec& p : spec.positionals) required += p.required ? 1 : 0;
   if (out.positionals.size() < required) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", spec.name, "' needs ", required == 1 ? "a " : absl::StrCat(required, " "),
-        spec.positionals[out.positionals.size()].name, required == 1 ? "" : " argument(s)",
-        " (see --help)"));
+    std::vector<std::string> names, missing;
+    for (size_t k = 0; k < spec.positionals.size(); ++k) {
+      if (!spec.positionals[k].required) continue;
+      names.push_back(spec.positionals[k].name);
+      if (k >= out.positionals.size()) missing.push_back(spec.positionals[k].name);
+    }
+    return absl::InvalidArgumentError(
+        required == 1
+            ? absl::StrCat("'", spec.name, "' needs a ", names.front(), " argument (see --help)")
+            : absl::StrCat("'", spec.name, "' needs ", required, " arguments (",
+                           absl::StrJoin(names, " "), "); missing: ",
+                           absl::StrJoin(missing, ", "), " (see --help)"));
   }
   if (out.positionals.size() > spec.positionals.size()) {
     return absl::InvalidArgumentError(absl::StrCat("unexpected argument '",

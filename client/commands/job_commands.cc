@@ -7,7 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -22,6 +25,7 @@
 #include "client/remote/daemon_session.h"
 #include "client/remote/job_watch.h"
 #include "client/remote/progress_display.h"
+#include "common/json/json_writer.h"
 #include "common/load/load_profile.h"
 #include "common/readers/run_reader.h"
 #include "common/render/terminal_text.h"
@@ -37,6 +41,27 @@ int Fail(std::ostream& err, const std::string& cmd, int code, const std::string&
   return code;
 }
 
+// `run`/`infer --json`: stderr carries JSON lines only (progress events and these), so a
+// program can parse every line of it; stdout is the one result document.
+void JsonLine(std::ostream& err, const std::string& event,
+              const std::vector<std::pair<std::string, std::string>>& fields,
+              std::optional<int64_t> exit_code = std::nullopt) {
+  JsonWriter w(/*pretty=*/false);
+  w.BeginObject().Field("event", event);
+  for (const auto& [k, v] : fields) w.Field(k, v);
+  if (exit_code) w.Field("exit_code", *exit_code);
+  w.EndObject();
+  err << absl::StripTrailingAsciiWhitespace(w.Take()) << "\n";
+  err.flush();
+}
+
+int FailJob(std::ostream& err, const std::string& cmd, int code, const std::string& msg,
+            bool json) {
+  if (!json) return Fail(err, cmd, code, msg);
+  JsonLine(err, "error", {{"command", absl::StrCat("libreyolo ", cmd)}, {"message", msg}}, code);
+  return code;
+}
+
 int FailStatus(std::ostream& err, const std::string& cmd, const absl::Status& s) {
   // Exit 2 for what the user can fix in the command line or setup; 1 otherwise.
   const bool usage =
@@ -44,6 +69,13 @@ int FailStatus(std::ostream& err, const std::string& cmd, const absl::Status& s)
       absl::IsPermissionDenied(s) || absl::IsUnavailable(s) || absl::IsResourceExhausted(s) ||
       absl::IsFailedPrecondition(s) || absl::IsAlreadyExists(s) || absl::IsDeadlineExceeded(s);
   return Fail(err, cmd, usage ? kExitUsage : kExitAnalysisFailed, std::string(s.message()));
+}
+
+int FailJobStatus(std::ostream& err, const std::string& cmd, const absl::Status& s, bool json) {
+  if (!json) return FailStatus(err, cmd, s);
+  std::ostringstream sink;  // the exit code FailStatus would choose, without its plain line
+  const int code = FailStatus(sink, cmd, s);
+  return FailJob(err, cmd, code, std::string(s.message()), true);
 }
 
 std::string ProtoJson(const google::protobuf::Message& m) {
@@ -274,14 +306,37 @@ bool ShouldCancel(const DaemonSession& session, std::ostream& err, const std::st
   return absl::StartsWithIgnoreCase(absl::StripAsciiWhitespace(answer), "y");
 }
 
+}  // namespace
+
+// The summary's JSON object with the job's id and profile path first: `run`/`infer --json`
+// print one document that names the job it describes.
+std::string WithJobFields(const std::string& summary_json, const std::string& job_id,
+                          const std::string& profile_path) {
+  const size_t brace = summary_json.find('{');
+  if (brace == std::string::npos) return summary_json;
+  JsonWriter w(/*pretty=*/false);
+  w.BeginObject().Field("job_id", job_id).Field("profile_path", profile_path).EndObject();
+  std::string fields(absl::StripAsciiWhitespace(w.Take()));  // {"job_id":...,...}
+  fields = fields.substr(1, fields.size() - 2);
+  const size_t next = summary_json.find_first_not_of(" \n\t", brace + 1);
+  const bool empty = next != std::string::npos && summary_json[next] == '}';
+  return absl::StrCat(summary_json.substr(0, brace + 1), "\n  ", fields, empty ? "" : ",",
+                      summary_json.substr(brace + 1));
+}
+
+namespace {
+
 int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job& submitted,
                    const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   DaemonConnection& c = session.connection();
+  const bool json = a.Switch("json");
   ProgressDisplay display(err, StyleFor(a));
+  // A failed job's error is printed once, by the error line below, not also by the display.
+  display.set_quiet_terminal_message(true);
   InstallInterruptFlag();
   auto watched = WatchJob(c, submitted.id(), 1, [&](const v1::JobEvent& e) { display.Show(e); });
   display.Finish();
-  if (!watched.ok()) return FailStatus(err, cmd, watched.status());
+  if (!watched.ok()) return FailJobStatus(err, cmd, watched.status(), json);
   if (watched->interrupted) {
     if (ShouldCancel(session, err, submitted.id())) {
       auto ctx = c.Context(std::chrono::seconds(30));
@@ -292,31 +347,50 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
       ClearInterrupt();
       // Wait for the cancellation to land so the daemon's record is final.
       (void)WatchJob(c, submitted.id(), watched->last_sequence + 1, [](const v1::JobEvent&) {});
-      err << "job " << submitted.id() << " cancelled\n";
+      if (json) {
+        JsonLine(err, "cancelled", {{"job_id", submitted.id()}}, 130);
+      } else {
+        err << "job " << submitted.id() << " cancelled\n";
+      }
       return 130;
     }
-    err << "detached; job " << submitted.id() << " keeps running. Follow it with: libreyolo jobs "
-        << "watch " << submitted.id() << (session.is_remote() ? " --remote ..." : "") << "\n";
+    const std::string follow = absl::StrCat("libreyolo jobs watch ", submitted.id(),
+                                            session.is_remote() ? " --remote ..." : "");
+    if (json) {
+      JsonLine(err, "detached", {{"job_id", submitted.id()}, {"follow", follow}}, 130);
+    } else {
+      err << "detached; job " << submitted.id() << " keeps running. Follow it with: " << follow
+          << "\n";
+    }
     return 130;
   }
   const v1::Job& job = watched->job;
   if (job.state() != v1::JOB_STATE_SUCCEEDED) {
     const int code = job.exit_code() != 0 ? job.exit_code() : kExitAnalysisFailed;
-    return Fail(err, cmd, code,
-                absl::StrCat("job ", job.id(), " ", StateName(job.state()), ": ", job.error()));
+    return FailJob(err, cmd, code,
+                   absl::StrCat("job ", job.id(), " ", StateName(job.state()), ": ", job.error()),
+                   json);
   }
   const std::string project = a.ValueOr("project", "runs/profile");
   std::string profile_path;
   for (const v1::Artifact& art : job.artifacts()) {
     const std::string dest = ArtifactDestination(project, job.kind(), art.name());
     auto got = DownloadArtifact(c, job.id(), art.name(), dest);
-    if (!got.ok()) return FailStatus(err, cmd, got.status());
+    if (!got.ok()) return FailJobStatus(err, cmd, got.status(), json);
     if (art.name() == "profile.json") profile_path = dest;
-    err << "wrote " << dest << "\n";
+    if (json) {
+      JsonLine(err, "wrote", {{"path", dest}});
+    } else {
+      err << "wrote " << dest << "\n";
+    }
   }
-  err << "job " << job.id() << " (read it again with: libreyolo profile summary job:" << job.id()
-      << ")\n";
-  if (profile_path.empty()) return Fail(err, cmd, kExitNoProfile, "the job stored no profile.json");
+  if (!json) {
+    err << "job " << job.id() << " (read it again with: libreyolo profile summary job:"
+        << job.id() << ")\n";
+  }
+  if (profile_path.empty()) {
+    return FailJob(err, cmd, kExitNoProfile, "the job stored no profile.json", json);
+  }
   // The HTML report beside the profile: the daemon stores one with each job (downloaded above);
   // a daemon that did not is covered here, from the downloaded files. A report that cannot be
   // written does not fail the job: the profile is there and `report` can retry.
@@ -329,7 +403,14 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   if (stored) {
     // Written above with the other artifacts.
   } else if (auto report = WriteReport({profile_path}, {profile_path}, report_path); report.ok()) {
-    err << "wrote " << report_path << "\n";
+    if (json) {
+      JsonLine(err, "wrote", {{"path", report_path}});
+    } else {
+      err << "wrote " << report_path << "\n";
+    }
+  } else if (json) {
+    JsonLine(err, "warning",
+             {{"message", absl::StrCat("no report.html: ", report.status().message())}});
   } else {
     err << "libreyolo profile " << cmd << ": warning: no report.html: "
         << report.status().message() << "\n";
@@ -339,9 +420,14 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   inv.inputs = {profile_path};
   auto summary = RunReader(inv, [](const std::string& p) { return LoadProfile(p); });
   if (!summary.ok())
-    return Fail(err, cmd, ReaderExitCode(summary.status()),
-                std::string(summary.status().message()));
-  out << (a.Switch("json") ? summary->json : summary->text);
+    return FailJob(err, cmd, ReaderExitCode(summary.status()),
+                   std::string(summary.status().message()), json);
+  if (json) {
+    // One document: the job and its files, then the summary's own keys.
+    out << WithJobFields(summary->json, job.id(), profile_path);
+  } else {
+    out << summary->text;
+  }
   out.flush();
   return kExitOk;
 }
@@ -349,18 +435,24 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
 int SubmitAndFollow(const std::string& cmd, const ParsedArgs& a, std::ostream& out,
                     std::ostream& err,
                     absl::StatusOr<v1::SubmitJobRequest> (*build)(const ParsedArgs&, bool)) {
+  const bool json = a.Switch("json");
   auto remote = ResolveRemote(a);
-  if (!remote.ok()) return FailStatus(err, cmd, remote.status());
+  if (!remote.ok()) return FailJobStatus(err, cmd, remote.status(), json);
   auto request = build(a, remote->has_value());
-  if (!request.ok()) return FailStatus(err, cmd, request.status());
+  if (!request.ok()) return FailJobStatus(err, cmd, request.status(), json);
   auto session = DaemonSession::Open(a);
-  if (!session.ok()) return FailStatus(err, cmd, session.status());
+  if (!session.ok()) return FailJobStatus(err, cmd, session.status(), json);
   DaemonConnection& c = (*session)->connection();
   auto ctx = c.Context(std::chrono::seconds(60));
   v1::Job job;
   const grpc::Status s = c.stub().SubmitJob(ctx.get(), *request, &job);
-  if (!s.ok()) return FailStatus(err, cmd, FromGrpc(s, c.address()));
-  err << "job " << job.id() << " queued on " << job.device() << " (" << c.address() << ")\n";
+  if (!s.ok()) return FailJobStatus(err, cmd, FromGrpc(s, c.address()), json);
+  if (json) {
+    JsonLine(err, "submitted",
+             {{"job_id", job.id()}, {"device", job.device()}, {"daemon", c.address()}});
+  } else {
+    err << "job " << job.id() << " queued on " << job.device() << " (" << c.address() << ")\n";
+  }
   if (a.Switch("detach")) {
     out << job.id() << "\n";
     return kExitOk;

@@ -21,6 +21,11 @@ const std::vector<JobCommand>& ProfileJobCommands();
 // The `jobs` group's subcommands.
 const std::vector<JobCommand>& JobsCommands();
 
+// `run`/`infer --json`'s stdout document: the summary's JSON object with `job_id` and
+// `profile_path` as its first keys.
+std::string WithJobFields(const std::string& summary_json, const std::string& job_id,
+                          const std::string& profile_path);
+
 }  // namespace libreyolo::cli
 
 #endif  // LIBREYOLO_CLIENT_COMMANDS_JOB_COMMANDS_H_

@@ -37,6 +37,8 @@ void ProgressDisplay::Show(const v1::JobEvent& e) {
     return;
   }
   // Stages and messages come from the daemon: printed through TerminalSafe.
+  const bool terminal = e.stage() == "failed" || e.stage() == "cancelled";
+  const std::string message = quiet_terminal_ && terminal ? std::string() : e.message();
   std::string line = TerminalSafe(e.stage());
   if (e.stage() == "queued" && e.queue_position() > 0) {
     line = absl::StrCat("queued (position ", e.queue_position(), ")");
@@ -54,8 +56,8 @@ void ProgressDisplay::Show(const v1::JobEvent& e) {
     }
     err_ << "\r\033[K" << absl::StrFormat("%-32s%s", line, bar);
     bar_open_ = true;
-    if (!e.message().empty()) {
-      err_ << "\n" << TerminalSafe(e.message(), /*multiline=*/true) << "\n";
+    if (!message.empty()) {
+      err_ << "\n" << TerminalSafe(message, /*multiline=*/true) << "\n";
       bar_open_ = false;
     }
     err_.flush();
@@ -64,9 +66,9 @@ void ProgressDisplay::Show(const v1::JobEvent& e) {
   // Plain lines: one per stage, plus the final count of each stage and any message.
   const bool stage_change = e.stage() != last_stage_;
   const bool complete = e.total() > 0 && e.done() == e.total();
-  if (stage_change || complete || !e.message().empty()) {
+  if (stage_change || complete || !message.empty()) {
     err_ << line;
-    if (!e.message().empty()) err_ << ": " << TerminalSafe(e.message(), /*multiline=*/true);
+    if (!message.empty()) err_ << ": " << TerminalSafe(message, /*multiline=*/true);
     err_ << "\n";
     err_.flush();
   }

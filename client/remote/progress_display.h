@@ -19,12 +19,16 @@ class ProgressDisplay {
   ProgressDisplay(std::ostream& err, ProgressStyle style) : err_(err), style_(style) {}
   void Show(const v1::JobEvent& e);
   void Finish();  // ends a bar line
+  // Leave the message of a "failed"/"cancelled" event out of the plain display (the command
+  // prints the job's error itself, once). JSON lines keep every event whole.
+  void set_quiet_terminal_message(bool quiet) { quiet_terminal_ = quiet; }
 
  private:
   std::ostream& err_;
   ProgressStyle style_;
   std::string last_stage_;
   bool bar_open_ = false;
+  bool quiet_terminal_ = false;
 };
 
 // One JSON object per event (the proto's JSON mapping, one line).

@@ -1,8 +1,11 @@
 #include "common/analysis/compare.h"
 
 #include <cmath>
+#include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "rapidjson/document.h"
 
 namespace libreyolo {
 namespace {
@@ -77,11 +80,77 @@ CompareResult Compare(const Profile& a, const Profile& b, const std::string& bef
   }
   r.bound_before = a.bound;
   r.bound_after = b.bound;
+  r.warnings = CompareMismatches(a, b);
   r.significance = SignificanceOf(a.img_per_s.value_or(0), a.repeat.img_per_s_std.value_or(0),
                                   a.repeat.img_per_s_n.value_or(1), b.img_per_s.value_or(0),
                                   b.repeat.img_per_s_std.value_or(0),
                                   b.repeat.img_per_s_n.value_or(1));
   return r;
+}
+
+namespace {
+
+struct Setting {
+  std::string name;
+  std::optional<std::string> value;  // absent: unknown (a raw trace records no config)
+};
+
+std::optional<std::string> ConfigText(const rapidjson::Document& d, const char* key) {
+  if (!d.IsObject()) return std::nullopt;
+  auto it = d.FindMember(key);
+  if (it == d.MemberEnd() || it->value.IsNull()) return std::nullopt;
+  const rapidjson::Value& v = it->value;
+  if (v.IsString()) return std::string(v.GetString(), v.GetStringLength());
+  if (v.IsBool()) return std::string(v.GetBool() ? "true" : "false");
+  if (v.IsInt64()) return absl::StrCat(v.GetInt64());
+  if (v.IsNumber()) return absl::StrCat(v.GetDouble());
+  return std::nullopt;
+}
+
+std::vector<Setting> SettingsOf(const Profile& p) {
+  rapidjson::Document d;
+  d.Parse(p.config_json.data(), p.config_json.size());
+  if (d.HasParseError()) d.SetObject();
+  const bool inference = p.mode == "inference" || ConfigText(d, "mode") == "inference";
+  std::vector<Setting> out;
+  out.push_back({"mode", p.source_kind == "trace" && !p.mode
+                             ? std::nullopt
+                             : std::optional<std::string>(inference ? "inference" : "training")});
+  out.push_back({"model", p.model.empty() ? std::nullopt : std::optional<std::string>(p.model)});
+  out.push_back({"imgsz", ConfigText(d, "imgsz")});
+  std::optional<std::string> batch = ConfigText(d, "batch");
+  if (!batch && p.batch) batch = absl::StrCat(*p.batch);
+  out.push_back({"batch", batch});
+  std::optional<std::string> device = ConfigText(d, "device");
+  if (!device && p.device) device = p.device->type;
+  out.push_back({"device", device});
+  std::optional<std::string> precision;
+  if (inference) {
+    if (auto half = ConfigText(d, "half")) {
+      precision = *half == "true"
+                      ? absl::StrCat("half (", ConfigText(d, "amp_dtype").value_or("float16"), ")")
+                      : std::string("float32");
+    }
+  } else if (auto dtype = ConfigText(d, "amp_dtype")) {
+    precision = absl::StrCat("amp ", *dtype);
+  } else if (auto amp = ConfigText(d, "amp")) {
+    precision = *amp == "true" && !ConfigText(d, "amp_note") ? "amp" : "float32";
+  }
+  out.push_back({"precision", precision});
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> CompareMismatches(const Profile& before, const Profile& after) {
+  const std::vector<Setting> a = SettingsOf(before), b = SettingsOf(after);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].value || !b[i].value || *a[i].value == *b[i].value) continue;
+    out.push_back(absl::StrCat("different ", a[i].name, ": ", *a[i].value, " before, ",
+                               *b[i].value, " after; the numbers are not like for like"));
+  }
+  return out;
 }
 
 }  // namespace libreyolo

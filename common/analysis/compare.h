@@ -32,7 +32,13 @@ struct CompareResult {
   std::vector<CompareDelta> deltas;  // img_per_s, ms_per_image, step_ms, gpu_util, ...
   std::string bound_before, bound_after;
   Significance significance;
+  // One line per setting the two profiles do not share (mode, model, imgsz, batch, device,
+  // precision): their numbers are not like for like.
+  std::vector<std::string> warnings;
 };
+
+// The mismatch warnings of Compare, from the profiles' mode, model and config.
+std::vector<std::string> CompareMismatches(const Profile& before, const Profile& after);
 
 CompareResult Compare(const Profile& before, const Profile& after, const std::string& before_label,
                       const std::string& after_label);

@@ -56,7 +56,7 @@ const std::vector<CategoryRule>& CategoryRules() {
                     "all_to_all"),
        kCategoryCommunication},
       {Alternatives("bn_bw|bn_fw|batchnorm|batch_norm|layer_norm|group_norm|instance_norm|softmax|"
-                    "welford|\\breduce|variance|rms_norm"),
+                    "welford|\\breduce|variance|rms_norm|devicereduce"),
        kCategoryNorm},
       {Alternatives("nchwtonhwc|nhwctonchw"), kCategoryLayout},
       {Alternatives("gemm|conv|implicit|cutlass|cudnn|wgrad|dgrad|winograd"), kCategoryGemm},
@@ -64,7 +64,7 @@ const std::vector<CategoryRule>& CategoryRules() {
                     "\\bpermute|\\btranspose"),
        kCategoryLayout},
       {Alternatives("elementwise|vectorized|pointwise|activation|silu|relu|sigmoid|unary|binary|"
-                    "clamp|fill|arange"),
+                    "clamp|fill|arange|multi_tensor_apply"),
        kCategoryElementwise},
   };
   return *rules;
@@ -72,8 +72,40 @@ const std::vector<CategoryRule>& CategoryRules() {
 
 }  // namespace
 
+std::string KernelOwnName(std::string_view name) {
+  // Template argument lists, at any depth: dropped (an unclosed one runs to the end, as in a
+  // name cut to 90 characters).
+  std::string out;
+  out.reserve(name.size());
+  int depth = 0;
+  for (const char c : name) {
+    if (c == '<') {
+      ++depth;
+    } else if (c == '>' && depth > 0) {
+      --depth;
+    } else if (depth == 0) {
+      out.push_back(c);
+    }
+  }
+  // The trailing parameter list: a balanced (...) that ends the name. "(anonymous namespace)"
+  // inside the qualified name is not at the end and stays.
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (!out.empty() && out.back() == ')') {
+    int d = 0;
+    for (size_t i = out.size(); i-- > 0;) {
+      if (out[i] == ')') ++d;
+      if (out[i] == '(' && --d == 0) {
+        if (i > 0) out.resize(i);  // a name that is only "(...)" is kept whole
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 std::string KernelCategory(std::string_view name) {
-  const std::string lower = absl::AsciiStrToLower(absl::string_view(name.data(), name.size()));
+  const std::string own = KernelOwnName(name);
+  const std::string lower = absl::AsciiStrToLower(own);
   for (const auto& rule : CategoryRules()) {
     if (MatchesAny(lower, rule.pattern)) return rule.category;
   }

@@ -17,6 +17,11 @@ inline constexpr char kCategoryOther[] = "other";
 // The category of a kernel: the first rule of docs/metrics.md that matches its lower-cased name.
 std::string KernelCategory(std::string_view name);
 
+// The kernel's own name: the demangled signature without its template argument lists and its
+// trailing parameter list ("void ns::k<T, fbgemm_gpu::X>(int)" -> "void ns::k"). Categories
+// match this (docs/metrics.md), so a type in an argument never decides the category.
+std::string KernelOwnName(std::string_view name);
+
 // Whether the kernel name marks a Tensor Core kernel (docs/metrics.md, tensorcore_pct).
 bool IsTensorCoreKernel(std::string_view name);
 

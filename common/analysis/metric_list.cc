@@ -24,6 +24,7 @@ std::vector<MetricValue> FlatMetrics(const Profile& p) {
   std::vector<MetricValue> out;
   out.push_back(Num("img_per_s", "img/s", p.img_per_s));
   out.push_back(Num("step_ms", "ms", p.step_ms));
+  out.push_back(Num("profiled_step_ms", "ms", ProfiledStepMs(p)));
   out.push_back(Num("dataload_ms", "ms", p.dataload_ms));
   out.push_back(Num("dataload_frac", "", p.dataload_frac));
   out.push_back(Num("gpu_util", "", p.gpu_util));
@@ -42,6 +43,7 @@ std::vector<MetricValue> FlatMetrics(const Profile& p) {
   out.push_back(Num("tensorcore_pct", "%", p.tensorcore_pct));
   out.push_back(Num("peak_vram_mb", "MB", p.peak_vram_mb));
   out.push_back(Num("peak_reserved_mb", "MB", p.peak_reserved_mb));
+  out.push_back(Num("peak_cpu_alloc_mb", "MB", p.peak_cpu_alloc_mb));
   out.push_back(Num("host_overhead_ms", "ms", p.host_overhead_ms_per_step));
   out.push_back(Num("host_overhead_residual_ms", "ms", p.host_overhead_residual_ms_per_step));
   out.push_back(Num("launch_api_ms", "ms", p.launch_api_ms_per_step));
@@ -72,10 +74,16 @@ std::vector<MetricValue> FlatMetrics(const Profile& p) {
     out.push_back(Num(r.phase + "_wall_ms", "ms", r.wall_ms_per_step));
     out.push_back(Num(r.phase + "_kernels", "", r.kernels_per_step));
     out.push_back(Num(r.phase + "_ops", "", r.ops_per_step));
+    if (r.cpu_ms_per_step) out.push_back(Num(r.phase + "_cpu_ms", "ms", r.cpu_ms_per_step));
   }
   if (p.repeat.img_per_s_n.has_value()) {
     out.push_back(Num("img_per_s_std", "img/s", p.repeat.img_per_s_std));
     out.push_back(Num("img_per_s_n", "", AsDouble(p.repeat.img_per_s_n)));
+  }
+  // A repeat profile: every aggregated scalar's sample std over the trials.
+  for (const auto& [name, stat] : p.repeat.metrics) {
+    if (name == "img_per_s") continue;  // img_per_s_std above
+    out.push_back(Num(name + "_std", "", stat.std));
   }
   if (p.latency.has_value()) {
     out.push_back(Num("latency_p50_ms", "ms", p.latency->p50_ms));

@@ -54,12 +54,30 @@ absl::StatusOr<WhatIfResult> WhatIf(const Profile& p, const WhatIfRequest& req) 
           names.empty() ? std::string("none (no GPU kernels)") : absl::StrJoin(names, ", ")));
     }
     r.removed_category = absl::StrJoin(matched, ", ");
-    r.removed_launches = busy > 0 ? launches * r.removed_gpu_ms / busy : 0;
+    // The launches removed are the category's counted kernels (as `kernels --category` counts
+    // them): one launch per kernel. Only a profile without a kernel list falls back to the
+    // time-share estimate, and says so.
+    double counted = 0;
+    bool have_rows = false;
+    for (const KernelRow& k : p.kernels) {
+      have_rows = true;
+      if (std::find(matched.begin(), matched.end(), k.category) != matched.end()) {
+        counted += k.count_per_step;
+      }
+    }
+    if (have_rows) {
+      r.removed_launches = counted;
+      r.removed_launches_source = "counted";
+    } else {
+      r.removed_launches = busy > 0 ? launches * r.removed_gpu_ms / busy : 0;
+      r.removed_launches_source = "estimated from the category's share of GPU time";
+    }
   } else {
     if (*req.remove_launches < 0) {
       return absl::InvalidArgumentError("--remove-launches must be >= 0");
     }
     r.removed_launches = *req.remove_launches;
+    r.removed_launches_source = "requested";
     if (r.removed_launches > launches) {
       clamp_note = absl::StrFormat(
           " --remove-launches %.0f exceeds the %.1f launches per step; %.1f were removed.",

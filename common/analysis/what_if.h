@@ -23,6 +23,9 @@ struct WhatIfResult {
   std::string removed_category;  // the categories matched, comma separated
   double removed_gpu_ms = 0;     // per step
   double removed_launches = 0;   // per step
+  // "counted" (the category's kernels per step), "requested" (--remove-launches), or an
+  // estimate where the profile lists no kernels.
+  std::string removed_launches_source;
   double per_launch_ms = 0;
   std::string per_launch_source;  // "launch_api" (measured) or "host_overhead" (residual)
   double step_now_ms = 0, step_projected_ms = 0;

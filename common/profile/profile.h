@@ -56,6 +56,9 @@ struct PhaseRow {
   std::string phase;
   double gpu_ms_per_step = 0;
   OptDouble wall_ms_per_step;
+  // Self CPU time of the operators inside the phase per step (nested ops counted once): what a
+  // CPU job's phase costs. Absent in Python profiles and where the phase has no ops.
+  OptDouble cpu_ms_per_step;
   double kernels_per_step = 0;
   double ops_per_step = 0;
   int64_t unique_kernels = 0;
@@ -93,10 +96,21 @@ struct DeviceInfo {
   OptDouble memory_mb;
 };
 
+// One scalar metric over the trials of a `--repeat N` job: its mean (the value the profile's own
+// field holds), sample standard deviation, trial count and per-trial values.
+struct TrialStat {
+  double mean = 0, std = 0;
+  int64_t n = 0;
+  std::vector<double> trials;
+};
+
 struct RepeatInfo {
   OptDouble img_per_s_std;
   std::optional<int64_t> img_per_s_n;
   std::vector<double> img_per_s_trials;
+  // Every aggregated scalar, by its `get` name (step_ms, latency_p50_ms, forward_ms, ...):
+  // profile.json's aggregation.metrics. Empty for a single run and for Python profiles.
+  std::map<std::string, TrialStat> metrics;
 };
 
 struct Profile {
@@ -122,6 +136,8 @@ struct Profile {
   std::optional<std::string> gpu_attribution;  // "launch" | "start": how GPU work was windowed
   std::optional<int64_t> unique_kernels;
   OptDouble memcpy_ms_per_step, tensorcore_pct, peak_vram_mb, peak_reserved_mb;
+  // Host memory: the peak of the trace's CPU [memory] events' "Total Allocated" in the window.
+  OptDouble peak_cpu_alloc_mb;
   OptDouble host_overhead_ms_per_step, host_overhead_residual_ms_per_step;
   std::optional<std::string> host_overhead_method;  // "measured" | "residual"
   OptDouble launch_api_ms_per_step, host_api_ms_per_step, gpu_wait_host_ms_per_step;
@@ -160,6 +176,21 @@ struct Profile {
   // Flat metrics a file carried that we do not derive ourselves (shown by `get`).
   std::map<std::string, std::string> extra_metrics_json;
 };
+
+// The step as the profiler saw it: the recorded window's length / its steps (docs/metrics.md
+// `profiled_step_ms`). A profile and its own trace give the same value. Absent without a window.
+inline OptDouble ProfiledStepMs(const Profile& p) {
+  if (!p.window_wall_ms.has_value() || p.real_steps.value_or(0) <= 0) return std::nullopt;
+  return *p.window_wall_ms / static_cast<double>(*p.real_steps);
+}
+
+// A job on the CPU: the device says so, or (a raw trace, no device recorded) the trace holds no
+// GPU activity and no CUDA runtime calls at all. GPU metrics of such a job are n/a, not 0.
+inline bool IsCpuJob(const Profile& p) {
+  if (p.device.has_value() && !p.device->type.empty()) return p.device->type == "cpu";
+  return p.kernels_per_step.value_or(0) == 0 && p.memcpy_ms_per_step.value_or(0) == 0 &&
+         p.launches_source.value_or("kernels") == "kernels" && !p.peak_vram_mb.has_value();
+}
 
 }  // namespace libreyolo
 

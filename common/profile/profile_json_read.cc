@@ -252,6 +252,7 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
   if (const Value* mem = r.Object(doc, "memory")) {
     p.peak_reserved_mb = r.Double(*mem, "peak_reserved_mb", "memory.");
     if (!p.peak_vram_mb) p.peak_vram_mb = r.Double(*mem, "peak_allocated_mb", "memory.");
+    p.peak_cpu_alloc_mb = r.Double(*mem, "peak_cpu_alloc_mb", "memory.");
   }
   if (const Value* stats = r.Object(doc, "parse_stats")) {
     p.parse_stats.unattributed_kernels =
@@ -283,6 +284,7 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
       row.phase = r.String(v, "phase", "phases.").value_or("");
       row.gpu_ms_per_step = r.DoubleOr(v, "gpu_ms_per_step", 0, "phases.");
       row.wall_ms_per_step = r.Double(v, "wall_ms_per_step", "phases.");
+      row.cpu_ms_per_step = r.Double(v, "cpu_ms_per_step", "phases.");
       row.kernels_per_step = r.DoubleOr(v, "kernels_per_step", 0, "phases.");
       row.ops_per_step = r.DoubleOr(v, "ops_per_step", 0, "phases.");
       row.unique_kernels = r.Int(v, "unique_kernels", "phases.").value_or(0);
@@ -336,6 +338,24 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
   if (const Value* trials = r.Array(doc, "img_per_s_trials")) {
     for (const Value& v : trials->GetArray()) {
       if (v.IsNumber()) p.repeat.img_per_s_trials.push_back(v.GetDouble());
+    }
+  }
+  if (const Value* agg = r.Object(doc, "aggregation")) {
+    if (const Value* metrics = r.Object(*agg, "metrics")) {
+      for (const auto& m : metrics->GetObject()) {
+        if (!m.value.IsObject()) continue;
+        TrialStat t;
+        const std::string where = absl::StrCat("aggregation.metrics.", m.name.GetString(), ".");
+        t.mean = r.DoubleOr(m.value, "mean", 0, where);
+        t.std = r.DoubleOr(m.value, "std", 0, where);
+        t.n = r.Int(m.value, "n", where).value_or(0);
+        if (const Value* tr = r.Array(m.value, "trials")) {
+          for (const Value& v : tr->GetArray()) {
+            if (v.IsNumber()) t.trials.push_back(v.GetDouble());
+          }
+        }
+        if (t.n >= 2) p.repeat.metrics[m.name.GetString()] = std::move(t);
+      }
     }
   }
   if (const Value* dev = r.Object(doc, "device")) {

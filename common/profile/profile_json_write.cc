@@ -25,6 +25,14 @@ void WriteKernelRows(JsonWriter& w, const std::vector<KernelRow>& rows, size_t l
 }
 
 void WriteOpRows(JsonWriter& w, const std::vector<OpRow>& rows) {
+  // pct_of_self_cpu: the row's self CPU time over the list's (sums to 100); pct_of_cpu_ops
+  // keeps the Python tool's meaning (share of summed CPU totals), docs/metrics.md.
+  double list_self = 0;
+  bool have_self = !rows.empty();
+  for (const OpRow& o : rows) {
+    have_self = have_self && o.self_cpu_ms_per_step.has_value();
+    list_self += o.self_cpu_ms_per_step.value_or(0);
+  }
   w.BeginArray();
   for (const OpRow& o : rows) {
     w.BeginObject().Field("op", o.op);
@@ -33,6 +41,9 @@ void WriteOpRows(JsonWriter& w, const std::vector<OpRow>& rows) {
         .Field("ms_per_step", o.ms_per_step)
         .Field("self_cpu_ms_per_step", o.self_cpu_ms_per_step)
         .Field("pct_of_cpu_ops", o.pct_of_cpu_ops)
+        .Field("pct_of_self_cpu", have_self && list_self > 0
+                                      ? OptDouble(100.0 * *o.self_cpu_ms_per_step / list_self)
+                                      : std::nullopt)
         .Field("self_cpu_mem_bytes", o.self_cpu_mem_bytes)
         .Field("cpu_mem_bytes", o.cpu_mem_bytes)
         .Field("self_device_mem_bytes", o.self_device_mem_bytes)
@@ -51,8 +62,9 @@ void WritePhases(JsonWriter& w, const std::vector<PhaseRow>& phases) {
     w.BeginObject()
         .Field("phase", r.phase)
         .Field("gpu_ms_per_step", r.gpu_ms_per_step)
-        .Field("wall_ms_per_step", r.wall_ms_per_step)
-        .Field("kernels_per_step", r.kernels_per_step)
+        .Field("wall_ms_per_step", r.wall_ms_per_step);
+    if (r.cpu_ms_per_step) w.Field("cpu_ms_per_step", r.cpu_ms_per_step);
+    w.Field("kernels_per_step", r.kernels_per_step)
         .Field("ops_per_step", r.ops_per_step)
         .Field("unique_kernels", r.unique_kernels)
         .EndObject();
@@ -108,7 +120,8 @@ std::string WriteProfileJson(const Profile& p) {
       .Field("self_cpu_total_ms_per_step", p.self_cpu_total_ms_per_step)
       .Field("self_device_total_ms_per_step", p.self_device_total_ms_per_step);
   w.Key("memory").BeginObject().Field("peak_allocated_mb", p.peak_vram_mb)
-      .Field("peak_reserved_mb", p.peak_reserved_mb).EndObject();
+      .Field("peak_reserved_mb", p.peak_reserved_mb)
+      .Field("peak_cpu_alloc_mb", p.peak_cpu_alloc_mb).EndObject();
   w.Key("window").BeginObject().Field("wall_ms", p.window_wall_ms)
       .Field("real_steps", p.real_steps).EndObject();
 
@@ -183,6 +196,21 @@ std::string WriteProfileJson(const Profile& p) {
     w.Key("img_per_s_trials").BeginArray();
     for (double v : p.repeat.img_per_s_trials) w.Double(v);
     w.EndArray();
+  }
+  if (!p.repeat.metrics.empty()) {
+    // Every scalar the trials measured: mean (= the field's value), sample std, n, trials.
+    w.Key("aggregation").BeginObject()
+        .Field("n", p.repeat.metrics.begin()->second.n)
+        .Field("note", "scalar metrics: mean over trials (img_per_s: total images / total time); "
+                       "kernel and operator lists: the profiled window")
+        .Key("metrics").BeginObject();
+    for (const auto& [name, stat] : p.repeat.metrics) {
+      w.Key(name).BeginObject().Field("mean", stat.mean).Field("std", stat.std)
+          .Field("n", stat.n).Key("trials").BeginArray();
+      for (double v : stat.trials) w.Double(v);
+      w.EndArray().EndObject();
+    }
+    w.EndObject().EndObject();
   }
   if (p.device.has_value()) {
     w.Key("device").BeginObject().Field("type", p.device->type).Field("name", p.device->name)

@@ -18,7 +18,10 @@ std::string Verdict(const CompareDelta& d) {
 }  // namespace
 
 std::string RenderCompareText(const CompareResult& r) {
-  std::string out = absl::StrCat("before: ", r.before_label, "\nafter:  ", r.after_label, "\n\n");
+  // The call first: significance, then every setting the two runs do not share.
+  std::string out = absl::StrCat("significance: ", r.significance.text, "\n");
+  for (const std::string& w : r.warnings) absl::StrAppend(&out, "warning: ", w, "\n");
+  absl::StrAppend(&out, "\nbefore: ", r.before_label, "\nafter:  ", r.after_label, "\n\n");
   TextTable t({{"metric", TextTable::Align::kLeft}, {"before"}, {"after"}, {"delta"},
                {"change"}, {"", TextTable::Align::kLeft}});
   for (const CompareDelta& d : r.deltas) {
@@ -31,13 +34,15 @@ std::string RenderCompareText(const CompareResult& r) {
             r.bound_after.empty() ? "n/a" : r.bound_after, "", "",
             r.bound_before == r.bound_after ? "" : "changed"});
   out += t.Render(0);
-  absl::StrAppend(&out, "\nsignificance: ", r.significance.text, "\n");
   return out;
 }
 
 std::string RenderCompareJson(const CompareResult& r) {
   JsonWriter w;
   w.BeginObject().Field("before", r.before_label).Field("after", r.after_label);
+  w.Key("warnings").BeginArray();
+  for (const std::string& m : r.warnings) w.String(m);
+  w.EndArray();
   w.Key("deltas").BeginArray();
   for (const CompareDelta& d : r.deltas) {
     w.BeginObject().Field("metric", d.metric).Field("unit", d.unit).Field("before", d.before)

@@ -17,6 +17,8 @@ absl::StatusOr<KernelsView> BuildKernels(const Profile& p, const KernelsOptions&
                                          const std::string& source) {
   KernelsView v;
   v.source = source;
+  v.no_gpu_kernels = p.kernels.empty() && p.kernels_per_step.value_or(0) == 0;
+  v.cpu_job = IsCpuJob(p);
   v.options = o;
   if (o.sort != "time" && o.sort != "count" && o.sort != "name") {
     return absl::InvalidArgumentError(
@@ -74,6 +76,11 @@ absl::StatusOr<KernelsView> BuildKernels(const Profile& p, const KernelsOptions&
 }
 
 std::string RenderKernelsText(const KernelsView& v) {
+  if (v.rows.empty() && v.no_gpu_kernels) {
+    return absl::StrCat("no GPU kernels in this profile (", v.source,
+                        v.cpu_job ? ": a cpu job" : "",
+                        "): see `libreyolo profile ops` for the CPU side\n");
+  }
   if (v.rows.empty()) {
     return absl::StrCat("no kernels match in ", v.source,
                         v.options.phase ? absl::StrCat(" (phase ", *v.options.phase, ")") : "",

@@ -26,6 +26,8 @@ struct KernelsView {
   std::vector<KernelRow> rows;  // after filters, sorted, cut to top
   size_t matched = 0;           // rows before the top-N cut
   double matched_ms_per_step = 0;
+  bool no_gpu_kernels = false;  // the profile has no kernel at all (not just none matching)
+  bool cpu_job = false;
 };
 
 // NOT_FOUND for an unknown phase (listing the profile's phases); INVALID_ARGUMENT for a bad

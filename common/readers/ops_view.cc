@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/json/json_writer.h"
@@ -92,6 +93,25 @@ absl::StatusOr<OpsView> BuildOps(const Profile& p, const OpsOptions& o, const st
   v.options = o;
   v.rows = *rows;
   v.total_rows = v.rows.size();
+  // A sort key the profile has no values for would print "sorted by X" over rows in another
+  // order: sort by CPU total instead and say why.
+  if (o.sort != "cpu_time_total" && !v.rows.empty() &&
+      std::all_of(v.rows.begin(), v.rows.end(), [key](const OpRow& r) { return (*key)(r) == 0; })) {
+    const bool flops = o.sort == "flops";
+    const bool memory = absl::StrContains(o.sort, "memory");
+    const bool device = absl::StrContains(o.sort, "device");
+    v.sort_note = absl::StrCat(
+        "the profile has no ", o.sort, " values (",
+        flops ? "recorded without --with-flops"
+        : memory ? "recorded without --profile-memory"
+        : device ? "no GPU time: a CPU job, or recorded without cuda activity"
+                 : "all zero",
+        "), so rows are sorted by cpu_time_total");
+    for (const auto& [name, fn] : SortTable()) {
+      if (name == "cpu_time_total") key = &fn;
+    }
+  }
+  v.list_self_cpu_ms_per_step = ListSelfCpuMs(v.rows);
   std::stable_sort(v.rows.begin(), v.rows.end(), [key](const OpRow& a, const OpRow& b) {
     return (*key)(a) > (*key)(b);
   });
@@ -102,6 +122,9 @@ absl::StatusOr<OpsView> BuildOps(const Profile& p, const OpsOptions& o, const st
                   AnyNonZero(*rows, &OpRow::self_cpu_mem_bytes);
   v.show_device = AnyNonZero(*rows, &OpRow::device_ms_per_step) ||
                   AnyNonZero(*rows, &OpRow::device_mem_bytes);
+  // No device [memory] event in the trace: device memory is unknown (n/a), not 0 B.
+  v.device_memory_recorded = AnyNonZero(*rows, &OpRow::device_mem_bytes) ||
+                             AnyNonZero(*rows, &OpRow::self_device_mem_bytes);
   v.show_flops = AnyNonZero(*rows, &OpRow::flops);
   v.self_cpu_total_ms_per_step = p.self_cpu_total_ms_per_step;
   v.self_device_total_ms_per_step = p.self_device_total_ms_per_step;
@@ -113,6 +136,20 @@ absl::StatusOr<OpsView> BuildOps(const Profile& p, const OpsOptions& o, const st
   return v;
 }
 
+OptDouble ListSelfCpuMs(const std::vector<OpRow>& rows) {
+  double sum = 0;
+  for (const OpRow& r : rows) {
+    if (!r.self_cpu_ms_per_step.has_value()) return std::nullopt;
+    sum += *r.self_cpu_ms_per_step;
+  }
+  return rows.empty() ? std::nullopt : OptDouble(sum);
+}
+
+OptDouble PctOfSelfCpu(const OpRow& r, OptDouble list_self_cpu_ms) {
+  if (!r.self_cpu_ms_per_step || !list_self_cpu_ms || *list_self_cpu_ms <= 0) return std::nullopt;
+  return 100.0 * *r.self_cpu_ms_per_step / *list_self_cpu_ms;
+}
+
 std::string RenderOpsText(const OpsView& v) {
   if (v.rows.empty()) {
     return absl::StrCat("no CPU ops in ", v.source,
@@ -122,7 +159,7 @@ std::string RenderOpsText(const OpsView& v) {
   using A = TextTable::Align;
   std::vector<TextTable::Column> cols = {{"op", A::kLeft, 60}};
   if (v.options.group_by_input_shape) cols.push_back({"input shapes", A::kLeft, 50});
-  for (const char* h : {"calls/step", "CPU total ms", "self CPU ms", "CPU avg us", "self CPU %"}) {
+  for (const char* h : {"calls/step", "CPU total ms", "self CPU ms", "CPU avg us", "self CPU %", "% CPU ops"}) {
     cols.push_back({h});
   }
   if (v.show_memory) {
@@ -146,9 +183,10 @@ std::string RenderOpsText(const OpsView& v) {
     cells.push_back(Fmt(r.count_per_step > 0 ? OptDouble(1000 * r.ms_per_step / r.count_per_step)
                                              : std::nullopt,
                         1));
-    // Only our rows' pct is a share of self CPU time; a Python LibreYOLO row (no self time)
-    // holds a share of summed totals, which would mislead under this header.
-    cells.push_back(r.self_cpu_ms_per_step ? Fmt(r.pct_of_cpu_ops, 2) : "n/a");
+    // self CPU % = pct_of_self_cpu (sums to 100); % CPU ops = pct_of_cpu_ops, the Python tool's
+    // share of summed CPU totals (nested ops counted at every level, so it can exceed self %).
+    cells.push_back(Fmt(PctOfSelfCpu(r, v.list_self_cpu_ms_per_step), 2));
+    cells.push_back(Fmt(r.pct_of_cpu_ops, 2));
     if (v.show_memory) {
       cells.push_back(FmtBytes(r.cpu_mem_bytes));
       cells.push_back(FmtBytes(r.self_cpu_mem_bytes));
@@ -156,15 +194,21 @@ std::string RenderOpsText(const OpsView& v) {
     if (v.show_device) {
       cells.push_back(Fmt(r.device_ms_per_step, 3));
       cells.push_back(Fmt(r.self_device_ms_per_step, 3));
-      cells.push_back(FmtBytes(r.device_mem_bytes));
-      cells.push_back(FmtBytes(r.self_device_mem_bytes));
+      cells.push_back(v.device_memory_recorded ? FmtBytes(r.device_mem_bytes) : "n/a");
+      cells.push_back(v.device_memory_recorded ? FmtBytes(r.self_device_mem_bytes) : "n/a");
     }
     if (v.show_flops) cells.push_back(FmtFlops(r.flops));
     t.AddRow(std::move(cells));
   }
   std::string out = t.Render(0);
   absl::StrAppend(&out, "showing ", v.rows.size(), " of ", v.total_rows, " ops, sorted by ",
-                  v.options.sort, "; all values per step\n");
+                  v.sort_note.empty() ? v.options.sort : "cpu_time_total",
+                  "; all values per step\n");
+  if (!v.sort_note.empty()) absl::StrAppend(&out, "note: --sort ", v.options.sort, ": ", v.sort_note, "\n");
+  if (v.show_device && !v.device_memory_recorded) {
+    out += "note: no device memory events in this trace (recorded without profile_memory): device "
+           "memory is n/a\n";
+  }
   absl::StrAppend(&out, "Self CPU time total: ", FmtUnit(v.self_cpu_total_ms_per_step, "ms", 3),
                   " per step");
   if (v.real_steps && v.self_cpu_total_ms_per_step) {
@@ -174,8 +218,8 @@ std::string RenderOpsText(const OpsView& v) {
   }
   out += "\n";
   if (!v.rows.front().self_cpu_ms_per_step) {
-    out += "note: this profile records no self CPU time (Python LibreYOLO); its pct_of_cpu_ops, a "
-           "share of summed CPU totals, is in --json.\n";
+    out += "note: this profile records no self CPU time (Python LibreYOLO): self CPU columns are "
+           "n/a.\n";
   }
   if (v.show_device) {
     absl::StrAppend(&out, "Self device time total: ",
@@ -195,7 +239,9 @@ std::string RenderOpsText(const OpsView& v) {
 std::string RenderOpsJson(const OpsView& v) {
   JsonWriter w;
   w.BeginObject().Field("source", v.source).Field("phase", v.options.phase)
-      .Field("sort", v.options.sort)
+      .Field("sort", v.sort_note.empty() ? v.options.sort : std::string("cpu_time_total"))
+      .Field("sort_requested", v.options.sort)
+      .Field("sort_note", v.sort_note.empty() ? std::optional<std::string>() : v.sort_note)
       .Field("group_by_input_shape", v.options.group_by_input_shape)
       .Field("total_rows", static_cast<int64_t>(v.total_rows))
       .Field("self_cpu_total_ms_per_step", v.self_cpu_total_ms_per_step)
@@ -209,11 +255,13 @@ std::string RenderOpsJson(const OpsView& v) {
     w.Field("count_per_step", r.count_per_step).Field("ms_per_step", r.ms_per_step)
         .Field("self_cpu_ms_per_step", r.self_cpu_ms_per_step)
         .Field("pct_of_cpu_ops", r.pct_of_cpu_ops)
+        .Field("pct_of_self_cpu", PctOfSelfCpu(r, v.list_self_cpu_ms_per_step))
         .Field("cpu_mem_bytes", r.cpu_mem_bytes).Field("self_cpu_mem_bytes", r.self_cpu_mem_bytes)
         .Field("device_ms_per_step", r.device_ms_per_step)
         .Field("self_device_ms_per_step", r.self_device_ms_per_step)
-        .Field("device_mem_bytes", r.device_mem_bytes)
-        .Field("self_device_mem_bytes", r.self_device_mem_bytes).Field("flops", r.flops)
+        .Field("device_mem_bytes", v.device_memory_recorded ? r.device_mem_bytes : std::nullopt)
+        .Field("self_device_mem_bytes",
+               v.device_memory_recorded ? r.self_device_mem_bytes : std::nullopt).Field("flops", r.flops)
         .EndObject();
   }
   w.EndArray().EndObject();

@@ -23,6 +23,11 @@ struct OpsView {
   OpsOptions options;
   std::vector<OpRow> rows;
   size_t total_rows = 0;
+  // Self CPU time of the whole list the rows come from (all ops, or the phase's): the
+  // denominator of pct_of_self_cpu. Absent where rows carry no self time (Python profiles).
+  OptDouble list_self_cpu_ms_per_step;
+  std::string sort_note;  // set when --sort named a column the profile has no values for
+  bool device_memory_recorded = false;  // any device [memory] bytes: else device memory is n/a
   bool show_memory = false, show_device = false, show_flops = false;
   OptDouble self_cpu_total_ms_per_step, self_device_total_ms_per_step;
   std::optional<int64_t> real_steps;
@@ -37,6 +42,11 @@ const std::vector<std::string>& OpSortKeys();
 absl::StatusOr<OpsView> BuildOps(const Profile& p, const OpsOptions& o, const std::string& source);
 std::string RenderOpsText(const OpsView& v);
 std::string RenderOpsJson(const OpsView& v);
+
+// The self CPU time of a list of op rows; absent if any row lacks it.
+OptDouble ListSelfCpuMs(const std::vector<OpRow>& rows);
+// pct_of_self_cpu: the row's self CPU time / the list's × 100.
+OptDouble PctOfSelfCpu(const OpRow& r, OptDouble list_self_cpu_ms);
 
 }  // namespace libreyolo
 

@@ -11,7 +11,14 @@ namespace libreyolo {
 
 struct PhasesView {
   std::string source;
-  OptDouble step_ms;
+  OptDouble step_ms;           // the profile's step_ms (unprofiled in a recorded profile)
+  bool step_unprofiled = false;  // step_ms was measured without the profiler
+  // The window the phases were measured in: window / steps (ProfiledStepMs). The phases' wall
+  // times and the rest of the step add up to it.
+  OptDouble profiled_step_ms;
+  OptDouble rest_of_step_ms;  // profiled step - sum of the phases' wall times, when >= 0
+  bool phases_overlap = false;  // the phases' wall times sum to more than the profiled step
+  bool cpu_job = false;         // IsCpuJob: CPU time per phase instead of GPU columns
   OptDouble gpu_kernel_ms_per_step;  // all kernels; the rest is unattributed
   std::vector<PhaseRow> phases;
   OptDouble unattributed_gpu_ms_per_step;

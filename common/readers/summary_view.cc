@@ -1,10 +1,15 @@
 #include "common/readers/summary_view.h"
 
+#include <algorithm>
+#include <map>
+#include <tuple>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/analysis/kernel_classify.h"
 #include "common/json/json_writer.h"
 #include "common/render/text_table.h"
+#include "rapidjson/document.h"
 
 namespace libreyolo {
 
@@ -12,6 +17,25 @@ SummaryView BuildSummary(const Profile& p, const std::string& source) {
   SummaryView v;
   v.source = source;
   v.profile = p;
+  v.cpu_job = IsCpuJob(p);
+  v.cpu_threads = CpuThreadsOf(p.config_json);
+  v.batch = BatchOf(p.config_json);
+  if (v.batch.empty() && p.batch) v.batch = absl::StrCat(*p.batch);
+  // Self CPU time of the operators by category (the kernel categories' rule on the op's name).
+  std::map<std::string, double> by_cat;
+  double total = 0;
+  for (const OpRow& o : p.ops) {
+    if (!o.self_cpu_ms_per_step.has_value()) continue;
+    by_cat[KernelCategory(o.op)] += *o.self_cpu_ms_per_step;
+    total += *o.self_cpu_ms_per_step;
+  }
+  for (const auto& [name, ms] : by_cat) {
+    v.cpu_op_categories.push_back(CategoryRow{name, total > 0 ? 100 * ms / total : 0, ms});
+  }
+  std::sort(v.cpu_op_categories.begin(), v.cpu_op_categories.end(),
+            [](const CategoryRow& a, const CategoryRow& b) {
+              return std::tie(b.ms_per_step, a.name) < std::tie(a.ms_per_step, b.name);
+            });
   if (v.profile.kernels.size() > v.top_kernels) v.profile.kernels.resize(v.top_kernels);
   v.profile.ops.clear();
   v.profile.ops_by_input_shape.clear();
@@ -27,7 +51,61 @@ void Line(std::string& out, const std::string& label, const std::string& value) 
   absl::StrAppendFormat(&out, "  %-22s %s\n", label, value);
 }
 
+// " ± sd (n=N trials)" for a metric a repeat profile aggregated; "" otherwise.
+std::string Sd(const Profile& p, const std::string& metric, int precision = 2) {
+  auto it = p.repeat.metrics.find(metric);
+  if (it == p.repeat.metrics.end() || it->second.n < 2) return "";
+  return absl::StrFormat(" ± %.*f (n=%d trials)", precision, it->second.std, it->second.n);
+}
+
+// "x ± sd unit (n=N trials)" or "x unit".
+std::string ValueSd(const Profile& p, const std::string& metric, OptDouble v,
+                    const std::string& unit, int precision = 2) {
+  const std::string sd = Sd(p, metric, precision);
+  if (sd.empty() || !v.has_value()) return FmtUnit(v, unit, precision);
+  auto it = p.repeat.metrics.find(metric);
+  return absl::StrFormat("%.*f ± %.*f %s (n=%d trials)", precision, *v, precision,
+                         it->second.std, unit, it->second.n);
+}
+
+constexpr char kCpuNa[] = "n/a (cpu job)";
+
+std::string Steps(int64_t n) { return absl::StrCat(n, n == 1 ? " step" : " steps"); }
+
 }  // namespace
+
+std::string BatchOf(const std::string& config_json) {
+  rapidjson::Document d;
+  d.Parse(config_json.data(), config_json.size());
+  if (d.HasParseError() || !d.IsObject()) return "";
+  auto batch = d.FindMember("batch");
+  if (batch == d.MemberEnd() || !batch->value.IsInt64()) return "";
+  std::string out = absl::StrCat(batch->value.GetInt64());
+  auto rule = d.FindMember("batch_rule");
+  if (rule != d.MemberEnd() && rule->value.IsString()) {
+    absl::StrAppend(&out, " (chosen by --batch -1: ", rule->value.GetString(), ")");
+  }
+  return out;
+}
+
+std::string CpuThreadsOf(const std::string& config_json) {
+  rapidjson::Document d;
+  d.Parse(config_json.data(), config_json.size());
+  if (d.HasParseError() || !d.IsObject()) return "";
+  auto text = [&](const char* key) -> std::string {
+    auto it = d.FindMember(key);
+    if (it == d.MemberEnd()) return "";
+    if (it->value.IsString()) return it->value.GetString();
+    if (it->value.IsInt64()) return absl::StrCat(it->value.GetInt64());
+    return "";
+  };
+  if (text("threads").empty() && text("blas").empty()) return "";
+  std::string out = absl::StrCat(text("threads").empty() ? "n/a" : text("threads"), " intra-op");
+  if (!text("interop_threads").empty()) absl::StrAppend(&out, ", ", text("interop_threads"), " inter-op");
+  if (!text("blas").empty()) absl::StrAppend(&out, "; BLAS ", text("blas"));
+  if (!text("blas_threads").empty()) absl::StrAppend(&out, ", ", text("blas_threads"), " threads");
+  return out;
+}
 
 std::string RenderSummaryText(const SummaryView& v) {
   const Profile& p = v.profile;
@@ -50,78 +128,136 @@ std::string RenderSummaryText(const SummaryView& v) {
                                                                " (%.0f MB)", *p.device->memory_mb)
                                                          : ""));
   }
+  if (!v.batch.empty()) Line(out, "batch", v.batch);
   if (p.real_steps.has_value()) {
-    Line(out, "window", absl::StrFormat("%d steps, %s", *p.real_steps,
-                                        FmtUnit(p.window_wall_ms, "ms")));
+    Line(out, "window", absl::StrCat(Steps(*p.real_steps), ", ", FmtUnit(p.window_wall_ms, "ms")));
   }
   out += "\n";
-  Line(out, p.mode == "inference" ? "latency (mean)" : "step time", FmtUnit(p.step_ms, "ms"));
+  const OptDouble profiled_step = ProfiledStepMs(p);
+  if (p.source_kind == "trace") {
+    // A trace holds only the profiled window: its step_ms is that window's.
+    Line(out, "profiled step",
+         absl::StrCat(FmtUnit(profiled_step ? profiled_step : p.step_ms, "ms"),
+                      "  (window / steps under the profiler; a trace has no unprofiled step)"));
+  } else {
+    Line(out, p.mode == "inference" ? "latency (mean)" : "step time",
+         absl::StrCat(ValueSd(p, "step_ms", p.step_ms, "ms"), "  (measured without the profiler)"));
+    if (profiled_step) {
+      Line(out, "profiled step",
+           absl::StrCat(FmtUnit(profiled_step, "ms"), "  (window / steps: ",
+                        Steps(p.real_steps.value_or(0)), " under the profiler)"));
+    }
+  }
   Line(out, "throughput",
-       p.img_per_s ? FmtUnit(p.img_per_s, "img/s") : "n/a (batch size not recorded in a trace)");
+       p.img_per_s ? ValueSd(p, "img_per_s", p.img_per_s, "img/s")
+                   : "n/a (batch size not recorded in a trace)");
   if (p.latency.has_value()) {
     const Latency& l = *p.latency;
-    Line(out, "latency p50/p90/p99",
-         absl::StrFormat("%.2f / %.2f / %.2f ms (min %.2f, max %.2f, n=%d)", l.p50_ms, l.p90_ms,
-                         l.p99_ms, l.min_ms, l.max_ms, l.n));
+    std::string line = absl::StrFormat("%.2f / %.2f / %.2f ms (min %.2f, max %.2f, n=%d)",
+                                       l.p50_ms, l.p90_ms, l.p99_ms, l.min_ms, l.max_ms, l.n);
+    if (auto it = p.repeat.metrics.find("latency_p50_ms"); it != p.repeat.metrics.end()) {
+      auto sd = [&](const char* m) {
+        auto f = p.repeat.metrics.find(m);
+        return f == p.repeat.metrics.end() ? 0.0 : f->second.std;
+      };
+      line = absl::StrFormat(
+          "%.2f / %.2f / %.2f ms ± %.2f / %.2f / %.2f (means of %d trials, %d samples in all)",
+          l.p50_ms, l.p90_ms, l.p99_ms, sd("latency_p50_ms"), sd("latency_p90_ms"),
+          sd("latency_p99_ms"), it->second.n, l.n);
+    }
+    Line(out, "latency p50/p90/p99", line);
   }
   if (p.stages_ms.has_value()) {
     const Stages& s = *p.stages_ms;
-    const double total = s.preprocess.value_or(0) + s.forward.value_or(0) +
-                         s.postprocess.value_or(0);
-    auto share = [&](OptDouble x) {
-      return x && total > 0 ? absl::StrFormat("%s (%.0f%%)", FmtUnit(x, "ms"), 100 * *x / total)
+    // Shares of the mean latency, as the Python tool's (the stages are timed synchronised in
+    // their own iterations, so they need not add up to 100 %).
+    const double total = p.step_ms.value_or(0);
+    auto share = [&](OptDouble x, const char* metric) {
+      return x && total > 0 ? absl::StrFormat("%s%s (%.0f%%)", FmtUnit(x, "ms"),
+                                              Sd(p, metric).empty()
+                                                  ? std::string()
+                                                  : absl::StrFormat(" ± %.2f",
+                                                                    p.repeat.metrics.at(metric).std),
+                                              100 * *x / total)
                             : FmtUnit(x, "ms");
     };
-    Line(out, "stages", absl::StrCat("preprocess ", share(s.preprocess), ", forward ",
-                                     share(s.forward), ", postprocess ", share(s.postprocess)));
+    Line(out, "stages (% of latency)", absl::StrCat("preprocess ", share(s.preprocess, "preprocess_ms"),
+                                     ", forward ", share(s.forward, "forward_ms"),
+                                     ", postprocess ", share(s.postprocess, "nms_ms")));
   }
-  Line(out, "GPU utilisation",
-       absl::StrCat(FmtPct(p.gpu_util), "  (busy ", FmtUnit(p.gpu_busy_ms_per_step, "ms/step"),
-                    ", kernel sum ", FmtUnit(p.gpu_kernel_ms_per_step, "ms/step"), ")"));
-  Line(out, "GPU active",
-       absl::StrCat(FmtUnit(p.gpu_active_ms_per_step, "ms/step"), "  (kernels, memcpy, memset)"));
-  if (p.comm_ms_per_step.value_or(0) > 0) {
-    Line(out, "communication",
-         absl::StrCat(FmtUnit(p.comm_ms_per_step, "ms/step"), ", exposed ",
-                      FmtUnit(p.comm_exposed_ms_per_step, "ms/step"), " (",
-                      p.comm_overlap_pct ? absl::StrFormat("%.1f %%", *p.comm_overlap_pct)
-                                         : std::string("n/a"),
-                      " hidden behind compute)"));
+  if (v.cpu_job) {
+    Line(out, "CPU threads", v.cpu_threads.empty() ? "n/a (not recorded)" : v.cpu_threads);
+    Line(out, "CPU op time", absl::StrCat(FmtUnit(p.self_cpu_total_ms_per_step, "ms/step"),
+                                          "  (self time of every operator)"));
+    Line(out, "peak host memory",
+         p.peak_cpu_alloc_mb
+             ? absl::StrCat(FmtUnit(p.peak_cpu_alloc_mb, "MB", 1),
+                            "  (CPU allocator's Total Allocated in the window)")
+             : "n/a (no CPU memory events: record with profile_memory)");
+    for (const char* gpu : {"GPU utilisation", "Tensor Core share", "peak VRAM", "host overhead",
+                            "kernel launches"}) {
+      Line(out, gpu, kCpuNa);
+    }
   }
-  Line(out, "Tensor Core share", p.tensorcore_pct ? absl::StrFormat("%.1f %%", *p.tensorcore_pct)
-                                                  : "n/a");
-  Line(out, "peak VRAM",
-       p.peak_vram_mb ? absl::StrCat(FmtUnit(p.peak_vram_mb, "MB", 1),
-                                     p.peak_reserved_mb
-                                         ? absl::StrCat(" (reserved ",
-                                                        FmtUnit(p.peak_reserved_mb, "MB", 1), ")")
-                                         : "")
-                      : "n/a");
-  std::string host = FmtUnit(p.host_overhead_ms_per_step, "ms/step");
-  if (p.host_overhead_method == "measured") {
-    absl::StrAppend(&host, " measured (GPU idle waiting for launches); CUDA API ",
-                    FmtUnit(p.host_api_ms_per_step, "ms/step"), ", launch calls ",
-                    FmtUnit(p.launch_api_ms_per_step, "ms/step"));
-  } else if (p.host_overhead_method == "residual") {
-    absl::StrAppend(&host, " (residual: step - GPU busy - data loading)");
+  if (!v.cpu_job) {
+    Line(out, "GPU utilisation",
+         absl::StrCat(FmtPct(p.gpu_util), "  (busy ", FmtUnit(p.gpu_busy_ms_per_step, "ms/step"),
+                      ", kernel sum ", FmtUnit(p.gpu_kernel_ms_per_step, "ms/step"), ")"));
+    Line(out, "GPU active",
+         absl::StrCat(FmtUnit(p.gpu_active_ms_per_step, "ms/step"), "  (kernels, memcpy, memset)"));
+    if (p.comm_ms_per_step.value_or(0) > 0) {
+      Line(out, "communication",
+           absl::StrCat(FmtUnit(p.comm_ms_per_step, "ms/step"), ", exposed ",
+                        FmtUnit(p.comm_exposed_ms_per_step, "ms/step"), " (",
+                        p.comm_overlap_pct ? absl::StrFormat("%.1f %%", *p.comm_overlap_pct)
+                                           : std::string("n/a"),
+                        " hidden behind compute)"));
+    }
+    Line(out, "Tensor Core share", p.tensorcore_pct ? absl::StrFormat("%.1f %%", *p.tensorcore_pct)
+                                                    : "n/a");
+    Line(out, "peak VRAM",
+         p.peak_vram_mb ? absl::StrCat(FmtUnit(p.peak_vram_mb, "MB", 1),
+                                       p.peak_reserved_mb
+                                           ? absl::StrCat(" (reserved ",
+                                                          FmtUnit(p.peak_reserved_mb, "MB", 1), ")")
+                                           : "")
+                        : "n/a");
+    std::string host = ValueSd(p, "host_overhead_ms", p.host_overhead_ms_per_step, "ms/step");
+    if (p.host_overhead_method == "measured") {
+      absl::StrAppend(&host, " measured (GPU idle waiting for launches); CUDA API ",
+                      FmtUnit(p.host_api_ms_per_step, "ms/step"), ", launch calls ",
+                      FmtUnit(p.launch_api_ms_per_step, "ms/step"));
+    } else if (p.host_overhead_method == "residual") {
+      absl::StrAppend(&host, " (residual: step - GPU busy - data loading)");
+    }
+    Line(out, "host overhead", host);
+    Line(out, "kernel launches",
+         absl::StrCat(Fmt(p.launches_per_step, 1), " /step",
+                      p.launches_source == "kernels" ? " (no runtime events: kernel count)" : ""));
+    Line(out, "kernels",
+         absl::StrCat(Fmt(p.kernels_per_step, 1), " /step, ",
+                      p.unique_kernels ? absl::StrCat(*p.unique_kernels) : "n/a", " unique, mean ",
+                      FmtUnit(p.mean_kernel_us, "us", 1)));
+    Line(out, "memcpy + memset", FmtUnit(p.memcpy_ms_per_step, "ms/step", 3));
   }
-  Line(out, "host overhead", host);
-  Line(out, "kernel launches",
-       absl::StrCat(Fmt(p.launches_per_step, 1), " /step",
-                    p.launches_source == "kernels" ? " (no runtime events: kernel count)" : ""));
-  Line(out, "kernels",
-       absl::StrCat(Fmt(p.kernels_per_step, 1), " /step, ",
-                    p.unique_kernels ? absl::StrCat(*p.unique_kernels) : "n/a", " unique, mean ",
-                    FmtUnit(p.mean_kernel_us, "us", 1)));
-  Line(out, "memcpy + memset", FmtUnit(p.memcpy_ms_per_step, "ms/step", 3));
   Line(out, "data loading",
        absl::StrCat(FmtUnit(p.dataload_ms, "ms"), " (", FmtPct(p.dataload_frac), " of step)"));
-  Line(out, "cudaMalloc/Free", absl::StrCat(Fmt(p.cuda_mallocs_per_step, 1), " /step"));
+  if (!v.cpu_job) {
+    Line(out, "cudaMalloc/Free", absl::StrCat(Fmt(p.cuda_mallocs_per_step, 1), " /step"));
+  }
   if (p.flops_per_step.has_value()) {
     Line(out, "FLOPs", absl::StrCat(FmtFlops(p.flops_per_step), "/step, achieved ",
                                     FmtUnit(p.achieved_tflops, "TFLOP/s", 3)));
   }
 
+  if (v.cpu_job && !v.cpu_op_categories.empty()) {
+    out += "\nCPU op time by category (self time)\n";
+    TextTable t({{"category", TextTable::Align::kLeft}, {"% CPU ops"}, {"ms/step"}});
+    for (const CategoryRow& c : v.cpu_op_categories) {
+      t.AddRow({c.name, Fmt(c.pct, 1), Fmt(c.ms_per_step, 3)});
+    }
+    out += t.Render();
+  }
   if (!p.categories.empty()) {
     out += "\nkernel composition\n";
     TextTable t({{"category", TextTable::Align::kLeft}, {"% GPU"}, {"ms/step"}});
@@ -141,7 +277,8 @@ std::string RenderSummaryText(const SummaryView& v) {
     }
     out += t.Render();
   } else if (p.kernels_per_step.value_or(0) == 0) {
-    out += "\nno GPU kernels in this profile: see `libreyolo profile ops` for the CPU side.\n";
+    out += v.cpu_job ? "\ncpu job: no GPU kernels; see `libreyolo profile ops` for the operators.\n"
+                     : "\nno GPU kernels in this profile: see `libreyolo profile ops` for the CPU side.\n";
   }
   if (p.parse_stats.skipped_events > 0) {
     absl::StrAppendFormat(&out, "\nnote: %d malformed events were skipped.\n",
@@ -168,7 +305,13 @@ std::string RenderSummaryJson(const SummaryView& v) {
       .Field("bound_why", p.bound_why)
       .Field("unreliable", v.unreliable)
       .Field("step_ms", p.step_ms)
+      .Field("step_ms_measured", p.source_kind == "trace" ? "profiled window" : "unprofiled")
+      .Field("profiled_step_ms", ProfiledStepMs(p))
       .Field("img_per_s", p.img_per_s)
+      .Field("cpu_job", v.cpu_job)
+      .Field("batch", v.batch.empty() ? std::optional<std::string>() : v.batch)
+      .Field("self_cpu_total_ms_per_step", p.self_cpu_total_ms_per_step)
+      .Field("peak_cpu_alloc_mb", p.peak_cpu_alloc_mb)
       .Field("gpu_util", p.gpu_util)
       .Field("gpu_util_raw", p.gpu_util_raw)
       .Field("gpu_busy_ms_per_step", p.gpu_busy_ms_per_step)
@@ -212,6 +355,20 @@ std::string RenderSummaryJson(const SummaryView& v) {
         .Field("forward", p.stages_ms->forward).Field("postprocess", p.stages_ms->postprocess)
         .EndObject();
   }
+  if (!p.repeat.metrics.empty()) {
+    w.Key("repeat").BeginObject();
+    for (const auto& [name, st] : p.repeat.metrics) {
+      w.Key(name).BeginObject().Field("mean", st.mean).Field("std", st.std).Field("n", st.n)
+          .EndObject();
+    }
+    w.EndObject();
+  }
+  w.Key("cpu_op_categories").BeginArray();
+  for (const CategoryRow& c : v.cpu_op_categories) {
+    w.BeginObject().Field("name", c.name).Field("pct", c.pct)
+        .Field("ms_per_step", c.ms_per_step).EndObject();
+  }
+  w.EndArray();
   w.Key("categories").BeginArray();
   for (const CategoryRow& c : p.categories) {
     w.BeginObject().Field("name", c.name).Field("pct", c.pct)

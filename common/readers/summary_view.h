@@ -3,6 +3,7 @@
 #define LIBREYOLO_COMMON_READERS_SUMMARY_VIEW_H_
 
 #include <string>
+#include <vector>
 
 #include "common/profile/profile.h"
 
@@ -13,7 +14,17 @@ struct SummaryView {
   Profile profile;      // trimmed: top kernels only, no op tables
   bool unreliable = false;  // taken under memory pressure
   size_t top_kernels = 8;
+  bool cpu_job = false;     // IsCpuJob: GPU lines are n/a, CPU facts shown instead
+  std::string cpu_threads;  // from the config: "2 intra-op, 2 inter-op; BLAS ..."; "" unknown
+  std::vector<CategoryRow> cpu_op_categories;  // self CPU time of the ops by category
+  std::string batch;  // "16", or "16 (chosen by --batch -1: <rule>)"; "" unknown
 };
+
+// The batch a recorded config holds, with the auto-batch rule when --batch -1 chose it.
+std::string BatchOf(const std::string& config_json);
+
+// The CPU thread settings a recorded config holds, in words; "" where it holds none.
+std::string CpuThreadsOf(const std::string& config_json);
 
 SummaryView BuildSummary(const Profile& p, const std::string& source);
 std::string RenderSummaryText(const SummaryView& v);

@@ -10,8 +10,12 @@ namespace libreyolo {
 std::string RenderWhatIfText(const WhatIfResult& r) {
   std::string out;
   if (!r.removed_category.empty()) {
-    absl::StrAppendFormat(&out, "remove category %s: %.3f ms of GPU time and %.1f launches per step\n",
-                          r.removed_category, r.removed_gpu_ms, r.removed_launches);
+    absl::StrAppendFormat(&out,
+                          "remove category %s: %.3f ms of GPU time and %.1f launches per step "
+                          "(%s)\n",
+                          r.removed_category, r.removed_gpu_ms, r.removed_launches,
+                          r.removed_launches_source == "counted" ? "its kernels, counted"
+                                                                 : r.removed_launches_source);
   } else {
     absl::StrAppendFormat(&out, "remove %.1f launches per step (%.4f ms host cost each, %s)\n",
                           r.removed_launches, r.per_launch_ms, r.per_launch_source);
@@ -32,7 +36,8 @@ std::string RenderWhatIfJson(const WhatIfResult& r) {
   JsonWriter w;
   w.BeginObject().Field("trace", r.trace).Field("bound", r.bound).Field("mechanism", r.mechanism);
   w.Key("removed").BeginObject().Field("category", r.removed_category)
-      .Field("gpu_ms", r.removed_gpu_ms).Field("launches", r.removed_launches).EndObject();
+      .Field("gpu_ms", r.removed_gpu_ms).Field("launches", r.removed_launches)
+      .Field("launches_source", r.removed_launches_source).EndObject();
   w.Field("per_launch_ms", r.per_launch_ms).Field("per_launch_source", r.per_launch_source);
   w.Key("step_ms").BeginObject().Field("now", r.step_now_ms)
       .Field("projected", r.step_projected_ms).EndObject();

@@ -279,7 +279,8 @@ std::string OpsBody(const Profile& full, const std::string& source) {
         HtmlTable::Num(r.count_per_step, Fmt(r.count_per_step, 1)),
         HtmlTable::Num(r.ms_per_step, Fmt(r.ms_per_step, 3)),
         HtmlTable::Num(r.self_cpu_ms_per_step, Fmt(r.self_cpu_ms_per_step, 3)),
-        HtmlTable::Num(r.pct_of_cpu_ops, Fmt(r.pct_of_cpu_ops, 1))};
+        HtmlTable::Num(PctOfSelfCpu(r, ov->list_self_cpu_ms_per_step),
+                       Fmt(PctOfSelfCpu(r, ov->list_self_cpu_ms_per_step), 1))};
     if (ov->show_device) {
       row.push_back(HtmlTable::Num(r.device_ms_per_step, Fmt(r.device_ms_per_step, 3)));
       row.push_back(HtmlTable::Num(r.self_device_ms_per_step, Fmt(r.self_device_ms_per_step, 3)));

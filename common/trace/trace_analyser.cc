@@ -135,6 +135,7 @@ struct PhaseAgg {
   int64_t gpu_ns = 0;
   int64_t kernels = 0;
   int64_t ops = 0;
+  int64_t cpu_self_ns = 0;  // self CPU time of the phase's ops
   std::vector<std::pair<int64_t, int64_t>> spans;
   absl::flat_hash_map<uint32_t, KernelAgg> kernel_names;
   absl::flat_hash_map<uint32_t, OpAgg> op_names;
@@ -536,11 +537,11 @@ class Analyser {
       if (ph != 0) {
         PhaseAgg& pa = Phase(ph);
         ++pa.ops;
+        SatAdd(pa.cpu_self_ns, self_ns);
         add(pa.op_names[e.name]);
       }
     }
     p.ops_per_step = PerStep(static_cast<double>(cpu_op_count));
-    self_total_ns_ = self_total;
     p.self_cpu_total_ms_per_step = PerStepMs(self_total);
     p.self_device_total_ms_per_step = PerStepMs(self_dev_total);
     if (any_flops) p.flops_per_step = PerStep(flops_total);
@@ -556,6 +557,11 @@ class Analyser {
   std::vector<OpRow> OpRows(const absl::flat_hash_map<uint32_t, OpAgg>& aggs) const {
     std::vector<OpRow> rows;
     rows.reserve(aggs.size());
+    // pct_of_cpu_ops keeps the Python tool's meaning: the row's CPU total over the sum of the
+    // list's CPU totals (nesting counted at every level). The self-time share is
+    // pct_of_self_cpu (profile_json_write.cc, ops_view.cc).
+    int64_t list_total_ns = 0;
+    for (const auto& [key, a] : aggs) SatAdd(list_total_ns, a.total_ns);
     for (const auto& [key, a] : aggs) {
       OpRow r;
       r.op = t_.strings.Get(a.name);
@@ -563,9 +569,9 @@ class Analyser {
       r.count_per_step = PerStep(static_cast<double>(a.count));
       r.ms_per_step = PerStepMs(a.total_ns);
       r.self_cpu_ms_per_step = PerStepMs(a.self_ns);
-      r.pct_of_cpu_ops = self_total_ns_ > 0 ? 100.0 * static_cast<double>(a.self_ns) /
-                                                  static_cast<double>(self_total_ns_)
-                                            : 0.0;
+      r.pct_of_cpu_ops = list_total_ns > 0 ? 100.0 * static_cast<double>(a.total_ns) /
+                                                 static_cast<double>(list_total_ns)
+                                           : 0.0;
       r.self_cpu_mem_bytes = PerStep(static_cast<double>(a.self_cpu_mem));
       r.cpu_mem_bytes = PerStep(static_cast<double>(a.cpu_mem));
       r.self_device_mem_bytes = PerStep(static_cast<double>(a.self_dev_mem));
@@ -611,6 +617,7 @@ class Analyser {
       if (!a.spans.empty()) row.wall_ms_per_step = UnionLength(a.spans) / kNsPerMs / steps_;
       row.kernels_per_step = PerStep(static_cast<double>(a.kernels));
       row.ops_per_step = PerStep(static_cast<double>(a.ops));
+      if (a.ops > 0) row.cpu_ms_per_step = PerStepMs(a.cpu_self_ns);
       row.unique_kernels = static_cast<int64_t>(a.kernel_names.size());
       if (row.phase == "dataload") p.dataload_ms = row.wall_ms_per_step.value_or(0);
       std::vector<KernelRow> krows;
@@ -627,14 +634,19 @@ class Analyser {
   }
 
   void MemoryMetrics(Profile& p) {
-    int64_t peak_alloc = -1, peak_reserved = -1;
+    int64_t peak_alloc = -1, peak_reserved = -1, peak_cpu = -1;
     for (const TraceEvent& e : ev_) {
-      if (e.cls != EventClass::kMemoryInstant || e.device_type <= 0) continue;
+      if (e.cls != EventClass::kMemoryInstant) continue;
+      if (e.device_type <= 0) {
+        peak_cpu = std::max(peak_cpu, t_.memory[e.aux].total_allocated);
+        continue;
+      }
       peak_alloc = std::max(peak_alloc, t_.memory[e.aux].total_allocated);
       peak_reserved = std::max(peak_reserved, t_.memory[e.aux].total_reserved);
     }
     if (peak_alloc >= 0) p.peak_vram_mb = static_cast<double>(peak_alloc) / 1e6;
     if (peak_reserved >= 0) p.peak_reserved_mb = static_cast<double>(peak_reserved) / 1e6;
+    if (peak_cpu >= 0) p.peak_cpu_alloc_mb = static_cast<double>(peak_cpu) / 1e6;
   }
 
   TraceData t_;
@@ -654,7 +666,6 @@ class Analyser {
   std::vector<std::tuple<int64_t, int64_t, uint16_t>> overlap_spans_;
   bool overlap_ready_ = false;
   int64_t kernels_with_launch_ = 0;
-  int64_t self_total_ns_ = 0;
 };
 
 }  // namespace

@@ -52,7 +52,8 @@ absl::StatusOr<std::string> NormaliseDevice(const std::string& device) {
     return absl::StrCat("cuda:", n);
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("model.device: '", device, "' is not a device (use cpu, 0, 1, ... or cuda:N)"));
+      absl::StrCat("--device (model.device): '", device,
+                   "' is not a device (use cpu, 0, 1, ... or cuda:N)"));
 }
 
 std::string NewJobId() {
@@ -192,7 +193,8 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
     std::string known;
     for (const std::string& d : devices_) absl::StrAppend(&known, known.empty() ? "" : ", ", d);
     return absl::InvalidArgumentError(absl::StrCat(
-        "model.device: ", device, " is not served by this daemon (it has: ", known, ")"));
+        "--device (model.device): ", device, " is not served by this daemon (it has: ", known,
+        ")"));
   }
   if (!request.request_id().empty()) {
     auto it = request_ids_.find(absl::StrCat(who.user, "/", request.request_id()));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -18,13 +19,42 @@
 namespace libreyolo::daemon {
 namespace {
 
+// The CLI flag a request field comes from, for messages a CLI user reads ("--half
+// (infer.half)"); a gRPC client still finds the field name. "" for fields with no flag.
+std::string FlagOf(const std::string& field) {
+  static const std::vector<std::pair<std::string, std::string>> kPositional = {
+      {"run.data", "DATA (the dataset argument)"}, {"infer.source", "SOURCE (the image argument)"}};
+  for (const auto& [f, name] : kPositional) {
+    if (field == f) return name;
+  }
+  std::string rest = field;
+  for (const char* prefix : {"infer.profiler.", "run.profiler.", "infer.", "run.", "model."}) {
+    if (absl::StartsWith(rest, prefix)) {
+      rest = rest.substr(std::string(prefix).size());
+      break;
+    }
+  }
+  if (rest.empty() || rest == field || absl::StrContains(rest, ' ') ||
+      absl::StrContains(rest, '[') || absl::StrContains(rest, '/')) {
+    return "";
+  }
+  if (rest == "overhead_budget_pct") rest = "overhead_budget";
+  std::replace(rest.begin(), rest.end(), '_', '-');
+  return absl::StrCat("--", rest);
+}
+
+std::string Named(const std::string& field) {
+  const std::string flag = FlagOf(field);
+  return flag.empty() ? field : absl::StrCat(flag, " (", field, ")");
+}
+
 absl::Status Bad(const std::string& field, const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+  return absl::InvalidArgumentError(absl::StrCat(Named(field), ": ", what));
 }
 
 absl::Status Limit(const std::string& field, int64_t value, int64_t limit, const char* key) {
   return absl::ResourceExhaustedError(
-      absl::StrCat(field, ": ", value, " exceeds this daemon's ", key, " (", limit, ")"));
+      absl::StrCat(Named(field), ": ", value, " exceeds this daemon's ", key, " (", limit, ")"));
 }
 
 // A count with a fixed range in the contract: INVALID_ARGUMENT naming the range.
@@ -151,7 +181,8 @@ absl::Status CheckImgsz(const std::string& field, int64_t v, const Limits& limit
   return absl::OkStatus();
 }
 
-absl::Status CheckProfiler(const std::string& field, const v1::ProfilerOptions& p) {
+absl::Status CheckProfiler(const std::string& field, const v1::ProfilerOptions& p,
+                           const std::string& device) {
   if (auto s = CheckDouble(field + ".overhead_budget_pct", p.has_overhead_budget_pct(),
                            p.overhead_budget_pct(), 0, 1000);
       !s.ok()) {
@@ -163,6 +194,12 @@ absl::Status CheckProfiler(const std::string& field, const v1::ProfilerOptions& 
   for (const std::string& a : p.activities()) {
     if (a != "cpu" && a != "cuda") {
       return Bad(field + ".activities", absl::StrCat("'", Excerpt(a), "' is not cpu or cuda"));
+    }
+    // A CPU job has no CUDA activity to record: say so instead of quietly recording cpu only.
+    if (a == "cuda" && device == "cpu") {
+      return Bad(field + ".activities",
+                 "cuda needs a CUDA device and this job runs on cpu; use --activities cpu, or "
+                 "--device 0 for a GPU");
     }
   }
   return absl::OkStatus();
@@ -195,7 +232,7 @@ absl::Status CheckInfer(const v1::InferSpec& s, const DaemonConfig& config, bool
     return Bad("infer.amp_dtype", "must be float16 or bfloat16");
   }
   if (s.half() && device == "cpu") {
-    return Bad("infer.half", "autocast runs on CUDA only; unset it for a cpu job");
+    return Bad("infer.half", "autocast runs on CUDA only; drop --half for a cpu job");
   }
   if (!s.source().empty() && s.images_size() > 0) {
     return Bad("infer.source", "give a source name or inline images, not both");
@@ -223,10 +260,11 @@ absl::Status CheckInfer(const v1::InferSpec& s, const DaemonConfig& config, bool
     return Limit("infer.images (total bytes)", bytes, l.max_inline_image_bytes,
                  "max_inline_image_bytes");
   }
-  return CheckProfiler("infer.profiler", s.profiler());
+  return CheckProfiler("infer.profiler", s.profiler(), device);
 }
 
-absl::Status CheckRun(const v1::RunSpec& s, const DaemonConfig& config, bool local_ok) {
+absl::Status CheckRun(const v1::RunSpec& s, const DaemonConfig& config, bool local_ok,
+                      const std::string& device) {
   const Limits& l = config.limits;
   if (s.data().empty()) return Bad("run.data", "required: a dataset name or synthetic[:N]");
   if (IsSyntheticData(s.data())) {
@@ -269,7 +307,7 @@ absl::Status CheckRun(const v1::RunSpec& s, const DaemonConfig& config, bool loc
       !st.ok()) {
     return st;
   }
-  return CheckProfiler("run.profiler", s.profiler());
+  return CheckProfiler("run.profiler", s.profiler(), device);
 }
 
 absl::Status CheckLabels(const std::string& field,
@@ -361,7 +399,7 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& c
     return CheckInfer(r.infer(), config, local_ok, *device);
   }
   if (auto s = CheckModel(r.run().model(), config, local_ok, device); !s.ok()) return s;
-  return CheckRun(r.run(), config, local_ok);
+  return CheckRun(r.run(), config, local_ok, *device);
 }
 
 absl::Status ValidateRequest(const v1::WatchJobRequest& r) {

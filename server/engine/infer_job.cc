@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/analysis/latency_stats.h"
+#include "common/analysis/repeat_trials.h"
 #include "common/analysis/verdict.h"
 #include "common/json/json_writer.h"
 #include "common/profile/profile_json.h"
@@ -194,20 +195,18 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     }
     // The measured window runs without the profiler: these are the numbers users see. The
     // first half times whole iterations; the second half syncs per stage for the composition.
-    std::vector<double> trial_img_per_s;
-    std::vector<double> latencies;
-    std::vector<double> gpu_latencies;  // CUDA events, CUDA jobs only
+    // Each trial's measurements (repeat_trials.h): the headline is their mean.
+    std::vector<TrialMeasurement> trials;
     std::optional<CudaEventTimer> timer;
     if (device->cuda) {
       auto created = CudaEventTimer::Create(device->index);
       if (!created.ok()) return created.status();
       timer.emplace(*std::move(created));
     }
-    StageTimes stage_sum;
-    int64_t stage_n = 0;
     for (int64_t trial = 0; trial < spec.repeat; ++trial) {
-      latencies.clear();
-      gpu_latencies.clear();
+      TrialMeasurement m;
+      StageTimes stage_sum;
+      int64_t stage_n = 0;
       for (int64_t i = 0; i < spec.runs; ++i) {
         if (cancelled()) return absl::CancelledError("cancelled while measuring");
         const bool per_stage = i >= spec.runs / 2;
@@ -218,10 +217,10 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
         if (timer) {
           auto gpu_ms = timer->StopMs();
           if (!gpu_ms.ok()) return gpu_ms.status();
-          gpu_latencies.push_back(*gpu_ms);
+          m.cuda_event_ms.push_back(*gpu_ms);
         }
         if (device->cuda) torch::cuda::synchronize(device->index);
-        latencies.push_back(Ms(Clock::now() - t0));
+        m.latency_samples_ms.push_back(Ms(Clock::now() - t0));
         if (per_stage || !device->cuda) {
           stage_sum.pre += t->pre;
           stage_sum.fwd += t->fwd;
@@ -230,10 +229,13 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
         }
         report("measuring", trial * spec.runs + i + 1, spec.repeat * spec.runs);
       }
-      const LatencyStats s = ComputeLatencyStats(latencies);
-      trial_img_per_s.push_back(static_cast<double>(spec.batch) * 1000.0 / s.mean_ms);
+      m.step_ms = ComputeLatencyStats(m.latency_samples_ms).mean_ms;
+      const double k = stage_n > 0 ? 1.0 / static_cast<double>(stage_n) : 0.0;
+      m.stages = Stages{stage_sum.pre * k, stage_sum.fwd * k, stage_sum.post * k};
+      trials.push_back(std::move(m));
     }
-    const LatencyStats stats = ComputeLatencyStats(latencies);
+    // The profiler's overhead is against the last trial, the one just before the window.
+    const double last_trial_ms = trials.back().step_ms;
 
     JobFiles files = JobFilesFor(spec.project, "infer");
     if (auto made = CreateJobDir(files); !made.ok()) return made;
@@ -351,36 +353,14 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       }
     }
 
-    // The headline numbers come from the unprofiled window.
+    // The headline numbers come from the unprofiled trials.
     p.mode = "inference";
-    p.model = loaded->weights_label == "random-init" ? spec.model.weights : loaded->weights_label;
+    // A seeded random init is labelled with the size it was built at (`--size s` with the default
+    // weights name is a LibreYOLO9s, not "LibreYOLO9t.pt").
+    p.model = loaded->weights_label == "random-init"
+                  ? absl::StrCat("LibreYOLO9", spec.model.size, " (random init)")
+                  : loaded->weights_label;
     p.batch = spec.batch;
-    p.step_ms = stats.mean_ms;
-    p.img_per_s = static_cast<double>(spec.batch) * 1000.0 / stats.mean_ms;
-    Latency lat;
-    lat.p50_ms = stats.p50_ms;
-    lat.p90_ms = stats.p90_ms;
-    lat.p99_ms = stats.p99_ms;
-    lat.mean_ms = stats.mean_ms;
-    lat.min_ms = stats.min_ms;
-    lat.max_ms = stats.max_ms;
-    lat.n = static_cast<int64_t>(latencies.size());
-    lat.samples_ms = latencies;
-    if (!gpu_latencies.empty()) {
-      const LatencyStats g = ComputeLatencyStats(gpu_latencies);
-      lat.cuda_event_p50_ms = g.p50_ms;
-      lat.cuda_event_mean_ms = g.mean_ms;
-    }
-    p.latency = lat;
-    const double k = stage_n > 0 ? 1.0 / static_cast<double>(stage_n) : 0.0;
-    p.stages_ms = Stages{stage_sum.pre * k, stage_sum.fwd * k, stage_sum.post * k};
-    if (spec.repeat > 1) {
-      p.repeat.img_per_s_n = spec.repeat;
-      p.repeat.img_per_s_trials = trial_img_per_s;
-      p.repeat.img_per_s_std = SampleStd(trial_img_per_s);
-      p.img_per_s = std::accumulate(trial_img_per_s.begin(), trial_img_per_s.end(), 0.0) /
-                    static_cast<double>(spec.repeat);
-    }
     JsonWriter config(/*pretty=*/false);
     config.BeginObject()
         .Field("model", p.model)
@@ -408,7 +388,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     prof.Field("profiled_iterations",
                spec.trace ? std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs)) : 0);
     if (spec.trace) {
-      prof.Field("overhead_pct", 100.0 * (profiled_mean_ms - stats.mean_ms) / stats.mean_ms);
+      prof.Field("overhead_pct", 100.0 * (profiled_mean_ms - last_trial_ms) / last_trial_ms);
     } else {
       prof.Key("overhead_pct").Null();
     }
@@ -419,13 +399,10 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       prof.EndArray();
     }
     p.profiler_json = Finish(prof.EndObject());
-    // The residual host overhead must use the same step as the headline (the unprofiled one);
-    // GPU utilisation stays a ratio within the profiled window.
-    p.host_overhead_residual_ms_per_step =
-        std::max(stats.mean_ms - p.gpu_busy_ms_per_step.value_or(0), 0.0);
-    if (p.host_overhead_method.value_or("residual") == "residual") {
-      p.host_overhead_ms_per_step = p.host_overhead_residual_ms_per_step;
-    }
+    // Step, throughput, latency, stages and the residual host overhead: means over the trials
+    // (the residual uses the same unprofiled step as the headline); GPU utilisation stays a
+    // ratio within the profiled window.
+    ApplyMeasuredTrials(p, spec.batch, trials);
     p.source_kind = "profile";
     p.tool_name = "libreyolo-profiler";
     p.tool_version = LIBREYOLO_VERSION;

@@ -152,10 +152,18 @@ double MedianMs(std::vector<double> ms) {
 
 void WriteSwitchFields(JsonWriter& w, const BudgetOutcome& o, bool with_modules,
                        double budget_pct) {
+  // LibTorch computes FLOPs from the recorded input shapes: with_flops without record_shapes
+  // records no FLOP, so the record says what the profile holds (false) and why.
+  const bool flops_recorded = o.switches.with_flops && o.switches.record_shapes;
   w.Field("record_shapes", o.switches.record_shapes)
       .Field("profile_memory", o.switches.profile_memory)
-      .Field("with_flops", o.switches.with_flops)
-      .Field("with_stack", false)
+      .Field("with_flops", flops_recorded);
+  if (o.switches.with_flops && !flops_recorded) {
+    w.Field("with_flops_note",
+            "with_flops was on but record_shapes was off: FLOPs are computed from the recorded "
+            "input shapes, so none were recorded");
+  }
+  w.Field("with_stack", false)
       .Field("with_modules", with_modules)
       .Key("auto_switches")
       .BeginArray();

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "client/cli/cli.h"
+#include "client/commands/job_commands.h"
+#include "client/remote/progress_display.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -393,6 +395,108 @@ TEST(CliContract, ControlCharactersInNamesAreEscaped) {
             std::string::npos);
   EXPECT_NE(Cli({"profile", "ops", path, "--top", "0"}).out.find("aten::conv2d\\x1b[8m"),
             std::string::npos);
+}
+
+// ---- issue 11: messages and output that say what is true --------------------------------
+
+TEST(Issue11Messages, KeyValueForAPositionalSuggestsNoMissingFlag) {
+  const Result r = Cli({"profile", "summary", "trace=x.json"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.find("--trace"), std::string::npos) << r.err;  // summary has no --trace
+  EXPECT_NE(r.err.find("give the trace as it is: 'summary x.json'"), std::string::npos) << r.err;
+}
+
+TEST(Issue11Messages, CompareWithOneArgumentNamesWhatIsMissing) {
+  const Result r = Cli({"profile", "compare", kTrace});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("needs 2 arguments (before after); missing: after"), std::string::npos)
+      << r.err;
+}
+
+TEST(Issue11Messages, KernelsOfACpuProfileSaysItHasNoGpuKernels) {
+  const Result r = Cli({"profile", "kernels", Fixture("profiles/libreyolo-python-infer.json")});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("no GPU kernels in this profile"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("no kernels match"), std::string::npos) << r.out;
+}
+
+TEST(Issue11Messages, OpsSortByAColumnTheProfileLacksSaysSo) {
+  TempDir dir;
+  const std::string t = dir.Write(
+      "t.json",
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1,)"
+      R"( "ts": 0, "dur": 5}, {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1,)"
+      R"( "tid": 1, "ts": 10, "dur": 9}]})");
+  const Result r = Cli({"profile", "ops", t, "--sort", "flops"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("sorted by flops"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sorted by cpu_time_total"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no flops values (recorded without --with-flops)"), std::string::npos)
+      << r.out;
+}
+
+TEST(Issue11Compare, VerdictFirstAndAWarningPerMismatchedSetting) {
+  const Result r = Cli({"profile", "compare", Fixture("profiles/libreyolo-python-infer.json"),
+                        Fixture("profiles/libreyolo-python-run.json")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("significance: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("warning: different mode: inference before, training after"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning: different imgsz: 640 before, 320 after"), std::string::npos);
+  EXPECT_NE(r.out.find("warning: different batch: 1 before, 2 after"), std::string::npos);
+  const Result same = Cli({"profile", "compare", kTrace, kTrace});
+  EXPECT_EQ(same.out.find("warning:"), std::string::npos) << same.out;
+  const Result json = Cli({"profile", "compare", Fixture("profiles/libreyolo-python-infer.json"),
+                           Fixture("profiles/libreyolo-python-run.json"), "--json"});
+  rapidjson::Document d;
+  d.Parse(json.out.c_str());
+  ASSERT_TRUE(d.IsObject() && d.HasMember("warnings"));
+  EXPECT_GE(d["warnings"].Size(), 3u);
+}
+
+TEST(Issue11JobJson, ErrorsOfRunAndInferWithJsonAreJsonLines) {
+  for (const char* cmd : {"infer", "run"}) {
+    std::vector<std::string> args = {"profile", cmd};
+    if (std::string(cmd) == "run") args.push_back("synthetic:8");
+    for (const char* a : {"--batch", "many", "--json"}) args.push_back(a);
+    const Result r = Cli(args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    std::istringstream lines(r.err);
+    std::string line;
+    int n = 0;
+    while (std::getline(lines, line)) {
+      ++n;
+      rapidjson::Document d;
+      d.Parse(line.c_str());
+      ASSERT_TRUE(!d.HasParseError() && d.IsObject()) << cmd << ": not a JSON line: " << line;
+      EXPECT_STREQ(d["event"].GetString(), "error");
+      EXPECT_EQ(d["exit_code"].GetInt(), 2);
+    }
+    EXPECT_EQ(n, 1) << r.err;
+  }
+}
+
+TEST(Issue11JobJson, StdoutDocumentNamesTheJob) {
+  const std::string doc = WithJobFields("{\n  \"source\": \"x\"\n}", "j-42", "/p/profile.json");
+  rapidjson::Document d;
+  d.Parse(doc.c_str());
+  ASSERT_FALSE(d.HasParseError()) << doc;
+  EXPECT_STREQ(d["job_id"].GetString(), "j-42");
+  EXPECT_STREQ(d["profile_path"].GetString(), "/p/profile.json");
+  EXPECT_STREQ(d["source"].GetString(), "x");
+}
+
+TEST(Issue11Messages, AFailedJobsErrorIsShownOnce) {
+  std::ostringstream err;
+  ProgressDisplay display(err, ProgressStyle::kLines);
+  display.set_quiet_terminal_message(true);
+  v1::JobEvent e;
+  e.set_stage("failed");
+  e.set_message("the window was never filled");
+  display.Show(e);
+  display.Finish();
+  EXPECT_EQ(err.str().find("never filled"), std::string::npos) << err.str();  // the command's
+                                                                              // error line says it
 }
 
 }  // namespace

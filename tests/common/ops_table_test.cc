@@ -80,11 +80,12 @@ TEST(OpsTable, CountTotalAndSelfCpuTimeWithNesting) {
   EXPECT_OPT_CLOSE(p.ops[2].self_cpu_ms_per_step, 0.04);
   EXPECT_CLOSE(p.ops[3].count_per_step, 0.5);
   EXPECT_OPT_CLOSE(p.ops[3].self_cpu_ms_per_step, 0.015);
-  // All self CPU: 370 + 430 + 80 + 30 = 910 us -> 0.455 ms per step; pct of it per row.
+  // All self CPU: 370 + 430 + 80 + 30 = 910 us -> 0.455 ms per step.
   EXPECT_OPT_CLOSE(p.self_cpu_total_ms_per_step, 0.455);
-  EXPECT_OPT_CLOSE(lin.pct_of_cpu_ops, 100.0 * 370 / 910);
-  EXPECT_OPT_CLOSE(mm.pct_of_cpu_ops, 100.0 * 430 / 910);
-  EXPECT_OPT_CLOSE(p.ops[3].pct_of_cpu_ops, 100.0 * 30 / 910);
+  // pct_of_cpu_ops is the Python tool's: CPU total over the summed totals 900 + 500 + 100 + 30.
+  EXPECT_OPT_CLOSE(lin.pct_of_cpu_ops, 100.0 * 900 / 1530);
+  EXPECT_OPT_CLOSE(mm.pct_of_cpu_ops, 100.0 * 500 / 1530);
+  EXPECT_OPT_CLOSE(p.ops[3].pct_of_cpu_ops, 100.0 * 30 / 1530);
   EXPECT_OPT_CLOSE(p.ops_per_step, 3.0);  // 6 CPU ops / 2 steps
 }
 

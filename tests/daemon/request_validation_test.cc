@@ -73,6 +73,13 @@ TEST(ValidateSubmit, NamesTheFieldOfEveryBadValue) {
       "model.weights", kInvalid);
   bad([](auto& x) { x.mutable_infer()->mutable_model()->set_device("gpu"); }, "model.device",
       kInvalid);
+  // Messages name the CLI flag beside the field (issue 11), and a CPU job refuses cuda activity.
+  bad([](auto& x) { x.mutable_infer()->set_half(true); }, "--half (infer.half)", kInvalid);
+  bad([](auto& x) { x.mutable_infer()->set_max_det(-1); }, "--max-det (infer.max_det)", kInvalid);
+  bad([](auto& x) { x.mutable_infer()->mutable_model()->set_device("gpu"); },
+      "--device (model.device)", kInvalid);
+  bad([](auto& x) { x.mutable_infer()->mutable_profiler()->add_activities("cuda"); },
+      "--activities (infer.profiler.activities): cuda needs a CUDA device", kInvalid);
   v1::SubmitJobRequest run;
   run.mutable_run()->mutable_model()->set_device("cpu");
   EXPECT_THAT(Message(check(run)), HasSubstr("run.data"));

@@ -1,4 +1,5 @@
 // The infer job end to end on the CPU: a tiny window, the files it writes, and its errors.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
@@ -95,6 +96,8 @@ TEST_F(InferJob, WritesAProfileEveryReaderAccepts) {
   auto again = LoadProfile(r->trace_path);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->ops.size(), p->ops.size());
+  // Same name, same value: the profiled step of the profile and of its own trace.
+  EXPECT_EQ(ProfiledStepMs(*again), ProfiledStepMs(*p));
   EXPECT_DOUBLE_EQ(*again->ops_per_step, *p->ops_per_step);
 
   EXPECT_FALSE(RenderSummaryText(BuildSummary(*p, r->profile_path)).empty());
@@ -195,6 +198,29 @@ TEST_F(InferJob, RepeatWritesTheRepeatFile) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->repeat.img_per_s_n, 2);
   EXPECT_EQ(p->repeat.img_per_s_trials.size(), 2u);
+  // Every scalar is the mean over the trials (issue 11): the step is the trials' mean, and the
+  // throughput beside it is batch × 1000 / that step, not the mean of another quantity.
+  ASSERT_TRUE(p->repeat.metrics.contains("step_ms"));
+  const TrialStat& step = p->repeat.metrics.at("step_ms");
+  ASSERT_EQ(step.trials.size(), 2u);
+  EXPECT_DOUBLE_EQ(*p->step_ms, (step.trials[0] + step.trials[1]) / 2);
+  EXPECT_DOUBLE_EQ(*p->img_per_s, static_cast<double>(spec_.batch) * 1000.0 / *p->step_ms);
+  EXPECT_DOUBLE_EQ(p->latency->mean_ms, *p->step_ms);
+  EXPECT_TRUE(p->repeat.metrics.contains("latency_p50_ms"));
+  EXPECT_TRUE(p->repeat.metrics.contains("forward_ms"));
+  EXPECT_EQ(p->latency->n, 4);  // both trials' samples
+  EXPECT_THAT(RenderSummaryText(BuildSummary(*p, "x")), ::testing::HasSubstr("(n=2 trials)"));
+}
+
+TEST_F(InferJob, RandomInitIsLabelledWithTheSizeItWasBuiltAt) {
+  spec_.model.weights = "LibreYOLO9t.pt";  // the default name, absent: seeded random init
+  spec_.model.size = "s";
+  spec_.runs = 1;
+  spec_.warmup = 0;
+  spec_.trace = false;
+  auto r = RunInferJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->profile.model, "LibreYOLO9s (random init)");
 }
 
 TEST_F(InferJob, BadOptionsAndDevices) {

@@ -160,7 +160,11 @@ TEST_F(TrainJobErrors, ExplicitSwitchesAreHonoured) {
   rapidjson::Document d;
   d.Parse(j.c_str());
   EXPECT_FALSE(d["record_shapes"].GetBool()) << j;
-  EXPECT_TRUE(d["with_flops"].GetBool()) << j;
+  // FLOPs need the recorded shapes: the record says what the profile holds (issue 11: a profile
+  // said with_flops: true and held no FLOPs), and why.
+  EXPECT_EQ(d["with_flops"].GetBool(), r->profile.flops_per_step.has_value()) << j;
+  EXPECT_FALSE(r->profile.flops_per_step.has_value());
+  EXPECT_TRUE(d.HasMember("with_flops_note")) << j;
 }
 
 // A run records the module scopes of the training forward (on by default) and says so; with

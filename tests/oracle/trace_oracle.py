@@ -116,11 +116,11 @@ TC_RE = re.compile(
 
 CATEGORY_RULES = [
     ("communication", r"nccl|rccl|all_reduce|allreduce|all_gather|allgather|reduce_scatter|alltoall|all_to_all"),
-    ("reduction / norm", r"bn_bw|bn_fw|batchnorm|batch_norm|layer_norm|group_norm|instance_norm|softmax|welford|\breduce|variance|rms_norm"),
+    ("reduction / norm", r"bn_bw|bn_fw|batchnorm|batch_norm|layer_norm|group_norm|instance_norm|softmax|welford|\breduce|variance|rms_norm|devicereduce"),
     ("layout / copy", r"nchwtonhwc|nhwctonchw"),
     ("gemm / conv", r"gemm|conv|implicit|cutlass|cudnn|wgrad|dgrad|winograd"),
     ("layout / copy", r"memcpy|memset|\bcopy|catarray|concat|contiguous|\bgather|\bscatter|\bpermute|\btranspose"),
-    ("elementwise", r"elementwise|vectorized|pointwise|activation|silu|relu|sigmoid|unary|binary|clamp|fill|arange"),
+    ("elementwise", r"elementwise|vectorized|pointwise|activation|silu|relu|sigmoid|unary|binary|clamp|fill|arange|multi_tensor_apply"),
 ]
 CATEGORY_RULES = [(n, re.compile(p, re.ASCII)) for n, p in CATEGORY_RULES]
 
@@ -223,8 +223,34 @@ def classify(cat):
     return None
 
 
+def own_name(name):
+    """The kernel's own name: template argument lists (any depth; an unclosed one runs to the
+    end) and a trailing balanced parameter list removed; "(anonymous namespace)" stays."""
+    out, depth = [], 0
+    for c in name:
+        if c == "<":
+            depth += 1
+        elif c == ">" and depth > 0:
+            depth -= 1
+        elif depth == 0:
+            out.append(c)
+    s = "".join(out).rstrip(" ")
+    if s.endswith(")"):
+        d = 0
+        for i in range(len(s) - 1, -1, -1):
+            if s[i] == ")":
+                d += 1
+            elif s[i] == "(":
+                d -= 1
+                if d == 0:
+                    if i > 0:
+                        s = s[:i]
+                    break
+    return s
+
+
 def category_of(name):
-    ln = lower(name)
+    ln = lower(own_name(name))
     for cname, rx in CATEGORY_RULES:
         if rx.search(ln):
             return cname

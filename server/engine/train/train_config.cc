@@ -104,30 +104,4 @@ std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
   return Finish(w);
 }
 
-void ApplyMeasuredHeadline(Profile& p, int64_t batch, double step_ms, double dataload_ms,
-                           const std::vector<double>& trial_img_per_s) {
-  p.step_ms = step_ms;
-  p.img_per_s = static_cast<double>(batch) * 1000.0 / step_ms;
-  p.dataload_ms = dataload_ms;
-  p.dataload_frac = dataload_ms / step_ms;
-  // gpu_util and gpu_util_raw stay the analyser's (docs/metrics.md): ratios within the profiled
-  // window, where the kernels and the span they are divided by were both measured, so the
-  // profile and its own trace give the same value.
-  const double busy = p.gpu_busy_ms_per_step.value_or(0.0);
-  p.host_overhead_residual_ms_per_step = std::max(step_ms - busy - dataload_ms, 0.0);
-  if (p.host_overhead_method == "residual") {
-    p.host_overhead_ms_per_step = p.host_overhead_residual_ms_per_step;
-  }
-  if (p.flops_per_step.has_value()) {
-    p.achieved_tflops = *p.flops_per_step / (step_ms / 1000.0) / 1e12;
-  }
-  if (trial_img_per_s.size() > 1) {
-    p.repeat.img_per_s_n = static_cast<int64_t>(trial_img_per_s.size());
-    p.repeat.img_per_s_trials = trial_img_per_s;
-    p.repeat.img_per_s_std = SampleStd(trial_img_per_s);
-    p.img_per_s = std::accumulate(trial_img_per_s.begin(), trial_img_per_s.end(), 0.0) /
-                  static_cast<double>(trial_img_per_s.size());
-  }
-}
-
 }  // namespace libreyolo::engine

@@ -48,13 +48,6 @@ std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
                               const BudgetOutcome& budget, const ProfiledWindow& window,
                               double synced_step_ms);
 
-// Puts the measured window's numbers in the headline (step_ms, img_per_s, dataload_ms, and
-// with them dataload_frac, the residual host overhead and achieved TFLOP/s; gpu_util stays the
-// profiled window's own ratio) and,
-// with several trials, the repeat statistics. The trace supplies the per-step work.
-void ApplyMeasuredHeadline(Profile& p, int64_t batch, double step_ms, double dataload_ms,
-                           const std::vector<double>& trial_img_per_s);
-
 }  // namespace libreyolo::engine
 
 #endif  // LIBREYOLO_SERVER_ENGINE_TRAIN_TRAIN_CONFIG_H_

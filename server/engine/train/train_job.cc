@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/analysis/latency_stats.h"
+#include "common/analysis/repeat_trials.h"
 #include "common/analysis/verdict.h"
 #include "common/profile/profile_json.h"
 #include "common/trace/trace_analyser.h"
@@ -74,7 +75,7 @@ absl::Status WindowNotFilled(const TrainJobSpec& s, const DetectionDataset& data
 }
 
 struct MeasuredWindows {
-  std::vector<double> trial_img_per_s;
+  std::vector<TrialMeasurement> trials;  // each trial's unsynchronised steps
   double step_ms = 0;      // unsynchronised steps, over every trial
   double dataload_ms = 0;  // the loader's share of those steps
   PhaseTimes phases;       // synchronised steps: the composition
@@ -192,8 +193,10 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
       unsynced_ms += trial_ms;
       unsynced_dataload += trial_dataload;
       unsynced_n += timed;
-      m.trial_img_per_s.push_back(static_cast<double>(batch) * 1000.0 * static_cast<double>(timed) /
-                                  trial_ms);
+      TrialMeasurement tm;
+      tm.step_ms = trial_ms / static_cast<double>(timed);
+      tm.dataload_ms = trial_dataload / static_cast<double>(timed);
+      m.trials.push_back(tm);
     }
     m.loss_first = first_loss.item<double>();
     m.loss_last = trainer.last_loss().item<double>();
@@ -260,9 +263,14 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     Profile p = *std::move(analysed);
     p.trace = profiled->trace;
     p.source_kind = "profile";  // what a reader of the written file will see
-    p.model = loaded->weights_label == "random-init" ? spec.model.weights : loaded->weights_label;
+    // A seeded random init is labelled with the size it was built at (`--size s` with the default
+    // weights name is a LibreYOLO9s, not "LibreYOLO9t.pt").
+    p.model = loaded->weights_label == "random-init"
+                  ? absl::StrCat("LibreYOLO9", spec.model.size, " (random init)")
+                  : loaded->weights_label;
     p.batch = batch;
-    ApplyMeasuredHeadline(p, batch, m.step_ms, m.dataload_ms, m.trial_img_per_s);
+    // Means over the trials (repeat_trials.h); gpu_util stays the profiled window's own ratio.
+    ApplyMeasuredTrials(p, batch, m.trials);
 
     TrainConfigFacts facts;
     facts.spec = &spec;

@@ -1,0 +1,134 @@
+#include "common/analysis/repeat_trials.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <string>
+
+#include "common/analysis/latency_stats.h"
+
+namespace libreyolo {
+namespace {
+
+double Mean(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasurement>& trials) {
+  if (trials.empty()) return;
+  const bool repeat = trials.size() >= 2;
+  const double b = static_cast<double>(batch);
+  p.repeat = RepeatInfo{};
+  // Records metric `name` (a `get` name) over the trials and returns its mean.
+  auto record = [&](const std::string& name,
+                    const std::function<double(const TrialMeasurement&)>& of) {
+    std::vector<double> v;
+    v.reserve(trials.size());
+    for (const TrialMeasurement& t : trials) v.push_back(of(t));
+    const double mean = Mean(v);
+    if (repeat) {
+      p.repeat.metrics[name] =
+          TrialStat{mean, SampleStd(v), static_cast<int64_t>(v.size()), std::move(v)};
+    }
+    return mean;
+  };
+
+  const double step = record("step_ms", [](const TrialMeasurement& t) { return t.step_ms; });
+  p.step_ms = step;
+  // Total images over total time (trials have equal lengths): batch × 1000 / mean step, the
+  // harmonic mean of the trials' img/s. Its spread is the trials' own.
+  p.img_per_s = b * 1000.0 / step;
+  std::vector<double> trial_img_per_s;
+  for (const TrialMeasurement& t : trials) trial_img_per_s.push_back(b * 1000.0 / t.step_ms);
+  if (repeat) {
+    p.repeat.img_per_s_n = static_cast<int64_t>(trials.size());
+    p.repeat.img_per_s_std = SampleStd(trial_img_per_s);
+    p.repeat.img_per_s_trials = trial_img_per_s;
+    p.repeat.metrics["img_per_s"] = TrialStat{*p.img_per_s, *p.repeat.img_per_s_std,
+                                              *p.repeat.img_per_s_n, trial_img_per_s};
+  }
+
+  const double busy = p.gpu_busy_ms_per_step.value_or(0.0);
+  const bool training = trials.front().dataload_ms.has_value();
+  double dataload = 0;
+  if (training) {
+    dataload = record("dataload_ms", [](const TrialMeasurement& t) { return *t.dataload_ms; });
+    p.dataload_ms = dataload;
+    p.dataload_frac = dataload / step;
+    if (repeat) {
+      record("dataload_frac",
+             [](const TrialMeasurement& t) { return *t.dataload_ms / t.step_ms; });
+      p.repeat.metrics["dataload_frac"].mean = *p.dataload_frac;  // ratio of the means
+    }
+  }
+  // The residual uses the same (unprofiled) step as the headline; gpu_busy is the profiled
+  // window's, the only place kernels were seen.
+  p.host_overhead_residual_ms_per_step =
+      record("host_overhead_residual_ms", [&](const TrialMeasurement& t) {
+        return std::max(t.step_ms - busy - t.dataload_ms.value_or(0.0), 0.0);
+      });
+  if (p.host_overhead_method.value_or("residual") == "residual") {
+    p.host_overhead_ms_per_step = p.host_overhead_residual_ms_per_step;
+    if (repeat) p.repeat.metrics["host_overhead_ms"] = p.repeat.metrics["host_overhead_residual_ms"];
+  }
+  if (p.flops_per_step.has_value()) {
+    const double flops = *p.flops_per_step;
+    record("achieved_tflops", [&](const TrialMeasurement& t) {
+      return flops / (t.step_ms / 1000.0) / 1e12;
+    });
+    p.achieved_tflops = flops / (step / 1000.0) / 1e12;
+    if (repeat) p.repeat.metrics["achieved_tflops"].mean = *p.achieved_tflops;
+  }
+
+  if (!trials.front().latency_samples_ms.empty()) {
+    std::vector<LatencyStats> per_trial;
+    for (const TrialMeasurement& t : trials) {
+      per_trial.push_back(ComputeLatencyStats(t.latency_samples_ms));
+    }
+    size_t i = 0;
+    auto lat = [&](const std::string& name, double LatencyStats::*field) {
+      i = 0;
+      return record(name, [&](const TrialMeasurement&) { return per_trial[i++].*field; });
+    };
+    Latency l;
+    l.p50_ms = lat("latency_p50_ms", &LatencyStats::p50_ms);
+    l.p90_ms = lat("latency_p90_ms", &LatencyStats::p90_ms);
+    l.p99_ms = lat("latency_p99_ms", &LatencyStats::p99_ms);
+    l.mean_ms = lat("latency_mean_ms", &LatencyStats::mean_ms);
+    l.min_ms = lat("latency_min_ms", &LatencyStats::min_ms);
+    l.max_ms = lat("latency_max_ms", &LatencyStats::max_ms);
+    for (const TrialMeasurement& t : trials) {
+      l.samples_ms.insert(l.samples_ms.end(), t.latency_samples_ms.begin(),
+                          t.latency_samples_ms.end());
+    }
+    l.n = static_cast<int64_t>(l.samples_ms.size());
+    if (!trials.front().cuda_event_ms.empty()) {
+      std::vector<LatencyStats> gpu;
+      for (const TrialMeasurement& t : trials) gpu.push_back(ComputeLatencyStats(t.cuda_event_ms));
+      size_t j = 0;
+      l.cuda_event_p50_ms = record("cuda_event_p50_ms", [&](const TrialMeasurement&) {
+        return gpu[j++].p50_ms;
+      });
+      j = 0;
+      l.cuda_event_mean_ms = record("cuda_event_mean_ms", [&](const TrialMeasurement&) {
+        return gpu[j++].mean_ms;
+      });
+    }
+    p.latency = l;
+  }
+  if (trials.front().stages.has_value()) {
+    auto stage = [&](const std::string& name, OptDouble Stages::*field) -> OptDouble {
+      if (!((*trials.front().stages).*field).has_value()) return std::nullopt;
+      return record(name, [&](const TrialMeasurement& t) {
+        return t.stages ? ((*t.stages).*field).value_or(0.0) : 0.0;
+      });
+    };
+    p.stages_ms = Stages{stage("preprocess_ms", &Stages::preprocess),
+                         stage("forward_ms", &Stages::forward),
+                         stage("nms_ms", &Stages::postprocess)};
+  }
+}
+
+}  // namespace libreyolo
