@@ -49,7 +49,7 @@ ThreadSettings ConfigureThreads(int threads) {
   torch::set_num_threads(std::max(n, 1));
   ThreadSettings t;
   t.threads = torch::get_num_threads();
-  t.interop_threads = torch::get_num_interop_threads();
+  t.interop_threads = static_cast<int>(torch::get_num_interop_threads());
   t.blas = LoadedBlas();
   t.blas_threads = SetOpenBlasThreads(t.threads);
   t.omp_wait_policy = OmpWaitPolicy();

@@ -81,8 +81,8 @@ TEST(Compare, DeltasAndMsPerImage) {
   a.gpu_util = 0.5;
   b.gpu_util = 0.6;
   a.bound = "host / launch";
-  a.latency = Latency{10, 11, 12, 10.5, 9, 13, 20, {}};
-  b.latency = Latency{8, 9, 10, 8.5, 7, 11, 20, {}};
+  a.latency = Latency{10, 11, 12, 10.5, 9, 13, 20, {}, {}, {}};
+  b.latency = Latency{8, 9, 10, 8.5, 7, 11, 20, {}, {}, {}};
   const CompareResult r = Compare(a, b, "a", "b");
   const CompareDelta* mpi = FindDelta(r, "ms_per_image");
   ASSERT_NE(mpi, nullptr);
