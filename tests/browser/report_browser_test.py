@@ -211,9 +211,11 @@ def main():
                       f"{len(d['summary'])} numbers equal summary --json")
         # The last single page is the hostile trace: its names show as text, in the op table and
         # in the per-layer table of its module scope.
-        for table in ("ops", "layers"):
+        # (Module names are dot paths: the layers table shows a module's last dot part, indented
+        # under its parents, with the full path as the tooltip.)
+        for table, shown in (("ops", EVIL.split("<img")[0]), ("layers", EVIL.rsplit(".", 1)[-1])):
             text = b.evaluate(f"(document.querySelector('table.{table}') || {{}}).innerText")
-            check(text is not None and EVIL.split("<img")[0] in text,
+            check(text is not None and shown in text,
                   f"hostile: the name is not shown as text in the {table} table")
 
         for before, after in pairs:

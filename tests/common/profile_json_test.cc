@@ -102,7 +102,7 @@ Profile HandMade() {
   p.ops_by_input_shape = {shaped};
   p.has_input_shapes = true;
   p.ops_by_phase["forward"] = {o};
-  p.latency = Latency{12.0, 13.5, 15.25, 12.345, 11.0, 15.25, 4, {11.0, 12.0, 13.125, 15.25}};
+  p.latency = Latency{12.0, 13.5, 15.25, 12.345, 11.0, 15.25, 4, {11.0, 12.0, 13.125, 15.25}, {}, {}};
   p.stages_ms = Stages{std::nullopt, 7.5, 4.0};
   p.repeat.img_per_s_std = 3.5;
   p.repeat.img_per_s_n = 3;

@@ -219,14 +219,16 @@ v1::Job CliJob(const Remote& r, const std::string& kind, const std::vector<std::
   const CommandResult c = RunClient(Concat(Concat({"profile", kind}, flags),
                                            Concat({"--project", project, "--json"}, r.cli_flags)));
   EXPECT_EQ(c.exit_code, 0) << c.Describe();
-  const std::string id = QueuedJobId(c.err);
+  const std::string id = QueuedJobId(c.err + c.out);
   EXPECT_FALSE(id.empty()) << c.Describe();
+  // --json: one document on stdout naming the job, the local summary's keys after it.
+  EXPECT_NE(c.out.find("\"job_id\":\"" + id + "\""), std::string::npos) << c.out;
   const std::string sub = kind == "run" ? "prof" : "infer";
   EXPECT_TRUE(fs::is_regular_file(project + "/" + sub + "/profile.json")) << c.Describe();
   // The printed summary is the local summary of the fetched profile.
   const CommandResult local =
       RunClient({"profile", "summary", project + "/" + sub + "/profile.json", "--json"});
-  EXPECT_EQ(JsonDiffIgnoringSource(c.out, local.out), "");
+  EXPECT_EQ(JsonDiffIgnoringSource(c.out, local.out, {"job_id", "profile_path"}), "");
   auto stub = v1::ProfilerService::NewStub(r.channel);
   v1::Job job;
   const grpc::Status s = GetJob(*stub, id, &job, r.token);
@@ -398,8 +400,8 @@ TEST(DaemonE2eTest, PrivateDaemonStartedAndStoppedByTheClient) {
   const std::string profile = dir.File("proj/infer/profile.json");
   ASSERT_TRUE(fs::is_regular_file(profile)) << c.Describe();
   const CommandResult local = RunClient({"profile", "summary", profile, "--json"});
-  EXPECT_EQ(JsonDiffIgnoringSource(c.out, local.out), "");
-  const std::string id = QueuedJobId(c.err);
+  EXPECT_EQ(JsonDiffIgnoringSource(c.out, local.out, {"job_id", "profile_path"}), "");
+  const std::string id = QueuedJobId(c.err + c.out);
   EXPECT_THAT(c.err, HasSubstr("unix:" + socket));
 
   // The daemon ran with the state root given, and stopped cleanly.

@@ -749,10 +749,14 @@ inline std::string JsonDiffIgnoringSource(const std::string& a, const std::strin
 }
 
 // The job id from the client's "job <id> queued on ..." line.
-inline std::string QueuedJobId(const std::string& stderr_text) {
+// The job id a `profile run|infer --remote` printed: "job <id> queued on ..." in its text
+// output, or the "job_id" member of its --json output (stdout's document or stderr's lines).
+inline std::string QueuedJobId(const std::string& output) {
   static const std::regex kQueued(R"(job (\S+) queued on )");
+  static const std::regex kJson(R"re("job_id"\s*:\s*"([^"]+)")re");
   std::smatch m;
-  if (std::regex_search(stderr_text, m, kQueued)) return m[1].str();
+  if (std::regex_search(output, m, kQueued)) return m[1].str();
+  if (std::regex_search(output, m, kJson)) return m[1].str();
   return "";
 }
 

@@ -185,7 +185,9 @@ TEST(ValidateSubmit, SumsAndProductsOfCountsDoNotWrap) {
   c = DaemonConfig();
   run.mutable_run()->set_wait(kMax);
   s = ValidateSubmit(run, c, Tcp(), &device);
-  EXPECT_THAT(Message(s), HasSubstr("run.wait: 9223372036854775807 exceeds this daemon's max_steps (1000)"));
+  EXPECT_THAT(Message(s),
+              HasSubstr("--wait (run.wait): 9223372036854775807 exceeds this daemon's max_steps "
+                        "(1000)"));
 }
 
 TEST(ValidateSubmit, NonFiniteNumbersAndSyntheticCounts) {
