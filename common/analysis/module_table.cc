@@ -121,7 +121,9 @@ Pass Walk(const TraceData& t, const StepWindow& win, bool folded) {
     int64_t child_ns;   // direct child frames' time (folded self time)
     std::string stack;  // folded: "a;b;c"
   };
-  for (auto& [thread, list] : frames) {
+  for (auto& thread_frames : frames) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    std::vector<Frame>& list = thread_frames.second;
     std::sort(list.begin(), list.end(), [](const Frame& a, const Frame& b) {
       if (a.s != b.s) return a.s < b.s;
       if (a.e != b.e) return a.e > b.e;  // the longer one encloses
