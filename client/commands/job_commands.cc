@@ -447,6 +447,7 @@ int SubmitAndFollow(const std::string& cmd, const ParsedArgs& a, std::ostream& o
   v1::Job job;
   const grpc::Status s = c.stub().SubmitJob(ctx.get(), *request, &job);
   if (!s.ok()) return FailJobStatus(err, cmd, FromGrpc(s, c.address()), json);
+  c.MarkReached();
   if (json) {
     JsonLine(err, "submitted",
              {{"job_id", job.id()}, {"device", job.device()}, {"daemon", c.address()}});

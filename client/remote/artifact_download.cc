@@ -54,7 +54,7 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
   std::string expected_sha;
   bool complete = false;
   absl::Status last_error;
-  Reconnect reconnect;
+  Reconnect reconnect(c);
   for (bool retry = true; retry && !complete;) {
     retry = false;
     v1::ReadArtifactRequest req;

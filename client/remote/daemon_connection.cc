@@ -115,7 +115,7 @@ std::unique_ptr<grpc::ClientContext> DaemonConnection::Context(std::chrono::seco
   return ctx;
 }
 
-Reconnect::Reconnect(bool reached) : reached_(reached), budget_(300) {
+Reconnect::Reconnect(DaemonConnection& connection) : connection_(&connection), budget_(300) {
   if (const char* env = std::getenv("LIBREYOLO_RECONNECT_TIMEOUT_S")) {
     int64_t seconds = 0;
     if (absl::SimpleAtoi(env, &seconds) && seconds >= 0 && seconds <= 86400) {
@@ -129,7 +129,7 @@ bool Reconnect::ShouldRetry(const grpc::Status& s) {
   // gRPC cancels calls that arrive while the server stops. Both mean "try again later".
   const bool transient = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
                          (s.error_code() == grpc::StatusCode::CANCELLED && !Interrupted());
-  if (!transient || !reached_) return false;
+  if (!transient || !connection_->reached()) return false;
   const auto now = std::chrono::steady_clock::now();
   if (failures_++ == 0) first_failure_ = now;
   if (now - first_failure_ >= budget_) return false;

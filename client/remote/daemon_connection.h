@@ -5,6 +5,7 @@
 #ifndef LIBREYOLO_CLIENT_REMOTE_DAEMON_CONNECTION_H_
 #define LIBREYOLO_CLIENT_REMOTE_DAEMON_CONNECTION_H_
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -44,9 +45,14 @@ class DaemonConnection {
   const std::string& address() const { return target_.address; }
   bool is_unix() const;
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+  // Whether any call on this connection has had an answer from the daemon (Reconnect waits
+  // for a restarting daemon only then). Set by the caller that got the answer.
+  bool reached() const { return reached_.load(); }
+  void MarkReached() { reached_.store(true); }
 
  private:
   RemoteTarget target_;
+  std::atomic<bool> reached_{false};
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::ProfilerService::Stub> stub_;
 };
@@ -58,22 +64,23 @@ class DaemonConnection {
 // other answer, or Ctrl-C, ends the retrying. Watching, the final GetJob and artifact downloads
 // all use it, so a job that ends while its daemon restarts is still followed and downloaded.
 //
-// Only a daemon that was reached is waited for: an address where nobody ever answered (a typo,
-// a daemon that is not running) fails at once, as before.
+// Only a daemon that was reached on this connection (by this call or any earlier one: the
+// submit, the watch, an earlier download) is waited for: an address where nobody ever answered
+// (a typo, a daemon that is not running) fails at once, as before.
 class Reconnect {
  public:
-  explicit Reconnect(bool reached = false);
+  explicit Reconnect(DaemonConnection& connection);
   // After a failed call: true when `s` is transient, the daemon was reached before and the
   // budget allows another try (it has slept the backoff); false to give up.
   bool ShouldRetry(const grpc::Status& s);
   // After a call (or a stream message) that reached the daemon.
   void Reset() {
     failures_ = 0;
-    reached_ = true;
+    connection_->MarkReached();
   }
 
  private:
-  bool reached_;
+  DaemonConnection* connection_;
   std::chrono::seconds budget_;
   std::chrono::steady_clock::time_point first_failure_;
   int failures_ = 0;

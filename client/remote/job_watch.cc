@@ -36,7 +36,7 @@ absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job
                                      const std::function<void(const v1::JobEvent&)>& on_event) {
   WatchResult out;
   out.last_sequence = from_sequence > 0 ? from_sequence - 1 : 0;
-  Reconnect reconnect;
+  Reconnect reconnect(c);
   for (;;) {
     v1::WatchJobRequest req;
     req.set_job_id(job_id);
@@ -93,7 +93,7 @@ absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job
   // drain), so this rides out UNAVAILABLE too.
   v1::GetJobRequest g;
   g.set_job_id(job_id);
-  for (Reconnect again(/*reached=*/true);;) {
+  for (Reconnect again(c);;) {
     auto gctx = c.Context(std::chrono::seconds(30));
     const grpc::Status s = c.stub().GetJob(gctx.get(), g, &out.job);
     if (s.ok()) break;
