@@ -11,70 +11,13 @@
 #include "absl/strings/str_replace.h"
 #include "common/io/atomic_file.h"
 #include "common/report/report_html.h"
-#include "server/daemon/request_validation.h"
+#include "server/daemon/job_inputs.h"
+#include "server/worker/engine_spec.h"
 
 namespace libreyolo::daemon {
 namespace {
 
 namespace fs = std::filesystem;
-
-engine::ModelSpec ToModel(const v1::ModelOptions& m, const v1::Job& job,
-                          const DaemonConfig& config) {
-  engine::ModelSpec out;
-  const std::string& w = m.weights();
-  if (w.empty() || w == out.weights) {
-    // The default name: the models directory's copy, else the engine's seeded random init.
-    const fs::path in_dir = fs::path(config.models_dir) / out.weights;
-    if (std::error_code ec; fs::exists(in_dir, ec)) out.weights = in_dir.string();
-  } else if (IsPlainName(w)) {
-    out.weights = (fs::path(config.models_dir) / w).string();
-  } else {
-    out.weights = w;  // a local path, allowed at submission (private daemon, same uid)
-  }
-  if (!m.size().empty()) out.size = m.size();
-  out.device = job.device() == "cpu" ? "cpu" : job.device().substr(5);  // "cuda:N" -> "N"
-  out.threads = m.threads() > 0 ? m.threads() : config.cpu_threads;
-  return out;
-}
-
-template <typename Switches>
-void ToSwitches(const v1::ProfilerOptions& p, Switches* s) {
-  if (p.has_record_shapes()) s->record_shapes = p.record_shapes();
-  if (p.has_profile_memory()) s->profile_memory = p.profile_memory();
-  if (p.has_with_flops()) s->with_flops = p.with_flops();
-  if (p.has_with_modules()) {
-    s->with_modules = p.with_modules();
-  } else if (p.with_stack()) {
-    s->with_modules = true;  // the deprecated alias
-  }
-  if (p.has_overhead_budget_pct()) s->overhead_budget_pct = p.overhead_budget_pct();
-  if (p.activities_size() > 0) {
-    s->cuda =
-        std::find(p.activities().begin(), p.activities().end(), "cuda") != p.activities().end();
-  }
-}
-
-// Inline images go into the scratch directory, under names we choose.
-absl::StatusOr<std::string> WriteInlineImages(const v1::InferSpec& s, const std::string& scratch) {
-  const fs::path dir = fs::path(scratch) / "input";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    return absl::UnavailableError(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
-  for (int i = 0; i < s.images_size(); ++i) {
-    std::string ext = fs::path(s.images(i).name()).extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
-    static const std::vector<std::string> kKnown = {".jpg",  ".jpeg", ".png", ".bmp",
-                                                    ".webp", ".tif",  ".tiff"};
-    if (std::find(kKnown.begin(), kKnown.end(), ext) == kKnown.end()) ext = ".jpg";
-    const fs::path file = dir / absl::StrCat("image_", i, ext);
-    std::ofstream out(file, std::ios::binary);
-    out.write(s.images(i).data().data(), static_cast<std::streamsize>(s.images(i).data().size()));
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", file.string()));
-  }
-  return dir.string();
-}
 
 // Removes every occurrence of `prefix` (as it appears inside JSON strings) from the file,
 // rewriting it atomically.
@@ -142,57 +85,21 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
     if (progress) progress(RunProgress{p.stage, p.done, p.total, p.message});
   };
 
+  auto resolved = ResolveJobInputs(job, config, *scratch);
+  if (!resolved.ok()) return fail(resolved.status());
   absl::StatusOr<engine::JobResult> result;
   std::string job_dir;  // where the engine wrote profile.json and the traces
   try {
     std::lock_guard<std::mutex> lock(engine_mu_);
-    if (job.request().has_infer()) {
-      const v1::InferSpec& r = job.request().infer();
-      engine::InferJobSpec s;
-      s.model = ToModel(r.model(), job, config);
-      if (r.images_size() > 0) {
-        auto dir = WriteInlineImages(r, *scratch);
-        if (!dir.ok()) return fail(dir.status());
-        s.source = *dir;
-      } else if (IsPlainName(r.source())) {
-        s.source = (fs::path(config.images_dir) / r.source()).string();
-      } else {
-        s.source = r.source();  // empty (the sample image) or an allowed local path
-      }
-      if (r.batch() > 0) s.batch = r.batch();
-      if (r.imgsz() > 0) s.imgsz = r.imgsz();
-      s.half = r.half();
-      if (!r.amp_dtype().empty()) s.amp_dtype = r.amp_dtype();
-      if (r.has_warmup()) s.warmup = r.warmup();
-      if (r.has_runs()) s.runs = r.runs();
-      if (r.repeat() > 0) s.repeat = r.repeat();
-      if (r.has_conf()) s.conf = r.conf();
-      if (r.has_iou()) s.iou = r.iou();
-      if (r.max_det() > 0) s.max_det = r.max_det();
-      if (r.has_trace()) s.trace = r.trace();
-      ToSwitches(r.profiler(), &s.profiler);
-      s.project = *scratch;
+    const v1::SubmitJobRequest& request = resolved->request();
+    if (request.has_infer()) {
       job_dir = (fs::path(*scratch) / "infer").string();
-      result = engine::RunInferJob(s, on_progress, &cancel);
+      result = engine::RunInferJob(worker::ToEngineInferSpec(request.infer(), job.device(), *scratch),
+                                   on_progress, &cancel);
     } else {
-      const v1::RunSpec& r = job.request().run();
-      engine::TrainJobSpec s;
-      s.model = ToModel(r.model(), job, config);
-      s.data = r.data();
-      if (r.batch() != 0) s.batch = r.batch();
-      if (r.imgsz() > 0) s.imgsz = r.imgsz();
-      if (r.has_workers()) s.workers = r.workers();
-      if (r.has_amp()) s.amp = r.amp();
-      if (r.steps() > 0) s.steps = r.steps();
-      if (r.has_warmup()) s.warmup = r.warmup();
-      if (r.repeat() > 0) s.repeat = r.repeat();
-      s.skip_first = r.skip_first();
-      s.wait = r.wait();
-      if (r.cycles() > 0) s.cycles = r.cycles();
-      ToSwitches(r.profiler(), &s.profiler);
-      s.project = *scratch;
       job_dir = (fs::path(*scratch) / "prof").string();
-      result = engine::RunTrainJob(s, on_progress, &cancel);
+      result = engine::RunTrainJob(worker::ToEngineTrainSpec(request.run(), job.device(), *scratch),
+                                   on_progress, &cancel);
     }
   } catch (const std::exception& e) {
     return fail(absl::InternalError(absl::StrCat("the engine failed: ", e.what())));
