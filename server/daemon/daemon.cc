@@ -68,7 +68,7 @@ absl::Status ProbeTcpListen(const std::string& listen, const std::string& hostpo
 
 }  // namespace
 
-std::vector<std::string> ServedDevices(const DaemonConfig& config) {
+std::vector<std::string> ServedDevices(const DaemonConfig& config, int cuda_device_count) {
   std::vector<std::string> out;
   if (!config.devices.empty()) {
     for (const std::string& d : config.devices) {
@@ -76,8 +76,7 @@ std::vector<std::string> ServedDevices(const DaemonConfig& config) {
       if (n.ok() && std::find(out.begin(), out.end(), *n) == out.end()) out.push_back(*n);
     }
   } else {
-    const int n = engine::EngineCudaDeviceCount();
-    for (int i = 0; i < n; ++i) out.push_back(absl::StrCat("cuda:", i));
+    for (int i = 0; i < cuda_device_count; ++i) out.push_back(absl::StrCat("cuda:", i));
   }
   if (std::find(out.begin(), out.end(), "cpu") == out.end()) out.push_back("cpu");
   return out;
@@ -111,9 +110,27 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   }
   d->auth_ = std::make_unique<Authenticator>(std::move(tokens), c.admins);
   d->live_ = std::make_unique<LiveConfig>(d->config_);
-  d->runner_ = std::make_unique<EngineRunner>(*d->live_, d->store_.get());
-  d->jobs_ = std::make_unique<JobManager>(d->store_.get(), d->runner_.get(), ServedDevices(c),
-                                          c.limits, c.retention);
+  // The engine runs in worker processes of this same binary, one per device slot. The CPU's
+  // comes first: it tells how many CUDA devices the engine sees, and a daemon whose engine
+  // cannot load fails here, not at the first job.
+  d->runner_ = std::make_unique<EngineRunner>(*d->live_, d->store_.get(), "/proc/self/exe");
+  d->runner_->set_cancel_grace(std::chrono::seconds(c.cancel_grace_s));
+  if (absl::Status s = d->runner_->StartWorker("cpu"); !s.ok()) {
+    return absl::InternalError(absl::StrCat("the engine could not start: ", s.message()));
+  }
+  const std::vector<std::string> devices =
+      ServedDevices(c, d->runner_->Facts().cuda_device_count);
+  // The other devices' workers together, from this thread (it lives as long as the daemon: a
+  // worker's parent-death signal follows the thread that started it). A device whose worker
+  // cannot start is served anyway: its jobs try again and fail with the reason, and
+  // GetDaemonInfo's description says it.
+  std::vector<std::string> others;
+  for (const std::string& device : devices) {
+    if (device != "cpu") others.push_back(device);
+  }
+  d->runner_->StartWorkers(others, warnings);
+  d->jobs_ = std::make_unique<JobManager>(d->store_.get(), d->runner_.get(), devices, c.limits,
+                                          c.retention);
   if (auto s = d->jobs_->Recover(warnings); !s.ok()) return s;
   d->service_ = std::make_unique<ProfilerServiceImpl>(*d->live_, d->auth_.get(), d->jobs_.get(),
                                                       d->store_.get());
@@ -199,6 +216,7 @@ void Daemon::Shutdown() {
     jobs_->Drain(std::chrono::seconds(live_ ? live_->Get()->drain_timeout_s
                                             : config_.drain_timeout_s));
   }
+  if (runner_) runner_->StopWorkers();  // idle after the drain
   for (auto& l : unix_listeners_) l->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   {

@@ -1,4 +1,4 @@
-// libreyolod assembled: store, job manager, engine runner, gRPC server on TCP and/or a Unix
+// libreyolod assembled: store, job manager, engine runner (and its worker processes), gRPC server on TCP and/or a Unix
 // socket, health and reflection services, the metrics textfile, and the SIGTERM drain.
 #ifndef LIBREYOLO_SERVER_DAEMON_DAEMON_H_
 #define LIBREYOLO_SERVER_DAEMON_DAEMON_H_
@@ -76,9 +76,10 @@ class Daemon {
   bool shut_down_ = false;
 };
 
-// The devices a config serves: its `devices`, else every CUDA device LibTorch sees, and always
-// "cpu" (CPU jobs do not hold a GPU). Normalised names, the default first.
-std::vector<std::string> ServedDevices(const DaemonConfig& config);
+// The devices a config serves: its `devices`, else every CUDA device the engine sees
+// (`cuda_device_count`, from the CPU worker's Hello), and always "cpu" (CPU jobs do not hold a
+// GPU). Normalised names, the default first.
+std::vector<std::string> ServedDevices(const DaemonConfig& config, int cuda_device_count);
 
 }  // namespace libreyolo::daemon
 

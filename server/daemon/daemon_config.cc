@@ -235,6 +235,7 @@ std::vector<Key> ConfigKeys(DaemonConfig* config) {
       StringKey("metrics_textfile", &config->metrics_textfile),
       IntKey("drain_timeout_s", &config->drain_timeout_s),
       IntKey("cpu_threads", &config->cpu_threads),
+      IntKey("cancel_grace_s", &config->cancel_grace_s),
   };
 }
 
@@ -355,8 +356,8 @@ const std::vector<Flag>& Flags() {
       {"images-dir", "DIR", "images callers may name", "images_dir",
        StringFlag(&DaemonConfig::images_dir)},
       {"device", "D",
-       "device to serve, repeatable: cpu or a CUDA index (0, 1, ...); default every CUDA "
-       "device, else cpu",
+       "device to serve, repeatable: cpu or a CUDA index (0, 1, ...); cpu:1, cpu:2, ... add "
+       "CPU slots (each its own engine worker); default every CUDA device, and cpu",
        "devices", ListFlag(&DaemonConfig::devices), &DaemonConfig::devices},
       {"tls-cert", "FILE", "PEM server certificate chain; enables TLS on TCP", "tls.cert",
        TlsFlag(&TlsConfig::cert_file), nullptr, true},
@@ -423,6 +424,10 @@ const std::vector<Flag>& Flags() {
        }},
       {"threads", "N", "engine CPU threads for cpu jobs, 0 = all cores", "cpu_threads",
        IntFlag(&DaemonConfig::cpu_threads)},
+      {"cancel-grace", "SECONDS",
+       "after a cancel, how long an engine worker may take to stop before it is killed, "
+       "default 30 (1..86400)",
+       "cancel_grace_s", IntFlag(&DaemonConfig::cancel_grace_s)},
       {"help", nullptr, "print this help and exit", nullptr, nullptr},
   };
   return flags;
@@ -633,6 +638,7 @@ std::vector<std::string> MergeReloadable(const DaemonConfig& running, const Daem
   check("allow_local_paths", running.allow_local_paths == loaded.allow_local_paths);
   check("unix_socket_mode", running.unix_socket_mode == loaded.unix_socket_mode);
   check("cpu_threads", running.cpu_threads == loaded.cpu_threads);
+  check("cancel_grace_s", running.cancel_grace_s == loaded.cancel_grace_s);
   return kept;
 }
 
@@ -754,9 +760,13 @@ absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
   }
   std::set<std::string> devices;
   for (const std::string& device : config.devices) {
-    if (device != "cpu" && !AllDigits(device)) {
+    int slot = 0;
+    const bool cpu_slot = absl::StartsWith(device, "cpu:") && AllDigits(device.substr(4)) &&
+                          absl::SimpleAtoi(device.substr(4), &slot) && slot >= 1 && slot <= 63;
+    if (device != "cpu" && !cpu_slot && !AllDigits(device)) {
       problems.push_back(absl::StrCat("devices: '", device,
-                                      "' is not a device: use cpu or a CUDA index such as 0"));
+                                      "' is not a device: use cpu, a CUDA index such as 0, or "
+                                      "cpu:N (N = 1..63) for a further CPU slot"));
     } else if (!devices.insert(device).second) {
       problems.push_back(absl::StrCat("devices: '", device, "' is listed twice"));
     }
@@ -769,6 +779,10 @@ absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
   } else if ((config.unix_socket_mode & 0600) != 0600) {
     problems.push_back(
         "unix_socket_mode: the owner needs read and write permission (e.g. 0600 or 0660)");
+  }
+  if (config.cancel_grace_s < 1 || config.cancel_grace_s > 86400) {
+    problems.push_back(absl::StrCat("cancel_grace_s (--cancel-grace): expected 1..86400 seconds, got ",
+                                    config.cancel_grace_s));
   }
   const Limits& limits = config.limits;
   const std::pair<const char*, int64_t> positive[] = {

@@ -57,6 +57,9 @@ struct DaemonConfig {
   std::string metrics_textfile;  // node_exporter textfile; empty = none
   int64_t drain_timeout_s = 60;  // SIGTERM: how long a running job may take to stop
   int32_t cpu_threads = 0;       // engine CPU threads for cpu jobs; 0 = all cores
+  // After a cancel (CancelJob, a drain's deadline), how long an engine worker may take to stop
+  // before it is killed (a job stuck inside one step: a hung kernel, a dead data loader).
+  int64_t cancel_grace_s = 30;
 };
 
 // Reads the YAML file. NOT_FOUND names the file; INVALID_ARGUMENT names the key and what is

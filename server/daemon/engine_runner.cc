@@ -3,16 +3,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/io/atomic_file.h"
 #include "common/report/report_html.h"
 #include "server/daemon/job_inputs.h"
-#include "server/worker/engine_spec.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -64,6 +63,96 @@ int ExitCodeFor(const absl::Status& status) {
   }
 }
 
+EngineRunner::EngineRunner(const LiveConfig& config, JobStore* store,
+                           std::string worker_executable)
+    : config_(config), store_(store), executable_(std::move(worker_executable)) {}
+
+EngineRunner::~EngineRunner() { StopWorkers(); }
+
+absl::Status EngineRunner::StartWorker(const std::string& device) {
+  absl::StatusOr<EngineWorker*> w = EnsureWorker(device);
+  return w.ok() ? absl::OkStatus() : w.status();
+}
+
+absl::StatusOr<EngineWorker*> EngineRunner::EnsureWorker(const std::string& device) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot& slot = slots_[device];
+    if (slot.worker && slot.worker->alive()) return slot.worker.get();
+  }
+  // Started outside the lock: LibTorch takes seconds to load, and other devices' jobs and
+  // GetDaemonInfo go on meanwhile.
+  absl::StatusOr<std::unique_ptr<EngineWorker>> started =
+      EngineWorker::Start(executable_, device, hello_timeout_);
+  std::lock_guard<std::mutex> lock(mu_);
+  Slot& slot = slots_[device];
+  if (!started.ok()) {
+    slot.start_error = std::string(started.status().message());
+    return started.status();
+  }
+  if (slot.worker) restarts_++;  // a worker that died before
+  slot.worker = *std::move(started);
+  slot.hello = slot.worker->hello();
+  slot.start_error.clear();
+  if (first_hello_.pid() == 0) first_hello_ = slot.hello;
+  return slot.worker.get();
+}
+
+void EngineRunner::StartWorkers(const std::vector<std::string>& devices,
+                                std::vector<std::string>* warnings) {
+  std::vector<std::pair<std::string, std::unique_ptr<EngineWorker>>> spawned;
+  for (const std::string& device : devices) {
+    absl::StatusOr<std::unique_ptr<EngineWorker>> w = EngineWorker::Spawn(executable_, device);
+    if (!w.ok()) {
+      warnings->push_back(std::string(w.status().message()));
+      std::lock_guard<std::mutex> lock(mu_);
+      slots_[device].start_error = std::string(w.status().message());
+      continue;
+    }
+    spawned.emplace_back(device, *std::move(w));
+  }
+  for (auto& [device, w] : spawned) {
+    absl::Status hello = w->AwaitHello(hello_timeout_);
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot& slot = slots_[device];
+    if (!hello.ok()) {
+      warnings->push_back(std::string(hello.message()));
+      slot.start_error = std::string(hello.message());
+      continue;
+    }
+    slot.worker = std::move(w);
+    slot.hello = slot.worker->hello();
+    slot.start_error.clear();
+  }
+}
+
+void EngineRunner::StopWorkers() {
+  std::map<std::string, std::unique_ptr<EngineWorker>> workers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [device, slot] : slots_) workers[device] = std::move(slot.worker);
+  }
+  for (auto& [device, w] : workers) {
+    if (w) w->Stop(std::chrono::milliseconds(5000));
+  }
+}
+
+EngineFacts EngineRunner::Facts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return EngineFacts{first_hello_.libtorch_version(), first_hello_.cuda_version(),
+                     first_hello_.cuda_device_count()};
+}
+
+std::string EngineRunner::DescribeDevice(const std::string& device) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slots_.find(device);
+  if (it == slots_.end()) return "no engine worker started yet";
+  if (!it->second.hello.device_description().empty()) {
+    return it->second.hello.device_description();
+  }
+  return absl::StrCat("engine worker not running: ", it->second.start_error);
+}
+
 RunOutcome EngineRunner::Run(const v1::Job& job,
                              const std::function<void(const RunProgress&)>& progress,
                              const engine::CancelToken& cancel) {
@@ -81,30 +170,40 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
   };
   auto scratch = store_->ScratchDir(job.id());
   if (!scratch.ok()) return fail(scratch.status());
-  const engine::ProgressFn on_progress = [&](const engine::JobProgress& p) {
-    if (progress) progress(RunProgress{p.stage, p.done, p.total, p.message});
-  };
-
   auto resolved = ResolveJobInputs(job, config, *scratch);
   if (!resolved.ok()) return fail(resolved.status());
-  absl::StatusOr<engine::JobResult> result;
-  std::string job_dir;  // where the engine wrote profile.json and the traces
-  try {
-    std::lock_guard<std::mutex> lock(engine_mu_);
-    const v1::SubmitJobRequest& request = resolved->request();
-    if (request.has_infer()) {
-      job_dir = (fs::path(*scratch) / "infer").string();
-      result = engine::RunInferJob(worker::ToEngineInferSpec(request.infer(), job.device(), *scratch),
-                                   on_progress, &cancel);
-    } else {
-      job_dir = (fs::path(*scratch) / "prof").string();
-      result = engine::RunTrainJob(worker::ToEngineTrainSpec(request.run(), job.device(), *scratch),
-                                   on_progress, &cancel);
+
+  absl::StatusOr<EngineWorker*> worker = EnsureWorker(job.device());
+  if (!worker.ok()) return fail(worker.status());
+  const pid_t pid = (*worker)->pid();
+  EngineWorker::JobEnd end = (*worker)->RunJob(*resolved, *scratch, progress, cancel, cancel_grace_);
+  if (!end.done) {
+    // The worker died with the job: only this job fails; the next one starts a fresh worker.
+    const std::string what =
+        absl::StrCat("the engine worker for ", job.device(), " (pid ", pid, ") ", end.death, " ",
+                     (*worker)->LastStage());
+    std::cerr << "libreyolod: job " << job.id() << ": " << what
+              << "; a fresh worker runs the next job\n";
+    if (end.cancelled_by_kill) {
+      out.cancel_note = what;
+      return fail(absl::CancelledError(what));
     }
-  } catch (const std::exception& e) {
-    return fail(absl::InternalError(absl::StrCat("the engine failed: ", e.what())));
+    return fail(absl::InternalError(absl::StrCat(what, "; the daemon starts a fresh worker for the next job")));
   }
-  if (!result.ok()) return fail(result.status());
+  const wv1::Done& done = *end.done;
+  if (done.context_lost()) {
+    std::cerr << "libreyolod: job " << job.id() << ": the CUDA context of " << job.device()
+              << " is unusable (" << done.context_error() << "); its worker was replaced\n";
+  }
+  if (done.code() != 0) {
+    std::string message = done.error();
+    if (done.context_lost()) {
+      absl::StrAppend(&message, " (the CUDA context was lost: ", done.context_error(),
+                      "; the daemon starts a fresh worker for the next job)");
+    }
+    return fail(absl::Status(static_cast<absl::StatusCode>(done.code()), message));
+  }
+  const std::string job_dir = done.job_dir();
 
   // Publish: the job directory's files, and profile_repeat.json from the project root.
   std::vector<fs::path> files;
@@ -145,9 +244,9 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
     out.artifacts.push_back(*a);
   }
   store_->DiscardScratch(job.id());
-  out.step_ms = result->profile.step_ms.value_or(0);
-  out.img_per_s = result->profile.img_per_s.value_or(0);
-  out.bound = result->profile.bound;
+  out.step_ms = done.step_ms();
+  out.img_per_s = done.img_per_s();
+  out.bound = done.bound();
   return out;
 }
 

@@ -1,13 +1,24 @@
-// The production JobRunner: turns a stored job into the engine's job spec, resolves its inputs
-// in the daemon's directories (or, on private daemons, the caller's paths), runs it in a scratch
-// directory and publishes the artifacts into the store.
+// The production JobRunner: runs each device's jobs in an engine worker process (one per device
+// slot, engine_worker.h) that it starts, supervises and restarts, and publishes what a job wrote
+// into the store. The daemon itself never loads LibTorch for its own work: the engine's facts it
+// reports (GetDaemonInfo) come from the workers' Hello.
+//
+// A worker that dies fails only its running job ("the engine worker for cpu (pid N) was killed
+// by signal 11 (Segmentation fault) during measuring, step 3/150"); the next job on that device
+// starts a fresh worker. Jobs on different devices run at the same time, each in its own process.
 #ifndef LIBREYOLO_SERVER_DAEMON_ENGINE_RUNNER_H_
 #define LIBREYOLO_SERVER_DAEMON_ENGINE_RUNNER_H_
 
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "server/daemon/daemon_config.h"
+#include "server/daemon/engine_worker.h"
 #include "server/daemon/job_runner.h"
 #include "server/daemon/job_store.h"
 
@@ -15,16 +26,47 @@ namespace libreyolo::daemon {
 
 class EngineRunner : public JobRunner {
  public:
-  EngineRunner(const LiveConfig& config, JobStore* store) : config_(config), store_(store) {}
+  // `worker_executable`: the daemon's own binary ("/proc/self/exe").
+  EngineRunner(const LiveConfig& config, JobStore* store, std::string worker_executable);
+  ~EngineRunner() override;  // StopWorkers()
+
+  // Starts `device`'s worker and waits for it to be ready (LibTorch loaded). UNAVAILABLE with the
+  // reason when it cannot start; the daemon's start-up fails on the first one.
+  absl::Status StartWorker(const std::string& device);
+  // Starts the workers of `devices` together (spawned from the calling thread, which must
+  // outlive them: see EngineWorker::Spawn) and waits for each. One warning per device whose
+  // worker did not start; its jobs try again and fail with the reason.
+  void StartWorkers(const std::vector<std::string>& devices, std::vector<std::string>* warnings);
+  // Stops every worker (after the job manager's drain: they are idle). Idempotent.
+  void StopWorkers();
+
   RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>& progress,
                  const engine::CancelToken& cancel) override;
+  EngineFacts Facts() const override;
+  std::string DescribeDevice(const std::string& device) const override;
+  int64_t WorkerRestarts() const override { return restarts_.load(); }
+
+  // How long a worker may take to stop after a cancel before it is killed.
+  void set_cancel_grace(std::chrono::milliseconds grace) { cancel_grace_ = grace; }
 
  private:
+  struct Slot {
+    std::unique_ptr<EngineWorker> worker;
+    wv1::Hello hello;        // the latest worker's
+    std::string start_error;  // why the latest start failed
+  };
+  // The device's live worker, starting one if there is none (a restart after a death).
+  absl::StatusOr<EngineWorker*> EnsureWorker(const std::string& device);
+
   const LiveConfig& config_;
   JobStore* store_;
-  // LibTorch's profiler and its thread settings are per process: jobs on different devices
-  // take turns (see docs/rpc.md, "Devices").
-  std::mutex engine_mu_;
+  const std::string executable_;
+  std::chrono::milliseconds hello_timeout_{120000};
+  std::chrono::milliseconds cancel_grace_{30000};
+  mutable std::mutex mu_;  // slots_; a slot's worker is used by its device's job thread only
+  std::map<std::string, Slot> slots_;
+  wv1::Hello first_hello_;
+  std::atomic<int64_t> restarts_{0};
 };
 
 // cli.md's exit code for an engine status: 0 ok, 2 bad input (NOT_FOUND, INVALID_ARGUMENT,

@@ -44,16 +44,21 @@ constexpr auto kProgressInterval = std::chrono::milliseconds(250);
 
 absl::StatusOr<std::string> NormaliseDevice(const std::string& device) {
   const std::string d = absl::AsciiStrToLower(device);
-  if (d == "cpu") return std::string("cpu");
+  if (d == "cpu" || d == "cpu:0") return std::string("cpu");
+  int n = 0;
+  if (absl::StartsWith(d, "cpu:")) {
+    // Further CPU slots ("cpu:1"): a daemon configured with them runs that many CPU jobs at
+    // once, each in its own engine worker (docs/rpc.md, "Devices").
+    if (absl::SimpleAtoi(d.substr(4), &n) && n > 0 && n < 64) return absl::StrCat("cpu:", n);
+  }
   std::string index = d;
   if (absl::StartsWith(d, "cuda:")) index = d.substr(5);
-  int n = 0;
   if (!index.empty() && absl::SimpleAtoi(index, &n) && n >= 0 && n < 64) {
     return absl::StrCat("cuda:", n);
   }
   return absl::InvalidArgumentError(
       absl::StrCat("--device (model.device): '", device,
-                   "' is not a device (use cpu, 0, 1, ... or cuda:N)"));
+                   "' is not a device (use cpu, 0, 1, ... or cuda:N; cpu:N names a further CPU slot)"));
 }
 
 std::string NewJobId() {
@@ -512,6 +517,7 @@ void JobManager::RunOne(const std::string& device, Entry& e) {
     job.set_exit_code(1);
     if (job.error().empty()) job.set_error(std::string(out.status.message()));
     if (!accepting_) job.set_error("libreyolod was stopped (SIGTERM) before the job finished");
+    if (!out.cancel_note.empty()) job.set_error(absl::StrCat(job.error(), "; ", out.cancel_note));
     AppendEventLocked(e, "cancelled", 0, 0, job.error());
   } else {
     job.set_state(v1::JOB_STATE_FAILED);
@@ -590,6 +596,7 @@ MetricsSnapshot JobManager::Metrics() const {
     m.devices.push_back(g);
   }
   m.jobs_submitted_total = submitted_total_;
+  m.worker_restarts_total = runner_->WorkerRestarts();
   m.watchers = watchers_.load();
   m.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   return m;

@@ -1,5 +1,6 @@
 // The daemon's job table: submission with limits, one queue per device (priority first, then
-// fair across users, FIFO per user), one worker thread per device, progress events with
+// fair across users, FIFO per user), one job thread per device (the runner puts each device's
+// jobs in its own engine worker process), progress events with
 // sequence numbers for resumable watching, cancellation, recovery after a crash, retention.
 // Every state change is persisted through the JobStore before it is visible to callers.
 #ifndef LIBREYOLO_SERVER_DAEMON_JOB_MANAGER_H_
@@ -68,6 +69,7 @@ class JobManager {
 
   MetricsSnapshot Metrics() const;
   const std::vector<std::string>& devices() const { return devices_; }
+  const JobRunner& runner() const { return *runner_; }
   int32_t QueueLength(const std::string& device) const;
   std::string RunningJob(const std::string& device) const;
   bool accepting() const { return accepting_.load(); }

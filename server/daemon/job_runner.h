@@ -1,5 +1,6 @@
-// What a device worker calls to run one job. The production runner (engine_runner.h) drives the
-// LibTorch engine; the interface keeps the queue and the service free of it.
+// What a device's job thread calls to run one job. The production runner (engine_runner.h)
+// drives the LibTorch engine in worker processes; the interface keeps the queue and the service
+// free of it.
 #ifndef LIBREYOLO_SERVER_DAEMON_JOB_RUNNER_H_
 #define LIBREYOLO_SERVER_DAEMON_JOB_RUNNER_H_
 
@@ -28,6 +29,16 @@ struct RunOutcome {
   std::vector<v1::Artifact> artifacts;  // published into the store
   double step_ms = 0, img_per_s = 0;
   std::string bound;
+  // Said of a cancelled job beside who cancelled it: "the engine worker ... killed after not
+  // stopping within 30 s of the cancel".
+  std::string cancel_note;
+};
+
+// What the engine is, as GetDaemonInfo reports it.
+struct EngineFacts {
+  std::string libtorch_version;  // "2.11.0+cu130"
+  std::string cuda_version;      // "" for a CPU-only LibTorch
+  int cuda_device_count = 0;
 };
 
 class JobRunner {
@@ -38,6 +49,11 @@ class JobRunner {
   virtual RunOutcome Run(const v1::Job& job,
                          const std::function<void(const RunProgress&)>& progress,
                          const engine::CancelToken& cancel) = 0;
+  virtual EngineFacts Facts() const { return {}; }
+  // One line about `device` ("cpu, 16 cores, BLAS ...", "NVIDIA H200, 132 SMs, ...").
+  virtual std::string DescribeDevice(const std::string& device) const { return device; }
+  // Engine workers started again after one died (a crash, a lost CUDA context).
+  virtual int64_t WorkerRestarts() const { return 0; }
 };
 
 }  // namespace libreyolo::daemon

@@ -19,6 +19,10 @@
 #include "server/daemon/daemon.h"
 #include "server/daemon/daemon_config.h"
 #include "server/engine/cpu_threads.h"
+#include "server/worker/worker_main.h"
+#ifdef LIBREYOLO_WORKER_FAULT_HOOKS
+#include "server/worker/fault_hook.h"
+#endif
 
 namespace {
 
@@ -58,6 +62,16 @@ int main(int argc, char** argv) {
   // box, so restart once with PASSIVE unless the user chose a policy (cpu_threads.h).
   libreyolo::engine::ReexecWithPassiveOmpWaitPolicy(argv);
   const std::vector<std::string> args(argv + 1, argv + argc);
+  // The engine worker mode: the daemon starts itself again as one process per device slot
+  // (server/worker/worker_main.h); never run by hand.
+  if (!args.empty() && args[0] == "worker") {
+#ifdef LIBREYOLO_WORKER_FAULT_HOOKS
+    const libreyolo::worker::FaultHook hook = libreyolo::worker::FaultHookFromEnvironment();
+#else
+    const libreyolo::worker::FaultHook hook;
+#endif
+    return libreyolo::worker::WorkerMain({args.begin() + 1, args.end()}, hook);
+  }
   if (::pipe2(g_signal_pipe, O_CLOEXEC) != 0) {
     std::cerr << "libreyolod: error: pipe() failed\n";
     return kExitUnexpected;

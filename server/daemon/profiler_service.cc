@@ -323,8 +323,9 @@ grpc::Status ProfilerServiceImpl::GetDaemonInfo(grpc::ServerContext* ctx,
                                                 v1::DaemonInfo* resp) {
   const std::shared_ptr<const DaemonConfig> config = config_.Get();
   resp->set_version(LIBREYOLO_VERSION);
-  resp->set_libtorch_version(engine::EngineLibTorchVersion());
-  resp->set_cuda_version(engine::EngineCudaVersion());
+  const EngineFacts engine = jobs_->runner().Facts();  // from the engine workers' Hello
+  resp->set_libtorch_version(engine.libtorch_version);
+  resp->set_cuda_version(engine.cuda_version);
   if (auto who = auth_->Identify(*ctx); who.ok()) {
     resp->set_caller(who->user);
     resp->set_caller_is_admin(who->admin);
@@ -333,7 +334,7 @@ grpc::Status ProfilerServiceImpl::GetDaemonInfo(grpc::ServerContext* ctx,
   for (const std::string& d : jobs_->devices()) {
     v1::DeviceInfo* info = resp->add_devices();
     info->set_name(d);
-    info->set_description(engine::DescribeDevice(d));
+    info->set_description(jobs_->runner().DescribeDevice(d));
     info->set_queue_length(jobs_->QueueLength(d));
     info->set_running_job_id(jobs_->RunningJob(d));
   }

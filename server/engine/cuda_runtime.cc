@@ -111,6 +111,11 @@ absl::StatusOr<CudaAllocatorStats> ReadCudaAllocator(int index) {
     out.peak_allocated = s.allocated_bytes[kAggregate].peak;
     out.reserved = s.reserved_bytes[kAggregate].current;
     out.peak_reserved = s.reserved_bytes[kAggregate].peak;
+    const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+      out.device_used = static_cast<int64_t>(total_bytes - free_bytes);
+    }
     return out;
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("CUDA: reading the caching allocator: ", e.what()));
@@ -133,6 +138,20 @@ absl::Status ReleaseCudaCache(int index) {
     c10::cuda::CUDACachingAllocator::emptyCache();
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("CUDA: releasing the allocator's cache: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckCudaContext(int index) {
+  if (auto ok = RequireCudaDevice(index); !ok.ok()) return ok;
+  try {
+    const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
+    // A sticky error surfaces at the next synchronisation; a plain one is cleared by reading it.
+    if (auto s = CudaCallStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); !s.ok()) return s;
+    (void)cudaGetLastError();
+    if (auto s = CudaCallStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); !s.ok()) return s;
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("CUDA: checking the context: ", e.what()));
   }
   return absl::OkStatus();
 }
@@ -228,6 +247,11 @@ void WriteCudaFields(JsonWriter& w, int index, const std::optional<CudaAllocator
     w.Field("device_reserved_at_start_mb", static_cast<double>(at_start->reserved) / 1e6);
   } else {
     w.Key("device_reserved_at_start_mb").Null();
+  }
+  if (at_start && at_start->device_used >= 0) {
+    w.Field("device_used_at_start_mb", static_cast<double>(at_start->device_used) / 1e6);
+  } else {
+    w.Key("device_used_at_start_mb").Null();
   }
 }
 

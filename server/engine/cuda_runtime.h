@@ -45,11 +45,18 @@ struct CudaAllocatorStats {
   int64_t reserved = 0;
   int64_t peak_allocated = 0;
   int64_t peak_reserved = 0;
+  // The whole device's memory in use (total minus free, cudaMemGetInfo): every process on a
+  // shared GPU, this one's context included. -1 when the driver did not say.
+  int64_t device_used = -1;
 };
 absl::StatusOr<CudaAllocatorStats> ReadCudaAllocator(int index);
 absl::Status ResetCudaAllocatorPeaks(int index);
 // Gives the allocator's cached, unused blocks back to the driver (between jobs on a shared box).
 absl::Status ReleaseCudaCache(int index);
+// Whether the device's CUDA context can still run work after a job: a sticky error (an illegal
+// address, a device-side assert) fails every later call in this process. INTERNAL with CUDA's
+// message when it cannot; the engine worker then exits so the daemon starts a fresh process.
+absl::Status CheckCudaContext(int index);
 
 // GPU time between Start() and Stop() on the device's current stream, from two CUDA events
 // (what torch.cuda.Event(enable_timing=True) measures): the span the GPU spent on the work

@@ -61,6 +61,7 @@ TEST(CudaRuntimeTest, ConfigFieldsAreNullWithoutCuda) {
   EXPECT_THAT(json, HasSubstr("\"compute_capability\":null"));
   EXPECT_THAT(json, HasSubstr("\"cudnn_version\":null"));
   EXPECT_THAT(json, HasSubstr("\"device_reserved_at_start_mb\":null"));
+  EXPECT_THAT(json, HasSubstr("\"device_used_at_start_mb\":null"));
   EXPECT_THAT(json, HasSubstr("\"cudnn_benchmark\":"));
 }
 

@@ -1,0 +1,205 @@
+#include "server/daemon/engine_worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/worker/worker_protocol.h"
+
+extern char** environ;
+
+namespace libreyolo::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// The fd number the worker finds its end of the socketpair on.
+constexpr int kWorkerFd = 3;
+
+// Waits up to `timeout` for `fd` to be readable (or closed). False on timeout.
+bool WaitReadable(int fd, milliseconds timeout) {
+  pollfd p{fd, POLLIN, 0};
+  for (;;) {
+    const int n = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    if (n < 0 && errno == EINTR) continue;
+    return n != 0;
+  }
+}
+
+}  // namespace
+
+std::string DescribeWaitStatus(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* name = ::strsignal(sig);
+    return absl::StrCat("killed by signal ", sig, " (", name != nullptr ? name : "?", ")",
+                        WCOREDUMP(status) ? ", core dumped" : "");
+  }
+  if (WIFEXITED(status)) return absl::StrCat("exited with code ", WEXITSTATUS(status));
+  return absl::StrCat("ended with wait status ", status);
+}
+
+absl::StatusOr<std::unique_ptr<EngineWorker>> EngineWorker::Start(
+    const std::string& executable, const std::string& device, milliseconds hello_timeout) {
+  absl::StatusOr<std::unique_ptr<EngineWorker>> w = Spawn(executable, device);
+  if (!w.ok()) return w.status();
+  if (absl::Status s = (*w)->AwaitHello(hello_timeout); !s.ok()) return s;
+  return w;
+}
+
+absl::StatusOr<std::unique_ptr<EngineWorker>> EngineWorker::Spawn(const std::string& executable,
+                                                                  const std::string& device) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("engine worker for ", device, ": socketpair: ", std::strerror(errno)));
+  }
+  const std::vector<std::string> args = {executable, "worker",  "--fd",
+                                         std::to_string(kWorkerFd), "--device", device,
+                                         "--parent", std::to_string(::getpid())};
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  // dup2 onto fd 3 clears close-on-exec there (glibc also when sv[1] is 3 already); every other
+  // descriptor of the daemon (listeners, other workers' sockets, the store's locks) is CLOEXEC.
+  posix_spawn_file_actions_adddup2(&actions, sv[1], kWorkerFd);
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, executable.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(sv[1]);
+  if (rc != 0) {
+    ::close(sv[0]);
+    return absl::UnavailableError(absl::StrCat("engine worker for ", device, ": cannot start ",
+                                               executable, ": ", std::strerror(rc)));
+  }
+  return std::unique_ptr<EngineWorker>(new EngineWorker(pid, sv[0], device));
+}
+
+absl::Status EngineWorker::AwaitHello(milliseconds timeout) {
+  const pid_t pid = pid_;
+  if (!WaitReadable(fd_, timeout)) {
+    const std::string how = Reap(milliseconds(0));
+    return absl::UnavailableError(absl::StrCat("engine worker for ", device_, " (pid ", pid,
+                                               ") said nothing within ", timeout.count() / 1000,
+                                               " s and was ", how));
+  }
+  wv1::WorkerToDaemon msg;
+  absl::StatusOr<bool> got = worker::ReadFrame(fd_, &msg);
+  if (!got.ok() || !*got || !msg.has_hello()) {
+    const std::string how = Reap(milliseconds(5000));
+    return absl::UnavailableError(absl::StrCat(
+        "engine worker for ", device_, " (pid ", pid, ") ", how, " before it was ready",
+        got.ok() ? "" : absl::StrCat(" (", got.status().message(), ")"),
+        "; its messages are in the daemon's log"));
+  }
+  hello_ = msg.hello();
+  return absl::OkStatus();
+}
+
+EngineWorker::~EngineWorker() { Stop(milliseconds(5000)); }
+
+std::string EngineWorker::LastStage() const {
+  if (last_progress_.stage.empty()) return "before its first step";
+  if (last_progress_.total > 0) {
+    return absl::StrCat("during ", last_progress_.stage, ", step ", last_progress_.done, "/",
+                        last_progress_.total);
+  }
+  return absl::StrCat("during ", last_progress_.stage);
+}
+
+std::string EngineWorker::Reap(milliseconds grace) {
+  if (pid_ <= 0) return "had already ended";
+  int status = 0;
+  const auto deadline = Clock::now() + grace;
+  pid_t r = 0;
+  while ((r = ::waitpid(pid_, &status, WNOHANG)) == 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  if (r == 0) {
+    ::kill(pid_, SIGKILL);
+    while ((r = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+    }
+  }
+  pid_ = 0;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (r < 0) return "ended (its status could not be read)";
+  return DescribeWaitStatus(status);
+}
+
+void EngineWorker::Stop(milliseconds grace) {
+  if (pid_ <= 0) return;
+  wv1::DaemonToWorker stop;
+  stop.mutable_stop();
+  (void)worker::WriteFrame(fd_, stop);
+  ::shutdown(fd_, SHUT_WR);  // and the end of the stream, for a worker busy elsewhere
+  (void)Reap(grace);
+}
+
+EngineWorker::JobEnd EngineWorker::RunJob(const v1::Job& resolved_job,
+                                          const std::string& project_dir,
+                                          const std::function<void(const RunProgress&)>& progress,
+                                          const engine::CancelToken& cancel,
+                                          milliseconds cancel_grace) {
+  JobEnd end;
+  last_progress_ = RunProgress{};
+  if (pid_ <= 0) {
+    end.death = "had already ended";
+    return end;
+  }
+  wv1::DaemonToWorker run;
+  *run.mutable_run()->mutable_job() = resolved_job;
+  run.mutable_run()->set_project_dir(project_dir);
+  if (!worker::WriteFrame(fd_, run).ok()) {
+    end.death = Reap(milliseconds(5000));
+    return end;
+  }
+  std::optional<Clock::time_point> cancel_sent;
+  for (;;) {
+    if (cancel.cancelled.load() && !cancel_sent) {
+      wv1::DaemonToWorker c;
+      c.mutable_cancel()->set_job_id(resolved_job.id());
+      (void)worker::WriteFrame(fd_, c);
+      cancel_sent = Clock::now();
+    }
+    if (cancel_sent && Clock::now() - *cancel_sent > cancel_grace) {
+      ::kill(pid_, SIGKILL);
+      (void)Reap(milliseconds(0));
+      end.cancelled_by_kill = true;
+      end.death = absl::StrCat("killed after not stopping within ", cancel_grace.count() / 1000,
+                               " s of the cancel");
+      return end;
+    }
+    if (!WaitReadable(fd_, milliseconds(100))) continue;
+    wv1::WorkerToDaemon msg;
+    absl::StatusOr<bool> got = worker::ReadFrame(fd_, &msg);
+    if (!got.ok() || !*got) {
+      end.death = Reap(milliseconds(5000));
+      return end;
+    }
+    if (msg.has_progress()) {
+      const wv1::Progress& p = msg.progress();
+      last_progress_ = RunProgress{p.stage(), p.done(), p.total(), p.message()};
+      if (progress) progress(last_progress_);
+    } else if (msg.has_done()) {
+      end.done = msg.done();
+      if (end.done->context_lost()) end.death = Reap(milliseconds(10000));
+      return end;
+    }
+  }
+}
+
+}  // namespace libreyolo::daemon

@@ -1,0 +1,86 @@
+// One engine worker process, as the daemon sees it: started from the daemon's own binary
+// (`libreyolod worker ...`, server/worker/worker_main.h) with one end of a socketpair, asked to
+// run one job at a time, and watched. A worker that dies (a signal, an OOM kill, an exit) fails
+// only the job it was running, with the signal and the stage it was in; a worker that does not
+// stop within the cancel grace after a cancel is killed. Torch-free: the daemon never loads
+// LibTorch for its own work.
+#ifndef LIBREYOLO_SERVER_DAEMON_ENGINE_WORKER_H_
+#define LIBREYOLO_SERVER_DAEMON_ENGINE_WORKER_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "libreyolo/worker/v1/worker.pb.h"
+#include "server/daemon/job_runner.h"
+
+namespace libreyolo::daemon {
+
+namespace wv1 = ::libreyolo::worker_wire::v1;
+
+class EngineWorker {
+ public:
+  // Starts `executable worker --fd 3 --device <device> --parent <our pid>` and waits up to
+  // `hello_timeout` for its Hello. UNAVAILABLE naming the cause when it cannot be started, dies
+  // or stays silent (it is killed then).
+  static absl::StatusOr<std::unique_ptr<EngineWorker>> Start(
+      const std::string& executable, const std::string& device,
+      std::chrono::milliseconds hello_timeout);
+  // Start() in two halves, so that one thread can start several workers and then wait for them
+  // together. The worker's parent-death signal follows the *thread* that spawned it: spawn from
+  // a thread that lives as long as the worker should (the daemon's main thread, a device's job
+  // thread), never from a short-lived helper thread.
+  static absl::StatusOr<std::unique_ptr<EngineWorker>> Spawn(const std::string& executable,
+                                                             const std::string& device);
+  absl::Status AwaitHello(std::chrono::milliseconds timeout);
+  ~EngineWorker();  // Stop(5 s)
+
+  struct JobEnd {
+    // The worker's Done, when it sent one.
+    std::optional<wv1::Done> done;
+    // Why there is no Done: "killed by signal 11 (Segmentation fault)", "exited with code 7",
+    // "killed after not stopping within 30 s of the cancel".
+    std::string death;
+    bool cancelled_by_kill = false;  // it ignored a cancel past the grace and was killed
+  };
+  // Sends the job and relays its progress until the worker's Done or its death. Sets of
+  // `cancel` are forwarded (observed between the engine's steps); a worker still running
+  // `cancel_grace` after the first one is killed. The last progress seen is in last_progress().
+  JobEnd RunJob(const v1::Job& resolved_job, const std::string& project_dir,
+                const std::function<void(const RunProgress&)>& progress,
+                const engine::CancelToken& cancel, std::chrono::milliseconds cancel_grace);
+
+  // Asks the worker to stop, kills it after `grace`, reaps it. Idempotent.
+  void Stop(std::chrono::milliseconds grace);
+
+  bool alive() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  const wv1::Hello& hello() const { return hello_; }
+  // "measuring, step 3/150": where the last job was when its worker died.
+  std::string LastStage() const;
+
+ private:
+  EngineWorker(pid_t pid, int fd, std::string device)
+      : pid_(pid), fd_(fd), device_(std::move(device)) {}
+  // Waits for the process to end (killing it after `grace`) and describes how it ended.
+  std::string Reap(std::chrono::milliseconds grace);
+
+  pid_t pid_;
+  int fd_;
+  std::string device_;
+  wv1::Hello hello_;
+  RunProgress last_progress_;
+};
+
+// "killed by signal 9 (Killed)", "exited with code 3", from a waitpid status.
+std::string DescribeWaitStatus(int status);
+
+}  // namespace libreyolo::daemon
+
+#endif  // LIBREYOLO_SERVER_DAEMON_ENGINE_WORKER_H_

@@ -1,0 +1,29 @@
+// Framing of the daemon <-> engine worker messages (proto/libreyolo/worker/v1/worker.proto):
+// a 4-byte little-endian length, then the serialised message, on a stream socket. Torch-free:
+// both the daemon and the worker link it.
+#ifndef LIBREYOLO_SERVER_WORKER_WORKER_PROTOCOL_H_
+#define LIBREYOLO_SERVER_WORKER_WORKER_PROTOCOL_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "google/protobuf/message_lite.h"
+
+namespace libreyolo::worker {
+
+// Frames above this are refused (DATA_LOSS): the messages are small (a job without inline
+// images, progress lines), so a bigger length means a corrupt stream.
+inline constexpr uint32_t kMaxFrameBytes = 16u << 20;
+
+// Writes one frame, whole (retrying short writes and EINTR; never raises SIGPIPE).
+// UNAVAILABLE when the peer is gone.
+absl::Status WriteFrame(int fd, const google::protobuf::MessageLite& message);
+
+// Reads one frame into `message`: true, or false at a clean end of stream (the peer closed
+// between frames). UNAVAILABLE for an end in the middle of a frame or a read error, DATA_LOSS
+// for an oversized or unparsable frame.
+absl::StatusOr<bool> ReadFrame(int fd, google::protobuf::MessageLite* message);
+
+}  // namespace libreyolo::worker
+
+#endif  // LIBREYOLO_SERVER_WORKER_WORKER_PROTOCOL_H_
