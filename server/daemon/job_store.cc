@@ -40,6 +40,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/io/unique_fd.h"
 #include "google/protobuf/util/json_util.h"
 
 #define JOB_STORE_CONCAT_INNER(a, b) a##b
@@ -127,26 +128,11 @@ std::string StripTrailingSlashes(std::string path) {
   return path;
 }
 
-// An owned file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  absl::Status Close(absl::string_view path) {
-    const int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) return OsError(errno, "cannot close", path);
-    return absl::OkStatus();
-  }
-
- private:
-  int fd_;
-};
+// Closes `fd` and reports a failed close (a writer must not ignore one).
+absl::Status CloseFd(UniqueFd& fd, absl::string_view path) {
+  if (const int err = fd.Close(); err != 0) return OsError(err, "cannot close", path);
+  return absl::OkStatus();
+}
 
 absl::Status WriteAll(int fd, absl::string_view data, absl::string_view path) {
   while (!data.empty()) {
@@ -167,10 +153,10 @@ absl::Status FsyncFd(int fd, absl::string_view path) {
 }
 
 absl::Status FsyncDir(const std::string& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) return OsError(errno, "cannot open directory", dir);
   JOB_STORE_RETURN_IF_ERROR(FsyncFd(fd.get(), dir));
-  return fd.Close(dir);
+  return CloseFd(fd, dir);
 }
 
 // mkdir -p; the last component gets `mode`, missing parents 0755 (both less the umask). A
@@ -223,7 +209,7 @@ absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) {
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) return OsError(errno, "cannot open", path);
   std::string data;
   std::array<char, 1 << 16> buf{};
@@ -245,12 +231,12 @@ absl::Status AtomicWrite(const std::string& dir, absl::string_view name, absl::s
                          mode_t mode) {
   const std::string final_path = Join(dir, name);
   std::string tmp = absl::StrCat(Join(dir, kTmpPrefix), name, ".XXXXXX");
-  Fd fd(::mkostemp(tmp.data(), O_CLOEXEC));
+  UniqueFd fd(::mkostemp(tmp.data(), O_CLOEXEC));
   if (!fd.valid()) return OsError(errno, "cannot create a temp file for", final_path);
   absl::Status st = WriteAll(fd.get(), data, tmp);
   if (st.ok() && ::fchmod(fd.get(), mode) != 0) st = OsError(errno, "cannot chmod", tmp);
   if (st.ok()) st = FsyncFd(fd.get(), tmp);
-  if (st.ok()) st = fd.Close(tmp);
+  if (st.ok()) st = CloseFd(fd, tmp);
   if (st.ok() && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
     st = OsError(errno, absl::StrCat("cannot rename ", tmp, " to"), final_path);
   }
@@ -397,7 +383,7 @@ absl::Status LoadEvents(const std::string& events_dir, const std::string& id,
     pos = terminated ? nl + 1 : all.size();
   }
   if (keep < all.size()) {
-    Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
     absl::Status st = fd.valid() ? absl::OkStatus() : OsError(errno, "cannot open", path);
     if (st.ok() && ::ftruncate(fd.get(), static_cast<off_t>(keep)) != 0) {
       st = OsError(errno, "cannot truncate", path);
@@ -590,7 +576,7 @@ absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
       raw = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
       created = raw >= 0;
     }
-    Fd fd(raw);
+    UniqueFd fd(raw);
     if (!fd.valid()) return OsError(errno, "cannot open", path);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return OsError(errno, "cannot stat", path);
@@ -608,7 +594,7 @@ absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
       if (created) ::unlink(path.c_str());
       return status;
     }
-    JOB_STORE_RETURN_IF_ERROR(fd.Close(path));
+    JOB_STORE_RETURN_IF_ERROR(CloseFd(fd, path));
     return created ? FsyncDir(dir) : absl::OkStatus();
   });
 }
@@ -669,7 +655,7 @@ absl::StatusOr<v1::Artifact> JobStore::PublishArtifact(const std::string& job_id
         absl::StrContains(file, '/')
             ? file
             : Join(Join(LayoutOf(state_dir_, store_dir_).scratch_root, job_id), file);
-    Fd fd(::open(src.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    UniqueFd fd(::open(src.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd.valid()) return OsError(errno, "cannot open artifact", src);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return OsError(errno, "cannot stat", src);
@@ -686,7 +672,7 @@ absl::StatusOr<v1::Artifact> JobStore::PublishArtifact(const std::string& job_id
     int64_t size = 0;
     JOB_STORE_ASSIGN_OR_RETURN(std::string sha256, Sha256Fd(fd.get(), src, &size));
     if (size > max_bytes) return too_large(size);
-    JOB_STORE_RETURN_IF_ERROR(fd.Close(src));
+    JOB_STORE_RETURN_IF_ERROR(CloseFd(fd, src));
 
     JOB_STORE_ASSIGN_OR_RETURN(const std::string dir, ArtifactDir(job_id));
     const std::string dst = Join(dir, name);
@@ -774,7 +760,7 @@ absl::Status JobStore::DeleteJob(const std::string& job_id) {
 
 absl::StatusOr<std::string> Sha256File(const std::string& path) {
   return Guarded("Sha256File", [&]() -> absl::StatusOr<std::string> {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return OsError(errno, "cannot open", path);
     return Sha256Fd(fd.get(), path, nullptr);
   });
