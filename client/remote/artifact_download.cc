@@ -8,6 +8,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/io/atomic_file.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -47,9 +48,18 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
     return absl::PermissionDeniedError(
         absl::StrCat("cannot create ", fs::path(dest).parent_path().string(), ": ", ec.message()));
   }
-  const std::string tmp = dest + ".part";
+  const std::string tmp = TempPathBeside(dest);
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", tmp));
+  // Until it is published, the temp file goes with any failure.
+  struct RemoveUnlessPublished {
+    const std::string& path;
+    bool published = false;
+    ~RemoveUnlessPublished() {
+      std::error_code ignored;
+      if (!published) fs::remove(path, ignored);
+    }
+  } cleanup{tmp};
   int64_t received = 0;
   std::string expected_sha;
   bool complete = false;
@@ -87,7 +97,6 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
   }
   out.close();
   if (!complete) {
-    fs::remove(tmp, ec);
     if (!last_error.ok()) return last_error;
     return absl::DataLossError(absl::StrCat("artifact ", name, ": the stream ended early"));
   }
@@ -95,12 +104,11 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
   auto sha = FileSha256(tmp);
   if (!sha.ok()) return sha.status();
   if (!expected_sha.empty() && *sha != expected_sha) {
-    fs::remove(tmp, ec);
     return absl::DataLossError(absl::StrCat("artifact ", name, ": SHA-256 mismatch (got ", *sha,
                                             ", the daemon has ", expected_sha, ")"));
   }
-  fs::rename(tmp, dest, ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot write ", dest, ": ", ec.message()));
+  cleanup.published = true;  // PublishTempFile removes it on failure
+  if (auto published = PublishTempFile(tmp, dest); !published.ok()) return published;
   return received;
 }
 

@@ -5,7 +5,8 @@
 //   ValidArtifactName. Neither admits '/', so no path here can climb out of its directory.
 // - Errors name the path and carry strerror (absl::ErrnoToStatus maps ENOSPC to
 //   RESOURCE_EXHAUSTED, EACCES to PERMISSION_DENIED, ENOENT to NOT_FOUND ...).
-// - Temp files are "<dir>/.tmp.<final name>.XXXXXX"; LoadAll removes any it finds.
+// - Files are written through common/io/atomic_file.h (WriteFileAtomically, its temp files
+//   "<dir>/.tmp.<final name>.XXXXXX"); LoadAll removes any temp file it finds.
 // - Each public entry point runs inside Guarded(), so that no exception (bad_alloc) escapes.
 // Behaviour the header leaves open:
 // - LoadAll is startup recovery: it removes every scratch dir, so it must not run while jobs do.
@@ -40,6 +41,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/io/atomic_file.h"
 #include "common/io/unique_fd.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -60,7 +62,7 @@
 namespace libreyolo::daemon {
 namespace {
 
-constexpr absl::string_view kTmpPrefix = ".tmp.";   // temp files, in any directory of the store
+constexpr absl::string_view kTmpPrefix = kAtomicTempPrefix;  // temp files, in any store directory
 constexpr absl::string_view kScratchRoot = ".tmp";  // <store_dir>/.tmp/<id>/
 constexpr size_t kMaxJobIdLength = 64;
 constexpr size_t kMaxArtifactNameLength = 128;
@@ -134,29 +136,9 @@ absl::Status CloseFd(UniqueFd& fd, absl::string_view path) {
   return absl::OkStatus();
 }
 
-absl::Status WriteAll(int fd, absl::string_view data, absl::string_view path) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return OsError(errno, "cannot write", path);
-    }
-    if (n == 0) return OsError(ENOSPC, "cannot write", path);
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status FsyncFd(int fd, absl::string_view path) {
   if (::fsync(fd) != 0) return OsError(errno, "cannot fsync", path);
   return absl::OkStatus();
-}
-
-absl::Status FsyncDir(const std::string& dir) {
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) return OsError(errno, "cannot open directory", dir);
-  JOB_STORE_RETURN_IF_ERROR(FsyncFd(fd.get(), dir));
-  return CloseFd(fd, dir);
 }
 
 // mkdir -p; the last component gets `mode`, missing parents 0755 (both less the umask). A
@@ -223,28 +205,6 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
     data.append(buf.data(), static_cast<size_t>(n));
   }
   return data;
-}
-
-// Writes `data` as <dir>/<name>: temp -> fsync -> rename -> fsync(dir). On any failure the temp
-// file is removed and the previous <dir>/<name>, if any, is untouched.
-absl::Status AtomicWrite(const std::string& dir, absl::string_view name, absl::string_view data,
-                         mode_t mode) {
-  const std::string final_path = Join(dir, name);
-  std::string tmp = absl::StrCat(Join(dir, kTmpPrefix), name, ".XXXXXX");
-  UniqueFd fd(::mkostemp(tmp.data(), O_CLOEXEC));
-  if (!fd.valid()) return OsError(errno, "cannot create a temp file for", final_path);
-  absl::Status st = WriteAll(fd.get(), data, tmp);
-  if (st.ok() && ::fchmod(fd.get(), mode) != 0) st = OsError(errno, "cannot chmod", tmp);
-  if (st.ok()) st = FsyncFd(fd.get(), tmp);
-  if (st.ok()) st = CloseFd(fd, tmp);
-  if (st.ok() && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    st = OsError(errno, absl::StrCat("cannot rename ", tmp, " to"), final_path);
-  }
-  if (!st.ok()) {
-    ::unlink(tmp.c_str());
-    return st;
-  }
-  return FsyncDir(dir);
 }
 
 absl::StatusOr<std::string> Sha256Fd(int fd, absl::string_view path, int64_t* size) {
@@ -324,8 +284,8 @@ void Quarantine(const std::string& state_dir, const std::string& dir, const std:
     st = OsError(errno, absl::StrCat("cannot move ", from, " to"), to);
   }
   if (st.ok()) {
-    (void)FsyncDir(corrupt);
-    (void)FsyncDir(dir);
+    (void)FsyncDirectory(corrupt);
+    (void)FsyncDirectory(dir);
     warnings->push_back(absl::StrCat(from, ": ", why, "; moved to ", to));
   } else {
     warnings->push_back(absl::StrCat(from, ": ", why, "; left in place (", st.message(), ")"));
@@ -556,8 +516,8 @@ absl::Status JobStore::PutJob(const v1::Job& job) {
     JOB_STORE_RETURN_IF_ERROR(CheckJobId(job.id()));
     JOB_STORE_ASSIGN_OR_RETURN(std::string json, ToJson(job));
     json.push_back('\n');
-    return AtomicWrite(LayoutOf(state_dir_, store_dir_).jobs, absl::StrCat(job.id(), ".json"), json,
-                       0600);
+    const std::string jobs = LayoutOf(state_dir_, store_dir_).jobs;
+    return WriteFileAtomically(Join(jobs, absl::StrCat(job.id(), ".json")), json, 0600);
   });
 }
 
@@ -586,7 +546,7 @@ absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
       return OsError(errno, "cannot read", path);
     }
     if (last != '\n') line.insert(line.begin(), '\n');
-    absl::Status status = WriteAll(fd.get(), line, path);
+    absl::Status status = WriteAllToFd(fd.get(), line, path);
     if (status.ok()) status = FsyncFd(fd.get(), path);
     if (!status.ok()) {
       // Leave the log as it was: no partial line behind a failed append (disk full).
@@ -595,7 +555,7 @@ absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
       return status;
     }
     JOB_STORE_RETURN_IF_ERROR(CloseFd(fd, path));
-    return created ? FsyncDir(dir) : absl::OkStatus();
+    return created ? FsyncDirectory(dir) : absl::OkStatus();
   });
 }
 
@@ -636,7 +596,7 @@ void JobStore::DiscardArtifacts(const std::string& job_id) {
     if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;  // only what we made
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
-    if (!ec) (void)FsyncDir(store_dir_);
+    if (!ec) (void)FsyncDirectory(store_dir_);
   } catch (...) {  // best effort, like DiscardScratch
   }
 }
@@ -680,11 +640,11 @@ absl::StatusOr<v1::Artifact> JobStore::PublishArtifact(const std::string& job_id
       if (errno != EXDEV) return OsError(errno, absl::StrCat("cannot rename ", src, " to"), dst);
       // Another file system: copy into the artifact directory atomically, then drop the source.
       JOB_STORE_ASSIGN_OR_RETURN(const std::string data, ReadFile(src));
-      JOB_STORE_RETURN_IF_ERROR(AtomicWrite(dir, name, data, 0640));
+      JOB_STORE_RETURN_IF_ERROR(WriteFileAtomically(Join(dir, name), data, 0640));
       ::unlink(src.c_str());
     }
-    JOB_STORE_RETURN_IF_ERROR(FsyncDir(dir));
-    (void)FsyncDir(Parent(src));
+    JOB_STORE_RETURN_IF_ERROR(FsyncDirectory(dir));
+    (void)FsyncDirectory(Parent(src));
 
     v1::Artifact artifact;
     artifact.set_name(name);
@@ -750,9 +710,9 @@ absl::Status JobStore::DeleteJob(const std::string& job_id) {
         return OsError(errno, "cannot remove", file);
       }
     }
-    JOB_STORE_RETURN_IF_ERROR(FsyncDir(store_dir_));
-    JOB_STORE_RETURN_IF_ERROR(FsyncDir(layout.events));
-    return FsyncDir(layout.jobs);
+    JOB_STORE_RETURN_IF_ERROR(FsyncDirectory(store_dir_));
+    JOB_STORE_RETURN_IF_ERROR(FsyncDirectory(layout.events));
+    return FsyncDirectory(layout.jobs);
   });
 }
 
