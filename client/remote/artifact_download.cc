@@ -1,14 +1,12 @@
 #include "client/remote/artifact_download.h"
 
-#include <openssl/evp.h>
-
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/io/atomic_file.h"
+#include "common/io/sha256.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -16,23 +14,6 @@ namespace {
 namespace fs = std::filesystem;
 
 }  // namespace
-
-absl::StatusOr<std::string> FileSha256(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  std::string buf(1 << 16, '\0');
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
-  }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &len);
-  return absl::BytesToHexString(
-      std::string(reinterpret_cast<const char*>(digest), static_cast<size_t>(len)));
-}
 
 std::string ArtifactDestination(const std::string& project, v1::JobKind kind,
                                 const std::string& name) {
@@ -101,7 +82,7 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
     return absl::DataLossError(absl::StrCat("artifact ", name, ": the stream ended early"));
   }
   if (!out) return absl::DataLossError(absl::StrCat("cannot write ", tmp, " (disk full?)"));
-  auto sha = FileSha256(tmp);
+  auto sha = Sha256File(tmp);
   if (!sha.ok()) return sha.status();
   if (!expected_sha.empty() && *sha != expected_sha) {
     return absl::DataLossError(absl::StrCat("artifact ", name, ": SHA-256 mismatch (got ", *sha,
