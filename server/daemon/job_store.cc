@@ -43,21 +43,8 @@
 #include "common/io/atomic_file.h"
 #include "common/io/sha256.h"
 #include "common/io/unique_fd.h"
+#include "common/status/status_macros.h"
 #include "google/protobuf/util/json_util.h"
-
-#define JOB_STORE_CONCAT_INNER(a, b) a##b
-#define JOB_STORE_CONCAT(a, b) JOB_STORE_CONCAT_INNER(a, b)
-#define JOB_STORE_RETURN_IF_ERROR(expr)            \
-  do {                                             \
-    const ::absl::Status job_store_st_ = (expr);   \
-    if (!job_store_st_.ok()) return job_store_st_; \
-  } while (false)
-#define JOB_STORE_ASSIGN_OR_RETURN(lhs, expr) \
-  JOB_STORE_ASSIGN_OR_RETURN_IMPL(JOB_STORE_CONCAT(job_store_or_, __LINE__), lhs, expr)
-#define JOB_STORE_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                                    \
-  if (!tmp.ok()) return tmp.status();                   \
-  lhs = std::move(*tmp)
 
 namespace libreyolo::daemon {
 namespace {
@@ -422,7 +409,7 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(std::vector<std::string
 
     std::vector<StoredJob> jobs;
     std::set<std::string> ids;
-    JOB_STORE_ASSIGN_OR_RETURN(const std::vector<std::string> records, ListDir(layout.jobs));
+    ASSIGN_OR_RETURN(const std::vector<std::string> records, ListDir(layout.jobs));
     for (const std::string& name : records) {
       const std::string path = Join(layout.jobs, name);
       if (absl::StartsWith(name, kTmpPrefix)) {
@@ -459,7 +446,7 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(std::vector<std::string
         const absl::Status st = LoadEvents(layout.events, job.job.id(), &job.events, warnings);
         if (!st.ok()) warnings->push_back(absl::StrCat("skipped an event log: ", st.message()));
       }
-      JOB_STORE_ASSIGN_OR_RETURN(const std::vector<std::string> logs, ListDir(layout.events));
+      ASSIGN_OR_RETURN(const std::vector<std::string> logs, ListDir(layout.events));
       for (const std::string& name : logs) {
         const std::string id = name.substr(0, name.size() - std::min<size_t>(name.size(), 6));
         if (absl::EndsWith(name, ".jsonl") && ValidJobId(id) && ids.count(id) == 0) {
@@ -482,8 +469,8 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(std::vector<std::string
 
 absl::Status JobStore::PutJob(const v1::Job& job) {
   return Guarded("PutJob", [&]() -> absl::Status {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job.id()));
-    JOB_STORE_ASSIGN_OR_RETURN(std::string json, ToJson(job));
+    RETURN_IF_ERROR(CheckJobId(job.id()));
+    ASSIGN_OR_RETURN(std::string json, ToJson(job));
     json.push_back('\n');
     const std::string jobs = LayoutOf(state_dir_, store_dir_).jobs;
     return WriteFileAtomically(Join(jobs, absl::StrCat(job.id(), ".json")), json, 0600);
@@ -492,8 +479,8 @@ absl::Status JobStore::PutJob(const v1::Job& job) {
 
 absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
   return Guarded("AppendEvent", [&]() -> absl::Status {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(event.job_id()));
-    JOB_STORE_ASSIGN_OR_RETURN(std::string line, ToJson(event));
+    RETURN_IF_ERROR(CheckJobId(event.job_id()));
+    ASSIGN_OR_RETURN(std::string line, ToJson(event));
     line.push_back('\n');
     const std::string dir = LayoutOf(state_dir_, store_dir_).events;
     const std::string path = EventsFile(dir, event.job_id());
@@ -523,27 +510,27 @@ absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
       if (created) ::unlink(path.c_str());
       return status;
     }
-    JOB_STORE_RETURN_IF_ERROR(CloseFd(fd, path));
+    RETURN_IF_ERROR(CloseFd(fd, path));
     return created ? FsyncDirectory(dir) : absl::OkStatus();
   });
 }
 
 absl::StatusOr<std::string> JobStore::ArtifactDir(const std::string& job_id) {
   return Guarded("ArtifactDir", [&]() -> absl::StatusOr<std::string> {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job_id));
+    RETURN_IF_ERROR(CheckJobId(job_id));
     std::string dir = Join(store_dir_, job_id);
-    JOB_STORE_RETURN_IF_ERROR(MakeRealDir(dir, 0750));
+    RETURN_IF_ERROR(MakeRealDir(dir, 0750));
     return dir;
   });
 }
 
 absl::StatusOr<std::string> JobStore::ScratchDir(const std::string& job_id) {
   return Guarded("ScratchDir", [&]() -> absl::StatusOr<std::string> {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job_id));
+    RETURN_IF_ERROR(CheckJobId(job_id));
     const std::string root = LayoutOf(state_dir_, store_dir_).scratch_root;
-    JOB_STORE_RETURN_IF_ERROR(MakeRealDir(root, 0750));
+    RETURN_IF_ERROR(MakeRealDir(root, 0750));
     std::string dir = Join(root, job_id);
-    JOB_STORE_RETURN_IF_ERROR(MakeRealDir(dir, 0700));
+    RETURN_IF_ERROR(MakeRealDir(dir, 0700));
     return dir;
   });
 }
@@ -574,7 +561,7 @@ absl::StatusOr<v1::Artifact> JobStore::PublishArtifact(const std::string& job_id
                                                        const std::string& file,
                                                        const std::string& name, int64_t max_bytes) {
   return Guarded("PublishArtifact", [&]() -> absl::StatusOr<v1::Artifact> {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job_id));
+    RETURN_IF_ERROR(CheckJobId(job_id));
     if (!ValidArtifactName(name)) {
       return absl::InvalidArgumentError(
           absl::StrCat("artifact name ", Quote(name), " is invalid: expected a plain file name"));
@@ -597,22 +584,22 @@ absl::StatusOr<v1::Artifact> JobStore::PublishArtifact(const std::string& job_id
                                                        max_bytes, " bytes (", src, ")"));
     };
     if (st.st_size > max_bytes) return too_large(st.st_size);
-    JOB_STORE_RETURN_IF_ERROR(FsyncFd(fd.get(), src));  // the data is durable before the name
+    RETURN_IF_ERROR(FsyncFd(fd.get(), src));  // the data is durable before the name
     int64_t size = 0;
-    JOB_STORE_ASSIGN_OR_RETURN(std::string sha256, Sha256Fd(fd.get(), src, &size));
+    ASSIGN_OR_RETURN(std::string sha256, Sha256Fd(fd.get(), src, &size));
     if (size > max_bytes) return too_large(size);
-    JOB_STORE_RETURN_IF_ERROR(CloseFd(fd, src));
+    RETURN_IF_ERROR(CloseFd(fd, src));
 
-    JOB_STORE_ASSIGN_OR_RETURN(const std::string dir, ArtifactDir(job_id));
+    ASSIGN_OR_RETURN(const std::string dir, ArtifactDir(job_id));
     const std::string dst = Join(dir, name);
     if (::rename(src.c_str(), dst.c_str()) != 0) {
       if (errno != EXDEV) return OsError(errno, absl::StrCat("cannot rename ", src, " to"), dst);
       // Another file system: copy into the artifact directory atomically, then drop the source.
-      JOB_STORE_ASSIGN_OR_RETURN(const std::string data, ReadFile(src));
-      JOB_STORE_RETURN_IF_ERROR(WriteFileAtomically(Join(dir, name), data, 0640));
+      ASSIGN_OR_RETURN(const std::string data, ReadFile(src));
+      RETURN_IF_ERROR(WriteFileAtomically(Join(dir, name), data, 0640));
       ::unlink(src.c_str());
     }
-    JOB_STORE_RETURN_IF_ERROR(FsyncDirectory(dir));
+    RETURN_IF_ERROR(FsyncDirectory(dir));
     (void)FsyncDirectory(Parent(src));
 
     v1::Artifact artifact;
@@ -626,7 +613,7 @@ absl::StatusOr<v1::Artifact> JobStore::PublishArtifact(const std::string& job_id
 absl::StatusOr<std::string> JobStore::ArtifactPath(const v1::Job& job,
                                                    const std::string& name) const {
   return Guarded("ArtifactPath", [&]() -> absl::StatusOr<std::string> {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job.id()));
+    RETURN_IF_ERROR(CheckJobId(job.id()));
     const auto not_found = [&](absl::string_view why) {
       return absl::NotFoundError(
           absl::StrCat("job ", job.id(), " has no artifact ", Quote(name), ": ", why));
@@ -664,7 +651,7 @@ absl::StatusOr<std::string> JobStore::ArtifactPath(const v1::Job& job,
 
 absl::Status JobStore::DeleteJob(const std::string& job_id) {
   return Guarded("DeleteJob", [&]() -> absl::Status {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job_id));
+    RETURN_IF_ERROR(CheckJobId(job_id));
     const Layout layout = LayoutOf(state_dir_, store_dir_);
     std::lock_guard<std::mutex> lock(append_mu_);
     // The record goes last: a crash half way leaves a record that retention deletes again.
@@ -679,8 +666,8 @@ absl::Status JobStore::DeleteJob(const std::string& job_id) {
         return OsError(errno, "cannot remove", file);
       }
     }
-    JOB_STORE_RETURN_IF_ERROR(FsyncDirectory(store_dir_));
-    JOB_STORE_RETURN_IF_ERROR(FsyncDirectory(layout.events));
+    RETURN_IF_ERROR(FsyncDirectory(store_dir_));
+    RETURN_IF_ERROR(FsyncDirectory(layout.events));
     return FsyncDirectory(layout.jobs);
   });
 }

@@ -10,7 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "server/engine/data/status_macros.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
 namespace {
