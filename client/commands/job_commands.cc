@@ -63,12 +63,7 @@ int FailJob(std::ostream& err, const std::string& cmd, int code, const std::stri
 }
 
 int FailStatus(std::ostream& err, const std::string& cmd, const absl::Status& s) {
-  // Exit 2 for what the user can fix in the command line or setup; 1 otherwise.
-  const bool usage =
-      absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsUnauthenticated(s) ||
-      absl::IsPermissionDenied(s) || absl::IsUnavailable(s) || absl::IsResourceExhausted(s) ||
-      absl::IsFailedPrecondition(s) || absl::IsAlreadyExists(s) || absl::IsDeadlineExceeded(s);
-  return Fail(err, cmd, usage ? kExitUsage : kExitAnalysisFailed, std::string(s.message()));
+  return Fail(err, cmd, ExitCodeForStatus(s), std::string(s.message()));
 }
 
 int FailJobStatus(std::ostream& err, const std::string& cmd, const absl::Status& s, bool json) {
@@ -420,7 +415,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   inv.inputs = {profile_path};
   auto summary = RunReader(inv, [](const std::string& p) { return LoadProfile(p); });
   if (!summary.ok())
-    return FailJob(err, cmd, ReaderExitCode(summary.status()),
+    return FailJob(err, cmd, ExitCodeForStatus(summary.status()),
                    std::string(summary.status().message()), json);
   if (json) {
     // One document: the job and its files, then the summary's own keys.
