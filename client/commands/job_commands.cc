@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/cli/exit_codes.h"
+#include "common/io/image_extensions.h"
 #include "client/commands/report_command.h"
 #include "client/remote/artifact_download.h"
 #include "client/remote/daemon_session.h"
@@ -120,13 +121,7 @@ absl::Status MaybeDouble(const ParsedArgs& a, const std::string& name, Set set) 
 
 // ---- Request building -----------------------------------------------------------------------
 
-const std::vector<std::string> kImageExtensions = {".jpg",  ".jpeg", ".png", ".bmp",
-                                                   ".webp", ".tif",  ".tiff"};
-
-bool IsImage(const fs::path& p) {
-  std::string ext = absl::AsciiStrToLower(p.extension().string());
-  return std::find(kImageExtensions.begin(), kImageExtensions.end(), ext) != kImageExtensions.end();
-}
+bool IsImage(const fs::path& p) { return HasImageExtension(p.string()); }
 
 // A path argument for a private daemon (same user, same files): made absolute when it exists;
 // one that looks like a path but does not exist is an error here, before anything is queued.
@@ -153,7 +148,7 @@ absl::Status AddInlineImages(const std::string& source, v1::InferSpec* spec) {
   }
   if (files.empty()) {
     return absl::NotFoundError(
-        absl::StrCat(source, " holds no images (", absl::StrJoin(kImageExtensions, " "), ")"));
+        absl::StrCat(source, " holds no images (", ImageExtensionList(), ")"));
   }
   for (const fs::path& f : files) {
     std::ifstream in(f, std::ios::binary);

@@ -43,19 +43,6 @@ absl::Status AddListFile(const fs::path& list, std::vector<std::string>* out) {
 
 }  // namespace
 
-std::string ImageExtensionList() {
-  std::string out;
-  for (std::string_view ext : kImageExtensions) {
-    absl::StrAppend(&out, out.empty() ? "" : ", ", "*", absl::string_view(ext.data(), ext.size()));
-  }
-  return out;
-}
-
-bool HasImageExtension(const std::string& path) {
-  const std::string ext = absl::AsciiStrToLower(fs::path(path).extension().string());
-  return std::find(kImageExtensions.begin(), kImageExtensions.end(), ext) != kImageExtensions.end();
-}
-
 absl::StatusOr<std::vector<std::string>> ListImages(const std::string& dir, bool recursive) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
