@@ -1,10 +1,13 @@
-// The job store: job records, event logs and artifacts on disk (layout in job_store.h).
+// The job store: job records, event logs and artifacts on disk (layout in job_store.h). This
+// file: records, event logs, recovery (LoadAll), deletion and retention; job_store_artifacts.cc:
+// scratch and artifact directories; job_store_fs.cc: the helpers of job_store_internal.h.
 //
-// Conventions of this file:
+// Conventions of these files:
 // - Every path built from a job id goes through CheckJobId; every artifact name through
 //   ValidArtifactName. Neither admits '/', so no path here can climb out of its directory.
-// - Errors name the path and carry strerror (absl::ErrnoToStatus maps ENOSPC to
-//   RESOURCE_EXHAUSTED, EACCES to PERMISSION_DENIED, ENOENT to NOT_FOUND ...).
+// - Errors name the path and carry strerror (OsError: absl::ErrnoToStatus maps ENOSPC to
+//   RESOURCE_EXHAUSTED, EACCES to PERMISSION_DENIED, ENOENT to NOT_FOUND ...; the shared
+//   common/io helpers map the same errors alike).
 // - Files are written through common/io/atomic_file.h (WriteFileAtomically, its temp files
 //   "<dir>/.tmp.<final name>.XXXXXX"); LoadAll removes any temp file it finds.
 // - Each public entry point runs inside Guarded(), so that no exception (bad_alloc) escapes.
@@ -45,154 +48,13 @@
 #include "common/io/unique_fd.h"
 #include "common/status/status_macros.h"
 #include "google/protobuf/util/json_util.h"
+#include "server/daemon/job_store_internal.h"
 
 namespace libreyolo::daemon {
+
+using namespace job_store_internal;  // NOLINT: the store's own helpers
+
 namespace {
-
-constexpr absl::string_view kTmpPrefix = kAtomicTempPrefix;  // temp files, in any store directory
-constexpr absl::string_view kScratchRoot = ".tmp";  // <store_dir>/.tmp/<id>/
-constexpr size_t kMaxJobIdLength = 64;
-constexpr size_t kMaxArtifactNameLength = 128;
-
-// ---- Small helpers -------------------------------------------------------------------------
-
-template <typename F>
-auto Guarded(absl::string_view what, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("job store: ", what, ": ", e.what()));
-  } catch (...) {
-    return absl::InternalError(absl::StrCat("job store: ", what, ": unknown exception"));
-  }
-}
-
-absl::Status OsError(int err, absl::string_view what, absl::string_view path) {
-  return absl::ErrnoToStatus(err, absl::StrCat(what, " ", path));
-}
-
-// A quoted, escaped and shortened rendering of an untrusted string for error messages.
-std::string Quote(absl::string_view s) {
-  constexpr size_t kMax = 80;
-  std::string out = absl::CHexEscape(s.substr(0, kMax));
-  return absl::StrCat("\"", out, s.size() > kMax ? "...\"" : "\"");
-}
-
-bool ValidJobId(absl::string_view id) {
-  if (id.empty() || id.size() > kMaxJobIdLength) return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
-  });
-}
-
-absl::Status CheckJobId(absl::string_view id) {
-  if (ValidJobId(id)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "job id ", Quote(id), " is invalid: expected 1-64 characters from [A-Za-z0-9_-]"));
-}
-
-// Plain file names: [A-Za-z0-9._-], not starting with '.', no "..".
-bool ValidArtifactName(absl::string_view name) {
-  if (name.empty() || name.size() > kMaxArtifactNameLength || name.front() == '.') return false;
-  if (absl::StrContains(name, "..")) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.';
-  });
-}
-
-std::string Join(absl::string_view dir, absl::string_view name) {
-  return absl::StrCat(dir, "/", name);
-}
-
-std::string Parent(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-std::string StripTrailingSlashes(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
-}
-
-// Closes `fd` and reports a failed close (a writer must not ignore one).
-absl::Status CloseFd(UniqueFd& fd, absl::string_view path) {
-  if (const int err = fd.Close(); err != 0) return OsError(err, "cannot close", path);
-  return absl::OkStatus();
-}
-
-absl::Status FsyncFd(int fd, absl::string_view path) {
-  if (::fsync(fd) != 0) return OsError(errno, "cannot fsync", path);
-  return absl::OkStatus();
-}
-
-// mkdir -p; the last component gets `mode`, missing parents 0755 (both less the umask). A
-// symlink to a directory is accepted as an existing directory.
-absl::Status MakeDirs(const std::string& path, mode_t mode) {
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    const std::string prefix = path.substr(0, pos);
-    if (prefix.empty()) continue;
-    const mode_t m = pos == std::string::npos ? mode : 0755;
-    if (::mkdir(prefix.c_str(), m) == 0) continue;
-    const int err = errno;
-    struct stat st {};
-    if (err == EEXIST && ::stat(prefix.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
-    return OsError(err == EEXIST ? ENOTDIR : err, "cannot create directory", prefix);
-  }
-  return absl::OkStatus();
-}
-
-// Creates `path` (one level) with `mode` unless it exists; refuses anything but a real
-// directory there (a symlink could point outside the store).
-absl::Status MakeRealDir(const std::string& path, mode_t mode) {
-  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
-    return OsError(errno, "cannot create directory", path);
-  }
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return OsError(errno, "cannot stat", path);
-  if (!S_ISDIR(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " is not a directory", S_ISLNK(st.st_mode) ? " (a symlink)" : ""));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return OsError(errno, "cannot list directory", dir);
-  std::vector<std::string> names;
-  errno = 0;
-  while (const dirent* e = ::readdir(d)) {
-    const absl::string_view name = e->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  const int err = errno;
-  ::closedir(d);
-  if (err != 0) return OsError(err, "cannot list directory", dir);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) return OsError(errno, "cannot open", path);
-  std::string data;
-  std::array<char, 1 << 16> buf{};
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return OsError(errno, "cannot read", path);
-    }
-    if (n == 0) break;
-    data.append(buf.data(), static_cast<size_t>(n));
-  }
-  return data;
-}
 
 google::protobuf::util::JsonPrintOptions PrintOptions() {
   google::protobuf::util::JsonPrintOptions options;
@@ -246,14 +108,6 @@ void Quarantine(const std::string& state_dir, const std::string& dir, const std:
   } else {
     warnings->push_back(absl::StrCat(from, ": ", why, "; left in place (", st.message(), ")"));
   }
-}
-
-struct Layout {
-  std::string jobs, events, scratch_root;
-};
-
-Layout LayoutOf(const std::string& state_dir, const std::string& store_dir) {
-  return {Join(state_dir, "jobs"), Join(state_dir, "events"), Join(store_dir, kScratchRoot)};
 }
 
 std::string EventsFile(const std::string& events_dir, const std::string& id) {
@@ -512,140 +366,6 @@ absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
     }
     RETURN_IF_ERROR(CloseFd(fd, path));
     return created ? FsyncDirectory(dir) : absl::OkStatus();
-  });
-}
-
-absl::StatusOr<std::string> JobStore::ArtifactDir(const std::string& job_id) {
-  return Guarded("ArtifactDir", [&]() -> absl::StatusOr<std::string> {
-    RETURN_IF_ERROR(CheckJobId(job_id));
-    std::string dir = Join(store_dir_, job_id);
-    RETURN_IF_ERROR(MakeRealDir(dir, 0750));
-    return dir;
-  });
-}
-
-absl::StatusOr<std::string> JobStore::ScratchDir(const std::string& job_id) {
-  return Guarded("ScratchDir", [&]() -> absl::StatusOr<std::string> {
-    RETURN_IF_ERROR(CheckJobId(job_id));
-    const std::string root = LayoutOf(state_dir_, store_dir_).scratch_root;
-    RETURN_IF_ERROR(MakeRealDir(root, 0750));
-    std::string dir = Join(root, job_id);
-    RETURN_IF_ERROR(MakeRealDir(dir, 0700));
-    return dir;
-  });
-}
-
-void JobStore::DiscardScratch(const std::string& job_id) {
-  try {
-    if (!ValidJobId(job_id)) return;
-    std::error_code ec;
-    std::filesystem::remove_all(Join(LayoutOf(state_dir_, store_dir_).scratch_root, job_id), ec);
-  } catch (...) {  // best effort: recovery removes what is left
-  }
-}
-
-void JobStore::DiscardArtifacts(const std::string& job_id) {
-  try {
-    if (!ValidJobId(job_id)) return;
-    const std::string dir = Join(store_dir_, job_id);
-    struct stat st {};
-    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;  // only what we made
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-    if (!ec) (void)FsyncDirectory(store_dir_);
-  } catch (...) {  // best effort, like DiscardScratch
-  }
-}
-
-absl::StatusOr<v1::Artifact> JobStore::PublishArtifact(const std::string& job_id,
-                                                       const std::string& file,
-                                                       const std::string& name, int64_t max_bytes) {
-  return Guarded("PublishArtifact", [&]() -> absl::StatusOr<v1::Artifact> {
-    RETURN_IF_ERROR(CheckJobId(job_id));
-    if (!ValidArtifactName(name)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("artifact name ", Quote(name), " is invalid: expected a plain file name"));
-    }
-    // `file` is a path, or a name inside the job's scratch directory.
-    const std::string src =
-        absl::StrContains(file, '/')
-            ? file
-            : Join(Join(LayoutOf(state_dir_, store_dir_).scratch_root, job_id), file);
-    UniqueFd fd(::open(src.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd.valid()) return OsError(errno, "cannot open artifact", src);
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return OsError(errno, "cannot stat", src);
-    if (!S_ISREG(st.st_mode)) {
-      return absl::InvalidArgumentError(absl::StrCat("artifact ", src, " is not a regular file"));
-    }
-    const auto too_large = [&](int64_t size) {
-      return absl::ResourceExhaustedError(absl::StrCat("artifact ", name, " of job ", job_id,
-                                                       " is ", size, " bytes, over the limit of ",
-                                                       max_bytes, " bytes (", src, ")"));
-    };
-    if (st.st_size > max_bytes) return too_large(st.st_size);
-    RETURN_IF_ERROR(FsyncFd(fd.get(), src));  // the data is durable before the name
-    int64_t size = 0;
-    ASSIGN_OR_RETURN(std::string sha256, Sha256Fd(fd.get(), src, &size));
-    if (size > max_bytes) return too_large(size);
-    RETURN_IF_ERROR(CloseFd(fd, src));
-
-    ASSIGN_OR_RETURN(const std::string dir, ArtifactDir(job_id));
-    const std::string dst = Join(dir, name);
-    if (::rename(src.c_str(), dst.c_str()) != 0) {
-      if (errno != EXDEV) return OsError(errno, absl::StrCat("cannot rename ", src, " to"), dst);
-      // Another file system: copy into the artifact directory atomically, then drop the source.
-      ASSIGN_OR_RETURN(const std::string data, ReadFile(src));
-      RETURN_IF_ERROR(WriteFileAtomically(Join(dir, name), data, 0640));
-      ::unlink(src.c_str());
-    }
-    RETURN_IF_ERROR(FsyncDirectory(dir));
-    (void)FsyncDirectory(Parent(src));
-
-    v1::Artifact artifact;
-    artifact.set_name(name);
-    artifact.set_size_bytes(size);
-    artifact.set_sha256(std::move(sha256));
-    return artifact;
-  });
-}
-
-absl::StatusOr<std::string> JobStore::ArtifactPath(const v1::Job& job,
-                                                   const std::string& name) const {
-  return Guarded("ArtifactPath", [&]() -> absl::StatusOr<std::string> {
-    RETURN_IF_ERROR(CheckJobId(job.id()));
-    const auto not_found = [&](absl::string_view why) {
-      return absl::NotFoundError(
-          absl::StrCat("job ", job.id(), " has no artifact ", Quote(name), ": ", why));
-    };
-    if (!ValidArtifactName(name)) return not_found("not a plain file name");
-    const bool listed = std::any_of(job.artifacts().begin(), job.artifacts().end(),
-                                    [&](const v1::Artifact& a) { return a.name() == name; });
-    if (!listed) return not_found("not one of the job's artifacts");
-
-    const std::string dir = Join(store_dir_, job.id());
-    std::string path = Join(dir, name);
-    struct stat st {};
-    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return not_found(absl::StrCat(dir, " is not a directory"));
-    }
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      return not_found(absl::StrCat(path, " is not a regular file"));
-    }
-    // Belt and braces: the resolved path must lie under the resolved store root.
-    char root_buf[PATH_MAX];
-    char path_buf[PATH_MAX];
-    if (::realpath(store_dir_.c_str(), root_buf) == nullptr) {
-      return OsError(errno, "cannot resolve", store_dir_);
-    }
-    if (::realpath(path.c_str(), path_buf) == nullptr)
-      return OsError(errno, "cannot resolve", path);
-    std::string root = root_buf;
-    if (root != "/") root.push_back('/');
-    if (!absl::StartsWith(path_buf, root)) {
-      return not_found(absl::StrCat(path, " resolves outside the store"));
-    }
-    return path;
   });
 }
 
