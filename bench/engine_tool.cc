@@ -139,11 +139,7 @@ int Finish(const std::string& command, const absl::StatusOr<libreyolo::engine::J
            bool json) {
   if (!result.ok()) {
     std::cerr << "libreyolo-engine " << command << ": error: " << result.status().message() << "\n";
-    if (absl::IsOutOfRange(result.status())) return libreyolo::cli::kExitNoProfile;
-    const bool usage = absl::IsNotFound(result.status()) ||
-                       absl::IsInvalidArgument(result.status()) ||
-                       absl::IsFailedPrecondition(result.status());
-    return usage ? libreyolo::cli::kExitUsage : libreyolo::cli::kExitAnalysisFailed;
+    return libreyolo::ExitCodeForStatus(result.status());
   }
   const auto view = libreyolo::BuildSummary(result->profile, result->profile_path);
   std::cout << (json ? libreyolo::RenderSummaryJson(view) : libreyolo::RenderSummaryText(view));

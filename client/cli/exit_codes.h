@@ -1,13 +1,17 @@
-// The documented exit codes of `libreyolo profile` (shared/spec/cli.md).
+// The documented exit codes of `libreyolo profile` (shared/spec/cli.md, README.md "Exit codes"):
+// common/status/exit_code.h's, by their client names.
 #ifndef LIBREYOLO_CLIENT_CLI_EXIT_CODES_H_
 #define LIBREYOLO_CLIENT_CLI_EXIT_CODES_H_
 
+#include "common/status/exit_code.h"
+
 namespace libreyolo::cli {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitAnalysisFailed = 1;  // a trace or profile that cannot be analysed
-inline constexpr int kExitUsage = 2;           // missing file, bad argument, unknown field/phase
-inline constexpr int kExitNoProfile = 3;       // `run` produced no profile
+using ::libreyolo::ExitCodeForStatus;
+using ::libreyolo::kExitAnalysisFailed;
+using ::libreyolo::kExitNoProfile;
+using ::libreyolo::kExitOk;
+using ::libreyolo::kExitUsage;
 
 }  // namespace libreyolo::cli
 

@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/cli/exit_codes.h"
+#include "common/io/image_extensions.h"
 #include "client/commands/report_command.h"
 #include "client/remote/artifact_download.h"
 #include "client/remote/daemon_session.h"
@@ -63,12 +64,7 @@ int FailJob(std::ostream& err, const std::string& cmd, int code, const std::stri
 }
 
 int FailStatus(std::ostream& err, const std::string& cmd, const absl::Status& s) {
-  // Exit 2 for what the user can fix in the command line or setup; 1 otherwise.
-  const bool usage =
-      absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsUnauthenticated(s) ||
-      absl::IsPermissionDenied(s) || absl::IsUnavailable(s) || absl::IsResourceExhausted(s) ||
-      absl::IsFailedPrecondition(s) || absl::IsAlreadyExists(s) || absl::IsDeadlineExceeded(s);
-  return Fail(err, cmd, usage ? kExitUsage : kExitAnalysisFailed, std::string(s.message()));
+  return Fail(err, cmd, ExitCodeForStatus(s), std::string(s.message()));
 }
 
 int FailJobStatus(std::ostream& err, const std::string& cmd, const absl::Status& s, bool json) {
@@ -125,13 +121,7 @@ absl::Status MaybeDouble(const ParsedArgs& a, const std::string& name, Set set) 
 
 // ---- Request building -----------------------------------------------------------------------
 
-const std::vector<std::string> kImageExtensions = {".jpg",  ".jpeg", ".png", ".bmp",
-                                                   ".webp", ".tif",  ".tiff"};
-
-bool IsImage(const fs::path& p) {
-  std::string ext = absl::AsciiStrToLower(p.extension().string());
-  return std::find(kImageExtensions.begin(), kImageExtensions.end(), ext) != kImageExtensions.end();
-}
+bool IsImage(const fs::path& p) { return HasImageExtension(p.string()); }
 
 // A path argument for a private daemon (same user, same files): made absolute when it exists;
 // one that looks like a path but does not exist is an error here, before anything is queued.
@@ -158,7 +148,7 @@ absl::Status AddInlineImages(const std::string& source, v1::InferSpec* spec) {
   }
   if (files.empty()) {
     return absl::NotFoundError(
-        absl::StrCat(source, " holds no images (", absl::StrJoin(kImageExtensions, " "), ")"));
+        absl::StrCat(source, " holds no images (", ImageExtensionList(), ")"));
   }
   for (const fs::path& f : files) {
     std::ifstream in(f, std::ios::binary);
@@ -420,7 +410,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   inv.inputs = {profile_path};
   auto summary = RunReader(inv, [](const std::string& p) { return LoadProfile(p); });
   if (!summary.ok())
-    return FailJob(err, cmd, ReaderExitCode(summary.status()),
+    return FailJob(err, cmd, ExitCodeForStatus(summary.status()),
                    std::string(summary.status().message()), json);
   if (json) {
     // One document: the job and its files, then the summary's own keys.

@@ -47,7 +47,7 @@ int Execute(const std::string& cmd, ReaderInvocation inv, const ParsedArgs& a, s
     result = RunReader(inv, [](const std::string& path) { return LoadProfile(path); });
   }
   if (!result.ok()) {
-    return Fail(err, cmd, ReaderExitCode(result.status()), std::string(result.status().message()));
+    return Fail(err, cmd, ExitCodeForStatus(result.status()), std::string(result.status().message()));
   }
   return Emit(out, a.Switch("json") ? result->json : TerminalSafe(result->text, /*multiline=*/true));
 }

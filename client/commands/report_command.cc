@@ -104,7 +104,7 @@ int RunReport(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
     if (!fetched.ok()) {
       std::error_code ec;
       fs::remove_all(tmp, ec);
-      return Fail(err, ReaderExitCode(fetched.status()), std::string(fetched.status().message()));
+      return Fail(err, ExitCodeForStatus(fetched.status()), std::string(fetched.status().message()));
     }
     paths = *fetched;
   }
@@ -112,7 +112,7 @@ int RunReport(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   std::error_code ec;
   fs::remove_all(tmp, ec);
   if (!html.ok()) {
-    return Fail(err, ReaderExitCode(html.status()), std::string(html.status().message()));
+    return Fail(err, ExitCodeForStatus(html.status()), std::string(html.status().message()));
   }
   if (output == "-") {
     out << *html;

@@ -18,7 +18,8 @@ int RunReport(const ParsedArgs& args, std::ostream& out, std::ostream& err);
 
 // Renders the report of one local input (or a comparison of two) and writes it to `output`
 // ("-": returned only, not written). `labels` name the inputs on the page. Errors carry the
-// readers' meaning (ReaderExitCode: DATA_LOSS exit 1, everything else exit 2). Returns the page.
+// exit codes of common/status/exit_code.h (DATA_LOSS exit 1, a bad input or -o exit 2).
+// Returns the page.
 absl::StatusOr<std::string> WriteReport(const std::vector<std::string>& paths,
                                         const std::vector<std::string>& labels,
                                         const std::string& output);

@@ -1,13 +1,12 @@
 #include "client/remote/artifact_download.h"
 
-#include <openssl/evp.h>
-
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/io/atomic_file.h"
+#include "common/io/sha256.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -15,23 +14,6 @@ namespace {
 namespace fs = std::filesystem;
 
 }  // namespace
-
-absl::StatusOr<std::string> FileSha256(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  std::string buf(1 << 16, '\0');
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
-  }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &len);
-  return absl::BytesToHexString(
-      std::string(reinterpret_cast<const char*>(digest), static_cast<size_t>(len)));
-}
 
 std::string ArtifactDestination(const std::string& project, v1::JobKind kind,
                                 const std::string& name) {
@@ -47,9 +29,18 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
     return absl::PermissionDeniedError(
         absl::StrCat("cannot create ", fs::path(dest).parent_path().string(), ": ", ec.message()));
   }
-  const std::string tmp = dest + ".part";
+  const std::string tmp = TempPathBeside(dest);
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", tmp));
+  // Until it is published, the temp file goes with any failure.
+  struct RemoveUnlessPublished {
+    const std::string& path;
+    bool published = false;
+    ~RemoveUnlessPublished() {
+      std::error_code ignored;
+      if (!published) fs::remove(path, ignored);
+    }
+  } cleanup{tmp};
   int64_t received = 0;
   std::string expected_sha;
   bool complete = false;
@@ -87,20 +78,18 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
   }
   out.close();
   if (!complete) {
-    fs::remove(tmp, ec);
     if (!last_error.ok()) return last_error;
     return absl::DataLossError(absl::StrCat("artifact ", name, ": the stream ended early"));
   }
   if (!out) return absl::DataLossError(absl::StrCat("cannot write ", tmp, " (disk full?)"));
-  auto sha = FileSha256(tmp);
+  auto sha = Sha256File(tmp);
   if (!sha.ok()) return sha.status();
   if (!expected_sha.empty() && *sha != expected_sha) {
-    fs::remove(tmp, ec);
     return absl::DataLossError(absl::StrCat("artifact ", name, ": SHA-256 mismatch (got ", *sha,
                                             ", the daemon has ", expected_sha, ")"));
   }
-  fs::rename(tmp, dest, ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot write ", dest, ": ", ec.message()));
+  cleanup.published = true;  // PublishTempFile removes it on failure
+  if (auto published = PublishTempFile(tmp, dest); !published.ok()) return published;
   return received;
 }
 

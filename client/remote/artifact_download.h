@@ -22,9 +22,6 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
 std::string ArtifactDestination(const std::string& project, v1::JobKind kind,
                                 const std::string& name);
 
-// Hex SHA-256 of a file (OpenSSL).
-absl::StatusOr<std::string> FileSha256(const std::string& path);
-
 }  // namespace libreyolo::cli
 
 #endif  // LIBREYOLO_CLIENT_REMOTE_ARTIFACT_DOWNLOAD_H_

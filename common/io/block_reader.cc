@@ -10,29 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/io/file_reader.h"
+#include "common/io/unique_fd.h"
 
 namespace libreyolo {
 namespace {
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  // Reads up to n bytes, retrying on EINTR; -1 on error.
-  ssize_t Read(char* out, size_t n) {
-    while (true) {
-      const ssize_t got = ::read(fd_, out, n);
-      if (got >= 0 || errno != EINTR) return got;
-    }
-  }
-
- private:
-  int fd_;
-};
 
 absl::Status ReadError(const std::string& path) {
   return absl::DataLossError(absl::StrCat(path, ": read error (", std::strerror(errno),
@@ -57,7 +38,7 @@ class PlainReader : public BlockReader {
 
  private:
   std::string path_;
-  Fd fd_;
+  UniqueFd fd_;
 };
 
 // igzip over the file's gzip members in turn, like zlib's gzread: after a member, input that does
@@ -138,7 +119,7 @@ class GzipReader : public BlockReader {
   }
 
   std::string path_;
-  Fd fd_;
+  UniqueFd fd_;
   std::vector<uint8_t> in_;
   inflate_state state_{};
   bool eof_ = false;

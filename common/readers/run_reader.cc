@@ -45,11 +45,6 @@ const std::vector<std::string>& ReaderNames() {
   return *names;
 }
 
-int ReaderExitCode(const absl::Status& status) {
-  if (status.ok()) return 0;
-  return status.code() == absl::StatusCode::kDataLoss ? 1 : 2;
-}
-
 absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const ProfileLoader& load) {
   const size_t want = in.reader == "compare" ? 2 : 1;
   if (in.inputs.size() != want) {

@@ -56,9 +56,6 @@ absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& invocation,
 // (`report`), so their exit codes are the readers'.
 absl::StatusOr<Profile> LoadReaderInput(const ProfileLoader& load, const std::string& input);
 
-// cli.md's exit code for a RunReader error: 1 for DATA_LOSS, 2 for everything else.
-int ReaderExitCode(const absl::Status& status);
-
 // The reader names in the order `libreyolo profile` lists them.
 const std::vector<std::string>& ReaderNames();
 

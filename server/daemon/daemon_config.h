@@ -117,10 +117,11 @@ class LiveConfig {
   std::shared_ptr<const DaemonConfig> config_;
 };
 
-// What a reload may change without a restart. Fills `next` from `running` with the reloadable
-// keys of `loaded` (tokens_file, admins, limits, retention, drain_timeout_s, metrics_textfile)
-// and returns one line per other key that differs ("listen changed: restart libreyolod to
-// apply it"); those keep their running values.
+// What a reload may change without a restart. Fills `next` from `running` with the keys of
+// `loaded` that the key tree (daemon_config_file.cc) marks reloadable (today tokens_file,
+// admins, limits, retention, drain_timeout_s, metrics_textfile) and returns one line per other
+// top-level key or section that differs ("listen changed: restart libreyolod to apply it");
+// those keep their running values.
 std::vector<std::string> MergeReloadable(const DaemonConfig& running, const DaemonConfig& loaded,
                                          DaemonConfig* next);
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/io/atomic_file.h"
+#include "common/status/exit_code.h"
 #include "common/report/report_html.h"
 #include "server/daemon/job_inputs.h"
 
@@ -33,35 +34,10 @@ absl::Status StripPrefixInFile(const std::string& path, const std::string& prefi
     escaped += c;
   }
   if (text.find(escaped) == std::string::npos) return absl::OkStatus();
-  text = absl::StrReplaceAll(text, {{escaped, ""}});
-  const std::string tmp = path + ".rel";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp, " (disk full?)"));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("cannot replace ", path, ": ", ec.message()));
-  return absl::OkStatus();
+  return WriteFileAtomically(path, absl::StrReplaceAll(text, {{escaped, ""}}));
 }
 
 }  // namespace
-
-int ExitCodeFor(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kOk:
-      return 0;
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kFailedPrecondition:
-      return 2;
-    case absl::StatusCode::kOutOfRange:
-      return 3;
-    default:
-      return 1;
-  }
-}
 
 EngineRunner::EngineRunner(const LiveConfig& config, JobStore* store,
                            std::string worker_executable)
@@ -160,7 +136,7 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
   const DaemonConfig& config = *snapshot;
   RunOutcome out;
   auto fail = [&](absl::Status s) {
-    out.exit_code = ExitCodeFor(s);
+    out.exit_code = ExitCodeForStatus(s);
     out.status = std::move(s);
     store_->DiscardScratch(job.id());
     // Nothing of a failed job stays published: not the artifacts stored before the failure.

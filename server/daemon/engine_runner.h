@@ -69,10 +69,6 @@ class EngineRunner : public JobRunner {
   std::atomic<int64_t> restarts_{0};
 };
 
-// cli.md's exit code for an engine status: 0 ok, 2 bad input (NOT_FOUND, INVALID_ARGUMENT,
-// FAILED_PRECONDITION), 3 no profile (OUT_OF_RANGE), 1 anything else.
-int ExitCodeFor(const absl::Status& status);
-
 }  // namespace libreyolo::daemon
 
 #endif  // LIBREYOLO_SERVER_DAEMON_ENGINE_RUNNER_H_

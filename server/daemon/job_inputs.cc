@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/io/image_extensions.h"
 #include "server/daemon/request_validation.h"
 #include "server/engine/engine.h"
 
@@ -39,9 +40,7 @@ absl::StatusOr<std::string> WriteInlineImages(const v1::InferSpec& s, const std:
     std::string ext = fs::path(s.images(i).name()).extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(),
                    [](unsigned char c) { return std::tolower(c); });
-    static const std::vector<std::string> kKnown = {".jpg",  ".jpeg", ".png", ".bmp",
-                                                    ".webp", ".tif",  ".tiff"};
-    if (std::find(kKnown.begin(), kKnown.end(), ext) == kKnown.end()) ext = ".jpg";
+    if (!HasImageExtension(s.images(i).name())) ext = ".jpg";
     const fs::path file = dir / absl::StrCat("image_", i, ext);
     std::ofstream out(file, std::ios::binary);
     out.write(s.images(i).data().data(), static_cast<std::streamsize>(s.images(i).data().size()));

@@ -1,11 +1,15 @@
-// The job store: job records, event logs and artifacts on disk (layout in job_store.h).
+// The job store: job records, event logs and artifacts on disk (layout in job_store.h). This
+// file: records, event logs, recovery (LoadAll), deletion and retention; job_store_artifacts.cc:
+// scratch and artifact directories; job_store_fs.cc: the helpers of job_store_internal.h.
 //
-// Conventions of this file:
+// Conventions of these files:
 // - Every path built from a job id goes through CheckJobId; every artifact name through
 //   ValidArtifactName. Neither admits '/', so no path here can climb out of its directory.
-// - Errors name the path and carry strerror (absl::ErrnoToStatus maps ENOSPC to
-//   RESOURCE_EXHAUSTED, EACCES to PERMISSION_DENIED, ENOENT to NOT_FOUND ...).
-// - Temp files are "<dir>/.tmp.<final name>.XXXXXX"; LoadAll removes any it finds.
+// - Errors name the path and carry strerror (OsError: absl::ErrnoToStatus maps ENOSPC to
+//   RESOURCE_EXHAUSTED, EACCES to PERMISSION_DENIED, ENOENT to NOT_FOUND ...; the shared
+//   common/io helpers map the same errors alike).
+// - Files are written through common/io/atomic_file.h (WriteFileAtomically, its temp files
+//   "<dir>/.tmp.<final name>.XXXXXX"); LoadAll removes any temp file it finds.
 // - Each public entry point runs inside Guarded(), so that no exception (bad_alloc) escapes.
 // Behaviour the header leaves open:
 // - LoadAll is startup recovery: it removes every scratch dir, so it must not run while jobs do.
@@ -19,7 +23,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,257 +43,18 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/io/atomic_file.h"
+#include "common/io/sha256.h"
+#include "common/io/unique_fd.h"
+#include "common/status/status_macros.h"
 #include "google/protobuf/util/json_util.h"
-
-#define JOB_STORE_CONCAT_INNER(a, b) a##b
-#define JOB_STORE_CONCAT(a, b) JOB_STORE_CONCAT_INNER(a, b)
-#define JOB_STORE_RETURN_IF_ERROR(expr)            \
-  do {                                             \
-    const ::absl::Status job_store_st_ = (expr);   \
-    if (!job_store_st_.ok()) return job_store_st_; \
-  } while (false)
-#define JOB_STORE_ASSIGN_OR_RETURN(lhs, expr) \
-  JOB_STORE_ASSIGN_OR_RETURN_IMPL(JOB_STORE_CONCAT(job_store_or_, __LINE__), lhs, expr)
-#define JOB_STORE_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                                    \
-  if (!tmp.ok()) return tmp.status();                   \
-  lhs = std::move(*tmp)
+#include "server/daemon/job_store_internal.h"
 
 namespace libreyolo::daemon {
+
+using namespace job_store_internal;  // NOLINT: the store's own helpers
+
 namespace {
-
-constexpr absl::string_view kTmpPrefix = ".tmp.";   // temp files, in any directory of the store
-constexpr absl::string_view kScratchRoot = ".tmp";  // <store_dir>/.tmp/<id>/
-constexpr size_t kMaxJobIdLength = 64;
-constexpr size_t kMaxArtifactNameLength = 128;
-
-// ---- Small helpers -------------------------------------------------------------------------
-
-template <typename F>
-auto Guarded(absl::string_view what, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("job store: ", what, ": ", e.what()));
-  } catch (...) {
-    return absl::InternalError(absl::StrCat("job store: ", what, ": unknown exception"));
-  }
-}
-
-absl::Status OsError(int err, absl::string_view what, absl::string_view path) {
-  return absl::ErrnoToStatus(err, absl::StrCat(what, " ", path));
-}
-
-// A quoted, escaped and shortened rendering of an untrusted string for error messages.
-std::string Quote(absl::string_view s) {
-  constexpr size_t kMax = 80;
-  std::string out = absl::CHexEscape(s.substr(0, kMax));
-  return absl::StrCat("\"", out, s.size() > kMax ? "...\"" : "\"");
-}
-
-bool ValidJobId(absl::string_view id) {
-  if (id.empty() || id.size() > kMaxJobIdLength) return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
-  });
-}
-
-absl::Status CheckJobId(absl::string_view id) {
-  if (ValidJobId(id)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "job id ", Quote(id), " is invalid: expected 1-64 characters from [A-Za-z0-9_-]"));
-}
-
-// Plain file names: [A-Za-z0-9._-], not starting with '.', no "..".
-bool ValidArtifactName(absl::string_view name) {
-  if (name.empty() || name.size() > kMaxArtifactNameLength || name.front() == '.') return false;
-  if (absl::StrContains(name, "..")) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.';
-  });
-}
-
-std::string Join(absl::string_view dir, absl::string_view name) {
-  return absl::StrCat(dir, "/", name);
-}
-
-std::string Parent(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-std::string StripTrailingSlashes(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
-}
-
-// An owned file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  absl::Status Close(absl::string_view path) {
-    const int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) return OsError(errno, "cannot close", path);
-    return absl::OkStatus();
-  }
-
- private:
-  int fd_;
-};
-
-absl::Status WriteAll(int fd, absl::string_view data, absl::string_view path) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return OsError(errno, "cannot write", path);
-    }
-    if (n == 0) return OsError(ENOSPC, "cannot write", path);
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status FsyncFd(int fd, absl::string_view path) {
-  if (::fsync(fd) != 0) return OsError(errno, "cannot fsync", path);
-  return absl::OkStatus();
-}
-
-absl::Status FsyncDir(const std::string& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) return OsError(errno, "cannot open directory", dir);
-  JOB_STORE_RETURN_IF_ERROR(FsyncFd(fd.get(), dir));
-  return fd.Close(dir);
-}
-
-// mkdir -p; the last component gets `mode`, missing parents 0755 (both less the umask). A
-// symlink to a directory is accepted as an existing directory.
-absl::Status MakeDirs(const std::string& path, mode_t mode) {
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    const std::string prefix = path.substr(0, pos);
-    if (prefix.empty()) continue;
-    const mode_t m = pos == std::string::npos ? mode : 0755;
-    if (::mkdir(prefix.c_str(), m) == 0) continue;
-    const int err = errno;
-    struct stat st {};
-    if (err == EEXIST && ::stat(prefix.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
-    return OsError(err == EEXIST ? ENOTDIR : err, "cannot create directory", prefix);
-  }
-  return absl::OkStatus();
-}
-
-// Creates `path` (one level) with `mode` unless it exists; refuses anything but a real
-// directory there (a symlink could point outside the store).
-absl::Status MakeRealDir(const std::string& path, mode_t mode) {
-  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
-    return OsError(errno, "cannot create directory", path);
-  }
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return OsError(errno, "cannot stat", path);
-  if (!S_ISDIR(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " is not a directory", S_ISLNK(st.st_mode) ? " (a symlink)" : ""));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return OsError(errno, "cannot list directory", dir);
-  std::vector<std::string> names;
-  errno = 0;
-  while (const dirent* e = ::readdir(d)) {
-    const absl::string_view name = e->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  const int err = errno;
-  ::closedir(d);
-  if (err != 0) return OsError(err, "cannot list directory", dir);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) return OsError(errno, "cannot open", path);
-  std::string data;
-  std::array<char, 1 << 16> buf{};
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return OsError(errno, "cannot read", path);
-    }
-    if (n == 0) break;
-    data.append(buf.data(), static_cast<size_t>(n));
-  }
-  return data;
-}
-
-// Writes `data` as <dir>/<name>: temp -> fsync -> rename -> fsync(dir). On any failure the temp
-// file is removed and the previous <dir>/<name>, if any, is untouched.
-absl::Status AtomicWrite(const std::string& dir, absl::string_view name, absl::string_view data,
-                         mode_t mode) {
-  const std::string final_path = Join(dir, name);
-  std::string tmp = absl::StrCat(Join(dir, kTmpPrefix), name, ".XXXXXX");
-  Fd fd(::mkostemp(tmp.data(), O_CLOEXEC));
-  if (!fd.valid()) return OsError(errno, "cannot create a temp file for", final_path);
-  absl::Status st = WriteAll(fd.get(), data, tmp);
-  if (st.ok() && ::fchmod(fd.get(), mode) != 0) st = OsError(errno, "cannot chmod", tmp);
-  if (st.ok()) st = FsyncFd(fd.get(), tmp);
-  if (st.ok()) st = fd.Close(tmp);
-  if (st.ok() && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    st = OsError(errno, absl::StrCat("cannot rename ", tmp, " to"), final_path);
-  }
-  if (!st.ok()) {
-    ::unlink(tmp.c_str());
-    return st;
-  }
-  return FsyncDir(dir);
-}
-
-absl::StatusOr<std::string> Sha256Fd(int fd, absl::string_view path, int64_t* size) {
-  struct CtxFree {
-    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-  };
-  std::unique_ptr<EVP_MD_CTX, CtxFree> ctx(EVP_MD_CTX_new());
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
-    return absl::InternalError(absl::StrCat("cannot initialise SHA-256 for ", path));
-  }
-  std::vector<char> buf(1 << 20);
-  int64_t total = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return OsError(errno, "cannot read", path);
-    }
-    if (n == 0) break;
-    if (EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n)) != 1) {
-      return absl::InternalError(absl::StrCat("SHA-256 update failed for ", path));
-    }
-    total += n;
-  }
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), md.data(), &len) != 1) {
-    return absl::InternalError(absl::StrCat("SHA-256 final failed for ", path));
-  }
-  if (size != nullptr) *size = total;
-  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(md.data()), len));
-}
 
 google::protobuf::util::JsonPrintOptions PrintOptions() {
   google::protobuf::util::JsonPrintOptions options;
@@ -338,20 +102,12 @@ void Quarantine(const std::string& state_dir, const std::string& dir, const std:
     st = OsError(errno, absl::StrCat("cannot move ", from, " to"), to);
   }
   if (st.ok()) {
-    (void)FsyncDir(corrupt);
-    (void)FsyncDir(dir);
+    (void)FsyncDirectory(corrupt);
+    (void)FsyncDirectory(dir);
     warnings->push_back(absl::StrCat(from, ": ", why, "; moved to ", to));
   } else {
     warnings->push_back(absl::StrCat(from, ": ", why, "; left in place (", st.message(), ")"));
   }
-}
-
-struct Layout {
-  std::string jobs, events, scratch_root;
-};
-
-Layout LayoutOf(const std::string& state_dir, const std::string& store_dir) {
-  return {Join(state_dir, "jobs"), Join(state_dir, "events"), Join(store_dir, kScratchRoot)};
 }
 
 std::string EventsFile(const std::string& events_dir, const std::string& id) {
@@ -397,7 +153,7 @@ absl::Status LoadEvents(const std::string& events_dir, const std::string& id,
     pos = terminated ? nl + 1 : all.size();
   }
   if (keep < all.size()) {
-    Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
     absl::Status st = fd.valid() ? absl::OkStatus() : OsError(errno, "cannot open", path);
     if (st.ok() && ::ftruncate(fd.get(), static_cast<off_t>(keep)) != 0) {
       st = OsError(errno, "cannot truncate", path);
@@ -507,7 +263,7 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(std::vector<std::string
 
     std::vector<StoredJob> jobs;
     std::set<std::string> ids;
-    JOB_STORE_ASSIGN_OR_RETURN(const std::vector<std::string> records, ListDir(layout.jobs));
+    ASSIGN_OR_RETURN(const std::vector<std::string> records, ListDir(layout.jobs));
     for (const std::string& name : records) {
       const std::string path = Join(layout.jobs, name);
       if (absl::StartsWith(name, kTmpPrefix)) {
@@ -544,7 +300,7 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(std::vector<std::string
         const absl::Status st = LoadEvents(layout.events, job.job.id(), &job.events, warnings);
         if (!st.ok()) warnings->push_back(absl::StrCat("skipped an event log: ", st.message()));
       }
-      JOB_STORE_ASSIGN_OR_RETURN(const std::vector<std::string> logs, ListDir(layout.events));
+      ASSIGN_OR_RETURN(const std::vector<std::string> logs, ListDir(layout.events));
       for (const std::string& name : logs) {
         const std::string id = name.substr(0, name.size() - std::min<size_t>(name.size(), 6));
         if (absl::EndsWith(name, ".jsonl") && ValidJobId(id) && ids.count(id) == 0) {
@@ -567,18 +323,18 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(std::vector<std::string
 
 absl::Status JobStore::PutJob(const v1::Job& job) {
   return Guarded("PutJob", [&]() -> absl::Status {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job.id()));
-    JOB_STORE_ASSIGN_OR_RETURN(std::string json, ToJson(job));
+    RETURN_IF_ERROR(CheckJobId(job.id()));
+    ASSIGN_OR_RETURN(std::string json, ToJson(job));
     json.push_back('\n');
-    return AtomicWrite(LayoutOf(state_dir_, store_dir_).jobs, absl::StrCat(job.id(), ".json"), json,
-                       0600);
+    const std::string jobs = LayoutOf(state_dir_, store_dir_).jobs;
+    return WriteFileAtomically(Join(jobs, absl::StrCat(job.id(), ".json")), json, 0600);
   });
 }
 
 absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
   return Guarded("AppendEvent", [&]() -> absl::Status {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(event.job_id()));
-    JOB_STORE_ASSIGN_OR_RETURN(std::string line, ToJson(event));
+    RETURN_IF_ERROR(CheckJobId(event.job_id()));
+    ASSIGN_OR_RETURN(std::string line, ToJson(event));
     line.push_back('\n');
     const std::string dir = LayoutOf(state_dir_, store_dir_).events;
     const std::string path = EventsFile(dir, event.job_id());
@@ -590,7 +346,7 @@ absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
       raw = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
       created = raw >= 0;
     }
-    Fd fd(raw);
+    UniqueFd fd(raw);
     if (!fd.valid()) return OsError(errno, "cannot open", path);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return OsError(errno, "cannot stat", path);
@@ -600,7 +356,7 @@ absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
       return OsError(errno, "cannot read", path);
     }
     if (last != '\n') line.insert(line.begin(), '\n');
-    absl::Status status = WriteAll(fd.get(), line, path);
+    absl::Status status = WriteAllToFd(fd.get(), line, path);
     if (status.ok()) status = FsyncFd(fd.get(), path);
     if (!status.ok()) {
       // Leave the log as it was: no partial line behind a failed append (disk full).
@@ -608,148 +364,14 @@ absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
       if (created) ::unlink(path.c_str());
       return status;
     }
-    JOB_STORE_RETURN_IF_ERROR(fd.Close(path));
-    return created ? FsyncDir(dir) : absl::OkStatus();
-  });
-}
-
-absl::StatusOr<std::string> JobStore::ArtifactDir(const std::string& job_id) {
-  return Guarded("ArtifactDir", [&]() -> absl::StatusOr<std::string> {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job_id));
-    std::string dir = Join(store_dir_, job_id);
-    JOB_STORE_RETURN_IF_ERROR(MakeRealDir(dir, 0750));
-    return dir;
-  });
-}
-
-absl::StatusOr<std::string> JobStore::ScratchDir(const std::string& job_id) {
-  return Guarded("ScratchDir", [&]() -> absl::StatusOr<std::string> {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job_id));
-    const std::string root = LayoutOf(state_dir_, store_dir_).scratch_root;
-    JOB_STORE_RETURN_IF_ERROR(MakeRealDir(root, 0750));
-    std::string dir = Join(root, job_id);
-    JOB_STORE_RETURN_IF_ERROR(MakeRealDir(dir, 0700));
-    return dir;
-  });
-}
-
-void JobStore::DiscardScratch(const std::string& job_id) {
-  try {
-    if (!ValidJobId(job_id)) return;
-    std::error_code ec;
-    std::filesystem::remove_all(Join(LayoutOf(state_dir_, store_dir_).scratch_root, job_id), ec);
-  } catch (...) {  // best effort: recovery removes what is left
-  }
-}
-
-void JobStore::DiscardArtifacts(const std::string& job_id) {
-  try {
-    if (!ValidJobId(job_id)) return;
-    const std::string dir = Join(store_dir_, job_id);
-    struct stat st {};
-    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;  // only what we made
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-    if (!ec) (void)FsyncDir(store_dir_);
-  } catch (...) {  // best effort, like DiscardScratch
-  }
-}
-
-absl::StatusOr<v1::Artifact> JobStore::PublishArtifact(const std::string& job_id,
-                                                       const std::string& file,
-                                                       const std::string& name, int64_t max_bytes) {
-  return Guarded("PublishArtifact", [&]() -> absl::StatusOr<v1::Artifact> {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job_id));
-    if (!ValidArtifactName(name)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("artifact name ", Quote(name), " is invalid: expected a plain file name"));
-    }
-    // `file` is a path, or a name inside the job's scratch directory.
-    const std::string src =
-        absl::StrContains(file, '/')
-            ? file
-            : Join(Join(LayoutOf(state_dir_, store_dir_).scratch_root, job_id), file);
-    Fd fd(::open(src.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd.valid()) return OsError(errno, "cannot open artifact", src);
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return OsError(errno, "cannot stat", src);
-    if (!S_ISREG(st.st_mode)) {
-      return absl::InvalidArgumentError(absl::StrCat("artifact ", src, " is not a regular file"));
-    }
-    const auto too_large = [&](int64_t size) {
-      return absl::ResourceExhaustedError(absl::StrCat("artifact ", name, " of job ", job_id,
-                                                       " is ", size, " bytes, over the limit of ",
-                                                       max_bytes, " bytes (", src, ")"));
-    };
-    if (st.st_size > max_bytes) return too_large(st.st_size);
-    JOB_STORE_RETURN_IF_ERROR(FsyncFd(fd.get(), src));  // the data is durable before the name
-    int64_t size = 0;
-    JOB_STORE_ASSIGN_OR_RETURN(std::string sha256, Sha256Fd(fd.get(), src, &size));
-    if (size > max_bytes) return too_large(size);
-    JOB_STORE_RETURN_IF_ERROR(fd.Close(src));
-
-    JOB_STORE_ASSIGN_OR_RETURN(const std::string dir, ArtifactDir(job_id));
-    const std::string dst = Join(dir, name);
-    if (::rename(src.c_str(), dst.c_str()) != 0) {
-      if (errno != EXDEV) return OsError(errno, absl::StrCat("cannot rename ", src, " to"), dst);
-      // Another file system: copy into the artifact directory atomically, then drop the source.
-      JOB_STORE_ASSIGN_OR_RETURN(const std::string data, ReadFile(src));
-      JOB_STORE_RETURN_IF_ERROR(AtomicWrite(dir, name, data, 0640));
-      ::unlink(src.c_str());
-    }
-    JOB_STORE_RETURN_IF_ERROR(FsyncDir(dir));
-    (void)FsyncDir(Parent(src));
-
-    v1::Artifact artifact;
-    artifact.set_name(name);
-    artifact.set_size_bytes(size);
-    artifact.set_sha256(std::move(sha256));
-    return artifact;
-  });
-}
-
-absl::StatusOr<std::string> JobStore::ArtifactPath(const v1::Job& job,
-                                                   const std::string& name) const {
-  return Guarded("ArtifactPath", [&]() -> absl::StatusOr<std::string> {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job.id()));
-    const auto not_found = [&](absl::string_view why) {
-      return absl::NotFoundError(
-          absl::StrCat("job ", job.id(), " has no artifact ", Quote(name), ": ", why));
-    };
-    if (!ValidArtifactName(name)) return not_found("not a plain file name");
-    const bool listed = std::any_of(job.artifacts().begin(), job.artifacts().end(),
-                                    [&](const v1::Artifact& a) { return a.name() == name; });
-    if (!listed) return not_found("not one of the job's artifacts");
-
-    const std::string dir = Join(store_dir_, job.id());
-    std::string path = Join(dir, name);
-    struct stat st {};
-    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return not_found(absl::StrCat(dir, " is not a directory"));
-    }
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      return not_found(absl::StrCat(path, " is not a regular file"));
-    }
-    // Belt and braces: the resolved path must lie under the resolved store root.
-    char root_buf[PATH_MAX];
-    char path_buf[PATH_MAX];
-    if (::realpath(store_dir_.c_str(), root_buf) == nullptr) {
-      return OsError(errno, "cannot resolve", store_dir_);
-    }
-    if (::realpath(path.c_str(), path_buf) == nullptr)
-      return OsError(errno, "cannot resolve", path);
-    std::string root = root_buf;
-    if (root != "/") root.push_back('/');
-    if (!absl::StartsWith(path_buf, root)) {
-      return not_found(absl::StrCat(path, " resolves outside the store"));
-    }
-    return path;
+    RETURN_IF_ERROR(CloseFd(fd, path));
+    return created ? FsyncDirectory(dir) : absl::OkStatus();
   });
 }
 
 absl::Status JobStore::DeleteJob(const std::string& job_id) {
   return Guarded("DeleteJob", [&]() -> absl::Status {
-    JOB_STORE_RETURN_IF_ERROR(CheckJobId(job_id));
+    RETURN_IF_ERROR(CheckJobId(job_id));
     const Layout layout = LayoutOf(state_dir_, store_dir_);
     std::lock_guard<std::mutex> lock(append_mu_);
     // The record goes last: a crash half way leaves a record that retention deletes again.
@@ -764,21 +386,13 @@ absl::Status JobStore::DeleteJob(const std::string& job_id) {
         return OsError(errno, "cannot remove", file);
       }
     }
-    JOB_STORE_RETURN_IF_ERROR(FsyncDir(store_dir_));
-    JOB_STORE_RETURN_IF_ERROR(FsyncDir(layout.events));
-    return FsyncDir(layout.jobs);
+    RETURN_IF_ERROR(FsyncDirectory(store_dir_));
+    RETURN_IF_ERROR(FsyncDirectory(layout.events));
+    return FsyncDirectory(layout.jobs);
   });
 }
 
 // ---- Free functions ------------------------------------------------------------------------
-
-absl::StatusOr<std::string> Sha256File(const std::string& path) {
-  return Guarded("Sha256File", [&]() -> absl::StatusOr<std::string> {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return OsError(errno, "cannot open", path);
-    return Sha256Fd(fd.get(), path, nullptr);
-  });
-}
 
 std::vector<std::string> JobsToExpire(const std::vector<v1::Job>& jobs, int64_t now_unix_ms,
                                       int64_t max_age_hours, int64_t max_jobs) {

@@ -71,9 +71,6 @@ class JobStore {
   std::mutex append_mu_;
 };
 
-// SHA-256 of a file, hex. Streaming; used for artifacts and ReadArtifact's final checksum.
-absl::StatusOr<std::string> Sha256File(const std::string& path);
-
 // Which finished jobs retention removes now, oldest first: those finished before
 // now - max_age_hours, then the oldest beyond max_jobs. Queued/running jobs are never chosen.
 std::vector<std::string> JobsToExpire(const std::vector<v1::Job>& jobs, int64_t now_unix_ms,

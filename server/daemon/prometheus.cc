@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/io/atomic_file.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -164,44 +165,10 @@ std::string RenderPrometheus(const MetricsSnapshot& snapshot) {
 }
 
 absl::Status WriteMetricsTextfile(const std::string& path, const std::string& text) {
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  // node_exporter reads only *.prom files, so the temp name (no .prom ending) is never read.
-  std::string temp = absl::StrCat(path, ".tmp.XXXXXX");
-  const int fd = mkstemp(temp.data());
-  if (fd < 0) {
-    return absl::FailedPreconditionError(absl::StrCat("metrics textfile ", path,
-                                                      ": cannot create a temp file in ", dir, ": ",
-                                                      std::strerror(errno)));
-  }
-  auto fail = [&](const char* what) {
-    const std::string reason = std::strerror(errno);
-    close(fd);
-    unlink(temp.c_str());
-    return absl::FailedPreconditionError(
-        absl::StrCat("metrics textfile ", path, ": ", what, ": ", reason));
-  };
-  size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail("write");
-    written += static_cast<size_t>(n);
-  }
-  // mkstemp makes 0600; node_exporter often runs as another user.
-  if (fchmod(fd, 0644) != 0) return fail("chmod");
-  if (fsync(fd) != 0) return fail("fsync");
-  if (close(fd) != 0) {
-    const std::string reason = std::strerror(errno);
-    unlink(temp.c_str());
-    return absl::FailedPreconditionError(
-        absl::StrCat("metrics textfile ", path, ": close: ", reason));
-  }
-  if (rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    unlink(temp.c_str());
-    return absl::FailedPreconditionError(
-        absl::StrCat("metrics textfile ", path, ": rename: ", reason));
+  // 0644: node_exporter often runs as another user. The temp name does not end in .prom, so
+  // node_exporter never reads a partial file.
+  if (auto st = WriteFileAtomically(path, text, 0644); !st.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("metrics textfile ", path, ": ", st.message()));
   }
   return absl::OkStatus();
 }

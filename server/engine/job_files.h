@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/io/atomic_file.h"  // WriteFileAtomically, for the jobs
 #include "server/engine/collect/collected_trace.h"
 #include "server/engine/collect/trace_export.h"
 
@@ -18,7 +19,6 @@ struct JobFiles {
 
 JobFiles JobFilesFor(const std::string& project, const std::string& kind);
 absl::Status CreateJobDir(const JobFiles& files);
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content);
 absl::Status WriteTraceAtomically(const CollectedTrace& trace, const std::string& path,
                                   const TraceExportOptions& options);
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "tests/daemon/daemon_process.h"
 
 namespace libreyolo::daemon_test {
@@ -87,7 +88,9 @@ std::string CheckDownload(const Remote& r, const v1::Job& job, const std::string
     EXPECT_THAT(dl.out, HasSubstr(path));
     EXPECT_TRUE(fs::is_regular_file(path)) << path;
     EXPECT_EQ(Sha256Hex(ReadFile(path)), a.sha256()) << path;
-    EXPECT_FALSE(fs::exists(path + ".part")) << path;
+  }
+  for (const auto& entry : fs::directory_iterator(project + "/" + sub)) {  // no temp file left
+    EXPECT_FALSE(absl::StartsWith(entry.path().filename().string(), ".tmp.")) << entry.path();
   }
   return project + "/" + sub + "/profile.json";
 }

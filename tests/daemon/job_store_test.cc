@@ -293,22 +293,6 @@ TEST_F(JobStoreTest, CorruptRecordsAreQuarantined) {
   EXPECT_EQ(ReadAll(state_ + "/corrupt/bad.json.1"), "garbage");
 }
 
-TEST_F(JobStoreTest, Sha256FileMatchesKnownDigests) {
-  WriteAll(root_ + "/abc", "abc");
-  WriteAll(root_ + "/empty", "");
-  EXPECT_EQ(*Sha256File(root_ + "/abc"), kSha256Abc);
-  EXPECT_EQ(*Sha256File(root_ + "/empty"), kSha256Empty);
-  // Streaming over more than one buffer: 3 MiB of 'a' against a digest computed two ways.
-  const std::string big(3u << 20, 'a');
-  WriteAll(root_ + "/big", big);
-  WriteAll(root_ + "/big2", big);
-  EXPECT_EQ(*Sha256File(root_ + "/big"), *Sha256File(root_ + "/big2"));
-  const auto missing = Sha256File(root_ + "/missing");
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(missing.status().message(), HasSubstr(root_ + "/missing"));
-  EXPECT_THAT(missing.status().message(), HasSubstr("No such file or directory"));
-}
-
 TEST_F(JobStoreTest, PublishArtifactMovesTheFileWithSizeAndSha256) {
   const std::string src = Scratch("j", "out.json", "abc");
   auto art = js_->PublishArtifact("j", src, "profile.json", 1024);

@@ -16,6 +16,7 @@
 #include "common/readers/ops_view.h"
 #include "common/readers/phases_view.h"
 #include "common/readers/summary_view.h"
+#include "common/status/exit_code.h"
 #include "server/engine/cpu_threads.h"
 #include "server/engine/engine.h"
 #include "tests/engine/budget_record_check.h"
@@ -182,7 +183,7 @@ TEST_F(InferJob, ModuleScopesAreRecordedAndTheProfileSaysSoTruthfully) {
   inv.inputs = {r->trace_path};
   out = RunReader(inv, [](const std::string& p) { return LoadProfile(p); });
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(ReaderExitCode(out.status()), 2);
+  EXPECT_EQ(ExitCodeForStatus(out.status()), 2);
   EXPECT_NE(out.status().message().find("run with --with-modules"), std::string::npos);
 }
 

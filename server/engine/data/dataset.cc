@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/engine/data/image_io.h"
-#include "server/engine/data/status_macros.h"
+#include "common/status/status_macros.h"
 #include "server/engine/data/synthetic.h"
 
 namespace libreyolo::engine {

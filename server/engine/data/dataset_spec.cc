@@ -14,7 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/engine/data/status_macros.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
 namespace {

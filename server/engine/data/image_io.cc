@@ -10,7 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "server/engine/data/status_macros.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -42,19 +42,6 @@ absl::Status AddListFile(const fs::path& list, std::vector<std::string>* out) {
 }
 
 }  // namespace
-
-std::string ImageExtensionList() {
-  std::string out;
-  for (std::string_view ext : kImageExtensions) {
-    absl::StrAppend(&out, out.empty() ? "" : ", ", "*", absl::string_view(ext.data(), ext.size()));
-  }
-  return out;
-}
-
-bool HasImageExtension(const std::string& path) {
-  const std::string ext = absl::AsciiStrToLower(fs::path(path).extension().string());
-  return std::find(kImageExtensions.begin(), kImageExtensions.end(), ext) != kImageExtensions.end();
-}
 
 absl::StatusOr<std::vector<std::string>> ListImages(const std::string& dir, bool recursive) {
   std::error_code ec;

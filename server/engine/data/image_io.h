@@ -10,17 +10,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/io/image_extensions.h"
 
 namespace libreyolo::engine {
 
-// The formats `profile infer` accepts (reference §7), matched case-insensitively.
-inline constexpr std::array<std::string_view, 7> kImageExtensions = {
-    ".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"};
-
-// "*.jpg, *.jpeg, ..." for messages.
-std::string ImageExtensionList();
-
-bool HasImageExtension(const std::string& path);
+// Which files are images (kImageExtensions, HasImageExtension, ImageExtensionList): one list
+// for the client, the daemon and the engine, in common/io/image_extensions.h.
+using ::libreyolo::HasImageExtension;
+using ::libreyolo::ImageExtensionList;
 
 // The images in `dir`, sorted by path; `recursive` descends into sub-folders (dataset splits
 // do, inference sources do not). NOT_FOUND if `dir` is not a folder; an empty result is not an

@@ -5,7 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/engine/data/image_io.h"
-#include "server/engine/data/status_macros.h"
+#include "common/status/status_macros.h"
 #include "server/engine/data/synthetic.h"
 
 namespace libreyolo::engine {

@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/engine/data/rng.h"
-#include "server/engine/data/status_macros.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
 namespace {

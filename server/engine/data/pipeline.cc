@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "server/engine/data/rng.h"
-#include "server/engine/data/status_macros.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
 namespace {

@@ -1,0 +1,544 @@
+// The daemon's configuration: the YAML file, the flags over it, validation, and a reload's merge.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/daemon/daemon_config.h"
+#include "tests/daemon/security_test_util.h"
+
+namespace libreyolo::daemon {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_util::TempDir;
+using testing_util::WriteFile;
+
+// ---- configuration ---------------------------------------------------------------------------
+
+constexpr char kFullConfig[] = R"(# every key
+listen: ["tcp:0.0.0.0:50051", "unix:/run/libreyolod/libreyolod.sock"]
+state_dir: /srv/state
+store_dir: /srv/store
+models_dir: /srv/models
+datasets_dir: /srv/datasets
+images_dir: /srv/images
+devices: ["0", "cpu"]
+tls:
+  cert: /etc/ly/server.pem
+  key: /etc/ly/server.key
+  client_ca: /etc/ly/ca.pem
+  require_client_cert: true
+tokens_file: /etc/ly/tokens
+admins: [alice, bob]
+insecure_tcp: yes
+allow_local_paths: true
+unix_socket_mode: 0640
+limits:
+  max_queue_length: 11
+  max_jobs_per_user: 12
+  max_steps: 13
+  max_runs: 14
+  max_repeat: 15
+  max_batch: 16
+  max_imgsz: 17
+  max_inline_image_bytes: 18
+  max_artifact_bytes: 8589934592
+  max_watchers: 20
+retention:
+  max_age_hours: 21
+  max_jobs: 22
+metrics_textfile: /var/lib/node_exporter/libreyolod.prom
+drain_timeout_s: 23
+cpu_threads: 24
+)";
+
+TEST(DaemonConfigTest, LoadsEveryKey) {
+  TempDir dir;
+  WriteFile(dir.File("d.yaml"), kFullConfig);
+  absl::StatusOr<DaemonConfig> loaded = LoadDaemonConfig(dir.File("d.yaml"));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const DaemonConfig& c = *loaded;
+  EXPECT_THAT(c.listen,
+              ::testing::ElementsAre("tcp:0.0.0.0:50051", "unix:/run/libreyolod/libreyolod.sock"));
+  EXPECT_EQ(c.state_dir, "/srv/state");
+  EXPECT_EQ(c.store_dir, "/srv/store");
+  EXPECT_EQ(c.models_dir, "/srv/models");
+  EXPECT_EQ(c.datasets_dir, "/srv/datasets");
+  EXPECT_EQ(c.images_dir, "/srv/images");
+  EXPECT_THAT(c.devices, ::testing::ElementsAre("0", "cpu"));
+  EXPECT_EQ(c.tls.cert_file, "/etc/ly/server.pem");
+  EXPECT_EQ(c.tls.key_file, "/etc/ly/server.key");
+  EXPECT_EQ(c.tls.client_ca_file, "/etc/ly/ca.pem");
+  EXPECT_TRUE(c.tls.require_client_cert);
+  EXPECT_EQ(c.tokens_file, "/etc/ly/tokens");
+  EXPECT_THAT(c.admins, ::testing::ElementsAre("alice", "bob"));
+  EXPECT_TRUE(c.insecure_tcp);
+  EXPECT_TRUE(c.allow_local_paths);
+  EXPECT_EQ(c.unix_socket_mode, 0640);
+  EXPECT_EQ(c.limits.max_queue_length, 11);
+  EXPECT_EQ(c.limits.max_jobs_per_user, 12);
+  EXPECT_EQ(c.limits.max_steps, 13);
+  EXPECT_EQ(c.limits.max_runs, 14);
+  EXPECT_EQ(c.limits.max_repeat, 15);
+  EXPECT_EQ(c.limits.max_batch, 16);
+  EXPECT_EQ(c.limits.max_imgsz, 17);
+  EXPECT_EQ(c.limits.max_inline_image_bytes, 18);
+  EXPECT_EQ(c.limits.max_artifact_bytes, int64_t{8} << 30);
+  EXPECT_EQ(c.limits.max_watchers, 20);
+  EXPECT_EQ(c.retention.max_age_hours, 21);
+  EXPECT_EQ(c.retention.max_jobs, 22);
+  EXPECT_EQ(c.metrics_textfile, "/var/lib/node_exporter/libreyolod.prom");
+  EXPECT_EQ(c.drain_timeout_s, 23);
+  EXPECT_EQ(c.cpu_threads, 24);
+}
+
+TEST(DaemonConfigTest, EmptyFileAndEmptySectionsKeepDefaults) {
+  TempDir dir;
+  WriteFile(dir.File("empty.yaml"), "# nothing\n");
+  absl::StatusOr<DaemonConfig> empty = LoadDaemonConfig(dir.File("empty.yaml"));
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->limits.max_batch, 256);
+  WriteFile(dir.File("sections.yaml"), "limits:\nretention:\ntls:\n");
+  absl::StatusOr<DaemonConfig> sections = LoadDaemonConfig(dir.File("sections.yaml"));
+  ASSERT_TRUE(sections.ok()) << sections.status();
+  EXPECT_EQ(sections->retention.max_jobs, 1000);
+  EXPECT_EQ(sections->unix_socket_mode, 0660);
+}
+
+absl::Status LoadText(const std::string& text) {
+  TempDir dir;
+  WriteFile(dir.File("c.yaml"), text);
+  return LoadDaemonConfig(dir.File("c.yaml")).status();
+}
+
+TEST(DaemonConfigTest, ErrorsNameTheKeyPath) {
+  struct Case {
+    const char* yaml;
+    const char* message;
+  } cases[] = {
+      {"limits:\n  max_batch: many\n", "limits.max_batch: expected an integer (line 2)"},
+      {"limits:\n  max_batch: 1.5\n", "limits.max_batch: expected an integer"},
+      {"limits:\n  max_bacth: 8\n", "limits.max_bacth: unknown key"},
+      {"retention:\n  max_jobs: [1]\n", "retention.max_jobs: expected an integer"},
+      {"limits:\n  max_queue_length: 5000000000\n", "limits.max_queue_length: 5000000000 is out"},
+      {"tls:\n  cert_file: x\n", "tls.cert_file: unknown key"},
+      {"tls:\n  require_client_cert: maybe\n", "tls.require_client_cert: expected true or false"},
+      {"tls: yes\n", "tls: expected a mapping"},
+      {"listen: unix:/x\n", "listen: expected a list of strings"},
+      {"listen: [unix:/x, [a]]\n", "listen[1]: expected a string"},
+      {"state_dir: {a: 1}\n", "state_dir: expected a string"},
+      {"insecure_tcp: 2\n", "insecure_tcp: expected true or false"},
+      {"unix_socket_mode: 0999\n", "unix_socket_mode: expected an octal mode"},
+      {"bogus: 1\n", "bogus: unknown key"},
+      {"cpu_threads: 1\ncpu_threads: 2\n", "cpu_threads: duplicate key"},
+      {"- a\n- b\n", "the configuration: expected a mapping"},
+      {"limits: {max_batch: 1\n", "line"},
+  };
+  for (const Case& c : cases) {
+    const absl::Status status = LoadText(c.yaml);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.yaml;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.message)) << c.yaml;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("c.yaml")) << c.yaml;
+  }
+}
+
+TEST(DaemonConfigTest, ModesAreOctalHoweverSpelled) {
+  for (const char* spelling : {"0640", "640", "0o640", "\"0640\""}) {
+    TempDir dir;
+    WriteFile(dir.File("m.yaml"), std::string("unix_socket_mode: ") + spelling + "\n");
+    absl::StatusOr<DaemonConfig> c = LoadDaemonConfig(dir.File("m.yaml"));
+    ASSERT_TRUE(c.ok()) << spelling << ": " << c.status();
+    EXPECT_EQ(c->unix_socket_mode, 0640) << spelling;
+  }
+}
+
+TEST(DaemonConfigTest, MissingFileIsNotFound) {
+  const absl::StatusOr<DaemonConfig> c = LoadDaemonConfig("/nonexistent/libreyolod.yaml");
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("/nonexistent/libreyolod.yaml"));
+  TempDir dir;
+  const absl::StatusOr<DaemonConfig> directory = LoadDaemonConfig(dir.path().string());
+  EXPECT_EQ(directory.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(directory.status().message()), HasSubstr("not a regular file"));
+}
+
+TEST(DaemonFlagsTest, FlagsOverrideTheFile) {
+  TempDir dir;
+  WriteFile(dir.File("d.yaml"), kFullConfig);
+  absl::StatusOr<DaemonConfig> c = LoadDaemonConfig(dir.File("d.yaml"));
+  ASSERT_TRUE(c.ok());
+  const std::vector<std::string> args = {
+      "--config",
+      "/etc/x.yaml",
+      "--listen",
+      "unix:/tmp/a.sock",
+      "--listen=127.0.0.1:5",
+      "--state-dir=/s",
+      "--store-dir",
+      "/st",
+      "--models-dir",
+      "/m",
+      "--datasets-dir",
+      "/d",
+      "--images-dir",
+      "/i",
+      "--device",
+      "cpu",
+      "--device=1",
+      "--tls-cert",
+      "/c.pem",
+      "--tls-key=/k.pem",
+      "--tls-client-ca",
+      "/ca.pem",
+      "--require-client-cert=false",
+      "--tokens-file",
+      "/t",
+      "--admin",
+      "carol",
+      "--insecure-tcp=false",
+      "--allow-local-paths=0",
+      "--unix-socket-mode",
+      "600",
+      "--max-queue-length=1",
+      "--max-jobs-per-user",
+      "2",
+      "--max-batch=3",
+      "--max-steps",
+      "4",
+      "--max-runs=5",
+      "--metrics-textfile",
+      "/m.prom",
+      "--drain-timeout=90s",
+      "--threads",
+      "7",
+  };
+  absl::StatusOr<FlagParseResult> result = ApplyDaemonFlags(args, &*c);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->help);
+  EXPECT_EQ(result->config_file, "/etc/x.yaml");
+  EXPECT_THAT(c->listen, ::testing::ElementsAre("unix:/tmp/a.sock", "127.0.0.1:5"));
+  EXPECT_EQ(c->state_dir, "/s");
+  EXPECT_EQ(c->store_dir, "/st");
+  EXPECT_EQ(c->models_dir, "/m");
+  EXPECT_EQ(c->datasets_dir, "/d");
+  EXPECT_EQ(c->images_dir, "/i");
+  EXPECT_THAT(c->devices, ::testing::ElementsAre("cpu", "1"));
+  EXPECT_EQ(c->tls.cert_file, "/c.pem");
+  EXPECT_EQ(c->tls.key_file, "/k.pem");
+  EXPECT_EQ(c->tls.client_ca_file, "/ca.pem");
+  EXPECT_FALSE(c->tls.require_client_cert);
+  EXPECT_EQ(c->tokens_file, "/t");
+  EXPECT_THAT(c->admins, ::testing::ElementsAre("carol"));
+  EXPECT_FALSE(c->insecure_tcp);
+  EXPECT_FALSE(c->allow_local_paths);
+  EXPECT_EQ(c->unix_socket_mode, 0600);
+  EXPECT_EQ(c->limits.max_queue_length, 1);
+  EXPECT_EQ(c->limits.max_jobs_per_user, 2);
+  EXPECT_EQ(c->limits.max_batch, 3);
+  EXPECT_EQ(c->limits.max_steps, 4);
+  EXPECT_EQ(c->limits.max_runs, 5);
+  EXPECT_EQ(c->metrics_textfile, "/m.prom");
+  EXPECT_EQ(c->drain_timeout_s, 90);
+  EXPECT_EQ(c->cpu_threads, 7);
+  EXPECT_EQ(c->limits.max_imgsz, 17);  // untouched by flags
+}
+
+TEST(DaemonFlagsTest, SwitchesAndHelp) {
+  DaemonConfig c;
+  absl::StatusOr<FlagParseResult> result =
+      ApplyDaemonFlags({"--insecure-tcp", "--allow-local-paths", "--require-client-cert"}, &c);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(c.insecure_tcp);
+  EXPECT_TRUE(c.allow_local_paths);
+  EXPECT_TRUE(c.tls.require_client_cert);
+  EXPECT_FALSE(result->help);
+  result = ApplyDaemonFlags({"--help"}, &c);
+  ASSERT_TRUE(result.ok());
+  EXPECT_TRUE(result->help);
+}
+
+TEST(DaemonFlagsTest, BadArgumentsAreRefusedWithAHint) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  } cases[] = {
+      {{"max_batch=8"}, "flags start with --, e.g. --max-batch=8"},
+      {{"serve"}, "unexpected argument 'serve'"},
+      {{"--max-bacth=8"}, "unknown flag --max-bacth"},
+      {{"--max-batch"}, "--max-batch needs a value"},
+      {{"--max-batch", "big"}, "--max-batch: expected an integer, got 'big'"},
+      {{"--max-queue-length=99999999999"}, "--max-queue-length: 99999999999 is out of range"},
+      {{"--insecure-tcp=perhaps"}, "--insecure-tcp: expected true or false"},
+      {{"--unix-socket-mode", "rw"}, "--unix-socket-mode: expected an octal mode"},
+      {{"--listen="}, "--listen: empty value"},
+  };
+  for (const Case& c : cases) {
+    DaemonConfig config;
+    const absl::StatusOr<FlagParseResult> result = ApplyDaemonFlags(c.args, &config);
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument) << c.args[0];
+    EXPECT_THAT(std::string(result.status().message()), HasSubstr(c.message)) << c.args[0];
+  }
+}
+
+// deploy.md promises a flag for every config key: the help names the key next to its flag, and
+// a flag sets the same field as the key (checked on every limit and retention key).
+TEST(DaemonFlagsTest, EveryConfigKeyHasAFlag) {
+  const std::vector<std::string> keys = DaemonConfigKeyPaths();
+  ASSERT_GT(keys.size(), 25u);
+  const std::string help = DaemonFlagsHelp();
+  for (const std::string& key : keys) {
+    const std::string flag = DaemonFlagForKey(key);
+    EXPECT_FALSE(flag.empty()) << key << " has no flag";
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+    EXPECT_NE(help.find("(" + key + ")"), std::string::npos) << key;
+  }
+  for (const char* key : {"limits.max_repeat", "limits.max_imgsz", "limits.max_watchers",
+                          "limits.max_artifact_bytes", "limits.max_inline_image_bytes",
+                          "limits.max_queue_length", "retention.max_jobs",
+                          "retention.max_age_hours"}) {
+    const std::string flag = DaemonFlagForKey(key);
+    ASSERT_FALSE(flag.empty()) << key;
+    DaemonConfig from_flag;
+    ASSERT_TRUE(ApplyDaemonFlags({flag + "=7"}, &from_flag).ok()) << flag;
+    const std::string path(key);
+    const size_t dot = path.find('.');
+    TempDir dir;
+    WriteFile(dir.File("k.yaml"),
+              path.substr(0, dot) + ":\n  " + path.substr(dot + 1) + ": 7\n");
+    auto from_file = LoadDaemonConfig(dir.File("k.yaml"));
+    ASSERT_TRUE(from_file.ok()) << from_file.status();
+    EXPECT_EQ(from_flag.limits.max_repeat, from_file->limits.max_repeat) << key;
+    EXPECT_EQ(from_flag.limits.max_imgsz, from_file->limits.max_imgsz) << key;
+    EXPECT_EQ(from_flag.limits.max_watchers, from_file->limits.max_watchers) << key;
+    EXPECT_EQ(from_flag.limits.max_artifact_bytes, from_file->limits.max_artifact_bytes) << key;
+    EXPECT_EQ(from_flag.limits.max_inline_image_bytes, from_file->limits.max_inline_image_bytes)
+        << key;
+    EXPECT_EQ(from_flag.limits.max_queue_length, from_file->limits.max_queue_length) << key;
+    EXPECT_EQ(from_flag.retention.max_jobs, from_file->retention.max_jobs) << key;
+    EXPECT_EQ(from_flag.retention.max_age_hours, from_file->retention.max_age_hours) << key;
+  }
+}
+
+TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
+  const std::string help = DaemonFlagsHelp();
+  for (const char* flag : {"--config FILE",
+                           "--listen ADDR",
+                           "--state-dir",
+                           "--store-dir",
+                           "--models-dir",
+                           "--datasets-dir",
+                           "--images-dir",
+                           "--device D",
+                           "--tls-cert",
+                           "--tls-key",
+                           "--tls-client-ca",
+                           "--require-client-cert",
+                           "--tokens-file",
+                           "--admin USER",
+                           "--insecure-tcp",
+                           "--allow-local-paths",
+                           "--unix-socket-mode OCTAL",
+                           "--max-queue-length",
+                           "--max-jobs-per-user",
+                           "--max-batch",
+                           "--max-steps",
+                           "--max-runs",
+                           "--metrics-textfile",
+                           "--drain-timeout",
+                           "--threads",
+                           "--help"}) {
+    EXPECT_THAT(help, HasSubstr(flag));
+  }
+  // Every flag the parser accepts is documented, and every documented one is accepted.
+  std::istringstream lines(help);
+  std::string line;
+  int documented = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("  --", 0) != 0) continue;
+    ++documented;
+    std::string name = line.substr(2, line.find(' ', 2) - 2);
+    DaemonConfig c;
+    std::vector<std::string> args = {name};
+    if (name != "--help" && name != "--insecure-tcp" && name != "--allow-local-paths" &&
+        name != "--require-client-cert") {
+      args.push_back(name == "--unix-socket-mode" ? "600" : "1");
+    }
+    EXPECT_TRUE(ApplyDaemonFlags(args, &c).ok()) << name;
+  }
+  EXPECT_EQ(documented, 34);
+}
+
+TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {
+  DaemonConfig c;
+  c.listen = {"unix:/run/libreyolod/libreyolod.sock"};
+  EXPECT_TRUE(ValidateDaemonConfig(c).ok()) << ValidateDaemonConfig(c);
+}
+
+TEST(DaemonConfigValidateTest, MessagesNameTheKeyAndTheWayOut) {
+  auto message = [](const DaemonConfig& c) {
+    return std::string(ValidateDaemonConfig(c).message());
+  };
+  DaemonConfig c;
+  EXPECT_THAT(message(c), HasSubstr("no listen address"));
+  EXPECT_THAT(message(c), HasSubstr("--listen"));
+
+  c.listen = {"tcp:0.0.0.0:50051"};
+  EXPECT_THAT(message(c),
+              HasSubstr("listen tcp:0.0.0.0:50051 without TLS: set tls.cert/tls.key, or "
+                        "--insecure-tcp for a trusted network"));
+  EXPECT_THAT(message(c), HasSubstr("set tokens_file (--tokens-file)"));
+  c.insecure_tcp = true;
+  c.tokens_file = "/etc/ly/tokens";
+  EXPECT_TRUE(ValidateDaemonConfig(c).ok()) << message(c);
+
+  DaemonConfig bad = c;
+  bad.listen = {"0.0.0.0"};
+  EXPECT_THAT(message(bad), HasSubstr("listen '0.0.0.0': expected unix:/path, tcp:HOST:PORT"));
+  bad = c;
+  bad.tls.cert_file = "/nonexistent/cert.pem";
+  EXPECT_THAT(message(bad), HasSubstr("tls.cert is set but tls.key is not"));
+  EXPECT_THAT(message(bad), HasSubstr("tls.cert /nonexistent/cert.pem: cannot read"));
+  bad = c;
+  bad.tls.require_client_cert = true;
+  EXPECT_THAT(message(bad), HasSubstr("tls.require_client_cert needs tls.client_ca"));
+  bad = c;
+  bad.limits.max_batch = 0;
+  bad.limits.max_queue_length = -1;
+  EXPECT_THAT(message(bad), HasSubstr("limits.max_batch (--max-batch) must be positive, got 0"));
+  EXPECT_THAT(message(bad), HasSubstr("limits.max_queue_length (--max-queue-length) must be"));
+  bad = c;
+  bad.retention.max_jobs = -1;
+  bad.drain_timeout_s = -5;
+  EXPECT_THAT(message(bad), HasSubstr("retention.max_jobs must be 0 or more"));
+  EXPECT_THAT(message(bad), HasSubstr("drain_timeout_s (--drain-timeout)"));
+  bad = c;
+  bad.devices = {"gpu0", "1", "1"};
+  EXPECT_THAT(message(bad), HasSubstr("devices: 'gpu0' is not a device"));
+  EXPECT_THAT(message(bad), HasSubstr("devices: '1' is listed twice"));
+  bad = c;
+  bad.unix_socket_mode = 0066;
+  EXPECT_THAT(message(bad), HasSubstr("unix_socket_mode: the owner needs read and write"));
+  bad = c;
+  bad.state_dir.clear();
+  EXPECT_THAT(message(bad), HasSubstr("state_dir is empty"));
+}
+
+TEST(DaemonConfigValidateTest, ParsesListenAddresses) {
+  struct Case {
+    const char* address;
+    bool ok;
+    bool unix_socket;
+    const char* target;
+  } cases[] = {
+      {"unix:/run/x.sock", true, true, "/run/x.sock"},
+      {"tcp:0.0.0.0:50051", true, false, "0.0.0.0:50051"},
+      {"localhost:1", true, false, "localhost:1"},
+      {"[::1]:50051", true, false, "[::1]:50051"},
+      {"tcp:[::]:0", true, false, "[::]:0"},
+      {"unix:", false, false, ""},
+      {"::1:50051", false, false, ""},
+      {"host:http", false, false, ""},
+      {"host:70000", false, false, ""},
+      {":50051", false, false, ""},
+  };
+  for (const Case& c : cases) {
+    const absl::StatusOr<ListenAddress> parsed = ParseListenAddress(c.address);
+    ASSERT_EQ(parsed.ok(), c.ok) << c.address;
+    if (!c.ok) continue;
+    EXPECT_EQ(parsed->unix_socket, c.unix_socket) << c.address;
+    EXPECT_EQ(parsed->target, c.target) << c.address;
+  }
+}
+
+// ---- reload ----------------------------------------------------------------------------------
+
+// The file with `key_path` changed from its default: the first of a few spellings that the key
+// accepts (none of them is a default).
+absl::StatusOr<DaemonConfig> LoadWithChanged(const std::string& key_path, const TempDir& dir) {
+  const size_t dot = key_path.find('.');
+  for (const char* value : {"7", "true", "[\"x:1\"]", "0600", "/changed"}) {
+    const std::string yaml =
+        dot == std::string::npos
+            ? absl::StrCat(key_path, ": ", value, "\n")
+            : absl::StrCat(key_path.substr(0, dot), ":\n  ", key_path.substr(dot + 1), ": ", value,
+                           "\n");
+    const std::string path = (dir.path() / "reload.yaml").string();
+    WriteFile(path, yaml);
+    absl::StatusOr<DaemonConfig> loaded = LoadDaemonConfig(path);
+    if (loaded.ok()) return loaded;  // each spelling differs from every default
+  }
+  return absl::NotFoundError(absl::StrCat("no test value parses for ", key_path));
+}
+
+// Every key of the file is either applied by a reload or named in a restart note, never
+// silently dropped; the reloadable ones are exactly those the header (and deploy.md) document.
+TEST(DaemonConfigReloadTest, EveryKeyIsAppliedOrNamed) {
+  TempDir dir;
+  const std::set<std::string> live = {"tokens_file", "admins", "limits", "retention",
+                                      "drain_timeout_s", "metrics_textfile"};
+  for (const std::string& key_path : DaemonConfigKeyPaths()) {
+    SCOPED_TRACE(key_path);
+    absl::StatusOr<DaemonConfig> loaded = LoadWithChanged(key_path, dir);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    const std::string top = key_path.substr(0, key_path.find('.'));
+    DaemonConfig next;
+    const std::vector<std::string> notes = MergeReloadable(DaemonConfig{}, *loaded, &next);
+    if (live.count(top) != 0) {
+      EXPECT_THAT(notes, ::testing::IsEmpty());  // applied (values: the test below)
+    } else {
+      EXPECT_THAT(notes, ::testing::ElementsAre(
+                             absl::StrCat(top, " changed: restart libreyolod to apply it")));
+    }
+  }
+}
+
+TEST(DaemonConfigReloadTest, ReloadableValuesAreTakenOthersKept) {
+  DaemonConfig running;
+  running.listen = {"unix:/run/a.sock"};
+  running.cpu_threads = 4;
+  DaemonConfig loaded = running;
+  loaded.listen = {"unix:/run/b.sock"};
+  loaded.cpu_threads = 8;
+  loaded.tls.cert_file = "/etc/ly/cert.pem";
+  loaded.tokens_file = "/etc/ly/tokens";
+  loaded.admins = {"dana"};
+  loaded.limits.max_batch = 3;
+  loaded.retention.max_jobs = 5;
+  loaded.drain_timeout_s = 9;
+  loaded.metrics_textfile = "/m.prom";
+  DaemonConfig next;
+  EXPECT_THAT(MergeReloadable(running, loaded, &next),
+              ::testing::ElementsAre("listen changed: restart libreyolod to apply it",
+                                     "tls changed: restart libreyolod to apply it",
+                                     "cpu_threads changed: restart libreyolod to apply it"));
+  EXPECT_EQ(next.listen, running.listen);
+  EXPECT_EQ(next.cpu_threads, 4);
+  EXPECT_EQ(next.tls.cert_file, "");
+  EXPECT_EQ(next.tokens_file, "/etc/ly/tokens");
+  EXPECT_EQ(next.admins, std::vector<std::string>{"dana"});
+  EXPECT_EQ(next.limits.max_batch, 3);
+  EXPECT_EQ(next.retention.max_jobs, 5);
+  EXPECT_EQ(next.drain_timeout_s, 9);
+  EXPECT_EQ(next.metrics_textfile, "/m.prom");
+}
+
+}  // namespace
+}  // namespace libreyolo::daemon
