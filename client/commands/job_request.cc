@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cli/job_flags.h"
+#include "proto/job_spec/job_defaults.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -87,17 +88,24 @@ absl::Status FillCommon(const ParsedArgs& a, v1::SubmitJobRequest* r) {
   return absl::OkStatus();
 }
 
+// On a private daemon, the weights (given, or the default name) are the caller's file when one
+// exists here; a name that is not a local file is left for the daemon's models directory.
+absl::Status LocalWeights(bool remote, v1::ModelOptions* m) {
+  if (remote) return absl::OkStatus();
+  const std::string given = m->weights().empty() ? jobspec::defaults::kWeights : m->weights();
+  auto p = LocalPath("--weights", given, true);
+  if (!p.ok()) return p.status();
+  if (*p != given || !m->weights().empty()) m->set_weights(*p);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::SubmitJobRequest> BuildInferRequest(const ParsedArgs& a, bool remote) {
   v1::SubmitJobRequest r;
   v1::InferSpec* s = r.mutable_infer();
   if (auto st = ReadInferSpec(a, s); !st.ok()) return st;
-  if (!remote && !s->model().weights().empty()) {
-    auto p = LocalPath("--weights", s->model().weights(), true);
-    if (!p.ok()) return p.status();
-    s->mutable_model()->set_weights(*p);
-  }
+  if (auto st = LocalWeights(remote, s->mutable_model()); !st.ok()) return st;
   if (!s->source().empty()) {
     const std::string src = s->source();
     std::error_code ec;
@@ -120,11 +128,7 @@ absl::StatusOr<v1::SubmitJobRequest> BuildRunRequest(const ParsedArgs& a, bool r
   v1::SubmitJobRequest r;
   v1::RunSpec* s = r.mutable_run();
   if (auto st = ReadRunSpec(a, s); !st.ok()) return st;
-  if (!remote && !s->model().weights().empty()) {
-    auto p = LocalPath("--weights", s->model().weights(), true);
-    if (!p.ok()) return p.status();
-    s->mutable_model()->set_weights(*p);
-  }
+  if (auto st = LocalWeights(remote, s->mutable_model()); !st.ok()) return st;
   if (!remote && !absl::StartsWith(s->data(), "synthetic")) {
     auto p = LocalPath("data", s->data(), true);
     if (!p.ok()) return p.status();
