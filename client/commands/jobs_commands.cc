@@ -105,16 +105,23 @@ int JobsList(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
+// The job's record (GetJob), its error as the client reports it.
+absl::StatusOr<v1::Job> GetJobRecord(DaemonConnection& c, const std::string& id) {
+  auto ctx = c.Context(std::chrono::seconds(30));
+  v1::GetJobRequest req;
+  req.set_job_id(id);
+  v1::Job job;
+  const grpc::Status s = c.stub().GetJob(ctx.get(), req, &job);
+  if (!s.ok()) return FromGrpc(s, c.address());
+  return job;
+}
+
 int JobsShow(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   auto session = DaemonSession::Open(a);
   if (!session.ok()) return FailStatus(err, "jobs show", session.status());
-  DaemonConnection& c = (*session)->connection();
-  auto ctx = c.Context(std::chrono::seconds(30));
-  v1::GetJobRequest req;
-  req.set_job_id(a.positionals[0]);
-  v1::Job job;
-  const grpc::Status s = c.stub().GetJob(ctx.get(), req, &job);
-  if (!s.ok()) return FailStatus(err, "jobs show", FromGrpc(s, c.address()));
+  auto record = GetJobRecord((*session)->connection(), a.positionals[0]);
+  if (!record.ok()) return FailStatus(err, "jobs show", record.status());
+  const v1::Job& job = *record;
   if (a.Switch("json")) {
     out << ProtoJson(job) << "\n";
     return kExitOk;
@@ -189,12 +196,9 @@ int JobsDownload(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   auto session = DaemonSession::Open(a);
   if (!session.ok()) return FailStatus(err, "jobs download", session.status());
   DaemonConnection& c = (*session)->connection();
-  auto ctx = c.Context(std::chrono::seconds(30));
-  v1::GetJobRequest req;
-  req.set_job_id(a.positionals[0]);
-  v1::Job job;
-  const grpc::Status s = c.stub().GetJob(ctx.get(), req, &job);
-  if (!s.ok()) return FailStatus(err, "jobs download", FromGrpc(s, c.address()));
+  auto record = GetJobRecord(c, a.positionals[0]);
+  if (!record.ok()) return FailStatus(err, "jobs download", record.status());
+  const v1::Job& job = *record;
   if (job.artifacts_size() == 0) {
     return Fail(err, "jobs download", kExitUsage,
                 absl::StrCat("job ", job.id(), " has no artifacts (", StateName(job.state()), ")"));

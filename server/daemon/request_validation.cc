@@ -345,7 +345,7 @@ absl::Status CheckInputsExist(const v1::SubmitJobRequest& r, const DaemonConfig&
     return IsPlainName(name) ? (fs::path(dir) / name).string() : name;
   };
   const v1::ModelOptions& m = r.has_infer() ? r.infer().model() : r.run().model();
-  if (!m.weights().empty() && m.weights() != "LibreYOLO9t.pt") {
+  if (!m.weights().empty() && m.weights() != jobspec::defaults::kWeights) {
     const std::string path = in_dir(config.models_dir, m.weights());
     if (!fs::is_regular_file(path, ec)) {
       return absl::NotFoundError(absl::StrCat("model.weights: ", m.weights(),
