@@ -14,85 +14,24 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/render/terminal_text.h"
+#include "proto/job_spec/job_spec.h"
 #include "server/daemon/job_manager.h"
 
 namespace libreyolo::daemon {
 namespace {
 
-// The CLI flag a request field comes from, for messages a CLI user reads ("--half
-// (infer.half)"); a gRPC client still finds the field name. "" for fields with no flag.
-std::string FlagOf(const std::string& field) {
-  static const std::vector<std::pair<std::string, std::string>> kPositional = {
-      {"run.data", "DATA (the dataset argument)"}, {"infer.source", "SOURCE (the image argument)"}};
-  for (const auto& [f, name] : kPositional) {
-    if (field == f) return name;
-  }
-  std::string rest = field;
-  for (const char* prefix : {"infer.profiler.", "run.profiler.", "infer.", "run.", "model."}) {
-    if (absl::StartsWith(rest, prefix)) {
-      rest = rest.substr(std::string(prefix).size());
-      break;
-    }
-  }
-  if (rest.empty() || rest == field || absl::StrContains(rest, ' ') ||
-      absl::StrContains(rest, '[') || absl::StrContains(rest, '/')) {
-    return "";
-  }
-  if (rest == "overhead_budget_pct") rest = "overhead_budget";
-  std::replace(rest.begin(), rest.end(), '_', '-');
-  return absl::StrCat("--", rest);
-}
-
-std::string Named(const std::string& field) {
-  const std::string flag = FlagOf(field);
-  return flag.empty() ? field : absl::StrCat(flag, " (", field, ")");
-}
-
 absl::Status Bad(const std::string& field, const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat(Named(field), ": ", what));
+  return jobspec::FieldError(field, what);
 }
 
 absl::Status Limit(const std::string& field, int64_t value, int64_t limit, const char* key) {
-  return absl::ResourceExhaustedError(
-      absl::StrCat(Named(field), ": ", value, " exceeds this daemon's ", key, " (", limit, ")"));
+  return jobspec::LimitError(field, value, limit, "this daemon's", key);
 }
 
 // A count with a fixed range in the contract: INVALID_ARGUMENT naming the range.
 absl::Status Range(const std::string& field, int64_t v, int64_t lo, int64_t hi) {
   if (v >= lo && v <= hi) return absl::OkStatus();
   return Bad(field, absl::StrCat(v, " is outside ", lo, "..", hi));
-}
-
-// A count whose upper bound is one of the daemon's limits: below `lo` is INVALID_ARGUMENT,
-// above the limit RESOURCE_EXHAUSTED naming the limit.
-absl::Status Count(const std::string& field, int64_t v, int64_t lo, int64_t limit,
-                   const char* key) {
-  if (v < lo) return Bad(field, absl::StrCat(v, " is below ", lo));
-  if (v > limit) return Limit(field, v, limit, key);
-  return absl::OkStatus();
-}
-
-// Saturating arithmetic for sums and products of counts: a result past int64 is nullopt.
-std::optional<int64_t> Add(std::optional<int64_t> a, std::optional<int64_t> b) {
-  int64_t r = 0;
-  if (!a || !b || __builtin_add_overflow(*a, *b, &r)) return std::nullopt;
-  return r;
-}
-std::optional<int64_t> Mul(std::optional<int64_t> a, std::optional<int64_t> b) {
-  int64_t r = 0;
-  if (!a || !b || __builtin_mul_overflow(*a, *b, &r)) return std::nullopt;
-  return r;
-}
-
-// A sum or product of counts against a limit; one past int64 is over any limit.
-absl::Status Total(const std::string& what, std::optional<int64_t> total, int64_t limit,
-                   const char* key) {
-  if (!total) {
-    return absl::ResourceExhaustedError(absl::StrCat(what, ": more than 2^63 exceeds this daemon's ",
-                                                     key, " (", limit, ")"));
-  }
-  if (*total > limit) return Limit(what, *total, limit, key);
-  return absl::OkStatus();
 }
 
 absl::Status MaxBytes(const std::string& field, const std::string& v, size_t max) {
@@ -150,14 +89,9 @@ absl::Status CheckSynthetic(const std::string& data) {
 
 absl::Status CheckModel(const v1::ModelOptions& m, const DaemonConfig& config, bool local_ok,
                         std::string* device) {
-  if (!m.size().empty() && m.size() != "t" && m.size() != "s" && m.size() != "m" &&
-      m.size() != "c") {
-    return Bad("model.size", absl::StrCat("'", Excerpt(m.size()), "' is not t, s, m or c"));
-  }
   if (auto s = CheckNameOrPath("model.weights", m.weights(), local_ok, "models_dir"); !s.ok()) {
     return s;
   }
-  if (auto s = Range("model.threads", m.threads(), 0, kMaxThreads); !s.ok()) return s;
   if (m.device().empty()) {
     *device = config.devices.empty() ? "cpu" : config.devices.front();
     auto d = NormaliseDevice(*device);
@@ -174,65 +108,24 @@ absl::Status CheckModel(const v1::ModelOptions& m, const DaemonConfig& config, b
   return absl::OkStatus();
 }
 
-absl::Status CheckImgsz(const std::string& field, int64_t v, const Limits& limits) {
-  if (v == 0) return absl::OkStatus();
-  if (v > limits.max_imgsz) return Limit(field, v, limits.max_imgsz, "max_imgsz");
-  if (v < 32 || v % 32 != 0) return Bad(field, "must be a multiple of 32, at least 32");
-  return absl::OkStatus();
-}
-
-absl::Status CheckProfiler(const std::string& field, const v1::ProfilerOptions& p,
-                           const std::string& device) {
-  if (auto s = CheckDouble(field + ".overhead_budget_pct", p.has_overhead_budget_pct(),
-                           p.overhead_budget_pct(), 0, 1000);
-      !s.ok()) {
-    return s;
-  }
-  if (p.activities_size() > kMaxActivities) {
-    return Bad(field + ".activities", absl::StrCat("at most ", kMaxActivities, " entries"));
-  }
-  for (const std::string& a : p.activities()) {
-    if (a != "cpu" && a != "cuda") {
-      return Bad(field + ".activities", absl::StrCat("'", Excerpt(a), "' is not cpu or cuda"));
-    }
-    // A CPU job has no CUDA activity to record: say so instead of quietly recording cpu only.
-    if (a == "cuda" && device == "cpu") {
-      return Bad(field + ".activities",
-                 "cuda needs a CUDA device and this job runs on cpu; use --activities cpu, or "
-                 "--device 0 for a GPU");
-    }
-  }
-  return absl::OkStatus();
+// The daemon's configured limits, as the job spec's validator takes them.
+jobspec::JobLimits JobLimitsOf(const Limits& l) {
+  jobspec::JobLimits j;
+  j.max_batch = l.max_batch;
+  j.max_imgsz = l.max_imgsz;
+  j.max_runs = l.max_runs;
+  j.max_steps = l.max_steps;
+  j.max_repeat = l.max_repeat;
+  j.limit_owner = "this daemon's";
+  return j;
 }
 
 absl::Status CheckInfer(const v1::InferSpec& s, const DaemonConfig& config, bool local_ok,
                         const std::string& device) {
   const Limits& l = config.limits;
-  if (s.batch() != 0) {  // 0 = the default, 1
-    if (auto st = Count("infer.batch", s.batch(), 1, l.max_batch, "max_batch"); !st.ok()) {
-      return st;
-    }
-  }
-  if (auto st = CheckImgsz("infer.imgsz", s.imgsz(), l); !st.ok()) return st;
-  const int64_t warmup = s.has_warmup() ? s.warmup() : 20;
-  const int64_t runs = s.has_runs() ? s.runs() : 100;
-  if (auto st = Count("infer.warmup", warmup, 0, l.max_runs, "max_runs"); !st.ok()) return st;
-  if (auto st = Count("infer.runs", runs, 1, l.max_runs, "max_runs"); !st.ok()) return st;
-  if (auto st = Total("infer.warmup + infer.runs", Add(warmup, runs), l.max_runs, "max_runs");
-      !st.ok()) {
+  // The options' values (ranges, the imgsz grid, the limits): the job spec's one validator.
+  if (auto st = jobspec::ValidateInferSpec(s, JobLimitsOf(l), device == "cpu"); !st.ok()) {
     return st;
-  }
-  if (auto st = Count("infer.repeat", s.repeat(), 0, l.max_repeat, "max_repeat"); !st.ok()) {
-    return st;
-  }
-  if (auto st = CheckDouble("infer.conf", s.has_conf(), s.conf(), 0, 1); !st.ok()) return st;
-  if (auto st = CheckDouble("infer.iou", s.has_iou(), s.iou(), 0, 1); !st.ok()) return st;
-  if (auto st = Range("infer.max_det", s.max_det(), 0, kMaxDet); !st.ok()) return st;
-  if (!s.amp_dtype().empty() && s.amp_dtype() != "float16" && s.amp_dtype() != "bfloat16") {
-    return Bad("infer.amp_dtype", "must be float16 or bfloat16");
-  }
-  if (s.half() && device == "cpu") {
-    return Bad("infer.half", "autocast runs on CUDA only; drop --half for a cpu job");
   }
   if (!s.source().empty() && s.images_size() > 0) {
     return Bad("infer.source", "give a source name or inline images, not both");
@@ -260,7 +153,7 @@ absl::Status CheckInfer(const v1::InferSpec& s, const DaemonConfig& config, bool
     return Limit("infer.images (total bytes)", bytes, l.max_inline_image_bytes,
                  "max_inline_image_bytes");
   }
-  return CheckProfiler("infer.profiler", s.profiler(), device);
+  return absl::OkStatus();
 }
 
 absl::Status CheckRun(const v1::RunSpec& s, const DaemonConfig& config, bool local_ok,
@@ -273,41 +166,9 @@ absl::Status CheckRun(const v1::RunSpec& s, const DaemonConfig& config, bool loc
              !st.ok()) {
     return st;
   }
-  if (s.batch() < -1) return Bad("run.batch", absl::StrCat(s.batch(), " is below 1; -1 is auto"));
-  if (s.batch() > l.max_batch) return Limit("run.batch", s.batch(), l.max_batch, "max_batch");
-  if (auto st = CheckImgsz("run.imgsz", s.imgsz(), l); !st.ok()) return st;
-  if (s.has_workers()) {
-    if (auto st = Range("run.workers", s.workers(), 0, kMaxWorkers); !st.ok()) return st;
-  }
-  if (auto st = Count("run.steps", s.steps(), 0, l.max_steps, "max_steps"); !st.ok()) return st;
-  if (s.has_warmup()) {
-    if (auto st = Count("run.warmup", s.warmup(), 0, l.max_steps, "max_steps"); !st.ok()) {
-      return st;
-    }
-  }
-  if (auto st = Count("run.repeat", s.repeat(), 0, l.max_repeat, "max_repeat"); !st.ok()) {
-    return st;
-  }
-  if (auto st = Count("run.skip_first", s.skip_first(), 0, l.max_steps, "max_steps"); !st.ok()) {
-    return st;
-  }
-  if (auto st = Count("run.wait", s.wait(), 0, l.max_steps, "max_steps"); !st.ok()) return st;
-  if (auto st = Range("run.cycles", s.cycles(), 0, kMaxCycles); !st.ok()) return st;
-  const int64_t steps = s.steps() == 0 ? 20 : s.steps();
-  const int64_t warmup = s.has_warmup() ? s.warmup() : 5;
-  const int64_t cycles = s.cycles() == 0 ? 1 : s.cycles();
-  const int64_t repeat = s.repeat() == 0 ? 1 : s.repeat();
-  // repeat x (warmup + steps) + skip_first + cycles x (wait + warmup + steps), without wrapping.
-  const std::optional<int64_t> total =
-      Add(Add(Mul(repeat, Add(warmup, steps)), s.skip_first()),
-          Mul(cycles, Add(Add(s.wait(), warmup), steps)));
-  if (auto st = Total("run (total steps: repeat x (warmup + steps) + skip_first + cycles x "
-                      "(wait + warmup + steps))",
-                      total, l.max_steps, "max_steps");
-      !st.ok()) {
-    return st;
-  }
-  return CheckProfiler("run.profiler", s.profiler(), device);
+  // The options' values (ranges, the imgsz grid, the schedule's total, the limits): the job
+  // spec's one validator.
+  return jobspec::ValidateRunSpec(s, JobLimitsOf(l), device == "cpu");
 }
 
 absl::Status CheckLabels(const std::string& field,
@@ -484,7 +345,7 @@ absl::Status CheckInputsExist(const v1::SubmitJobRequest& r, const DaemonConfig&
     return IsPlainName(name) ? (fs::path(dir) / name).string() : name;
   };
   const v1::ModelOptions& m = r.has_infer() ? r.infer().model() : r.run().model();
-  if (!m.weights().empty() && m.weights() != "LibreYOLO9t.pt") {
+  if (!m.weights().empty() && m.weights() != jobspec::defaults::kWeights) {
     const std::string path = in_dir(config.models_dir, m.weights());
     if (!fs::is_regular_file(path, ec)) {
       return absl::NotFoundError(absl::StrCat("model.weights: ", m.weights(),

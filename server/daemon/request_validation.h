@@ -1,10 +1,12 @@
-// The field checks of every request at the API edge: ranges, enum values, string lengths and
-// character sets, and the daemon's limits, with INVALID_ARGUMENT (or RESOURCE_EXHAUSTED for a
-// value over one of the daemon's configured `limits`) naming the field. Counts are compared
-// with overflow-safe arithmetic, so no value up to 2^63-1 wraps past a limit. Error messages
-// echo at most a short, terminal-safe excerpt of a value (libreyolo::Excerpt). Also decides
-// whether a request may name paths on this host (private daemons only, for a caller with the
-// daemon's uid). docs/rpc.md lists every bound.
+// The field checks of every request at the API edge: string lengths and character sets, where
+// a job's inputs may come from, and (through the job spec's one validator,
+// proto/job_spec/job_spec.h) the options' ranges, enum values and the daemon's limits. Bad
+// values are INVALID_ARGUMENT (RESOURCE_EXHAUSTED for a value over one of the daemon's
+// configured `limits`) naming the field. Counts are compared with overflow-safe arithmetic, so
+// no value up to 2^63-1 wraps past a limit. Error messages echo at most a short, terminal-safe
+// excerpt of a value (libreyolo::Excerpt). Also decides whether a request may name paths on
+// this host (private daemons only, for a caller with the daemon's uid). docs/rpc.md lists
+// every bound.
 #ifndef LIBREYOLO_SERVER_DAEMON_REQUEST_VALIDATION_H_
 #define LIBREYOLO_SERVER_DAEMON_REQUEST_VALIDATION_H_
 
@@ -21,7 +23,8 @@ namespace libreyolo::daemon {
 
 namespace v1 = ::libreyolo::profiler::v1;
 
-// Bounds of the contract that are not daemon settings (docs/rpc.md, "Bounds").
+// Bounds of the contract that are not daemon settings (docs/rpc.md, "Bounds"); those of a job's
+// options are the job spec's (proto/job_spec/job_defaults.h).
 inline constexpr size_t kMaxNameBytes = 255;        // a name in one of the daemon's directories
 inline constexpr size_t kMaxLocalPathBytes = 4096;  // a caller's path on a private daemon
 inline constexpr size_t kMaxJobIdBytes = 64;        // ids are "YYYYMMDD-<16 hex>" (25 bytes)
@@ -31,13 +34,8 @@ inline constexpr size_t kMaxRequestIdBytes = 128;
 inline constexpr int kMaxLabels = 32;
 inline constexpr size_t kMaxLabelKeyBytes = 63;
 inline constexpr int kMaxInlineImages = 1000;
-inline constexpr int kMaxActivities = 8;
 inline constexpr int kMaxStates = 16;
 inline constexpr int64_t kMaxSyntheticImages = 1000000;
-inline constexpr int64_t kMaxWorkers = 64;
-inline constexpr int64_t kMaxCycles = 100;
-inline constexpr int64_t kMaxDet = 30000;
-inline constexpr int32_t kMaxThreads = 1024;
 inline constexpr int32_t kMaxTop = 100000;
 inline constexpr double kMaxRemoveLaunches = 1e9;
 

@@ -11,8 +11,14 @@
 
 #include "absl/status/statusor.h"
 #include "common/profile/profile.h"
+#include "proto/job_spec/job_defaults.h"
 
 namespace libreyolo::engine {
+
+// Every default below is the job spec's (proto/job_spec/job_defaults.h, the one place they are
+// stated); jobs from the daemon and the engine tool arrive with every field set
+// (server/worker/engine_spec.h), so these initialisers matter only to direct callers (tests).
+namespace job_defaults = ::libreyolo::jobspec::defaults;
 
 // The collection switches users of torch.profiler's ProfileKwargs know (cli.md). The three
 // costly ones are tri-state: true/false as the user asked (never changed), nullopt = auto: on
@@ -28,35 +34,35 @@ struct ProfilerSwitches {
   // range of the trace ("nn.Module: backbone.conv0"). On by default: the ranges cost well within
   // the default budget (docs/cli.md, "Module scopes", has the measurement). --with-stack is
   // its alias: LibTorch in C++ records no Python stacks.
-  bool with_modules = true;
+  bool with_modules = job_defaults::kWithModules;
   bool cuda = true;                  // record GPU activity when the job runs on a CUDA device
-  double overhead_budget_pct = 3.0;  // probe median over the unprofiled median, minus 1, in %
+  double overhead_budget_pct = job_defaults::kOverheadBudgetPct;  // probe median over the unprofiled median, minus 1, in %
 };
 
 struct ModelSpec {
-  std::string weights = "LibreYOLO9t.pt";  // a path; the default name may be absent (random init)
-  std::string size = "t";
-  std::string device = "0";  // "cpu", or a CUDA index
-  int threads = 0;           // CPU threads; 0 = all cores
+  std::string weights = job_defaults::kWeights;  // a path; the default name may be absent (random init)
+  std::string size = job_defaults::kSize;
+  std::string device = job_defaults::kDevice;  // "cpu", or a CUDA index
+  int threads = job_defaults::kThreads;  // CPU threads; 0 = all cores
 };
 
 struct InferJobSpec {
   ModelSpec model;
   std::string source;  // image or directory; empty = the project's sample image
-  int64_t batch = 1;
-  int64_t imgsz = 640;
+  int64_t batch = job_defaults::kInferBatch;
+  int64_t imgsz = job_defaults::kImgsz;
   bool half = false;
-  std::string amp_dtype = "float16";
-  int64_t warmup = 20;
-  int64_t runs = 100;
-  int64_t repeat = 1;
-  double conf = 0.25;
-  double iou = 0.45;
-  int64_t max_det = 300;
-  bool trace = true;
-  int64_t profiled_runs = 20;  // iterations recorded in the trace (at most `runs`)
+  std::string amp_dtype = job_defaults::kAmpDtype;
+  int64_t warmup = job_defaults::kInferWarmup;
+  int64_t runs = job_defaults::kRuns;
+  int64_t repeat = job_defaults::kRepeat;
+  double conf = job_defaults::kConf;
+  double iou = job_defaults::kIou;
+  int64_t max_det = job_defaults::kMaxDet;
+  bool trace = job_defaults::kTrace;
+  int64_t profiled_runs = job_defaults::kProfiledRuns;  // iterations recorded in the trace (at most `runs`)
   ProfilerSwitches profiler;
-  std::string project = "runs/profile";
+  std::string project = job_defaults::kProject;
   // Cross-check (bench/engine_tool, scripts/gpu-check.sh): non-empty = after the recorded
   // window, record as many iterations again with LibTorch's own profiler (CUDA activity through
   // Kineto) and save LibTorch's own trace of them here.
@@ -96,16 +102,19 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
 struct TrainJobSpec {
   ModelSpec model;
   std::string data;    // dataset YAML, name, or `synthetic[:N]` (data/dataset_spec.h)
-  int64_t batch = 16;  // -1: auto-batch (largest power of two under ~70% of VRAM; 16 on CPU)
-  int64_t imgsz = 640;
-  int64_t workers = 8;
-  bool amp = true;     // float16 autocast + loss scaling on CUDA; no effect on the CPU
-  int64_t steps = 20;  // measured steps, and the profiler's active steps per cycle
-  int64_t warmup = 5;  // steps before measuring, and the profiler's warmup per cycle
-  int64_t repeat = 1;  // measured windows (trials) for mean and standard deviation
-  int64_t skip_first = 0, wait = 0, cycles = 1;  // the rest of torch.profiler.schedule
+  // -1: auto-batch (largest power of two under ~70% of VRAM; 16 on CPU)
+  int64_t batch = job_defaults::kRunBatch;
+  int64_t imgsz = job_defaults::kImgsz;
+  int64_t workers = job_defaults::kWorkers;
+  bool amp = job_defaults::kAmp;  // float16 autocast + loss scaling on CUDA; none on the CPU
+  int64_t steps = job_defaults::kSteps;  // measured steps, and the profiler's active steps/cycle
+  int64_t warmup = job_defaults::kRunWarmup;  // steps before measuring, and the profiler's warmup
+  int64_t repeat = job_defaults::kRepeat;  // measured windows (trials) for mean and std deviation
+  // The rest of torch.profiler.schedule.
+  int64_t skip_first = job_defaults::kSkipFirst, wait = job_defaults::kWait,
+          cycles = job_defaults::kCycles;
   ProfilerSwitches profiler;
-  std::string project = "runs/profile";
+  std::string project = job_defaults::kProject;
 };
 
 // Runs `profile run`: loads the model (the dataset's class count), then `repeat` measured

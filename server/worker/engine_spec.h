@@ -1,7 +1,9 @@
-// The one conversion from a job's proto spec into the engine's options. The daemon has already
-// resolved the job's inputs (job_inputs.h: weights and source paths, inline images written,
-// the CPU thread default), so this is a pure mapping: an unset field keeps the engine's default
-// (engine.h), a set one is taken as it is (request_validation.h checked it at submission).
+// The one conversion from a job's proto spec into the engine's options. The caller has already
+// validated the spec (proto/job_spec/job_spec.h: the daemon at submission, the engine tool
+// before it runs) and, for a daemon job, resolved its inputs (server/daemon/job_inputs.h:
+// weights and source paths, inline images written, the CPU thread default). The spec's defaults
+// are applied here (jobspec::ApplyDefaults, the one place they live) and every field is then
+// copied as it is, so no engine default (engine.h) decides a job's option.
 #ifndef LIBREYOLO_SERVER_WORKER_ENGINE_SPEC_H_
 #define LIBREYOLO_SERVER_WORKER_ENGINE_SPEC_H_
 
@@ -14,8 +16,8 @@ namespace libreyolo::worker {
 
 namespace v1 = ::libreyolo::profiler::v1;
 
-// `device` is the job's normalised device ("cpu", "cuda:N"); `project` the directory the engine
-// writes under (<project>/infer/ or <project>/prof/).
+// `device` is the job's device: "cpu", "cuda:N" (the daemon's normalised form) or "N" (the
+// CLI's); `project` the directory the engine writes under (<project>/infer/ or <project>/prof/).
 engine::InferJobSpec ToEngineInferSpec(const v1::InferSpec& request, const std::string& device,
                                        const std::string& project);
 engine::TrainJobSpec ToEngineTrainSpec(const v1::RunSpec& request, const std::string& device,

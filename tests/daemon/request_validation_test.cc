@@ -13,6 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/job_spec/job_spec.h"
 #include "server/daemon/rpc_edge.h"
 
 namespace libreyolo::daemon {
@@ -36,6 +37,56 @@ Identity SameUidOnUnix() {
 }
 
 std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
+// Issue 10: one validator (proto/job_spec/job_spec.h) with the limits. An unset option is
+// checked at its default, the value the job will run with: a daemon whose max_imgsz is under
+// the default 640 refuses a job that leaves --imgsz out (it used to run it at 640), and one
+// whose max_batch is under run's default 16 refuses a run without --batch.
+TEST(ValidateSubmit, AnUnsetOptionIsCheckedAtItsDefault) {
+  DaemonConfig c;
+  c.limits.max_imgsz = 320;
+  c.limits.max_batch = 8;
+  std::string device;
+  v1::SubmitJobRequest infer;
+  infer.mutable_infer()->mutable_model()->set_device("cpu");
+  absl::Status s = ValidateSubmit(infer, c, Tcp(), &device);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(Message(s),
+              HasSubstr("--imgsz (infer.imgsz): 640 exceeds this daemon's max_imgsz (320)"));
+  infer.mutable_infer()->set_imgsz(320);
+  EXPECT_TRUE(ValidateSubmit(infer, c, Tcp(), &device).ok());
+  v1::SubmitJobRequest run;
+  run.mutable_run()->set_data("synthetic:8");
+  run.mutable_run()->set_imgsz(64);
+  run.mutable_run()->mutable_model()->set_device("cpu");
+  s = ValidateSubmit(run, c, Tcp(), &device);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(Message(s),
+              HasSubstr("--batch (run.batch): 16 exceeds this daemon's max_batch (8)"));
+  run.mutable_run()->set_batch(-1);  // auto stays allowed
+  EXPECT_TRUE(ValidateSubmit(run, c, Tcp(), &device).ok());
+}
+
+// The imgsz grid is the engine's (32..4096, multiples of 32) whatever a daemon's max_imgsz
+// says: a daemon configured above it refuses 6400 at submission (it used to accept it and the
+// engine failed the job), and below it the configured limit is what the message names.
+TEST(ValidateSubmit, ImgszGridIsTheEnginesWhateverTheLimit) {
+  DaemonConfig c;
+  c.limits.max_imgsz = 8192;
+  std::string device;
+  v1::SubmitJobRequest r;
+  r.mutable_infer()->mutable_model()->set_device("cpu");
+  r.mutable_infer()->set_imgsz(6400);
+  const absl::Status s = ValidateSubmit(r, c, Tcp(), &device);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(Message(s), HasSubstr("6400 is not a multiple of 32 in 32..4096"));
+  r.mutable_infer()->set_imgsz(4096);
+  EXPECT_TRUE(ValidateSubmit(r, c, Tcp(), &device).ok());
+  // The engine tool validates with no daemon limits: the same grid.
+  EXPECT_TRUE(jobspec::ValidateInferSpec(r.infer(), {}, true).ok());
+  r.mutable_infer()->set_imgsz(4128);
+  EXPECT_TRUE(absl::IsInvalidArgument(jobspec::ValidateInferSpec(r.infer(), {}, true)));
+}
 
 TEST(ValidateSubmit, NamesTheFieldOfEveryBadValue) {
   DaemonConfig c;

@@ -1,0 +1,206 @@
+#include "client/cli/job_flags.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "proto/job_spec/job_defaults.h"
+
+namespace libreyolo::cli {
+namespace {
+
+namespace v1 = ::libreyolo::profiler::v1;
+namespace def = ::libreyolo::jobspec::defaults;
+
+std::string Num(int64_t v) { return absl::StrCat(v); }
+std::string Num(double v) { return absl::StrFormat("%g", v); }
+std::string OnOff(bool v) { return v ? "on" : "off"; }
+
+std::vector<FlagSpec> ModelFlags() {
+  return {
+      {"weights", "FILE", def::kWeights,
+       "weights file or name (the default name, when absent: seeded random init)"},
+      {"size", "S", def::kSize, "model size: t, s, m, c"},
+      {"device", "D", def::kDevice, "device: 0, 1, ... or cpu"},
+      {"threads", "N", Num(int64_t{def::kThreads}), "CPU threads (0 = all cores)"},
+  };
+}
+
+std::vector<FlagSpec> ProfilerFlags() {
+  return {
+      {"activities", "LIST", "cpu,<device>", "what to record: cpu, cuda (comma-separated)"},
+      {"record-shapes", "", "auto",
+       "record operator input shapes (auto: on within the overhead budget)", true},
+      {"profile-memory", "", "auto", "record allocations (auto: on within the overhead budget)",
+       true},
+      {"with-flops", "", "auto",
+       "estimate FLOPs of convolutions and matmuls (auto: on within budget)", true},
+      {"with-modules", "", OnOff(def::kWithModules),
+       "name every LibreYOLO9 module's range in the trace (profile modules reads them)", true},
+      {"with-stack", "", "", "alias of --with-modules (C++ records no Python stacks)"},
+      {"overhead-budget", "PCT", Num(def::kOverheadBudgetPct),
+       "the auto switches stay on while the profiler costs at most PCT %"},
+  };
+}
+
+std::vector<FlagSpec> Concat(std::vector<std::vector<FlagSpec>> parts) {
+  std::vector<FlagSpec> out;
+  for (auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+absl::Status ReadInt(const ParsedArgs& a, const std::string& name, int64_t* into, bool* given) {
+  auto v = a.Value(name);
+  if (given != nullptr) *given = v.has_value();
+  if (!v) return absl::OkStatus();
+  if (!absl::SimpleAtoi(*v, into)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " needs an integer, got '", *v, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// Calls `set` with the flag's integer value when the flag was given.
+template <typename Set>
+absl::Status MaybeInt(const ParsedArgs& a, const std::string& name, Set set) {
+  int64_t v = 0;
+  bool given = false;
+  if (auto st = ReadInt(a, name, &v, &given); !st.ok()) return st;
+  if (given) set(v);
+  return absl::OkStatus();
+}
+
+template <typename Set>
+absl::Status MaybeDouble(const ParsedArgs& a, const std::string& name, Set set) {
+  auto v = a.Value(name);
+  if (!v) return absl::OkStatus();
+  auto d = ParseDoubleFlag(name, *v);
+  if (!d.ok()) return d.status();
+  set(*d);
+  return absl::OkStatus();
+}
+
+absl::Status ReadModel(const ParsedArgs& a, v1::ModelOptions* m) {
+  if (auto w = a.Value("weights")) m->set_weights(*w);
+  if (auto s = a.Value("size")) m->set_size(*s);
+  m->set_device(a.ValueOr("device", def::kDevice));
+  return MaybeInt(a, "threads", [&](int64_t v) {
+    // Out of int32 range: a value the validator refuses (0..1024), not a wrapped one.
+    m->set_threads(static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX)));
+  });
+}
+
+absl::Status ReadProfiler(const ParsedArgs& a, v1::ProfilerOptions* p) {
+  if (auto act = a.Value("activities")) {
+    for (auto part : absl::StrSplit(*act, ',', absl::SkipEmpty())) {
+      const std::string s = absl::AsciiStrToLower(absl::StripAsciiWhitespace(part));
+      if (s != "cpu" && s != "cuda") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--activities: '", s, "' is not cpu or cuda"));
+      }
+      p->add_activities(s);
+    }
+  }
+  if (a.switches.count("record-shapes")) p->set_record_shapes(a.Switch("record-shapes"));
+  if (a.switches.count("profile-memory")) p->set_profile_memory(a.Switch("profile-memory"));
+  if (a.switches.count("with-flops")) p->set_with_flops(a.Switch("with-flops"));
+  if (a.switches.count("with-modules")) p->set_with_modules(a.Switch("with-modules"));
+  if (a.Switch("with-stack")) p->set_with_stack(true);  // the alias, read when unset above
+  return MaybeDouble(a, "overhead-budget", [&](double v) { p->set_overhead_budget_pct(v); });
+}
+
+// The first error of several reads.
+class FirstError {
+ public:
+  void operator()(absl::Status s) {
+    if (status_.ok()) status_ = std::move(s);
+  }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  absl::Status status_;
+};
+
+}  // namespace
+
+std::vector<FlagSpec> InferSpecFlags() {
+  return Concat({ModelFlags(),
+                 {{"batch", "N", Num(def::kInferBatch), "images per forward"},
+                  {"imgsz", "N", Num(def::kImgsz), "input size (a multiple of 32)"},
+                  {"half", "", "off", "autocast the forward (CUDA only)", true},
+                  {"amp-dtype", "T", def::kAmpDtype, "float16 or bfloat16"},
+                  {"warmup", "N", Num(def::kInferWarmup), "iterations before measuring"},
+                  {"runs", "N", Num(def::kRuns), "measured iterations"},
+                  {"repeat", "N", Num(def::kRepeat), "trials for mean and standard deviation"},
+                  {"conf", "X", Num(def::kConf), "confidence threshold (changes NMS work)"},
+                  {"iou", "X", Num(def::kIou), "NMS IoU threshold"},
+                  {"max-det", "N", Num(def::kMaxDet), "max detections per image"},
+                  {"trace", "", OnOff(def::kTrace), "export the Chrome trace", true}},
+                 ProfilerFlags()});
+}
+
+std::vector<FlagSpec> RunSpecFlags() {
+  return Concat(
+      {ModelFlags(),
+       {{"batch", "N", Num(def::kRunBatch), "micro-batch; -1 picks the largest under ~70% of VRAM"},
+        {"imgsz", "N", Num(def::kImgsz), "training image size (a multiple of 32)"},
+        {"workers", "N", Num(def::kWorkers), "data-loader workers"},
+        {"amp", "", OnOff(def::kAmp), "AMP (float16 autocast + loss scaling on CUDA)", true},
+        {"steps", "N", Num(def::kSteps), "measured (profiled) steps"},
+        {"active", "N", Num(def::kSteps), "alias of --steps (torch.profiler.schedule)"},
+        {"warmup", "N", Num(def::kRunWarmup), "steps before measuring"},
+        {"skip-first", "N", Num(def::kSkipFirst), "steps skipped once before the first cycle"},
+        {"wait", "N", Num(def::kWait), "steps without the profiler at the start of each cycle"},
+        {"cycles", "N", Num(def::kCycles), "profiler cycles; each writes profile_trace.<step>.json"},
+        {"repeat", "N", Num(def::kRepeat), "trials for mean and standard deviation"}},
+       ProfilerFlags()});
+}
+
+absl::Status ReadInferSpec(const ParsedArgs& a, v1::InferSpec* s) {
+  FirstError err;
+  err(ReadModel(a, s->mutable_model()));
+  if (!a.positionals.empty()) s->set_source(a.positionals[0]);
+  err(MaybeInt(a, "batch", [&](int64_t v) { s->set_batch(v); }));
+  err(MaybeInt(a, "imgsz", [&](int64_t v) { s->set_imgsz(v); }));
+  err(MaybeInt(a, "warmup", [&](int64_t v) { s->set_warmup(v); }));
+  err(MaybeInt(a, "runs", [&](int64_t v) { s->set_runs(v); }));
+  err(MaybeInt(a, "repeat", [&](int64_t v) { s->set_repeat(v); }));
+  err(MaybeInt(a, "max-det", [&](int64_t v) { s->set_max_det(v); }));
+  err(MaybeDouble(a, "conf", [&](double v) { s->set_conf(v); }));
+  err(MaybeDouble(a, "iou", [&](double v) { s->set_iou(v); }));
+  if (a.switches.count("half")) s->set_half(a.Switch("half"));
+  if (auto t = a.Value("amp-dtype")) s->set_amp_dtype(*t);
+  if (a.switches.count("trace")) s->set_trace(a.Switch("trace"));
+  err(ReadProfiler(a, s->mutable_profiler()));
+  return err.status();
+}
+
+absl::Status ReadRunSpec(const ParsedArgs& a, v1::RunSpec* s) {
+  FirstError err;
+  err(ReadModel(a, s->mutable_model()));
+  if (!a.positionals.empty()) s->set_data(a.positionals[0]);
+  if (a.Value("steps") && a.Value("active") && *a.Value("steps") != *a.Value("active")) {
+    err(absl::InvalidArgumentError("--active is an alias of --steps: give one"));
+  }
+  err(MaybeInt(a, "batch", [&](int64_t v) { s->set_batch(v); }));
+  err(MaybeInt(a, "imgsz", [&](int64_t v) { s->set_imgsz(v); }));
+  err(MaybeInt(a, "workers", [&](int64_t v) { s->set_workers(v); }));
+  err(MaybeInt(a, "steps", [&](int64_t v) { s->set_steps(v); }));
+  err(MaybeInt(a, "active", [&](int64_t v) { s->set_steps(v); }));
+  err(MaybeInt(a, "warmup", [&](int64_t v) { s->set_warmup(v); }));
+  err(MaybeInt(a, "repeat", [&](int64_t v) { s->set_repeat(v); }));
+  err(MaybeInt(a, "skip-first", [&](int64_t v) { s->set_skip_first(v); }));
+  err(MaybeInt(a, "wait", [&](int64_t v) { s->set_wait(v); }));
+  err(MaybeInt(a, "cycles", [&](int64_t v) { s->set_cycles(v); }));
+  if (a.switches.count("amp")) s->set_amp(a.Switch("amp"));
+  err(ReadProfiler(a, s->mutable_profiler()));
+  return err.status();
+}
+
+}  // namespace libreyolo::cli

@@ -1,0 +1,136 @@
+#include "client/commands/job_request.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/cli/job_flags.h"
+#include "common/io/image_extensions.h"
+#include "proto/job_spec/job_defaults.h"
+
+namespace libreyolo::cli {
+namespace {
+
+namespace fs = std::filesystem;
+namespace v1 = ::libreyolo::profiler::v1;
+
+bool IsImage(const fs::path& p) { return HasImageExtension(p.string()); }
+
+// A path argument for a private daemon (same user, same files): made absolute when it exists;
+// one that looks like a path but does not exist is an error here, before anything is queued.
+absl::StatusOr<std::string> LocalPath(const std::string& flag, const std::string& value,
+                                      bool must_exist_if_path) {
+  std::error_code ec;
+  if (fs::exists(value, ec)) return fs::absolute(value).lexically_normal().string();
+  if (must_exist_if_path && absl::StrContains(value, '/')) {
+    return absl::NotFoundError(absl::StrCat(flag, " ", value, ": no such file or directory"));
+  }
+  return value;
+}
+
+absl::Status AddInlineImages(const std::string& source, v1::InferSpec* spec) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  if (fs::is_directory(source, ec)) {
+    for (const auto& e : fs::directory_iterator(source, ec)) {
+      if (e.is_regular_file() && IsImage(e.path())) files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+  } else {
+    files.push_back(source);
+  }
+  if (files.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat(source, " holds no images (", ImageExtensionList(), ")"));
+  }
+  for (const fs::path& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat(f.string(), ": cannot be read"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    v1::InlineImage* im = spec->add_images();
+    im->set_name(f.filename().string());
+    im->set_data(ss.str());
+  }
+  return absl::OkStatus();
+}
+
+// --label KEY=VALUE (repeatable) and --priority.
+absl::Status FillCommon(const ParsedArgs& a, v1::SubmitJobRequest* r) {
+  for (const std::string& l : a.Values("label")) {
+    const size_t eq = l.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--label needs KEY=VALUE, got '", l, "'"));
+    }
+    (*r->mutable_labels())[l.substr(0, eq)] = l.substr(eq + 1);
+  }
+  if (auto p = a.Value("priority")) {
+    int32_t v = 0;
+    if (!absl::SimpleAtoi(*p, &v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--priority needs an integer in -10..10, got '", *p, "'"));
+    }
+    r->set_priority(v);
+  }
+  return absl::OkStatus();
+}
+
+// On a private daemon, the weights (given, or the default name) are the caller's file when one
+// exists here; a name that is not a local file is left for the daemon's models directory.
+absl::Status LocalWeights(bool remote, v1::ModelOptions* m) {
+  if (remote) return absl::OkStatus();
+  const std::string given = m->weights().empty() ? jobspec::defaults::kWeights : m->weights();
+  auto p = LocalPath("--weights", given, true);
+  if (!p.ok()) return p.status();
+  if (*p != given || !m->weights().empty()) m->set_weights(*p);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::SubmitJobRequest> BuildInferRequest(const ParsedArgs& a, bool remote) {
+  v1::SubmitJobRequest r;
+  v1::InferSpec* s = r.mutable_infer();
+  if (auto st = ReadInferSpec(a, s); !st.ok()) return st;
+  if (auto st = LocalWeights(remote, s->mutable_model()); !st.ok()) return st;
+  if (!s->source().empty()) {
+    const std::string src = s->source();
+    std::error_code ec;
+    if (remote && fs::exists(src, ec)) {
+      // The daemon cannot see our files: the images travel with the request.
+      s->clear_source();
+      if (auto st = AddInlineImages(src, s); !st.ok()) return st;
+    } else if (!remote) {
+      if (!fs::exists(src, ec)) {
+        return absl::NotFoundError(absl::StrCat("source ", src, ": no such file or directory"));
+      }
+      s->set_source(fs::absolute(src).lexically_normal().string());
+    }  // else: a name in the daemon's images directory
+  }
+  if (auto c = FillCommon(a, &r); !c.ok()) return c;
+  return r;
+}
+
+absl::StatusOr<v1::SubmitJobRequest> BuildRunRequest(const ParsedArgs& a, bool remote) {
+  v1::SubmitJobRequest r;
+  v1::RunSpec* s = r.mutable_run();
+  if (auto st = ReadRunSpec(a, s); !st.ok()) return st;
+  if (auto st = LocalWeights(remote, s->mutable_model()); !st.ok()) return st;
+  if (!remote && !absl::StartsWith(s->data(), "synthetic")) {
+    auto p = LocalPath("data", s->data(), true);
+    if (!p.ok()) return p.status();
+    s->set_data(*p);
+  }
+  if (auto c = FillCommon(a, &r); !c.ok()) return c;
+  return r;
+}
+
+}  // namespace libreyolo::cli

@@ -1,0 +1,267 @@
+// `libreyolo jobs list|show|watch|cancel|download`: the daemon's job records, one RPC each
+// (watch: a stream).
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "client/cli/exit_codes.h"
+#include "client/commands/command_output.h"
+#include "client/commands/job_commands.h"
+#include "client/remote/artifact_download.h"
+#include "client/remote/daemon_session.h"
+#include "client/remote/job_watch.h"
+#include "client/remote/progress_display.h"
+#include "common/render/terminal_text.h"
+
+namespace libreyolo::cli {
+namespace {
+
+absl::StatusOr<int64_t> IntFlag(const ParsedArgs& a, const std::string& name) {
+  auto v = a.Value(name);
+  if (!v) return absl::NotFoundError(name);
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(*v, &n)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " needs an integer, got '", *v, "'"));
+  }
+  return n;
+}
+
+// Copies an integer flag into a proto setter when given.
+template <typename Set>
+absl::Status MaybeInt(const ParsedArgs& a, const std::string& name, Set set) {
+  auto v = IntFlag(a, name);
+  if (absl::IsNotFound(v.status())) return absl::OkStatus();
+  if (!v.ok()) return v.status();
+  set(*v);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::JobState> ParseState(const std::string& s) {
+  for (v1::JobState st : {v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED,
+                          v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED}) {
+    if (StateName(st) == absl::AsciiStrToLower(s)) return st;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--state '", s, "' is not queued, running, succeeded, failed or cancelled"));
+}
+
+std::string Age(int64_t unix_ms) {
+  if (unix_ms <= 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
+}
+
+int JobsList(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  v1::ListJobsRequest req;
+  for (const std::string& s : a.Values("state")) {
+    auto st = ParseState(s);
+    if (!st.ok()) return FailStatus(err, "jobs list", st.status());
+    req.add_states(*st);
+  }
+  for (const std::string& l : a.Values("label")) {
+    const size_t eq = l.find('=');
+    if (eq == std::string::npos)
+      return Fail(err, "jobs list", kExitUsage, "--label needs KEY=VALUE");
+    (*req.mutable_labels())[l.substr(0, eq)] = l.substr(eq + 1);
+  }
+  if (auto o = a.Value("owner")) req.set_owner(*o);
+  if (auto st =
+          MaybeInt(a, "limit", [&](int64_t v) { req.set_page_size(static_cast<int32_t>(v)); });
+      !st.ok()) {
+    return FailStatus(err, "jobs list", st);
+  }
+  auto session = DaemonSession::Open(a);
+  if (!session.ok()) return FailStatus(err, "jobs list", session.status());
+  DaemonConnection& c = (*session)->connection();
+  auto ctx = c.Context(std::chrono::seconds(30));
+  v1::ListJobsResponse resp;
+  const grpc::Status s = c.stub().ListJobs(ctx.get(), req, &resp);
+  if (!s.ok()) return FailStatus(err, "jobs list", FromGrpc(s, c.address()));
+  if (a.Switch("json")) {
+    out << ProtoJson(resp) << "\n";
+    return kExitOk;
+  }
+  out << absl::StrFormat("%-26s %-6s %-10s %-8s %-10s %-19s %10s  %s\n", "JOB", "KIND", "STATE",
+                         "DEVICE", "OWNER", "CREATED (UTC)", "STEP MS", "BOUND / ERROR");
+  for (const v1::Job& j : resp.jobs()) {
+    std::string state = StateName(j.state());
+    if (j.state() == v1::JOB_STATE_QUEUED) state = absl::StrCat("queued#", j.queue_position());
+    out << absl::StrFormat("%-26s %-6s %-10s %-8s %-10s %-19s %10s  %s\n", TerminalSafe(j.id()),
+                           j.kind() == v1::JOB_KIND_RUN ? "run" : "infer", state,
+                           TerminalSafe(j.device()), TerminalSafe(j.owner()),
+                           Age(j.create_time_unix_ms()),
+                           j.step_ms() > 0 ? absl::StrFormat("%.2f", j.step_ms()) : "-",
+                           TerminalSafe(j.error().empty() ? j.bound() : j.error()));
+  }
+  if (!resp.next_page_token().empty()) out << "(more: raise --limit)\n";
+  return kExitOk;
+}
+
+// The job's record (GetJob), its error as the client reports it.
+absl::StatusOr<v1::Job> GetJobRecord(DaemonConnection& c, const std::string& id) {
+  auto ctx = c.Context(std::chrono::seconds(30));
+  v1::GetJobRequest req;
+  req.set_job_id(id);
+  v1::Job job;
+  const grpc::Status s = c.stub().GetJob(ctx.get(), req, &job);
+  if (!s.ok()) return FromGrpc(s, c.address());
+  return job;
+}
+
+int JobsShow(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  auto session = DaemonSession::Open(a);
+  if (!session.ok()) return FailStatus(err, "jobs show", session.status());
+  auto record = GetJobRecord((*session)->connection(), a.positionals[0]);
+  if (!record.ok()) return FailStatus(err, "jobs show", record.status());
+  const v1::Job& job = *record;
+  if (a.Switch("json")) {
+    out << ProtoJson(job) << "\n";
+    return kExitOk;
+  }
+  // Every string of the job comes from the daemon: printed through TerminalSafe.
+  out << "job       " << TerminalSafe(job.id()) << "\nkind      "
+      << (job.kind() == v1::JOB_KIND_RUN ? "run" : "infer") << "\nstate     "
+      << StateName(job.state()) << "\nowner     " << TerminalSafe(job.owner())
+      << "\ndevice    " << TerminalSafe(job.device())
+      << "\ncreated   " << Age(job.create_time_unix_ms()) << "\nstarted   "
+      << Age(job.start_time_unix_ms()) << "\nfinished  " << Age(job.finish_time_unix_ms()) << "\n";
+  if (job.queue_position() > 0) out << "position  " << job.queue_position() << "\n";
+  if (!job.error().empty()) out << "error     " << TerminalSafe(job.error()) << "\n";
+  if (job.step_ms() > 0) {
+    out << absl::StrFormat("step      %.3f ms, %.2f img/s, %s\n", job.step_ms(), job.img_per_s(),
+                           TerminalSafe(job.bound()));
+  }
+  for (const auto& [k, v] : job.labels()) {
+    out << "label     " << TerminalSafe(k) << "=" << TerminalSafe(v) << "\n";
+  }
+  for (const v1::Artifact& art : job.artifacts()) {
+    out << absl::StrFormat("artifact  %-28s %12d bytes  sha256 %s\n", TerminalSafe(art.name()),
+                           art.size_bytes(), TerminalSafe(art.sha256()));
+  }
+  return kExitOk;
+}
+
+int JobsWatch(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  int64_t from = 1;
+  if (auto st = MaybeInt(a, "from", [&](int64_t v) { from = v; }); !st.ok()) {
+    return FailStatus(err, "jobs watch", st);
+  }
+  auto session = DaemonSession::Open(a);
+  if (!session.ok()) return FailStatus(err, "jobs watch", session.status());
+  InstallInterruptFlag();
+  const bool json = a.Switch("json");
+  ProgressDisplay display(err,
+                          ::isatty(STDERR_FILENO) ? ProgressStyle::kBar : ProgressStyle::kLines);
+  auto w = WatchJob((*session)->connection(), a.positionals[0], from, [&](const v1::JobEvent& e) {
+    if (json) {
+      out << EventJson(e) << "\n";
+      out.flush();
+    } else {
+      display.Show(e);
+    }
+  });
+  display.Finish();
+  if (!w.ok()) return FailStatus(err, "jobs watch", w.status());
+  if (w->interrupted) return 130;
+  if (!json) out << "job " << TerminalSafe(w->job.id()) << " " << StateName(w->job.state()) << "\n";
+  return w->job.state() == v1::JOB_STATE_SUCCEEDED ? kExitOk : std::max(1, w->job.exit_code());
+}
+
+int JobsCancel(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  auto session = DaemonSession::Open(a);
+  if (!session.ok()) return FailStatus(err, "jobs cancel", session.status());
+  DaemonConnection& c = (*session)->connection();
+  auto ctx = c.Context(std::chrono::seconds(30));
+  v1::CancelJobRequest req;
+  req.set_job_id(a.positionals[0]);
+  v1::Job job;
+  const grpc::Status s = c.stub().CancelJob(ctx.get(), req, &job);
+  if (!s.ok()) return FailStatus(err, "jobs cancel", FromGrpc(s, c.address()));
+  out << "job " << job.id() << ": "
+      << (job.state() == v1::JOB_STATE_RUNNING ? "cancelling (stops at the next step)"
+                                               : StateName(job.state()))
+      << "\n";
+  return kExitOk;
+}
+
+int JobsDownload(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  auto session = DaemonSession::Open(a);
+  if (!session.ok()) return FailStatus(err, "jobs download", session.status());
+  DaemonConnection& c = (*session)->connection();
+  auto record = GetJobRecord(c, a.positionals[0]);
+  if (!record.ok()) return FailStatus(err, "jobs download", record.status());
+  const v1::Job& job = *record;
+  if (job.artifacts_size() == 0) {
+    return Fail(err, "jobs download", kExitUsage,
+                absl::StrCat("job ", job.id(), " has no artifacts (", StateName(job.state()), ")"));
+  }
+  const std::string project = a.ValueOr("project", "runs/profile");
+  for (const v1::Artifact& art : job.artifacts()) {
+    const std::string dest = ArtifactDestination(project, job.kind(), art.name());
+    auto got = DownloadArtifact(c, job.id(), art.name(), dest);
+    if (!got.ok()) return FailStatus(err, "jobs download", got.status());
+    out << dest << "\n";
+  }
+  return kExitOk;
+}
+
+std::vector<FlagSpec> WithRemote(std::vector<FlagSpec> flags) {
+  for (FlagSpec& f : RemoteFlagSpecs()) flags.push_back(f);
+  return flags;
+}
+
+// The model and where it runs: the same for `run` and `infer`.
+}  // namespace
+
+const std::vector<JobCommand>& JobsCommands() {
+  static const auto* commands = new std::vector<JobCommand>{
+      {{"list",
+        "jobs on the daemon (yours; all for admins), newest first",
+        "Lists jobs with their state, device, owner, step time and verdict or error.",
+        {},
+        WithRemote({{"state", "S", "", "only jobs in state S (repeatable)"},
+                    {"label", "KEY=VALUE", "", "only jobs with this label (repeatable)"},
+                    {"owner", "USER", "", "only USER's jobs (admins)"},
+                    {"limit", "N", "50", "at most N jobs"},
+                    {"json", "", "", "the ListJobs response as JSON"}})},
+       JobsList},
+      {{"show",
+        "one job: state, times, error, artifacts",
+        "Shows one job's record.",
+        {{"job", true, "job id"}},
+        WithRemote({{"json", "", "", "the Job as JSON"}})},
+       JobsShow},
+      {{"watch",
+        "follow a job's progress until it ends",
+        "Streams a job's progress events (from --from, a sequence number) until it ends. Exits\n"
+        "0 when it succeeded, else the job's exit code.",
+        {{"job", true, "job id"}},
+        WithRemote({{"from", "SEQ", "1", "first event sequence number to show"},
+                    {"json", "", "", "events as JSON lines on stdout"}})},
+       JobsWatch},
+      {{"cancel",
+        "cancel a queued or running job",
+        "Cancels a queued job at once, a running one at its next step.",
+        {{"job", true, "job id"}},
+        WithRemote({})},
+       JobsCancel},
+      {{"download",
+        "fetch a job's artifacts into --project",
+        "Downloads every artifact of a finished job (checksums verified) into the layout\n"
+        "`profile run|infer` uses.",
+        {{"job", true, "job id"}},
+        WithRemote({{"project", "DIR", "runs/profile", "output root"}})},
+       JobsDownload},
+  };
+  return *commands;
+}
+
+}  // namespace libreyolo::cli

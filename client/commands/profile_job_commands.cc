@@ -1,0 +1,260 @@
+// `libreyolo profile run|infer`: submit the job to a daemon (--remote's, or the caller's
+// private one), follow its progress, fetch its artifacts into --project, print the summary.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/cli/exit_codes.h"
+#include "client/cli/job_flags.h"
+#include "client/commands/command_output.h"
+#include "client/commands/job_commands.h"
+#include "client/commands/job_request.h"
+#include "client/commands/report_command.h"
+#include "client/remote/artifact_download.h"
+#include "client/remote/daemon_session.h"
+#include "client/remote/job_watch.h"
+#include "client/remote/progress_display.h"
+#include "common/json/json_writer.h"
+#include "common/load/load_profile.h"
+#include "common/readers/run_reader.h"
+#include "common/status/exit_code.h"
+
+namespace libreyolo::cli {
+namespace {
+
+ProgressStyle StyleFor(const ParsedArgs& a) {
+  if (a.Switch("json")) return ProgressStyle::kJson;
+  return ::isatty(STDERR_FILENO) ? ProgressStyle::kBar : ProgressStyle::kLines;
+}
+
+// ---- Submit, follow, fetch ------------------------------------------------------------------
+
+// After Ctrl-C: cancel or detach. A TTY is asked (detach is the default); otherwise detach,
+// except on a private daemon this command started, which stops with the command.
+bool ShouldCancel(const DaemonSession& session, std::ostream& err, const std::string& id) {
+  if (session.started_private()) return true;
+  if (!::isatty(STDIN_FILENO) || !::isatty(STDERR_FILENO)) return false;
+  err << "\nCancel job " << id << " on the daemon? [y/N] (N detaches: it keeps running) ";
+  err.flush();
+  ClearInterrupt();
+  std::string answer;
+  std::getline(std::cin, answer);
+  return absl::StartsWithIgnoreCase(absl::StripAsciiWhitespace(answer), "y");
+}
+
+}  // namespace
+
+// The summary's JSON object with the job's id and profile path first: `run`/`infer --json`
+// print one document that names the job it describes.
+std::string WithJobFields(const std::string& summary_json, const std::string& job_id,
+                          const std::string& profile_path) {
+  const size_t brace = summary_json.find('{');
+  if (brace == std::string::npos) return summary_json;
+  JsonWriter w(/*pretty=*/false);
+  w.BeginObject().Field("job_id", job_id).Field("profile_path", profile_path).EndObject();
+  std::string fields(absl::StripAsciiWhitespace(w.Take()));  // {"job_id":...,...}
+  fields = fields.substr(1, fields.size() - 2);
+  const size_t next = summary_json.find_first_not_of(" \n\t", brace + 1);
+  const bool empty = next != std::string::npos && summary_json[next] == '}';
+  return absl::StrCat(summary_json.substr(0, brace + 1), "\n  ", fields, empty ? "" : ",",
+                      summary_json.substr(brace + 1));
+}
+
+namespace {
+
+int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job& submitted,
+                   const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  DaemonConnection& c = session.connection();
+  const bool json = a.Switch("json");
+  ProgressDisplay display(err, StyleFor(a));
+  // A failed job's error is printed once, by the error line below, not also by the display.
+  display.set_quiet_terminal_message(true);
+  InstallInterruptFlag();
+  auto watched = WatchJob(c, submitted.id(), 1, [&](const v1::JobEvent& e) { display.Show(e); });
+  display.Finish();
+  if (!watched.ok()) return FailJobStatus(err, cmd, watched.status(), json);
+  if (watched->interrupted) {
+    if (ShouldCancel(session, err, submitted.id())) {
+      auto ctx = c.Context(std::chrono::seconds(30));
+      v1::CancelJobRequest req;
+      req.set_job_id(submitted.id());
+      v1::Job job;
+      (void)c.stub().CancelJob(ctx.get(), req, &job);
+      ClearInterrupt();
+      // Wait for the cancellation to land so the daemon's record is final.
+      (void)WatchJob(c, submitted.id(), watched->last_sequence + 1, [](const v1::JobEvent&) {});
+      if (json) {
+        JsonLine(err, "cancelled", {{"job_id", submitted.id()}}, 130);
+      } else {
+        err << "job " << submitted.id() << " cancelled\n";
+      }
+      return 130;
+    }
+    const std::string follow = absl::StrCat("libreyolo jobs watch ", submitted.id(),
+                                            session.is_remote() ? " --remote ..." : "");
+    if (json) {
+      JsonLine(err, "detached", {{"job_id", submitted.id()}, {"follow", follow}}, 130);
+    } else {
+      err << "detached; job " << submitted.id() << " keeps running. Follow it with: " << follow
+          << "\n";
+    }
+    return 130;
+  }
+  const v1::Job& job = watched->job;
+  if (job.state() != v1::JOB_STATE_SUCCEEDED) {
+    const int code = job.exit_code() != 0 ? job.exit_code() : kExitAnalysisFailed;
+    return FailJob(err, cmd, code,
+                   absl::StrCat("job ", job.id(), " ", StateName(job.state()), ": ", job.error()),
+                   json);
+  }
+  const std::string project = a.ValueOr("project", "runs/profile");
+  std::string profile_path;
+  for (const v1::Artifact& art : job.artifacts()) {
+    const std::string dest = ArtifactDestination(project, job.kind(), art.name());
+    auto got = DownloadArtifact(c, job.id(), art.name(), dest);
+    if (!got.ok()) return FailJobStatus(err, cmd, got.status(), json);
+    if (art.name() == "profile.json") profile_path = dest;
+    if (json) {
+      JsonLine(err, "wrote", {{"path", dest}});
+    } else {
+      err << "wrote " << dest << "\n";
+    }
+  }
+  if (!json) {
+    err << "job " << job.id() << " (read it again with: libreyolo profile summary job:"
+        << job.id() << ")\n";
+  }
+  if (profile_path.empty()) {
+    return FailJob(err, cmd, kExitNoProfile, "the job stored no profile.json", json);
+  }
+  // The HTML report beside the profile: the daemon stores one with each job (downloaded above);
+  // a daemon that did not is covered here, from the downloaded files. A report that cannot be
+  // written does not fail the job: the profile is there and `report` can retry.
+  const std::string report_path =
+      (std::filesystem::path(profile_path).parent_path() / "report.html").string();
+  const bool stored = std::any_of(job.artifacts().begin(), job.artifacts().end(),
+                                  [](const v1::Artifact& stored_artifact) {
+                                    return stored_artifact.name() == "report.html";
+                                  });
+  if (stored) {
+    // Written above with the other artifacts.
+  } else if (auto report = WriteReport({profile_path}, {profile_path}, report_path); report.ok()) {
+    if (json) {
+      JsonLine(err, "wrote", {{"path", report_path}});
+    } else {
+      err << "wrote " << report_path << "\n";
+    }
+  } else if (json) {
+    JsonLine(err, "warning",
+             {{"message", absl::StrCat("no report.html: ", report.status().message())}});
+  } else {
+    err << "libreyolo profile " << cmd << ": warning: no report.html: "
+        << report.status().message() << "\n";
+  }
+  ReaderInvocation inv;
+  inv.reader = "summary";
+  inv.inputs = {profile_path};
+  auto summary = RunReader(inv, [](const std::string& p) { return LoadProfile(p); });
+  if (!summary.ok())
+    return FailJob(err, cmd, ExitCodeForStatus(summary.status()),
+                   std::string(summary.status().message()), json);
+  if (json) {
+    // One document: the job and its files, then the summary's own keys.
+    out << WithJobFields(summary->json, job.id(), profile_path);
+  } else {
+    out << summary->text;
+  }
+  out.flush();
+  return kExitOk;
+}
+
+int SubmitAndFollow(const std::string& cmd, const ParsedArgs& a, std::ostream& out,
+                    std::ostream& err,
+                    absl::StatusOr<v1::SubmitJobRequest> (*build)(const ParsedArgs&, bool)) {
+  const bool json = a.Switch("json");
+  auto remote = ResolveRemote(a);
+  if (!remote.ok()) return FailJobStatus(err, cmd, remote.status(), json);
+  auto request = build(a, remote->has_value());
+  if (!request.ok()) return FailJobStatus(err, cmd, request.status(), json);
+  auto session = DaemonSession::Open(a);
+  if (!session.ok()) return FailJobStatus(err, cmd, session.status(), json);
+  DaemonConnection& c = (*session)->connection();
+  auto ctx = c.Context(std::chrono::seconds(60));
+  v1::Job job;
+  const grpc::Status s = c.stub().SubmitJob(ctx.get(), *request, &job);
+  if (!s.ok()) return FailJobStatus(err, cmd, FromGrpc(s, c.address()), json);
+  c.MarkReached();
+  if (json) {
+    JsonLine(err, "submitted",
+             {{"job_id", job.id()}, {"device", job.device()}, {"daemon", c.address()}});
+  } else {
+    err << "job " << job.id() << " queued on " << job.device() << " (" << c.address() << ")\n";
+  }
+  if (a.Switch("detach")) {
+    out << job.id() << "\n";
+    return kExitOk;
+  }
+  return FollowAndFetch(cmd, **session, job, a, out, err);
+}
+
+int RunInfer(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  return SubmitAndFollow("profile infer", a, out, err, BuildInferRequest);
+}
+
+int RunTrain(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  return SubmitAndFollow("profile run", a, out, err, BuildRunRequest);
+}
+
+// The request's own flags, after the job's options.
+std::vector<FlagSpec> JobFlags() {
+  return {
+      {"label", "KEY=VALUE", "", "label the job (repeatable), e.g. --label slurm_job_id=42"},
+      {"priority", "N", "0", "queue priority -10..10 (higher first)"},
+      {"detach", "", "", "print the job id and return once queued"},
+      {"project", "DIR", "runs/profile", "output root for the fetched profile and traces"},
+      {"json", "", "", "the summary as JSON on stdout; progress events as JSON lines on stderr"},
+  };
+}
+
+std::vector<FlagSpec> Concat(std::vector<std::vector<FlagSpec>> parts) {
+  std::vector<FlagSpec> out;
+  for (auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+}  // namespace
+
+const std::vector<JobCommand>& ProfileJobCommands() {
+  static const auto* commands = new std::vector<JobCommand>{
+      {{"run",
+        "profile a short training run on a libreyolod",
+        "Profiles a short training run: --warmup steps, then --steps measured steps, under the\n"
+        "profiler schedule (--skip-first --wait --warmup --active --cycles). The job runs on a\n"
+        "libreyolod: --remote's, or your private one (started on demand on a Unix socket). The\n"
+        "profile and traces are fetched into --project (<project>/prof/) and the summary printed.\n"
+        "A dataset too small for the window exits 3. Ctrl-C cancels or detaches.",
+        {{"data", true, "dataset YAML, directory or name (coco128), or synthetic[:N]"}},
+        Concat({RunSpecFlags(), JobFlags(), RemoteFlagSpecs()})},
+       RunTrain},
+      {{"infer",
+        "profile the inference path on a libreyolod",
+        "Profiles inference: --warmup iterations, then --runs measured iterations without the\n"
+        "profiler (latency p50/p90/p99, img/s, preprocess/forward/postprocess), then a profiled\n"
+        "window. Runs on a libreyolod (--remote's, or your private one); the profile and\n"
+        "trace are fetched into --project (<project>/infer/) and the summary printed. With\n"
+        "--remote, local images are sent with the request.",
+        {{"source", false, "image or directory (default: a generated sample image)"}},
+        Concat({InferSpecFlags(), JobFlags(), RemoteFlagSpecs()})},
+       RunInfer},
+  };
+  return *commands;
+}
+
+}  // namespace libreyolo::cli

@@ -1,0 +1,73 @@
+// The one place a job option's default value and fixed bound are stated. The proto's job spec
+// (proto/libreyolo/profiler/v1/profiler.proto: InferSpec, RunSpec, ModelOptions,
+// ProfilerOptions) is the schema; these constants are what an unset field means
+// (job_spec.h: ApplyDefaults), what the shared flag table prints (client/cli/job_flags.h), and
+// what the engine's option structs start from (server/engine/engine.h). The daemon's own,
+// configurable limits (limits.max_imgsz, ...) are not here: they narrow these bounds
+// (job_spec.h: JobLimits). Header-only and dependency-free, so that the torch-side engine can
+// include it. docs/cli.md ("Job options") lists every default and bound.
+#ifndef LIBREYOLO_PROTO_JOB_SPEC_JOB_DEFAULTS_H_
+#define LIBREYOLO_PROTO_JOB_SPEC_JOB_DEFAULTS_H_
+
+#include <cstdint>
+
+namespace libreyolo::jobspec {
+
+namespace defaults {
+
+// ModelOptions
+inline constexpr const char* kWeights = "LibreYOLO9t.pt";  // absent: seeded random init
+inline constexpr const char* kSize = "t";
+inline constexpr const char* kDevice = "0";  // the CLI's default; the proto's: the daemon's
+inline constexpr int32_t kThreads = 0;       // 0 = all cores
+
+// InferSpec
+inline constexpr int64_t kInferBatch = 1;
+inline constexpr int64_t kImgsz = 640;  // infer and run
+inline constexpr const char* kAmpDtype = "float16";
+inline constexpr int64_t kInferWarmup = 20;
+inline constexpr int64_t kRuns = 100;
+inline constexpr int64_t kRepeat = 1;  // infer and run
+inline constexpr double kConf = 0.25;
+inline constexpr double kIou = 0.45;
+inline constexpr int64_t kMaxDet = 300;
+inline constexpr bool kTrace = true;
+
+// RunSpec
+inline constexpr int64_t kRunBatch = 16;  // -1 = auto
+inline constexpr int64_t kWorkers = 8;
+inline constexpr bool kAmp = true;
+inline constexpr int64_t kSteps = 20;
+inline constexpr int64_t kRunWarmup = 5;
+inline constexpr int64_t kSkipFirst = 0;
+inline constexpr int64_t kWait = 0;
+inline constexpr int64_t kCycles = 1;
+
+// ProfilerOptions (record_shapes, profile_memory, with_flops: unset = auto, within the budget)
+inline constexpr double kOverheadBudgetPct = 3.0;
+inline constexpr bool kWithModules = true;
+
+// Not in the proto: the engine tool's and the engine's own knobs.
+inline constexpr int64_t kProfiledRuns = 20;  // infer iterations recorded in the trace
+inline constexpr const char* kProject = "runs/profile";
+
+}  // namespace defaults
+
+// Fixed bounds of the contract (the engine's own: no daemon setting widens them).
+namespace bounds {
+
+inline constexpr int64_t kImgszMin = 32;
+inline constexpr int64_t kImgszMax = 4096;
+inline constexpr int64_t kImgszStep = 32;  // imgsz is a multiple of this
+inline constexpr int32_t kMaxThreads = 1024;
+inline constexpr int64_t kMaxWorkers = 64;
+inline constexpr int64_t kMaxCycles = 100;
+inline constexpr int64_t kMaxDet = 30000;
+inline constexpr int kMaxActivities = 8;
+inline constexpr double kMaxOverheadBudgetPct = 1000;
+
+}  // namespace bounds
+
+}  // namespace libreyolo::jobspec
+
+#endif  // LIBREYOLO_PROTO_JOB_SPEC_JOB_DEFAULTS_H_

@@ -1,0 +1,253 @@
+#include "proto/job_spec/job_spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/render/terminal_text.h"
+
+namespace libreyolo::jobspec {
+namespace {
+
+// The CLI flag a request field comes from ("infer.half" -> "--half"); "" for fields with no
+// flag. The positionals are named by their argument.
+std::string FlagOf(const std::string& field) {
+  static const std::vector<std::pair<std::string, std::string>> kPositional = {
+      {"run.data", "DATA (the dataset argument)"}, {"infer.source", "SOURCE (the image argument)"}};
+  for (const auto& [f, name] : kPositional) {
+    if (field == f) return name;
+  }
+  std::string rest = field;
+  for (const char* prefix : {"infer.profiler.", "run.profiler.", "infer.", "run.", "model."}) {
+    if (absl::StartsWith(rest, prefix)) {
+      rest = rest.substr(std::string(prefix).size());
+      break;
+    }
+  }
+  if (rest.empty() || rest == field || absl::StrContains(rest, ' ') ||
+      absl::StrContains(rest, '[') || absl::StrContains(rest, '/')) {
+    return "";
+  }
+  if (rest == "overhead_budget_pct") rest = "overhead_budget";
+  std::replace(rest.begin(), rest.end(), '_', '-');
+  return absl::StrCat("--", rest);
+}
+
+// A count with a fixed range in the contract: INVALID_ARGUMENT naming the range.
+absl::Status Range(const std::string& field, int64_t v, int64_t lo, int64_t hi) {
+  if (v >= lo && v <= hi) return absl::OkStatus();
+  return FieldError(field, absl::StrCat(v, " is outside ", lo, "..", hi));
+}
+
+// A count whose upper bound is a limit: below `lo` is INVALID_ARGUMENT, above the limit
+// RESOURCE_EXHAUSTED naming it.
+absl::Status Count(const std::string& field, int64_t v, int64_t lo, int64_t limit,
+                   const JobLimits& l, const char* key) {
+  if (v < lo) return FieldError(field, absl::StrCat(v, " is below ", lo));
+  if (v > limit) return LimitError(field, v, limit, l.limit_owner, key);
+  return absl::OkStatus();
+}
+
+// Saturating arithmetic for sums and products of counts: a result past int64 is nullopt.
+std::optional<int64_t> Add(std::optional<int64_t> a, std::optional<int64_t> b) {
+  int64_t r = 0;
+  if (!a || !b || __builtin_add_overflow(*a, *b, &r)) return std::nullopt;
+  return r;
+}
+std::optional<int64_t> Mul(std::optional<int64_t> a, std::optional<int64_t> b) {
+  int64_t r = 0;
+  if (!a || !b || __builtin_mul_overflow(*a, *b, &r)) return std::nullopt;
+  return r;
+}
+
+// A sum or product of counts against a limit; one past int64 is over any limit.
+absl::Status Total(const std::string& what, std::optional<int64_t> total, int64_t limit,
+                   const JobLimits& l, const char* key) {
+  if (!total) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": more than 2^63 exceeds ",
+                                                     l.limit_owner, " ", key, " (", limit, ")"));
+  }
+  if (*total > limit) return LimitError(what, *total, limit, l.limit_owner, key);
+  return absl::OkStatus();
+}
+
+absl::Status Finite(const std::string& field, double v, double lo, double hi) {
+  if (std::isfinite(v) && v >= lo && v <= hi) return absl::OkStatus();
+  return FieldError(field, absl::StrCat(v, " is not a number in [", lo, ", ", hi, "]"));
+}
+
+// Over a limit set below the fixed bound: RESOURCE_EXHAUSTED naming the limit; off the grid
+// 32, 64, ..., 4096: INVALID_ARGUMENT.
+absl::Status Imgsz(const std::string& field, int64_t v, const JobLimits& l) {
+  if (v > l.max_imgsz && l.max_imgsz < bounds::kImgszMax) {
+    return LimitError(field, v, l.max_imgsz, l.limit_owner, "max_imgsz");
+  }
+  if (v < bounds::kImgszMin || v > bounds::kImgszMax || v % bounds::kImgszStep != 0) {
+    return FieldError(field, absl::StrCat(v, " is not a multiple of ", bounds::kImgszStep, " in ",
+                                          bounds::kImgszMin, "..", bounds::kImgszMax));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Model(const v1::ModelOptions& m) {
+  if (m.size() != "t" && m.size() != "s" && m.size() != "m" && m.size() != "c") {
+    return FieldError("model.size", absl::StrCat("'", Excerpt(m.size()), "' is not t, s, m or c"));
+  }
+  return Range("model.threads", m.threads(), 0, bounds::kMaxThreads);
+}
+
+absl::Status Profiler(const std::string& field, const v1::ProfilerOptions& p, bool cpu) {
+  if (auto s = Finite(field + ".overhead_budget_pct", p.overhead_budget_pct(), 0,
+                      bounds::kMaxOverheadBudgetPct);
+      !s.ok()) {
+    return s;
+  }
+  if (p.activities_size() > bounds::kMaxActivities) {
+    return FieldError(field + ".activities",
+                      absl::StrCat("at most ", bounds::kMaxActivities, " entries"));
+  }
+  for (const std::string& a : p.activities()) {
+    if (a != "cpu" && a != "cuda") {
+      return FieldError(field + ".activities",
+                        absl::StrCat("'", Excerpt(a), "' is not cpu or cuda"));
+    }
+    // A CPU job has no CUDA activity to record: say so instead of quietly recording cpu only.
+    if (a == "cuda" && cpu) {
+      return FieldError(field + ".activities",
+                        "cuda needs a CUDA device and this job runs on cpu; use --activities "
+                        "cpu, or --device 0 for a GPU");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string NamedField(const std::string& field) {
+  const std::string flag = FlagOf(field);
+  return flag.empty() ? field : absl::StrCat(flag, " (", field, ")");
+}
+
+absl::Status FieldError(const std::string& field, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(NamedField(field), ": ", what));
+}
+
+absl::Status LimitError(const std::string& field, int64_t value, int64_t limit,
+                        const std::string& limit_owner, const char* key) {
+  return absl::ResourceExhaustedError(absl::StrCat(NamedField(field), ": ", value, " exceeds ",
+                                                   limit_owner, " ", key, " (", limit, ")"));
+}
+
+void ApplyDefaults(v1::ModelOptions* m) {
+  if (m->weights().empty()) m->set_weights(defaults::kWeights);
+  if (m->size().empty()) m->set_size(defaults::kSize);
+}
+
+void ApplyDefaults(v1::ProfilerOptions* p) {
+  if (!p->has_overhead_budget_pct()) p->set_overhead_budget_pct(defaults::kOverheadBudgetPct);
+  // with_stack is the deprecated alias of with_modules = true, read only when it is unset.
+  if (!p->has_with_modules()) p->set_with_modules(p->with_stack() || defaults::kWithModules);
+}
+
+void ApplyDefaults(v1::InferSpec* s) {
+  ApplyDefaults(s->mutable_model());
+  if (s->batch() == 0) s->set_batch(defaults::kInferBatch);
+  if (s->imgsz() == 0) s->set_imgsz(defaults::kImgsz);
+  if (s->amp_dtype().empty()) s->set_amp_dtype(defaults::kAmpDtype);
+  if (!s->has_warmup()) s->set_warmup(defaults::kInferWarmup);
+  if (!s->has_runs()) s->set_runs(defaults::kRuns);
+  if (s->repeat() == 0) s->set_repeat(defaults::kRepeat);
+  if (!s->has_conf()) s->set_conf(defaults::kConf);
+  if (!s->has_iou()) s->set_iou(defaults::kIou);
+  if (s->max_det() == 0) s->set_max_det(defaults::kMaxDet);
+  if (!s->has_trace()) s->set_trace(defaults::kTrace);
+  ApplyDefaults(s->mutable_profiler());
+}
+
+void ApplyDefaults(v1::RunSpec* s) {
+  ApplyDefaults(s->mutable_model());
+  if (s->batch() == 0) s->set_batch(defaults::kRunBatch);
+  if (s->imgsz() == 0) s->set_imgsz(defaults::kImgsz);
+  if (!s->has_workers()) s->set_workers(defaults::kWorkers);
+  if (!s->has_amp()) s->set_amp(defaults::kAmp);
+  if (s->steps() == 0) s->set_steps(defaults::kSteps);
+  if (!s->has_warmup()) s->set_warmup(defaults::kRunWarmup);
+  if (s->repeat() == 0) s->set_repeat(defaults::kRepeat);
+  if (s->cycles() == 0) s->set_cycles(defaults::kCycles);
+  ApplyDefaults(s->mutable_profiler());
+}
+
+absl::Status ValidateInferSpec(const v1::InferSpec& spec, const JobLimits& l, bool cpu) {
+  v1::InferSpec s = spec;
+  s.clear_images();  // not needed here, and possibly megabytes
+  ApplyDefaults(&s);
+  if (auto st = Model(s.model()); !st.ok()) return st;
+  if (auto st = Count("infer.batch", s.batch(), 1, l.max_batch, l, "max_batch"); !st.ok()) {
+    return st;
+  }
+  if (auto st = Imgsz("infer.imgsz", s.imgsz(), l); !st.ok()) return st;
+  if (auto st = Count("infer.warmup", s.warmup(), 0, l.max_runs, l, "max_runs"); !st.ok()) {
+    return st;
+  }
+  if (auto st = Count("infer.runs", s.runs(), 1, l.max_runs, l, "max_runs"); !st.ok()) return st;
+  if (auto st = Total("infer.warmup + infer.runs", Add(s.warmup(), s.runs()), l.max_runs, l,
+                      "max_runs");
+      !st.ok()) {
+    return st;
+  }
+  if (auto st = Count("infer.repeat", s.repeat(), 0, l.max_repeat, l, "max_repeat"); !st.ok()) {
+    return st;
+  }
+  if (auto st = Finite("infer.conf", s.conf(), 0, 1); !st.ok()) return st;
+  if (auto st = Finite("infer.iou", s.iou(), 0, 1); !st.ok()) return st;
+  if (auto st = Range("infer.max_det", s.max_det(), 1, bounds::kMaxDet); !st.ok()) return st;
+  if (s.amp_dtype() != "float16" && s.amp_dtype() != "bfloat16") {
+    return FieldError("infer.amp_dtype", absl::StrCat("'", Excerpt(s.amp_dtype()),
+                                                      "' is not float16 or bfloat16"));
+  }
+  if (s.half() && cpu) {
+    return FieldError("infer.half", "autocast runs on CUDA only; drop --half for a cpu job");
+  }
+  return Profiler("infer.profiler", s.profiler(), cpu);
+}
+
+absl::Status ValidateRunSpec(const v1::RunSpec& spec, const JobLimits& l, bool cpu) {
+  v1::RunSpec s = spec;
+  ApplyDefaults(&s);
+  if (auto st = Model(s.model()); !st.ok()) return st;
+  if (s.batch() < -1) {
+    return FieldError("run.batch", absl::StrCat(s.batch(), " is below 1; -1 is auto"));
+  }
+  if (s.batch() > l.max_batch) {
+    return LimitError("run.batch", s.batch(), l.max_batch, l.limit_owner, "max_batch");
+  }
+  if (auto st = Imgsz("run.imgsz", s.imgsz(), l); !st.ok()) return st;
+  if (auto st = Range("run.workers", s.workers(), 0, bounds::kMaxWorkers); !st.ok()) return st;
+  for (const auto& [field, v] : {std::pair<const char*, int64_t>{"run.steps", s.steps()},
+                                 {"run.warmup", s.warmup()},
+                                 {"run.skip_first", s.skip_first()},
+                                 {"run.wait", s.wait()}}) {
+    if (auto st = Count(field, v, 0, l.max_steps, l, "max_steps"); !st.ok()) return st;
+  }
+  if (auto st = Count("run.repeat", s.repeat(), 0, l.max_repeat, l, "max_repeat"); !st.ok()) {
+    return st;
+  }
+  if (auto st = Range("run.cycles", s.cycles(), 1, bounds::kMaxCycles); !st.ok()) return st;
+  // repeat x (warmup + steps) + skip_first + cycles x (wait + warmup + steps), without wrapping.
+  const std::optional<int64_t> total =
+      Add(Add(Mul(s.repeat(), Add(s.warmup(), s.steps())), s.skip_first()),
+          Mul(s.cycles(), Add(Add(s.wait(), s.warmup()), s.steps())));
+  if (auto st = Total("run (total steps: repeat x (warmup + steps) + skip_first + cycles x "
+                      "(wait + warmup + steps))",
+                      total, l.max_steps, l, "max_steps");
+      !st.ok()) {
+    return st;
+  }
+  return Profiler("run.profiler", s.profiler(), cpu);
+}
+
+}  // namespace libreyolo::jobspec
