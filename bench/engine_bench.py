@@ -7,10 +7,13 @@ same thread count (--threads T: ours `--threads T`, the Python tool OMP_NUM_THRE
 torch takes as its intra-op pool; the header prints what torch reports under it):
 
  inference, for each --imgsz (default 640 and 320), --batch 1:
-  1. ours `libreyolo-engine infer` with the trace on: profiler.overhead_pct (profiled window's
-     mean iteration vs the unprofiled window's), twice: with the default switches (auto:
-     --record-shapes/--profile-memory/--with-flops stay on while the probed overhead stays
-     within --overhead-budget, default 3 %) and with all three forced on;
+  1. ours `libreyolo-engine infer` with the trace on: profiler.overhead_pct, the interleaved
+     A/B estimate (unprofiled, profiled, unprofiled, ... single-iteration windows, at least 8
+     pairs: the median paired difference and its sign-test confidence interval,
+     profiler.overhead_ci_pct; docs/metrics.md "Profiler overhead budget"), twice: with the
+     default switches (auto: --record-shapes/--profile-memory/--with-flops go off only when the
+     interval's lower bound is over --overhead-budget, default 3 %) and with all three forced
+     on (shapes on);
   2. ours with --no-trace: the baseline latency p50 (end to end) and stages_ms.forward;
   3. the Python LibreYOLO's `libreyolo profile infer --no-trace` (its latency p50 and synced
      forward stage, no torch profiler) and `libreyolo profile infer` as a user runs it (trace
@@ -133,6 +136,8 @@ def engine_infer(a, env, imgsz, mode, tag):
         return {"error": err, "wall_s": wall}
     pr, cfg = prof.get("profiler") or {}, prof.get("config") or {}
     return {**infer_numbers(prof), "overhead_pct": pr.get("overhead_pct"),
+            "overhead_ci_pct": pr.get("overhead_ci_pct"),
+            "overhead_pairs": pr.get("overhead_pairs"),
             "switches_on": [k for k in SWITCHES if pr.get(k)],
             "auto_disabled": pr.get("auto_disabled"),
             "probe_overhead_pct": pr.get("probe_overhead_pct"),
@@ -233,6 +238,24 @@ with open(os.path.join(root, "data.yaml"), "w") as f:
 
 def fmt(v, spec="{:.1f}"):
     return "-" if v is None else spec.format(v)
+
+
+def fmt_ci(r):
+    """'2.31 % [-0.80, 5.12] (n=8)': the interleaved A/B median and its interval."""
+    if r.get("overhead_pct") is None:
+        return "-"
+    ci, n = r.get("overhead_ci_pct") or [None, None], r.get("overhead_pairs")
+    return (f"{r['overhead_pct']:.2f} % [{fmt(ci[0], '{:.2f}')}, {fmt(ci[1], '{:.2f}')}]"
+            f" (n={n})")
+
+
+def fmt_pair(ci):
+    return "-" if not ci or ci[0] is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def ci_bound(r, i):
+    ci = r.get("overhead_ci_pct")
+    return ci[i] if ci and len(ci) == 2 else None
 
 
 def ratio(x, y):
@@ -362,7 +385,7 @@ def main():
                         extra = f", on {abbreviate(r['switches_on'])} (probes {probes} %)"
                     print(f"  rep {rep + 1} {s}px ours {kind:10s}: " + (r.get("error") or
                           f"p50 {fmt(r['p50_ms'])} ms, forward {fmt(r['forward_ms'])} ms, "
-                          f"overhead {fmt(r['overhead_pct'], '{:.2f}')} %{extra}") +
+                          f"overhead {fmt_ci(r)}{extra}") +
                           f"  ({r['wall_s']:.0f} s)", flush=True)
             if a.no_peer:
                 continue
@@ -396,12 +419,18 @@ def main():
         print("inference (ms; ratio = ours / Python LibreYOLO)")
         print(f"{'imgsz':>5} | {'ours fwd':>8} {'py fwd':>8} {'ratio':>6} {'':4} | {'ours e2e':>8} "
               f"{'py e2e':>8} {'ratio':>6} {'':4} | {'ours trc':>8} {'py trc':>8} {'ratio':>6} | "
-              f"{'ovh auto':>8} {'':4} {'auto on':>7} | {'ovh forced':>10}")
+              f"{'ovh auto':>8} {'CI':>15} {'':4} {'auto on':>7} | {'ovh forced':>10} {'CI':>15}")
     for s in sizes:
         cf, pf = med(s, "notrace", "forward_ms"), med(s, "py_notrace", "forward_ms")
         ce, pe = med(s, "notrace", "p50_ms"), med(s, "py_notrace", "p50_ms")
         ct, pt = med(s, "auto", "p50_ms"), med(s, "py_traced", "p50_ms")
         ov, ovf = med(s, "auto", "overhead_pct"), med(s, "forced", "overhead_pct")
+
+        def med_ci(kind):
+            ok = [r for r in runs[s][kind] if "error" not in r]
+            return (median([ci_bound(r, 0) for r in ok]), median([ci_bound(r, 1) for r in ok]))
+
+        ov_ci, ovf_ci = med_ci("auto"), med_ci("forced")
         rf, re_, rt = ratio(cf, pf), ratio(ce, pe), ratio(ct, pt)
         # What the auto runs left on, most frequent first ("SMF" all on, "---" all off).
         kept = collections.Counter(abbreviate(r["switches_on"]) for r in runs[s]["auto"]
@@ -412,22 +441,27 @@ def main():
                "python_e2e_p50_ms": pe, "e2e_ratio": re_, "e2e": verdict(re_, lambda v: v < 1.0),
                "ours_traced_p50_ms": ct, "python_traced_p50_ms": pt, "traced_ratio": rt,
                "overhead_pct": ov, "overhead": verdict(ov, lambda v: v <= 3.0),
-               "auto_switches_on": dict(kept), "overhead_forced_on_pct": ovf}
+               "overhead_ci_pct": list(ov_ci), "auto_switches_on": dict(kept),
+               "overhead_forced_on_pct": ovf, "overhead_forced_on_ci_pct": list(ovf_ci)}
         misses += sum(row[k] == "MISS" for k in ("forward", "e2e", "overhead"))
         results.append(row)
         print(f"{s:>5} | {fmt(cf):>8} {fmt(pf):>8} {fmt(rf, '{:.2f}'):>6} {row['forward']:4} | "
               f"{fmt(ce):>8} {fmt(pe):>8} {fmt(re_, '{:.2f}'):>6} {row['e2e']:4} | "
               f"{fmt(ct):>8} {fmt(pt):>8} {fmt(rt, '{:.2f}'):>6} | "
-              f"{fmt(ov, '{:.2f}%'):>8} {row['overhead']:4} {auto_on:>7} | "
-              f"{fmt(ovf, '{:.2f}%'):>10}")
+              f"{fmt(ov, '{:.2f}%'):>8} {fmt_pair(ov_ci):>15} {row['overhead']:4} {auto_on:>7} | "
+              f"{fmt(ovf, '{:.2f}%'):>10} {fmt_pair(ovf_ci):>15}")
     if sizes:
         print("medians over reps. fwd: stages_ms.forward (mean of the synced iterations), ours "
               "--no-trace vs `libreyolo profile infer --no-trace`; e2e: latency p50 of the same runs; "
               "trc: latency p50 as each tool runs by default (trace on: ours measures an unprofiled "
               "window, the Python tool's measured iterations run under torch.profiler); ovh auto: "
-              "profiler.overhead_pct of our traced run with the default switches, 'auto on' what "
-              "they kept (S shapes, M memory, F FLOPs, - off); ovh forced: all three forced on. "
-              "Targets: fwd ratio <= 1.0, e2e ratio < 1.0, ovh auto <= 3%.")
+              "profiler.overhead_pct of our traced run with the default switches (the interleaved "
+              "A/B estimate: median paired difference of single-iteration windows; CI: its "
+              "sign-test interval, medians of each rep's bounds), 'auto on' what they kept (S "
+              "shapes, M memory, F FLOPs, - off); ovh forced: all three forced on (shapes on). "
+              "Targets: fwd ratio <= 1.0, e2e ratio < 1.0, ovh auto <= 3%. On a loaded machine "
+              "(loadavg above) read the intervals: a wide one says the machine was too noisy to "
+              "tell.")
     train_row = None
     if not a.no_train:
         def tmed(who, key):

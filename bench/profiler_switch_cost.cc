@@ -4,7 +4,9 @@
 //
 // One process, interleaved: every round runs, in a rotating order, a short block of forwards
 // for each configuration (no profiler; the bare profiler with all three off; each switch alone;
-// all three but one; all three; the bare profiler and all three with module scopes), so that
+// all three but one; all three; the bare profiler and all three with module scopes; our own
+// RecordFunction op collector, server/engine/collect/op_collector.h, without and with shapes),
+// so that
 // load from other processes falls on every configuration alike, which separate runs of
 // libreyolo-engine on a shared machine cannot promise. Prints per
 // configuration the median forward, the median added over no profiler and over the bare
@@ -31,6 +33,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "server/engine/collect/op_collector.h"
 #include "server/engine/collect/torch_profiler.h"
 #include "server/engine/model/module_scope.h"
 #include "server/engine/model_loader.h"
@@ -54,6 +57,7 @@ struct Config {
   bool profiled = false;
   TorchProfilerOptions options;
   bool modules = false;  // module scopes (--with-modules) on for this configuration
+  bool ours = false;     // our op collector instead of LibTorch's profiler
 };
 
 std::vector<Config> Configs() {
@@ -74,6 +78,9 @@ std::vector<Config> Configs() {
       // Module scopes: what the named ranges add, bare and with everything on.
       Config{"bare + modules", true, with("", false, false, false).options, true},
       Config{"all + modules", true, with("", true, true, true).options, true},
+      // Our collector (issue 13): ops and ranges, then with shapes (options.record_shapes).
+      Config{"ours (ops)", true, with("", false, false, false).options, false, true},
+      Config{"ours + shapes", true, with("", true, false, false).options, false, true},
   };
 }
 
@@ -128,7 +135,17 @@ int main(int argc, char** argv) {
       std::optional<libreyolo::engine::ModuleScopes> scopes;
       if (c.modules) scopes.emplace(*loaded->model);
       std::unique_ptr<TorchProfiler> session;
-      if (c.profiled) {
+      std::unique_ptr<libreyolo::engine::OpCollector> ours;
+      if (c.ours) {
+        libreyolo::engine::OpCollectorOptions oo;
+        oo.record_shapes = c.options.record_shapes;
+        auto started = libreyolo::engine::OpCollector::Start(oo);
+        if (!started.ok()) {
+          std::cerr << started.status() << "\n";
+          return 1;
+        }
+        ours = *std::move(started);
+      } else if (c.profiled) {
         auto started = TorchProfiler::Start(c.options);
         if (!started.ok()) {
           std::cerr << started.status() << "\n";
@@ -174,5 +191,12 @@ int main(int argc, char** argv) {
   std::cout << absl::StrFormat("%-16s %14.2f %18.2f\n", "with_modules",
                                libreyolo::engine::MedianMs(ms["bare + modules"]) - bare,
                                libreyolo::engine::MedianMs(ms["all + modules"]) - all);
+  // Side by side: our collector against LibTorch's profiler doing the same (ops; ops + shapes).
+  std::cout << absl::StrFormat("%-16s %14s %18s\n", "collector", "ops +ms", "ops+shapes +ms");
+  std::cout << absl::StrFormat("%-16s %14.2f %18.2f\n", "libtorch", bare - none,
+                               libreyolo::engine::MedianMs(ms["record_shapes"]) - none);
+  std::cout << absl::StrFormat("%-16s %14.2f %18.2f\n", "ours",
+                               libreyolo::engine::MedianMs(ms["ours (ops)"]) - none,
+                               libreyolo::engine::MedianMs(ms["ours + shapes"]) - none);
   return 0;
 }

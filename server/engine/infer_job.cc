@@ -22,6 +22,7 @@
 #include "common/trace/trace_analyser.h"
 #include "server/engine/collect/module_scope_events.h"
 #include "server/engine/collect/profiling_session.h"
+#include "server/engine/collect/recorded_kinds.h"
 #include "server/engine/collect/torch_profiler.h"
 #include "server/engine/collect/trace_export.h"
 #include "server/engine/cuda_runtime.h"
@@ -234,14 +235,11 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       m.stages = Stages{stage_sum.pre * k, stage_sum.fwd * k, stage_sum.post * k};
       trials.push_back(std::move(m));
     }
-    // The profiler's overhead is against the last trial, the one just before the window.
-    const double last_trial_ms = trials.back().step_ms;
-
     JobFiles files = JobFilesFor(spec.project, "infer");
     if (auto made = CreateJobDir(files); !made.ok()) return made;
     Profile p;
     std::optional<CudaAllocatorStats> window_peaks;
-    double profiled_mean_ms = 0;
+    RecordedKinds recorded;  // what the trace holds (nothing with --no-trace)
     std::string gpu_collector = "none";
     std::vector<std::string> collector_notes;
     auto profiler_options = [&](const ResolvedSwitches& sw) {
@@ -252,37 +250,46 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       po.cuda = device->cuda && spec.profiler.cuda;
       return po;
     };
-    // The overhead budget (overhead_budget.h): each probe times kProbeIterations iterations
-    // without the profiler, then as many under it, as the measured window times them (whole
-    // iterations, synced), and compares the medians.
+    // The overhead budget and the profile's overhead_pct (overhead_budget.h): each probe round
+    // times kProbePairs single-iteration windows under the profiler, each between two without
+    // it (unprofiled, profiled, ..., unprofiled), whole iterations synced as the measured
+    // window times them. A profiled window starts its own session before its clock starts.
     BudgetOutcome budget = SkipOverheadBudget(spec.profiler, "--no-trace: nothing is profiled");
     if (spec.trace) {
-      const int64_t probe_total =
-          static_cast<int64_t>(AutoSwitches(spec.profiler).size()) * 2 * kProbeIterations;
-      int64_t probed = 0;
-      auto timed = [&](std::vector<double>& ms) -> absl::Status {
-        for (int64_t i = 0; i < kProbeIterations; ++i) {
-          if (cancelled()) return absl::CancelledError("cancelled while probing");
-          const auto t0 = Clock::now();
+      constexpr int64_t kWindows = 2 * kProbePairs + 1;
+      int64_t probed = 0, round_end = 0;
+      auto window = [&](std::vector<double>& ms, int64_t i,
+                        const TorchProfilerOptions* po) -> absl::Status {
+        if (cancelled()) return absl::CancelledError("cancelled while probing");
+        std::unique_ptr<TorchProfiler> session;
+        if (po != nullptr) {
+          auto started = TorchProfiler::Start(*po);
+          if (!started.ok()) return started.status();
+          session = *std::move(started);
+        }
+        const auto t0 = Clock::now();
+        {
           ScopedRange step(absl::StrCat("ProfilerStep#", i + 1));
           auto t = iteration.Run(spec.warmup + spec.runs + i, false);
           if (!t.ok()) return t.status();
           if (device->cuda) torch::cuda::synchronize(device->index);
-          ms.push_back(Ms(Clock::now() - t0));
-          report("probing", ++probed, probe_total);
         }
-        return absl::OkStatus();
+        ms.push_back(Ms(Clock::now() - t0));
+        report("probing", ++probed, round_end);
+        return absl::OkStatus();  // `session` stops here, its events dropped
       };
-      auto probe = [&](const ResolvedSwitches& sw) -> absl::StatusOr<ProbeResult> {
-        std::vector<double> unprofiled, profiled;
-        if (auto s = timed(unprofiled); !s.ok()) return s;
-        auto session = TorchProfiler::Start(profiler_options(sw));
-        if (!session.ok()) return session.status();
-        if (auto s = timed(profiled); !s.ok()) return s;
-        return ProbeResult{MedianMs(unprofiled), MedianMs(profiled)};  // events dropped
+      auto probe = [&](const ResolvedSwitches& sw) -> absl::StatusOr<ProbeTimings> {
+        round_end = probed + kWindows;
+        const TorchProfilerOptions po = profiler_options(sw);
+        ProbeTimings t;
+        for (int64_t i = 0; i < kProbePairs; ++i) {
+          if (auto s = window(t.unprofiled_ms, 2 * i, nullptr); !s.ok()) return s;
+          if (auto s = window(t.profiled_ms, 2 * i + 1, &po); !s.ok()) return s;
+        }
+        if (auto s = window(t.unprofiled_ms, 2 * kProbePairs, nullptr); !s.ok()) return s;
+        return t;
       };
-      auto applied = ApplyOverheadBudget(spec.profiler, spec.profiler.overhead_budget_pct,
-                                         kProbeIterations, probe);
+      auto applied = ApplyOverheadBudget(spec.profiler, spec.profiler.overhead_budget_pct, probe);
       if (!applied.ok()) return applied.status();
       budget = *std::move(applied);
       const int64_t n = std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs));
@@ -312,11 +319,10 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       // The recorded window: LibTorch's profiler, with CUPTI for GPU activity on CUDA.
       auto profiler = ProfilingSession::Start(profiler_options(budget.switches));
       if (!profiler.ok()) return profiler.status();
-      const auto w0 = Clock::now();
       if (auto s = profiled_iterations(true); !s.ok()) return s;
-      profiled_mean_ms = Ms(Clock::now() - w0) / static_cast<double>(n);
       auto collected = (*profiler)->Stop();
       if (!collected.ok()) return collected.status();
+      recorded = RecordedKindsOf(collected->events);
       gpu_collector = (*profiler)->gpu_collector();
       collector_notes = collected->notes;
       modules_recorded = HoldsModuleScopes(collected->events);
@@ -384,14 +390,10 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     p.config_json = Finish(config);
     JsonWriter prof(/*pretty=*/false);
     prof.BeginObject().Field("activities", device->cuda && spec.profiler.cuda ? "cpu,cuda" : "cpu");
-    WriteSwitchFields(prof, budget, modules_recorded, spec.profiler.overhead_budget_pct);
+    WriteSwitchFields(prof, budget, recorded, modules_recorded, spec.profiler.overhead_budget_pct);
     prof.Field("profiled_iterations",
                spec.trace ? std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs)) : 0);
-    if (spec.trace) {
-      prof.Field("overhead_pct", 100.0 * (profiled_mean_ms - last_trial_ms) / last_trial_ms);
-    } else {
-      prof.Key("overhead_pct").Null();
-    }
+    WriteOverheadFields(prof, budget);
     prof.Field("gpu_collector", gpu_collector);
     if (!collector_notes.empty()) {
       prof.Key("notes").BeginArray();

@@ -87,10 +87,67 @@ double OverheadPct(double probe_median_ms, double baseline_median_ms) {
   return 100.0 * (probe_median_ms - baseline_median_ms) / baseline_median_ms;
 }
 
-BudgetAction NextBudgetAction(double overhead_pct, double budget_pct,
+int64_t SignTestRank(int64_t n, double confidence, double* coverage) {
+  // P(Binomial(n, 1/2) < k) accumulated term by term: C(n, i) / 2^n.
+  const double tail = (1.0 - confidence) / 2.0;
+  double term = std::ldexp(1.0, -static_cast<int>(n));  // C(n, 0) / 2^n
+  double below = 0;                                      // P(B < k) for the current k
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (below + term > tail) break;
+    below += term;  // now P(B < i + 1)
+    k = i + 1;
+    term = term * static_cast<double>(n - i) / static_cast<double>(i + 1);
+  }
+  if (k < 1) {  // too few pairs for the confidence asked: the widest interval there is
+    k = 1;
+    below = std::ldexp(1.0, -static_cast<int>(n));
+  }
+  if (coverage != nullptr) *coverage = std::max(0.0, 1.0 - 2.0 * below);
+  return k;
+}
+
+absl::StatusOr<OverheadEstimate> EstimateOverhead(const std::vector<ProbeTimings>& rounds,
+                                                  double confidence) {
+  auto valid = [](double ms) { return std::isfinite(ms) && ms > 0; };
+  std::vector<double> d, unprofiled, profiled;
+  for (const ProbeTimings& t : rounds) {
+    const size_t n = t.profiled_ms.size();
+    if (n < 1 || t.unprofiled_ms.size() != n + 1) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "an overhead probe round needs n >= 1 profiled windows between n + 1 unprofiled ones, "
+          "not %d and %d",
+          n, t.unprofiled_ms.size()));
+    }
+    if (!std::all_of(t.profiled_ms.begin(), t.profiled_ms.end(), valid) ||
+        !std::all_of(t.unprofiled_ms.begin(), t.unprofiled_ms.end(), valid)) {
+      return absl::InvalidArgumentError("an overhead probe window took no positive, finite time");
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const double base = (t.unprofiled_ms[i] + t.unprofiled_ms[i + 1]) / 2.0;
+      d.push_back(OverheadPct(t.profiled_ms[i], base));
+    }
+    unprofiled.insert(unprofiled.end(), t.unprofiled_ms.begin(), t.unprofiled_ms.end());
+    profiled.insert(profiled.end(), t.profiled_ms.begin(), t.profiled_ms.end());
+  }
+  if (d.empty()) return absl::InvalidArgumentError("an overhead probe needs at least one round");
+  const size_t n = d.size();
+  OverheadEstimate e;
+  e.pairs = static_cast<int64_t>(n);
+  e.median_pct = MedianMs(d);
+  std::sort(d.begin(), d.end());
+  const int64_t k = SignTestRank(e.pairs, confidence, &e.ci_level);
+  e.ci_low_pct = d[static_cast<size_t>(k - 1)];
+  e.ci_high_pct = d[n - static_cast<size_t>(k)];
+  e.unprofiled_median_ms = MedianMs(std::move(unprofiled));
+  e.profiled_median_ms = MedianMs(std::move(profiled));
+  return e;
+}
+
+BudgetAction NextBudgetAction(const OverheadEstimate& e, double budget_pct,
                               const std::vector<CostlySwitch>& auto_still_on) {
   BudgetAction a;
-  if (overhead_pct <= budget_pct) return a;  // kAccept
+  if (!(e.ci_low_pct > budget_pct)) return a;  // kAccept: not over budget beyond doubt
   if (auto_still_on.empty()) {
     a.kind = BudgetAction::Kind::kExhausted;
     return a;
@@ -101,27 +158,43 @@ BudgetAction NextBudgetAction(double overhead_pct, double budget_pct,
 }
 
 absl::StatusOr<BudgetOutcome> ApplyOverheadBudget(const ProfilerSwitches& requested,
-                                                  double budget_pct, int64_t probe_iterations,
-                                                  const ProbeFn& probe) {
+                                                  double budget_pct, const ProbeFn& probe) {
   BudgetOutcome o = Start(requested);
   std::vector<CostlySwitch> still_on = AutoSwitches(requested);
-  if (still_on.empty()) return o;
-  o.probe_iterations = probe_iterations;
-  // At most one probe per auto switch: each over-budget probe turns one off, and the
-  // configuration left when the last goes off is not probed.
-  while (true) {
-    auto result = probe(o.switches);
-    if (!result.ok()) return result.status();
-    const double pct = OverheadPct(result->profiled_ms, result->baseline_ms);
-    o.probe_median_ms.push_back(result->profiled_ms);
-    o.probe_baseline_ms.push_back(result->baseline_ms);
-    o.probe_overhead_pct.push_back(pct);
-    const BudgetAction a = NextBudgetAction(pct, budget_pct, still_on);
-    if (a.kind != BudgetAction::Kind::kDisable) break;
+  // One probe: rounds until the estimate is over the budget beyond doubt, or its median is
+  // within it, or kMaxProbeRounds ran.
+  auto measure = [&]() -> absl::StatusOr<OverheadEstimate> {
+    std::vector<ProbeTimings> rounds;
+    while (true) {
+      auto timings = probe(o.switches);
+      if (!timings.ok()) return timings.status();
+      rounds.push_back(*std::move(timings));
+      auto e = EstimateOverhead(rounds);
+      if (!e.ok()) return e.status();
+      const bool undecided = e->ci_low_pct <= budget_pct && e->median_pct > budget_pct;
+      if (!undecided || static_cast<int64_t>(rounds.size()) >= kMaxProbeRounds) return e;
+    }
+  };
+  // At most one decision probe per auto switch: each over-budget probe turns one off, and the
+  // configuration left when the last goes off is measured, not judged.
+  while (!still_on.empty()) {
+    auto e = measure();
+    if (!e.ok()) return e.status();
+    o.probes.push_back(*e);
+    const BudgetAction a = NextBudgetAction(*e, budget_pct, still_on);
+    if (a.kind != BudgetAction::Kind::kDisable) {
+      o.overhead = *e;
+      o.overhead_from_probe = true;
+      break;
+    }
     o.switches.Set(a.which, false);
     o.auto_disabled.emplace_back(SwitchName(a.which));
     still_on.erase(std::find(still_on.begin(), still_on.end(), a.which));
-    if (still_on.empty()) break;
+  }
+  if (!o.overhead.has_value()) {
+    auto e = measure();
+    if (!e.ok()) return e.status();
+    o.overhead = *e;
   }
   return o;
 }
@@ -150,38 +223,84 @@ double MedianMs(std::vector<double> ms) {
   return (lower + upper) / 2.0;
 }
 
-void WriteSwitchFields(JsonWriter& w, const BudgetOutcome& o, bool with_modules,
-                       double budget_pct) {
-  // LibTorch computes FLOPs from the recorded input shapes: with_flops without record_shapes
-  // records no FLOP, so the record says what the profile holds (false) and why.
-  const bool flops_recorded = o.switches.with_flops && o.switches.record_shapes;
-  w.Field("record_shapes", o.switches.record_shapes)
-      .Field("profile_memory", o.switches.profile_memory)
-      .Field("with_flops", flops_recorded);
-  if (o.switches.with_flops && !flops_recorded) {
+void WriteSwitchFields(JsonWriter& w, const BudgetOutcome& o, const RecordedKinds& recorded,
+                       bool with_modules, double budget_pct) {
+  // Each switch is recorded as what the profile holds: on only when it was on and the trace
+  // holds its data. LibTorch computes FLOPs from the recorded input shapes, so with_flops
+  // without record_shapes records no FLOP.
+  const ResolvedSwitches& s = o.switches;
+  const bool shapes = s.record_shapes && recorded.shapes;
+  const bool memory = s.profile_memory && recorded.memory;
+  const bool flops = s.with_flops && s.record_shapes && recorded.flops;
+  w.Field("record_shapes", shapes).Field("profile_memory", memory).Field("with_flops", flops);
+  if (s.with_flops && !s.record_shapes && recorded.traced) {
     w.Field("with_flops_note",
             "with_flops was on but record_shapes was off: FLOPs are computed from the recorded "
             "input shapes, so none were recorded");
+  }
+  std::vector<std::string> notes;
+  if (!recorded.traced) {
+    if (s.record_shapes || s.profile_memory || s.with_flops) {
+      notes.emplace_back("no trace was recorded (--no-trace): no switch produced data");
+    }
+  } else {
+    if (s.record_shapes && !shapes) {
+      notes.emplace_back("record_shapes was on but no op in the trace has input shapes");
+    }
+    if (s.profile_memory && !memory) {
+      notes.emplace_back("profile_memory was on but the trace holds no memory event");
+    }
+    if (s.with_flops && s.record_shapes && !flops) {
+      notes.emplace_back("with_flops was on but no op in the trace has a FLOP count");
+    }
+  }
+  if (!notes.empty()) {
+    w.Key("switch_notes").BeginArray();
+    for (const std::string& n : notes) w.String(n);
+    w.EndArray();
   }
   w.Field("with_stack", false)
       .Field("with_modules", with_modules)
       .Key("auto_switches")
       .BeginArray();
-  for (const std::string& s : o.auto_switches) w.String(s);
+  for (const std::string& a : o.auto_switches) w.String(a);
   w.EndArray().Key("auto_disabled").BeginArray();
-  for (const std::string& s : o.auto_disabled) w.String(s);
+  for (const std::string& a : o.auto_disabled) w.String(a);
   w.EndArray()
       .Field("overhead_budget_pct", budget_pct)
-      .Field("probe_iterations", o.probe_iterations)
-      .Key("probe_overhead_pct")
-      .BeginArray();
-  for (double v : o.probe_overhead_pct) w.Double(v);
-  w.EndArray().Key("probe_median_ms").BeginArray();
-  for (double v : o.probe_median_ms) w.Double(v);
-  w.EndArray().Key("probe_baseline_ms").BeginArray();
-  for (double v : o.probe_baseline_ms) w.Double(v);
+      .Field("probe_iterations", o.probes.empty() ? int64_t{0} : 2 * kProbePairs + 1);
+  w.Key("probe_pairs").BeginArray();
+  for (const OverheadEstimate& e : o.probes) w.Int(e.pairs);
   w.EndArray();
+  auto series = [&](const char* key, double OverheadEstimate::*field) {
+    w.Key(key).BeginArray();
+    for (const OverheadEstimate& e : o.probes) w.Double(e.*field);
+    w.EndArray();
+  };
+  series("probe_overhead_pct", &OverheadEstimate::median_pct);
+  series("probe_ci_low_pct", &OverheadEstimate::ci_low_pct);
+  series("probe_ci_high_pct", &OverheadEstimate::ci_high_pct);
+  series("probe_median_ms", &OverheadEstimate::profiled_median_ms);
+  series("probe_baseline_ms", &OverheadEstimate::unprofiled_median_ms);
+  series("probe_ci_level", &OverheadEstimate::ci_level);
   if (!o.probe_note.empty()) w.Field("probe_note", o.probe_note);
+}
+
+void WriteOverheadFields(JsonWriter& w, const BudgetOutcome& o) {
+  if (!o.overhead.has_value()) {
+    w.Key("overhead_pct").Null();
+    return;
+  }
+  const OverheadEstimate& e = *o.overhead;
+  w.Field("overhead_pct", e.median_pct)
+      .Key("overhead_ci_pct")
+      .BeginArray()
+      .Double(e.ci_low_pct)
+      .Double(e.ci_high_pct)
+      .EndArray()
+      .Field("overhead_ci_level", e.ci_level)
+      .Field("overhead_pairs", e.pairs)
+      .Field("overhead_source", o.overhead_from_probe ? "probe" : "measured");
 }
 
 }  // namespace libreyolo::engine

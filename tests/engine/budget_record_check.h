@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/io/file_reader.h"
 #include "server/engine/overhead_budget.h"
 
 namespace libreyolo::engine {
@@ -21,17 +22,24 @@ inline std::vector<std::string> Strings(const rapidjson::Value& array) {
   return out;
 }
 
+inline double At(const rapidjson::Value& array, size_t i) {
+  return array[static_cast<rapidjson::SizeType>(i)].GetDouble();
+}
+
 // `expected_auto`: the switches the spec left unset, in kDisableOrder. `probed`: whether the job
-// was expected to probe (it had auto switches and something to profile).
+// was expected to run decision probes (it had auto switches). A traced job always measures its
+// overhead (overhead_pct with its interval).
 inline void ExpectConsistentBudgetRecord(const std::string& profiler_json, double budget_pct,
                                          const std::vector<std::string>& expected_auto,
                                          bool probed) {
   rapidjson::Document d;
   ASSERT_FALSE(d.Parse(profiler_json.c_str()).HasParseError()) << profiler_json;
-  for (const char* key : {"record_shapes", "profile_memory", "with_flops", "with_stack",
-                          "with_modules",
-                          "auto_switches", "auto_disabled", "overhead_budget_pct",
-                          "probe_overhead_pct", "probe_iterations", "overhead_pct"}) {
+  for (const char* key :
+       {"record_shapes", "profile_memory", "with_flops", "with_stack", "with_modules",
+        "auto_switches", "auto_disabled", "overhead_budget_pct", "probe_overhead_pct",
+        "probe_ci_low_pct", "probe_ci_high_pct", "probe_ci_level", "probe_pairs",
+        "probe_median_ms", "probe_baseline_ms", "probe_iterations", "overhead_pct",
+        "overhead_ci_pct", "overhead_ci_level", "overhead_pairs", "overhead_source"}) {
     ASSERT_TRUE(d.HasMember(key)) << key << " missing: " << profiler_json;
   }
   EXPECT_DOUBLE_EQ(d["overhead_budget_pct"].GetDouble(), budget_pct);
@@ -41,39 +49,72 @@ inline void ExpectConsistentBudgetRecord(const std::string& profiler_json, doubl
   // Auto switches go off in kDisableOrder: the disabled ones are a prefix of the auto ones.
   ASSERT_LE(disabled.size(), autos.size());
   EXPECT_TRUE(std::equal(disabled.begin(), disabled.end(), autos.begin())) << profiler_json;
-  for (const std::string& s : autos) {
-    const bool off = std::find(disabled.begin(), disabled.end(), s) != disabled.end();
-    // with_flops is recorded as what the profile holds: off whenever record_shapes is off.
-    const bool recorded_off =
-        s == "with_flops" && d.HasMember("with_flops_note") && !d["record_shapes"].GetBool();
-    EXPECT_EQ(d[s.c_str()].GetBool(), !off && !recorded_off) << s << ": " << profiler_json;
+  for (const std::string& s : disabled) {
+    EXPECT_FALSE(d[s.c_str()].GetBool()) << s << ": " << profiler_json;
   }
-  std::vector<double> probes;
-  for (const auto& v : d["probe_overhead_pct"].GetArray()) probes.push_back(v.GetDouble());
+  const rapidjson::Value& median = d["probe_overhead_pct"];
+  const rapidjson::Value& low = d["probe_ci_low_pct"];
+  const rapidjson::Value& high = d["probe_ci_high_pct"];
+  const size_t probes = median.Size();
+  for (const char* key : {"probe_ci_low_pct", "probe_ci_high_pct", "probe_ci_level",
+                          "probe_pairs", "probe_median_ms", "probe_baseline_ms"}) {
+    ASSERT_EQ(d[key].Size(), probes) << key << ": " << profiler_json;
+  }
+  // A traced job's overhead is always measured, with its interval.
+  ASSERT_TRUE(d["overhead_pct"].IsNumber()) << profiler_json;
+  ASSERT_EQ(d["overhead_ci_pct"].Size(), 2u);
+  EXPECT_LE(d["overhead_ci_pct"][0].GetDouble(), d["overhead_pct"].GetDouble());
+  EXPECT_GE(d["overhead_ci_pct"][1].GetDouble(), d["overhead_pct"].GetDouble());
+  EXPECT_GE(d["overhead_pairs"].GetInt64(), kProbePairs);
+  EXPECT_GE(d["overhead_ci_level"].GetDouble(), kProbeConfidence);
   if (!probed) {
-    EXPECT_TRUE(probes.empty()) << profiler_json;
+    EXPECT_EQ(probes, 0u) << profiler_json;
     EXPECT_TRUE(disabled.empty()) << profiler_json;
+    EXPECT_STREQ(d["overhead_source"].GetString(), "measured");
     return;
   }
-  EXPECT_GT(d["probe_iterations"].GetInt64(), 0);
-  // One probe per decision: each over-budget probe disabled one switch; a last within-budget
-  // probe accepted, unless every auto switch went off (that configuration is not probed).
+  EXPECT_EQ(d["probe_iterations"].GetInt64(), 2 * kProbePairs + 1);
+  // One probe per decision: each over-budget probe (its interval's lower bound over the budget)
+  // disabled one switch; a last probe accepted (its lower bound within), unless every auto
+  // switch went off (then what is left was measured).
   if (disabled.size() == autos.size()) {
-    EXPECT_EQ(probes.size(), disabled.size()) << profiler_json;
+    EXPECT_EQ(probes, disabled.size()) << profiler_json;
+    EXPECT_STREQ(d["overhead_source"].GetString(), "measured");
   } else {
-    ASSERT_EQ(probes.size(), disabled.size() + 1) << profiler_json;
-    EXPECT_LE(probes.back(), budget_pct) << profiler_json;
+    ASSERT_EQ(probes, disabled.size() + 1) << profiler_json;
+    EXPECT_LE(At(low, probes - 1), budget_pct) << profiler_json;
+    // The accepting probe is the profile's overhead.
+    EXPECT_STREQ(d["overhead_source"].GetString(), "probe");
+    EXPECT_DOUBLE_EQ(d["overhead_pct"].GetDouble(), At(median, probes - 1));
   }
-  for (size_t i = 0; i < disabled.size(); ++i) EXPECT_GT(probes[i], budget_pct) << profiler_json;
-  ASSERT_EQ(d["probe_median_ms"].Size(), probes.size());
-  ASSERT_EQ(d["probe_baseline_ms"].Size(), probes.size());
-  for (size_t i = 0; i < probes.size(); ++i) {
-    const double base = d["probe_baseline_ms"][static_cast<rapidjson::SizeType>(i)].GetDouble();
-    const double prof = d["probe_median_ms"][static_cast<rapidjson::SizeType>(i)].GetDouble();
-    EXPECT_GT(base, 0);
-    EXPECT_NEAR(probes[i], 100.0 * (prof - base) / base, 1e-6 * std::max(1.0, std::abs(probes[i])));
+  for (size_t i = 0; i < disabled.size(); ++i) EXPECT_GT(At(low, i), budget_pct) << profiler_json;
+  for (size_t i = 0; i < probes; ++i) {
+    EXPECT_LE(At(low, i), At(median, i)) << profiler_json;
+    EXPECT_GE(At(high, i), At(median, i)) << profiler_json;
+    const int64_t pairs = d["probe_pairs"][static_cast<rapidjson::SizeType>(i)].GetInt64();
+    EXPECT_EQ(pairs % kProbePairs, 0) << profiler_json;
+    EXPECT_GE(pairs, kProbePairs);
+    EXPECT_LE(pairs, kMaxProbeRounds * kProbePairs);
+    EXPECT_GT(At(d["probe_baseline_ms"], i), 0);
+    EXPECT_GT(At(d["probe_median_ms"], i), 0);
   }
-  EXPECT_TRUE(d["overhead_pct"].IsNumber()) << profiler_json;
+}
+
+// A switch recorded on produced its data in the written trace, and one recorded off did not
+// (a CPU job: its trace holds only what LibTorch's profiler recorded).
+inline void ExpectSwitchRecordMatchesTrace(const std::string& profiler_json,
+                                           const std::string& trace_path) {
+  rapidjson::Document d;
+  ASSERT_FALSE(d.Parse(profiler_json.c_str()).HasParseError()) << profiler_json;
+  auto read = ReadWholeFile(trace_path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  const std::string& trace = *read;
+  const bool shapes = trace.find("\"Input Dims\"") != std::string::npos;
+  const bool flops = trace.find("\"flops\"") != std::string::npos;
+  const bool memory = trace.find("\"[memory]\"") != std::string::npos;
+  EXPECT_EQ(d["record_shapes"].GetBool(), shapes) << profiler_json;
+  EXPECT_EQ(d["with_flops"].GetBool(), flops) << profiler_json;
+  EXPECT_EQ(d["profile_memory"].GetBool(), memory) << profiler_json;
 }
 
 }  // namespace libreyolo::engine

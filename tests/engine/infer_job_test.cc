@@ -254,11 +254,17 @@ TEST_F(InferJob, AutoSwitchesAreProbedAndTheOutcomeRecorded) {
   auto p = LoadProfile(r->profile_path);
   ASSERT_TRUE(p.ok()) << p.status();
   ExpectConsistentBudgetRecord(p->profiler_json, 3.0, kAllAuto, /*probed=*/true);
+  ExpectSwitchRecordMatchesTrace(p->profiler_json, r->trace_path);
   rapidjson::Document d;
   d.Parse(p->profiler_json.c_str());
-  EXPECT_EQ(d["probe_iterations"].GetInt64(), kProbeIterations);
-  // Each probe: kProbeIterations without the profiler, then as many under it.
-  EXPECT_EQ(probing, static_cast<int64_t>(d["probe_overhead_pct"].Size()) * 2 * kProbeIterations);
+  // Each probe round: kProbePairs profiled windows between kProbePairs + 1 unprofiled ones;
+  // the decision probes' windows, and a measurement's when every auto switch went off.
+  int64_t rounds = 0;
+  for (const auto& pairs : d["probe_pairs"].GetArray()) rounds += pairs.GetInt64() / kProbePairs;
+  if (std::string(d["overhead_source"].GetString()) == "measured") {
+    rounds += d["overhead_pairs"].GetInt64() / kProbePairs;
+  }
+  EXPECT_EQ(probing, rounds * (2 * kProbePairs + 1));
 }
 
 TEST_F(InferJob, AGenerousBudgetKeepsEveryAutoSwitchOn) {
@@ -267,9 +273,10 @@ TEST_F(InferJob, AGenerousBudgetKeepsEveryAutoSwitchOn) {
   auto r = RunInferJob(spec_, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectConsistentBudgetRecord(r->profile.profiler_json, 1000, kAllAuto, /*probed=*/true);
+  ExpectSwitchRecordMatchesTrace(r->profile.profiler_json, r->trace_path);
   rapidjson::Document d;
   d.Parse(r->profile.profiler_json.c_str());
-  if (d["probe_overhead_pct"][0].GetDouble() <= 1000) {  // 11x slower: not on any sane machine
+  if (d["probe_ci_low_pct"][0].GetDouble() <= 1000) {  // 11x slower: not on any sane machine
     EXPECT_EQ(d["auto_disabled"].Size(), 0u);
     EXPECT_TRUE(d["record_shapes"].GetBool());
     // Shapes were recorded, so ops group by input shape.
@@ -290,8 +297,10 @@ TEST_F(InferJob, ExplicitSwitchesAreHonoured) {
   rapidjson::Document d;
   d.Parse(r->profile.profiler_json.c_str());
   EXPECT_FALSE(d["record_shapes"].GetBool());
+  ExpectSwitchRecordMatchesTrace(r->profile.profiler_json, r->trace_path);
 
-  // Every switch explicit: nothing to probe, and on means on whatever it costs.
+  // Every switch explicit: nothing to decide, and on means on whatever it costs; the overhead
+  // is still measured (one probe of kProbePairs pairs at least).
   spec_.profiler.record_shapes = true;
   spec_.profiler.profile_memory = true;
   spec_.profiler.with_flops = false;
@@ -299,8 +308,9 @@ TEST_F(InferJob, ExplicitSwitchesAreHonoured) {
   r = RunInferJob(
       spec_, [&](const JobProgress& p) { probing += p.stage == "probing"; }, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(probing, 0);
+  EXPECT_GE(probing, 2 * kProbePairs + 1);
   ExpectConsistentBudgetRecord(r->profile.profiler_json, 0, {}, /*probed=*/false);
+  ExpectSwitchRecordMatchesTrace(r->profile.profiler_json, r->trace_path);
   d.Parse(r->profile.profiler_json.c_str());
   EXPECT_TRUE(d["record_shapes"].GetBool());
   EXPECT_TRUE(d["profile_memory"].GetBool());
@@ -317,6 +327,11 @@ TEST_F(InferJob, NoTraceSaysWhyNothingWasProbed) {
   EXPECT_EQ(d["probe_overhead_pct"].Size(), 0u);
   EXPECT_NE(std::string(d["probe_note"].GetString()).find("--no-trace"), std::string::npos);
   EXPECT_TRUE(d["overhead_pct"].IsNull());
+  // Nothing was recorded, so no switch says it was on (auto switches would have been).
+  EXPECT_FALSE(d["record_shapes"].GetBool() || d["profile_memory"].GetBool() ||
+               d["with_flops"].GetBool())
+      << r->profile.profiler_json;
+  EXPECT_TRUE(d.HasMember("switch_notes")) << r->profile.profiler_json;
 }
 
 TEST_F(InferJob, RecordsTheThreadPools) {

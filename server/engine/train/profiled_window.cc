@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/engine/collect/module_scope_events.h"
 #include "server/engine/collect/profiling_session.h"
+#include "server/engine/collect/recorded_kinds.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -130,6 +131,7 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
       if (auto s = LinkOrCopy(files.trace, named); !s.ok()) return s;
       out.trace = files.trace;
       out.module_scopes = HoldsModuleScopes(collected->events);
+      out.recorded = RecordedKindsOf(collected->events);
     }
     out.cycle_traces.push_back(named);
   }
@@ -138,30 +140,38 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
   return out;
 }
 
-absl::StatusOr<std::vector<double>> ProbeSteps(Trainer& trainer, LoaderBatchSource& source,
-                                               const TorchProfilerOptions* options, int64_t steps,
-                                               const std::function<void()>& after_step,
-                                               const CancelToken* cancel) {
-  if (auto s = source.Reserve(steps); !s.ok()) return s;
-  std::unique_ptr<TorchProfiler> profiler;
-  if (options != nullptr) {
-    auto started = TorchProfiler::Start(*options);
-    if (!started.ok()) return started.status();
-    profiler = *std::move(started);
-  }
-  std::vector<double> ms;
-  for (int64_t i = 0; i < steps; ++i) {
+absl::StatusOr<ProbeTimings> ProbeRound(Trainer& trainer, LoaderBatchSource& source,
+                                        const TorchProfilerOptions& options, int64_t pairs,
+                                        const std::function<void()>& after_window,
+                                        const CancelToken* cancel) {
+  auto window = [&](std::vector<double>& ms, int64_t i, bool profiled) -> absl::Status {
     if (cancel != nullptr && cancel->cancelled.load()) {
       return absl::CancelledError("cancelled while probing");
     }
+    if (auto s = source.Reserve(1); !s.ok()) return s;
+    std::unique_ptr<TorchProfiler> session;
+    if (profiled) {
+      auto started = TorchProfiler::Start(options);
+      if (!started.ok()) return started.status();
+      session = *std::move(started);
+    }
     const auto t0 = Clock::now();
-    ScopedRange range(absl::StrCat("ProfilerStep#", i));
-    auto t = trainer.Step(source, /*sync=*/true);
-    if (!t.ok()) return t.status();
+    {
+      ScopedRange range(absl::StrCat("ProfilerStep#", i));
+      auto t = trainer.Step(source, /*sync=*/true);
+      if (!t.ok()) return t.status();
+    }
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    if (after_step) after_step();
+    if (after_window) after_window();
+    return absl::OkStatus();  // `session` stops here, its events unread
+  };
+  ProbeTimings t;
+  for (int64_t i = 0; i < pairs; ++i) {
+    if (auto s = window(t.unprofiled_ms, 2 * i, false); !s.ok()) return s;
+    if (auto s = window(t.profiled_ms, 2 * i + 1, true); !s.ok()) return s;
   }
-  return ms;  // a session stops with `profiler`, its events unread
+  if (auto s = window(t.unprofiled_ms, 2 * pairs, false); !s.ok()) return s;
+  return t;
 }
 
 }  // namespace libreyolo::engine

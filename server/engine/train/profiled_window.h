@@ -17,6 +17,7 @@
 #include "server/engine/cuda_runtime.h"
 #include "server/engine/engine.h"
 #include "server/engine/job_files.h"
+#include "server/engine/overhead_budget.h"
 #include "server/engine/train/trainer.h"
 
 namespace libreyolo::engine {
@@ -35,6 +36,7 @@ struct ProfiledWindow {
   std::vector<std::string> notes;      // the collectors' notes (e.g. no CUPTI)
   std::string gpu_collector = "none";  // "cupti", "libtorch" (Kineto) or "none"
   bool module_scopes = false;          // the analysed trace (the last cycle) holds module scopes
+  RecordedKinds recorded;              // what the analysed trace holds (shapes, FLOPs, memory)
   // CUDA: the caching allocator over the last cycle's active steps (peaks since they began).
   std::optional<CudaAllocatorStats> memory;
 };
@@ -51,14 +53,16 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
                                                  const JobFiles& files, const ProgressFn& progress,
                                                  const CancelToken* cancel);
 
-// Half a probe of the overhead budget (overhead_budget.h): `steps` training steps, reserved from
-// one epoch, synced per phase as recorded steps are, under a profiler session with `*options`
-// (its events dropped), or without the profiler when `options` is null. Returns each step's
-// wall milliseconds. `after_step` (may be empty) runs after each step, for progress.
-absl::StatusOr<std::vector<double>> ProbeSteps(Trainer& trainer, LoaderBatchSource& source,
-                                               const TorchProfilerOptions* options, int64_t steps,
-                                               const std::function<void()>& after_step,
-                                               const CancelToken* cancel);
+// One round of an overhead probe (overhead_budget.h): `pairs` profiled windows, each between two
+// unprofiled ones (unprofiled, profiled, ..., unprofiled), one training step each, synced per
+// phase as recorded steps are. A profiled window starts a profiler session with `options` before
+// its clock starts and drops its events after. Each window reserves its step from one epoch
+// (LoaderBatchSource::Reserve, outside the clock), so a round needs no more than one batch an
+// epoch. `after_window` (may be empty) runs after each window, for progress.
+absl::StatusOr<ProbeTimings> ProbeRound(Trainer& trainer, LoaderBatchSource& source,
+                                        const TorchProfilerOptions& options, int64_t pairs,
+                                        const std::function<void()>& after_window,
+                                        const CancelToken* cancel);
 
 }  // namespace libreyolo::engine
 

@@ -72,11 +72,11 @@ std::string TrainConfigJson(const TrainConfigFacts& f) {
 }
 
 std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
-                              const BudgetOutcome& budget, const ProfiledWindow& window,
-                              double synced_step_ms) {
+                              const BudgetOutcome& budget, const ProfiledWindow& window) {
   JsonWriter w(/*pretty=*/false);
   w.BeginObject().Field("activities", cuda_activity ? "cpu,cuda" : "cpu");
-  WriteSwitchFields(w, budget, window.module_scopes, spec.profiler.overhead_budget_pct);
+  WriteSwitchFields(w, budget, window.recorded, window.module_scopes,
+                    spec.profiler.overhead_budget_pct);
   w.Key("schedule")
       .BeginObject()
       .Field("skip_first", spec.skip_first)
@@ -89,11 +89,7 @@ std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
       .BeginArray();
   for (const std::string& t : window.cycle_traces) w.String(t);
   w.EndArray().Field("profiled_iterations", window.recorded_steps);
-  if (synced_step_ms > 0 && window.mean_step_ms > 0) {
-    w.Field("overhead_pct", 100.0 * (window.mean_step_ms - synced_step_ms) / synced_step_ms);
-  } else {
-    w.Key("overhead_pct").Null();
-  }
+  WriteOverheadFields(w, budget);
   w.Field("gpu_collector", window.gpu_collector);
   if (!window.notes.empty()) {
     w.Key("notes").BeginArray();

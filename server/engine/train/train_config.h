@@ -42,11 +42,10 @@ struct TrainConfigFacts {
 std::string TrainConfigJson(const TrainConfigFacts& f);
 
 // The profiler object: the switches in force and the overhead budget's record (`budget`), the
-// schedule, the traces; overhead_pct compares the recorded steps with the measured window's
-// synchronised steps (both sync per phase on CUDA, so like is compared with like).
+// schedule, the traces; overhead_pct is the budget's interleaved A/B estimate for the switches
+// the window ran with (WriteOverheadFields), probed with synced steps as recorded steps are.
 std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
-                              const BudgetOutcome& budget, const ProfiledWindow& window,
-                              double synced_step_ms);
+                              const BudgetOutcome& budget, const ProfiledWindow& window);
 
 }  // namespace libreyolo::engine
 

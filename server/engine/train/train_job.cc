@@ -221,38 +221,19 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
       po.cuda = device->cuda && spec.profiler.cuda;
       return po;
     };
-    // The overhead budget (overhead_budget.h): each probe times synchronised steps (as recorded
-    // steps are) without the profiler, then as many under it, and compares the medians. Each
-    // half takes its steps from one epoch (LoaderBatchSource::Reserve), so it needs no more
-    // batches than an epoch holds: never more data than the window already needs, and no exit
-    // 3 that the run would not have had.
-    const int64_t per_epoch = (*loader)->BatchesPerEpoch();
-    const int64_t probe_steps = std::min(kProbeIterations, per_epoch);
-    BudgetOutcome budget;
-    if (probe_steps < kMinProbeIterations) {
-      budget = SkipOverheadBudget(
-          spec.profiler,
-          absl::StrFormat("not probed: %s gives %d batch(es) of %d per epoch, fewer than the %d "
-                          "steps of a probe; auto switches stay on",
-                          (*dataset)->Describe(), per_epoch, batch, kMinProbeIterations));
-    } else {
-      const int64_t probe_total =
-          static_cast<int64_t>(AutoSwitches(spec.profiler).size()) * 2 * probe_steps;
-      int64_t probed = 0;
-      auto probe = [&](const ResolvedSwitches& sw) -> absl::StatusOr<ProbeResult> {
-        auto after_step = [&] { report("probing", ++probed, probe_total); };
-        auto unprofiled = ProbeSteps(trainer, source, nullptr, probe_steps, after_step, cancel);
-        if (!unprofiled.ok()) return unprofiled.status();
-        const TorchProfilerOptions po = profiler_options(sw);
-        auto profiled = ProbeSteps(trainer, source, &po, probe_steps, after_step, cancel);
-        if (!profiled.ok()) return profiled.status();
-        return ProbeResult{MedianMs(*std::move(unprofiled)), MedianMs(*std::move(profiled))};
-      };
-      auto applied =
-          ApplyOverheadBudget(spec.profiler, spec.profiler.overhead_budget_pct, probe_steps, probe);
-      if (!applied.ok()) return applied.status();
-      budget = *std::move(applied);
-    }
+    // The overhead budget and the profile's overhead_pct (overhead_budget.h): each probe round
+    // times kProbePairs single-step windows under the profiler, each between two without it,
+    // synced as recorded steps are. A window takes its step from one epoch, so any dataset that
+    // fills the measured window can be probed (no exit 3 the run would not have had).
+    int64_t probed = 0, round_end = 0;
+    auto probe = [&](const ResolvedSwitches& sw) -> absl::StatusOr<ProbeTimings> {
+      round_end = probed + 2 * kProbePairs + 1;
+      auto after_window = [&] { report("probing", ++probed, round_end); };
+      return ProbeRound(trainer, source, profiler_options(sw), kProbePairs, after_window, cancel);
+    };
+    auto applied = ApplyOverheadBudget(spec.profiler, spec.profiler.overhead_budget_pct, probe);
+    if (!applied.ok()) return applied.status();
+    const BudgetOutcome budget = *std::move(applied);
     const TorchProfilerOptions po = profiler_options(budget.switches);
     auto profiled = RunProfiledWindow(trainer, source, schedule, po, files, progress, cancel);
     if (!profiled.ok()) return profiled.status();
@@ -303,7 +284,7 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
       p.peak_reserved_mb = static_cast<double>(profiled->memory->peak_reserved) / 1e6;
     }
     p.config_json = TrainConfigJson(facts);
-    p.profiler_json = TrainProfilerJson(spec, po.cuda, budget, *profiled, m.synced_step_ms);
+    p.profiler_json = TrainProfilerJson(spec, po.cuda, budget, *profiled);
     p.tool_name = "libreyolo-profiler";
     p.tool_version = LIBREYOLO_VERSION;
     p.libtorch_version = LibTorchVersion();
