@@ -108,6 +108,9 @@ absl::Status CheckModel(const v1::ModelOptions& m, const DaemonConfig& config, b
   return absl::OkStatus();
 }
 
+// "cpu" and the further CPU slots ("cpu:1"): jobs that run on the host.
+bool IsCpuSlot(const std::string& device) { return absl::StartsWith(device, "cpu"); }
+
 // The daemon's configured limits, as the job spec's validator takes them.
 jobspec::JobLimits JobLimitsOf(const Limits& l) {
   jobspec::JobLimits j;
@@ -124,7 +127,7 @@ absl::Status CheckInfer(const v1::InferSpec& s, const DaemonConfig& config, bool
                         const std::string& device) {
   const Limits& l = config.limits;
   // The options' values (ranges, the imgsz grid, the limits): the job spec's one validator.
-  if (auto st = jobspec::ValidateInferSpec(s, JobLimitsOf(l), device == "cpu"); !st.ok()) {
+  if (auto st = jobspec::ValidateInferSpec(s, JobLimitsOf(l), IsCpuSlot(device)); !st.ok()) {
     return st;
   }
   if (!s.source().empty() && s.images_size() > 0) {
@@ -168,7 +171,7 @@ absl::Status CheckRun(const v1::RunSpec& s, const DaemonConfig& config, bool loc
   }
   // The options' values (ranges, the imgsz grid, the schedule's total, the limits): the job
   // spec's one validator.
-  return jobspec::ValidateRunSpec(s, JobLimitsOf(l), device == "cpu");
+  return jobspec::ValidateRunSpec(s, JobLimitsOf(l), IsCpuSlot(device));
 }
 
 absl::Status CheckLabels(const std::string& field,

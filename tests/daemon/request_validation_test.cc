@@ -70,6 +70,21 @@ TEST(ValidateSubmit, AnUnsetOptionIsCheckedAtItsDefault) {
 // The imgsz grid is the engine's (32..4096, multiples of 32) whatever a daemon's max_imgsz
 // says: a daemon configured above it refuses 6400 at submission (it used to accept it and the
 // engine failed the job), and below it the configured limit is what the message names.
+// A further CPU slot is a CPU device: what a cpu job may not ask for, a cpu:1 job may not either.
+TEST(ValidateSubmit, ACpuSlotIsCheckedAsTheCpu) {
+  DaemonConfig c;
+  c.devices = {"cpu", "cpu:1"};
+  std::string device;
+  v1::SubmitJobRequest r;
+  r.mutable_infer()->mutable_model()->set_device("cpu:1");
+  ASSERT_TRUE(ValidateSubmit(r, c, Tcp(), &device).ok());
+  EXPECT_EQ(device, "cpu:1");
+  r.mutable_infer()->set_half(true);
+  const absl::Status s = ValidateSubmit(r, c, Tcp(), &device);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("infer.half"));
+}
+
 TEST(ValidateSubmit, ImgszGridIsTheEnginesWhateverTheLimit) {
   DaemonConfig c;
   c.limits.max_imgsz = 8192;
