@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/io/image_extensions.h"
 #include "server/daemon/request_validation.h"
-#include "server/engine/engine.h"
+#include "proto/job_spec/job_defaults.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -16,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 
 void ResolveModel(const DaemonConfig& config, v1::ModelOptions* m) {
-  const std::string default_name = engine::ModelSpec().weights;
+  const std::string default_name = jobspec::defaults::kWeights;
   const std::string& w = m->weights();
   if (w.empty() || w == default_name) {
     // The default name: the models directory's copy, else the engine's seeded random init.
