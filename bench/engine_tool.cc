@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/cli/args.h"
 #include "client/cli/exit_codes.h"
 #include "client/cli/job_flags.h"
@@ -47,7 +48,27 @@ std::vector<FlagSpec> WithToolFlags(std::vector<FlagSpec> flags, bool infer) {
   }
   flags.push_back({"project", "DIR", libreyolo::jobspec::defaults::kProject, "output root"});
   flags.push_back({"json", "", "", "print the profile summary as JSON"});
+  flags.push_back({"report", "LABEL", "",
+                   "also draw report.html beside profile.json, labelled LABEL on the page (as "
+                   "the daemon does for its jobs)"});
+  flags.push_back({"post-window", "memory|files", "memory",
+                   "how the recorded window becomes the profile: analysed in memory as it is "
+                   "written (memory), or written, then read back to analyse and draw the report "
+                   "(files: the path before, the bench's peer)"});
   return flags;
+}
+
+// The job's output options from the tool's own flags.
+absl::StatusOr<libreyolo::engine::JobOutputOptions> OutputOptions(const ParsedArgs& a) {
+  libreyolo::engine::JobOutputOptions o;
+  o.report_label = a.ValueOr("report", "");
+  const std::string mode = a.ValueOr("post-window", "memory");
+  if (mode != "memory" && mode != "files") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--post-window must be memory or files, not '", mode, "'"));
+  }
+  o.analyse_from_files = mode == "files";
+  return o;
 }
 
 CommandSpec InferSpec() {
@@ -85,7 +106,13 @@ int Finish(const std::string& command, const absl::StatusOr<libreyolo::engine::J
   const auto view = libreyolo::BuildSummary(result->profile, result->profile_path);
   std::cout << (json ? libreyolo::RenderSummaryJson(view) : libreyolo::RenderSummaryText(view));
   std::cerr << "wrote " << result->profile_path
-            << (result->trace_path.empty() ? "" : " and " + result->trace_path) << "\n";
+            << (result->trace_path.empty() ? "" : " and " + result->trace_path)
+            << (result->report_path.empty() ? "" : " and " + result->report_path) << "\n";
+  // bench/engine_bench.py --post-window reads this line.
+  const libreyolo::engine::PostWindowTimes& t = result->post_window;
+  std::cerr << absl::StrFormat("post-window: %.1f ms (trace written and analysed %.1f ms, "
+                               "outputs %.1f ms)\n",
+                               t.total_ms(), t.trace_ms, t.outputs_ms);
   return libreyolo::cli::kExitOk;
 }
 
@@ -111,6 +138,9 @@ int RunInfer(const ParsedArgs& a) {
     s.profiled_runs = *v;
   }
   s.kineto_trace_path = a.ValueOr("kineto-trace", "");
+  auto output = OutputOptions(a);
+  if (!output.ok()) return UsageError("infer", output.status());
+  s.output = *output;
   return Finish("infer", libreyolo::engine::RunInferJob(s, PrintProgress, nullptr),
                 a.Switch("json"));
 }
@@ -122,8 +152,11 @@ int RunTrain(const ParsedArgs& a) {
   if (auto st = libreyolo::jobspec::ValidateRunSpec(spec, {}, device == "cpu"); !st.ok()) {
     return UsageError("run", st);
   }
-  const libreyolo::engine::TrainJobSpec s = libreyolo::worker::ToEngineTrainSpec(
+  libreyolo::engine::TrainJobSpec s = libreyolo::worker::ToEngineTrainSpec(
       spec, device, a.ValueOr("project", libreyolo::jobspec::defaults::kProject));
+  auto output = OutputOptions(a);
+  if (!output.ok()) return UsageError("run", output.status());
+  s.output = *output;
   return Finish("run", libreyolo::engine::RunTrainJob(s, PrintProgress, nullptr), a.Switch("json"));
 }
 

@@ -2,40 +2,17 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
-#include "common/io/atomic_file.h"
 #include "common/status/exit_code.h"
-#include "common/report/report_html.h"
 #include "server/daemon/job_inputs.h"
 
 namespace libreyolo::daemon {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Removes every occurrence of `prefix` (as it appears inside JSON strings) from the file,
-// rewriting it atomically.
-absl::Status StripPrefixInFile(const std::string& path, const std::string& prefix) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::UnavailableError(absl::StrCat("cannot read ", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
-  in.close();
-  std::string escaped;  // JSON escapes '/' optionally and '\\' and '"' always
-  for (char c : prefix) {
-    if (c == '"' || c == '\\') escaped += '\\';
-    escaped += c;
-  }
-  if (text.find(escaped) == std::string::npos) return absl::OkStatus();
-  return WriteFileAtomically(path, absl::StrReplaceAll(text, {{escaped, ""}}));
-}
 
 }  // namespace
 
@@ -181,37 +158,21 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
   }
   const std::string job_dir = done.job_dir();
 
-  // Publish: the job directory's files, and profile_repeat.json from the project root.
+  // Publish what the worker wrote, as it wrote it (job_files.h: profile.json records its files
+  // relative to the job's output folder, report.html drawn from the job's memory): the job
+  // directory's JSON files and report.html, and profile_repeat.json from the project root.
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(job_dir, ec)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".json")
-      files.push_back(entry.path());
+    const fs::path& f = entry.path();
+    if (entry.is_regular_file() && (f.extension() == ".json" || f.filename() == "report.html"))
+      files.push_back(f);
   }
   if (ec)
     return fail(absl::UnavailableError(absl::StrCat("cannot list ", job_dir, ": ", ec.message())));
   const fs::path repeat = fs::path(*scratch) / "profile_repeat.json";
   if (fs::exists(repeat, ec)) files.push_back(repeat);
   std::sort(files.begin(), files.end());
-  // The engine records where it wrote (profile.trace, the cycle traces): the daemon's scratch
-  // directory, which callers must not see and which is gone once published. Make those
-  // paths relative to the job's output folder ("infer/profile_trace.json").
-  for (const fs::path& f : files) {
-    if (f.filename() != "profile.json" && f.filename() != "profile_repeat.json") continue;
-    if (auto s = StripPrefixInFile(f.string(), *scratch + "/"); !s.ok()) return fail(s);
-  }
-  // The HTML report, stored with the job as `run`/`infer` write it beside a local profile: drawn
-  // from the profile and its trace by the same code as `libreyolo profile report`. A page that
-  // cannot be drawn does not fail a job whose profile is fine (`report job:<id>` can retry).
-  if (const fs::path profile = fs::path(job_dir) / "profile.json"; fs::exists(profile, ec)) {
-    const fs::path page = fs::path(job_dir) / "report.html";
-    absl::StatusOr<std::string> html =
-        RenderReportFiles({profile.string()}, {absl::StrCat("job:", job.id())});
-    if (html.ok() && WriteFileAtomically(page.string(), *html).ok()) {
-      files.push_back(page);
-      std::sort(files.begin(), files.end());
-    }
-  }
   if (progress) progress(RunProgress{"storing", 0, static_cast<int64_t>(files.size()), ""});
   for (const fs::path& f : files) {
     auto a = store_->PublishArtifact(job.id(), f.string(), f.filename().string(),

@@ -46,6 +46,28 @@ struct ModelSpec {
   int threads = job_defaults::kThreads;  // CPU threads; 0 = all cores
 };
 
+// How a job leaves its results (job_files.h). The defaults are what a local user expects; the
+// daemon's worker sets both (its jobs write in a scratch folder that callers never see).
+struct JobOutputOptions {
+  // Paths recorded in profile.json (its trace, the cycle traces) relative to the project folder
+  // ("infer/profile_trace.json") instead of as written ("<project>/infer/profile_trace.json").
+  bool paths_relative_to_project = false;
+  // Non-empty: report.html is drawn beside profile.json from the profile and the trace the job
+  // holds in memory, labelled so on the page (the daemon: "job:<id>").
+  std::string report_label;
+  // The bench's peer (bench/engine_bench.py --post-window): the path before the in-memory
+  // pipeline: write the trace, read it back to analyse it, and draw the report from the files.
+  bool analyse_from_files = false;
+};
+
+// What the stages after the recorded window took (wall time): the trace written and analysed,
+// then profile.json (and profile_repeat.json, report.html) written.
+struct PostWindowTimes {
+  double trace_ms = 0;    // export (and, from files, the read back) and analysis
+  double outputs_ms = 0;  // the profile, the report
+  double total_ms() const { return trace_ms + outputs_ms; }
+};
+
 struct InferJobSpec {
   ModelSpec model;
   std::string source;  // image or directory; empty = the project's sample image
@@ -67,6 +89,7 @@ struct InferJobSpec {
   // window, record as many iterations again with LibTorch's own profiler (CUDA activity through
   // Kineto) and save LibTorch's own trace of them here.
   std::string kineto_trace_path;
+  JobOutputOptions output;
 };
 
 // Progress as the daemon streams it: stage names are stable ("loading model", "warmup",
@@ -87,7 +110,9 @@ struct JobResult {
   std::string profile_path;
   std::string trace_path;  // empty with --no-trace
   std::optional<std::string> repeat_path;
+  std::string report_path;  // empty unless JobOutputOptions::report_label asked for one
   Profile profile;
+  PostWindowTimes post_window;
 };
 
 // Runs `profile infer`: warmup, the measured window (no profiler), a profiled window, analysis,
@@ -115,6 +140,7 @@ struct TrainJobSpec {
           cycles = job_defaults::kCycles;
   ProfilerSwitches profiler;
   std::string project = job_defaults::kProject;
+  JobOutputOptions output;
 };
 
 // Runs `profile run`: loads the model (the dataset's class count), then `repeat` measured

@@ -18,8 +18,6 @@
 #include "common/analysis/repeat_trials.h"
 #include "common/analysis/verdict.h"
 #include "common/json/json_writer.h"
-#include "common/profile/profile_json.h"
-#include "common/trace/trace_analyser.h"
 #include "server/engine/collect/module_scope_events.h"
 #include "server/engine/collect/profiling_session.h"
 #include "server/engine/collect/recorded_kinds.h"
@@ -235,9 +233,11 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       m.stages = Stages{stage_sum.pre * k, stage_sum.fwd * k, stage_sum.post * k};
       trials.push_back(std::move(m));
     }
-    JobFiles files = JobFilesFor(spec.project, "infer");
+    JobFiles files = JobFilesFor(spec.project, "infer", spec.output);
     if (auto made = CreateJobDir(files); !made.ok()) return made;
     Profile p;
+    std::optional<AnalysedTrace> analysed_window;  // the recorded window, analysed (none with --no-trace)
+    PostWindowTimes post_window;
     std::optional<CudaAllocatorStats> window_peaks;
     RecordedKinds recorded;  // what the trace holds (nothing with --no-trace)
     std::string gpu_collector = "none";
@@ -342,14 +342,11 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
         if (auto s = profiled_iterations(false); !s.ok()) return s;
         if (auto saved = (*kineto)->Stop(); !saved.ok()) return saved.status();
       }
-      report("writing", 0, 2);
-      if (auto written = WriteTraceAtomically(*collected, files.trace, eo); !written.ok()) {
-        return written;
-      }
       report("analysing", 0, 1);
-      auto analysed = AnalyseTraceFile(files.trace);
+      auto analysed = WriteAndAnalyseTrace(*collected, files.trace, eo, spec.output, &post_window);
       if (!analysed.ok()) return analysed.status();
-      p = *std::move(analysed);
+      analysed_window = *std::move(analysed);
+      p = std::move(analysed_window->profile);
       p.trace = files.trace;
       if (window_peaks) {
         // The allocator's own peaks over the window: the [memory] events' running totals
@@ -386,7 +383,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
         .Field("mode", "inference");
     WriteThreadFields(config, threads);
     if (device->cuda) WriteCudaFields(config, device->index, at_start);
-    config.Field("source", source->sample ? "sample" : spec.source).EndObject();
+    config.Field("source", source->sample ? "sample" : files.Recorded(spec.source)).EndObject();
     p.config_json = Finish(config);
     JsonWriter prof(/*pretty=*/false);
     prof.BeginObject().Field("activities", device->cuda && spec.profiler.cuda ? "cpu,cuda" : "cpu");
@@ -424,17 +421,16 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     const Verdict v = ComputeVerdict(p);
     p.bound = v.bound;
     p.bound_why = v.why;
-    if (auto written = WriteFileAtomically(files.profile, WriteProfileJson(p)); !written.ok()) {
-      return written;
-    }
-    report("writing", 2, 2);
+    report("writing", 0, 1);
     JobResult result;
-    result.profile_path = files.profile;
-    result.trace_path = spec.trace ? files.trace : "";
-    if (spec.repeat > 1) {
-      result.repeat_path = files.repeat;
-      if (auto w = WriteFileAtomically(files.repeat, WriteProfileJson(p)); !w.ok()) return w;
+    result.post_window = post_window;
+    if (auto w = WriteJobOutputs(p, files, spec.output, analysed_window ? &*analysed_window : nullptr,
+                                 spec.repeat > 1, &result);
+        !w.ok()) {
+      return w;
     }
+    report("writing", 1, 1);
+    result.trace_path = spec.trace ? files.trace : "";
     result.profile = std::move(p);
     return result;
   } catch (const c10::Error& e) {

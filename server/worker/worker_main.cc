@@ -161,15 +161,22 @@ class Worker {
     };
     absl::StatusOr<engine::JobResult> result;
     const v1::SubmitJobRequest& request = run.job().request();
+    // The job writes in the daemon's scratch folder, which callers never see: profile.json
+    // records its files relative to it, and the report is drawn here, from the job's memory.
+    engine::JobOutputOptions output;
+    output.paths_relative_to_project = true;
+    output.report_label = absl::StrCat("job:", run.job().id());
     try {
       if (request.has_infer()) {
         done.set_job_dir((fs::path(run.project_dir()) / "infer").string());
-        result = engine::RunInferJob(ToEngineInferSpec(request.infer(), device_, run.project_dir()),
-                                     progress, &cancel_);
+        engine::InferJobSpec spec = ToEngineInferSpec(request.infer(), device_, run.project_dir());
+        spec.output = output;
+        result = engine::RunInferJob(spec, progress, &cancel_);
       } else if (request.has_run()) {
         done.set_job_dir((fs::path(run.project_dir()) / "prof").string());
-        result = engine::RunTrainJob(ToEngineTrainSpec(request.run(), device_, run.project_dir()),
-                                     progress, &cancel_);
+        engine::TrainJobSpec spec = ToEngineTrainSpec(request.run(), device_, run.project_dir());
+        spec.output = output;
+        result = engine::RunTrainJob(spec, progress, &cancel_);
       } else {
         result = absl::InvalidArgumentError("the job has neither an infer nor a run request");
       }

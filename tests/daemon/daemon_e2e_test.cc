@@ -267,6 +267,16 @@ void CheckJob(const Remote& r, const v1::Job& job, const std::string& work) {
     const std::string profile = ReadFile(local);
     EXPECT_THAT(profile, HasSubstr("\"with_stack\":false"));
     EXPECT_THAT(profile, HasSubstr("\"with_modules\":true"));
+    // The worker writes the paths the profile records in their final form, relative to the
+    // job's output folder; nothing names the daemon's scratch folder (<store>/.tmp/<id>).
+    const std::string sub = job.kind() == v1::JOB_KIND_RUN ? "prof" : "infer";
+    EXPECT_THAT(profile, HasSubstr("\"trace\": \"" + sub + "/profile_trace.json\""));
+    EXPECT_THAT(profile, Not(HasSubstr("/.tmp/")));
+    // The report was drawn by the worker from the job's memory, for job:<id>.
+    const std::string report = ReadFile((fs::path(local).parent_path() / "report.html").string());
+    EXPECT_THAT(report, HasSubstr("job:" + job.id()));
+    EXPECT_THAT(report, HasSubstr(sub + "/profile_trace.json"));
+    EXPECT_THAT(report, Not(HasSubstr("/.tmp/")));
   }
   CheckReadersRemoteEqualLocal(r, job, local);
 }

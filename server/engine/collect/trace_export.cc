@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/trace/chrome_trace_writer.h"
+#include "common/trace/trace_data_builder.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -40,10 +41,21 @@ std::string HeaderMembers(const TraceExportOptions& o, int64_t base_ns, const st
   return members;
 }
 
+// The time base: whole seconds below the first event (Kineto's baseTimeNanoseconds).
+int64_t BaseNs(const CollectedTrace& trace) {
+  bool any = false;
+  int64_t first_ns = 0;
+  for (const CollectedEvent& e : trace.events) {
+    first_ns = any ? std::min(first_ns, e.start_ns) : e.start_ns;
+    any = true;
+  }
+  constexpr int64_t kSecond = 1'000'000'000;
+  return first_ns >= 0 ? first_ns / kSecond * kSecond : 0;
+}
+
 }  // namespace
 
-absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& path,
-                               const TraceExportOptions& o) {
+void EmitTraceEvents(const CollectedTrace& trace, const TraceExportOptions& o, TraceSink& w) {
   int64_t first_ns = 0, last_ns = 0;
   bool any = false;
   for (const CollectedEvent& e : trace.events) {
@@ -51,14 +63,8 @@ absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& p
     last_ns = any ? std::max(last_ns, e.start_ns + e.dur_ns) : e.start_ns + e.dur_ns;
     any = true;
   }
-  constexpr int64_t kSecond = 1'000'000'000;
-  const int64_t base_ns = first_ns >= 0 ? first_ns / kSecond * kSecond : 0;
+  const int64_t base_ns = BaseNs(trace);
   auto Us = [base_ns](int64_t ns) { return static_cast<double>(ns - base_ns) / 1000.0; };
-
-  auto writer = ChromeTraceWriter::Open(path, trace.device_properties_json,
-                                        HeaderMembers(o, base_ns, path));
-  if (!writer.ok()) return writer.status();
-  ChromeTraceWriter& w = **writer;
 
   // Events in time order (the memory running totals depend on it); stable for equal starts.
   std::vector<const CollectedEvent*> ordered;
@@ -202,7 +208,28 @@ absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& p
     w.NameThread(device, static_cast<int64_t>(stream), absl::StrCat("stream ", stream));
     w.SortThread(device, static_cast<int64_t>(stream), static_cast<int64_t>(stream));
   }
-  return w.Finish();
+}
+
+absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& path,
+                               const TraceExportOptions& o) {
+  auto writer = ChromeTraceWriter::Open(path, trace.device_properties_json,
+                                        HeaderMembers(o, BaseNs(trace), path));
+  if (!writer.ok()) return writer.status();
+  EmitTraceEvents(trace, o, **writer);
+  return (*writer)->Finish();
+}
+
+absl::StatusOr<TraceData> ExportChromeTraceAndData(const CollectedTrace& trace,
+                                                   const std::string& path,
+                                                   const TraceExportOptions& o) {
+  auto writer = ChromeTraceWriter::Open(path, trace.device_properties_json,
+                                        HeaderMembers(o, BaseNs(trace), path));
+  if (!writer.ok()) return writer.status();
+  TraceDataBuilder data(trace.device_properties_json);
+  TeeTraceSink both(**writer, data);
+  EmitTraceEvents(trace, o, both);
+  if (absl::Status s = both.Finish(); !s.ok()) return s;
+  return data.Take();
 }
 
 }  // namespace libreyolo::engine

@@ -10,6 +10,9 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/trace/trace_data.h"
+#include "common/trace/trace_sink.h"
 #include "server/engine/collect/collected_trace.h"
 
 namespace libreyolo::engine {
@@ -29,8 +32,20 @@ struct TraceExportOptions {
   int64_t world_size = 1;
 };
 
+// Emits the trace's events to `sink` in the order a trace file holds them (track metadata, the
+// profiler span, flows, then every event by start time).
+void EmitTraceEvents(const CollectedTrace& trace, const TraceExportOptions& options,
+                     TraceSink& sink);
+
+// Writes the trace to `path` (not atomically: job_files.h renames into place).
 absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& path,
                                const TraceExportOptions& options);
+
+// Writes the trace to `path` and returns, from the same pass, the analyser's in-memory form of
+// the events written: what ReadTraceFile(path) would return (trace_data_builder.h).
+absl::StatusOr<TraceData> ExportChromeTraceAndData(const CollectedTrace& trace,
+                                                   const std::string& path,
+                                                   const TraceExportOptions& options);
 
 }  // namespace libreyolo::engine
 

@@ -51,7 +51,10 @@ void DropWarmupEvents(CollectedTrace& trace, int64_t first_active) {
 absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSource& source,
                                                  const ScheduleSettings& schedule,
                                                  const TorchProfilerOptions& options,
-                                                 const JobFiles& files, const ProgressFn& progress,
+                                                 const JobFiles& files,
+                                                 const JobOutputOptions& output,
+                                                 PostWindowTimes* times,
+                                                 const ProgressFn& progress,
                                                  const CancelToken* cancel) {
   ProfiledWindow out;
   const int64_t total = schedule.TotalSteps();
@@ -126,14 +129,20 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
         (fs::path(files.dir) / absl::StrCat("profile_trace.", step, ".json")).string();
     const bool last = cycle + 1 == schedule.cycles;
     const std::string& target = last ? files.trace : named;
-    if (auto s = WriteTraceAtomically(*collected, target, export_options); !s.ok()) return s;
     if (last) {
+      // The analysed cycle: written and analysed in one pass (job_files.h).
+      if (progress) progress(JobProgress{"analysing", 0, 1, ""});
+      auto analysed = WriteAndAnalyseTrace(*collected, target, export_options, output, times);
+      if (!analysed.ok()) return analysed.status();
+      out.analysed = *std::move(analysed);
       if (auto s = LinkOrCopy(files.trace, named); !s.ok()) return s;
       out.trace = files.trace;
       out.module_scopes = HoldsModuleScopes(collected->events);
       out.recorded = RecordedKindsOf(collected->events);
+    } else if (auto s = WriteTraceAtomically(*collected, target, export_options); !s.ok()) {
+      return s;
     }
-    out.cycle_traces.push_back(named);
+    out.cycle_traces.push_back(files.Recorded(named));
   }
   out.mean_step_ms =
       out.recorded_steps > 0 ? recorded_ms / static_cast<double>(out.recorded_steps) : 0.0;

@@ -29,8 +29,11 @@ struct ScheduleSettings {
 };
 
 struct ProfiledWindow {
-  std::vector<std::string> cycle_traces;  // profile_trace.<step>.json, one per cycle, in order
-  std::string trace;                      // profile_trace.json: the last cycle
+  // profile_trace.<step>.json, one per cycle, in order, as profile.json records them
+  // (JobFiles::Recorded).
+  std::vector<std::string> cycle_traces;
+  std::string trace;  // profile_trace.json: the last cycle
+  AnalysedTrace analysed;  // the last cycle, analysed in memory (job_files.h)
   double mean_step_ms = 0;                // recorded (active) steps over every cycle
   int64_t recorded_steps = 0;
   std::vector<std::string> notes;      // the collectors' notes (e.g. no CUPTI)
@@ -50,7 +53,10 @@ void DropWarmupEvents(CollectedTrace& trace, int64_t first_active);
 absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSource& source,
                                                  const ScheduleSettings& schedule,
                                                  const TorchProfilerOptions& options,
-                                                 const JobFiles& files, const ProgressFn& progress,
+                                                 const JobFiles& files,
+                                                 const JobOutputOptions& output,
+                                                 PostWindowTimes* times,
+                                                 const ProgressFn& progress,
                                                  const CancelToken* cancel);
 
 // One round of an overhead probe (overhead_budget.h): `pairs` profiled windows, each between two

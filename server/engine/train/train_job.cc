@@ -17,8 +17,6 @@
 #include "common/analysis/latency_stats.h"
 #include "common/analysis/repeat_trials.h"
 #include "common/analysis/verdict.h"
-#include "common/profile/profile_json.h"
-#include "common/trace/trace_analyser.h"
 #include "server/engine/data/dataset.h"
 #include "server/engine/data/dataset_spec.h"
 #include "server/engine/data/loader.h"
@@ -205,7 +203,7 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     m.phases = m.phases.Scaled(synced_n > 0 ? 1.0 / static_cast<double>(synced_n) : 0.0);
     m.synced_step_ms = synced_n > 0 ? synced_ms / static_cast<double>(synced_n) : m.step_ms;
 
-    JobFiles files = JobFilesFor(spec.project, "prof");
+    JobFiles files = JobFilesFor(spec.project, "prof", spec.output);
     if (auto made = CreateJobDir(files); !made.ok()) return made;
     ScheduleSettings schedule;
     schedule.skip_first = spec.skip_first;
@@ -235,13 +233,12 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     if (!applied.ok()) return applied.status();
     const BudgetOutcome budget = *std::move(applied);
     const TorchProfilerOptions po = profiler_options(budget.switches);
-    auto profiled = RunProfiledWindow(trainer, source, schedule, po, files, progress, cancel);
+    PostWindowTimes post_window;
+    auto profiled = RunProfiledWindow(trainer, source, schedule, po, files, spec.output,
+                                      &post_window, progress, cancel);
     if (!profiled.ok()) return profiled.status();
 
-    report("analysing", 0, 1);
-    auto analysed = AnalyseTraceFile(profiled->trace);
-    if (!analysed.ok()) return analysed.status();
-    Profile p = *std::move(analysed);
+    Profile p = std::move(profiled->analysed.profile);
     p.trace = profiled->trace;
     p.source_kind = "profile";  // what a reader of the written file will see
     // A seeded random init is labelled with the size it was built at (`--size s` with the default
@@ -301,14 +298,14 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     p.bound_why = v.why;
 
     report("writing", 0, 1);
-    if (auto w = WriteFileAtomically(files.profile, WriteProfileJson(p)); !w.ok()) return w;
     JobResult result;
-    result.profile_path = files.profile;
-    result.trace_path = profiled->trace;
-    if (spec.repeat > 1) {
-      result.repeat_path = files.repeat;
-      if (auto w = WriteFileAtomically(files.repeat, WriteProfileJson(p)); !w.ok()) return w;
+    result.post_window = post_window;
+    if (auto w = WriteJobOutputs(p, files, spec.output, &profiled->analysed, spec.repeat > 1,
+                                 &result);
+        !w.ok()) {
+      return w;
     }
+    result.trace_path = profiled->trace;
     report("writing", 1, 1);
     result.profile = std::move(p);
     return result;

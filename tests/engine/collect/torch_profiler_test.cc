@@ -8,6 +8,7 @@
 
 #include "common/load/load_profile.h"
 #include "server/engine/collect/trace_export.h"
+#include "tests/engine/collect/trace_parity.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -31,7 +32,12 @@ TEST(TorchProfiler, RecordsOpsShapesFlopsMemoryAndRanges) {
 
   const std::string path =
       (std::filesystem::temp_directory_path() / "libreyolo_torch_profiler_test.json").string();
-  ASSERT_TRUE(ExportChromeTrace(*trace, path, {}).ok());
+  auto in_memory = ExportChromeTraceAndData(*trace, path, {});
+  ASSERT_TRUE(in_memory.ok()) << in_memory.status();
+  // What a job analyses in memory is what the written file reads as.
+  auto read = ReadTraceFile(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ExpectSameTraceData(*in_memory, *read);
   auto p = LoadProfile(path);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(*p->real_steps, 2);
