@@ -823,14 +823,15 @@ class EventSplitter {
   bool Feed(const char* p, size_t n) {
     size_t seg = 0;  // start of the bytes not yet routed to the skeleton or the batch
     for (size_t i = 0; i < n; ++i) {
-      // Most bytes are inside a string or an element: skip to the next one that matters there.
-      if (in_string_) {
-        if (!escaped_ && !in_key_) {
-          i = SkipInString(p, i, n);
-          if (i == n) break;
-        }
-      } else if (events_depth_ >= 0 && depth_ > events_depth_) {
-        i = SkipInElement(p, i, n);
+      // Inside the events list (almost every byte of a trace): 64 bytes at a time, by bit masks.
+      // It stops at the bracket that closes the list, left to the byte-wise machine below.
+      if (events_depth_ >= 0) {
+        if (!ScanEvents(p, n, &i, &seg)) return false;
+        if (i == n) break;
+      }
+      // Outside it: skip to the next byte that matters inside a string.
+      if (in_string_ && !escaped_ && !in_key_) {
+        i = SkipInString(p, i, n);
         if (i == n) break;
       }
       const auto c = static_cast<unsigned char>(p[i]);
@@ -894,17 +895,7 @@ class EventSplitter {
           if (depth_ == 0) root_done_ = true;
           break;
         case ',':
-          if (events_depth_ >= 0 && depth_ == events_depth_) {
-            if (!element_) return false;  // an empty element
-            element_ = false;
-            ++separators_;
-            const size_t pending = batch_.text.size() + (i - seg);
-            if (pending >= batch_bytes_) {
-              batch_.text.Append(p + seg, i - seg);
-              seg = i + 1;
-              if (!EmitBatch()) return false;
-            }
-          } else if (depth_ == 1 && root_ == '{') {
+          if (depth_ == 1 && root_ == '{') {
             expect_key_ = true;
             events_value_ = false;
           }
@@ -920,6 +911,112 @@ class EventSplitter {
     }
     (events_depth_ >= 0 ? batch_.text : skeleton_.text).Append(p + seg, n - seg);
     return true;
+  }
+
+  // Runs over p[*at, n) while the events list is open, 64 bytes at a time: bit masks of the
+  // quotes, backslashes and brackets, escapes resolved (backslashes are rare: bit by bit), the
+  // inside of strings by a prefix XOR of the unescaped quotes (as simdjson's first stage does),
+  // so only the brackets outside strings are visited one by one (~1 per 64 bytes of a trace).
+  // Each element that brings the depth back to the list's is a place to cut a batch, at the
+  // comma after it. Returns with *at == n, or with p[*at] the bracket that closes the list (not
+  // consumed, outside any string). false: the sink refused.
+  bool ScanEvents(const char* p, size_t n, size_t* at, size_t* seg) {
+    size_t i = *at;
+    char tail[64];
+    while (i < n) {
+      const size_t len = std::min<size_t>(64, n - i);
+      const char* chunk = p + i;
+      if (len < 64) {  // the last bytes of the block, padded with spaces (no bits)
+        std::memset(tail, ' ', sizeof(tail));
+        std::memcpy(tail, chunk, len);
+        chunk = tail;
+      }
+      const Masks m = Classify(chunk);
+      uint64_t escaped = escaped_ ? 1 : 0;
+      bool escape_out = false;
+      for (uint64_t x = m.backslash; x != 0; x &= x - 1) {
+        const int b = std::countr_zero(x);
+        if ((escaped >> b) & 1) continue;  // an escaped backslash escapes nothing
+        if (static_cast<size_t>(b) + 1 < len) {
+          escaped |= uint64_t{1} << (b + 1);
+        } else {
+          escape_out = true;  // escapes the first byte of the next 64
+        }
+      }
+      uint64_t inside = PrefixXor(m.quote & ~escaped);  // from an opening quote to the closing one
+      if (in_string_) inside = ~inside;
+      for (uint64_t x = m.bracket & ~inside; x != 0; x &= x - 1) {
+        const int b = std::countr_zero(x);
+        const char c = chunk[b];
+        if (c == '{' || c == '[') {
+          ++depth_;
+          continue;
+        }
+        if (depth_ == events_depth_) {  // the list closes
+          in_string_ = escaped_ = false;
+          *at = i + static_cast<size_t>(b);
+          return true;
+        }
+        if (--depth_ != events_depth_) continue;
+        const size_t end = i + static_cast<size_t>(b) + 1;  // just after the element
+        if (batch_.text.size() + (end - *seg) < batch_bytes_) continue;
+        size_t k = end;
+        while (k < n && (p[k] == ' ' || p[k] == '\n' || p[k] == '\r' || p[k] == '\t')) ++k;
+        if (k == n || p[k] != ',') continue;  // not here (simdjson judges whatever it is)
+        batch_.text.Append(p + *seg, end - *seg);
+        *seg = k + 1;  // the comma is dropped: the next batch starts after it
+        ++cuts_;
+        if (!EmitBatch()) return false;
+      }
+      in_string_ = (inside >> 63) != 0;
+      escaped_ = escape_out;
+      i += len;
+    }
+    *at = n;
+    return true;
+  }
+
+  struct Masks {
+    uint64_t quote = 0, backslash = 0, bracket = 0;  // bit k: byte k of the 64
+  };
+  static Masks Classify(const char* p) {
+    Masks m;
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i lower = _mm_set1_epi8(0x20);
+    const __m128i open = _mm_set1_epi8('{');   // '[' | 0x20 == '{'
+    const __m128i close = _mm_set1_epi8('}');  // ']' | 0x20 == '}'
+    for (int k = 0; k < 4; ++k) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+      const __m128i folded = _mm_or_si128(v, lower);
+      auto bits = [&](__m128i eq) {
+        return static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(eq))) << (16 * k);
+      };
+      m.quote |= bits(_mm_cmpeq_epi8(v, quote));
+      m.backslash |= bits(_mm_cmpeq_epi8(v, backslash));
+      m.bracket |= bits(_mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close)));
+    }
+#else
+    for (int k = 0; k < 64; ++k) {
+      const char c = p[k];
+      const uint64_t bit = uint64_t{1} << k;
+      if (c == '"') m.quote |= bit;
+      if (c == '\\') m.backslash |= bit;
+      if (c == '{' || c == '}' || c == '[' || c == ']') m.bracket |= bit;
+    }
+#endif
+    return m;
+  }
+  // Bit k of the result: the XOR of bits 0..k of x.
+  static uint64_t PrefixXor(uint64_t x) {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    return x;
   }
 
   // The first i' >= i with p[i'] a quote or a backslash (n if none).
@@ -939,29 +1036,6 @@ class EventSplitter {
     }
     return n;
   }
-  // Inside an element, outside strings: the first quote or bracket (n if none).
-  static size_t SkipInElement(const char* p, size_t i, size_t n) {
-#if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i lower = _mm_set1_epi8(0x20);
-    const __m128i open = _mm_set1_epi8('{');    // '[' | 0x20 == '{'
-    const __m128i close = _mm_set1_epi8('}');   // ']' | 0x20 == '}'
-    for (; i + 16 <= n; i += 16) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-      const __m128i folded = _mm_or_si128(v, lower);
-      const int m = _mm_movemask_epi8(_mm_or_si128(
-          _mm_cmpeq_epi8(v, quote),
-          _mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close))));
-      if (m != 0) return i + static_cast<size_t>(std::countr_zero(static_cast<unsigned>(m)));
-    }
-#endif
-    for (; i < n; ++i) {
-      const char c = p[i];
-      if (c == '"' || c == '{' || c == '}' || c == '[' || c == ']') return i;
-    }
-    return n;
-  }
-
   // At the end of the input: hands on the skeleton. false: the document ended early.
   bool Finish() {
     if (in_string_ || depth_ != 0 || events_depth_ >= 0) return false;
@@ -970,14 +1044,11 @@ class EventSplitter {
   }
 
  private:
-  // A token (not a separator) at the current depth: inside the events list it is an element.
-  void Token() {
-    if (events_depth_ >= 0 && depth_ == events_depth_) element_ = true;
-  }
+  // The byte-wise machine never sees the inside of an events list (ScanEvents does).
+  void Token() {}
   bool BeginEvents() {
     events_depth_ = depth_;
-    element_ = false;
-    separators_ = 0;
+    cuts_ = 0;
     Piece begin;
     begin.kind = Piece::kBeginEvents;
     begin.bare_list = depth_ == 1;
@@ -985,8 +1056,12 @@ class EventSplitter {
     return sink_(std::move(begin));
   }
   bool EndEvents() {
-    if (!element_ && separators_ > 0) return false;  // a trailing comma
-    if (element_ && !EmitBatch()) return false;
+    // The batch after the last cut: "[" and whitespace only is no element. After a cut (a
+    // comma dropped) that is a trailing comma, which JSON forbids; else an empty list.
+    const std::string_view rest = batch_.text.view().substr(1);
+    const bool element = rest.find_first_not_of(" \t\n\r") != std::string_view::npos;
+    if (!element && cuts_ > 0) return false;
+    if (element && !EmitBatch()) return false;
     Piece end;
     end.kind = Piece::kEndEvents;
     end.bare_list = events_depth_ == 1;
@@ -1010,14 +1085,13 @@ class EventSplitter {
   Piece skeleton_, batch_;
   int64_t depth_ = 0;
   int64_t events_depth_ = -1;  // the depth inside the open events list; -1 when none is open
-  int64_t separators_ = 0;
+  int64_t cuts_ = 0;          // batches cut (at a comma) in the open events list
   char root_ = 0;             // '{', '[' or 0 (none yet, or a scalar)
   bool root_done_ = false;    // the first root value has ended (or opened, for a list)
   bool in_string_ = false, escaped_ = false;
   bool in_key_ = false, key_escape_ = false, expect_key_ = false;
   bool key_is_events_ = false;  // the last root key was "traceEvents" (with no escape)
   bool events_value_ = false;   // just after "traceEvents": at the root
-  bool element_ = false;        // the current element of the events list has a token
   std::string key_;
 };
 
