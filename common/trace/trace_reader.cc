@@ -247,6 +247,12 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
 
   // --- scalars ----------------------------------------------------------------------------
   // A non-object element directly in the events list: counted as an event and skipped.
+  // Whether a scalar here would change anything: false for the values of keys the handler does
+  // not keep (most of args), whose numbers the walker then only checks, without converting.
+  bool WantsScalar() const {
+    return pending_ != Field::kNone || shapes_depth_ >= 0 ||
+           (events_array_open_ && !in_event_ && depth_ == event_depth_ - 1);
+  }
   void CountStrayElement() {
     if (events_array_open_ && !in_event_ && depth_ == event_depth_ - 1) {
       ++out_->stats.events;
@@ -258,7 +264,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   bool Bool(bool) { return Scalar(); }
   bool String(const char* s, rapidjson::SizeType len, bool) {
     if (shapes_depth_ >= 0) {
-      ShapesValue(absl::StrCat("'", absl::string_view(s, len), "'"));
+      ShapesSeparator();
+      absl::StrAppend(&shapes_, "'", absl::string_view(s, len), "'");
       return true;
     }
     CountStrayElement();
@@ -298,7 +305,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
 
   bool Scalar() {
     if (shapes_depth_ >= 0) {
-      ShapesValue("None");
+      ShapesSeparator();
+      shapes_ += "None";
       return true;
     }
     CountStrayElement();
@@ -317,7 +325,12 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
 
   bool Number(const Num& n) {
     if (shapes_depth_ >= 0) {
-      ShapesValue(n.is_int ? absl::StrCat(n.i) : absl::StrCat(n.d));
+      ShapesSeparator();  // appended in place: no string per value
+      if (n.is_int) {
+        absl::StrAppend(&shapes_, n.i);
+      } else {
+        absl::StrAppend(&shapes_, n.d);
+      }
       return true;
     }
     CountStrayElement();
@@ -379,10 +392,6 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
       if (!first_.back()) shapes_ += ", ";
       first_.back() = false;
     }
-  }
-  void ShapesValue(const std::string& v) {
-    ShapesSeparator();
-    shapes_ += v;
   }
 
   // --- events -----------------------------------------------------------------------------
@@ -690,10 +699,28 @@ class SimdWalker {
 
  private:
   enum StringKind { kPlain, kEscaped, kControl };
-  // `p`: just after a string's opening quote (simdjson has checked that it closes). kPlain sets
+  // `p`: just after a string's opening quote (simdjson has checked that it closes, and its
+  // buffers are padded, so 16-byte loads up to the closing quote stay inside). kPlain sets
   // `out` to its bytes; kControl: an unescaped control character, which JSON forbids.
   static StringKind ScanString(const char* p, std::string_view* out) {
     const char* q = p;
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i control = _mm_set1_epi8(0x1F);
+    while (true) {  // to the first quote, backslash or control character
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      const __m128i hit = _mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+          _mm_cmpeq_epi8(_mm_min_epu8(v, control), v));  // v <= 0x1F
+      const int m = _mm_movemask_epi8(hit);
+      if (m != 0) {
+        q += std::countr_zero(static_cast<unsigned>(m));
+        break;
+      }
+      q += 16;
+    }
+#endif
     while (true) {
       const auto c = static_cast<unsigned char>(*q);
       if (c == '"') break;
@@ -708,6 +735,7 @@ class SimdWalker {
   // Integers are passed as RapidJSON passes them (int64, or uint64 beyond it); integers beyond
   // 64 bits become doubles, as in RapidJSON; numbers beyond a double are left to RapidJSON.
   bool Number(od::value v) {
+    if (!h_->WantsScalar() && PlainNumber(v.raw_json_token())) return true;
     od::number n;
     if (v.get_number().get(n) == simdjson::SUCCESS) {
       switch (n.get_number_type()) {
@@ -720,6 +748,30 @@ class SimdWalker {
     double d = 0;
     if (v.get_double().get(d) != simdjson::SUCCESS || !std::isfinite(d)) return false;
     return h_->Double(d);
+  }
+
+  // A number as JSON writes it, without an exponent, followed by whitespace only (the token up
+  // to the next structural character): simdjson and RapidJSON both accept it as a finite number
+  // (at most 300 integer digits), so a value the handler does not keep needs no conversion.
+  // false: the full conversion decides.
+  static bool PlainNumber(std::string_view t) {
+    const auto digit = [&](size_t i) { return i < t.size() && t[i] >= '0' && t[i] <= '9'; };
+    size_t i = 0;
+    if (i < t.size() && t[i] == '-') ++i;
+    if (!digit(i)) return false;
+    if (t[i] == '0') {
+      ++i;
+    } else {
+      while (digit(i)) ++i;
+    }
+    if (i > 300) return false;
+    if (i < t.size() && t[i] == '.') {
+      const size_t first = ++i;
+      while (digit(i)) ++i;
+      if (i == first) return false;
+    }
+    while (i < t.size() && (t[i] == ' ' || t[i] == '\n' || t[i] == '\r' || t[i] == '\t')) ++i;
+    return i == t.size();
   }
 
   TraceHandler* h_;
