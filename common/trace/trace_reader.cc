@@ -840,13 +840,7 @@ class PaddedText {
   }
   void Push(char c) { Append(&c, 1); }
   size_t size() const { return size_; }
-  simdjson::padded_string_view view() {
-    Reserve(size_);
-    std::memset(data_.get() + size_, 0, simdjson::SIMDJSON_PADDING);
-    return simdjson::padded_string_view(data_.get(), size_, capacity_ + simdjson::SIMDJSON_PADDING);
-  }
-
- private:
+  // Room for `want` bytes of text without growing (growing copies the text).
   void Reserve(size_t want) {
     if (data_ && want <= capacity_) return;
     const size_t capacity = std::max({want, capacity_ * 2, size_t{4096}});
@@ -855,6 +849,13 @@ class PaddedText {
     data_ = std::move(bigger);
     capacity_ = capacity;
   }
+  simdjson::padded_string_view view() {
+    Reserve(size_);
+    std::memset(data_.get() + size_, 0, simdjson::SIMDJSON_PADDING);
+    return simdjson::padded_string_view(data_.get(), size_, capacity_ + simdjson::SIMDJSON_PADDING);
+  }
+
+ private:
   std::unique_ptr<char[]> data_;
   size_t size_ = 0, capacity_ = 0;
 };
@@ -1123,6 +1124,9 @@ class EventSplitter {
   void NewBatch() {
     batch_ = Piece();
     batch_.kind = Piece::kEvents;
+    // A batch ends at the first element end past batch_bytes_: sized once, not grown by
+    // doubling (each doubling copied it).
+    batch_.text.Reserve(std::min(batch_bytes_, size_t{1} << 20) + (size_t{1} << 14));
     batch_.text.Push('[');
   }
   bool EmitBatch() {
