@@ -374,7 +374,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     if (depth_ + shapes_depth_ >= kMaxDepth) return TooDeep();
     ShapesSeparator();
     shapes_ += c;
-    first_.push_back(true);
+    first_.push_back(1);
     ++shapes_depth_;
     return true;
   }
@@ -390,7 +390,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   void ShapesSeparator() {
     if (!first_.empty()) {
       if (!first_.back()) shapes_ += ", ";
-      first_.back() = false;
+      first_.back() = 0;
     }
   }
 
@@ -544,7 +544,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   int8_t device_type_ = -1;
   uint32_t shapes_id_ = 0;
   std::string shapes_;
-  std::vector<bool> first_;
+  std::vector<uint8_t> first_;  // per open list: no element yet (bytes: vector<bool> is slow)
   int shapes_depth_ = -1;
 };
 
