@@ -12,6 +12,8 @@ ru_maxrss that os.wait4 returns for that child):
   peer     python3 tests/oracle/trace_oracle.py TRACE          (json.load, like the Python profiler)
   floor    build/bench/trace_parse_floor TRACE                  (bare RapidJSON SAX parse, counts only)
   inflate  build/bench/trace_analyse --inflate-only TRACE.gz    (--gzip only: igzip inflation alone)
+  prev     PREV profile summary --json TRACE  (--prev PREV only: an earlier build of the analyser,
+           e.g. the commit before a change, run like ours on every trace: before/after, same run)
 With --gzip, ours, old and inflate also run on S gzip-compressed (gzip -1, label Sgz).
 A contender whose program is missing is reported as "missing" and skipped. Traces are made by
 bench/make_big_trace.py and cached in --work-dir. See bench/README.md for what the numbers mean.
@@ -64,6 +66,8 @@ def parse_args():
                                    " (default BUILD/bench/trace_analyse)")
     ap.add_argument("--gzip", action="store_true",
                     help="also time ours, old and igzip inflation alone on S gzip-compressed")
+    ap.add_argument("--prev", help="an earlier build of BUILD/client/libreyolo (another worktree's),"
+                                   " timed like ours as 'prev' (before/after in the same run)")
     ap.add_argument("--peer", default=os.path.join(ROOT, "tests", "oracle", "trace_oracle.py"))
     ap.add_argument("--python", default=sys.executable or "python3", help="interpreter for the peer")
     ap.add_argument("--source", default=make_big_trace.DEFAULT_SOURCE, help="trace to replicate")
@@ -287,6 +291,8 @@ def main():
         "old": {"cmd": [a.tool, "--parser=rapidjson"], "exe": a.tool},
         "inflate": {"cmd": [a.tool, "--inflate-only"], "exe": a.tool},
     }
+    if a.prev:
+        contenders["prev"] = {"cmd": [a.prev, "profile", "summary", "--json"], "exe": a.prev}
     if not a.gzip:
         del contenders["inflate"]
     missing = {}
@@ -303,15 +309,15 @@ def main():
     plan = []  # (label, name), interleaved so machine noise spreads over all contenders
     for rep in range(a.reps):
         for lab in ("S", "2S"):
-            for name in ("floor", "ours", "old"):
+            for name in ("floor", "ours", "prev", "old"):
                 plan.append((lab, name))
         if a.gzip:
-            for name in ("inflate", "ours", "old"):
+            for name in ("inflate", "ours", "prev", "old"):
                 plan.append(("Sgz", name))
     for rep in range(a.peer_reps):
         for lab in peer_labels:
             plan.append((lab, "peer"))
-    plan = [(lab, n) for lab, n in plan if n not in missing]
+    plan = [(lab, n) for lab, n in plan if n in contenders and n not in missing]
 
     baseline = spawn_baseline(a.work_dir, a.python)
     print("spawn baseline: a do-nothing child reads %.1f MiB peak RSS (readings at or below it are"
@@ -352,7 +358,7 @@ def main():
     # summary rows
     rows = []
     stat = {}
-    for name in ("ours", "old", "peer", "floor", "inflate"):
+    for name in ("ours", "prev", "old", "peer", "floor", "inflate"):
         if name not in contenders:
             continue
         for lab in labels:
@@ -493,6 +499,14 @@ def main():
             shown = (">" if r.get("lower_bound") else "<=") + shown
         print("%-28s %8s   target %-6s %-4s  %s" % (label, shown, r["target"],
                                                     r["verdict"], extra))
+    for lab in labels:  # before/after: not a target
+        if ("prev", lab) in stat and ("ours", lab) in stat:
+            p, o = stat[("prev", lab)], stat[("ours", lab)]
+            ratios["prev_over_ours_" + lab] = {"value": p["median_s"] / o["median_s"],
+                                               "cpu": p["median_cpu_s"] / o["median_cpu_s"]}
+            print("%-28s %8.2f   (CPU seconds %.2f) at %s" % (
+                "prev time / ours time", ratios["prev_over_ours_" + lab]["value"],
+                ratios["prev_over_ours_" + lab]["cpu"], lab))
     f = ratios["floor_time_2s_over_s"]
     if f["value"] is not None:
         print("%-28s %8.2f   (reference: how linear the machine itself is)" % (
@@ -500,7 +514,7 @@ def main():
 
     result = {
         "config": {k: getattr(a, k) for k in ("size_mb", "reps", "peer_reps", "peer_sizes", "timeout", "peer_timeout",
-                                              "ours", "peer", "floor", "tool", "gzip", "python", "source")},
+                                              "ours", "prev", "peer", "floor", "tool", "gzip", "python", "source")},
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                     "python": platform.python_version()},
         "spawn_baseline_rss_mib": baseline, "traces": traces, "missing": missing, "runs": runs, "summary": rows, "ratios": ratios,

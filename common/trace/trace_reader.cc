@@ -247,6 +247,12 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
 
   // --- scalars ----------------------------------------------------------------------------
   // A non-object element directly in the events list: counted as an event and skipped.
+  // Whether a scalar here would change anything: false for the values of keys the handler does
+  // not keep (most of args), whose numbers the walker then only checks, without converting.
+  bool WantsScalar() const {
+    return pending_ != Field::kNone || shapes_depth_ >= 0 ||
+           (events_array_open_ && !in_event_ && depth_ == event_depth_ - 1);
+  }
   void CountStrayElement() {
     if (events_array_open_ && !in_event_ && depth_ == event_depth_ - 1) {
       ++out_->stats.events;
@@ -258,7 +264,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   bool Bool(bool) { return Scalar(); }
   bool String(const char* s, rapidjson::SizeType len, bool) {
     if (shapes_depth_ >= 0) {
-      ShapesValue(absl::StrCat("'", absl::string_view(s, len), "'"));
+      ShapesSeparator();
+      absl::StrAppend(&shapes_, "'", absl::string_view(s, len), "'");
       return true;
     }
     CountStrayElement();
@@ -298,7 +305,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
 
   bool Scalar() {
     if (shapes_depth_ >= 0) {
-      ShapesValue("None");
+      ShapesSeparator();
+      shapes_ += "None";
       return true;
     }
     CountStrayElement();
@@ -317,7 +325,12 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
 
   bool Number(const Num& n) {
     if (shapes_depth_ >= 0) {
-      ShapesValue(n.is_int ? absl::StrCat(n.i) : absl::StrCat(n.d));
+      ShapesSeparator();  // appended in place: no string per value
+      if (n.is_int) {
+        absl::StrAppend(&shapes_, n.i);
+      } else {
+        absl::StrAppend(&shapes_, n.d);
+      }
       return true;
     }
     CountStrayElement();
@@ -361,7 +374,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     if (depth_ + shapes_depth_ >= kMaxDepth) return TooDeep();
     ShapesSeparator();
     shapes_ += c;
-    first_.push_back(true);
+    first_.push_back(1);
     ++shapes_depth_;
     return true;
   }
@@ -377,12 +390,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   void ShapesSeparator() {
     if (!first_.empty()) {
       if (!first_.back()) shapes_ += ", ";
-      first_.back() = false;
+      first_.back() = 0;
     }
-  }
-  void ShapesValue(const std::string& v) {
-    ShapesSeparator();
-    shapes_ += v;
   }
 
   // --- events -----------------------------------------------------------------------------
@@ -535,7 +544,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   int8_t device_type_ = -1;
   uint32_t shapes_id_ = 0;
   std::string shapes_;
-  std::vector<bool> first_;
+  std::vector<uint8_t> first_;  // per open list: no element yet (bytes: vector<bool> is slow)
   int shapes_depth_ = -1;
 };
 
@@ -690,10 +699,28 @@ class SimdWalker {
 
  private:
   enum StringKind { kPlain, kEscaped, kControl };
-  // `p`: just after a string's opening quote (simdjson has checked that it closes). kPlain sets
+  // `p`: just after a string's opening quote (simdjson has checked that it closes, and its
+  // buffers are padded, so 16-byte loads up to the closing quote stay inside). kPlain sets
   // `out` to its bytes; kControl: an unescaped control character, which JSON forbids.
   static StringKind ScanString(const char* p, std::string_view* out) {
     const char* q = p;
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i control = _mm_set1_epi8(0x1F);
+    while (true) {  // to the first quote, backslash or control character
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      const __m128i hit = _mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+          _mm_cmpeq_epi8(_mm_min_epu8(v, control), v));  // v <= 0x1F
+      const int m = _mm_movemask_epi8(hit);
+      if (m != 0) {
+        q += std::countr_zero(static_cast<unsigned>(m));
+        break;
+      }
+      q += 16;
+    }
+#endif
     while (true) {
       const auto c = static_cast<unsigned char>(*q);
       if (c == '"') break;
@@ -708,6 +735,7 @@ class SimdWalker {
   // Integers are passed as RapidJSON passes them (int64, or uint64 beyond it); integers beyond
   // 64 bits become doubles, as in RapidJSON; numbers beyond a double are left to RapidJSON.
   bool Number(od::value v) {
+    if (!h_->WantsScalar() && PlainNumber(v.raw_json_token())) return true;
     od::number n;
     if (v.get_number().get(n) == simdjson::SUCCESS) {
       switch (n.get_number_type()) {
@@ -722,15 +750,37 @@ class SimdWalker {
     return h_->Double(d);
   }
 
+  // A number as JSON writes it, without an exponent, followed by whitespace only (the token up
+  // to the next structural character): simdjson and RapidJSON both accept it as a finite number
+  // (at most 300 integer digits), so a value the handler does not keep needs no conversion.
+  // false: the full conversion decides.
+  static bool PlainNumber(std::string_view t) {
+    const auto digit = [&](size_t i) { return i < t.size() && t[i] >= '0' && t[i] <= '9'; };
+    size_t i = 0;
+    if (i < t.size() && t[i] == '-') ++i;
+    if (!digit(i)) return false;
+    if (t[i] == '0') {
+      ++i;
+    } else {
+      while (digit(i)) ++i;
+    }
+    if (i > 300) return false;
+    if (i < t.size() && t[i] == '.') {
+      const size_t first = ++i;
+      while (digit(i)) ++i;
+      if (i == first) return false;
+    }
+    while (i < t.size() && (t[i] == ' ' || t[i] == '\n' || t[i] == '\r' || t[i] == '\t')) ++i;
+    return i == t.size();
+  }
+
   TraceHandler* h_;
 };
 
 // Walks a whole document (an object or an array at the root) through the handler. false: the
 // RapidJSON reader must decide this input (a simdjson error, a scalar root, trailing content or
 // a handler refusal).
-bool WalkDocument(od::parser& parser, simdjson::padded_string_view json, SimdWalker& walker) {
-  od::document doc;
-  if (parser.iterate(json).get(doc) != simdjson::SUCCESS) return false;
+bool WalkDocument(od::document& doc, SimdWalker& walker) {
   od::json_type type;
   if (doc.type().get(type) != simdjson::SUCCESS) return false;
   bool ok = false;
@@ -746,9 +796,7 @@ bool WalkDocument(od::parser& parser, simdjson::padded_string_view json, SimdWal
 }
 
 // Walks the elements of a batch document "[e1,...,ek]" as elements of the open events list.
-bool WalkElements(od::parser& parser, simdjson::padded_string_view json, SimdWalker& walker) {
-  od::document doc;
-  if (parser.iterate(json).get(doc) != simdjson::SUCCESS) return false;
+bool WalkElements(od::document& doc, SimdWalker& walker) {
   od::array a;
   if (doc.get_array().get(a) != simdjson::SUCCESS) return false;
   for (auto element : a) {
@@ -788,13 +836,7 @@ class PaddedText {
   }
   void Push(char c) { Append(&c, 1); }
   size_t size() const { return size_; }
-  simdjson::padded_string_view view() {
-    Reserve(size_);
-    std::memset(data_.get() + size_, 0, simdjson::SIMDJSON_PADDING);
-    return simdjson::padded_string_view(data_.get(), size_, capacity_ + simdjson::SIMDJSON_PADDING);
-  }
-
- private:
+  // Room for `want` bytes of text without growing (growing copies the text).
   void Reserve(size_t want) {
     if (data_ && want <= capacity_) return;
     const size_t capacity = std::max({want, capacity_ * 2, size_t{4096}});
@@ -803,6 +845,13 @@ class PaddedText {
     data_ = std::move(bigger);
     capacity_ = capacity;
   }
+  simdjson::padded_string_view view() {
+    Reserve(size_);
+    std::memset(data_.get() + size_, 0, simdjson::SIMDJSON_PADDING);
+    return simdjson::padded_string_view(data_.get(), size_, capacity_ + simdjson::SIMDJSON_PADDING);
+  }
+
+ private:
   std::unique_ptr<char[]> data_;
   size_t size_ = 0, capacity_ = 0;
 };
@@ -812,6 +861,39 @@ struct Piece {
   Kind kind = kEvents;
   bool bare_list = false;  // kBeginEvents / kEndEvents: the events list is the root
   PaddedText text;         // kEvents: "[e1,...,ek]"; kSkeleton: the document, events emptied
+  // The text indexed already (simdjson's first stage) by `parser`, where the piece was made;
+  // null: the walking thread indexes it itself.
+  std::unique_ptr<od::parser> parser;
+  od::document doc;
+  simdjson::error_code index_error = simdjson::SUCCESS;
+};
+
+// Parsers for pieces indexed in the reading thread: each goes back once its piece is walked, so
+// there are never more than the pieces in flight (the queue's capacity plus two).
+class ParserPool {
+ public:
+  std::unique_ptr<od::parser> Get() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return std::make_unique<od::parser>();
+    std::unique_ptr<od::parser> p = std::move(free_.back());
+    free_.pop_back();
+    return p;
+  }
+  void Put(std::unique_ptr<od::parser> p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(p));
+  }
+  // simdjson's first stage (the structural index, ~1/8 of the parse's CPU) of a piece, in the
+  // thread that made it: it overlaps with the walk of the pieces before it.
+  void Index(Piece& piece) {
+    if (piece.kind != Piece::kEvents && piece.kind != Piece::kSkeleton) return;
+    piece.parser = Get();
+    piece.index_error = piece.parser->iterate(piece.text.view()).get(piece.doc);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<od::parser>> free_;
 };
 
 class EventSplitter {
@@ -823,14 +905,15 @@ class EventSplitter {
   bool Feed(const char* p, size_t n) {
     size_t seg = 0;  // start of the bytes not yet routed to the skeleton or the batch
     for (size_t i = 0; i < n; ++i) {
-      // Most bytes are inside a string or an element: skip to the next one that matters there.
-      if (in_string_) {
-        if (!escaped_ && !in_key_) {
-          i = SkipInString(p, i, n);
-          if (i == n) break;
-        }
-      } else if (events_depth_ >= 0 && depth_ > events_depth_) {
-        i = SkipInElement(p, i, n);
+      // Inside the events list (almost every byte of a trace): 64 bytes at a time, by bit masks.
+      // It stops at the bracket that closes the list, left to the byte-wise machine below.
+      if (events_depth_ >= 0) {
+        if (!ScanEvents(p, n, &i, &seg)) return false;
+        if (i == n) break;
+      }
+      // Outside it: skip to the next byte that matters inside a string.
+      if (in_string_ && !escaped_ && !in_key_) {
+        i = SkipInString(p, i, n);
         if (i == n) break;
       }
       const auto c = static_cast<unsigned char>(p[i]);
@@ -894,17 +977,7 @@ class EventSplitter {
           if (depth_ == 0) root_done_ = true;
           break;
         case ',':
-          if (events_depth_ >= 0 && depth_ == events_depth_) {
-            if (!element_) return false;  // an empty element
-            element_ = false;
-            ++separators_;
-            const size_t pending = batch_.text.size() + (i - seg);
-            if (pending >= batch_bytes_) {
-              batch_.text.Append(p + seg, i - seg);
-              seg = i + 1;
-              if (!EmitBatch()) return false;
-            }
-          } else if (depth_ == 1 && root_ == '{') {
+          if (depth_ == 1 && root_ == '{') {
             expect_key_ = true;
             events_value_ = false;
           }
@@ -920,6 +993,112 @@ class EventSplitter {
     }
     (events_depth_ >= 0 ? batch_.text : skeleton_.text).Append(p + seg, n - seg);
     return true;
+  }
+
+  // Runs over p[*at, n) while the events list is open, 64 bytes at a time: bit masks of the
+  // quotes, backslashes and brackets, escapes resolved (backslashes are rare: bit by bit), the
+  // inside of strings by a prefix XOR of the unescaped quotes (as simdjson's first stage does),
+  // so only the brackets outside strings are visited one by one (~1 per 64 bytes of a trace).
+  // Each element that brings the depth back to the list's is a place to cut a batch, at the
+  // comma after it. Returns with *at == n, or with p[*at] the bracket that closes the list (not
+  // consumed, outside any string). false: the sink refused.
+  bool ScanEvents(const char* p, size_t n, size_t* at, size_t* seg) {
+    size_t i = *at;
+    char tail[64];
+    while (i < n) {
+      const size_t len = std::min<size_t>(64, n - i);
+      const char* chunk = p + i;
+      if (len < 64) {  // the last bytes of the block, padded with spaces (no bits)
+        std::memset(tail, ' ', sizeof(tail));
+        std::memcpy(tail, chunk, len);
+        chunk = tail;
+      }
+      const Masks m = Classify(chunk);
+      uint64_t escaped = escaped_ ? 1 : 0;
+      bool escape_out = false;
+      for (uint64_t x = m.backslash; x != 0; x &= x - 1) {
+        const int b = std::countr_zero(x);
+        if ((escaped >> b) & 1) continue;  // an escaped backslash escapes nothing
+        if (static_cast<size_t>(b) + 1 < len) {
+          escaped |= uint64_t{1} << (b + 1);
+        } else {
+          escape_out = true;  // escapes the first byte of the next 64
+        }
+      }
+      uint64_t inside = PrefixXor(m.quote & ~escaped);  // from an opening quote to the closing one
+      if (in_string_) inside = ~inside;
+      for (uint64_t x = m.bracket & ~inside; x != 0; x &= x - 1) {
+        const int b = std::countr_zero(x);
+        const char c = chunk[b];
+        if (c == '{' || c == '[') {
+          ++depth_;
+          continue;
+        }
+        if (depth_ == events_depth_) {  // the list closes
+          in_string_ = escaped_ = false;
+          *at = i + static_cast<size_t>(b);
+          return true;
+        }
+        if (--depth_ != events_depth_) continue;
+        const size_t end = i + static_cast<size_t>(b) + 1;  // just after the element
+        if (batch_.text.size() + (end - *seg) < batch_bytes_) continue;
+        size_t k = end;
+        while (k < n && (p[k] == ' ' || p[k] == '\n' || p[k] == '\r' || p[k] == '\t')) ++k;
+        if (k == n || p[k] != ',') continue;  // not here (simdjson judges whatever it is)
+        batch_.text.Append(p + *seg, end - *seg);
+        *seg = k + 1;  // the comma is dropped: the next batch starts after it
+        ++cuts_;
+        if (!EmitBatch()) return false;
+      }
+      in_string_ = (inside >> 63) != 0;
+      escaped_ = escape_out;
+      i += len;
+    }
+    *at = n;
+    return true;
+  }
+
+  struct Masks {
+    uint64_t quote = 0, backslash = 0, bracket = 0;  // bit k: byte k of the 64
+  };
+  static Masks Classify(const char* p) {
+    Masks m;
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i lower = _mm_set1_epi8(0x20);
+    const __m128i open = _mm_set1_epi8('{');   // '[' | 0x20 == '{'
+    const __m128i close = _mm_set1_epi8('}');  // ']' | 0x20 == '}'
+    for (int k = 0; k < 4; ++k) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+      const __m128i folded = _mm_or_si128(v, lower);
+      auto bits = [&](__m128i eq) {
+        return static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(eq))) << (16 * k);
+      };
+      m.quote |= bits(_mm_cmpeq_epi8(v, quote));
+      m.backslash |= bits(_mm_cmpeq_epi8(v, backslash));
+      m.bracket |= bits(_mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close)));
+    }
+#else
+    for (int k = 0; k < 64; ++k) {
+      const char c = p[k];
+      const uint64_t bit = uint64_t{1} << k;
+      if (c == '"') m.quote |= bit;
+      if (c == '\\') m.backslash |= bit;
+      if (c == '{' || c == '}' || c == '[' || c == ']') m.bracket |= bit;
+    }
+#endif
+    return m;
+  }
+  // Bit k of the result: the XOR of bits 0..k of x.
+  static uint64_t PrefixXor(uint64_t x) {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    return x;
   }
 
   // The first i' >= i with p[i'] a quote or a backslash (n if none).
@@ -939,29 +1118,6 @@ class EventSplitter {
     }
     return n;
   }
-  // Inside an element, outside strings: the first quote or bracket (n if none).
-  static size_t SkipInElement(const char* p, size_t i, size_t n) {
-#if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i lower = _mm_set1_epi8(0x20);
-    const __m128i open = _mm_set1_epi8('{');    // '[' | 0x20 == '{'
-    const __m128i close = _mm_set1_epi8('}');   // ']' | 0x20 == '}'
-    for (; i + 16 <= n; i += 16) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-      const __m128i folded = _mm_or_si128(v, lower);
-      const int m = _mm_movemask_epi8(_mm_or_si128(
-          _mm_cmpeq_epi8(v, quote),
-          _mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close))));
-      if (m != 0) return i + static_cast<size_t>(std::countr_zero(static_cast<unsigned>(m)));
-    }
-#endif
-    for (; i < n; ++i) {
-      const char c = p[i];
-      if (c == '"' || c == '{' || c == '}' || c == '[' || c == ']') return i;
-    }
-    return n;
-  }
-
   // At the end of the input: hands on the skeleton. false: the document ended early.
   bool Finish() {
     if (in_string_ || depth_ != 0 || events_depth_ >= 0) return false;
@@ -970,14 +1126,11 @@ class EventSplitter {
   }
 
  private:
-  // A token (not a separator) at the current depth: inside the events list it is an element.
-  void Token() {
-    if (events_depth_ >= 0 && depth_ == events_depth_) element_ = true;
-  }
+  // The byte-wise machine never sees the inside of an events list (ScanEvents does).
+  void Token() {}
   bool BeginEvents() {
     events_depth_ = depth_;
-    element_ = false;
-    separators_ = 0;
+    cuts_ = 0;
     Piece begin;
     begin.kind = Piece::kBeginEvents;
     begin.bare_list = depth_ == 1;
@@ -985,8 +1138,12 @@ class EventSplitter {
     return sink_(std::move(begin));
   }
   bool EndEvents() {
-    if (!element_ && separators_ > 0) return false;  // a trailing comma
-    if (element_ && !EmitBatch()) return false;
+    // The batch after the last cut: "[" and whitespace only is no element. After a cut (a
+    // comma dropped) that is a trailing comma, which JSON forbids; else an empty list.
+    const std::string_view rest = batch_.text.view().substr(1);
+    const bool element = rest.find_first_not_of(" \t\n\r") != std::string_view::npos;
+    if (!element && cuts_ > 0) return false;
+    if (element && !EmitBatch()) return false;
     Piece end;
     end.kind = Piece::kEndEvents;
     end.bare_list = events_depth_ == 1;
@@ -996,6 +1153,9 @@ class EventSplitter {
   void NewBatch() {
     batch_ = Piece();
     batch_.kind = Piece::kEvents;
+    // A batch ends at the first element end past batch_bytes_: sized once, not grown by
+    // doubling (each doubling copied it).
+    batch_.text.Reserve(std::min(batch_bytes_, size_t{1} << 20) + (size_t{1} << 14));
     batch_.text.Push('[');
   }
   bool EmitBatch() {
@@ -1010,42 +1170,64 @@ class EventSplitter {
   Piece skeleton_, batch_;
   int64_t depth_ = 0;
   int64_t events_depth_ = -1;  // the depth inside the open events list; -1 when none is open
-  int64_t separators_ = 0;
+  int64_t cuts_ = 0;          // batches cut (at a comma) in the open events list
   char root_ = 0;             // '{', '[' or 0 (none yet, or a scalar)
   bool root_done_ = false;    // the first root value has ended (or opened, for a list)
   bool in_string_ = false, escaped_ = false;
   bool in_key_ = false, key_escape_ = false, expect_key_ = false;
   bool key_is_events_ = false;  // the last root key was "traceEvents" (with no escape)
   bool events_value_ = false;   // just after "traceEvents": at the root
-  bool element_ = false;        // the current element of the events list has a token
   std::string key_;
 };
 
 // Parses the pieces in order through one handler.
 class PieceParser {
  public:
-  explicit PieceParser(TraceData* data) : handler_(data), walker_(&handler_) {}
+  // `pool`: where the parsers of pieces indexed elsewhere go back (null: none are).
+  explicit PieceParser(TraceData* data, ParserPool* pool = nullptr)
+      : handler_(data), walker_(&handler_), pool_(pool) {}
   bool Take(Piece& piece) {
+    if (piece.kind != Piece::kEvents && piece.kind != Piece::kSkeleton) return TakeMark(piece);
+    od::document own;
+    od::document* doc = &piece.doc;
+    bool ok = true;
+    if (piece.parser == nullptr) {
+      ok = parser_.iterate(piece.text.view()).get(own) == simdjson::SUCCESS;
+      doc = &own;
+    } else {
+      ok = piece.index_error == simdjson::SUCCESS;
+    }
+    if (ok) {
+      ok = piece.kind == Piece::kEvents ? WalkElements(*doc, walker_) : WalkDocument(*doc, walker_);
+    }
+    if (piece.parser != nullptr && pool_ != nullptr) {
+      piece.doc = od::document();  // lets go of the parser before it is reused
+      pool_->Put(std::move(piece.parser));
+    }
+    return ok;
+  }
+  const TraceHandler& handler() const { return handler_; }
+
+ private:
+  bool TakeMark(const Piece& piece) {
     switch (piece.kind) {
       case Piece::kBeginEvents:
         if (piece.bare_list) return handler_.StartArray();
         return handler_.StartObject() && handler_.Key("traceEvents", 11, true) &&
                handler_.StartArray();
-      case Piece::kEvents:
-        return WalkElements(parser_, piece.text.view(), walker_);
       case Piece::kEndEvents:
         if (piece.bare_list) return handler_.EndArray(0);
         return handler_.EndArray(0) && handler_.EndObject(0);
+      case Piece::kEvents:
       case Piece::kSkeleton:
-        return WalkDocument(parser_, piece.text.view(), walker_);
+        break;
     }
     return false;
   }
-  const TraceHandler& handler() const { return handler_; }
 
- private:
   TraceHandler handler_;
   SimdWalker walker_;
+  ParserPool* pool_;
   od::parser parser_;
 };
 
@@ -1097,12 +1279,16 @@ std::optional<absl::StatusOr<TraceData>> ReadFileStreaming(const std::string& pa
   if (!opened.ok()) return opened.status();
   std::unique_ptr<BlockReader> reader = *std::move(opened);
   TraceData data = EmptyData(reader->UncompressedSizeHint());
-  PieceParser parser(&data);
+  ParserPool pool;
+  PieceParser parser(&data, &pool);
   PieceQueue queue(4);
   absl::Status source_status;
   bool split_ok = true;
   std::thread producer([&] {
-    EventSplitter splitter(kBatchBytes, [&](Piece&& p) { return queue.Push(std::move(p)); });
+    EventSplitter splitter(kBatchBytes, [&](Piece&& p) {
+      pool.Index(p);
+      return queue.Push(std::move(p));
+    });
     std::vector<char> block(kBlockBytes);
     while (true) {
       auto n = reader->Read(block.data(), block.size());

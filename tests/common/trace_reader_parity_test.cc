@@ -139,6 +139,43 @@ TEST(TraceReaderParity, WhatSimdjsonRejectsIsRapidJsonsToDecide) {
   }
 }
 
+// The splitter reads the events list 64 bytes at a time (quote, backslash and bracket masks;
+// strings by a prefix XOR): quotes, escapes, runs of backslashes and brackets inside strings are
+// put at every offset to a 64-byte boundary (and to the blocks' edges), with whitespace between
+// an element and its comma; every element is a place to cut (batches of 1 and 40 bytes).
+TEST(TraceReaderParity, StringsEscapesAndBracketsAtEvery64ByteOffset) {
+  const std::string events =
+      R"({"ph": "X", "cat": "cpu_op", "name": "a[{\"}]\\", "ts": 1, "dur": 2, "pid": 1,)"
+      R"( "tid": 1, "args": {"Input Dims": [[1, 2], []], "k\\\"": "]]}}\\\\\\\"{["}}  ,)"
+      "\n"
+      R"(  {"ph": "X", "cat": "kernel", "name": "\\\\", "ts": 3, "dur": 1, "pid": 0,)"
+      R"( "tid": 7, "args": {"correlation": 5, "grid": [1, [2, {"x": "\\"}], 3]}})"
+      "\t\r\n,"
+      R"({"ph": "X", "cat": "cuda_runtime", "name": "\"", "ts": 2, "dur": 1, "pid": 1,)"
+      R"( "tid": 1, "args": {"correlation": 5}}, 7, "]", [], {})";
+  for (size_t pad = 0; pad < 64; ++pad) {
+    const std::string spaces(pad, ' ');
+    ExpectParity(absl::StrCat("{\"traceEvents\": [", spaces, events, "], \"x\": 1}"), true);
+    ExpectParity(absl::StrCat(spaces, "[", events, spaces, "]"), true);
+  }
+}
+
+// After a cut (the comma dropped), what follows is still checked: an empty element or a
+// trailing comma is RapidJSON's to report, wherever the cut falls.
+TEST(TraceReaderParity, EmptyElementsAndTrailingCommasAfterACut) {
+  for (size_t pad = 0; pad < 64; pad += 7) {
+    const std::string spaces(pad, ' ');
+    for (const std::string& json : {
+             absl::StrCat("{\"traceEvents\": [{\"ph\": \"X\"}", spaces, ",", spaces, "]}"),
+             absl::StrCat("{\"traceEvents\": [{\"ph\": \"X\"},", spaces, ", {}]}"),
+             absl::StrCat("[[1],", spaces, "]"),
+             absl::StrCat("[{\"a\": \"}\"}", spaces, "{}]"),
+         }) {
+      ExpectParity(json, false);
+    }
+  }
+}
+
 TEST(TraceReaderParity, DeepNestingIsStillRejectedWithItsMessage) {
   const std::string deep = "{\"traceEvents\": [" + std::string(300, '[') +
                            std::string(300, ']') + "]}";
