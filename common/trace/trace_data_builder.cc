@@ -12,11 +12,10 @@
 namespace libreyolo {
 namespace {
 
-// The reader's bounds (trace_reader.cc): timestamps and durations beyond them are unusable.
-constexpr double kMinTsUs = -1.0e15;
-constexpr double kMaxTsUs = 4.0e15;
-constexpr double kMaxDurUs = 4.0e15;
-constexpr double kMaxBytes = 9007199254740992.0;  // 2^53, the reader's ByteCount bound
+using trace_bounds::kMaxBytes;
+using trace_bounds::kMaxDurUs;
+using trace_bounds::kMaxTsUs;
+using trace_bounds::kMinTsUs;
 
 // Microseconds as the writer prints them (3 decimals) and the reader reads them back, in ns.
 int64_t Ns(double us) { return std::llround(us * 1000.0); }

@@ -23,6 +23,16 @@
 
 namespace libreyolo {
 
+// What the trace reader accepts, shared with the builder. Ranges in microseconds: epoch
+// timestamps are ~1.7e15 us today; with these bounds every end (ts + dur) and every difference of
+// two times fits in int64 nanoseconds. Byte counts beyond 2^53 (8 PiB) are not real.
+namespace trace_bounds {
+inline constexpr double kMinTsUs = -1.0e15;
+inline constexpr double kMaxTsUs = 4.0e15;
+inline constexpr double kMaxDurUs = 4.0e15;
+inline constexpr double kMaxBytes = 9007199254740992.0;  // 2^53
+}  // namespace trace_bounds
+
 // The class of a complete ("X") event by its category and name, as the trace reader decides it;
 // nullopt for categories that only shape the window (e.g. "Trace").
 std::optional<EventClass> ClassifyCompleteEvent(absl::string_view cat, absl::string_view name);

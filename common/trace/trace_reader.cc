@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/io/block_reader.h"
 #include "common/io/file_reader.h"
+#include "common/trace/trace_data_builder.h"
 
 namespace libreyolo {
 
@@ -44,11 +45,10 @@ namespace {
 // (kMaxDepth) so hostile input cannot exhaust the stack.
 constexpr int kParseFlags = rapidjson::kParseNanAndInfFlag;
 constexpr int kMaxDepth = 256;
-// Accepted ranges, in microseconds. Epoch timestamps are ~1.7e15 us today; with these bounds
-// every end (ts + dur) and every difference of two times fits in int64 nanoseconds.
-constexpr double kMinTsUs = -1.0e15;
-constexpr double kMaxTsUs = 4.0e15;
-constexpr double kMaxDurUs = 4.0e15;
+using trace_bounds::kMaxBytes;
+using trace_bounds::kMaxDurUs;
+using trace_bounds::kMaxTsUs;
+using trace_bounds::kMinTsUs;
 
 // A RapidJSON input stream over ChunkedFileReader: the file is never held whole.
 class ChunkStream {
@@ -137,8 +137,7 @@ struct Num {
 // Byte counts beyond 2^53 (8 PiB) are not real; rejecting them keeps every sum exact in a double
 // and far from int64 overflow.
 std::optional<int64_t> ByteCount(const Num& n) {
-  constexpr double kMax = 9007199254740992.0;  // 2^53
-  if (!std::isfinite(n.d) || std::fabs(n.d) > kMax) return std::nullopt;
+  if (!std::isfinite(n.d) || std::fabs(n.d) > kMaxBytes) return std::nullopt;
   return n.fits_int64 ? n.i : static_cast<int64_t>(n.d);
 }
 
@@ -453,27 +452,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
           out_->steps.push_back(StepMark{n, ts_ns_, dur_ns_, cpu_copy});
         }
       }
-      if (absl::EqualsIgnoreCase(cat_, "kernel")) {
-        ev.cls = EventClass::kKernel;
-      } else if (absl::EqualsIgnoreCase(cat_, "gpu_memcpy")) {
-        ev.cls = EventClass::kMemcpy;
-      } else if (absl::EqualsIgnoreCase(cat_, "gpu_memset")) {
-        ev.cls = EventClass::kMemset;
-      } else if (absl::EqualsIgnoreCase(cat_, "cpu_op")) {
-        ev.cls = EventClass::kCpuOp;
-      } else if (absl::EqualsIgnoreCase(cat_, "user_annotation")) {
-        // Our --with-modules ranges are user annotations named "nn.Module: <path>".
-        ev.cls = absl::StartsWith(name_, "nn.Module: ") ? EventClass::kModule
-                                                        : EventClass::kAnnotation;
-      } else if (absl::EqualsIgnoreCase(cat_, "cuda_runtime") ||
-                 absl::EqualsIgnoreCase(cat_, "cuda_driver")) {
-        ev.cls = EventClass::kRuntime;
-      } else if (absl::EqualsIgnoreCase(cat_, "python_function") &&
-                 absl::StartsWith(name_, "nn.Module: ")) {
-        ev.cls = EventClass::kModule;
-      } else {
-        return;  // other categories only shape the window
-      }
+      const std::optional<EventClass> cls = ClassifyCompleteEvent(cat_, name_);
+      if (!cls) return;  // other categories only shape the window
+      ev.cls = *cls;
       ev.correlation = correlation_;
       if (flops_ >= 0 && ev.cls == EventClass::kCpuOp) {
         out_->flops.push_back(flops_);
