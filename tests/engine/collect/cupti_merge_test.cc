@@ -2,20 +2,10 @@
 #include <gtest/gtest.h>
 
 #include "server/engine/collect/cupti_convert.h"
+#include "tests/engine/collect/collected_event_util.h"
 
 namespace libreyolo::engine {
 namespace {
-
-CollectedEvent Ev(CollectedKind kind, const std::string& name, int64_t start, int64_t dur,
-                  uint64_t thread) {
-  CollectedEvent e;
-  e.kind = kind;
-  e.name = name;
-  e.start_ns = start;
-  e.dur_ns = dur;
-  e.thread = thread;
-  return e;
-}
 
 TEST(ClockOffset, TightestBracketWins) {
   // CUPTI runs 1,000,000 ns ahead. The loose samples disagree; the tight one is exact.

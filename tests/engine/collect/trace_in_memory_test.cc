@@ -14,6 +14,7 @@
 #include "common/trace/trace_data_builder.h"
 #include "common/trace/trace_reader.h"
 #include "server/engine/collect/trace_export.h"
+#include "tests/engine/collect/collected_event_util.h"
 #include "tests/engine/collect/trace_parity.h"
 
 namespace libreyolo::engine {
@@ -31,17 +32,6 @@ class TempFile {
  private:
   std::string path_;
 };
-
-CollectedEvent Ev(CollectedKind kind, const std::string& name, int64_t start_ns, int64_t dur_ns,
-                  uint64_t thread) {
-  CollectedEvent e;
-  e.kind = kind;
-  e.name = name;
-  e.start_ns = start_ns;
-  e.dur_ns = dur_ns;
-  e.thread = thread;
-  return e;
-}
 
 // Every kind the collectors hand over: steps and phases, module scopes, CPU ops with shapes,
 // FLOPs (whole, fractional, zero) and autograd links, launches, kernels, copies, memsets, CPU
