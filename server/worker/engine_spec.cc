@@ -1,6 +1,7 @@
 #include "server/worker/engine_spec.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "proto/job_spec/job_spec.h"
 
@@ -17,17 +18,46 @@ engine::ModelSpec ToModel(const v1::ModelOptions& m, const std::string& device) 
   return out;
 }
 
+// The tri-state switches: set when the job says true or false, auto (nullopt) when unset.
+struct TriStateSwitch {
+  bool (v1::ProfilerOptions::*present)() const;
+  bool (v1::ProfilerOptions::*value)() const;
+  std::optional<bool> engine::ProfilerSwitches::*field;
+};
+constexpr TriStateSwitch kTriStateSwitches[] = {
+    {&v1::ProfilerOptions::has_record_shapes, &v1::ProfilerOptions::record_shapes,
+     &engine::ProfilerSwitches::record_shapes},
+    {&v1::ProfilerOptions::has_profile_memory, &v1::ProfilerOptions::profile_memory,
+     &engine::ProfilerSwitches::profile_memory},
+    {&v1::ProfilerOptions::has_with_flops, &v1::ProfilerOptions::with_flops,
+     &engine::ProfilerSwitches::with_flops},
+};
+
 engine::ProfilerSwitches ToSwitches(const v1::ProfilerOptions& p) {
   engine::ProfilerSwitches s;
-  if (p.has_record_shapes()) s.record_shapes = p.record_shapes();
-  if (p.has_profile_memory()) s.profile_memory = p.profile_memory();
-  if (p.has_with_flops()) s.with_flops = p.with_flops();
+  for (const TriStateSwitch& t : kTriStateSwitches) {
+    if ((p.*t.present)()) s.*t.field = (p.*t.value)();
+  }
   s.with_modules = p.with_modules();
   s.overhead_budget_pct = p.overhead_budget_pct();
   // Empty: cpu plus the job's device.
   s.cuda = p.activities().empty() ||
            std::find(p.activities().begin(), p.activities().end(), "cuda") != p.activities().end();
   return s;
+}
+
+// The fields infer and run share carry the same names in both protos and both engine structs:
+// copied once, here, for either kind of job. `r` has had jobspec::ApplyDefaults.
+template <typename Request, typename Spec>
+void CopySharedFields(const Request& r, const std::string& device, const std::string& project,
+                      Spec* s) {
+  s->model = ToModel(r.model(), device);
+  s->batch = r.batch();
+  s->imgsz = r.imgsz();
+  s->warmup = r.warmup();
+  s->repeat = r.repeat();
+  s->profiler = ToSwitches(r.profiler());
+  s->project = project;
 }
 
 }  // namespace
@@ -38,21 +68,15 @@ engine::InferJobSpec ToEngineInferSpec(const v1::InferSpec& request, const std::
   r.clear_images();  // the daemon wrote them out (job_inputs.h); source names their directory
   jobspec::ApplyDefaults(&r);
   engine::InferJobSpec s;
-  s.model = ToModel(r.model(), device);
+  CopySharedFields(r, device, project, &s);
   s.source = r.source();  // empty: the sample image
-  s.batch = r.batch();
-  s.imgsz = r.imgsz();
   s.half = r.half();
   s.amp_dtype = r.amp_dtype();
-  s.warmup = r.warmup();
   s.runs = r.runs();
-  s.repeat = r.repeat();
   s.conf = r.conf();
   s.iou = r.iou();
   s.max_det = r.max_det();
   s.trace = r.trace();
-  s.profiler = ToSwitches(r.profiler());
-  s.project = project;
   return s;
 }
 
@@ -61,20 +85,14 @@ engine::TrainJobSpec ToEngineTrainSpec(const v1::RunSpec& request, const std::st
   v1::RunSpec r = request;
   jobspec::ApplyDefaults(&r);
   engine::TrainJobSpec s;
-  s.model = ToModel(r.model(), device);
+  CopySharedFields(r, device, project, &s);
   s.data = r.data();
-  s.batch = r.batch();
-  s.imgsz = r.imgsz();
   s.workers = r.workers();
   s.amp = r.amp();
   s.steps = r.steps();
-  s.warmup = r.warmup();
-  s.repeat = r.repeat();
   s.skip_first = r.skip_first();
   s.wait = r.wait();
   s.cycles = r.cycles();
-  s.profiler = ToSwitches(r.profiler());
-  s.project = project;
   return s;
 }
 

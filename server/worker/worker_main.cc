@@ -238,6 +238,12 @@ int WorkerMain(const std::vector<std::string>& args, const FaultHook& fault_hook
   ::signal(SIGINT, SIG_IGN);
   ::signal(SIGHUP, SIG_IGN);
   ::prctl(PR_SET_NAME, "libreyolod-wkr");
+  // A CPU slot records CPU activity only, yet Kineto looks for GPUs when the profiler starts and
+  // logs "ERROR: ... gpuGetDeviceCount failed with code 35" on a host without a CUDA driver,
+  // once per job: noise in the daemon's journal that reads like a failure. Kineto reads its
+  // threshold (KINETO_LOG_LEVEL; 5 is above ERROR = 4) when the profiler first starts; a value
+  // the user set stays. CUDA slots keep Kineto's errors: there they are about the GPU trace.
+  if (EngineDevice(parsed->device) == "cpu") ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
   Worker worker(parsed->fd, parsed->device, fault_hook);
   const int code = worker.Serve();
   std::cout.flush();

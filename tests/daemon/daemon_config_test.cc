@@ -175,7 +175,7 @@ TEST(DaemonConfigTest, MissingFileIsNotFound) {
   EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("/nonexistent/libreyolod.yaml"));
   TempDir dir;
-  const absl::StatusOr<DaemonConfig> directory = LoadDaemonConfig(dir.path().string());
+  const absl::StatusOr<DaemonConfig> directory = LoadDaemonConfig(dir.path());
   EXPECT_EQ(directory.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(directory.status().message()), HasSubstr("not a regular file"));
 }
@@ -480,7 +480,7 @@ absl::StatusOr<DaemonConfig> LoadWithChanged(const std::string& key_path, const 
             ? absl::StrCat(key_path, ": ", value, "\n")
             : absl::StrCat(key_path.substr(0, dot), ":\n  ", key_path.substr(dot + 1), ": ", value,
                            "\n");
-    const std::string path = (dir.path() / "reload.yaml").string();
+    const std::string path = dir.File("reload.yaml");
     WriteFile(path, yaml);
     absl::StatusOr<DaemonConfig> loaded = LoadDaemonConfig(path);
     if (loaded.ok()) return loaded;  // each spelling differs from every default

@@ -385,19 +385,8 @@ TEST(DaemonFaultTest, SigtermMidJobClientsResumeAfterTheRestartAndDownload) {
   daemon = DaemonProcess::Start(flags, dir.File("daemon2.log"));
   ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
 
-  auto wait_exit = [](pid_t pid) {
-    int status = 0;
-    const bool done = PollUntil([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
-                                seconds(240), milliseconds(100));
-    if (!done) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  };
-  EXPECT_EQ(wait_exit(running), 0) << ReadFile(dir.File("running.log"));
-  EXPECT_EQ(wait_exit(queued), 0) << ReadFile(dir.File("queued.log"));
+  EXPECT_EQ(WaitChild(running, seconds(240)), 0) << ReadFile(dir.File("running.log"));
+  EXPECT_EQ(WaitChild(queued, seconds(240)), 0) << ReadFile(dir.File("queued.log"));
   for (const char* name : {"running", "queued"}) {
     const std::string project = dir.File(std::string("p-") + name);
     EXPECT_TRUE(fs::exists(project + "/infer/profile.json"))

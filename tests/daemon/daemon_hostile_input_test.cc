@@ -251,45 +251,6 @@ TEST_F(DaemonHostileInput, MalformedValuesAreRefusedNamingTheField) {
   EXPECT_THAT(s.error_message(), HasSubstr("job_id: required"));
 }
 
-// Sends `bytes` as the request of `method` (no generated stub: any bytes at all) and returns
-// the call's status.
-grpc::Status RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
-                     const std::string& bytes, const std::string& token) {
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext ctx;
-  ctx.AddMetadata("authorization", "Bearer " + token);
-  ctx.set_deadline(std::chrono::system_clock::now() + seconds(20));
-  grpc::CompletionQueue cq;
-  auto call = stub.PrepareCall(&ctx, method, &cq);
-  void* got = nullptr;
-  bool ok = false;
-  int tags[5] = {};
-  auto step = [&](int* tag) { return cq.Next(&got, &ok) && got == tag && ok; };
-  call->StartCall(&tags[0]);
-  bool fine = step(&tags[0]);
-  if (fine) {
-    call->Write(ToBuffer(bytes), &tags[1]);
-    fine = step(&tags[1]);
-  }
-  if (fine) {
-    call->WritesDone(&tags[2]);
-    fine = step(&tags[2]);
-  }
-  grpc::ByteBuffer response;
-  while (fine) {
-    call->Read(&response, &tags[3]);
-    fine = step(&tags[3]);
-  }
-  grpc::Status status;
-  call->Finish(&status, &tags[4]);
-  while (cq.Next(&got, &ok) && got != &tags[4]) {
-  }
-  cq.Shutdown();
-  while (cq.Next(&got, &ok)) {
-  }
-  return status;
-}
-
 // Item 9: bytes that do not parse as the request message are INVALID_ARGUMENT with a message
 // naming the RPC, on unary and streaming RPCs alike (gRPC's own answer is INTERNAL with no text).
 TEST_F(DaemonHostileInput, UnparsableRequestIsInvalidArgumentWithAMessage) {

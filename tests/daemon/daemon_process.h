@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "libreyolo/profiler/v1/profiler.grpc.pb.h"
+#include "tests/support/test_files.h"
 
 #ifndef LIBREYOLOD_BINARY
 #error "LIBREYOLOD_BINARY must name the libreyolod binary"
@@ -61,49 +62,10 @@ using Clock = std::chrono::steady_clock;
 
 // ---- files ---------------------------------------------------------------------------------
 
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-inline void WriteFile(const std::string& path, const std::string& data, mode_t mode = 0600) {
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << data;
-  }
-  ASSERT_EQ(::chmod(path.c_str(), mode), 0) << path;
-}
-
-// A fresh directory under /tmp with a short name, so that Unix socket paths in it stay far
-// below the 108-byte limit. Removed (permissions restored first) when the test ends.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/lyd.XXXXXX";
-    const char* made = ::mkdtemp(pattern.data());
-    EXPECT_NE(made, nullptr) << "mkdtemp failed";
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(path_, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->is_directory(ec)) ::chmod(it->path().c_str(), 0700);
-    }
-    ::chmod(path_.c_str(), 0700);
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string File(const std::string& name) const { return (fs::path(path_) / name).string(); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+// tests/support/test_files.h: ReadFile, WriteFile, TempDir (a fresh /tmp/lyt.XXXXXX per test).
+using ::libreyolo::test::ReadFile;
+using ::libreyolo::test::TempDir;
+using ::libreyolo::test::WriteFile;
 
 // Every regular file and directory under `root`, relative, with the size of files
 // ("d path" / "f path size"), sorted: a cheap picture of a directory tree to compare.
@@ -220,6 +182,24 @@ inline pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::
   return pid;
 }
 
+// Waits up to `timeout` for the child `pid` to end; kills it (SIGKILL) and reaps it after that.
+// Its exit code, or -1 when it died of a signal or was killed (`timed_out` says which).
+inline int WaitChild(pid_t pid, milliseconds timeout, bool* timed_out = nullptr) {
+  int status = 0;
+  const auto until = Clock::now() + timeout;
+  pid_t w = 0;
+  while ((w = ::waitpid(pid, &status, WNOHANG)) == 0 && Clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  if (timed_out != nullptr) *timed_out = w == 0;
+  if (w == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return -1;
+  }
+  return w == pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 struct CommandResult {
   int exit_code = -1;  // -1: killed by a signal, or timed out
   bool timed_out = false;
@@ -245,24 +225,8 @@ inline CommandResult RunCommand(const std::vector<std::string>& argv,
   if (err_fd >= 0) ::close(err_fd);
   const auto start = Clock::now();
   const pid_t pid = Spawn(argv, ChildEnvironment(extra_env), out_name, err_name, cwd);
-  int status = 0;
-  bool reaped = false;
-  const auto until = start + timeout;
-  while (pid > 0 && !reaped) {
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) {
-      reaped = true;
-    } else if (Clock::now() > until) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      r.timed_out = true;
-      reaped = true;
-    } else {
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-  }
+  if (pid > 0) r.exit_code = WaitChild(pid, timeout, &r.timed_out);
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (!r.timed_out && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   r.out = ReadFile(out_name);
   r.err = ReadFile(err_name);
   ::unlink(out_name);
@@ -292,6 +256,20 @@ inline std::vector<pid_t> ProcessesWithArgument(const std::string& needle) {
   }
   ::closedir(proc);
   return out;
+}
+
+// The engine worker processes of the daemon `daemon_pid` (their command line names it after
+// --parent).
+inline std::vector<pid_t> WorkerPids(pid_t daemon_pid) {
+  return ProcessesWithArgument(std::string("--parent") + '\0' + std::to_string(daemon_pid) + '\0');
+}
+
+// The process has ended: it is gone, or a zombie nobody reaped yet (a worker whose daemon died
+// is reparented and reaped by init a little later).
+inline bool Ended(pid_t pid) {
+  if (::kill(pid, 0) != 0) return true;
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  return stat.find(") Z") != std::string::npos;
 }
 
 // ---- the daemon ----------------------------------------------------------------------------
@@ -496,16 +474,20 @@ inline grpc::Status HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
 inline const std::string kServing("\x08\x01", 2);
 inline const std::string kNotServing("\x08\x02", 2);
 
-// grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo with list_services (field 7,
-// an empty string: 3a 00). Returns the raw response bytes (service names appear in clear).
-inline grpc::Status ReflectionListServices(const std::shared_ptr<grpc::Channel>& channel,
-                                           std::string* response_bytes) {
+// Sends `request_bytes` as the one request message of `method` through a generic streaming
+// call (no generated stub, so any bytes at all; unary and streaming methods alike), reads every
+// response to the end and returns the call's status. `first_response` (optional) gets the raw
+// bytes of the first response; `token` (optional) goes in the authorization header.
+inline grpc::Status RawCall(const std::shared_ptr<grpc::Channel>& channel,
+                            const std::string& method, const std::string& request_bytes,
+                            const std::string& token = "", std::string* first_response = nullptr,
+                            seconds deadline = seconds(20)) {
   grpc::GenericStub stub(channel);
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + seconds(10));
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+  ctx.set_deadline(std::chrono::system_clock::now() + deadline);
   grpc::CompletionQueue cq;
-  auto call =
-      stub.PrepareCall(&ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  auto call = stub.PrepareCall(&ctx, method, &cq);
   void* got = nullptr;
   bool ok = false;
   int tags[5] = {};
@@ -513,17 +495,20 @@ inline grpc::Status ReflectionListServices(const std::shared_ptr<grpc::Channel>&
   call->StartCall(&tags[0]);
   bool fine = step(&tags[0]);
   if (fine) {
-    call->Write(ToBuffer(std::string("\x3a\x00", 2)), &tags[1]);
+    call->Write(ToBuffer(request_bytes), &tags[1]);
     fine = step(&tags[1]);
   }
   if (fine) {
     call->WritesDone(&tags[2]);
     fine = step(&tags[2]);
   }
-  grpc::ByteBuffer response;
-  if (fine) {
+  bool first = true;
+  while (fine) {
+    grpc::ByteBuffer response;
     call->Read(&response, &tags[3]);
-    if (step(&tags[3])) *response_bytes = ToString(response);
+    fine = step(&tags[3]);
+    if (fine && first && first_response != nullptr) *first_response = ToString(response);
+    first = false;
   }
   grpc::Status status;
   call->Finish(&status, &tags[4]);
@@ -533,6 +518,14 @@ inline grpc::Status ReflectionListServices(const std::shared_ptr<grpc::Channel>&
   while (cq.Next(&got, &ok)) {
   }
   return status;
+}
+
+// grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo with list_services (field 7,
+// an empty string: 3a 00). Returns the raw response bytes (service names appear in clear).
+inline grpc::Status ReflectionListServices(const std::shared_ptr<grpc::Channel>& channel,
+                                           std::string* response_bytes) {
+  return RawCall(channel, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                 std::string("\x3a\x00", 2), "", response_bytes, seconds(10));
 }
 
 // ---- jobs ----------------------------------------------------------------------------------

@@ -30,13 +30,6 @@ class ScopedFault {
   }
 };
 
-// The worker processes of the daemon `daemon_pid` (their command line names it as --parent).
-std::vector<pid_t> Workers(pid_t daemon_pid) {
-  return ProcessesWithArgument(std::string("--parent") + '\0' + std::to_string(daemon_pid));
-}
-
-bool Alive(pid_t pid) { return ::kill(pid, 0) == 0; }
-
 TEST(DaemonWorkerTest, ACrashingWorkerFailsOnlyItsJobAndTheNextJobRuns) {
   for (const char* action : {"segv", "abort"}) {
     SCOPED_TRACE(action);
@@ -45,7 +38,7 @@ TEST(DaemonWorkerTest, ACrashingWorkerFailsOnlyItsJobAndTheNextJobRuns) {
     ScopedFault fault(std::string(action) + "@measuring:1", dir.File("fault-done"));
     auto daemon = DaemonProcess::Start(dirs.Flags(), dir.File("daemon.log"));
     ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
-    const std::vector<pid_t> before = Workers(daemon->pid());
+    const std::vector<pid_t> before = WorkerPids(daemon->pid());
     ASSERT_EQ(before.size(), 1u) << "one worker for the cpu slot";
     auto channel = UnixChannel(dirs.socket);
     auto stub = v1::ProfilerService::NewStub(channel);
@@ -65,7 +58,7 @@ TEST(DaemonWorkerTest, ACrashingWorkerFailsOnlyItsJobAndTheNextJobRuns) {
     EXPECT_TRUE(HealthCheck(channel, &health).ok() && health == kServing);
     ASSERT_TRUE(WaitTerminal(*stub, next.id(), &next));
     EXPECT_EQ(next.state(), v1::JOB_STATE_SUCCEEDED) << next.error() << daemon->LogTail();
-    const std::vector<pid_t> after = Workers(daemon->pid());
+    const std::vector<pid_t> after = WorkerPids(daemon->pid());
     ASSERT_EQ(after.size(), 1u);
     EXPECT_NE(after[0], before[0]);
     v1::GetMetricsRequest mreq;
@@ -74,7 +67,7 @@ TEST(DaemonWorkerTest, ACrashingWorkerFailsOnlyItsJobAndTheNextJobRuns) {
     ASSERT_TRUE(stub->GetMetrics(ctx.get(), mreq, &metrics).ok());
     EXPECT_THAT(metrics.text(), HasSubstr("libreyolod_worker_restarts_total 1"));
     EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
-    EXPECT_FALSE(Alive(after[0])) << "the worker outlived its daemon";
+    EXPECT_TRUE(Ended(after[0])) << "the worker outlived its daemon";
   }
 }
 
@@ -85,7 +78,7 @@ TEST(DaemonWorkerTest, TwoCpuSlotsRunTwoJobsAtOnce) {
   flags.insert(flags.end(), {"--device", "cpu:1", "--threads", "1"});
   auto daemon = DaemonProcess::Start(flags, dir.File("daemon.log"));
   ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
-  EXPECT_EQ(Workers(daemon->pid()).size(), 2u);
+  EXPECT_EQ(WorkerPids(daemon->pid()).size(), 2u);
   auto stub = v1::ProfilerService::NewStub(UnixChannel(dirs.socket));
   v1::Job a, b;
   v1::SubmitJobRequest ra = TinyInfer(40), rb = TinyInfer(40);
@@ -173,12 +166,11 @@ TEST(DaemonWorkerTest, NoWorkerOutlivesAKilledDaemon) {
   ASSERT_TRUE(WaitForJob(
       *stub, running.id(), [](const v1::Job& j) { return j.state() == v1::JOB_STATE_RUNNING; },
       &running, seconds(120)));
-  const std::vector<pid_t> workers = Workers(daemon->pid());
+  const std::vector<pid_t> workers = WorkerPids(daemon->pid());
   ASSERT_EQ(workers.size(), 2u);
   daemon->Kill9();
   for (pid_t w : workers) {
-    EXPECT_TRUE(PollUntil([&] { return !Alive(w) || ReadFile("/proc/" + std::to_string(w) + "/stat").find(") Z") != std::string::npos; },
-                          seconds(10)))
+    EXPECT_TRUE(PollUntil([&] { return Ended(w); }, seconds(10)))
         << "worker " << w << " outlived its daemon";
   }
   // The next daemon on the same directories starts (nothing holds them) and records the job
@@ -205,7 +197,7 @@ TEST(DaemonWorkerTest, DaemonInfoComesFromTheWorkers) {
   ASSERT_EQ(info.devices_size(), 1);
   EXPECT_THAT(info.devices(0).description(), HasSubstr("cores"));
   // The engine runs in the worker: its command line says so.
-  const std::vector<pid_t> workers = Workers(daemon->pid());
+  const std::vector<pid_t> workers = WorkerPids(daemon->pid());
   ASSERT_EQ(workers.size(), 1u);
   EXPECT_THAT(ReadFile("/proc/" + std::to_string(workers[0]) + "/cmdline"),
               HasSubstr(std::string("worker") + '\0' + "--fd"));

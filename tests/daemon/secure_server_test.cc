@@ -319,7 +319,7 @@ class TlsFixture : public ::testing::Test {
     WriteFile(dir_.File("client.ext"),
               "basicConstraints = CA:FALSE\nkeyUsage = critical, digitalSignature\n"
               "extendedKeyUsage = clientAuth\n");
-    const std::string d = dir_.path().string() + "/";
+    const std::string d = dir_.path() + "/";
     const std::string key = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
     auto ca = [&](const std::string& name) {
       return "openssl req -x509 -config " + d + "ca.cnf -extensions v3_ca" + key + " -keyout " + d +

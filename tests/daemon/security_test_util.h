@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "server/daemon/auth.h"
+#include "tests/support/test_files.h"
 
 namespace libreyolo::daemon::testing_util {
 
@@ -24,42 +25,14 @@ namespace fs = std::filesystem;
 
 // ---- helpers --------------------------------------------------------------------------------
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "lysec.XXXXXX").string();
-    const char* made = mkdtemp(pattern.data());
-    EXPECT_NE(made, nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-inline void WriteFile(const std::string& path, const std::string& text, mode_t mode = 0600) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-  ASSERT_EQ(chmod(path.c_str(), mode), 0) << path;
-}
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using ::libreyolo::test::ReadFile;
+using ::libreyolo::test::TempDir;
+using ::libreyolo::test::WriteFile;
 
 inline std::string OurUserName() {
   const passwd* entry = getpwuid(getuid());
   return entry != nullptr ? entry->pw_name : "uid:" + std::to_string(getuid());
 }
-
 
 constexpr char kAliceToken[] = "alice-secret-token-0123456789";
 

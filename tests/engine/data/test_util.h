@@ -14,36 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/test_files.h"
+
 namespace libreyolo::engine::testing {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("libreyolo_data_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string path() const { return path_.string(); }
-  std::string Write(const std::string& name, const std::string& content) const {
-    const fs::path p = path_ / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << content;
-    return p.string();
-  }
-
- private:
-  fs::path path_;
-};
+using ::libreyolo::test::TempDir;
 
 // The pure colour of class `cls` in the test images (BGR), far from the grey background.
 inline cv::Scalar ClassColor(int cls) {
