@@ -4,8 +4,6 @@
 // LibTorch-recorded case is in torch_profiler_test.cc.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <string>
 
@@ -16,22 +14,10 @@
 #include "server/engine/collect/trace_export.h"
 #include "tests/engine/collect/collected_event_util.h"
 #include "tests/engine/collect/trace_parity.h"
+#include "tests/support/test_files.h"
 
 namespace libreyolo::engine {
 namespace {
-
-// A file of this test process under gtest's temporary folder, removed at the end of the test.
-class TempFile {
- public:
-  explicit TempFile(const std::string& name)
-      : path_(::testing::TempDir() + "libreyolo_in_memory_" + std::to_string(::getpid()) + "_" +
-              name) {}
-  ~TempFile() { std::filesystem::remove(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // Every kind the collectors hand over: steps and phases, module scopes, CPU ops with shapes,
 // FLOPs (whole, fractional, zero) and autograd links, launches, kernels, copies, memsets, CPU
@@ -106,8 +92,8 @@ CollectedTrace RichTrace() {
 }
 
 TEST(TraceInMemory, TheBuiltEventsAreWhatTheWrittenFileReadsAs) {
-  const TempFile file("profile_trace.json");
-  const std::string& path = file.path();
+  const test::TempDir dir;
+  const std::string path = dir.File("profile_trace.json");
   TraceExportOptions o;
   o.pid = 4242;
   o.device_allocated_at_start = 5000;
@@ -123,8 +109,8 @@ TEST(TraceInMemory, TheBuiltEventsAreWhatTheWrittenFileReadsAs) {
 }
 
 TEST(TraceInMemory, ATraceWithoutDevicePropertiesOrEventsAgreesToo) {
-  const TempFile file("empty.json");
-  const std::string& path = file.path();
+  const test::TempDir dir;
+  const std::string path = dir.File("empty.json");
   auto built = ExportChromeTraceAndData(CollectedTrace{}, path, {});
   ASSERT_TRUE(built.ok()) << built.status();
   auto read = ReadTraceFile(path);
