@@ -36,16 +36,20 @@ std::vector<FlagSpec> ProfilerFlags() {
   return {
       {"activities", "LIST", "cpu,<device>", "what to record: cpu, cuda (comma-separated)"},
       {"record-shapes", "", "auto",
-       "record operator input shapes (auto: on within the overhead budget)", true},
-      {"profile-memory", "", "auto", "record allocations (auto: on within the overhead budget)",
+       "record operator input shapes (auto: on unless probed over the budget beyond doubt)",
        true},
+      {"profile-memory", "", "auto",
+       "record allocations (auto: on unless probed over the budget beyond doubt)", true},
       {"with-flops", "", "auto",
-       "estimate FLOPs of convolutions and matmuls (auto: on within budget)", true},
+       "estimate FLOPs of convolutions and matmuls (auto: on unless probed over the budget "
+       "beyond doubt)",
+       true},
       {"with-modules", "", OnOff(def::kWithModules),
        "name every LibreYOLO9 module's range in the trace (profile modules reads them)", true},
       {"with-stack", "", "", "alias of --with-modules (C++ records no Python stacks)"},
       {"overhead-budget", "PCT", Num(def::kOverheadBudgetPct),
-       "the auto switches stay on while the profiler costs at most PCT %"},
+       "an auto switch goes off (costliest first) only when the probe's 95 % interval for the "
+       "profiler's cost lies wholly above PCT %"},
   };
 }
 

@@ -21,6 +21,7 @@ SummaryView BuildSummary(const Profile& p, const std::string& source) {
   v.cpu_threads = CpuThreadsOf(p.config_json);
   v.batch = BatchOf(p.config_json);
   if (v.batch.empty() && p.batch) v.batch = absl::StrCat(*p.batch);
+  v.profiler_overhead = ProfilerOverheadOf(p.profiler_json);
   // Self CPU time of the operators by category (the kernel categories' rule on the op's name).
   std::map<std::string, double> by_cat;
   double total = 0;
@@ -107,6 +108,31 @@ std::string CpuThreadsOf(const std::string& config_json) {
   return out;
 }
 
+std::string ProfilerOverheadOf(const std::string& profiler_json) {
+  rapidjson::Document d;
+  d.Parse(profiler_json.data(), profiler_json.size());
+  if (d.HasParseError() || !d.IsObject()) return "";
+  auto pct = d.FindMember("overhead_pct");
+  if (pct == d.MemberEnd() || !pct->value.IsNumber()) return "";
+  std::string out = absl::StrFormat("%.1f %%", pct->value.GetDouble());
+  auto ci = d.FindMember("overhead_ci_pct");
+  if (ci != d.MemberEnd() && ci->value.IsArray() && ci->value.Size() == 2 &&
+      ci->value[0].IsNumber() && ci->value[1].IsNumber()) {
+    absl::StrAppend(&out, absl::StrFormat(" [%.1f, %.1f]", ci->value[0].GetDouble(),
+                                          ci->value[1].GetDouble()));
+  }
+  auto pairs = d.FindMember("overhead_pairs");
+  if (pairs != d.MemberEnd() && pairs->value.IsInt64()) {
+    absl::StrAppend(&out, " (n=", pairs->value.GetInt64(), ")");
+  }
+  auto decision = d.FindMember("switch_decision");
+  if (decision != d.MemberEnd() && decision->value.IsString() &&
+      std::string(decision->value.GetString()) == "cached") {
+    absl::StrAppend(&out, "; switches reused from an identical earlier job");
+  }
+  return out;
+}
+
 std::string RenderSummaryText(const SummaryView& v) {
   const Profile& p = v.profile;
   std::string out;
@@ -132,6 +158,7 @@ std::string RenderSummaryText(const SummaryView& v) {
   if (p.real_steps.has_value()) {
     Line(out, "window", absl::StrCat(Steps(*p.real_steps), ", ", FmtUnit(p.window_wall_ms, "ms")));
   }
+  if (!v.profiler_overhead.empty()) Line(out, "profiler overhead", v.profiler_overhead);
   out += "\n";
   const OptDouble profiled_step = ProfiledStepMs(p);
   if (p.source_kind == "trace") {
@@ -310,6 +337,8 @@ std::string RenderSummaryJson(const SummaryView& v) {
       .Field("img_per_s", p.img_per_s)
       .Field("cpu_job", v.cpu_job)
       .Field("batch", v.batch.empty() ? std::optional<std::string>() : v.batch)
+      .Field("profiler_overhead",
+             v.profiler_overhead.empty() ? std::optional<std::string>() : v.profiler_overhead)
       .Field("self_cpu_total_ms_per_step", p.self_cpu_total_ms_per_step)
       .Field("peak_cpu_alloc_mb", p.peak_cpu_alloc_mb)
       .Field("gpu_util", p.gpu_util)

@@ -18,6 +18,8 @@ struct SummaryView {
   std::string cpu_threads;  // from the config: "2 intra-op, 2 inter-op; BLAS ..."; "" unknown
   std::vector<CategoryRow> cpu_op_categories;  // self CPU time of the ops by category
   std::string batch;  // "16", or "16 (chosen by --batch -1: <rule>)"; "" unknown
+  // The profiler's overhead: "4.5 % [1.2, 11.0] (n=24)"; "" where the profile records none.
+  std::string profiler_overhead;
 };
 
 // The batch a recorded config holds, with the auto-batch rule when --batch -1 chose it.
@@ -25,6 +27,12 @@ std::string BatchOf(const std::string& config_json);
 
 // The CPU thread settings a recorded config holds, in words; "" where it holds none.
 std::string CpuThreadsOf(const std::string& config_json);
+
+// The profiler's overhead a recorded `profiler` object holds, its interval and pairs:
+// "4.5 % [1.2, 11.0] (n=24)", "4.5 %" without an interval, with "; switches reused from an
+// identical earlier job" when the decision came from the worker's cache; "" where it holds no
+// overhead_pct (no trace, or an older profile).
+std::string ProfilerOverheadOf(const std::string& profiler_json);
 
 SummaryView BuildSummary(const Profile& p, const std::string& source);
 std::string RenderSummaryText(const SummaryView& v);

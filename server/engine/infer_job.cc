@@ -18,6 +18,7 @@
 #include "common/analysis/repeat_trials.h"
 #include "common/analysis/verdict.h"
 #include "common/json/json_writer.h"
+#include "server/engine/budget_cache.h"
 #include "server/engine/collect/module_scope_events.h"
 #include "server/engine/collect/profiling_session.h"
 #include "server/engine/collect/recorded_kinds.h"
@@ -253,19 +254,25 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     // The overhead budget and the profile's overhead_pct (overhead_budget.h): each probe round
     // times kProbePairs single-iteration windows under the profiler, each between two without
     // it (unprofiled, profiled, ..., unprofiled), whole iterations synced as the measured
-    // window times them. A profiled window starts its own session before its clock starts.
+    // window times them. One session a round, paused through the unprofiled windows and
+    // resumed before a profiled window's clock starts (TorchProfiler::Pause); its events are
+    // dropped when the round ends. With CUDA activity a profiled window starts its own session.
     BudgetOutcome budget = SkipOverheadBudget(spec.profiler, "--no-trace: nothing is profiled");
+    bool budget_cached = false;
     if (spec.trace) {
       constexpr int64_t kWindows = 2 * kProbePairs + 1;
       int64_t probed = 0, round_end = 0;
-      auto window = [&](std::vector<double>& ms, int64_t i,
-                        const TorchProfilerOptions* po) -> absl::Status {
+      // `po` set: a profiled window, recorded by `round` (resumed for it) or by its own session.
+      auto window = [&](std::vector<double>& ms, int64_t i, const TorchProfilerOptions* po,
+                        TorchProfiler* round) -> absl::Status {
         if (cancelled()) return absl::CancelledError("cancelled while probing");
-        std::unique_ptr<TorchProfiler> session;
-        if (po != nullptr) {
+        std::unique_ptr<TorchProfiler> own;
+        if (po != nullptr && round != nullptr) {
+          if (auto s = round->Resume(); !s.ok()) return s;
+        } else if (po != nullptr) {
           auto started = TorchProfiler::Start(*po);
           if (!started.ok()) return started.status();
-          session = *std::move(started);
+          own = *std::move(started);
         }
         const auto t0 = Clock::now();
         {
@@ -275,21 +282,47 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
           if (device->cuda) torch::cuda::synchronize(device->index);
         }
         ms.push_back(Ms(Clock::now() - t0));
+        if (po != nullptr && round != nullptr) {
+          if (auto s = round->Pause(); !s.ok()) return s;
+        }
         report("probing", ++probed, round_end);
-        return absl::OkStatus();  // `session` stops here, its events dropped
+        return absl::OkStatus();  // `own` stops here, its events dropped
       };
       auto probe = [&](const ResolvedSwitches& sw) -> absl::StatusOr<ProbeTimings> {
         round_end = probed + kWindows;
         const TorchProfilerOptions po = profiler_options(sw);
+        std::unique_ptr<TorchProfiler> round;  // stops (events dropped) as the round ends
+        if (!po.cuda) {
+          auto started = TorchProfiler::Start(po);
+          if (!started.ok()) return started.status();
+          round = *std::move(started);
+          if (auto s = round->Pause(); !s.ok()) return s;
+        }
         ProbeTimings t;
         for (int64_t i = 0; i < kProbePairs; ++i) {
-          if (auto s = window(t.unprofiled_ms, 2 * i, nullptr); !s.ok()) return s;
-          if (auto s = window(t.profiled_ms, 2 * i + 1, &po); !s.ok()) return s;
+          if (auto s = window(t.unprofiled_ms, 2 * i, nullptr, round.get()); !s.ok()) return s;
+          if (auto s = window(t.profiled_ms, 2 * i + 1, &po, round.get()); !s.ok()) return s;
         }
-        if (auto s = window(t.unprofiled_ms, 2 * kProbePairs, nullptr); !s.ok()) return s;
+        if (auto s = window(t.unprofiled_ms, 2 * kProbePairs, nullptr, round.get()); !s.ok()) {
+          return s;
+        }
         return t;
       };
-      auto applied = ApplyOverheadBudget(spec.profiler, spec.profiler.overhead_budget_pct, probe);
+      // Same job, same choice (budget_cache.h): an identical earlier job in this process decided.
+      BudgetKey key;
+      key.mode = "inference";
+      key.weights = WeightsIdentity(spec.model.weights);
+      key.size = spec.model.size;
+      key.imgsz = spec.imgsz;
+      key.batch = spec.batch;
+      key.device = device->Label();
+      key.precision = spec.half ? absl::StrCat("autocast ", spec.amp_dtype) : "fp32";
+      key.cuda_activity = device->cuda && spec.profiler.cuda;
+      key.threads = spec.model.threads;
+      key.requested = spec.profiler;
+      auto applied = ApplyOverheadBudgetCached(BudgetDecisionCache::Process(), key.Build(),
+                                               spec.profiler, spec.profiler.overhead_budget_pct,
+                                               probe, &budget_cached);
       if (!applied.ok()) return applied.status();
       budget = *std::move(applied);
       const int64_t n = std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs));
@@ -391,6 +424,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     prof.Field("profiled_iterations",
                spec.trace ? std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs)) : 0);
     WriteOverheadFields(prof, budget);
+    if (spec.trace) WriteSwitchDecision(prof, budget_cached);
     prof.Field("gpu_collector", gpu_collector);
     if (!collector_notes.empty()) {
       prof.Key("notes").BeginArray();

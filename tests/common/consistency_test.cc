@@ -309,6 +309,33 @@ TEST(CpuJob, SummaryShowsGpuLinesAsNaAndTheCpuFacts) {
   }
 }
 
+// ---- item 4 / issue 13: the profiler's overhead with its interval ------------------------
+
+TEST(ProfilerOverhead, SummaryShowsTheIntervalAndPairsTheProfileRecords) {
+  Profile p = CpuTrainingTrace();
+  p.source_kind = "profile";
+  p.profiler_json =
+      R"({"record_shapes": true, "overhead_pct": 4.5, "overhead_ci_pct": [1.2, 11.0],)"
+      R"( "overhead_ci_level": 0.979, "overhead_pairs": 24, "overhead_source": "probe"})";
+  SummaryView v = BuildSummary(p, "x");
+  EXPECT_EQ(v.profiler_overhead, "4.5 % [1.2, 11.0] (n=24)");
+  EXPECT_THAT(RenderSummaryText(v), HasSubstr("profiler overhead      4.5 % [1.2, 11.0] (n=24)"));
+  EXPECT_THAT(RenderSummaryJson(v),
+              HasSubstr(R"x("profiler_overhead": "4.5 % [1.2, 11.0] (n=24)")x"));
+  // The decision reused from an identical earlier job says so.
+  p.profiler_json = R"({"overhead_pct": -0.4, "overhead_ci_pct": [-2.0, 3.1],)"
+                    R"( "overhead_pairs": 8, "switch_decision": "cached"})";
+  EXPECT_EQ(BuildSummary(p, "x").profiler_overhead,
+            "-0.4 % [-2.0, 3.1] (n=8); switches reused from an identical earlier job");
+  // Nothing measured (--no-trace: overhead_pct null), or an older profile: no line.
+  for (const char* json : {R"({"overhead_pct": null})", R"({"record_shapes": true})", ""}) {
+    p.profiler_json = json;
+    v = BuildSummary(p, "x");
+    EXPECT_EQ(v.profiler_overhead, "") << json;
+    EXPECT_THAT(RenderSummaryText(v), Not(HasSubstr("profiler overhead"))) << json;
+  }
+}
+
 TEST(CpuJob, PhasesShowCpuTimeAndAddUpToTheStep) {
   const Profile p = CpuTrainingTrace();
   const PhasesView v = BuildPhases(p, "x");

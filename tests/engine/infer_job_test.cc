@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include "common/readers/phases_view.h"
 #include "common/readers/summary_view.h"
 #include "common/status/exit_code.h"
+#include "server/engine/budget_cache.h"
 #include "server/engine/cpu_threads.h"
 #include "server/engine/engine.h"
 #include "tests/engine/budget_record_check.h"
@@ -41,6 +44,8 @@ class InferJob : public ::testing::Test {
     spec_.runs = 4;
     spec_.profiled_runs = 2;
     spec_.project = (dir_ / "runs").string();
+    // Every test decides its own switches (a whole binary in one process would share them).
+    BudgetDecisionCache::Process().Clear();
   }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
@@ -265,6 +270,53 @@ TEST_F(InferJob, AutoSwitchesAreProbedAndTheOutcomeRecorded) {
     rounds += d["overhead_pairs"].GetInt64() / kProbePairs;
   }
   EXPECT_EQ(probing, rounds * (2 * kProbePairs + 1));
+}
+
+// Same job, same choice (issue 11 item 4): in one process (a daemon's worker) an identical job
+// reuses the first job's decision without probing and says so; another imgsz is probed anew.
+TEST_F(InferJob, AnIdenticalJobReusesTheSwitchDecisionAndAnotherImgszIsProbed) {
+  spec_.model.weights = "LibreYOLO9t.pt";
+  int64_t probing = 0;
+  auto count = [&](const JobProgress& p) { probing += p.stage == "probing"; };
+  auto decision = [](const Profile& p) {
+    rapidjson::Document d;
+    d.Parse(p.profiler_json.c_str());
+    EXPECT_TRUE(d.HasMember("switch_decision")) << p.profiler_json;
+    return d.HasMember("switch_decision") ? std::string(d["switch_decision"].GetString()) : "";
+  };
+  auto field = [](const Profile& p, const char* key) {
+    rapidjson::Document d;
+    d.Parse(p.profiler_json.c_str());
+    rapidjson::StringBuffer b;
+    rapidjson::Writer<rapidjson::StringBuffer> w(b);
+    d[key].Accept(w);
+    return std::string(b.GetString());
+  };
+  auto first = RunInferJob(spec_, count, nullptr);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_GT(probing, 0);
+  EXPECT_EQ(decision(first->profile), "probed");
+
+  probing = 0;
+  auto second = RunInferJob(spec_, count, nullptr);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(probing, 0);
+  EXPECT_EQ(decision(second->profile), "cached");
+  for (const char* key : {"record_shapes", "profile_memory", "with_flops", "auto_disabled",
+                          "overhead_pct", "overhead_ci_pct", "probe_overhead_pct"}) {
+    EXPECT_EQ(field(second->profile, key), field(first->profile, key)) << key;
+  }
+  ExpectConsistentBudgetRecord(second->profile.profiler_json, 3.0, kAllAuto, /*probed=*/true);
+  ExpectSwitchRecordMatchesTrace(second->profile.profiler_json, second->trace_path);
+  EXPECT_THAT(RenderSummaryText(BuildSummary(second->profile, "x")),
+              ::testing::HasSubstr("switches reused from an identical earlier job"));
+
+  probing = 0;
+  spec_.imgsz = 96;
+  auto other = RunInferJob(spec_, count, nullptr);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_GT(probing, 0);
+  EXPECT_EQ(decision(other->profile), "probed");
 }
 
 TEST_F(InferJob, AGenerousBudgetKeepsEveryAutoSwitchOn) {

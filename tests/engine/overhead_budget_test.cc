@@ -2,6 +2,8 @@
 // no profiler, no timing.
 #include "server/engine/overhead_budget.h"
 
+#include "server/engine/budget_cache.h"
+
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
@@ -11,6 +13,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace libreyolo::engine {
 namespace {
@@ -395,6 +399,89 @@ TEST(OverheadBudget, TheSameJobUnderLoadGetsTheSameChoice) {
   std::printf("true 30 %%: new rule off in %d of %d runs, old rule in %d\n", new_off,
               static_cast<int>(kRuns), old_off);
   EXPECT_GE(new_off, static_cast<int>(kRuns) - kFew) << "30 %: kept on in " << static_cast<int>(kRuns) - new_off << " runs";
+}
+
+// Same job, same choice: the first job of a kind probes, an identical one reuses its outcome
+// without probing (even where a fresh probe would now decide otherwise), a different imgsz
+// (or budget, or requested switch) is probed anew.
+TEST(BudgetDecisionCache, AnIdenticalJobReusesTheDecisionAndADifferentOneProbes) {
+  BudgetDecisionCache cache;
+  BudgetKey key;
+  key.mode = "inference";
+  key.weights = "LibreYOLO9t.pt";
+  key.size = "t";
+  key.imgsz = 640;
+  key.batch = 1;
+  key.device = "cpu";
+  key.precision = "fp32";
+  // The first probe reads 4 % (over a 3 % budget beyond doubt: record_shapes off), then 2 %.
+  ScriptedProbe first{{104.0, 102.0}, {}};
+  bool cached = true;
+  auto a = ApplyOverheadBudgetCached(cache, key.Build(), AllAuto(), 3.0, first.Fn(), &cached);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(cached);
+  EXPECT_EQ(first.asked.size(), 2u);
+  EXPECT_EQ(a->auto_disabled, std::vector<std::string>{"record_shapes"});
+  // The same job again: a probe now would read 0 % and keep record_shapes on; the cache answers.
+  ScriptedProbe again{{100.0}, {}};
+  auto b = ApplyOverheadBudgetCached(cache, key.Build(), AllAuto(), 3.0, again.Fn(), &cached);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_TRUE(cached);
+  EXPECT_TRUE(again.asked.empty());
+  EXPECT_FALSE(b->switches.record_shapes);
+  EXPECT_EQ(b->auto_disabled, a->auto_disabled);
+  ASSERT_TRUE(b->overhead.has_value());
+  EXPECT_DOUBLE_EQ(b->overhead->median_pct, a->overhead->median_pct);
+  // Another imgsz, budget or requested switch is another kind: probed anew.
+  for (int variant = 0; variant < 3; ++variant) {
+    BudgetKey other = key;
+    ProfilerSwitches requested = AllAuto();
+    if (variant == 0) other.imgsz = 320;
+    if (variant == 1) requested.overhead_budget_pct = 5.0;
+    if (variant == 2) requested.record_shapes = true;
+    other.requested = requested;
+    ScriptedProbe fresh{{100.0}, {}};
+    auto c = ApplyOverheadBudgetCached(cache, other.Build(), requested,
+                                       requested.overhead_budget_pct, fresh.Fn(), &cached);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_FALSE(cached) << variant;
+    EXPECT_EQ(fresh.asked.size(), 1u) << variant;
+    EXPECT_TRUE(c->switches.record_shapes) << variant;
+  }
+  // A failed probe is not stored: the next identical job probes.
+  BudgetKey failing = key;
+  failing.batch = 2;
+  ScriptedProbe broken{{}, {}};
+  EXPECT_FALSE(
+      ApplyOverheadBudgetCached(cache, failing.Build(), AllAuto(), 3.0, broken.Fn(), &cached)
+          .ok());
+  EXPECT_FALSE(cache.Find(failing.Build()).has_value());
+  EXPECT_EQ(cache.size(), 4u);
+  cache.Clear();
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(BudgetDecisionCache, KeepsAtMostItsLimitDroppingTheOldest) {
+  BudgetDecisionCache cache;
+  for (size_t i = 0; i < BudgetDecisionCache::kMaxEntries + 2; ++i) {
+    cache.Store(std::to_string(i), BudgetOutcome{});
+  }
+  EXPECT_EQ(cache.size(), BudgetDecisionCache::kMaxEntries);
+  EXPECT_FALSE(cache.Find("0").has_value());
+  EXPECT_FALSE(cache.Find("1").has_value());
+  EXPECT_TRUE(cache.Find("2").has_value());
+}
+
+TEST(BudgetDecisionCache, WeightsIdentityNamesTheFileItsSizeAndTime) {
+  EXPECT_EQ(WeightsIdentity("no-such-weights.pt"), "no-such-weights.pt");
+  char name[] = "/tmp/libreyolo_budget_cache_XXXXXX";
+  const int fd = ::mkstemp(name);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "abc", 3), 3);
+  ::close(fd);
+  const std::string id = WeightsIdentity(name);
+  EXPECT_EQ(id.rfind(std::string(name) + "|3|", 0), 0u) << id;
+  std::remove(name);
 }
 
 TEST(OverheadBudget, ValidatesTheBudget) {

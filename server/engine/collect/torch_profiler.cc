@@ -1,6 +1,7 @@
 #include "server/engine/collect/torch_profiler.h"
 
 #include <ATen/record_function.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
 #include <sys/syscall.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <unistd.h>
@@ -129,12 +130,48 @@ absl::StatusOr<std::unique_ptr<TorchProfiler>> TorchProfiler::Start(const TorchP
     return absl::InternalError(absl::StrCat("cannot start the LibTorch profiler: ", e.what()));
   }
   p->running_ = true;
+  p->cuda_ = o.cuda;
   p->kineto_trace_path_ = o.kineto_trace_path;
   return p;
 }
 
+absl::Status TorchProfiler::Pause() {
+  if (!running_) return absl::FailedPreconditionError("the profiler is not running");
+  if (paused_) return absl::OkStatus();
+  if (cuda_) {
+    return absl::FailedPreconditionError(
+        "a profiler session with CUDA activity cannot be paused (its kernels would still be "
+        "recorded)");
+  }
+  try {
+    // The session's state is the thread's last debug info of this kind (enableProfiler pushed
+    // it); _pop throws otherwise.
+    paused_reporter_ = c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("cannot pause the LibTorch profiler: ", e.what()));
+  }
+  record_function_was_enabled_ = at::isRecordFunctionEnabled();
+  at::enableRecordFunction(false);
+  paused_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status TorchProfiler::Resume() {
+  if (!paused_) return absl::OkStatus();
+  try {
+    c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, paused_reporter_);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("cannot resume the LibTorch profiler: ", e.what()));
+  }
+  paused_reporter_.reset();
+  at::enableRecordFunction(record_function_was_enabled_);
+  paused_ = false;
+  return absl::OkStatus();
+}
+
 TorchProfiler::~TorchProfiler() {
   if (!running_) return;
+  (void)Resume();  // the session's state back on the thread, for disableProfiler to find
   try {
     tp::disableProfiler();
   } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor must not throw
@@ -143,6 +180,7 @@ TorchProfiler::~TorchProfiler() {
 
 absl::StatusOr<CollectedTrace> TorchProfiler::Stop() {
   if (!running_) return absl::FailedPreconditionError("the profiler is not running");
+  if (auto resumed = Resume(); !resumed.ok()) return resumed;
   running_ = false;
   CollectedTrace trace;
   try {

@@ -12,6 +12,10 @@
 #include "absl/status/statusor.h"
 #include "server/engine/collect/collected_trace.h"
 
+namespace c10 {
+class DebugInfoBase;
+}  // namespace c10
+
 namespace libreyolo::engine {
 
 struct TorchProfilerOptions {
@@ -35,9 +39,26 @@ class TorchProfiler {
   // Stops collection and converts LibTorch's events. Can be called once.
   absl::StatusOr<CollectedTrace> Stop();
 
+  // Pauses collection on the calling thread (the one that started the session, and the
+  // intra-op threads it hands work to, which copy its state) and Resume() restarts it: while
+  // paused no op reaches LibTorch's callbacks (RecordFunction is off, as with no profiler at
+  // all) and no allocation is reported (the session's memory reporter is off the thread), so a
+  // paused window costs what an unprofiled one does and records nothing. The overhead probes
+  // keep one session a round this way: a session per profiled window stopped (converting every
+  // recorded event, hundreds of ms) right before the next unprofiled window, which profiled
+  // windows never followed (docs/metrics.md). CPU activity only: a session with
+  // CUDA activity keeps recording kernels while paused (FAILED_PRECONDITION).
+  absl::Status Pause();
+  absl::Status Resume();
+  bool paused() const { return paused_; }
+
  private:
   TorchProfiler() = default;
   bool running_ = false;
+  bool cuda_ = false;
+  bool paused_ = false;
+  bool record_function_was_enabled_ = true;
+  std::shared_ptr<c10::DebugInfoBase> paused_reporter_;  // the session's memory reporter while paused
   std::string kineto_trace_path_;
 };
 

@@ -153,16 +153,27 @@ absl::StatusOr<ProbeTimings> ProbeRound(Trainer& trainer, LoaderBatchSource& sou
                                         const TorchProfilerOptions& options, int64_t pairs,
                                         const std::function<void()>& after_window,
                                         const CancelToken* cancel) {
+  // One session for the round, paused through the unprofiled windows (TorchProfiler::Pause);
+  // with CUDA activity each profiled window starts its own.
+  std::unique_ptr<TorchProfiler> round;  // stops (events dropped) as the round ends
+  if (!options.cuda) {
+    auto started = TorchProfiler::Start(options);
+    if (!started.ok()) return started.status();
+    round = *std::move(started);
+    if (auto s = round->Pause(); !s.ok()) return s;
+  }
   auto window = [&](std::vector<double>& ms, int64_t i, bool profiled) -> absl::Status {
     if (cancel != nullptr && cancel->cancelled.load()) {
       return absl::CancelledError("cancelled while probing");
     }
     if (auto s = source.Reserve(1); !s.ok()) return s;
-    std::unique_ptr<TorchProfiler> session;
-    if (profiled) {
+    std::unique_ptr<TorchProfiler> own;
+    if (profiled && round != nullptr) {
+      if (auto s = round->Resume(); !s.ok()) return s;
+    } else if (profiled) {
       auto started = TorchProfiler::Start(options);
       if (!started.ok()) return started.status();
-      session = *std::move(started);
+      own = *std::move(started);
     }
     const auto t0 = Clock::now();
     {
@@ -171,8 +182,11 @@ absl::StatusOr<ProbeTimings> ProbeRound(Trainer& trainer, LoaderBatchSource& sou
       if (!t.ok()) return t.status();
     }
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    if (profiled && round != nullptr) {
+      if (auto s = round->Pause(); !s.ok()) return s;
+    }
     if (after_window) after_window();
-    return absl::OkStatus();  // `session` stops here, its events unread
+    return absl::OkStatus();  // `own` stops here, its events unread
   };
   ProbeTimings t;
   for (int64_t i = 0; i < pairs; ++i) {

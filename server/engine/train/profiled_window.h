@@ -61,8 +61,10 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
 
 // One round of an overhead probe (overhead_budget.h): `pairs` profiled windows, each between two
 // unprofiled ones (unprofiled, profiled, ..., unprofiled), one training step each, synced per
-// phase as recorded steps are. A profiled window starts a profiler session with `options` before
-// its clock starts and drops its events after. Each window reserves its step from one epoch
+// phase as recorded steps are. The round keeps one profiler session with `options`, paused
+// through the unprofiled windows and resumed before a profiled window's clock starts
+// (TorchProfiler::Pause); its events are dropped as the round ends. With CUDA activity each
+// profiled window starts a session of its own. Each window reserves its step from one epoch
 // (LoaderBatchSource::Reserve, outside the clock), so a round needs no more than one batch an
 // epoch. `after_window` (may be empty) runs after each window, for progress.
 absl::StatusOr<ProbeTimings> ProbeRound(Trainer& trainer, LoaderBatchSource& source,

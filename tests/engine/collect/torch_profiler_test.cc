@@ -59,6 +59,73 @@ TEST(TorchProfiler, RecordsOpsShapesFlopsMemoryAndRanges) {
   std::filesystem::remove(path);
 }
 
+// The overhead probes' single session a round: what runs while paused reaches none of the
+// session's callbacks (no op, no range, no [memory] event), what runs after Resume is recorded
+// as in a fresh session (shapes, FLOPs, memory), and a session stopped while paused still stops.
+TEST(TorchProfiler, APausedSessionRecordsNothingAndResumesWhole) {
+  torch::set_num_threads(1);
+  torch::nn::Conv2d conv(torch::nn::Conv2dOptions(3, 8, 3).padding(1));
+  const torch::Tensor x = torch::rand({1, 3, 32, 32});
+  auto forward = [&](const std::string& range) {
+    ScopedRange s(range);
+    torch::NoGradGuard no_grad;
+    return conv->forward(x).relu().sum().item<float>();
+  };
+  auto prof = TorchProfiler::Start({});
+  ASSERT_TRUE(prof.ok()) << prof.status();
+  ASSERT_TRUE((*prof)->Pause().ok());
+  EXPECT_TRUE((*prof)->paused());
+  forward("paused#1");
+  ASSERT_TRUE((*prof)->Resume().ok());
+  forward("resumed#1");
+  ASSERT_TRUE((*prof)->Pause().ok());
+  forward("paused#2");
+  auto trace = (*prof)->Stop();  // stopped while paused
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  int64_t conv_ops = 0, memory = 0, resumed_ranges = 0, shapes = 0, flops = 0;
+  int64_t first_resumed = -1, last_resumed_end = -1;
+  for (const CollectedEvent& e : trace->events) {
+    EXPECT_EQ(e.name.find("paused#"), std::string::npos) << e.name;
+    if (e.name == "resumed#1") {
+      ++resumed_ranges;
+      first_resumed = e.start_ns;
+      last_resumed_end = e.start_ns + e.dur_ns;
+    }
+  }
+  ASSERT_EQ(resumed_ranges, 1);
+  for (const CollectedEvent& e : trace->events) {
+    // Everything recorded lies inside the resumed window: nothing from either paused one.
+    EXPECT_GE(e.start_ns, first_resumed) << e.name;
+    EXPECT_LE(e.start_ns, last_resumed_end) << e.name;
+    if (e.kind == CollectedKind::kMemory) ++memory;
+    if (e.name == "aten::conv2d") {
+      ++conv_ops;
+      if (!e.input_dims_json.empty()) ++shapes;
+    }
+    if (e.flops.has_value()) ++flops;
+  }
+  EXPECT_EQ(conv_ops, 1);
+  EXPECT_EQ(shapes, 1);
+  EXPECT_GT(flops, 0);
+  EXPECT_GT(memory, 0);
+  // A second session starts cleanly after one stopped while paused, and records.
+  auto next = TorchProfiler::Start({});
+  ASSERT_TRUE(next.ok()) << next.status();
+  forward("next#1");
+  auto again = (*next)->Stop();
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->events.empty());
+}
+
+TEST(TorchProfiler, ASessionAskedForCudaActivityIsNotPaused) {
+  TorchProfilerOptions o;
+  o.cuda = true;
+  auto prof = TorchProfiler::Start(o);
+  ASSERT_TRUE(prof.ok()) << prof.status();
+  EXPECT_EQ((*prof)->Pause().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE((*prof)->Stop().ok());
+}
+
 TEST(TorchProfiler, OnlyOneSessionAtATime) {
   auto a = TorchProfiler::Start({});
   ASSERT_TRUE(a.ok());
