@@ -11,6 +11,7 @@
 #include "common/trace/trace_analyser.h"
 #include "server/engine/collect/cupti_convert.h"
 #include "server/engine/collect/trace_export.h"
+#include "tests/engine/collect/collected_event_util.h"
 #include "tests/engine/collect/cupti_test_records.h"
 
 namespace libreyolo::engine {
@@ -26,14 +27,9 @@ constexpr uint32_t kCuptiThread = 31337;
 constexpr uint64_t kTorchThread = 1;
 constexpr uint64_t kMiB = 1 << 20;
 
+// An event on LibTorch's thread.
 CollectedEvent Cpu(CollectedKind kind, const std::string& name, int64_t start, int64_t dur) {
-  CollectedEvent e;
-  e.kind = kind;
-  e.name = name;
-  e.start_ns = start;
-  e.dur_ns = dur;
-  e.thread = kTorchThread;
-  return e;
+  return Ev(kind, name, start, dur, kTorchThread);
 }
 
 // Two steps of 10 ms. Each: conv2d launches an sm90 xmma GEMM (3 ms), relu an elementwise
