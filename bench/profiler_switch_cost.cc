@@ -18,6 +18,7 @@
 //
 //   profiler_switch_cost [--weights PATH] [--imgsz 320] [--threads 2] [--rounds 12] [--block 3]
 //                        [--cpu-time 0|1]
+#include <ATen/record_function.h>
 #include <time.h>
 #include <torch/torch.h>
 
@@ -58,7 +59,13 @@ struct Config {
   TorchProfilerOptions options;
   bool modules = false;  // module scopes (--with-modules) on for this configuration
   bool ours = false;     // our op collector instead of LibTorch's profiler
+  // The floor of any RecordFunction collector: an empty callback pair (no ObserverContext),
+  // with or without the inputs boxed for it (options.record_shapes).
+  bool floor = false;
 };
+
+std::unique_ptr<at::ObserverContext> EmptyStart(const at::RecordFunction&) { return nullptr; }
+void EmptyEnd(const at::RecordFunction&, at::ObserverContext*) {}
 
 std::vector<Config> Configs() {
   auto with = [](const std::string& name, bool s, bool m, bool f) {
@@ -81,6 +88,9 @@ std::vector<Config> Configs() {
       // Our collector (issue 13): ops and ranges, then with shapes (options.record_shapes).
       Config{"ours (ops)", true, with("", false, false, false).options, false, true},
       Config{"ours + shapes", true, with("", true, false, false).options, false, true},
+      Config{"ours all three", true, with("", true, true, true).options, false, true},
+      Config{"callback floor", true, with("", false, false, false).options, false, false, true},
+      Config{"floor + inputs", true, with("", true, false, false).options, false, false, true},
   };
 }
 
@@ -127,6 +137,22 @@ int main(int argc, char** argv) {
   const torch::Tensor x = torch::rand({1, 3, imgsz, imgsz});
   for (int i = 0; i < 3; ++i) loaded->model->predict(x);
 
+  // Ops and ranges one forward records: the per-op figures below divide by it.
+  int64_t records_per_forward = 0;
+  {
+    auto counting = libreyolo::engine::OpCollector::Start({});
+    if (!counting.ok()) {
+      std::cerr << counting.status() << "\n";
+      return 1;
+    }
+    loaded->model->predict(x);
+    auto counted = (*counting)->Stop();
+    if (!counted.ok()) {
+      std::cerr << counted.status() << "\n";
+      return 1;
+    }
+    records_per_forward = static_cast<int64_t>(counted->events.size());
+  }
   const std::vector<Config> configs = Configs();
   std::map<std::string, std::vector<double>> ms;
   for (int64_t r = 0; r < rounds; ++r) {
@@ -136,9 +162,18 @@ int main(int argc, char** argv) {
       if (c.modules) scopes.emplace(*loaded->model);
       std::unique_ptr<TorchProfiler> session;
       std::unique_ptr<libreyolo::engine::OpCollector> ours;
-      if (c.ours) {
+      std::optional<at::CallbackHandle> floor;
+      if (c.floor) {
+        at::RecordFunctionCallback cb(&EmptyStart, &EmptyEnd);
+        cb.needsInputs(c.options.record_shapes)
+            .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
+                     at::RecordScope::USER_SCOPE});
+        floor = at::addThreadLocalCallback(cb);
+      } else if (c.ours) {
         libreyolo::engine::OpCollectorOptions oo;
         oo.record_shapes = c.options.record_shapes;
+        oo.profile_memory = c.options.profile_memory;
+        oo.with_flops = c.options.with_flops;
         auto started = libreyolo::engine::OpCollector::Start(oo);
         if (!started.ok()) {
           std::cerr << started.status() << "\n";
@@ -161,6 +196,7 @@ int main(int argc, char** argv) {
             cpu_time != 0 ? ThreadCpuMs() - c0
                           : std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
       }
+      if (floor) at::removeCallback(*floor);
     }
   }
   const double none = libreyolo::engine::MedianMs(ms["no profiler"]);
@@ -192,11 +228,28 @@ int main(int argc, char** argv) {
                                libreyolo::engine::MedianMs(ms["bare + modules"]) - bare,
                                libreyolo::engine::MedianMs(ms["all + modules"]) - all);
   // Side by side: our collector against LibTorch's profiler doing the same (ops; ops + shapes).
-  std::cout << absl::StrFormat("%-16s %14s %18s\n", "collector", "ops +ms", "ops+shapes +ms");
-  std::cout << absl::StrFormat("%-16s %14.2f %18.2f\n", "libtorch", bare - none,
-                               libreyolo::engine::MedianMs(ms["record_shapes"]) - none);
-  std::cout << absl::StrFormat("%-16s %14.2f %18.2f\n", "ours",
-                               libreyolo::engine::MedianMs(ms["ours (ops)"]) - none,
-                               libreyolo::engine::MedianMs(ms["ours + shapes"]) - none);
+  // The floor: what RecordFunction itself costs with one empty callback (inputs boxed for the
+  // shapes column), below which no collector on it can go.
+  auto added = [&](const std::string& name) { return libreyolo::engine::MedianMs(ms[name]) - none; };
+  std::cout << absl::StrFormat("%-16s %14s %18s %16s\n", "collector", "ops +ms", "ops+shapes +ms",
+                               "all three +ms");
+  std::cout << absl::StrFormat("%-16s %14.2f %18.2f %16.2f\n", "libtorch", bare - none,
+                               added("record_shapes"), all - none);
+  std::cout << absl::StrFormat("%-16s %14.2f %18.2f %16.2f\n", "ours", added("ours (ops)"),
+                               added("ours + shapes"), added("ours all three"));
+  std::cout << absl::StrFormat("%-16s %14.2f %18.2f %16s\n", "callback floor",
+                               added("callback floor"), added("floor + inputs"), "-");
+  const double per_op_us = 1e3 / static_cast<double>(std::max<int64_t>(1, records_per_forward));
+  std::cout << absl::StrFormat("%-16s %14.3f %18.3f %16.3f   (us per record, %d records a forward)\n",
+                               "ours per record", added("ours (ops)") * per_op_us,
+                               added("ours + shapes") * per_op_us,
+                               added("ours all three") * per_op_us, records_per_forward);
+  std::cout << absl::StrFormat("%-16s %14.3f %18.3f %16.3f\n", "libtorch per rec",
+                               (bare - none) * per_op_us, added("record_shapes") * per_op_us,
+                               (all - none) * per_op_us);
+  std::cout << absl::StrFormat("%-16s %14.2f %18.2f %16.2f\n", "ours / libtorch",
+                               added("ours (ops)") / (bare - none),
+                               added("ours + shapes") / added("record_shapes"),
+                               added("ours all three") / (all - none));
   return 0;
 }

@@ -1,32 +1,48 @@
-// Our own CPU-side op collector on LibTorch's RecordFunction callbacks (issue 13, section 1,
-// first bullet): the start of the lighter collector that is to replace LibTorch's profiler on
-// the CPU side. Off by default: nothing in a job uses it yet; bench/profiler_switch_cost
-// measures it beside LibTorch's profiler (`--collector ours`), and LibTorch's profiler stays the
-// collector of record and the cross-check.
+// Our own CPU-side collector on LibTorch's RecordFunction callbacks (issue 13, section 1): the
+// `native` collector of a job's profiler options (`--collector native`), recording what
+// LibTorch's profiler records on the CPU side (ops with their input shapes, FLOPs and autograd
+// links, our named ranges, allocations and frees) at a fraction of its cost per op. LibTorch's
+// profiler (torch_profiler.h) stays as the `libtorch` collector: the fallback and the
+// cross-check (tests/engine/collect/op_collector_test.cc compares the two on one window).
 //
-// How it keeps its cost down: one global RecordFunction callback pair (ops, autograd nodes and
-// our named ranges), no heap allocation per op (the start callback returns no ObserverContext;
-// each thread keeps a stack of its open records), per-thread preallocated buffers registered
-// once per thread, names interned per thread, one clock (steady_clock) for every timestamp,
-// autograd's sequence number kept for forward/backward correlation, and input shapes (optional)
-// stored as raw sizes and formatted only at Stop.
+// How it keeps its cost down (bench/profiler_switch_cost prints it beside LibTorch's profiler):
+// - one thread-local RecordFunction callback pair, registered on the thread that starts the
+//   collection and inherited, as LibTorch's is, by the threads that copy its state (autograd's
+//   device threads, at::launch); the start callback returns no ObserverContext: no heap
+//   allocation per op, each thread keeps a stack of its open records;
+// - per-thread buffers preallocated and registered once per thread and collection, taken by an
+//   uncontended lock;
+// - names interned per thread through a pointer-keyed cache (a string compare on a hit, no
+//   allocation, no hash of the name);
+// - one clock (CLOCK_MONOTONIC) for every timestamp, moved to the CPU clock of the trace
+//   (CLOCK_REALTIME, what LibTorch and the CUPTI collector report) once, at Stop;
+// - input shapes stored as raw sizes and formatted at Stop; FLOPs: the few ops LibTorch counts
+//   keep the arguments it needs (torch::profiler::impl::saveExtraArgs) and are counted at Stop
+//   (computeFlops), every other op name is tried once and skipped after;
+// - allocations reported through c10's memory reporting hook, the slot LibTorch's profiler
+//   uses (so the two are never both recording memory on one thread).
 #ifndef LIBREYOLO_SERVER_ENGINE_COLLECT_OP_COLLECTOR_H_
 #define LIBREYOLO_SERVER_ENGINE_COLLECT_OP_COLLECTOR_H_
 
 #include <cstdint>
 #include <memory>
+#include <thread>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/engine/collect/collected_trace.h"
 
 namespace libreyolo::engine {
 
 struct OpCollectorOptions {
-  bool record_shapes = false;  // each op's input sizes (the "Input Dims" of the trace)
+  bool record_shapes = false;   // each op's input sizes (the trace's "Input Dims")
+  bool profile_memory = false;  // [memory] events: every allocation and free, CPU and CUDA
+  bool with_flops = false;      // FLOPs of the ops LibTorch counts (conv, mm, addmm, mul, add, ...)
   int64_t reserve_per_thread = 1 << 15;  // records preallocated per thread
 };
 
-// One collection; at most one at a time per process.
+// One collection; at most one at a time per process. Start, Pause, Resume and Stop on one
+// thread (the callback is that thread's; FAILED_PRECONDITION from another).
 class OpCollector {
  public:
   static absl::StatusOr<std::unique_ptr<OpCollector>> Start(const OpCollectorOptions& o);
@@ -34,14 +50,30 @@ class OpCollector {
   OpCollector(const OpCollector&) = delete;
   OpCollector& operator=(const OpCollector&) = delete;
 
-  // Stops and returns the records as CPU ops (kCpuOp) and named ranges (kUserAnnotation), in
-  // start order per thread. Records still open at Stop are dropped and counted in a note.
+  // Stops and returns the records as CPU ops (kCpuOp), named ranges (kUserAnnotation) and
+  // memory events (kMemory), timestamps in CLOCK_REALTIME nanoseconds, in start order per
+  // thread. Records still open at Stop are dropped and counted in a note.
   absl::StatusOr<CollectedTrace> Stop();
+
+  // While paused no op reaches the callbacks (RecordFunction skips a disabled callback) and no
+  // allocation is reported: a paused window costs what an unprofiled one does and records
+  // nothing (the overhead probes, overhead_budget.h).
+  absl::Status Pause();
+  absl::Status Resume();
+  bool paused() const { return paused_; }
+
+  // Whether a collection is running in this process.
+  static bool Active();
 
  private:
   OpCollector() = default;
+  absl::Status OnOwnerThread(const char* what) const;
   uint64_t handle_ = 0;
   bool running_ = false;
+  bool paused_ = false;
+  bool memory_ = false;
+  std::thread::id owner_;
+  int64_t realtime_minus_monotonic_ns_ = 0;
 };
 
 }  // namespace libreyolo::engine

@@ -4,6 +4,7 @@
 
 #include "server/engine/collect/cupti_collector.h"
 #include "server/engine/collect/cupti_convert.h"
+#include "server/engine/collect/op_collector.h"
 
 namespace libreyolo::engine {
 
@@ -11,6 +12,7 @@ absl::StatusOr<std::unique_ptr<ProfilingSession>> ProfilingSession::Start(
     const TorchProfilerOptions& options) {
   std::unique_ptr<ProfilingSession> s(new ProfilingSession());
   TorchProfilerOptions torch_options = options;
+  bool native = options.cpu_collector == CpuCollector::kNative;
   if (options.cuda) {
     auto cupti = CuptiCollector::Start(CuptiOptions());
     if (!cupti.ok()) return cupti.status();
@@ -23,12 +25,26 @@ absl::StatusOr<std::unique_ptr<ProfilingSession>> ProfilingSession::Start(
       s->note_ =
           "GPU activity from LibTorch's profiler (Kineto): this build has no CUPTI collector "
           "(configure with -DLIBREYOLO_CUPTI=ON for grid/block/registers and cudaMalloc counts)";
+      if (native) {
+        native = false;  // Kineto's CUDA activity comes with LibTorch's profiler only
+        s->note_ += "; CPU side recorded by LibTorch's profiler too (collector native asked)";
+      }
     } else {
       // No driver or device: nothing to record. Keep the inactive collector, whose Stop()
       // returns the one-line reason as a note.
       torch_options.cuda = false;
       s->cupti_ = *std::move(cupti);
     }
+  }
+  if (native) {
+    OpCollectorOptions o;
+    o.record_shapes = options.record_shapes;
+    o.profile_memory = options.profile_memory;
+    o.with_flops = options.with_flops;
+    auto started = OpCollector::Start(o);
+    if (!started.ok()) return started.status();
+    s->native_ = *std::move(started);
+    return s;
   }
   auto torch = TorchProfiler::Start(torch_options);
   if (!torch.ok()) return torch.status();
@@ -38,6 +54,21 @@ absl::StatusOr<std::unique_ptr<ProfilingSession>> ProfilingSession::Start(
 
 ProfilingSession::~ProfilingSession() = default;
 
+const char* ProfilingSession::cpu_collector() const {
+  return native_ != nullptr ? "native" : "libtorch";
+}
+
+absl::Status ProfilingSession::Pause() {
+  if (cupti_ != nullptr && cupti_->active()) {
+    return absl::FailedPreconditionError("a session recording GPU activity cannot pause");
+  }
+  return native_ != nullptr ? native_->Pause() : torch_->Pause();
+}
+
+absl::Status ProfilingSession::Resume() {
+  return native_ != nullptr ? native_->Resume() : torch_->Resume();
+}
+
 absl::StatusOr<CollectedTrace> ProfilingSession::Stop() {
   CollectedTrace gpu;
   if (cupti_ != nullptr) {
@@ -45,7 +76,7 @@ absl::StatusOr<CollectedTrace> ProfilingSession::Stop() {
     if (!stopped.ok()) return stopped.status();
     gpu = *std::move(stopped);
   }
-  auto cpu = torch_->Stop();
+  auto cpu = native_ != nullptr ? native_->Stop() : torch_->Stop();
   if (!cpu.ok()) return cpu.status();
   if (cupti_ != nullptr) MergeGpuActivity(*cpu, std::move(gpu));
   if (!note_.empty()) cpu->notes.push_back(note_);

@@ -6,6 +6,7 @@
 #ifndef LIBREYOLO_SERVER_ENGINE_COLLECT_TORCH_PROFILER_H_
 #define LIBREYOLO_SERVER_ENGINE_COLLECT_TORCH_PROFILER_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -18,7 +19,13 @@ class DebugInfoBase;
 
 namespace libreyolo::engine {
 
+// Which collector records the CPU side of a ProfilingSession (the job's `collector` option:
+// "native" our RecordFunction collector, op_collector.h; "libtorch" LibTorch's profiler).
+// TorchProfiler itself ignores it.
+enum class CpuCollector : uint8_t { kNative, kLibTorch };
+
 struct TorchProfilerOptions {
+  CpuCollector cpu_collector = CpuCollector::kLibTorch;
   bool record_shapes = true;
   bool profile_memory = true;
   bool with_flops = true;
