@@ -13,13 +13,17 @@ torch takes as its intra-op pool; the header prints what torch reports under it)
      profiler.overhead_ci_pct; docs/metrics.md "Profiler overhead budget"), twice: with the
      default switches (auto: --record-shapes/--profile-memory/--with-flops go off only when the
      interval's lower bound is over --overhead-budget, default 3 %) and with all three forced
-     on (shapes on);
+     on (shapes on); each with our native collector (the default) and again with LibTorch's
+     profiler as the CPU collector (--collector libtorch), the collector it replaced, so the
+     two collectors' costs come from the same run (unless --collectors native);
   2. ours with --no-trace: the baseline latency p50 (end to end) and stages_ms.forward;
   3. the Python LibreYOLO's `libreyolo profile infer --no-trace` (its latency p50 and synced
      forward stage, no torch profiler) and `libreyolo profile infer` as a user runs it (trace
      on: its measured iterations run under torch.profiler);
  training (unless --no-train), at --train-imgsz (default 320), --train-batch 2:
-  4. ours `libreyolo-engine run` and the Python LibreYOLO's `libreyolo profile run` on the
+  4. ours `libreyolo-engine run` (and again with --collector libtorch: the profiler's
+     overhead_pct of a training step with each collector) and the Python LibreYOLO's
+     `libreyolo profile run` on the
      same generated YOLO dataset (no AMP, 0 workers): step_ms, img/s and the forward,
      backward and optimizer walls each tool reports; and the same Python training through
      its API with the PGI auxiliary branch off (aux_weight=0), the model ours trains.
@@ -113,7 +117,10 @@ def train_numbers(prof):
 
 
 def engine_infer(a, env, imgsz, mode, tag):
-    """mode: "auto" (trace, default switches), "forced" (trace, all three on), "notrace"."""
+    """mode: "auto" (trace, default switches), "forced" (trace, all three on), "notrace"; an
+    "_lt" suffix: the same with LibTorch's profiler as the CPU collector."""
+    collector = "libtorch" if mode.endswith("_lt") else "native"
+    mode = mode.removesuffix("_lt")
     project = os.path.join(a.work_dir, "runs", tag)
     shutil.rmtree(project, ignore_errors=True)
     cmd = [a.engine, "infer", a.image, "--device", "cpu", "--weights", a.weights, "--size", a.size,
@@ -128,6 +135,8 @@ def engine_infer(a, env, imgsz, mode, tag):
             cmd += ["--overhead-budget", str(a.overhead_budget)]
     if mode == "forced":
         cmd += ["--record-shapes", "--profile-memory", "--with-flops"]
+    if mode != "notrace":
+        cmd += ["--collector", collector]
     out, err, wall = run(cmd, env, a.timeout)
     if err:
         return {"error": err, "wall_s": wall}
@@ -141,6 +150,7 @@ def engine_infer(a, env, imgsz, mode, tag):
             "switches_on": [k for k in SWITCHES if pr.get(k)],
             "auto_disabled": pr.get("auto_disabled"),
             "probe_overhead_pct": pr.get("probe_overhead_pct"),
+            "cpu_collector": pr.get("cpu_collector"),
             "threads": cfg.get("threads"), "blas": cfg.get("blas"),
             "blas_threads": cfg.get("blas_threads"), "omp_wait_policy": cfg.get("omp_wait_policy"),
             "torch": (prof.get("tool") or {}).get("torch"), "wall_s": round(wall, 1)}
@@ -163,20 +173,25 @@ def python_infer(a, env, imgsz, traced, tag):
     return {**infer_numbers(prof), "wall_s": round(wall, 1)}
 
 
-def engine_train(a, env, tag):
+def engine_train(a, env, tag, collector="native"):
     project = os.path.join(a.work_dir, "runs", tag)
     shutil.rmtree(project, ignore_errors=True)
     cmd = [a.engine, "run", a.dataset, "--device", "cpu", "--weights", a.weights, "--size", a.size,
            "--imgsz", str(a.train_imgsz), "--batch", str(a.train_batch), "--workers", "0",
            "--no-amp", "--steps", str(a.train_steps), "--warmup", str(a.train_warmup),
-           "--threads", str(a.threads), "--project", project, "--json"]
+           "--threads", str(a.threads), "--project", project, "--collector", collector, "--json"]
     out, err, wall = run(cmd, env, a.timeout)
     if err:
         return {"error": err, "wall_s": wall}
     prof, err = load(os.path.join(project, "prof", "profile.json"))
     if err:
         return {"error": err, "wall_s": wall}
-    return {**train_numbers(prof), "wall_s": round(wall, 1)}
+    pr = prof.get("profiler") or {}
+    return {**train_numbers(prof), "overhead_pct": pr.get("overhead_pct"),
+            "overhead_ci_pct": pr.get("overhead_ci_pct"),
+            "overhead_pairs": pr.get("overhead_pairs"),
+            "switches_on": [k for k in SWITCHES if pr.get(k)],
+            "cpu_collector": pr.get("cpu_collector"), "wall_s": round(wall, 1)}
 
 
 # What `libreyolo profile run` does (cli/commands/profile.py run_cmd), through the Python API, with
@@ -312,7 +327,13 @@ def main():
     ap.add_argument("--work-dir", default="/tmp/libreyolo-engine-bench")
     ap.add_argument("--json", metavar="FILE", help="write everything (every run) as JSON")
     ap.add_argument("--strict", action="store_true", help="exit 1 on a MISS")
+    ap.add_argument("--collectors", default="native,libtorch",
+                    help="CPU collectors whose traced runs to time: native (ours, the default), "
+                         "libtorch (LibTorch's profiler, the collector native replaced)")
     a = ap.parse_args()
+    a.collectors = [c.strip() for c in a.collectors.split(",") if c.strip()]
+    if not a.collectors or any(c not in ("native", "libtorch") for c in a.collectors):
+        sys.exit("--collectors: a comma-separated list of native, libtorch")
     a.reps = a.reps or (1 if a.quick else 3)
     a.warmup = a.warmup if a.warmup is not None else (2 if a.quick else 5)
     a.runs = a.runs or (8 if a.quick else 20)
@@ -370,17 +391,19 @@ def main():
           f"; OMP_WAIT_POLICY={env.get('OMP_WAIT_POLICY', '(unset)')}"
           f"{'; GOMP_SPINCOUNT=' + env['GOMP_SPINCOUNT'] if 'GOMP_SPINCOUNT' in env else ''}; loadavg {os.getloadavg()[0]:.2f}", flush=True)
     t_start = time.monotonic()
-    kinds = ("auto", "forced", "notrace", "py_notrace", "py_traced")
+    ours_kinds = (["auto", "forced"] if "native" in a.collectors else []) + \
+        (["auto_lt", "forced_lt"] if "libtorch" in a.collectors else []) + ["notrace"]
+    kinds = tuple(ours_kinds) + ("py_notrace", "py_traced")
     runs = {s: {k: [] for k in kinds} for s in sizes}
-    train = {"ours": [], "python": [], "py_no_aux": []}
+    train = {"ours": [], "ours_lt": [], "python": [], "py_no_aux": []}
     for rep in range(a.reps):
         for s in sizes:
             if a.engine:
-                for kind in ("auto", "forced", "notrace"):
+                for kind in ours_kinds:
                     r = engine_infer(a, env, s, kind, f"{kind}{s}")
                     runs[s][kind].append(r)
                     extra = ""
-                    if kind == "auto" and "error" not in r:
+                    if kind.startswith("auto") and "error" not in r:
                         probes = ", ".join(f"{v:.1f}" for v in r["probe_overhead_pct"] or [])
                         extra = f", on {abbreviate(r['switches_on'])} (probes {probes} %)"
                     print(f"  rep {rep + 1} {s}px ours {kind:10s}: " + (r.get("error") or
@@ -397,17 +420,23 @@ def main():
                       f"  ({r['wall_s']:.0f} s)", flush=True)
         if a.no_train:
             continue
-        for who in ("ours", "python", "py_no_aux"):
-            if who == "ours" and not a.engine or who != "ours" and a.no_peer:
+        for who in ("ours", "ours_lt", "python", "py_no_aux"):
+            mine = who.startswith("ours")
+            if mine and not a.engine or not mine and a.no_peer:
+                continue
+            if who == "ours_lt" and "libtorch" not in a.collectors:
                 continue
             if who == "ours":
                 r = engine_train(a, env, "train_ours")
+            elif who == "ours_lt":
+                r = engine_train(a, env, "train_ours_lt", collector="libtorch")
             else:
                 r = python_train(a, f"train_{who}", no_aux=who == "py_no_aux")
             train[who].append(r)
             print(f"  rep {rep + 1} train {a.train_imgsz}px {who:9s}: " + (r.get("error") or
                   f"step {fmt(r['step_ms'])} ms, forward {fmt(r['forward_ms'])}, backward "
-                  f"{fmt(r['backward_ms'])}, optimizer {fmt(r['optimizer_ms'])} ms") +
+                  f"{fmt(r['backward_ms'])}, optimizer {fmt(r['optimizer_ms'])} ms" +
+                  (f", overhead {fmt_ci(r)}" if mine else "")) +
                   f"  ({r['wall_s']:.0f} s)", flush=True)
 
     def med(s, kind, key):
@@ -462,6 +491,36 @@ def main():
               "Targets: fwd ratio <= 1.0, e2e ratio < 1.0, ovh auto <= 3%. On a loaded machine "
               "(loadavg above) read the intervals: a wide one says the machine was too noisy to "
               "tell.")
+    collector_rows = []
+    if sizes and a.engine:
+        # The CPU collectors side by side: ours (native) and LibTorch's profiler, same run.
+        print()
+        print("profiler overhead by CPU collector (overhead_pct, median over reps [CI bounds' "
+              "medians]; ratio = native / libtorch)")
+        print(f"{'imgsz':>5} | {'native auto':>11} {'CI':>15} {'on':>4} | {'libtorch auto':>13} "
+              f"{'CI':>15} {'on':>4} | {'native forced':>13} {'CI':>15} | {'libtorch forced':>15} "
+              f"{'CI':>15} | {'ratio':>5}")
+        for s in sizes:
+            def cell(kind):
+                ok = [r for r in runs[s].get(kind, []) if "error" not in r]
+                kept = collections.Counter(abbreviate(r["switches_on"]) for r in ok)
+                return (med(s, kind, "overhead_pct") if ok else None,
+                        (median([ci_bound(r, 0) for r in ok]), median([ci_bound(r, 1) for r in ok]))
+                        if ok else (None, None), "/".join(k for k, _ in kept.most_common()) or "-")
+            na, la, nf, lf = cell("auto"), cell("auto_lt"), cell("forced"), cell("forced_lt")
+            rr = ratio(nf[0], lf[0]) if nf[0] is not None and lf[0] not in (None, 0) else None
+            collector_rows.append({"imgsz": s, "native_auto_pct": na[0], "native_auto_ci": list(na[1]),
+                                   "libtorch_auto_pct": la[0], "libtorch_auto_ci": list(la[1]),
+                                   "native_forced_pct": nf[0], "native_forced_ci": list(nf[1]),
+                                   "libtorch_forced_pct": lf[0], "libtorch_forced_ci": list(lf[1]),
+                                   "forced_ratio": rr,
+                                   "native_forced_goal": verdict(nf[0], lambda v: v <= 3.0)})
+            print(f"{s:>5} | {fmt(na[0], '{:.2f}%'):>11} {fmt_pair(na[1]):>15} {na[2]:>4} | "
+                  f"{fmt(la[0], '{:.2f}%'):>13} {fmt_pair(la[1]):>15} {la[2]:>4} | "
+                  f"{fmt(nf[0], '{:.2f}%'):>13} {fmt_pair(nf[1]):>15} | "
+                  f"{fmt(lf[0], '{:.2f}%'):>15} {fmt_pair(lf[1]):>15} | {fmt(rr, '{:.2f}'):>5}")
+        print("forced: shapes, memory and FLOPs on. Goal (issue 13): native forced (shapes on) "
+              "<= 3 % at 320 and 640 px on the CPU.")
     train_row = None
     if not a.no_train:
         def tmed(who, key):
@@ -478,6 +537,13 @@ def main():
                               "ratio_no_aux": ratio(o, q)}
             print(f"{key:>12} | {fmt(o):>8} {fmt(p):>8} {fmt(ratio(o, p), '{:.2f}'):>6} | "
                   f"{fmt(q):>8} {fmt(ratio(o, q), '{:.2f}'):>6}")
+        for who in ("ours", "ours_lt"):
+            ok = [r for r in train[who] if "error" not in r]
+            if ok:
+                ci = (median([ci_bound(r, 0) for r in ok]), median([ci_bound(r, 1) for r in ok]))
+                print(f"profiler overhead of a training step, {'native' if who == 'ours' else 'libtorch'}"
+                      f" collector: {fmt(tmed(who, 'overhead_pct'), '{:.2f}%')} {fmt_pair(ci)} "
+                      f"(switches on: {abbreviate(ok[0]['switches_on'])})")
         print("step_ms: each tool's own (unsynced) step time: ours from its unprofiled measured "
               "window, the Python tool's from its first profiled steps (it has no unprofiled "
               "window); phase rows: ours config.measured_phases_ms (unprofiled), the Python "
@@ -492,6 +558,7 @@ def main():
                        "python": {"torch": py_torch, "threads": py_threads,
                                   "libreyolo": py_libreyolo},
                        "omp_wait_policy": env.get("OMP_WAIT_POLICY"), "results": results,
+                       "collectors": collector_rows,
                        "train": train_row, "runs": {str(s): v for s, v in runs.items()},
                        "train_runs": train}, f, indent=1)
     return 1 if a.strict and misses else 0

@@ -47,6 +47,9 @@ std::vector<FlagSpec> ProfilerFlags() {
       {"with-modules", "", OnOff(def::kWithModules),
        "name every LibreYOLO9 module's range in the trace (profile modules reads them)", true},
       {"with-stack", "", "", "alias of --with-modules (C++ records no Python stacks)"},
+      {"collector", "C", def::kCollector,
+       "who records the CPU side: native (our RecordFunction collector) or libtorch "
+       "(LibTorch's profiler, the cross-check)"},
       {"overhead-budget", "PCT", Num(def::kOverheadBudgetPct),
        "an auto switch goes off (costliest first) only when the probe's 95 % interval for the "
        "profiler's cost lies wholly above PCT %"},
@@ -116,6 +119,7 @@ absl::Status ReadProfiler(const ParsedArgs& a, v1::ProfilerOptions* p) {
   if (a.switches.count("with-flops")) p->set_with_flops(a.Switch("with-flops"));
   if (a.switches.count("with-modules")) p->set_with_modules(a.Switch("with-modules"));
   if (a.Switch("with-stack")) p->set_with_stack(true);  // the alias, read when unset above
+  if (auto c = a.Value("collector")) p->set_collector(absl::AsciiStrToLower(*c));
   return MaybeDouble(a, "overhead-budget", [&](double v) { p->set_overhead_budget_pct(v); });
 }
 

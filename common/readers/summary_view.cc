@@ -125,6 +125,12 @@ std::string ProfilerOverheadOf(const std::string& profiler_json) {
   if (pairs != d.MemberEnd() && pairs->value.IsInt64()) {
     absl::StrAppend(&out, " (n=", pairs->value.GetInt64(), ")");
   }
+  // Whose cost it is: the CPU collector that recorded (profiles before it was a choice: none).
+  auto collector = d.FindMember("cpu_collector");
+  if (collector != d.MemberEnd() && collector->value.IsString() &&
+      collector->value.GetStringLength() > 0 && collector->value.GetStringLength() <= 16) {
+    absl::StrAppend(&out, ", ", collector->value.GetString(), " collector");
+  }
   auto decision = d.FindMember("switch_decision");
   if (decision != d.MemberEnd() && decision->value.IsString() &&
       std::string(decision->value.GetString()) == "cached") {

@@ -106,6 +106,10 @@ absl::Status Profiler(const std::string& field, const v1::ProfilerOptions& p, bo
       !s.ok()) {
     return s;
   }
+  if (p.collector() != "native" && p.collector() != "libtorch") {
+    return FieldError(field + ".collector",
+                      absl::StrCat("'", Excerpt(p.collector()), "' is not native or libtorch"));
+  }
   if (p.activities_size() > bounds::kMaxActivities) {
     return FieldError(field + ".activities",
                       absl::StrCat("at most ", bounds::kMaxActivities, " entries"));
@@ -149,6 +153,7 @@ void ApplyDefaults(v1::ModelOptions* m) {
 
 void ApplyDefaults(v1::ProfilerOptions* p) {
   if (!p->has_overhead_budget_pct()) p->set_overhead_budget_pct(defaults::kOverheadBudgetPct);
+  if (p->collector().empty()) p->set_collector(defaults::kCollector);
   // with_stack is the deprecated alias of with_modules = true, read only when it is unset.
   if (!p->has_with_modules()) p->set_with_modules(p->with_stack() || defaults::kWithModules);
 }

@@ -20,9 +20,10 @@ std::string BudgetKey::Build() const {
   // %a: the budget's exact bits, so 3 and 3.0000001 are two kinds.
   return absl::StrFormat(
       "mode=%s|weights=%s|size=%s|imgsz=%d|batch=%d|device=%s|precision=%s|cuda_activity=%d|"
-      "threads=%d|record_shapes=%s|profile_memory=%s|with_flops=%s|with_modules=%d|budget=%a",
+      "threads=%d|collector=%s|record_shapes=%s|profile_memory=%s|with_flops=%s|"
+      "with_modules=%d|budget=%a",
       mode, weights, size, imgsz, batch, device, precision, cuda_activity ? 1 : 0, threads,
-      TriState(requested.record_shapes), TriState(requested.profile_memory),
+      requested.collector, TriState(requested.record_shapes), TriState(requested.profile_memory),
       TriState(requested.with_flops), requested.with_modules ? 1 : 0,
       requested.overhead_budget_pct);
 }

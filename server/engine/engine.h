@@ -35,6 +35,9 @@ struct ProfilerSwitches {
   // the default budget (docs/cli.md, "Module scopes", has the measurement). --with-stack is
   // its alias: LibTorch in C++ records no Python stacks.
   bool with_modules = job_defaults::kWithModules;
+  // Who records the CPU side: "native" (collect/op_collector.h) or "libtorch" (LibTorch's
+  // profiler); on a CUDA device without our CUPTI collector, LibTorch's (profiling_session.h).
+  std::string collector = job_defaults::kCollector;
   bool cuda = true;                  // record GPU activity when the job runs on a CUDA device
   double overhead_budget_pct = job_defaults::kOverheadBudgetPct;  // probe median over the unprofiled median, minus 1, in %
 };

@@ -242,21 +242,18 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     std::optional<CudaAllocatorStats> window_peaks;
     RecordedKinds recorded;  // what the trace holds (nothing with --no-trace)
     std::string gpu_collector = "none";
+    std::string cpu_collector = "none";
     std::vector<std::string> collector_notes;
     auto profiler_options = [&](const ResolvedSwitches& sw) {
-      TorchProfilerOptions po;
-      po.record_shapes = sw.record_shapes;
-      po.profile_memory = sw.profile_memory;
-      po.with_flops = sw.with_flops;
-      po.cuda = device->cuda && spec.profiler.cuda;
-      return po;
+      return SessionOptions(sw, spec.profiler.collector, device->cuda && spec.profiler.cuda);
     };
     // The overhead budget and the profile's overhead_pct (overhead_budget.h): each probe round
     // times kProbePairs single-iteration windows under the profiler, each between two without
     // it (unprofiled, profiled, ..., unprofiled), whole iterations synced as the measured
     // window times them. One session a round, paused through the unprofiled windows and
-    // resumed before a profiled window's clock starts (TorchProfiler::Pause); its events are
-    // dropped when the round ends. With CUDA activity a profiled window starts its own session.
+    // resumed before a profiled window's clock starts (ProfilingSession::Pause), with the
+    // job's collectors; its events are dropped when the round ends. With CUDA activity a
+    // profiled window starts its own session.
     BudgetOutcome budget = SkipOverheadBudget(spec.profiler, "--no-trace: nothing is profiled");
     bool budget_cached = false;
     if (spec.trace) {
@@ -264,13 +261,13 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       int64_t probed = 0, round_end = 0;
       // `po` set: a profiled window, recorded by `round` (resumed for it) or by its own session.
       auto window = [&](std::vector<double>& ms, int64_t i, const TorchProfilerOptions* po,
-                        TorchProfiler* round) -> absl::Status {
+                        ProfilingSession* round) -> absl::Status {
         if (cancelled()) return absl::CancelledError("cancelled while probing");
-        std::unique_ptr<TorchProfiler> own;
+        std::unique_ptr<ProfilingSession> own;
         if (po != nullptr && round != nullptr) {
           if (auto s = round->Resume(); !s.ok()) return s;
         } else if (po != nullptr) {
-          auto started = TorchProfiler::Start(*po);
+          auto started = ProfilingSession::Start(*po);
           if (!started.ok()) return started.status();
           own = *std::move(started);
         }
@@ -291,9 +288,9 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       auto probe = [&](const ResolvedSwitches& sw) -> absl::StatusOr<ProbeTimings> {
         round_end = probed + kWindows;
         const TorchProfilerOptions po = profiler_options(sw);
-        std::unique_ptr<TorchProfiler> round;  // stops (events dropped) as the round ends
+        std::unique_ptr<ProfilingSession> round;  // stops (events dropped) as the round ends
         if (!po.cuda) {
-          auto started = TorchProfiler::Start(po);
+          auto started = ProfilingSession::Start(po);
           if (!started.ok()) return started.status();
           round = *std::move(started);
           if (auto s = round->Pause(); !s.ok()) return s;
@@ -349,7 +346,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
         }
         return absl::OkStatus();
       };
-      // The recorded window: LibTorch's profiler, with CUPTI for GPU activity on CUDA.
+      // The recorded window: the job's CPU collector, with CUPTI for GPU activity on CUDA.
       auto profiler = ProfilingSession::Start(profiler_options(budget.switches));
       if (!profiler.ok()) return profiler.status();
       if (auto s = profiled_iterations(true); !s.ok()) return s;
@@ -357,6 +354,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       if (!collected.ok()) return collected.status();
       recorded = RecordedKindsOf(collected->events);
       gpu_collector = (*profiler)->gpu_collector();
+      cpu_collector = (*profiler)->cpu_collector();
       collector_notes = collected->notes;
       modules_recorded = HoldsModuleScopes(collected->events);
       if (device->cuda) {
@@ -368,7 +366,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
         // The cross-check: as many iterations again under LibTorch's profiler alone (CUDA
         // activity through Kineto's own CUPTI subscriber), saved by LibTorch itself.
         TorchProfilerOptions ko = profiler_options(budget.switches);
-        ko.cuda = device->cuda;
+        ko.cuda = device->cuda;  // TorchProfiler: LibTorch's profiler whatever the job's collector
         ko.kineto_trace_path = spec.kineto_trace_path;
         auto kineto = TorchProfiler::Start(ko);
         if (!kineto.ok()) return kineto.status();
@@ -425,7 +423,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
                spec.trace ? std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs)) : 0);
     WriteOverheadFields(prof, budget);
     if (spec.trace) WriteSwitchDecision(prof, budget_cached);
-    prof.Field("gpu_collector", gpu_collector);
+    prof.Field("cpu_collector", cpu_collector).Field("gpu_collector", gpu_collector);
     if (!collector_notes.empty()) {
       prof.Key("notes").BeginArray();
       for (const std::string& n : collector_notes) prof.String(n);

@@ -39,6 +39,7 @@ engine::ProfilerSwitches ToSwitches(const v1::ProfilerOptions& p) {
     if ((p.*t.present)()) s.*t.field = (p.*t.value)();
   }
   s.with_modules = p.with_modules();
+  s.collector = p.collector();
   s.overhead_budget_pct = p.overhead_budget_pct();
   // Empty: cpu plus the job's device.
   s.cuda = p.activities().empty() ||

@@ -322,6 +322,11 @@ TEST(ProfilerOverhead, SummaryShowsTheIntervalAndPairsTheProfileRecords) {
   EXPECT_THAT(RenderSummaryText(v), HasSubstr("profiler overhead      4.5 % [1.2, 11.0] (n=24)"));
   EXPECT_THAT(RenderSummaryJson(v),
               HasSubstr(R"x("profiler_overhead": "4.5 % [1.2, 11.0] (n=24)")x"));
+  // Whose cost: the CPU collector the profile says recorded.
+  p.profiler_json =
+      R"({"overhead_pct": 2.5, "overhead_ci_pct": [0.5, 4.0], "overhead_pairs": 8,)"
+      R"( "cpu_collector": "native"})";
+  EXPECT_EQ(BuildSummary(p, "x").profiler_overhead, "2.5 % [0.5, 4.0] (n=8), native collector");
   // The decision reused from an identical earlier job says so.
   p.profiler_json = R"({"overhead_pct": -0.4, "overhead_ci_pct": [-2.0, 3.1],)"
                     R"( "overhead_pairs": 8, "switch_decision": "cached"})";

@@ -130,6 +130,11 @@ TEST(ValidateSubmit, NamesTheFieldOfEveryBadValue) {
       "infer.profiler.activities", kInvalid);
   bad([](auto& x) { x.mutable_infer()->mutable_profiler()->set_overhead_budget_pct(-1); },
       "overhead_budget_pct", kInvalid);
+  // The CPU collector: native or libtorch; the message names the field, the flag and the values.
+  bad([](auto& x) { x.mutable_infer()->mutable_profiler()->set_collector("kineto"); },
+      "--collector (infer.profiler.collector): 'kineto' is not native or libtorch", kInvalid);
+  bad([](auto& x) { x.mutable_infer()->mutable_profiler()->set_collector("NATIVE"); },
+      "infer.profiler.collector", kInvalid);
   bad([](auto& x) { (*x.mutable_labels())["Team"] = "a"; }, "labels", kInvalid);
   bad([](auto& x) { x.set_priority(99); }, "priority", kInvalid);
   bad([](auto& x) { x.mutable_infer()->mutable_model()->set_size("x"); }, "model.size", kInvalid);

@@ -89,6 +89,9 @@ TEST_F(InferJob, WritesAProfileEveryReaderAccepts) {
     prof.Parse(p->profiler_json.c_str());
     ASSERT_TRUE(prof.IsObject() && prof.HasMember("gpu_collector")) << p->profiler_json;
     EXPECT_STREQ(prof["gpu_collector"].GetString(), "none");
+    // The default CPU collector: ours (op_collector.h), with shapes, memory and FLOPs.
+    ASSERT_TRUE(prof.HasMember("cpu_collector")) << p->profiler_json;
+    EXPECT_STREQ(prof["cpu_collector"].GetString(), "native");
   }
   EXPECT_EQ(p->profiler_json.find("CUPTI"), std::string::npos) << p->profiler_json;
   std::vector<std::string> phases;
@@ -340,6 +343,9 @@ TEST_F(InferJob, AGenerousBudgetKeepsEveryAutoSwitchOn) {
 
 TEST_F(InferJob, ExplicitSwitchesAreHonoured) {
   spec_.model.weights = "LibreYOLO9t.pt";
+  // LibTorch's profiler, the fallback collector, honours the same switches (the default, our
+  // collector, is WritesAProfileEveryReaderAccepts').
+  spec_.profiler.collector = "libtorch";
   spec_.profiler.record_shapes = false;    // --no-record-shapes
   spec_.profiler.overhead_budget_pct = 0;  // as strict as it gets: cannot turn it back on
   auto r = RunInferJob(spec_, nullptr, nullptr);
@@ -367,6 +373,7 @@ TEST_F(InferJob, ExplicitSwitchesAreHonoured) {
   EXPECT_TRUE(d["record_shapes"].GetBool());
   EXPECT_TRUE(d["profile_memory"].GetBool());
   EXPECT_FALSE(d["with_flops"].GetBool());
+  EXPECT_STREQ(d["cpu_collector"].GetString(), "libtorch");
 }
 
 TEST_F(InferJob, NoTraceSaysWhyNothingWasProbed) {

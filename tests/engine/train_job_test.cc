@@ -106,6 +106,7 @@ TEST_P(TrainJob, WritesAProfileEveryReaderAccepts) {
   rapidjson::Document d;
   d.Parse(p->profiler_json.c_str());
   EXPECT_STREQ(d["gpu_collector"].GetString(), "none");
+  EXPECT_STREQ(d["cpu_collector"].GetString(), "native");  // the default: ours, backward links too
   EXPECT_FALSE(RenderSummaryText(BuildSummary(*p, r->profile_path)).empty());
   const PhasesView phases = BuildPhases(*p, "x");
   EXPECT_EQ(phases.phases.size(), 6u);
@@ -144,6 +145,7 @@ TEST_F(TrainJobErrors, EvenTheSmallestDataIsProbedOneStepAWindow) {
 }
 
 TEST_F(TrainJobErrors, ExplicitSwitchesAreHonoured) {
+  spec_.profiler.collector = "libtorch";  // the fallback collector honours them too
   spec_.profiler.record_shapes = false;
   spec_.profiler.with_flops = true;
   spec_.profiler.overhead_budget_pct = 0;
@@ -160,6 +162,7 @@ TEST_F(TrainJobErrors, ExplicitSwitchesAreHonoured) {
   EXPECT_EQ(d["with_flops"].GetBool(), r->profile.flops_per_step.has_value()) << j;
   EXPECT_FALSE(r->profile.flops_per_step.has_value());
   EXPECT_TRUE(d.HasMember("with_flops_note")) << j;
+  EXPECT_STREQ(d["cpu_collector"].GetString(), "libtorch");
 }
 
 // A run records the module scopes of the training forward (on by default) and says so; with

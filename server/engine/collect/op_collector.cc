@@ -343,8 +343,25 @@ absl::StatusOr<std::unique_ptr<OpCollector>> OpCollector::Start(const OpCollecto
 }
 
 OpCollector::~OpCollector() {
-  if (running_ && std::this_thread::get_id() == owner_) (void)Stop();
+  // Discarded (an overhead probe's session): detached, its records dropped unconverted.
+  if (running_ && std::this_thread::get_id() == owner_) (void)Detach();
   if (running_) Reg().running.store(false);  // another thread: at least record nothing more
+}
+
+std::vector<std::shared_ptr<void>> OpCollector::Detach() {
+  running_ = false;
+  at::removeCallback(handle_);
+  if (memory_ && !paused_) PopMemoryReporter();
+  Registry& reg = Reg();
+  std::vector<std::shared_ptr<ThreadBuffer>> buffers;
+  {
+    const std::lock_guard<std::mutex> lock(reg.mu);
+    buffers.swap(reg.buffers);
+  }
+  // Callbacks copied into other threads' state (autograd's) may still run; they find
+  // `running` false once it is stored, and the buffers stay alive while they do.
+  reg.running.store(false, std::memory_order_release);
+  return {buffers.begin(), buffers.end()};
 }
 
 absl::Status OpCollector::OnOwnerThread(const char* what) const {
@@ -380,18 +397,8 @@ absl::Status OpCollector::Resume() {
 
 absl::StatusOr<CollectedTrace> OpCollector::Stop() {
   if (auto s = OnOwnerThread("Stop"); !s.ok()) return s;
-  running_ = false;
-  at::removeCallback(handle_);
-  if (memory_ && !paused_) PopMemoryReporter();
-  Registry& reg = Reg();
   std::vector<std::shared_ptr<ThreadBuffer>> buffers;
-  {
-    const std::lock_guard<std::mutex> lock(reg.mu);
-    buffers.swap(reg.buffers);
-  }
-  // Callbacks copied into other threads' state (autograd's) may still run; they find
-  // `running` false once it is stored, and the buffers stay alive while they do.
-  reg.running.store(false, std::memory_order_release);
+  for (auto& b : Detach()) buffers.push_back(std::static_pointer_cast<ThreadBuffer>(b));
   const int64_t to_realtime = realtime_minus_monotonic_ns_;
   std::unordered_map<uint64_t, uint64_t> os_thread_of;  // RecordFunction's thread id -> OS id
   for (const auto& b : buffers) os_thread_of[b->torch_thread] = b->os_thread;

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -46,7 +47,7 @@ struct OpCollectorOptions {
 class OpCollector {
  public:
   static absl::StatusOr<std::unique_ptr<OpCollector>> Start(const OpCollectorOptions& o);
-  ~OpCollector();  // stops a collection still running, discarding its records
+  ~OpCollector();  // stops a collection still running, discarding its records unconverted
   OpCollector(const OpCollector&) = delete;
   OpCollector& operator=(const OpCollector&) = delete;
 
@@ -68,6 +69,9 @@ class OpCollector {
  private:
   OpCollector() = default;
   absl::Status OnOwnerThread(const char* what) const;
+  // Removes the callback and the memory hook and hands over the threads' buffers (type-erased:
+  // the record types live in the .cc).
+  std::vector<std::shared_ptr<void>> Detach();
   uint64_t handle_ = 0;
   bool running_ = false;
   bool paused_ = false;

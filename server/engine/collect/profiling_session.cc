@@ -8,6 +8,17 @@
 
 namespace libreyolo::engine {
 
+TorchProfilerOptions SessionOptions(const ResolvedSwitches& switches, const std::string& collector,
+                                    bool cuda) {
+  TorchProfilerOptions o;
+  o.cpu_collector = collector == "libtorch" ? CpuCollector::kLibTorch : CpuCollector::kNative;
+  o.record_shapes = switches.record_shapes;
+  o.profile_memory = switches.profile_memory;
+  o.with_flops = switches.with_flops;
+  o.cuda = cuda;
+  return o;
+}
+
 absl::StatusOr<std::unique_ptr<ProfilingSession>> ProfilingSession::Start(
     const TorchProfilerOptions& options) {
   std::unique_ptr<ProfilingSession> s(new ProfilingSession());
@@ -40,7 +51,9 @@ absl::StatusOr<std::unique_ptr<ProfilingSession>> ProfilingSession::Start(
     OpCollectorOptions o;
     o.record_shapes = options.record_shapes;
     o.profile_memory = options.profile_memory;
-    o.with_flops = options.with_flops;
+    // FLOPs only with shapes, as LibTorch's profiler counts them (WriteSwitchFields' rule):
+    // one meaning of with_flops whichever collector records.
+    o.with_flops = options.with_flops && options.record_shapes;
     auto started = OpCollector::Start(o);
     if (!started.ok()) return started.status();
     s->native_ = *std::move(started);

@@ -15,11 +15,17 @@
 #include "absl/status/statusor.h"
 #include "server/engine/collect/collected_trace.h"
 #include "server/engine/collect/torch_profiler.h"
+#include "server/engine/overhead_budget.h"
 
 namespace libreyolo::engine {
 
 class CuptiCollector;
 class OpCollector;
+
+// A job's session options: its resolved switches, its collector ("native" or "libtorch", the
+// job spec's `collector`), GPU activity when the job runs on CUDA and asked for it.
+TorchProfilerOptions SessionOptions(const ResolvedSwitches& switches, const std::string& collector,
+                                    bool cuda);
 
 class ProfilingSession {
  public:

@@ -86,7 +86,7 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
       if (auto s = run(false); !s.ok()) return s;
     }
     if (auto s = source.Reserve(schedule.warmup + schedule.active); !s.ok()) return s;
-    // LibTorch's profiler, with CUPTI for GPU activity on CUDA (profiling_session.h).
+    // The job's CPU collector, with CUPTI for GPU activity on CUDA (profiling_session.h).
     auto profiler = ProfilingSession::Start(options);
     if (!profiler.ok()) return profiler.status();
     for (int64_t i = 0; i < schedule.warmup; ++i) {
@@ -118,6 +118,7 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
     auto collected = (*profiler)->Stop();
     if (!collected.ok()) return collected.status();
     out.gpu_collector = (*profiler)->gpu_collector();
+    out.cpu_collector = (*profiler)->cpu_collector();
     DropWarmupEvents(*collected, first_active);
     for (const std::string& note : collected->notes) {
       if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end()) {
@@ -153,11 +154,11 @@ absl::StatusOr<ProbeTimings> ProbeRound(Trainer& trainer, LoaderBatchSource& sou
                                         const TorchProfilerOptions& options, int64_t pairs,
                                         const std::function<void()>& after_window,
                                         const CancelToken* cancel) {
-  // One session for the round, paused through the unprofiled windows (TorchProfiler::Pause);
-  // with CUDA activity each profiled window starts its own.
-  std::unique_ptr<TorchProfiler> round;  // stops (events dropped) as the round ends
+  // One session for the round, paused through the unprofiled windows
+  // (ProfilingSession::Pause); with CUDA activity each profiled window starts its own.
+  std::unique_ptr<ProfilingSession> round;  // stops (events dropped) as the round ends
   if (!options.cuda) {
-    auto started = TorchProfiler::Start(options);
+    auto started = ProfilingSession::Start(options);
     if (!started.ok()) return started.status();
     round = *std::move(started);
     if (auto s = round->Pause(); !s.ok()) return s;
@@ -167,11 +168,11 @@ absl::StatusOr<ProbeTimings> ProbeRound(Trainer& trainer, LoaderBatchSource& sou
       return absl::CancelledError("cancelled while probing");
     }
     if (auto s = source.Reserve(1); !s.ok()) return s;
-    std::unique_ptr<TorchProfiler> own;
+    std::unique_ptr<ProfilingSession> own;
     if (profiled && round != nullptr) {
       if (auto s = round->Resume(); !s.ok()) return s;
     } else if (profiled) {
-      auto started = TorchProfiler::Start(options);
+      auto started = ProfilingSession::Start(options);
       if (!started.ok()) return started.status();
       own = *std::move(started);
     }

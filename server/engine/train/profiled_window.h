@@ -37,6 +37,7 @@ struct ProfiledWindow {
   double mean_step_ms = 0;                // recorded (active) steps over every cycle
   int64_t recorded_steps = 0;
   std::vector<std::string> notes;      // the collectors' notes (e.g. no CUPTI)
+  std::string cpu_collector = "none";  // "native" or "libtorch"
   std::string gpu_collector = "none";  // "cupti", "libtorch" (Kineto) or "none"
   bool module_scopes = false;          // the analysed trace (the last cycle) holds module scopes
   RecordedKinds recorded;              // what the analysed trace holds (shapes, FLOPs, memory)
@@ -63,7 +64,7 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
 // unprofiled ones (unprofiled, profiled, ..., unprofiled), one training step each, synced per
 // phase as recorded steps are. The round keeps one profiler session with `options`, paused
 // through the unprofiled windows and resumed before a profiled window's clock starts
-// (TorchProfiler::Pause); its events are dropped as the round ends. With CUDA activity each
+// (ProfilingSession::Pause); its events are dropped as the round ends. With CUDA activity each
 // profiled window starts a session of its own. Each window reserves its step from one epoch
 // (LoaderBatchSource::Reserve, outside the clock), so a round needs no more than one batch an
 // epoch. `after_window` (may be empty) runs after each window, for progress.

@@ -90,7 +90,7 @@ std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
   for (const std::string& t : window.cycle_traces) w.String(t);
   w.EndArray().Field("profiled_iterations", window.recorded_steps);
   WriteOverheadFields(w, budget);
-  w.Field("gpu_collector", window.gpu_collector);
+  w.Field("cpu_collector", window.cpu_collector).Field("gpu_collector", window.gpu_collector);
   if (!window.notes.empty()) {
     w.Key("notes").BeginArray();
     for (const std::string& n : window.notes) w.String(n);

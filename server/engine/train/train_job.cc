@@ -17,6 +17,7 @@
 #include "common/analysis/latency_stats.h"
 #include "common/analysis/repeat_trials.h"
 #include "common/analysis/verdict.h"
+#include "server/engine/collect/profiling_session.h"
 #include "server/engine/data/dataset.h"
 #include "server/engine/data/dataset_spec.h"
 #include "server/engine/data/loader.h"
@@ -212,12 +213,7 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     schedule.active = spec.steps;
     schedule.cycles = spec.cycles;
     auto profiler_options = [&](const ResolvedSwitches& sw) {
-      TorchProfilerOptions po;
-      po.record_shapes = sw.record_shapes;
-      po.profile_memory = sw.profile_memory;
-      po.with_flops = sw.with_flops;
-      po.cuda = device->cuda && spec.profiler.cuda;
-      return po;
+      return SessionOptions(sw, spec.profiler.collector, device->cuda && spec.profiler.cuda);
     };
     // The overhead budget and the profile's overhead_pct (overhead_budget.h): each probe round
     // times kProbePairs single-step windows under the profiler, each between two without it,
