@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/io/block_reader.h"
 #include "common/io/file_reader.h"
 #include "common/trace/trace_reader.h"
+#include "common/trace/trace_reader_internal.h"
 
 namespace libreyolo {
 namespace {
@@ -183,6 +185,127 @@ TEST(TraceReaderParity, DeepNestingIsStillRejectedWithItsMessage) {
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("nested deeper than 256 levels"));
   ExpectParity(deep, false);
+}
+
+// --- the events' own walker (ElementWalker) ---------------------------------------------------
+
+// Elements read by the events' own walker and declined by it, `json` read whole (one batch) or
+// one element a batch; parity with RapidJSON at every cut (ExpectParity) besides.
+internal::EventWalkCounts Walked(const std::string& json, size_t batch) {
+  internal::EventWalkCounts counts;
+  auto r = internal::ReadTraceTextSimdjson(json, size_t{1} << 20, batch, &counts);
+  EXPECT_TRUE(r.has_value() && r->ok()) << json.substr(0, 120);
+  return counts;
+}
+
+// Events as no exporter writes them, all read by the walker itself (nothing declined): keys in
+// any order, kept keys twice (the last wins, or both count, as in RapidJSON's SAX order), kept
+// keys of the wrong JSON type, kept key names inside unknown keys' objects and arrays, keys that
+// are a kept key's prefix or extension, numbers of every kind the walker converts, whitespace of
+// every kind, empty objects and lists.
+TEST(TraceReaderParity, EventWalkerReadsUnusualEventsLikeRapidJson) {
+  const std::string events = R"([
+    {"args": {"Input Dims": [[1, 2]], "correlation": 7, "flops": 2.5}, "ts": 5, "tid": 2,
+     "pid": 1, "name": "op", "dur": 3, "cat": "cpu_op", "ph": "X"},
+    {"ph": "X", "cat": "kernel", "name": "k1", "ts": 1, "ts": 2, "dur": 1, "dur": 4,
+     "name": "k2", "pid": 0, "tid": 7, "args": {"correlation": 1},
+     "args": {"correlation": 2, "correlation": 3}},
+    {"ph": "X", "cat": "cpu_op", "name": "dims twice", "ts": 3, "dur": 1, "pid": 1, "tid": 1,
+     "args": {"Input Dims": [[1]], "Input Dims": [[2, 3], [], [[4]]]}},
+    {"ph": "X", "cat": "cpu_op", "name": "nested unknowns", "ts": 4, "dur": 1, "pid": 1,
+     "tid": 1, "x": {"ts": 99, "name": "no", "args": {"correlation": 5},
+                     "y": [[{"dur": 1}], [], {}, "args"]},
+     "args": {"z": {"Input Dims": [[9]], "flops": 4}, "correlation": 8, "w": [1, {"flops": 3}]},
+     "tss": 1, "t": 2, "nam": "x", "argss": {"correlation": 6}, "Ph": "i"},
+    {"ph": "X", "cat": "cpu_op", "name": "types", "ts": 5, "dur": 1, "pid": "1", "tid": 2.5,
+     "args": {"correlation": "c", "flops": -1, "Input Dims": [true, false, null, "s", -0, 1.25,
+              12345678901234567890, -9223372036854775808, 0.000001, 10.0]}},
+    {"ph": "X", "cat": "cpu_op", "name": 5, "ts": 6, "dur": 1},
+    {"ph": "X", "cat": "cpu_op", "name": "ts null", "ts": null, "dur": 1},
+    {"ph": "X", "cat": ["cpu_op"], "name": "cat list", "ts": 7, "dur": 1},
+    {"ph": {"a": 1}, "cat": "cpu_op", "name": "ph object", "ts": 8, "dur": 1},
+    {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#12", "ts": 1682725897235145.250,
+     "dur": 0.125, "pid": -3, "tid": 18446744073709551615},
+    {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#13", "ts": -0, "dur": 0, "pid": -0,
+     "tid": 9223372036854775807, "args": {"correlation": -9223372036854775807}},
+    {"ph": "i", "name": "[memory]", "ts": 9, "pid": 1, "tid": 1,
+     "args": {"Device Type": 1, "Bytes": -512, "Total Allocated": 9007199254740993,
+              "Total Reserved": 1.5}},
+    {"ph": "s", "cat": "ac2g", "id": 9223372036854775808, "ts": 10, "pid": 1, "tid": 1},
+    {"ph":"X","cat":"gpu_memcpy","name":"ws","ts"	:
+11 ,"dur"
+:1,"pid":1,"tid":1,"args":{}}   ,
+    {}, {"ph": "X", "cat": "cpu_op", "name": "empty args", "ts": 12, "dur": 1, "args": {},
+         "args": [], "args": {"Input Dims": []}}
+  ])";
+  const std::string with_cr = absl::StrReplaceAll(events, {{"\n", "\r\n"}});
+  for (const std::string& json : {events, with_cr, absl::StrCat("{\"traceEvents\": ", events, "}")}) {
+    ExpectParity(json, true);
+    for (size_t batch : {size_t{1}, size_t{1} << 20}) {
+      const internal::EventWalkCounts counts = Walked(json, batch);
+      EXPECT_EQ(counts.walked, 16) << "batch " << batch;
+      EXPECT_EQ(counts.declined, 0) << "batch " << batch;
+    }
+  }
+}
+
+// What the walker does not take (escapes, exponents, integers beyond 64 bits, elements that are
+// not objects) it declines, after the handler has seen part of the event (and interned its Input
+// Dims): simdjson walks the batch from that element, and the result is RapidJSON's.
+TEST(TraceReaderParity, EventWalkerDeclinesMidEventAndSimdjsonTakesOver) {
+  const std::string json = R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1, "pid": 1, "tid": 1,
+     "args": {"Input Dims": [[1, 2]], "k": "esc\"aped"}},
+    {"ph": "X", "cat": "cpu_op", "name": "b", "ts": 2, "dur": 1, "pid": 1, "tid": 1,
+     "args": {"Input Dims": [[3]], "flops": 1e3}},
+    {"ph": "X", "cat": "cpu_op", "n\u0061me": "c", "ts": 3, "dur": 1},
+    {"ph": "X", "cat": "cpu_op", "name": "d", "ts": 4, "dur": 1, "pid": -9223372036854775809,
+     "tid": 1},
+    {"ph": "X", "cat": "cpu_op", "name": "e", "ts": 5, "dur": 1, "pid": 1, "tid": 1,
+     "args": {"Input Dims": [[4, 5]]}},
+    7, [1], "x",
+    {"ph": "X", "cat": "cpu_op", "name": "f", "ts": 6.5, "dur": 1, "pid": 1, "tid": 1,
+     "args": {"Input Dims": [[6]], "x": [1E2]}},
+    {"ph": "X", "cat": "cpu_op", "name": "g", "ts": 7, "dur": 1, "pid": 1, "tid": 1,
+     "args": {"Input Dims": [[7]], "flops": 12345678901234567890123}}]})";
+  ExpectParity(json, true);
+  // Batches end where an element ends with a bracket: a, b, c, d, e, [7, [1]], ["x", f], g.
+  const internal::EventWalkCounts one = Walked(json, 1);
+  EXPECT_EQ(one.walked, 1);  // e
+  EXPECT_EQ(one.declined, 7);
+  const internal::EventWalkCounts whole = Walked(json, size_t{1} << 20);
+  EXPECT_EQ(whole.walked, 0);
+  EXPECT_EQ(whole.declined, 1);  // the rest of the one batch went to simdjson
+}
+
+// Bad JSON inside events, where the walker reads: it declines, simdjson rejects, RapidJSON
+// reports (the same error and offset).
+TEST(TraceReaderParity, BadJsonInsideEventsIsStillRapidJsonsToReport) {
+  for (const char* event : {
+           R"({"ph": "X", "ts": tru})", R"({"ph": "X", "ts": 01})", R"({"ph": "X", "ts": 1.})",
+           R"({"ph": "X", "ts": -})", R"({"ph": "X", "ts": 1,})", R"({"ph": "X" "ts": 1})",
+           R"({"ph": "X", "ts" 1})", R"({"ph": "X", "args": {"a": [1 2]}})",
+           R"({"ph": "X", "args": {"a": [1,]}})", "{\"ph\": \"X\", \"name\": \"a\x01\"}",
+           R"({"ph": "X", 5: 1})", R"({"ph": "X", "x": nulll})", R"({"ph": "X", "x": falsey})",
+           R"({"ph": "X", "ts": 1}})", R"({"ph": "X", "ts": 1]})", R"({"ph": "X", "ts": .5})",
+           R"({"ph": "X", "ts": +5})", R"({"ph": "X", "ts": 1 2})", R"({"ph": "X", "x": [})",
+           R"({"ph": "X", "ts": 5, "dur": 1e999})", R"({"ph": "X", "x": "\u12"})",
+       }) {
+    ExpectParity(absl::StrCat(R"({"traceEvents": [{"ph": "X", "ts": 1}, )", event, "]}"), false);
+  }
+}
+
+// The real traces the benchmark replicates (and others) take the fast path whole.
+TEST(TraceReaderParity, EventWalkerReadsEveryFixtureEventItself) {
+  for (const auto& [name, events] : std::vector<std::pair<std::string, int64_t>>{
+           {"trace_filter.json.gz", 4855}, {"alexnet.json.gz", 1408},
+           {"cupti_profiler.json.gz", 4222}, {"simple_add.json.gz", 1348}}) {
+    auto text = ReadWholeFile(Fixture(name));
+    ASSERT_TRUE(text.ok());
+    const internal::EventWalkCounts counts = Walked(*text, size_t{1} << 18);
+    EXPECT_EQ(counts.walked, events) << name;
+    EXPECT_EQ(counts.declined, 0) << name;
+  }
 }
 
 // --- igzip ----------------------------------------------------------------------------------
