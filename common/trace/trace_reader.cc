@@ -894,7 +894,9 @@ class ElementWalker {
           continue;
         case '"': {
           std::string_view s;
-          if (!PlainString(p, &s) ||
+          if (!PlainString(p, &s)) return nullptr;
+          // Scalars the handler would not keep are not passed (its call would change nothing).
+          if (h_->WantsScalar() &&
               !Ok(h_->String(s.data(), static_cast<rapidjson::SizeType>(s.size()), true))) {
             return nullptr;
           }
@@ -902,15 +904,21 @@ class ElementWalker {
           break;
         }
         case 't':
-          if (std::memcmp(p, "true", 4) != 0 || !Ok(h_->Bool(true))) return nullptr;
+          if (std::memcmp(p, "true", 4) != 0 || (h_->WantsScalar() && !Ok(h_->Bool(true)))) {
+            return nullptr;
+          }
           p += 4;
           break;
         case 'f':
-          if (std::memcmp(p, "false", 5) != 0 || !Ok(h_->Bool(false))) return nullptr;
+          if (std::memcmp(p, "false", 5) != 0 || (h_->WantsScalar() && !Ok(h_->Bool(false)))) {
+            return nullptr;
+          }
           p += 5;
           break;
         case 'n':
-          if (std::memcmp(p, "null", 4) != 0 || !Ok(h_->Null())) return nullptr;
+          if (std::memcmp(p, "null", 4) != 0 || (h_->WantsScalar() && !Ok(h_->Null()))) {
+            return nullptr;
+          }
           p += 4;
           break;
         default:
@@ -983,6 +991,24 @@ class ElementWalker {
       int64_t v = 0;
       for (const char* d = p + minus; d != q; ++d) v = v * 10 + (*d - '0');
       return Ok(h_->Int64(minus ? -v : v)) ? q : nullptr;
+    }
+    if (frac && q - p - minus <= 16) {
+      // At most 15 digits (and the point): the digits as an integer below 2^53 and a power of
+      // ten up to 10^15 are exact doubles, so their quotient is correctly rounded (Clinger's
+      // fast path), as from_chars' and simdjson's.
+      static constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                          1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+      uint64_t m = 0;
+      int scale = 0;
+      for (const char* d = p + minus; d != q; ++d) {
+        if (*d == '.') {
+          scale = static_cast<int>(q - d - 1);
+          continue;
+        }
+        m = m * 10 + static_cast<uint64_t>(*d - '0');
+      }
+      const double v = static_cast<double>(m) / kPow10[scale];
+      return Ok(h_->Double(minus ? -v : v)) ? q : nullptr;
     }
     if (q - p > 40) return nullptr;
     bool ok = false;
