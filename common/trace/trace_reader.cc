@@ -703,12 +703,19 @@ class SimdWalker {
     const __m128i control = _mm_set1_epi8(0x1F);
     while (true) {  // to the first quote, backslash or control character
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      const __m128i is_quote = _mm_cmpeq_epi8(v, quote);
       const __m128i hit = _mm_or_si128(
-          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+          _mm_or_si128(is_quote, _mm_cmpeq_epi8(v, backslash)),
           _mm_cmpeq_epi8(_mm_min_epu8(v, control), v));  // v <= 0x1F
-      const int m = _mm_movemask_epi8(hit);
+      const auto m = static_cast<unsigned>(_mm_movemask_epi8(hit));
       if (m != 0) {
-        q += std::countr_zero(static_cast<unsigned>(m));
+        q += std::countr_zero(m);
+        // The first hit a quote: the string ends there (decided from the masks, without
+        // reading the byte back).
+        if ((m & (0u - m) & static_cast<unsigned>(_mm_movemask_epi8(is_quote))) != 0) {
+          *out = std::string_view(p, static_cast<size_t>(q - p));
+          return kPlain;
+        }
         break;
       }
       q += 16;
@@ -970,10 +977,11 @@ class ElementWalker {
     const char* q = p;
     const bool minus = *q == '-';
     q += minus;
+    uint64_t int_value = 0;  // exact up to 19 digits
     if (*q == '0') {
       ++q;
     } else if (*q >= '1' && *q <= '9') {
-      while (Digit(*q)) ++q;
+      for (; Digit(*q); ++q) int_value = int_value * 10 + static_cast<uint64_t>(*q - '0');
     } else {
       return nullptr;
     }
@@ -988,8 +996,7 @@ class ElementWalker {
     if (*q == 'e' || *q == 'E' || digits > 300) return nullptr;
     if (!h_->WantsScalar()) return q;
     if (!frac && digits <= 18) {  // the common case, without from_chars' generality
-      int64_t v = 0;
-      for (const char* d = p + minus; d != q; ++d) v = v * 10 + (*d - '0');
+      const auto v = static_cast<int64_t>(int_value);
       return Ok(h_->Int64(minus ? -v : v)) ? q : nullptr;
     }
     if (frac && q - p - minus <= 16) {
