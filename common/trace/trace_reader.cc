@@ -1528,6 +1528,182 @@ class PieceQueue {
   bool closed_ = false, cancelled_ = false;
 };
 
+// A partial result (the events of one batch, walked on their own) appended to `out`: string ids
+// renumbered, side-table indexes shifted. The partial's strings are interned in the order it
+// interned them, after those of every batch before it: the order one walk in file order interns
+// them, so the string table (ids included) is the same.
+void MergePartial(const TraceData& part, TraceData* out) {
+  std::vector<uint32_t> ids(part.strings.size());
+  for (uint32_t i = 0; i < ids.size(); ++i) ids[i] = out->strings.Intern(part.strings.Get(i));
+  const auto flops_base = static_cast<uint32_t>(out->flops.size());
+  const auto memory_base = static_cast<uint32_t>(out->memory.size());
+  for (TraceEvent ev : part.events) {
+    ev.name = ids[ev.name];
+    ev.thread = ids[ev.thread];
+    ev.shapes = ids[ev.shapes];
+    if (ev.cls == EventClass::kMemoryInstant) {
+      ev.aux += memory_base;  // an index
+    } else if (ev.aux != 0) {
+      ev.aux += flops_base;  // 1 + an index; 0: none
+    }
+    out->events.push_back(ev);
+  }
+  out->flops.insert(out->flops.end(), part.flops.begin(), part.flops.end());
+  out->memory.insert(out->memory.end(), part.memory.begin(), part.memory.end());
+  out->steps.insert(out->steps.end(), part.steps.begin(), part.steps.end());
+  out->min_ts_ns = std::min(out->min_ts_ns, part.min_ts_ns);
+  out->max_end_ns = std::max(out->max_end_ns, part.max_end_ns);
+  out->has_input_shapes = out->has_input_shapes || part.has_input_shapes;
+  ParseStats& s = out->stats;
+  s.events += part.stats.events;
+  s.complete_events += part.stats.complete_events;
+  s.skipped_events += part.stats.skipped_events;
+  s.non_numeric_ids += part.stats.non_numeric_ids;
+  s.duplicate_steps += part.stats.duplicate_steps;
+  s.unattributed_kernels += part.stats.unattributed_kernels;
+}
+
+// The pieces in order, batches of events walked on `workers` threads besides the caller's (which
+// merges and, while it waits, walks too), each into a partial TraceData merged in file order
+// (MergePartial): the result is the one of a walk in order. Every other piece (the events list's
+// marks, the skeleton) goes to the caller's parser once every batch before it is merged.
+// workers == 0: everything in order on the caller's thread.
+class OrderedWalk {
+ public:
+  OrderedWalk(TraceData* out, ParserPool* pool, int workers) : out_(out), main_(out, pool) {
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Work(); });
+  }
+  ~OrderedWalk() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      todo_.clear();
+    }
+    work_cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  OrderedWalk(const OrderedWalk&) = delete;
+  OrderedWalk& operator=(const OrderedWalk&) = delete;
+
+  // false: stop (the input is the RapidJSON reader's).
+  bool Take(Piece& piece) {
+    if (piece.kind == Piece::kEvents && !threads_.empty()) {
+      auto job = std::make_unique<Job>();
+      job->piece = std::move(piece);
+      job->bare_list = bare_list_;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        todo_.push_back(job.get());
+      }
+      work_cv_.notify_one();
+      in_flight_.push_back(std::move(job));
+      return Merge(2 * threads_.size() + 2);
+    }
+    if (!Merge(0)) return false;
+    if (piece.kind == Piece::kBeginEvents) bare_list_ = piece.bare_list;
+    return main_.Take(piece);
+  }
+  // Merges every batch in flight. false: one failed.
+  bool Drain() { return Merge(0); }
+
+  const TraceHandler& handler() const { return main_.handler(); }
+  internal::EventWalkCounts counts() const {
+    internal::EventWalkCounts c = main_.counts();
+    c.walked += counts_.walked;
+    c.declined += counts_.declined;
+    return c;
+  }
+
+ private:
+  struct Job {
+    Piece piece;
+    bool bare_list = false;
+    TraceData data;
+    internal::EventWalkCounts counts;
+    bool ok = false;
+    bool done = false;  // under mu_
+  };
+
+  static void Run(Job* job) {
+    job->data = EmptyData(job->piece.text.size());
+    PieceParser parser(&job->data);
+    Piece begin;  // puts the partial's handler inside an events list
+    begin.kind = Piece::kBeginEvents;
+    begin.bare_list = job->bare_list;
+    job->ok = parser.Take(begin) && parser.Take(job->piece);
+    job->counts = parser.counts();
+    job->piece = Piece();  // the text is not needed any more
+  }
+  void Work() {
+    while (true) {
+      Job* job = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        work_cv_.wait(lock, [&] { return stop_ || !todo_.empty(); });
+        if (stop_) return;
+        job = todo_.front();
+        todo_.pop_front();
+      }
+      Run(job);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        job->done = true;
+      }
+      done_cv_.notify_all();
+    }
+  }
+  // Merges finished batches in order; waits (walking a queued batch itself if there is one)
+  // while more than `keep` are in flight.
+  bool Merge(size_t keep) {
+    while (!in_flight_.empty()) {
+      Job* front = in_flight_.front().get();
+      Job* mine = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (!front->done) {
+          if (in_flight_.size() <= keep) return true;
+          if (!todo_.empty()) {
+            mine = todo_.front();
+            todo_.pop_front();
+          } else {
+            done_cv_.wait(lock, [&] { return front->done; });
+          }
+        }
+      }
+      if (mine != nullptr) {
+        Run(mine);
+        std::lock_guard<std::mutex> lock(mu_);
+        mine->done = true;
+        continue;
+      }
+      if (!front->ok) return false;
+      MergePartial(front->data, out_);
+      counts_.walked += front->counts.walked;
+      counts_.declined += front->counts.declined;
+      in_flight_.pop_front();
+    }
+    return true;
+  }
+
+  TraceData* out_;
+  PieceParser main_;
+  bool bare_list_ = false;
+  std::deque<std::unique_ptr<Job>> in_flight_;  // file order
+  internal::EventWalkCounts counts_;
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  std::deque<Job*> todo_;  // not started yet
+  bool stop_ = false;
+  std::vector<std::thread> threads_;  // last: joined (by the destructor) before the rest goes
+};
+
+// Threads walking batches besides the caller's: one per core beyond the two the reading thread
+// and the caller use, at least one where there are two cores (the caller then mostly merges).
+int BatchWorkers() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores <= 1 ? 0 : static_cast<int>(std::min(cores - 1, 7u));
+}
+
 // The file, read (and inflated) on a thread of its own while this one parses. nullopt: the
 // RapidJSON reader must decide this input.
 std::optional<absl::StatusOr<TraceData>> ReadFileStreaming(const std::string& path) {
@@ -1536,7 +1712,7 @@ std::optional<absl::StatusOr<TraceData>> ReadFileStreaming(const std::string& pa
   std::unique_ptr<BlockReader> reader = *std::move(opened);
   TraceData data = EmptyData(reader->UncompressedSizeHint());
   ParserPool pool;
-  PieceParser parser(&data, &pool);
+  OrderedWalk parser(&data, &pool, BatchWorkers());
   PieceQueue queue(4);
   absl::Status source_status;
   bool split_ok = true;
@@ -1572,6 +1748,7 @@ std::optional<absl::StatusOr<TraceData>> ReadFileStreaming(const std::string& pa
       break;
     }
   }
+  if (parse_ok) parse_ok = parser.Drain();
   producer.join();
   if (!source_status.ok()) return source_status;
   if (!parse_ok || !split_ok) return std::nullopt;
@@ -1592,8 +1769,16 @@ std::optional<absl::StatusOr<TraceData>> ReadTraceTextSimdjson(std::string_view 
                                                                 size_t block_bytes,
                                                                 size_t batch_bytes,
                                                                 EventWalkCounts* counts) {
+  return ReadTraceTextSimdjson(json, block_bytes, batch_bytes, counts, 0);
+}
+
+std::optional<absl::StatusOr<TraceData>> ReadTraceTextSimdjson(std::string_view json,
+                                                                size_t block_bytes,
+                                                                size_t batch_bytes,
+                                                                EventWalkCounts* counts,
+                                                                int workers) {
   TraceData data = EmptyData(json.size());
-  PieceParser parser(&data);
+  OrderedWalk parser(&data, nullptr, workers);
   EventSplitter splitter(batch_bytes, [&](Piece&& p) { return parser.Take(p); });
   block_bytes = std::max<size_t>(block_bytes, 1);
   for (size_t at = 0; at < json.size(); at += block_bytes) {
@@ -1601,7 +1786,7 @@ std::optional<absl::StatusOr<TraceData>> ReadTraceTextSimdjson(std::string_view 
       return std::nullopt;
     }
   }
-  if (!splitter.Finish()) return std::nullopt;
+  if (!splitter.Finish() || !parser.Drain()) return std::nullopt;
   if (counts != nullptr) *counts = parser.counts();
   return Finish(std::move(data), parser.handler(), "trace");
 }

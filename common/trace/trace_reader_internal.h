@@ -25,6 +25,15 @@ std::optional<absl::StatusOr<TraceData>> ReadTraceTextSimdjson(std::string_view 
                                                                 size_t batch_bytes,
                                                                 EventWalkCounts* counts);
 
+// The same with `workers` threads walking batches of events besides the caller's, each into a
+// partial result merged in file order (what ReadTraceFile does with one per spare core); 0: the
+// caller walks everything in order.
+std::optional<absl::StatusOr<TraceData>> ReadTraceTextSimdjson(std::string_view json,
+                                                                size_t block_bytes,
+                                                                size_t batch_bytes,
+                                                                EventWalkCounts* counts,
+                                                                int workers);
+
 }  // namespace libreyolo::internal
 
 #endif  // LIBREYOLO_COMMON_TRACE_TRACE_READER_INTERNAL_H_

@@ -39,7 +39,9 @@ void ExpectParity(const std::string& json, bool simd_decides) {
     for (size_t batch : {size_t{1}, size_t{40}, size_t{1} << 20}) {
       const std::string what = absl::StrCat("block ", block, ", batch ", batch, ": ",
                                             json.substr(0, 120));
-      auto simd = internal::ReadTraceTextSimdjson(json, block, batch);
+      // Every other combination with batches walked on two threads besides this one.
+      const int workers = (block + batch) % 2 == 0 ? 2 : 0;
+      auto simd = internal::ReadTraceTextSimdjson(json, block, batch, nullptr, workers);
       if (simd_decides) {
         ASSERT_TRUE(simd.has_value()) << what << ": simdjson left it to RapidJSON";
       }
@@ -321,6 +323,50 @@ TEST(TraceReaderParity, EventWalkerConvertsFractionsBitForBit) {
   ASSERT_EQ(got->flops.size(), 4000u);
   ExpectSameData(*got, *reference, "fractions");
   EXPECT_EQ(Walked(json, size_t{1} << 18).declined, 0);
+}
+
+// Batches walked on other threads, each into a partial result, merged in file order: the same
+// data as one walk in order (string ids, side-table indexes, steps, counters), whichever thread
+// finishes first; also where some batches are declined to simdjson or hold stray elements.
+TEST(TraceReaderParity, BatchesWalkedInParallelMergeToTheSameData) {
+  std::vector<std::string> texts;
+  for (const char* name : {"trace_filter.json.gz", "alexnet.json.gz", "amd_trace.json.gz",
+                           "cpu_only.json.gz", "synthetic_async.json"}) {
+    auto text = ReadWholeFile(Fixture(name));
+    ASSERT_TRUE(text.ok());
+    texts.push_back(*std::move(text));
+  }
+  std::string mixed = "[";
+  for (int i = 0; i < 300; ++i) {
+    absl::StrAppend(&mixed, i == 0 ? "" : ",\n",
+                    R"({"ph": "X", "cat": "cpu_op", "name": "op)", i % 7, R"(", "ts": )", i,
+                    R"(, "dur": 1, "pid": 1, "tid": )", i % 3,
+                    R"(, "args": {"Input Dims": [[)", i % 5, R"(]], "flops": )", i,
+                    i % 11 == 0 ? R"(, "e": "\u0041")" : "", "}},\n",
+                    R"({"ph": "i", "name": "[memory]", "ts": )", i,
+                    R"(, "pid": 1, "tid": 1, "args": {"Bytes": )", i, "}}",
+                    i % 13 == 0 ? ", 5, [1]" : "",
+                    R"(, {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)", i,
+                    R"(", "ts": )", i, R"(, "dur": 2})");
+  }
+  mixed += "]";
+  texts.push_back(mixed);
+  for (const std::string& text : texts) {
+    auto reference = ReadTraceText(text, TraceParser::kRapidJson);
+    ASSERT_TRUE(reference.ok());
+    internal::EventWalkCounts in_order;
+    auto one = internal::ReadTraceTextSimdjson(text, size_t{1} << 16, 1000, &in_order, 0);
+    ASSERT_TRUE(one.has_value() && one->ok());
+    EXPECT_GT(in_order.walked, 0);
+    for (int workers : {1, 2, 3}) {
+      internal::EventWalkCounts counts;
+      auto got = internal::ReadTraceTextSimdjson(text, size_t{1} << 16, 1000, &counts, workers);
+      ASSERT_TRUE(got.has_value() && got->ok()) << workers << " workers";
+      ExpectSameData(**got, *reference, absl::StrCat(workers, " workers: ", text.substr(0, 60)));
+      EXPECT_EQ(counts.walked, in_order.walked);
+      EXPECT_EQ(counts.declined, in_order.declined);
+    }
+  }
 }
 
 // The real traces the benchmark replicates (and others) take the fast path whole.
