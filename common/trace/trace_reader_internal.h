@@ -26,8 +26,8 @@ std::optional<absl::StatusOr<TraceData>> ReadTraceTextSimdjson(std::string_view 
                                                                 EventWalkCounts* counts);
 
 // The same with `workers` threads walking batches of events besides the caller's, each into a
-// partial result merged in file order (what ReadTraceFile does with one per spare core); 0: the
-// caller walks everything in order.
+// partial result merged in file order (what ReadTraceFile does with one per core beyond two);
+// 0: the caller walks everything in order.
 std::optional<absl::StatusOr<TraceData>> ReadTraceTextSimdjson(std::string_view json,
                                                                 size_t block_bytes,
                                                                 size_t batch_bytes,
