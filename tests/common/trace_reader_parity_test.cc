@@ -241,7 +241,8 @@ TEST(TraceReaderParity, EventWalkerReadsUnusualEventsLikeRapidJson) {
          "args": [], "args": {"Input Dims": []}}
   ])";
   const std::string with_cr = absl::StrReplaceAll(events, {{"\n", "\r\n"}});
-  for (const std::string& json : {events, with_cr, absl::StrCat("{\"traceEvents\": ", events, "}")}) {
+  const std::string object = absl::StrCat("{\"traceEvents\": ", events, "}");
+  for (const std::string& json : {events, with_cr, object}) {
     ExpectParity(json, true);
     for (size_t batch : {size_t{1}, size_t{1} << 20}) {
       const internal::EventWalkCounts counts = Walked(json, batch);
