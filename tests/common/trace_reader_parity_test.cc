@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/io/block_reader.h"
 #include "common/io/file_reader.h"
 #include "common/trace/trace_reader.h"
+#include "common/trace/trace_reader_internal.h"
 
 namespace libreyolo {
 namespace {
@@ -37,7 +39,9 @@ void ExpectParity(const std::string& json, bool simd_decides) {
     for (size_t batch : {size_t{1}, size_t{40}, size_t{1} << 20}) {
       const std::string what = absl::StrCat("block ", block, ", batch ", batch, ": ",
                                             json.substr(0, 120));
-      auto simd = internal::ReadTraceTextSimdjson(json, block, batch);
+      // Every other combination with batches walked on two threads besides this one.
+      const int workers = (block + batch) % 2 == 0 ? 2 : 0;
+      auto simd = internal::ReadTraceTextSimdjson(json, block, batch, nullptr, workers);
       if (simd_decides) {
         ASSERT_TRUE(simd.has_value()) << what << ": simdjson left it to RapidJSON";
       }
@@ -183,6 +187,200 @@ TEST(TraceReaderParity, DeepNestingIsStillRejectedWithItsMessage) {
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("nested deeper than 256 levels"));
   ExpectParity(deep, false);
+}
+
+// --- the events' own walker (ElementWalker) ---------------------------------------------------
+
+// Elements read by the events' own walker and declined by it, `json` read whole (one batch) or
+// one element a batch; parity with RapidJSON at every cut (ExpectParity) besides.
+internal::EventWalkCounts Walked(const std::string& json, size_t batch) {
+  internal::EventWalkCounts counts;
+  auto r = internal::ReadTraceTextSimdjson(json, size_t{1} << 20, batch, &counts);
+  EXPECT_TRUE(r.has_value() && r->ok()) << json.substr(0, 120);
+  return counts;
+}
+
+// Events as no exporter writes them, all read by the walker itself (nothing declined): keys in
+// any order, kept keys twice (the last wins, or both count, as in RapidJSON's SAX order), kept
+// keys of the wrong JSON type, kept key names inside unknown keys' objects and arrays, keys that
+// are a kept key's prefix or extension, numbers of every kind the walker converts, whitespace of
+// every kind, empty objects and lists.
+TEST(TraceReaderParity, EventWalkerReadsUnusualEventsLikeRapidJson) {
+  const std::string events = R"([
+    {"args": {"Input Dims": [[1, 2]], "correlation": 7, "flops": 2.5}, "ts": 5, "tid": 2,
+     "pid": 1, "name": "op", "dur": 3, "cat": "cpu_op", "ph": "X"},
+    {"ph": "X", "cat": "kernel", "name": "k1", "ts": 1, "ts": 2, "dur": 1, "dur": 4,
+     "name": "k2", "pid": 0, "tid": 7, "args": {"correlation": 1},
+     "args": {"correlation": 2, "correlation": 3}},
+    {"ph": "X", "cat": "cpu_op", "name": "dims twice", "ts": 3, "dur": 1, "pid": 1, "tid": 1,
+     "args": {"Input Dims": [[1]], "Input Dims": [[2, 3], [], [[4]]]}},
+    {"ph": "X", "cat": "cpu_op", "name": "nested unknowns", "ts": 4, "dur": 1, "pid": 1,
+     "tid": 1, "x": {"ts": 99, "name": "no", "args": {"correlation": 5},
+                     "y": [[{"dur": 1}], [], {}, "args"]},
+     "args": {"z": {"Input Dims": [[9]], "flops": 4}, "correlation": 8, "w": [1, {"flops": 3}]},
+     "tss": 1, "t": 2, "nam": "x", "argss": {"correlation": 6}, "Ph": "i"},
+    {"ph": "X", "cat": "cpu_op", "name": "types", "ts": 5, "dur": 1, "pid": "1", "tid": 2.5,
+     "args": {"correlation": "c", "flops": -1, "Input Dims": [true, false, null, "s", -0, 1.25,
+              12345678901234567890, -9223372036854775808, 0.000001, 10.0]}},
+    {"ph": "X", "cat": "cpu_op", "name": 5, "ts": 6, "dur": 1},
+    {"ph": "X", "cat": "cpu_op", "name": "ts null", "ts": null, "dur": 1},
+    {"ph": "X", "cat": ["cpu_op"], "name": "cat list", "ts": 7, "dur": 1},
+    {"ph": {"a": 1}, "cat": "cpu_op", "name": "ph object", "ts": 8, "dur": 1},
+    {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#12", "ts": 1682725897235145.250,
+     "dur": 0.125, "pid": -3, "tid": 18446744073709551615},
+    {"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#13", "ts": -0, "dur": 0, "pid": -0,
+     "tid": 9223372036854775807, "args": {"correlation": -9223372036854775807}},
+    {"ph": "i", "name": "[memory]", "ts": 9, "pid": 1, "tid": 1,
+     "args": {"Device Type": 1, "Bytes": -512, "Total Allocated": 9007199254740993,
+              "Total Reserved": 1.5}},
+    {"ph": "s", "cat": "ac2g", "id": 9223372036854775808, "ts": 10, "pid": 1, "tid": 1},
+    {"ph":"X","cat":"gpu_memcpy","name":"ws","ts"	:
+11 ,"dur"
+:1,"pid":1,"tid":1,"args":{}}   ,
+    {}, {"ph": "X", "cat": "cpu_op", "name": "empty args", "ts": 12, "dur": 1, "args": {},
+         "args": [], "args": {"Input Dims": []}}
+  ])";
+  const std::string with_cr = absl::StrReplaceAll(events, {{"\n", "\r\n"}});
+  const std::string object = absl::StrCat("{\"traceEvents\": ", events, "}");
+  for (const std::string& json : {events, with_cr, object}) {
+    ExpectParity(json, true);
+    for (size_t batch : {size_t{1}, size_t{1} << 20}) {
+      const internal::EventWalkCounts counts = Walked(json, batch);
+      EXPECT_EQ(counts.walked, 16) << "batch " << batch;
+      EXPECT_EQ(counts.declined, 0) << "batch " << batch;
+    }
+  }
+}
+
+// What the walker does not take (escapes, exponents, integers beyond 64 bits, elements that are
+// not objects) it declines, after the handler has seen part of the event (and interned its Input
+// Dims): simdjson walks the batch from that element, and the result is RapidJSON's.
+TEST(TraceReaderParity, EventWalkerDeclinesMidEventAndSimdjsonTakesOver) {
+  const std::string json = R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1, "pid": 1, "tid": 1,
+     "args": {"Input Dims": [[1, 2]], "k": "esc\"aped"}},
+    {"ph": "X", "cat": "cpu_op", "name": "b", "ts": 2, "dur": 1, "pid": 1, "tid": 1,
+     "args": {"Input Dims": [[3]], "flops": 1e3}},
+    {"ph": "X", "cat": "cpu_op", "n\u0061me": "c", "ts": 3, "dur": 1},
+    {"ph": "X", "cat": "cpu_op", "name": "d", "ts": 4, "dur": 1, "pid": -9223372036854775809,
+     "tid": 1},
+    {"ph": "X", "cat": "cpu_op", "name": "e", "ts": 5, "dur": 1, "pid": 1, "tid": 1,
+     "args": {"Input Dims": [[4, 5]]}},
+    7, [1], "x",
+    {"ph": "X", "cat": "cpu_op", "name": "f", "ts": 6.5, "dur": 1, "pid": 1, "tid": 1,
+     "args": {"Input Dims": [[6]], "x": [1E2]}},
+    {"ph": "X", "cat": "cpu_op", "name": "g", "ts": 7, "dur": 1, "pid": 1, "tid": 1,
+     "args": {"Input Dims": [[7]], "flops": 12345678901234567890123}}]})";
+  ExpectParity(json, true);
+  // Batches end where an element ends with a bracket: a, b, c, d, e, [7, [1]], ["x", f], g.
+  const internal::EventWalkCounts one = Walked(json, 1);
+  EXPECT_EQ(one.walked, 1);  // e
+  EXPECT_EQ(one.declined, 7);
+  const internal::EventWalkCounts whole = Walked(json, size_t{1} << 20);
+  EXPECT_EQ(whole.walked, 0);
+  EXPECT_EQ(whole.declined, 1);  // the rest of the one batch went to simdjson
+}
+
+// Bad JSON inside events, where the walker reads: it declines, simdjson rejects, RapidJSON
+// reports (the same error and offset).
+TEST(TraceReaderParity, BadJsonInsideEventsIsStillRapidJsonsToReport) {
+  for (const char* event : {
+           R"({"ph": "X", "ts": tru})", R"({"ph": "X", "ts": 01})", R"({"ph": "X", "ts": 1.})",
+           R"({"ph": "X", "ts": -})", R"({"ph": "X", "ts": 1,})", R"({"ph": "X" "ts": 1})",
+           R"({"ph": "X", "ts" 1})", R"({"ph": "X", "args": {"a": [1 2]}})",
+           R"({"ph": "X", "args": {"a": [1,]}})", "{\"ph\": \"X\", \"name\": \"a\x01\"}",
+           R"({"ph": "X", 5: 1})", R"({"ph": "X", "x": nulll})", R"({"ph": "X", "x": falsey})",
+           R"({"ph": "X", "ts": 1}})", R"({"ph": "X", "ts": 1]})", R"({"ph": "X", "ts": .5})",
+           R"({"ph": "X", "ts": +5})", R"({"ph": "X", "ts": 1 2})", R"({"ph": "X", "x": [})",
+           R"({"ph": "X", "ts": 5, "dur": 1e999})", R"({"ph": "X", "x": "\u12"})",
+       }) {
+    ExpectParity(absl::StrCat(R"({"traceEvents": [{"ph": "X", "ts": 1}, )", event, "]}"), false);
+  }
+}
+
+// Numbers with a fraction where the handler keeps them (flops: compared bit for bit), of 1 to
+// 15 digits with the point anywhere: the walker's short path gives the correctly rounded double,
+// as RapidJSON does for these (beyond 2^53 RapidJSON's default precision is not exact, and the
+// simdjson reader, before this walker as now, keeps the correctly rounded value).
+TEST(TraceReaderParity, EventWalkerConvertsFractionsBitForBit) {
+  std::string json = "[";
+  uint64_t x = 88172645463325252u;  // xorshift64: deterministic digits
+  for (int i = 0; i < 4000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const int digits = 1 + static_cast<int>(x % 14);
+    std::string num = absl::StrCat(x % 9 + 1);
+    for (int d = 1; d < digits; ++d) num += static_cast<char>('0' + (x >> (2 * d)) % 10);
+    const size_t point = 1 + (x >> 40) % num.size();
+    num.insert(point, point == num.size() ? ".5" : ".");
+    absl::StrAppend(&json, i == 0 ? "" : ",\n", R"({"ph": "X", "cat": "cpu_op", "name": "op",)",
+                    R"( "ts": 1, "dur": 1, "args": {"flops": )", num, "}}");
+  }
+  json += "]";
+  auto got = ReadTraceText(json);
+  auto reference = ReadTraceText(json, TraceParser::kRapidJson);
+  ASSERT_TRUE(got.ok() && reference.ok());
+  ASSERT_EQ(got->flops.size(), 4000u);
+  ExpectSameData(*got, *reference, "fractions");
+  EXPECT_EQ(Walked(json, size_t{1} << 18).declined, 0);
+}
+
+// Batches walked on other threads, each into a partial result, merged in file order: the same
+// data as one walk in order (string ids, side-table indexes, steps, counters), whichever thread
+// finishes first; also where some batches are declined to simdjson or hold stray elements.
+TEST(TraceReaderParity, BatchesWalkedInParallelMergeToTheSameData) {
+  std::vector<std::string> texts;
+  for (const char* name : {"trace_filter.json.gz", "alexnet.json.gz", "amd_trace.json.gz",
+                           "cpu_only.json.gz", "synthetic_async.json"}) {
+    auto text = ReadWholeFile(Fixture(name));
+    ASSERT_TRUE(text.ok());
+    texts.push_back(*std::move(text));
+  }
+  std::string mixed = "[";
+  for (int i = 0; i < 300; ++i) {
+    absl::StrAppend(&mixed, i == 0 ? "" : ",\n",
+                    R"({"ph": "X", "cat": "cpu_op", "name": "op)", i % 7, R"(", "ts": )", i,
+                    R"(, "dur": 1, "pid": 1, "tid": )", i % 3,
+                    R"(, "args": {"Input Dims": [[)", i % 5, R"(]], "flops": )", i,
+                    i % 11 == 0 ? R"(, "e": "\u0041")" : "", "}},\n",
+                    R"({"ph": "i", "name": "[memory]", "ts": )", i,
+                    R"(, "pid": 1, "tid": 1, "args": {"Bytes": )", i, "}}",
+                    i % 13 == 0 ? ", 5, [1]" : "",
+                    R"(, {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)", i,
+                    R"(", "ts": )", i, R"(, "dur": 2})");
+  }
+  mixed += "]";
+  texts.push_back(mixed);
+  for (const std::string& text : texts) {
+    auto reference = ReadTraceText(text, TraceParser::kRapidJson);
+    ASSERT_TRUE(reference.ok());
+    internal::EventWalkCounts in_order;
+    auto one = internal::ReadTraceTextSimdjson(text, size_t{1} << 16, 1000, &in_order, 0);
+    ASSERT_TRUE(one.has_value() && one->ok());
+    EXPECT_GT(in_order.walked, 0);
+    for (int workers : {1, 2, 3}) {
+      internal::EventWalkCounts counts;
+      auto got = internal::ReadTraceTextSimdjson(text, size_t{1} << 16, 1000, &counts, workers);
+      ASSERT_TRUE(got.has_value() && got->ok()) << workers << " workers";
+      ExpectSameData(**got, *reference, absl::StrCat(workers, " workers: ", text.substr(0, 60)));
+      EXPECT_EQ(counts.walked, in_order.walked);
+      EXPECT_EQ(counts.declined, in_order.declined);
+    }
+  }
+}
+
+// The real traces the benchmark replicates (and others) take the fast path whole.
+TEST(TraceReaderParity, EventWalkerReadsEveryFixtureEventItself) {
+  for (const auto& [name, events] : std::vector<std::pair<std::string, int64_t>>{
+           {"trace_filter.json.gz", 4855}, {"alexnet.json.gz", 1408},
+           {"cupti_profiler.json.gz", 4222}, {"simple_add.json.gz", 1348}}) {
+    auto text = ReadWholeFile(Fixture(name));
+    ASSERT_TRUE(text.ok());
+    const internal::EventWalkCounts counts = Walked(*text, size_t{1} << 18);
+    EXPECT_EQ(counts.walked, events) << name;
+    EXPECT_EQ(counts.declined, 0) << name;
+  }
 }
 
 // --- igzip ----------------------------------------------------------------------------------
