@@ -4,11 +4,12 @@
 //
 // One process, interleaved: every round runs, in a rotating order, a short block of forwards
 // for each configuration (no profiler; the bare profiler with all three off; each switch alone;
-// all three but one; all three; the bare profiler and all three with module scopes; our own
-// RecordFunction op collector, server/engine/collect/op_collector.h, without and with shapes),
-// so that
-// load from other processes falls on every configuration alike, which separate runs of
-// libreyolo-engine on a shared machine cannot promise. Prints per
+// all three but one; all three; the bare profiler and all three with module scopes; our native
+// RecordFunction op collector, server/engine/collect/op_collector.h, bare, with shapes and with
+// all three; an empty RecordFunction callback pair without and with inputs, the floor of any
+// collector on RecordFunction), so that load from other processes falls on every
+// configuration alike, which separate runs of libreyolo-engine on a shared machine cannot
+// promise. Prints per
 // configuration the median forward, the median added over no profiler and over the bare
 // profiler, and then each switch's cost alone (over bare) and within all three (all three minus
 // all but it): the budget turns auto switches off starting from all three on.

@@ -25,6 +25,8 @@
 #   half      libreyolo profile infer --device D --half     (float16 autocast: Tensor Cores)
 #   run       libreyolo profile run synthetic --device D    (training step, fused SGD)
 #   kineto    libreyolo-engine infer --kineto-trace ...     (LibTorch's own trace, same window)
+#   infer_lt  infer again with --collector libtorch         (the CPU collector native replaced)
+#   run_lt    run again with --collector libtorch
 #   python    the Python LibreYOLO's `profile infer` on the same device (wheels carried along)
 #   report    scripts/gpu_report.py -> gpu-report.md
 set -uo pipefail
@@ -164,6 +166,12 @@ step run "$bin/libreyolo" profile run synthetic --device "$device" --weights "$w
   --imgsz "$imgsz" --batch "$batch" --steps "$steps" --warmup 3 --workers 2 --project "$out/run"
 step kineto "$bin/libreyolo-engine" infer "${common[@]}" --project "$out/kineto" \
   --kineto-trace "$out/kineto/kineto_trace.json"
+# The profiler's cost with each CPU collector, same device, same run (issue 13's 1 % and 2 %).
+step infer_lt "$bin/libreyolo" profile infer "${common[@]}" --collector libtorch \
+  --project "$out/infer_lt"
+step run_lt "$bin/libreyolo" profile run synthetic --device "$device" --weights "$weights" \
+  --imgsz "$imgsz" --batch "$batch" --steps "$steps" --warmup 3 --workers 2 \
+  --collector libtorch --project "$out/run_lt"
 # The Python LibreYOLO on the same device, weights and size (wheels carried in gpu-extra).
 if ! "$py" -c 'import libreyolo' 2>/dev/null && ls "$extra"/wheels/*.whl >/dev/null 2>&1; then
   "$py" -m pip install -q --no-index --no-deps --target "$out/site" "$extra"/wheels/*.whl \

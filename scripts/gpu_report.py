@@ -81,6 +81,8 @@ def main():
     infer = load(first(f"{out}/infer/**/profile.json"))
     half = load(first(f"{out}/half/**/profile.json"))
     run = load(first(f"{out}/run/**/profile.json"))
+    infer_lt = load(first(f"{out}/infer_lt/**/profile.json"))
+    run_lt = load(first(f"{out}/run_lt/**/profile.json"))
     ours_k = summary(a.libreyolo, first(f"{out}/kineto/**/profile_trace.json"))
     kineto = summary(a.libreyolo, first(f"{out}/kineto/**/kineto_trace.json"))
     python = load(first(f"{out}/python/**/profile.json"))
@@ -117,6 +119,14 @@ def main():
             f"{fmt(num(p, 'peak_vram_mb'), ' MB', 1)} / {fmt(num(p, 'memory', 'peak_reserved_mb') or num(p, 'peak_reserved_mb'), ' MB', 1)}")
         row(f"{name}: profiler overhead", fmt(num(p, "profiler", "overhead_pct"), " %", 1),
             "<= 2 %" if p is run else "")
+    for name, native, libtorch, goal in (("infer fp32", infer, infer_lt, "<= 1 %"),
+                                         ("run (train step)", run, run_lt, "<= 2 %")):
+        row(f"{name}: profiler overhead, native vs libtorch CPU collector "
+            f"({prof(native, 'cpu_collector') or 'n/a'} / {prof(libtorch, 'cpu_collector') or 'n/a'})",
+            f"{fmt(num(native, 'profiler', 'overhead_pct'), ' %', 1)} "
+            f"{prof(native, 'overhead_ci_pct') or ''} vs "
+            f"{fmt(num(libtorch, 'profiler', 'overhead_pct'), ' %', 1)} "
+            f"{prof(libtorch, 'overhead_ci_pct') or ''}", goal)
     ours_p50 = num(infer, "latency", "p50_ms")
     py_p50 = num(python, "latency", "p50_ms")
     row("latency p50: ours vs Python LibreYOLO (fp32)",
