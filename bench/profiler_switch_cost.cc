@@ -18,7 +18,8 @@
 // count the time spent waiting for a core, so a loaded machine still gives clean numbers.
 //
 //   profiler_switch_cost [--weights PATH] [--imgsz 320] [--threads 2] [--rounds 12] [--block 3]
-//                        [--cpu-time 0|1]
+//                        [--cpu-time 0|1] [--only "NAME,NAME"]  (a subset, e.g. for perf record:
+//                        the per-configuration table only)
 #include <ATen/record_function.h>
 #include <time.h>
 #include <torch/torch.h>
@@ -35,6 +36,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "server/engine/collect/op_collector.h"
 #include "server/engine/collect/torch_profiler.h"
 #include "server/engine/model/module_scope.h"
@@ -100,12 +102,17 @@ std::vector<Config> Configs() {
 int main(int argc, char** argv) {
   std::string weights = "/work/shared/fixtures/models/libreyolo9t_seed1234.pt";
   int64_t imgsz = 320, threads = 2, rounds = 12, block = 3, cpu_time = 0;
+  std::string only;  // --only "ours + shapes,no profiler": just these configurations (perf runs)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const std::string value = argv[i + 1];
     int64_t n = 0;
     if (flag == "--weights") {
       weights = value;
+      continue;
+    }
+    if (flag == "--only") {
+      only = value;
       continue;
     }
     if (!absl::SimpleAtoi(value, &n) || n < 0) {
@@ -154,7 +161,17 @@ int main(int argc, char** argv) {
     }
     records_per_forward = static_cast<int64_t>(counted->events.size());
   }
-  const std::vector<Config> configs = Configs();
+  std::vector<Config> configs = Configs();
+  if (!only.empty()) {
+    const std::vector<std::string> wanted = absl::StrSplit(only, ',');
+    std::erase_if(configs, [&](const Config& c) {
+      return std::find(wanted.begin(), wanted.end(), c.name) == wanted.end();
+    });
+    if (configs.empty()) {
+      std::cerr << "--only: no configuration named " << only << "\n";
+      return 2;
+    }
+  }
   std::map<std::string, std::vector<double>> ms;
   for (int64_t r = 0; r < rounds; ++r) {
     for (size_t k = 0; k < configs.size(); ++k) {
@@ -215,6 +232,7 @@ int main(int argc, char** argv) {
                                  100.0 * (m - none) / none,
                                  c.profiled ? absl::StrFormat("%.2f", m - bare) : "-");
   }
+  if (!only.empty()) return 0;  // the comparisons below need every configuration
   const double all = libreyolo::engine::MedianMs(ms["all three"]);
   std::cout << absl::StrFormat("%-16s %14s %18s\n", "switch", "alone +ms", "within all +ms");
   for (const auto& [name, without] :
