@@ -144,6 +144,9 @@ TEST_F(JobOptions, EveryInferFieldFromTheFlagToProfileJsonAndBack) {
        "false"},
       {"ProfilerOptions.with_flops", {"--no-with-flops"}, "profiler.with_flops", "false"},
       {"ProfilerOptions.with_modules", {"--no-with-modules"}, "profiler.with_modules", "false"},
+      // Likewise: no collector recorded anything (the run walk shows libtorch recording).
+      {"ProfilerOptions.collector", {"--collector", "libtorch"}, "profiler.cpu_collector",
+       "\"none\""},
       {"ProfilerOptions.overhead_budget_pct", {"--overhead-budget", "7"},
        "profiler.overhead_budget_pct", "7"},
   };
@@ -190,6 +193,8 @@ TEST_F(JobOptions, EveryRunFieldFromTheFlagToProfileJsonAndBack) {
       {"ProfilerOptions.profile_memory", {"--profile-memory"}, "profiler.profile_memory", "true"},
       {"ProfilerOptions.with_flops", {"--no-with-flops"}, "profiler.with_flops", "false"},
       {"ProfilerOptions.with_modules", {"--no-with-modules"}, "profiler.with_modules", "false"},
+      {"ProfilerOptions.collector", {"--collector", "libtorch"}, "profiler.cpu_collector",
+       "\"libtorch\""},
       {"ProfilerOptions.overhead_budget_pct", {"--overhead-budget", "9"},
        "profiler.overhead_budget_pct", "9"},
   };
