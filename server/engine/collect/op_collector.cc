@@ -182,20 +182,27 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
     if (fn.needsInputs()) {
       if (o.record_shapes) {
         r.dims_offset = static_cast<uint32_t>(b.dims.size());
-        for (const c10::IValue& v : fn.inputs()) {
-          ++r.dims_inputs;
-          if (!v.isTensor()) {
-            b.dims.push_back(-1);
-            continue;
+        try {
+          for (const c10::IValue& v : fn.inputs()) {
+            ++r.dims_inputs;
+            if (!v.isTensor()) {
+              b.dims.push_back(-1);
+              continue;
+            }
+            const at::Tensor& t = v.toTensor();
+            if (!t.defined()) {
+              b.dims.push_back(0);
+              continue;
+            }
+            const auto sizes = t.sizes();  // throws for nested and symbolic-size tensors
+            b.dims.push_back(static_cast<int64_t>(sizes.size()));
+            b.dims.insert(b.dims.end(), sizes.begin(), sizes.end());
           }
-          const at::Tensor& t = v.toTensor();
-          if (!t.defined()) {
-            b.dims.push_back(0);
-            continue;
-          }
-          const auto sizes = t.sizes();
-          b.dims.push_back(static_cast<int64_t>(sizes.size()));
-          b.dims.insert(b.dims.end(), sizes.begin(), sizes.end());
+        } catch (const std::exception&) {
+          // No shapes for this op, but its record: a start callback that failed would leave
+          // the op unrecorded and its end closing the enclosing record instead.
+          b.dims.resize(r.dims_offset);
+          r.dims_inputs = 0;
         }
       }
       if (o.with_flops && b.flops_state[r.name] != FlopsState::kNotCounted) {

@@ -251,6 +251,35 @@ TEST(OpCollector, APausedCollectionRecordsNothingAndResumesWhole) {
   ASSERT_TRUE((*theirs)->Stop().ok());
 }
 
+// A tensor whose sizes cannot be read (nested) costs its op the shapes, not its record: the
+// ops around it keep their nesting and their shapes.
+TEST(OpCollector, AnInputWithoutReadableSizesKeepsTheRecordAndItsNesting) {
+  const torch::Tensor nt = torch::nested::nested_tensor({torch::rand({2, 3}), torch::rand({4, 3})});
+  const torch::Tensor x = torch::rand({4, 4});
+  OpCollectorOptions o;
+  o.record_shapes = true;
+  auto c = OpCollector::Start(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  {
+    ScopedRange outer("outer");
+    (void)nt.relu();
+    (void)(x * x);
+  }
+  auto t = (*c)->Stop();
+  ASSERT_TRUE(t.ok()) << t.status();
+  const CollectedEvent* range = Find(*t, "outer");
+  const CollectedEvent* relu = Find(*t, "aten::relu");
+  const CollectedEvent* mul = Find(*t, "aten::mul");
+  ASSERT_NE(range, nullptr);
+  ASSERT_NE(relu, nullptr);
+  ASSERT_NE(mul, nullptr);
+  EXPECT_EQ(relu->input_dims_json, "");
+  EXPECT_EQ(mul->input_dims_json, "[[4, 4], [4, 4]]");
+  // The range ends after mul: relu's end did not close it.
+  EXPECT_GE(range->start_ns + range->dur_ns, mul->start_ns + mul->dur_ns);
+  EXPECT_TRUE(t->notes.empty()) << t->notes[0];
+}
+
 TEST(OpCollector, OnlyTheStartingThreadStopsIt) {
   auto c = OpCollector::Start({});
   ASSERT_TRUE(c.ok()) << c.status();
