@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -251,7 +253,7 @@ TEST_F(TrainJobErrors, CancelIsObservedBetweenSteps) {
   EXPECT_TRUE(absl::IsCancelled(r.status())) << r.status();
 }
 
-// The same batch again and again: a working step must drive its loss down.
+// The same batch again and again.
 class FixedBatch : public BatchSource {
  public:
   explicit FixedBatch(Batch b) : batch_(std::move(b)) {}
@@ -261,35 +263,112 @@ class FixedBatch : public BatchSource {
   Batch batch_;
 };
 
-TEST(Trainer, LossFallsOnARepeatedBatch) {
-  torch::set_num_threads(1);  // as the jobs above
-  auto loaded = LoadModel(kDefaultWeights, "t", 80);
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  auto spec = ResolveDataset("synthetic:4");
-  ASSERT_TRUE(spec.ok());
-  auto data = OpenDataset(*spec, Split::kTrain);
-  ASSERT_TRUE(data.ok());
-  LoaderOptions lo;
-  lo.batch_size = 2;
-  lo.image_size = 64;
-  lo.workers = 0;
-  auto loader = DataLoader::Create(*data, lo);
-  ASSERT_TRUE(loader.ok());
-  auto first = (*loader)->Next();
-  ASSERT_TRUE(first.ok() && first->has_value());
-  FixedBatch source(**first);
-  TrainerOptions to;
-  to.imgsz = 64;
-  Trainer trainer(loaded->model, to);
+// What a trainer must do, tested without following a loss trajectory a few ulps decide (issue
+// 22: five steps of a loss that barely moves fell on one CPU and rose on another, with the
+// kernels MKL picked). The gradients themselves are the Python LibreYOLO's
+// (FixtureLossTest.GradientsEqualThePythonLibreYolos); here: the step applies exactly SGD's
+// update to every parameter, and a longer run at a constant rate drives the loss down far
+// beyond any rounding.
+class TrainerSteps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    torch::set_num_threads(1);  // as the jobs above
+    auto loaded = LoadModel(kDefaultWeights, "t", 80);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    model_ = loaded->model;
+    auto spec = ResolveDataset("synthetic:4");
+    ASSERT_TRUE(spec.ok());
+    auto data = OpenDataset(*spec, Split::kTrain);
+    ASSERT_TRUE(data.ok());
+    LoaderOptions lo;
+    lo.batch_size = 2;
+    lo.image_size = 64;
+    lo.workers = 0;
+    auto loader = DataLoader::Create(*data, lo);
+    ASSERT_TRUE(loader.ok());
+    auto first = (*loader)->Next();
+    ASSERT_TRUE(first.ok() && first->has_value());
+    batch_ = **first;
+    options_.imgsz = 64;
+  }
+
+  Yolo9 model_{nullptr};
+  Batch batch_;
+  TrainerOptions options_;
+};
+
+TEST_F(TrainerSteps, OneStepMovesEveryParameterByExactlySgdsUpdate) {
+  // The gradient the step will see: the same forward and loss on the same batch (train mode
+  // uses the batch's statistics, so updating the running ones changes nothing here).
+  Yolo9LossOptions lo;
+  lo.num_classes = model_->options().num_classes;
+  model_->train();
+  ComputeYolo9Loss(ForwardMaps(model_, batch_.images, false), batch_.targets, 64, lo)
+      .total.backward();
+  std::map<std::string, torch::Tensor> grad, before;
+  for (const auto& p : model_->named_parameters()) {
+    ASSERT_TRUE(p.value().grad().defined()) << p.key();
+    grad[p.key()] = p.value().grad().clone();
+    before[p.key()] = p.value().detach().clone();
+    p.value().mutable_grad().zero_();
+  }
+  Trainer trainer(model_, options_);
+  FixedBatch source(batch_);
+  auto t = trainer.Step(source, true);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_TRUE(std::isfinite(trainer.last_loss().item<double>()));
+  EXPECT_EQ(trainer.ema().updates(), 1);
+
+  // First step of Nesterov SGD: buf = d = g + wd * p, update = d + m * buf = (1 + m) d.
+  const SgdSettings& s = options_.sgd;
+  double along_gradient = 0;
+  int64_t checked = 0;
+  for (const auto& m : model_->named_modules()) {
+    const bool bn = m.value()->as<torch::nn::BatchNorm2d>() != nullptr;
+    for (const auto& p : m.value()->named_parameters(false)) {
+      const std::string name = m.key().empty() ? p.key() : m.key() + "." + p.key();
+      const double wd = p.key() == "weight" && !bn ? s.weight_decay : 0.0;
+      const torch::Tensor g = grad.at(name).to(torch::kFloat64);
+      const torch::Tensor p0 = before.at(name).to(torch::kFloat64);
+      const torch::Tensor moved = p.value().detach().to(torch::kFloat64) - p0;
+      const torch::Tensor want = -s.lr * (1 + s.momentum) * (g + wd * p0);
+      // The parameters are float32: p1 - p0 carries up to half an ulp of p (2^-24 |p|) of
+      // rounding; the update itself must agree to 1e-4.
+      const double size = want.norm().item<double>();
+      const double rounding = std::ldexp(1.0, -23) * p0.norm().item<double>();
+      EXPECT_LE((moved - want).norm().item<double>(), 1e-4 * size + rounding) << name;
+      along_gradient += (moved * g).sum().item<double>();
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int64_t>(grad.size()));
+  EXPECT_LT(along_gradient, 0) << "the step did not move against the gradient";
+}
+
+TEST_F(TrainerSteps, LossFallsOverALongerRunAtAConstantRate) {
+  // A constant rate, no warm-up, ten times SGD's default (at 0.01 this random-init model's loss
+  // of ~0.32 moves by a few 1e-4 a step while the momentum builds up over ~1/(1-m) = 16 steps:
+  // five steps show only rounding). At 0.1 it falls smoothly, ~0.003 a step: here 0.319 to
+  // 0.216 over 40 steps, far beyond anything the kernels' summation order can change.
+  options_.sgd.lr = 0.1;
+  Trainer trainer(model_, options_);
+  FixedBatch source(batch_);
   std::vector<double> losses;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 40; ++i) {
     auto t = trainer.Step(source, true);
     ASSERT_TRUE(t.ok()) << t.status();
     losses.push_back(trainer.last_loss().item<double>());
-    ASSERT_TRUE(std::isfinite(losses.back()));
+    ASSERT_TRUE(std::isfinite(losses.back())) << "step " << i;
   }
-  EXPECT_LT(losses[4], losses[0]) << losses[0] << " -> " << losses[4];
-  EXPECT_EQ(trainer.ema().updates(), 5);
+  auto mean = [&](size_t from, size_t n) {
+    double sum = 0;
+    for (size_t i = from; i < from + n; ++i) sum += losses[i];
+    return sum / static_cast<double>(n);
+  };
+  const double first = mean(0, 5), last = mean(35, 5);
+  std::printf("loss: mean of steps 1-5 %.5f, of steps 36-40 %.5f\n", first, last);
+  EXPECT_LT(last, 0.8 * first) << first << " -> " << last;
+  EXPECT_EQ(trainer.ema().updates(), 40);
 }
 
 TEST(Optimizer, DecaysConvWeightsOnly) {
