@@ -7,8 +7,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/render/terminal_text.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -64,8 +65,8 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
         const std::string value = a.substr(a.find('=') + 1);
         if (FindFlag(spec, key) != nullptr) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "'", a, "' looks like key=value; this command takes POSIX flags: write --", key,
-              " ", value, " (see --help)"));
+              "'", Excerpt(a), "' looks like key=value; this command takes POSIX flags: write --",
+              Excerpt(key), " ", Excerpt(value), " (see --help)"));
         }
         // No such flag: the key is most likely a positional's name (summary trace=x).
         std::string positional;
@@ -73,11 +74,10 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
           if (p.name == key) positional = p.name;
         }
         return absl::InvalidArgumentError(absl::StrCat(
-            "'", a, "' looks like key=value; this command takes POSIX arguments",
-            positional.empty()
-                ? absl::StrCat(" and has no --", key, " flag (see --help)")
-                : absl::StrCat(": give the ", positional, " as it is: '", spec.name, " ", value,
-                               "'")));
+            "'", Excerpt(a), "' looks like key=value; this command takes POSIX arguments",
+            positional.empty() ? absl::StrCat(" and has no --", Excerpt(key), " flag (see --help)")
+                               : absl::StrCat(": give the ", positional, " as it is: '", spec.name,
+                                              " ", Excerpt(value), "'")));
       }
       out.positionals.push_back(a);
       continue;
@@ -98,7 +98,7 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
     }
     if (name.empty() && !absl::StartsWith(a, "--")) {
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown option '", a, "': flags are spelled --name (see --help)"));
+          absl::StrCat("unknown option '", Excerpt(a), "': flags are spelled --name (see --help)"));
     }
     if (name.empty()) name = a.substr(2);
     std::optional<std::string> inline_value;
@@ -114,7 +114,7 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
       negated = f != nullptr;
     }
     if (f == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " for '",
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", Excerpt(name), " for '",
                                                      spec.name, "' (see --help for its flags)"));
     }
     if (f->value_name.empty()) {
@@ -154,9 +154,9 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
                            absl::StrJoin(missing, ", "), " (see --help)"));
   }
   if (out.positionals.size() > spec.positionals.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("unexpected argument '",
-                                                   out.positionals[spec.positionals.size()],
-                                                   "' for '", spec.name, "' (see --help)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", Excerpt(out.positionals[spec.positionals.size()]),
+                     "' for '", spec.name, "' (see --help)"));
   }
   return out;
 }
@@ -165,7 +165,7 @@ absl::StatusOr<int> ParseIntFlag(const std::string& flag, const std::string& val
   int v = 0;
   if (!absl::SimpleAtoi(value, &v)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, " needs an integer, got '", value, "'"));
+        absl::StrCat("--", flag, " needs an integer, got '", Excerpt(value), "'"));
   }
   return v;
 }
@@ -174,7 +174,7 @@ absl::StatusOr<double> ParseDoubleFlag(const std::string& flag, const std::strin
   double v = 0;
   if (!absl::SimpleAtod(value, &v) || !std::isfinite(v)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, " needs a number, got '", value, "'"));
+        absl::StrCat("--", flag, " needs a number, got '", Excerpt(value), "'"));
   }
   return v;
 }

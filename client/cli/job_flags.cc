@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/render/terminal_text.h"
 #include "proto/job_spec/job_defaults.h"
 
 namespace libreyolo::cli {
@@ -68,7 +69,7 @@ absl::Status ReadInt(const ParsedArgs& a, const std::string& name, int64_t* into
   if (!v) return absl::OkStatus();
   if (!absl::SimpleAtoi(*v, into)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--", name, " needs an integer, got '", *v, "'"));
+        absl::StrCat("--", name, " needs an integer, got '", Excerpt(*v), "'"));
   }
   return absl::OkStatus();
 }
@@ -109,7 +110,7 @@ absl::Status ReadProfiler(const ParsedArgs& a, v1::ProfilerOptions* p) {
       const std::string s = absl::AsciiStrToLower(absl::StripAsciiWhitespace(part));
       if (s != "cpu" && s != "cuda") {
         return absl::InvalidArgumentError(
-            absl::StrCat("--activities: '", s, "' is not cpu or cuda"));
+            absl::StrCat("--activities: '", Excerpt(s), "' is not cpu or cuda"));
       }
       p->add_activities(s);
     }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "client/cli/job_flags.h"
 #include "common/io/image_extensions.h"
+#include "common/render/terminal_text.h"
 #include "proto/job_spec/job_defaults.h"
 
 namespace libreyolo::cli {
@@ -68,7 +69,8 @@ absl::Status FillCommon(const ParsedArgs& a, v1::SubmitJobRequest* r) {
   for (const std::string& l : a.Values("label")) {
     const size_t eq = l.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--label needs KEY=VALUE, got '", l, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--label needs KEY=VALUE, got '", Excerpt(l), "'"));
     }
     (*r->mutable_labels())[l.substr(0, eq)] = l.substr(eq + 1);
   }
@@ -76,7 +78,7 @@ absl::Status FillCommon(const ParsedArgs& a, v1::SubmitJobRequest* r) {
     int32_t v = 0;
     if (!absl::SimpleAtoi(*p, &v)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--priority needs an integer in -10..10, got '", *p, "'"));
+          absl::StrCat("--priority needs an integer in -10..10, got '", Excerpt(*p), "'"));
     }
     r->set_priority(v);
   }

@@ -30,7 +30,7 @@ absl::StatusOr<int64_t> IntFlag(const ParsedArgs& a, const std::string& name) {
   int64_t n = 0;
   if (!absl::SimpleAtoi(*v, &n)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--", name, " needs an integer, got '", *v, "'"));
+        absl::StrCat("--", name, " needs an integer, got '", Excerpt(*v), "'"));
   }
   return n;
 }
@@ -50,8 +50,8 @@ absl::StatusOr<v1::JobState> ParseState(const std::string& s) {
                           v1::JOB_STATE_FAILED, v1::JOB_STATE_CANCELLED}) {
     if (StateName(st) == absl::AsciiStrToLower(s)) return st;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--state '", s, "' is not queued, running, succeeded, failed or cancelled"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--state '", Excerpt(s), "' is not queued, running, succeeded, failed or cancelled"));
 }
 
 std::string Age(int64_t unix_ms) {

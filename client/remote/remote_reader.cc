@@ -10,6 +10,7 @@
 #include "client/remote/artifact_download.h"
 #include "client/remote/daemon_session.h"
 #include "common/load/load_profile.h"
+#include "common/render/terminal_text.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -75,7 +76,8 @@ absl::StatusOr<std::vector<std::string>> FetchJobInputs(const std::vector<std::s
     const std::optional<JobRef> ref = ParseJobRef(inputs[i], bare_ok);
     if (!ref) continue;
     if (!IsJobId(ref->job_id)) {
-      return absl::InvalidArgumentError(absl::StrCat("'", ref->job_id, "' is not a job id"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", Excerpt(ref->job_id), "' is not a job id"));
     }
     if (session == nullptr) {
       auto opened = DaemonSession::Open(args);
@@ -111,7 +113,7 @@ absl::StatusOr<ReaderOutput> RunRemoteReader(const ReaderInvocation& inv, const 
   }
   for (const auto& r : refs) {
     if (r && !IsJobId(r->job_id)) {
-      return absl::InvalidArgumentError(absl::StrCat("'", r->job_id, "' is not a job id"));
+      return absl::InvalidArgumentError(absl::StrCat("'", Excerpt(r->job_id), "' is not a job id"));
     }
   }
   if (!all_jobs) {

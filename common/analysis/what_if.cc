@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/render/terminal_text.h"
 
 namespace libreyolo {
 
@@ -49,7 +50,8 @@ absl::StatusOr<WhatIfResult> WhatIf(const Profile& p, const WhatIfRequest& req) 
       std::vector<std::string> names;
       for (const CategoryRow& c : p.categories) names.push_back(c.name);
       return absl::InvalidArgumentError(absl::StrCat(
-          "--remove-category '", *req.remove_category, "' matches no kernel category of this "
+          "--remove-category '", Excerpt(*req.remove_category),
+          "' matches no kernel category of this "
           "profile; it has: ",
           names.empty() ? std::string("none (no GPU kernels)") : absl::StrJoin(names, ", ")));
     }

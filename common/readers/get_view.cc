@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/json/json_writer.h"
+#include "common/render/terminal_text.h"
 #include "common/render/text_table.h"
 
 namespace libreyolo {
@@ -51,7 +52,7 @@ absl::StatusOr<GetView> BuildGet(const Profile& p, const std::optional<std::stri
       return v;
     }
   }
-  return absl::NotFoundError(absl::StrCat("unknown metric '", *field,
+  return absl::NotFoundError(absl::StrCat("unknown metric '", Excerpt(*field),
                                           "'. run 'libreyolo profile get ", source,
                                           "' to list metrics."));
 }

@@ -9,6 +9,7 @@
 #include "common/analysis/kernel_classify.h"
 #include "common/json/json_writer.h"
 #include "common/readers/phases_view.h"
+#include "common/render/terminal_text.h"
 #include "common/render/text_table.h"
 
 namespace libreyolo {
@@ -21,8 +22,8 @@ absl::StatusOr<KernelsView> BuildKernels(const Profile& p, const KernelsOptions&
   v.cpu_job = IsCpuJob(p);
   v.options = o;
   if (o.sort != "time" && o.sort != "count" && o.sort != "name") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown --sort '", o.sort, "' for kernels: use time, count or name"));
+    return absl::InvalidArgumentError(absl::StrCat("unknown --sort '", Excerpt(o.sort),
+                                                   "' for kernels: use time, count or name"));
   }
   const std::vector<KernelRow>* rows = &p.kernels;
   if (o.phase.has_value()) {
@@ -33,7 +34,7 @@ absl::StatusOr<KernelsView> BuildKernels(const Profile& p, const KernelsOptions&
     } else if (ProfileHasPhase(p, *o.phase)) {
       rows = kNone;  // a listed phase with no rows (e.g. a profile made without a trace)
     } else {
-      return absl::NotFoundError(absl::StrCat("unknown phase '", *o.phase,
+      return absl::NotFoundError(absl::StrCat("unknown phase '", Excerpt(*o.phase),
                                               "'; this profile has: ", PhaseNamesForMessage(p)));
     }
   }
@@ -42,8 +43,8 @@ absl::StatusOr<KernelsView> BuildKernels(const Profile& p, const KernelsOptions&
     try {
       grep.emplace(*o.grep, std::regex::ECMAScript | std::regex::icase);
     } catch (const std::regex_error& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--grep '", *o.grep, "' is not a valid regular expression: ", e.what()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--grep '", Excerpt(*o.grep), "' is not a valid regular expression: ", e.what()));
     }
   }
   for (const KernelRow& k : *rows) {

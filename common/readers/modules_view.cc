@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/json/json_writer.h"
+#include "common/render/terminal_text.h"
 #include "common/render/text_table.h"
 
 namespace libreyolo {
@@ -31,12 +32,13 @@ const std::vector<std::string>& ModuleSortKeys() {
 absl::StatusOr<ModulesView> BuildModules(const TraceData& trace, const ModulesOptions& o,
                                          const std::string& source, const std::string& trace_path) {
   if (o.format != "table" && o.format != "folded") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown --format '", o.format, "' for modules: use table or folded"));
+    return absl::InvalidArgumentError(absl::StrCat("unknown --format '", Excerpt(o.format),
+                                                   "' for modules: use table or folded"));
   }
   if (!Known(o.sort)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown --sort '", o.sort, "' for modules: use ", absl::StrJoin(ModuleSortKeys(), ", ")));
+    return absl::InvalidArgumentError(absl::StrCat("unknown --sort '", Excerpt(o.sort),
+                                                   "' for modules: use ",
+                                                   absl::StrJoin(ModuleSortKeys(), ", ")));
   }
   if (o.depth < 0 || o.depth > kMaxDepth) {
     return absl::InvalidArgumentError(

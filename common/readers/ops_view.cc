@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/json/json_writer.h"
 #include "common/readers/phases_view.h"
+#include "common/render/terminal_text.h"
 #include "common/render/text_table.h"
 
 namespace libreyolo {
@@ -58,9 +59,9 @@ absl::StatusOr<OpsView> BuildOps(const Profile& p, const OpsOptions& o, const st
     if (name == o.sort) key = &fn;
   }
   if (key == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown --sort '", o.sort,
-                                                   "' for ops; use one of: ",
-                                                   absl::StrJoin(OpSortKeys(), ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --sort '", Excerpt(o.sort),
+                     "' for ops; use one of: ", absl::StrJoin(OpSortKeys(), ", ")));
   }
   const std::vector<OpRow>* rows = &p.ops;
   if (o.group_by_input_shape && o.phase.has_value()) {
@@ -84,7 +85,7 @@ absl::StatusOr<OpsView> BuildOps(const Profile& p, const OpsOptions& o, const st
     } else if (ProfileHasPhase(p, *o.phase)) {
       rows = kNone;  // a listed phase with no rows (e.g. a profile made without a trace)
     } else {
-      return absl::NotFoundError(absl::StrCat("unknown phase '", *o.phase,
+      return absl::NotFoundError(absl::StrCat("unknown phase '", Excerpt(*o.phase),
                                               "'; this profile has: ", PhaseNamesForMessage(p)));
     }
   }

@@ -11,6 +11,7 @@
 #include "common/readers/phases_view.h"
 #include "common/readers/summary_view.h"
 #include "common/readers/what_if_view.h"
+#include "common/render/terminal_text.h"
 #include "common/trace/trace_reader.h"
 
 namespace libreyolo {
@@ -113,7 +114,7 @@ absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const Profile
     if (r->trace.empty()) r->trace = label(0);
     return Render(*r, RenderWhatIfText, RenderWhatIfJson);
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown reader '", in.reader, "'"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown reader '", Excerpt(in.reader), "'"));
 }
 
 }  // namespace libreyolo

@@ -80,16 +80,15 @@ absl::Status Finite(const std::string& field, double v, double lo, double hi) {
   return FieldError(field, absl::StrCat(v, " is not a number in [", lo, ", ", hi, "]"));
 }
 
-// Over a limit set below the fixed bound: RESOURCE_EXHAUSTED naming the limit; off the grid
-// 32, 64, ..., 4096: INVALID_ARGUMENT.
+// Off the grid 32, 64, ..., 4096 (the engine's bound, whatever a daemon's limit says):
+// INVALID_ARGUMENT, checked first so that 8192 is refused as out of bound on every daemon
+// (rpc.md, "Limits"); on the grid but over a limit set below 4096: RESOURCE_EXHAUSTED naming it.
 absl::Status Imgsz(const std::string& field, int64_t v, const JobLimits& l) {
-  if (v > l.max_imgsz && l.max_imgsz < bounds::kImgszMax) {
-    return LimitError(field, v, l.max_imgsz, l.limit_owner, "max_imgsz");
-  }
   if (v < bounds::kImgszMin || v > bounds::kImgszMax || v % bounds::kImgszStep != 0) {
     return FieldError(field, absl::StrCat(v, " is not a multiple of ", bounds::kImgszStep, " in ",
                                           bounds::kImgszMin, "..", bounds::kImgszMax));
   }
+  if (v > l.max_imgsz) return LimitError(field, v, l.max_imgsz, l.limit_owner, "max_imgsz");
   return absl::OkStatus();
 }
 

@@ -28,6 +28,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "common/render/terminal_text.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -56,13 +57,6 @@ std::string DecodeSha256Hex(absl::string_view hex) {
     raw.push_back(static_cast<char>(high * 16 + low));
   }
   return raw;
-}
-
-bool ValidUserName(absl::string_view user) {
-  return !user.empty() && std::all_of(user.begin(), user.end(), [](char c) {
-    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
-           c == '@';
-  });
 }
 
 // The user name of `uid` from the password database, or "uid:<n>".
@@ -156,6 +150,14 @@ absl::Status CheckKeyPair(const TlsConfig& tls, const std::string& cert_pem,
 
 }  // namespace
 
+bool IsValidUserName(absl::string_view user) {
+  return !user.empty() && user.size() <= kMaxUserNameBytes &&
+         std::all_of(user.begin(), user.end(), [](char c) {
+           return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
+                  c == '.' || c == '@';
+         });
+}
+
 // ---- TokenTable -----------------------------------------------------------------------------
 
 absl::StatusOr<TokenTable> TokenTable::Parse(const std::vector<std::string>& lines,
@@ -187,13 +189,15 @@ absl::StatusOr<TokenTable> TokenTable::Parse(const std::vector<std::string>& lin
     } else {
       entry.sha256 = Sha256(fields[0]);
     }
-    if (!ValidUserName(fields[1])) {
-      return bad(absl::StrCat("user '", fields[1], "' may hold only letters, digits, _ - . @"));
+    if (!IsValidUserName(fields[1])) {
+      return bad(absl::StrCat("user '", Excerpt(std::string(fields[1])),
+                              "' may hold only letters, digits, _ - . @"));
     }
     entry.user = std::string(fields[1]);
     if (fields.size() == 3) {
       if (fields[2] != "admin") {
-        return bad(absl::StrCat("third field must be 'admin', got '", fields[2], "'"));
+        return bad(absl::StrCat("third field must be 'admin', got '",
+                                Excerpt(std::string(fields[2])), "'"));
       }
       entry.admin = true;
     }

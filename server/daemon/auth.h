@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "server/daemon/daemon_config.h"
 
 namespace grpc {
@@ -28,6 +29,11 @@ struct Identity {
   bool unix_peer = false;    // came over the Unix socket
   std::optional<uid_t> uid;  // the peer's uid on the Unix socket
 };
+
+// The user names the daemon accepts (tokens file, `admins`): 1..256 bytes of letters, digits,
+// _ - . @ (rpc.md, "Authentication"; 256 is ListJobs.owner's bound, so a filter can name any).
+inline constexpr size_t kMaxUserNameBytes = 256;
+bool IsValidUserName(absl::string_view user);
 
 // The tokens file: one "<token> <user> [admin]" per line, '#' comments, blank lines ignored.
 // A token may be given as "sha256:<64 hex>" so the file need not hold secrets in clear.

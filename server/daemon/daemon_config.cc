@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -23,6 +24,8 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "common/render/terminal_text.h"
+#include "server/daemon/auth.h"
 #include "server/daemon/daemon_config_internal.h"
 
 namespace libreyolo::daemon {
@@ -46,6 +49,36 @@ namespace {
 using config_internal::Readable;
 
 // ---- Validation helpers ---------------------------------------------------------------------
+
+// Why the metrics textfile can never be written (its folder is missing, not a folder or not
+// writable), or "". The daemon writes it atomically: a temp file and a rename in that folder.
+std::string MetricsFolderProblem(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string folder = parent.empty() ? std::string(".") : parent.string();
+  const std::string prefix = absl::StrCat("metrics_textfile ", Excerpt(path, 4096), ": ");
+  constexpr absl::string_view fix =
+      "; create it (node_exporter's --collector.textfile.directory) or choose another path "
+      "(--metrics-textfile)";
+  struct stat info {};
+  if (::stat(folder.c_str(), &info) != 0) {
+    return absl::StrCat(prefix, "the folder ", Excerpt(folder, 4096), " does not exist (",
+                        std::strerror(errno), ")", fix);
+  }
+  if (!S_ISDIR(info.st_mode)) {
+    return absl::StrCat(prefix, Excerpt(folder, 4096), " is not a folder", fix);
+  }
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    return absl::StrCat(prefix, "the folder ", Excerpt(folder, 4096),
+                        " is not writable by this user (", std::strerror(errno),
+                        "); give libreyolod write access to it or choose another path "
+                        "(--metrics-textfile)");
+  }
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    return absl::StrCat(prefix, "is a folder; name a file in it, e.g. ", Excerpt(path, 4096),
+                        "/libreyolod.prom (--metrics-textfile)");
+  }
+  return "";
+}
 
 bool AllDigits(absl::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
@@ -76,7 +109,7 @@ absl::StatusOr<DaemonConfig> LoadConfigFromArgs(const std::vector<std::string>& 
 absl::StatusOr<ListenAddress> ParseListenAddress(const std::string& address) {
   auto bad = [&address]() {
     return absl::InvalidArgumentError(
-        absl::StrCat("listen '", address,
+        absl::StrCat("listen '", Excerpt(address),
                      "': expected unix:/path, tcp:HOST:PORT or HOST:PORT ([::1]:PORT for IPv6)"));
   };
   ListenAddress result;
@@ -113,13 +146,20 @@ absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
   }
   bool tcp = false;
   std::string first_tcp;
+  if (config.listen.size() > kMaxListenAddresses) {
+    // Each address would hold a socket: thousands end in "Too many open files" (exit 1).
+    problems.push_back(absl::StrCat("listen: ", config.listen.size(), " addresses; at most ",
+                                    kMaxListenAddresses,
+                                    " (one Unix socket and a TCP address or two are usual)"));
+  }
   for (const std::string& address : config.listen) {
+    if (config.listen.size() > kMaxListenAddresses) break;
     absl::StatusOr<ListenAddress> parsed = ParseListenAddress(address);
     if (!parsed.ok()) {
       problems.emplace_back(parsed.status().message());
     } else if (!parsed->unix_socket && !tcp) {
       tcp = true;
-      first_tcp = address;
+      first_tcp = Excerpt(address);
     }
   }
   const TlsConfig& tls = config.tls;
@@ -172,20 +212,41 @@ absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
     }
   }
   std::set<std::string> devices;
+  if (config.devices.size() > kMaxDevices) {
+    problems.push_back(
+        absl::StrCat("devices: ", config.devices.size(), " entries; at most ", kMaxDevices));
+  }
   for (const std::string& device : config.devices) {
+    if (config.devices.size() > kMaxDevices) break;
     int slot = 0;
     const bool cpu_slot = absl::StartsWith(device, "cpu:") && AllDigits(device.substr(4)) &&
                           absl::SimpleAtoi(device.substr(4), &slot) && slot >= 1 && slot <= 63;
     if (device != "cpu" && !cpu_slot && !AllDigits(device)) {
-      problems.push_back(absl::StrCat("devices: '", device,
+      problems.push_back(absl::StrCat("devices: '", Excerpt(device),
                                       "' is not a device: use cpu, a CUDA index such as 0, or "
                                       "cpu:N (N = 1..63) for a further CPU slot"));
     } else if (!devices.insert(device).second) {
-      problems.push_back(absl::StrCat("devices: '", device, "' is listed twice"));
+      problems.push_back(absl::StrCat("devices: '", Excerpt(device), "' is listed twice"));
     }
   }
+  if (config.admins.size() > kMaxAdmins) {
+    problems.push_back(
+        absl::StrCat("admins: ", config.admins.size(), " names; at most ", kMaxAdmins));
+  }
   for (const std::string& admin : config.admins) {
-    if (admin.empty()) problems.push_back("admins: an empty user name");
+    if (config.admins.size() > kMaxAdmins) break;
+    if (admin.empty()) {
+      problems.push_back("admins: an empty user name");
+    } else if (!IsValidUserName(admin)) {
+      problems.push_back(absl::StrCat("admins: '", Excerpt(admin),
+                                      "' is not a user name: user names hold 1..",
+                                      kMaxUserNameBytes, " letters, digits, _ - . @ (--admin)"));
+    }
+  }
+  if (!config.metrics_textfile.empty()) {
+    if (std::string why = MetricsFolderProblem(config.metrics_textfile); !why.empty()) {
+      problems.push_back(std::move(why));
+    }
   }
   if (config.unix_socket_mode < 0 || config.unix_socket_mode > 0777) {
     problems.push_back("unix_socket_mode: expected an octal mode between 0 and 0777");
@@ -225,6 +286,10 @@ absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
     }
   }
   if (problems.empty()) return absl::OkStatus();
+  const size_t more =
+      problems.size() > kMaxReportedProblems ? problems.size() - kMaxReportedProblems : 0;
+  problems.resize(problems.size() - more);
+  if (more > 0) problems.push_back(absl::StrCat("and ", more, " more problems"));
   return absl::InvalidArgumentError(absl::StrJoin(problems, "; "));
 }
 

@@ -37,8 +37,15 @@ struct Retention {
   int64_t max_jobs = 1000;          // finished jobs kept at most (oldest go first); 0 = no cap
 };
 
+// Bounds of the configuration's lists (ValidateDaemonConfig): each listen address holds a
+// socket and each device a worker process, so a config with thousands is a mistake, refused
+// with exit 2 before anything is opened.
+inline constexpr size_t kMaxListenAddresses = 64;
+inline constexpr size_t kMaxDevices = 128;
+inline constexpr size_t kMaxAdmins = 1024;
+
 struct DaemonConfig {
-  // "tcp:HOST:PORT" / "HOST:PORT" / "unix:/path". At least one.
+  // "tcp:HOST:PORT" / "HOST:PORT" / "unix:/path". 1..kMaxListenAddresses of them.
   std::vector<std::string> listen;
   std::string state_dir = "/var/lib/libreyolod/state";
   std::string store_dir = "/var/lib/libreyolod/store";
@@ -54,7 +61,7 @@ struct DaemonConfig {
   int unix_socket_mode = 0660;      // permissions of the Unix socket
   Limits limits;
   Retention retention;
-  std::string metrics_textfile;  // node_exporter textfile; empty = none
+  std::string metrics_textfile;  // node_exporter textfile in an existing folder; empty = none
   int64_t drain_timeout_s = 60;  // SIGTERM: how long a running job may take to stop
   int32_t cpu_threads = 0;       // engine CPU threads for cpu jobs; 0 = all cores
   // After a cancel (CancelJob, a drain's deadline), how long an engine worker may take to stop
@@ -83,9 +90,12 @@ std::vector<std::string> DaemonConfigKeyPaths();
 // The flag ("--max-batch") that overrides a key path, or "" when none does.
 std::string DaemonFlagForKey(const std::string& key_path);
 
-// Cross-field checks after flags: at least one listen address, TLS files readable, a TCP
-// listener has TLS or insecure_tcp, a tokens file when TCP is on, limits positive.
-// Every problem found is reported, joined by "; ".
+// Cross-field checks after flags: 1..kMaxListenAddresses listen addresses, TLS files readable,
+// a TCP listener has TLS or insecure_tcp, a tokens file when TCP is on, admins are user names
+// (IsValidUserName), the metrics textfile's folder exists, limits positive. Every problem found
+// is reported, joined by "; " (the first kMaxReportedProblems, then how many more); values are
+// echoed as excerpts (common/render/terminal_text.h).
+inline constexpr size_t kMaxReportedProblems = 10;
 absl::Status ValidateDaemonConfig(const DaemonConfig& config);
 
 // One `listen` entry, split: "unix:/path" -> {unix_socket, "/path"}; "tcp:HOST:PORT" and

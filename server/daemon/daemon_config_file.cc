@@ -1,5 +1,6 @@
 // libreyolod's YAML configuration file: the one tree of its keys (each top-level key marked
 // reloadable or restart-only), parsing it into a DaemonConfig, and a reload's merge.
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -8,7 +9,6 @@
 #include <functional>
 #include <limits>
 #include <sstream>
-#include <sys/stat.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/render/terminal_text.h"
 #include "server/daemon/daemon_config.h"
 #include "server/daemon/daemon_config_internal.h"
 
@@ -156,7 +157,7 @@ absl::Status ParseMapping(const YAML::Node& node, const std::string& prefix,
       std::vector<std::string> names;
       for (const Key& candidate : keys) names.push_back(candidate.name);
       return KeyError(
-          key_path, item.first,
+          Excerpt(key_path), item.first,
           absl::StrCat("unknown key (known keys of ", what, ": ", absl::StrJoin(names, ", "), ")"));
     }
     if (absl::Status status = key->set(item.second, key_path); !status.ok()) return status;

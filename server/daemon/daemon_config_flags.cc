@@ -15,6 +15,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "common/render/terminal_text.h"
 #include "server/daemon/daemon_config.h"
 #include "server/daemon/daemon_config_internal.h"
 
@@ -42,7 +43,7 @@ struct Flag {
 
 absl::Status BadFlagValue(absl::string_view flag, absl::string_view value, const char* what) {
   return absl::InvalidArgumentError(
-      absl::StrCat("--", flag, ": expected ", what, ", got '", value, "'"));
+      absl::StrCat("--", flag, ": expected ", what, ", got '", Excerpt(std::string(value)), "'"));
 }
 
 template <typename Int>
@@ -217,12 +218,13 @@ absl::StatusOr<FlagParseResult> ApplyDaemonFlags(const std::vector<std::string>&
       const size_t eq = arg.find('=');
       if (eq != std::string::npos && eq > 0) {
         const std::string flag = absl::StrReplaceAll(arg.substr(0, eq), {{"_", "-"}, {".", "-"}});
-        return absl::InvalidArgumentError(
-            absl::StrCat("unexpected argument '", arg, "': flags start with --, e.g. --", flag, "=",
-                         arg.substr(eq + 1), " (see libreyolod --help)"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "unexpected argument '", Excerpt(arg), "': flags start with --, e.g. --", Excerpt(flag),
+            "=", Excerpt(arg.substr(eq + 1)), " (see libreyolod --help)"));
       }
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unexpected argument '", arg, "': libreyolod takes only flags (see libreyolod --help)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected argument '", Excerpt(arg),
+                       "': libreyolod takes only flags (see libreyolod --help)"));
     }
     absl::string_view name = absl::string_view(arg).substr(2);
     std::optional<std::string> value;
@@ -236,7 +238,7 @@ absl::StatusOr<FlagParseResult> ApplyDaemonFlags(const std::vector<std::string>&
     }
     if (flag == nullptr) {
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag --", name, " (see libreyolod --help)"));
+          absl::StrCat("unknown flag --", Excerpt(std::string(name)), " (see libreyolod --help)"));
     }
     if (!value.has_value()) {
       if (flag->value == nullptr) {

@@ -35,15 +35,17 @@ absl::StatusOr<EngineWorker*> EngineRunner::EnsureWorker(const std::string& devi
   }
   // Started outside the lock: LibTorch takes seconds to load, and other devices' jobs and
   // GetDaemonInfo go on meanwhile.
-  absl::StatusOr<std::unique_ptr<EngineWorker>> started =
-      EngineWorker::Start(executable_, device, hello_timeout_);
+  absl::StatusOr<std::unique_ptr<EngineWorker>> started = EngineWorker::Spawn(executable_, device);
+  absl::Status hello = started.ok() ? (*started)->AwaitHello(hello_timeout_) : started.status();
+  // A worker that was spawned and ended before its Hello died (the start is retried at the
+  // device's next job); one that could not be spawned never lived.
+  if (started.ok() && !hello.ok()) RecordDeath(std::string(hello.message()));
   std::lock_guard<std::mutex> lock(mu_);
   Slot& slot = slots_[device];
-  if (!started.ok()) {
-    slot.start_error = std::string(started.status().message());
-    return started.status();
+  if (!hello.ok()) {
+    slot.start_error = std::string(hello.message());
+    return hello;
   }
-  if (slot.worker) restarts_++;  // a worker that died before
   slot.worker = *std::move(started);
   slot.hello = slot.worker->hello();
   slot.start_error.clear();
@@ -69,6 +71,7 @@ void EngineRunner::StartWorkers(const std::vector<std::string>& devices,
     std::lock_guard<std::mutex> lock(mu_);
     Slot& slot = slots_[device];
     if (!hello.ok()) {
+      RecordDeath(std::string(hello.message()), /*log=*/false);  // the warning is its line
       warnings->push_back(std::string(hello.message()));
       slot.start_error = std::string(hello.message());
       continue;
@@ -76,6 +79,14 @@ void EngineRunner::StartWorkers(const std::vector<std::string>& devices,
     slot.worker = std::move(w);
     slot.hello = slot.worker->hello();
     slot.start_error.clear();
+  }
+}
+
+void EngineRunner::RecordDeath(const std::string& what, bool log) {
+  const int64_t n = ++deaths_;
+  if (log) {
+    std::cerr << "libreyolod: " << what << "; " << n << " engine worker death"
+              << (n == 1 ? "" : "s") << " since start" << std::endl;
   }
 }
 
@@ -135,8 +146,7 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
     const std::string what =
         absl::StrCat("the engine worker for ", job.device(), " (pid ", pid, ") ", end.death, " ",
                      (*worker)->LastStage());
-    std::cerr << "libreyolod: job " << job.id() << ": " << what
-              << "; a fresh worker runs the next job\n";
+    RecordDeath(absl::StrCat("job ", job.id(), ": ", what, "; a fresh worker runs the next job"));
     if (end.cancelled_by_kill) {
       out.cancel_note = what;
       return fail(absl::CancelledError(what));
@@ -145,8 +155,9 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
   }
   const wv1::Done& done = *end.done;
   if (done.context_lost()) {
-    std::cerr << "libreyolod: job " << job.id() << ": the CUDA context of " << job.device()
-              << " is unusable (" << done.context_error() << "); its worker was replaced\n";
+    RecordDeath(absl::StrCat("job ", job.id(), ": the CUDA context of ", job.device(),
+                             " is unusable (", done.context_error(), "); its worker (pid ", pid,
+                             ") was ended, a fresh one runs the next job"));
   }
   if (done.code() != 0) {
     std::string message = done.error();

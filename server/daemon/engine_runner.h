@@ -44,7 +44,9 @@ class EngineRunner : public JobRunner {
                  const engine::CancelToken& cancel) override;
   EngineFacts Facts() const override;
   std::string DescribeDevice(const std::string& device) const override;
-  int64_t WorkerRestarts() const override { return restarts_.load(); }
+  // Every worker death (engine_worker.h's JobEnd.death, a start that died before its Hello, a
+  // lost CUDA context), each also one log line: the replacements the daemon makes.
+  int64_t WorkerRestarts() const override { return deaths_.load(); }
 
   // How long a worker may take to stop after a cancel before it is killed.
   void set_cancel_grace(std::chrono::milliseconds grace) { cancel_grace_ = grace; }
@@ -57,6 +59,9 @@ class EngineRunner : public JobRunner {
   };
   // The device's live worker, starting one if there is none (a restart after a death).
   absl::StatusOr<EngineWorker*> EnsureWorker(const std::string& device);
+  // Counts a worker's death and, with `log`, writes its line ("libreyolod: <what>; N worker
+  // deaths since start").
+  void RecordDeath(const std::string& what, bool log = true);
 
   const LiveConfig& config_;
   JobStore* store_;
@@ -66,7 +71,7 @@ class EngineRunner : public JobRunner {
   mutable std::mutex mu_;  // slots_; a slot's worker is used by its device's job thread only
   std::map<std::string, Slot> slots_;
   wv1::Hello first_hello_;
-  std::atomic<int64_t> restarts_{0};
+  std::atomic<int64_t> deaths_{0};
 };
 
 }  // namespace libreyolo::daemon

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/render/terminal_text.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -208,7 +209,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
       v1::SubmitJobRequest a = existing.job.request(), b = request;
       if (a.SerializeAsString() != b.SerializeAsString()) {
         return absl::AlreadyExistsError(
-            absl::StrCat("request_id '", request.request_id(), "' was used for job ",
+            absl::StrCat("request_id '", Excerpt(request.request_id()), "' was used for job ",
                          existing.job.id(), " with a different request; use a new request_id"));
       }
       return existing.job;

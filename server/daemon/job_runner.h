@@ -52,7 +52,8 @@ class JobRunner {
   virtual EngineFacts Facts() const { return {}; }
   // One line about `device` ("cpu, 16 cores, BLAS ...", "NVIDIA H200, 132 SMs, ...").
   virtual std::string DescribeDevice(const std::string& device) const { return device; }
-  // Engine workers started again after one died (a crash, a lost CUDA context).
+  // Engine workers that ended without being asked to (each is replaced): a crash, an exit, a
+  // death before it was ready, a kill after the cancel grace, a lost CUDA context.
   virtual int64_t WorkerRestarts() const { return 0; }
 };
 

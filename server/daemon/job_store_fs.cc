@@ -11,6 +11,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/render/terminal_text.h"
 #include "server/daemon/job_store_internal.h"
 
 namespace libreyolo::daemon::job_store_internal {
@@ -19,11 +20,9 @@ absl::Status OsError(int err, absl::string_view what, absl::string_view path) {
   return absl::ErrnoToStatus(err, absl::StrCat(what, " ", path));
 }
 
-// A quoted, escaped and shortened rendering of an untrusted string for error messages.
+// An untrusted string in an error message: quoted, as the one excerpt every echo uses.
 std::string Quote(absl::string_view s) {
-  constexpr size_t kMax = 80;
-  std::string out = absl::CHexEscape(s.substr(0, kMax));
-  return absl::StrCat("\"", out, s.size() > kMax ? "...\"" : "\"");
+  return absl::StrCat("'", Excerpt(std::string_view(s.data(), s.size())), "'");
 }
 
 bool ValidJobId(absl::string_view id) {

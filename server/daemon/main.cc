@@ -1,6 +1,7 @@
 // libreyolod: the profiling daemon. Configuration from --config FILE plus flags; SIGTERM or
 // SIGINT drains running jobs (drain_timeout_s) and exits 0; SIGHUP reloads the tokens file,
-// admins, limits and retention (docs/deploy.md, "Reload").
+// admins, limits and retention (docs/deploy.md, "Reload"); every other signal whose default
+// would end the daemon is logged and ignored (daemon_signals.h, docs/deploy.md "Signals").
 //
 // Exit codes (docs/deploy.md, "Start-up errors"): 0 stopped cleanly; 1 an unexpected failure;
 // 2 a configuration or flag error (fix the config); 3 something it needs is in use (a port, a
@@ -11,6 +12,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "absl/status/status.h"
 #include "server/daemon/daemon.h"
 #include "server/daemon/daemon_config.h"
+#include "server/daemon/daemon_signals.h"
 #include "server/engine/cpu_threads.h"
 #include "server/worker/worker_main.h"
 #ifdef LIBREYOLO_WORKER_FAULT_HOOKS
@@ -27,13 +30,9 @@
 namespace {
 
 // Libraries start threads before main (OpenBLAS's pool, for one), so blocking signals for a
-// sigwait thread is not enough: a handler that writes the signal number to a pipe is.
+// sigwait thread is not enough: a handler that writes the signal number to a pipe is
+// (InstallDaemonSignalHandlers).
 int g_signal_pipe[2] = {-1, -1};
-
-void OnSignal(int sig) {
-  const char byte = static_cast<char>(sig);
-  (void)!::write(g_signal_pipe[1], &byte, 1);
-}
 
 constexpr int kExitUnexpected = 1;
 constexpr int kExitConfig = 2;
@@ -76,16 +75,12 @@ int main(int argc, char** argv) {
     std::cerr << "libreyolod: error: pipe() failed\n";
     return kExitUnexpected;
   }
-  // Installed before anything can take long: a SIGHUP during start-up is handled (a reload
-  // once serving), never the default action that kills the process.
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  ::sigaction(SIGTERM, &sa, nullptr);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGHUP, &sa, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
+  // Installed before anything can take long: a SIGHUP or SIGUSR1 during start-up is handled
+  // (a reload once serving, a log line), never the default action that kills the process.
+  if (absl::Status s = libreyolo::daemon::InstallDaemonSignalHandlers(g_signal_pipe[1]); !s.ok()) {
+    std::cerr << "libreyolod: error: " << s.message() << "\n";
+    return kExitUnexpected;
+  }
 
   {
     libreyolo::daemon::DaemonConfig scratch;
@@ -123,11 +118,19 @@ int main(int argc, char** argv) {
   }
   std::cerr << " (pid " << ::getpid() << ")" << std::endl;
   std::thread signal_thread([&] {
+    using libreyolo::daemon::SignalAction;
+    std::map<int, int64_t> ignored;  // per logged signal, how many arrived
     while (true) {
       char byte = 0;
       if (::read(g_signal_pipe[0], &byte, 1) != 1) continue;
       const int sig = byte;
-      if (sig == SIGHUP) {
+      const SignalAction action = libreyolo::daemon::DaemonSignalAction(sig);
+      if (action == SignalAction::kLog) {
+        const std::string line = libreyolo::daemon::IgnoredSignalLogLine(sig, ++ignored[sig]);
+        if (!line.empty()) std::cerr << line << std::endl;
+        continue;
+      }
+      if (action == SignalAction::kReload) {
         // A reload that fails keeps every running setting and says why.
         auto loaded = libreyolo::daemon::LoadConfigFromArgs(args);
         std::vector<std::string> notes;
@@ -143,6 +146,7 @@ int main(int argc, char** argv) {
                   << std::endl;
         continue;
       }
+      if (action != SignalAction::kDrain) continue;
       std::cerr << "libreyolod: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
                 << ": draining (up to " << (*daemon)->drain_timeout_s() << " s)" << std::endl;
       (*daemon)->Shutdown();

@@ -151,7 +151,8 @@ std::string RenderPrometheus(const MetricsSnapshot& snapshot) {
   out.Family("libreyolod_rpc_errors_total", "counter", "RPCs answered with an error status.");
   out.Sample("libreyolod_rpc_errors_total", "", "", FormatValue(snapshot.rpc_errors_total));
   out.Family("libreyolod_worker_restarts_total", "counter",
-             "Engine worker processes started again after one died (a crash, a lost CUDA context).");
+             "Engine worker processes that died, each replaced (a crash, an exit, a death before "
+             "ready, a kill after the cancel grace, a lost CUDA context).");
   out.Sample("libreyolod_worker_restarts_total", "", "", FormatValue(snapshot.worker_restarts_total));
   out.Family("libreyolod_watchers", "gauge", "Open WatchJob streams.");
   out.Sample("libreyolod_watchers", "", "", FormatValue(snapshot.watchers));

@@ -27,7 +27,7 @@ struct MetricsSnapshot {
   std::map<std::string, std::vector<double>> job_durations_s;
   int64_t jobs_submitted_total = 0;
   int64_t rpc_errors_total = 0;
-  int64_t worker_restarts_total = 0;  // engine workers started again after one died
+  int64_t worker_restarts_total = 0;  // engine worker deaths, each replaced (JobRunner)
   int64_t watchers = 0;
   int64_t resident_memory_bytes = -1;
   double uptime_s = 0;

@@ -344,45 +344,40 @@ absl::Status ValidateRequest(const v1::WhatIfRequest& r) {
 absl::Status CheckInputsExist(const v1::SubmitJobRequest& r, const DaemonConfig& config) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  auto in_dir = [](const std::string& dir, const std::string& name) {
-    return IsPlainName(name) ? (fs::path(dir) / name).string() : name;
+  // Where a name is looked for, and the same with the name as an error may echo it (Excerpt:
+  // the daemon's directory whole, so that the path redactor still recognises it).
+  auto in_dir = [](const std::string& dir, const std::string& name, bool shown) {
+    const std::string n = shown ? Excerpt(name) : name;
+    return IsPlainName(name) ? (fs::path(dir) / n).string() : n;
   };
   const v1::ModelOptions& m = r.has_infer() ? r.infer().model() : r.run().model();
-  if (!m.weights().empty() && m.weights() != jobspec::defaults::kWeights) {
-    const std::string path = in_dir(config.models_dir, m.weights());
-    if (!fs::is_regular_file(path, ec)) {
-      return absl::NotFoundError(absl::StrCat("model.weights: ", m.weights(),
-                                              " not found (looked at ", path,
-                                              "; GetDaemonInfo lists the models)"));
-    }
+  if (!m.weights().empty() && m.weights() != jobspec::defaults::kWeights &&
+      !fs::is_regular_file(in_dir(config.models_dir, m.weights(), false), ec)) {
+    return absl::NotFoundError(absl::StrCat(
+        "model.weights: ", Excerpt(m.weights()), " not found (looked at ",
+        in_dir(config.models_dir, m.weights(), true), "; GetDaemonInfo lists the models)"));
   }
-  if (r.has_infer() && !r.infer().source().empty()) {
-    const std::string path = in_dir(config.images_dir, r.infer().source());
-    if (!fs::exists(path, ec)) {
-      return absl::NotFoundError(
-          absl::StrCat("infer.source: ", r.infer().source(), " not found (looked at ", path, ")"));
-    }
+  const std::string& source = r.infer().source();
+  if (r.has_infer() && !source.empty() &&
+      !fs::exists(in_dir(config.images_dir, source, false), ec)) {
+    return absl::NotFoundError(absl::StrCat("infer.source: ", Excerpt(source),
+                                            " not found (looked at ",
+                                            in_dir(config.images_dir, source, true), ")"));
   }
-  if (r.has_run() && !IsSyntheticData(r.run().data())) {
-    const std::string& data = r.run().data();
-    std::vector<std::string> candidates;
-    if (IsPlainName(data)) {
-      const fs::path dir(config.datasets_dir);
-      candidates = {(dir / (data + ".yaml")).string(), (dir / data / (data + ".yaml")).string(),
-                    (dir / data / "data.yaml").string(), (dir / data).string()};
-      if (absl::EndsWith(data, ".yaml")) candidates.push_back((dir / data).string());
-    } else {
-      candidates = {data};
-    }
-    bool found = false;
-    for (const std::string& c : candidates) found = found || fs::exists(c, ec);
-    if (!found) {
-      return absl::NotFoundError(absl::StrCat("run.data: dataset '", data,
-                                              "' not found (looked at ",
-                                              absl::StrJoin(candidates, ", "), ")"));
-    }
+  if (!r.has_run() || IsSyntheticData(r.run().data())) return absl::OkStatus();
+  const std::string& data = r.run().data();
+  auto candidates = [&](const std::string& name) -> std::vector<std::string> {
+    if (!IsPlainName(data)) return {name};
+    const fs::path dir(config.datasets_dir);
+    return {(dir / (name + ".yaml")).string(), (dir / name / (name + ".yaml")).string(),
+            (dir / name / "data.yaml").string(), (dir / name).string()};
+  };
+  for (const std::string& c : candidates(data)) {
+    if (fs::exists(c, ec)) return absl::OkStatus();
   }
-  return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat("run.data: dataset '", Excerpt(data),
+                                          "' not found (looked at ",
+                                          absl::StrJoin(candidates(Excerpt(data)), ", "), ")"));
 }
 
 }  // namespace libreyolo::daemon

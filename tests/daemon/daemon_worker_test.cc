@@ -153,6 +153,42 @@ TEST(DaemonWorkerTest, CancelReachesTheWorkerAndAHungWorkerIsKilled) {
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
 }
 
+// Issue 23, item 8: a worker killed after the cancel grace is a death like any other, counted
+// at once and logged (libreyolod_worker_restarts_total used to count a death only when the
+// device's next job started a fresh worker, and never a death before ready).
+TEST(DaemonWorkerTest, AWorkerKilledAfterTheCancelGraceIsCountedAndLogged) {
+  TempDir dir;
+  DaemonDirs dirs(dir.path());
+  ScopedFault fault("hang@measuring:1", dir.File("fault-done"));
+  std::vector<std::string> flags = dirs.Flags();
+  flags.insert(flags.end(), {"--cancel-grace", "1"});
+  auto daemon = DaemonProcess::Start(flags, dir.File("daemon.log"));
+  ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
+  auto stub = v1::ProfilerService::NewStub(UnixChannel(dirs.socket));
+  v1::Job hung;
+  ASSERT_TRUE(Submit(*stub, TinyInfer(1000), &hung).ok());
+  std::vector<v1::JobEvent> events;
+  (void)Watch(
+      *stub, hung.id(), 0, &events, "",
+      [](const v1::JobEvent& e) { return e.stage() == "measuring" && e.done() >= 1; },
+      seconds(120));
+  ASSERT_TRUE(PollUntil([&] { return fs::exists(dir.File("fault-done")); }, seconds(60)));
+  auto ctx = Ctx();
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(hung.id());
+  v1::Job j;
+  ASSERT_TRUE(stub->CancelJob(ctx.get(), cancel, &j).ok());
+  ASSERT_TRUE(WaitTerminal(*stub, hung.id(), &hung));
+  EXPECT_EQ(hung.state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_THAT(hung.error(), HasSubstr("killed after not stopping"));
+  v1::GetMetricsResponse metrics;
+  auto mctx = Ctx();
+  ASSERT_TRUE(stub->GetMetrics(mctx.get(), v1::GetMetricsRequest(), &metrics).ok());
+  EXPECT_THAT(metrics.text(), HasSubstr("libreyolod_worker_restarts_total 1\n"));
+  EXPECT_THAT(daemon->Log(), HasSubstr("1 engine worker death since start"));
+  EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
+}
+
 TEST(DaemonWorkerTest, NoWorkerOutlivesAKilledDaemon) {
   TempDir dir;
   DaemonDirs dirs(dir.path());

@@ -89,7 +89,7 @@ libreyolod_jobs_submitted_total 10
 # HELP libreyolod_rpc_errors_total RPCs answered with an error status.
 # TYPE libreyolod_rpc_errors_total counter
 libreyolod_rpc_errors_total 3
-# HELP libreyolod_worker_restarts_total Engine worker processes started again after one died (a crash, a lost CUDA context).
+# HELP libreyolod_worker_restarts_total Engine worker processes that died, each replaced (a crash, an exit, a death before ready, a kill after the cancel grace, a lost CUDA context).
 # TYPE libreyolod_worker_restarts_total counter
 libreyolod_worker_restarts_total 2
 # HELP libreyolod_watchers Open WatchJob streams.

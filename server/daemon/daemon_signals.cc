@@ -1,0 +1,131 @@
+#include "server/daemon/daemon_signals.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace libreyolo::daemon {
+namespace {
+
+int g_write_fd = -1;
+
+void OnSignal(int sig) {
+  const int saved = errno;
+  const char byte = static_cast<char>(sig);
+  (void)!::write(g_write_fd, &byte, 1);  // a full pipe drops it: never blocks
+  errno = saved;
+}
+
+struct Rule {
+  int sig;
+  const char* name;
+  SignalAction action;
+  const char* reason;
+};
+
+constexpr const char* kLogged = "logged and ignored: its default would end the daemon silently";
+constexpr const char* kFault = "default: a fault in the daemon, which dumps core";
+
+const Rule kRules[] = {
+    {SIGTERM, "SIGTERM", SignalAction::kDrain, "drain and exit 0 (systemctl stop)"},
+    {SIGINT, "SIGINT", SignalAction::kDrain, "drain and exit 0 (Ctrl-C)"},
+    {SIGHUP, "SIGHUP", SignalAction::kReload, "reload (systemctl reload)"},
+    {SIGPIPE, "SIGPIPE", SignalAction::kIgnore, "ignored: a closed peer is an error return"},
+    {SIGUSR1, "SIGUSR1", SignalAction::kLog, kLogged},
+    {SIGUSR2, "SIGUSR2", SignalAction::kLog, kLogged},
+    {SIGALRM, "SIGALRM", SignalAction::kLog, kLogged},
+    {SIGVTALRM, "SIGVTALRM", SignalAction::kLog, kLogged},
+    {SIGPROF, "SIGPROF", SignalAction::kLog, kLogged},
+    {SIGIO, "SIGIO", SignalAction::kLog, kLogged},
+    {SIGPWR, "SIGPWR", SignalAction::kLog, kLogged},
+    {SIGSTKFLT, "SIGSTKFLT", SignalAction::kLog, kLogged},
+    {SIGXCPU, "SIGXCPU", SignalAction::kLog,
+     "logged and ignored: over the CPU-time soft limit (the hard limit still kills)"},
+    {SIGXFSZ, "SIGXFSZ", SignalAction::kLog,
+     "logged and ignored: over the file-size limit, the write fails and says so"},
+    {SIGQUIT, "SIGQUIT", SignalAction::kDefault, "default: exit at once with a core dump"},
+    {SIGKILL, "SIGKILL", SignalAction::kDefault, "cannot be caught: the next start recovers"},
+    {SIGSTOP, "SIGSTOP", SignalAction::kDefault, "cannot be caught: stops the daemon"},
+    {SIGTSTP, "SIGTSTP", SignalAction::kDefault, "default: job control stops the daemon"},
+    {SIGTTIN, "SIGTTIN", SignalAction::kDefault, "default: job control stops the daemon"},
+    {SIGTTOU, "SIGTTOU", SignalAction::kDefault, "default: job control stops the daemon"},
+    {SIGCONT, "SIGCONT", SignalAction::kDefault, "default: continues a stopped daemon"},
+    {SIGCHLD, "SIGCHLD", SignalAction::kDefault, "default (ignored): workers are reaped by pid"},
+    {SIGURG, "SIGURG", SignalAction::kDefault, "default (ignored)"},
+    {SIGWINCH, "SIGWINCH", SignalAction::kDefault, "default (ignored)"},
+    {SIGSEGV, "SIGSEGV", SignalAction::kDefault, kFault},
+    {SIGBUS, "SIGBUS", SignalAction::kDefault, kFault},
+    {SIGFPE, "SIGFPE", SignalAction::kDefault, kFault},
+    {SIGILL, "SIGILL", SignalAction::kDefault, kFault},
+    {SIGTRAP, "SIGTRAP", SignalAction::kDefault, kFault},
+    {SIGABRT, "SIGABRT", SignalAction::kDefault, kFault},
+    {SIGSYS, "SIGSYS", SignalAction::kDefault, kFault},
+};
+
+const Rule* Find(int sig) {
+  for (const Rule& r : kRules) {
+    if (r.sig == sig) return &r;
+  }
+  return nullptr;
+}
+
+bool RealTime(int sig) { return sig >= SIGRTMIN && sig <= SIGRTMAX; }
+
+}  // namespace
+
+SignalAction DaemonSignalAction(int sig) {
+  if (const Rule* r = Find(sig)) return r->action;
+  return RealTime(sig) ? SignalAction::kLog : SignalAction::kDefault;
+}
+
+std::string SignalActionReason(int sig) {
+  if (const Rule* r = Find(sig)) return r->reason;
+  if (RealTime(sig)) return kLogged;
+  return "";
+}
+
+std::string SignalName(int sig) {
+  if (const Rule* r = Find(sig)) return r->name;
+  if (RealTime(sig)) {
+    return sig == SIGRTMIN ? "SIGRTMIN" : absl::StrCat("SIGRTMIN+", sig - SIGRTMIN);
+  }
+  return absl::StrCat("signal ", sig);
+}
+
+absl::Status InstallDaemonSignalHandlers(int write_fd) {
+  const int flags = ::fcntl(write_fd, F_GETFL);
+  if (flags < 0 || ::fcntl(write_fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    return absl::InternalError(absl::StrCat("signal pipe: fcntl: ", std::strerror(errno)));
+  }
+  g_write_fd = write_fd;
+  struct sigaction handle {};
+  handle.sa_handler = OnSignal;
+  sigemptyset(&handle.sa_mask);
+  handle.sa_flags = SA_RESTART;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (int sig = 1; sig <= SIGRTMAX; ++sig) {
+    const SignalAction a = DaemonSignalAction(sig);
+    if (a == SignalAction::kDefault) continue;
+    if (::sigaction(sig, a == SignalAction::kIgnore ? &ignore : &handle, nullptr) != 0) {
+      return absl::InternalError(
+          absl::StrCat("sigaction(", SignalName(sig), "): ", std::strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string IgnoredSignalLogLine(int sig, int64_t count) {
+  if (count <= 0 || (count & (count - 1)) != 0) return "";
+  return absl::StrCat("libreyolod: ", SignalName(sig), " ignored",
+                      count == 1 ? "" : absl::StrCat(" (", count, " times since start)"),
+                      ": libreyolod drains on SIGTERM or SIGINT and reloads on SIGHUP");
+}
+
+}  // namespace libreyolo::daemon

@@ -1,0 +1,45 @@
+// What libreyolod does with each signal, decided once and documented (docs/deploy.md,
+// "Signals"): SIGTERM and SIGINT drain, SIGHUP reloads, the signals whose default would end the
+// daemon without a word (SIGUSR1, SIGUSR2, SIGALRM, the real-time signals, ...) are logged and
+// otherwise ignored, SIGPIPE is ignored, and the rest keep their default on purpose (a fault
+// dumps core, SIGQUIT dumps core, job control stops and continues).
+#ifndef LIBREYOLO_SERVER_DAEMON_DAEMON_SIGNALS_H_
+#define LIBREYOLO_SERVER_DAEMON_DAEMON_SIGNALS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace libreyolo::daemon {
+
+enum class SignalAction {
+  kDrain,    // SIGTERM, SIGINT: stop accepting, drain, exit 0
+  kReload,   // SIGHUP: reload tokens, admins, limits, ...
+  kLog,      // a line in the log, nothing else
+  kIgnore,   // SIG_IGN (SIGPIPE: a closed peer is an error return)
+  kDefault,  // the kernel's default, kept on purpose (faults, SIGQUIT, job control, ...)
+};
+
+// The daemon's action for `sig` (1..SIGRTMAX); kDefault for a number that is not a signal.
+SignalAction DaemonSignalAction(int sig);
+
+// Why the signal has its action, one short phrase (for the docs' table and the tests).
+std::string SignalActionReason(int sig);
+
+// "SIGUSR1", "SIGRTMIN+3".
+std::string SignalName(int sig);
+
+// Installs the actions: a handler that writes the signal's number to `write_fd` (made
+// non-blocking, so that a flood of signals can never block the thread it lands on) for kDrain,
+// kReload and kLog, SIG_IGN for kIgnore. Handlers (not SIG_IGN) for the logged signals, so that
+// the engine workers, which exec the daemon's binary, start with the defaults.
+absl::Status InstallDaemonSignalHandlers(int write_fd);
+
+// The log line of the `count`-th kLog signal `sig` since start, or "" (the 1st, 2nd, 4th,
+// 8th, ... are logged: a flood of signals cannot flood the log).
+std::string IgnoredSignalLogLine(int sig, int64_t count);
+
+}  // namespace libreyolo::daemon
+
+#endif  // LIBREYOLO_SERVER_DAEMON_DAEMON_SIGNALS_H_

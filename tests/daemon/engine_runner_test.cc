@@ -1,0 +1,135 @@
+// Issue 23, item 8: every engine worker death is counted (libreyolod_worker_restarts_total)
+// and logged. The counter used to count only the workers started again after a death in a
+// job: a worker that died before it was ready, and one killed after the cancel grace with no
+// job after it, were not counted, and a death before ready wrote no log line.
+//
+// The workers here are small shell scripts standing in for `libreyolod worker`: they speak
+// just enough of the worker protocol (server/worker/worker_protocol.h: a 4-byte little-endian
+// length, then WorkerToDaemon; an empty Hello is the two bytes 0a 00) to be ready, or not.
+#include "server/daemon/engine_runner.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace libreyolo::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr char kHello[] = R"(printf '\002\000\000\000\012\000' >&3)";
+
+class EngineRunnerDeaths : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("engine_runner_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    auto store = JobStore::Open((dir_ / "state").string(), (dir_ / "store").string());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    DaemonConfig c;
+    c.models_dir = (dir_ / "models").string();
+    c.images_dir = (dir_ / "images").string();
+    live_ = std::make_unique<LiveConfig>(c);
+  }
+  void TearDown() override {
+    runner_.reset();
+    fs::remove_all(dir_);
+  }
+
+  // A runner whose workers run `body` (sh).
+  EngineRunner& Runner(const std::string& body) {
+    const std::string script = (dir_ / "worker.sh").string();
+    std::ofstream(script) << "#!/bin/sh\n" << body << "\n";
+    ::chmod(script.c_str(), 0755);
+    runner_ = std::make_unique<EngineRunner>(*live_, store_.get(), script);
+    return *runner_;
+  }
+
+  static v1::Job Job() {
+    v1::Job j;
+    j.set_id("20250101-0123456789abcdef");
+    j.set_device("cpu");
+    j.mutable_request()->mutable_infer()->mutable_model()->set_device("cpu");
+    return j;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<JobStore> store_;
+  std::unique_ptr<LiveConfig> live_;
+  std::unique_ptr<EngineRunner> runner_;
+};
+
+TEST_F(EngineRunnerDeaths, AWorkerThatDiesBeforeItIsReadyIsCountedAndLogged) {
+  EngineRunner& runner = Runner("exit 3");
+  ::testing::internal::CaptureStderr();
+  const absl::Status start = runner.StartWorker("cpu");
+  EXPECT_FALSE(start.ok());
+  EXPECT_THAT(std::string(start.message()), HasSubstr("exited with code 3 before it was ready"));
+  EXPECT_EQ(runner.WorkerRestarts(), 1);
+  // The device's next job tries a fresh worker, which dies the same way: the job fails with
+  // the reason, and that is a second death.
+  engine::CancelToken cancel;
+  const RunOutcome out = runner.Run(Job(), nullptr, cancel);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(out.status.ok());
+  EXPECT_THAT(std::string(out.status.message()), HasSubstr("before it was ready"));
+  EXPECT_EQ(runner.WorkerRestarts(), 2);
+  EXPECT_THAT(log, HasSubstr("exited with code 3 before it was ready"));
+  EXPECT_THAT(log, HasSubstr("; 1 engine worker death since start"));
+  EXPECT_THAT(log, HasSubstr("; 2 engine worker deaths since start"));
+}
+
+TEST_F(EngineRunnerDeaths, AWorkerKilledAfterTheCancelGraceIsCountedAndLogged) {
+  // Ready, then deaf: it reads (and ignores) everything until its socket closes.
+  EngineRunner& runner = Runner(std::string(kHello) + "\nexec cat <&3 >/dev/null");
+  runner.set_cancel_grace(std::chrono::milliseconds(0));
+  ASSERT_TRUE(runner.StartWorker("cpu").ok());
+  EXPECT_EQ(runner.WorkerRestarts(), 0);
+  engine::CancelToken cancel;
+  cancel.cancelled = true;
+  ::testing::internal::CaptureStderr();
+  const RunOutcome out = runner.Run(Job(), nullptr, cancel);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(absl::IsCancelled(out.status)) << out.status;
+  EXPECT_THAT(out.cancel_note, HasSubstr("killed after not stopping within 0 s of the cancel"));
+  EXPECT_EQ(runner.WorkerRestarts(), 1) << "no job after it: counted all the same";
+  EXPECT_THAT(log, HasSubstr("killed after not stopping"));
+  EXPECT_THAT(log, HasSubstr("1 engine worker death since start"));
+}
+
+TEST_F(EngineRunnerDeaths, AWorkerThatDiesInAJobIsCountedOnceAndLogged) {
+  EngineRunner& runner = Runner(std::string(kHello) + "\nhead -c 1 <&3 >/dev/null\nexit 7");
+  ASSERT_TRUE(runner.StartWorker("cpu").ok());
+  engine::CancelToken cancel;
+  ::testing::internal::CaptureStderr();
+  const RunOutcome out = runner.Run(Job(), nullptr, cancel);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(absl::IsInternal(out.status)) << out.status;
+  EXPECT_THAT(std::string(out.status.message()), HasSubstr("exited with code 7"));
+  EXPECT_EQ(runner.WorkerRestarts(), 1);
+  EXPECT_THAT(log, HasSubstr("exited with code 7"));
+  // A worker stopped by the daemon (here at the runner's end) is not a death.
+  runner.StopWorkers();
+  EXPECT_EQ(runner.WorkerRestarts(), 1);
+}
+
+TEST_F(EngineRunnerDeaths, AWorkerStoppedByTheDaemonIsNotADeath) {
+  EngineRunner& runner = Runner(std::string(kHello) + "\nexec cat <&3 >/dev/null");
+  ASSERT_TRUE(runner.StartWorker("cpu").ok());
+  runner.StopWorkers();
+  EXPECT_EQ(runner.WorkerRestarts(), 0);
+}
+
+}  // namespace
+}  // namespace libreyolo::daemon
