@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/daemon/job_store.h"
+#include "server/daemon/job_store_scrub.h"
 #include "tests/daemon/faulty_file_ops.h"
 
 namespace libreyolo::daemon {
@@ -172,6 +173,48 @@ TEST_F(JobStoreFaultsTest, ProbeFailsWhileTheStateDirectoryTakesNoWrites) {
   ops.Heal();
   EXPECT_TRUE(store->Probe().ok());
   EXPECT_FALSE(fs::exists(dir_ / "state" / ".probe"));
+}
+
+// Item 6: a bit flipped in a stored artifact is DATA_LOSS to VerifyArtifact and a problem to
+// the scrub; an intact store scrubs clean.
+TEST_F(JobStoreFaultsTest, VerifyAndScrubFindABitFlip) {
+  const std::string id = "20260101-0000000000000005";
+  auto store = Open(nullptr);
+  auto scratch = store->ScratchDir(id);
+  ASSERT_TRUE(scratch.ok());
+  std::ofstream(*scratch + "/p") << "profile bytes";
+  auto artifact = store->PublishArtifact(id, "p", "profile.json", 1 << 20);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  v1::Job job = Job(id, v1::JOB_STATE_SUCCEEDED);
+  *job.add_artifacts() = *artifact;
+  ASSERT_TRUE(store->PutJob(job).ok());
+  std::string identity;
+  EXPECT_TRUE(store->VerifyArtifact(id, *artifact, &identity).ok());
+  auto clean = ScrubStore((dir_ / "state").string(), (dir_ / "store").string());
+  ASSERT_TRUE(clean.ok()) << clean.status();
+  EXPECT_EQ(clean->artifacts, 1);
+  EXPECT_TRUE(clean->problems.empty());
+
+  {
+    std::fstream f(dir_ / "store" / id / "profile.json", std::ios::in | std::ios::out);
+    f.seekp(3);
+    f.put('F');  // 'f' -> 'F': one bit
+  }
+  std::string stale = identity;
+  const absl::Status st = store->VerifyArtifact(id, *artifact, &stale);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr(artifact->sha256()));
+  auto dirty = ScrubStore((dir_ / "state").string(), (dir_ / "store").string());
+  ASSERT_TRUE(dirty.ok());
+  ASSERT_EQ(dirty->problems.size(), 1u);
+  EXPECT_THAT(dirty->problems[0], HasSubstr(id + "/profile.json: corrupt"));
+  std::ostringstream out, err;
+  EXPECT_EQ(ScrubMain({"--state-dir", (dir_ / "state").string(), "--store-dir",
+                       (dir_ / "store").string()},
+                      out, err),
+            1);
+  EXPECT_THAT(out.str(), HasSubstr("1 problems"));
+  EXPECT_EQ(ScrubMain({"--bogus"}, out, err), 2);
 }
 
 }  // namespace
