@@ -6,7 +6,7 @@
 // kAtomicTempPrefix so that recovery can remove what a crash left.
 //
 // Errors name the path and the system's reason: PERMISSION_DENIED (EACCES, EPERM, EROFS),
-// NOT_FOUND (a missing directory), RESOURCE_EXHAUSTED (disk full, quota, file size limit),
+// NOT_FOUND (a missing directory), ALREADY_EXISTS (EEXIST), RESOURCE_EXHAUSTED (disk full, quota, file size limit),
 // UNAVAILABLE (other I/O errors). The temp file is removed on failure and the previous file, if
 // any, is left as it was.
 #ifndef LIBREYOLO_COMMON_IO_ATOMIC_FILE_H_
@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/status.h"
@@ -23,9 +24,33 @@ namespace libreyolo {
 
 inline constexpr absl::string_view kAtomicTempPrefix = ".tmp.";
 
+// The system calls that make a file durable, as a seam: a test passes its own (tests/daemon/
+// faulty_file_ops.h) to fail any write, fsync or rename at any byte, as a full disk would. They
+// return what the system call returns and set errno alike.
+class FileOps {
+ public:
+  virtual ~FileOps() = default;
+  virtual ssize_t Write(int fd, const void* data, size_t size);
+  virtual int Fsync(int fd);     // a file
+  virtual int FsyncDir(int fd);  // a directory, after a rename, link or unlink in it
+  virtual int Rename(const char* from, const char* to);
+  // Renames unless `to` exists (EEXIST then): renameat2(RENAME_NOREPLACE), or link + unlink
+  // where the file system lacks it.
+  virtual int RenameNoReplace(const char* from, const char* to);
+  virtual int Ftruncate(int fd, off_t size);
+};
+
+// The real system calls.
+FileOps& SystemFileOps();
+
 // Writes `content` as `path` with permissions `mode` (not masked by the umask).
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view content,
-                                 mode_t mode = 0644);
+                                 mode_t mode = 0644, FileOps& ops = SystemFileOps());
+
+// Like WriteFileAtomically, for a file written once: ALREADY_EXISTS (and nothing changed) when
+// `path` exists.
+absl::Status WriteFileOnce(const std::string& path, absl::string_view content, mode_t mode,
+                           FileOps& ops = SystemFileOps());
 
 // For a writer that fills the file itself (a trace exporter, a download): a temp path beside
 // `path`, unique in this process and across processes (pid and a counter); nothing is created.
@@ -33,13 +58,15 @@ std::string TempPathBeside(const std::string& path);
 
 // Publishes a complete temp file (written by the caller) as `path`: fsync, rename, fsync the
 // directory. On failure `tmp` is removed.
-absl::Status PublishTempFile(const std::string& tmp, const std::string& path);
+absl::Status PublishTempFile(const std::string& tmp, const std::string& path,
+                             FileOps& ops = SystemFileOps());
 
 // write(2) until all of `data` is written (EINTR retried); errors name `path`.
-absl::Status WriteAllToFd(int fd, absl::string_view data, absl::string_view path);
+absl::Status WriteAllToFd(int fd, absl::string_view data, absl::string_view path,
+                          FileOps& ops = SystemFileOps());
 
 // fsync(2) on a directory, so that a rename or unlink in it is durable.
-absl::Status FsyncDirectory(const std::string& dir);
+absl::Status FsyncDirectory(const std::string& dir, FileOps& ops = SystemFileOps());
 
 // The status for a failed system call: `errno_value` mapped as above, the message
 // "<what> <path>: <strerror>".

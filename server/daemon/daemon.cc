@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -179,6 +180,16 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   }
   for (auto& l : d->unix_listeners_) l->Serve(d->server_.get(), d->auth_.get());
   d->server_->GetHealthCheckService()->SetServingStatus(true);
+  // A job state that cannot be made durable (a full state filesystem) takes the daemon out of
+  // service: health says NOT_SERVING and the log says why, until the store takes writes again.
+  d->jobs_->SetStoreListener([raw = d.get()](bool ok, const std::string& why) {
+    std::cerr << (ok ? "libreyolod: the state store takes writes again; accepting jobs again "
+                       "(it had failed: "
+                     : "libreyolod: cannot record job state durably; accepting and starting no "
+                       "jobs until the state filesystem has room (")
+              << why << ")" << std::endl;
+    if (raw->jobs_->accepting()) raw->server_->GetHealthCheckService()->SetServingStatus(ok);
+  });
   d->jobs_->Start();
   d->metrics_thread_ = std::thread([raw = d.get()] { raw->MetricsLoop(); });
   return d;

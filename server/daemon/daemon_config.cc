@@ -270,6 +270,7 @@ absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
       {"limits.max_inline_image_bytes", limits.max_inline_image_bytes},
       {"limits.max_artifact_bytes", limits.max_artifact_bytes},
       {"limits.max_watchers", limits.max_watchers},
+      {"limits.max_watchers_per_user", limits.max_watchers_per_user},
   };
   for (const auto& [key, value] : positive) {
     if (value <= 0) problems.push_back(absl::StrCat(key, " must be positive, got ", value));

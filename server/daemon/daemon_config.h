@@ -30,6 +30,7 @@ struct Limits {
   int64_t max_inline_image_bytes = 16 << 20;  // all inline images of one request
   int64_t max_artifact_bytes = int64_t{2} << 30;
   int32_t max_watchers = 256;  // concurrent WatchJob streams
+  int32_t max_watchers_per_user = 32;  // concurrent WatchJob streams of one user
 };
 
 struct Retention {

@@ -246,6 +246,7 @@ std::vector<Key> ConfigKeys(DaemonConfig* config) {
                   IntKey("max_inline_image_bytes", &limits.max_inline_image_bytes),
                   IntKey("max_artifact_bytes", &limits.max_artifact_bytes),
                   IntKey("max_watchers", &limits.max_watchers),
+                  IntKey("max_watchers_per_user", &limits.max_watchers_per_user),
               })),
       Live(Section("retention",
               {

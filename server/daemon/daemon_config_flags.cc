@@ -177,6 +177,8 @@ const std::vector<Flag>& Flags() {
        "limits.max_artifact_bytes", IntFlag(&Limits::max_artifact_bytes)},
       {"max-watchers", "N", "concurrent WatchJob streams", "limits.max_watchers",
        IntFlag(&Limits::max_watchers)},
+      {"max-watchers-per-user", "N", "concurrent WatchJob streams of one user",
+       "limits.max_watchers_per_user", IntFlag(&Limits::max_watchers_per_user)},
       {"retention-max-age-hours", "HOURS", "finished jobs older than this are deleted; 0 = keep",
        "retention.max_age_hours", IntFlag(&Retention::max_age_hours)},
       {"retention-max-jobs", "N", "finished jobs kept at most, oldest go first; 0 = no cap",

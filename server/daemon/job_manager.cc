@@ -1,7 +1,9 @@
 #include "server/daemon/job_manager.h"
 
 #include <algorithm>
+#include <climits>
 #include <random>
+#include <set>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -37,9 +39,14 @@ std::string StateLabel(v1::JobState s) {
   }
 }
 
-// Progress events are persisted with an fsync each; the engine reports every iteration, so
-// intermediate counts are thinned to a few per second. Stage changes and completions always go.
-constexpr auto kProgressInterval = std::chrono::milliseconds(250);
+// While out of service, how often the retention thread tries the store again.
+constexpr auto kStoreRetryInterval = std::chrono::seconds(5);
+
+absl::Status RecoveryError(const std::string& id, const absl::Status& st) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("cannot record the recovered state of job ", id, " (", st.message(),
+                   "); free space on the state filesystem and start libreyolod again"));
+}
 
 }  // namespace
 
@@ -86,8 +93,6 @@ JobManager::JobManager(JobStore* store, JobRunner* runner, std::vector<std::stri
 
 JobManager::~JobManager() { Drain(std::chrono::milliseconds(0)); }
 
-int64_t JobManager::NowMs() const { return absl::ToUnixMillis(absl::Now()); }
-
 absl::Status JobManager::Recover(std::vector<std::string>* warnings) {
   auto stored = store_->LoadAll(warnings);
   if (!stored.ok()) return stored.status();
@@ -118,8 +123,9 @@ absl::Status JobManager::Recover(std::vector<std::string>* warnings) {
       // It may have died between publishing an artifact and recording the job's success.
       e->job.clear_artifacts();
       store_->DiscardArtifacts(id);
+      // The record first: a daemon that cannot record it does not start (nothing runs twice).
+      if (absl::Status st = store_->PutJob(e->job); !st.ok()) return RecoveryError(id, st);
       AppendEventLocked(*e, "failed", 0, 0, e->job.error());
-      PersistLocked(*e);
     } else if (e->job.state() == v1::JOB_STATE_QUEUED) {
       if (device_state_.count(e->job.device()) == 0) {
         e->job.set_state(v1::JOB_STATE_FAILED);
@@ -127,8 +133,8 @@ absl::Status JobManager::Recover(std::vector<std::string>* warnings) {
             absl::StrCat("device ", e->job.device(), " is no longer served by this daemon"));
         e->job.set_exit_code(2);
         e->job.set_finish_time_unix_ms(NowMs());
+        if (absl::Status st = store_->PutJob(e->job); !st.ok()) return RecoveryError(id, st);
         AppendEventLocked(*e, "failed", 0, 0, e->job.error());
-        PersistLocked(*e);
       } else {
         store_->DiscardScratch(id);
       }
@@ -180,6 +186,7 @@ void JobManager::Drain(std::chrono::milliseconds deadline) {
   if (retention_thread_.joinable()) retention_thread_.join();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    (void)RetryStoreLocked();  // a last try at the records held back
     drained_ = true;
   }
   events_cv_.notify_all();
@@ -195,6 +202,11 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
     return absl::UnavailableError("libreyolod is shutting down; submit again after it restarts");
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (!store_error_.empty()) {
+    return absl::UnavailableError(absl::StrCat(
+        "libreyolod accepts no jobs: it could not record a job's state durably (", store_error_,
+        "); an admin must free space on the state filesystem (it resumes by itself)"));
+  }
   if (device_state_.count(device) == 0) {
     std::string known;
     for (const std::string& d : devices_) absl::StrAppend(&known, known.empty() ? "" : ", ", d);
@@ -216,11 +228,13 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
     }
   }
   int32_t queued_here = 0, users_active = 0;
+  std::set<std::string> active_users;
   for (const auto& [id, e] : jobs_) {
     const v1::JobState s = e->job.state();
     if (s == v1::JOB_STATE_QUEUED && e->job.device() == device) ++queued_here;
-    if ((s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RUNNING) && e->job.owner() == who.user) {
-      ++users_active;
+    if (s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RUNNING) {
+      active_users.insert(e->job.owner());
+      if (e->job.owner() == who.user) ++users_active;
     }
   }
   if (queued_here >= limits_.max_queue_length) {
@@ -248,6 +262,10 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   // record that cannot be written (a full state filesystem) refuses the job, and the store has
   // removed its temp file.
   if (absl::Status s = store_->PutJob(job); !s.ok()) {
+    StoreFailedLocked(s);
+    // The record may be in place without being durable (its directory's fsync failed): the
+    // caller is told the job was not accepted, so it must not come back after a restart.
+    (void)store_->DeleteJob(job.id());
     const bool full = s.code() == absl::StatusCode::kResourceExhausted ||
                       s.code() == absl::StatusCode::kOutOfRange;  // ENOSPC, EDQUOT; EFBIG
     const std::string why = absl::StrCat(
@@ -257,6 +275,16 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
                 : absl::InternalError(why);
   }
   e->submit_order = next_submit_order_++;
+  // Fair share counts device time within a busy period: when nobody is waiting or running,
+  // the slate is wiped; a user who joins one starts level with the least served of the others
+  // (time spent away is not banked as credit).
+  if (active_users.empty()) {
+    usage_ms_.clear();
+  } else if (active_users.count(who.user) == 0) {
+    int64_t floor = INT64_MAX;
+    for (const std::string& u : active_users) floor = std::min(floor, UsageLocked(u));
+    usage_ms_[who.user] = std::max(usage_ms_[who.user], floor);
+  }
   Entry& ref = *e;
   const std::string id = job.id();
   jobs_[id] = std::move(e);
@@ -328,13 +356,18 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const Identity& who, const std::strin
   }
   Entry& e = *it->second;
   if (e.job.state() == v1::JOB_STATE_QUEUED) {
-    e.job.set_state(v1::JOB_STATE_CANCELLED);
-    e.job.set_error(absl::StrCat("cancelled by ", who.user, " while queued"));
-    e.job.set_exit_code(1);
-    e.job.set_finish_time_unix_ms(NowMs());
-    e.job.set_queue_position(0);
+    v1::Job next = e.job;
+    next.set_state(v1::JOB_STATE_CANCELLED);
+    next.set_error(absl::StrCat("cancelled by ", who.user, " while queued"));
+    next.set_exit_code(1);
+    next.set_finish_time_unix_ms(NowMs());
+    next.set_queue_position(0);
+    if (!CommitLocked(e, next)) {
+      return absl::UnavailableError(absl::StrCat(
+          "job ", id, " was not cancelled: libreyolod cannot record it durably (", store_error_,
+          "); it stays queued and does not start while the state filesystem is full"));
+    }
     AppendEventLocked(e, "cancelled", 0, 0, e.job.error());
-    PersistLocked(e);
     RefreshQueuePositionsLocked(e.job.device());
   } else if (e.job.state() == v1::JOB_STATE_RUNNING) {
     e.cancel.cancelled = true;  // the worker sees it at the next step and records the outcome
@@ -346,19 +379,31 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const Identity& who, const std::strin
 absl::Status JobManager::Watch(const Identity& who, const std::string& id, int64_t from,
                                const std::function<bool(const v1::JobEvent&)>& send,
                                const std::function<bool()>& stop) {
-  const int32_t max_watchers = [this] {
+  {
+    // Both caps under one lock: the shared one, and each user's share of it.
     std::lock_guard<std::mutex> lock(mu_);
-    return limits_.max_watchers;
-  }();
-  if (watchers_.load() >= max_watchers) {
-    return absl::ResourceExhaustedError(absl::StrCat("too many watchers (limit max_watchers ",
-                                                     max_watchers, "); retry later"));
+    if (watchers_.load() >= limits_.max_watchers) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "too many watchers (limit max_watchers ", limits_.max_watchers, "); retry later"));
+    }
+    if (watchers_by_user_[who.user] >= limits_.max_watchers_per_user) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(who.user, " already has ", watchers_by_user_[who.user],
+                       " open watchers (limit max_watchers_per_user ",
+                       limits_.max_watchers_per_user, "); close one or retry later"));
+    }
+    ++watchers_;
+    ++watchers_by_user_[who.user];
   }
-  ++watchers_;
   struct Release {
-    std::atomic<int64_t>& n;
-    ~Release() { --n; }
-  } release{watchers_};
+    JobManager* m;
+    const std::string& user;
+    ~Release() {
+      std::lock_guard<std::mutex> lock(m->mu_);
+      --m->watchers_;
+      if (--m->watchers_by_user_[user] <= 0) m->watchers_by_user_.erase(user);
+    }
+  } release{this, who.user};
   int64_t next = std::max<int64_t>(from, 1);
   std::unique_lock<std::mutex> lock(mu_);
   for (bool first = true;; first = false) {
@@ -394,143 +439,6 @@ absl::Status JobManager::Watch(const Identity& who, const std::string& id, int64
   }
 }
 
-std::vector<JobManager::Entry*> JobManager::QueueOrderLocked(const std::string& device) const {
-  std::vector<Entry*> queued;
-  for (const auto& [id, e] : jobs_) {
-    if (e->job.state() == v1::JOB_STATE_QUEUED && e->job.device() == device) {
-      queued.push_back(e.get());
-    }
-  }
-  // Priority first; within a priority, users take turns (the one who started least recently
-  // goes first), and each user's jobs run in submission order.
-  const DeviceState& ds = device_state_.at(device);
-  std::map<std::string, int64_t> last_start = ds.last_start_by_user;
-  std::vector<Entry*> order;
-  int64_t tick = starts_;
-  while (!queued.empty()) {
-    auto best = std::min_element(queued.begin(), queued.end(), [&](Entry* a, Entry* b) {
-      if (a->job.priority() != b->job.priority()) return a->job.priority() > b->job.priority();
-      const int64_t la = last_start.count(a->job.owner()) ? last_start[a->job.owner()] : -1;
-      const int64_t lb = last_start.count(b->job.owner()) ? last_start[b->job.owner()] : -1;
-      if (la != lb) return la < lb;
-      return a->submit_order < b->submit_order;
-    });
-    order.push_back(*best);
-    last_start[(*best)->job.owner()] = ++tick;
-    queued.erase(best);
-  }
-  return order;
-}
-
-void JobManager::RefreshQueuePositionsLocked(const std::string& device) {
-  const std::vector<Entry*> order = QueueOrderLocked(device);
-  for (size_t i = 0; i < order.size(); ++i) {
-    Entry& e = *order[i];
-    const auto pos = static_cast<int32_t>(i + 1);
-    if (e.job.queue_position() == pos) continue;
-    e.job.set_queue_position(pos);
-    // Positions are recomputed on recovery, so the record is not rewritten for them: the event
-    // (one fsync) is what watchers need.
-    AppendEventLocked(e, "queued", 0, 0, "");
-  }
-}
-
-void JobManager::AppendEventLocked(Entry& e, const std::string& stage, int64_t done, int64_t total,
-                                   const std::string& message) {
-  v1::JobEvent ev;
-  ev.set_job_id(e.job.id());
-  ev.set_sequence(e.job.last_sequence() + 1);
-  ev.set_time_unix_ms(NowMs());
-  ev.set_state(e.job.state());
-  ev.set_stage(stage);
-  ev.set_done(done);
-  ev.set_total(total);
-  ev.set_queue_position(e.job.queue_position());
-  ev.set_message(message);
-  if (auto s = store_->AppendEvent(ev); !s.ok())
-    persist_errors_.push_back(std::string(s.message()));
-  e.job.set_last_sequence(ev.sequence());
-  e.events.push_back(std::move(ev));
-  events_cv_.notify_all();
-}
-
-void JobManager::PersistLocked(const Entry& e) {
-  if (auto s = store_->PutJob(e.job); !s.ok()) persist_errors_.push_back(std::string(s.message()));
-}
-
-void JobManager::WorkerLoop(const std::string& device) {
-  for (;;) {
-    Entry* next = nullptr;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] {
-        if (stopping_) return true;
-        return !QueueOrderLocked(device).empty();
-      });
-      if (stopping_) return;
-      next = QueueOrderLocked(device).front();
-      DeviceState& ds = device_state_.at(device);
-      ds.running = next->job.id();
-      ds.last_start_by_user[next->job.owner()] = ++starts_;
-      next->job.set_state(v1::JOB_STATE_RUNNING);
-      next->job.set_queue_position(0);
-      next->job.set_start_time_unix_ms(NowMs());
-      AppendEventLocked(*next, "starting", 0, 0, absl::StrCat("on ", device));
-      PersistLocked(*next);
-      RefreshQueuePositionsLocked(device);
-    }
-    RunOne(device, *next);
-  }
-}
-
-void JobManager::RunOne(const std::string& device, Entry& e) {
-  v1::Job snapshot;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    snapshot = e.job;
-  }
-  std::string last_stage;
-  auto last_emit = std::chrono::steady_clock::time_point{};
-  auto progress = [&](const RunProgress& p) {
-    const auto now = std::chrono::steady_clock::now();
-    const bool boundary = p.stage != last_stage || p.done == p.total || !p.message.empty();
-    if (!boundary && now - last_emit < kProgressInterval) return;
-    last_stage = p.stage;
-    last_emit = now;
-    std::lock_guard<std::mutex> lock(mu_);
-    AppendEventLocked(e, p.stage, p.done, p.total, p.message);
-  };
-  RunOutcome out = runner_->Run(snapshot, progress, e.cancel);
-  std::lock_guard<std::mutex> lock(mu_);
-  v1::Job& job = e.job;
-  job.set_finish_time_unix_ms(NowMs());
-  if (out.status.ok()) {
-    for (const v1::Artifact& a : out.artifacts) *job.add_artifacts() = a;
-    job.set_state(v1::JOB_STATE_SUCCEEDED);
-    job.set_exit_code(0);
-    job.set_error("");
-    job.set_step_ms(out.step_ms);
-    job.set_img_per_s(out.img_per_s);
-    job.set_bound(out.bound);
-    AppendEventLocked(e, "done", 1, 1, "");
-  } else if (absl::IsCancelled(out.status) || e.cancel.cancelled.load()) {
-    job.set_state(v1::JOB_STATE_CANCELLED);
-    job.set_exit_code(1);
-    if (job.error().empty()) job.set_error(std::string(out.status.message()));
-    if (!accepting_) job.set_error("libreyolod was stopped (SIGTERM) before the job finished");
-    if (!out.cancel_note.empty()) job.set_error(absl::StrCat(job.error(), "; ", out.cancel_note));
-    AppendEventLocked(e, "cancelled", 0, 0, job.error());
-  } else {
-    job.set_state(v1::JOB_STATE_FAILED);
-    job.set_exit_code(out.exit_code != 0 ? out.exit_code : 1);
-    job.set_error(std::string(out.status.message()));
-    AppendEventLocked(e, "failed", 0, 0, job.error());
-  }
-  PersistLocked(e);
-  device_state_.at(device).running.clear();
-  events_cv_.notify_all();
-}
-
 void JobManager::SetLimits(const Limits& limits, const Retention& retention) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -543,6 +451,10 @@ void JobManager::SetLimits(const Limits& limits, const Retention& retention) {
 void JobManager::SweepRetention() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
+    if (!store_error_.empty() && !RetryStoreLocked()) {
+      retention_cv_.wait_for(lock, kStoreRetryInterval);
+      continue;
+    }
     std::vector<v1::Job> all;
     all.reserve(jobs_.size());
     for (const auto& [id, e] : jobs_) all.push_back(e->job);
@@ -599,6 +511,9 @@ MetricsSnapshot JobManager::Metrics() const {
   m.jobs_submitted_total = submitted_total_;
   m.worker_restarts_total = runner_->WorkerRestarts();
   m.watchers = watchers_.load();
+  m.store_ok = store_error_.empty();
+  m.store_write_failures_total = store_write_failures_;
+  m.artifacts_corrupt_total = artifacts_corrupt_;
   m.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   return m;
 }

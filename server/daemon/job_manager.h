@@ -1,8 +1,14 @@
-// The daemon's job table: submission with limits, one queue per device (priority first, then
-// fair across users, FIFO per user), one job thread per device (the runner puts each device's
-// jobs in its own engine worker process), progress events with
+// The daemon's job table: submission with limits, one queue per device (fair share of device
+// time across users; priority, then FIFO, within a user), one job thread per device (the
+// runner puts each device's jobs in its own engine worker process), progress events with
 // sequence numbers for resumable watching, cancellation, recovery after a crash, retention.
-// Every state change is persisted through the JobStore before it is visible to callers.
+// Every state change is persisted through the JobStore before it is visible to callers. One
+// that cannot be (a full state filesystem) puts the manager out of service: it accepts and
+// starts no job, and says why (StoreError, metrics, the listener), until RetryStore has written
+// what was held back and a probe write passes. A job is never started without a durable
+// RUNNING record, so a job that finished is never run again after a restart.
+// Files: job_manager.cc (submission, reading, cancel, watch, metrics), job_manager_dispatch.cc
+// (queue order, the device workers, store health).
 #ifndef LIBREYOLO_SERVER_DAEMON_JOB_MANAGER_H_
 #define LIBREYOLO_SERVER_DAEMON_JOB_MANAGER_H_
 
@@ -14,10 +20,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "server/daemon/auth.h"
 #include "server/daemon/daemon_config.h"
@@ -67,6 +75,12 @@ class JobManager {
     return Get(who, id);
   }
 
+  // The path of artifact `name` of `job` (from Readable) for serving, after checking its bytes
+  // against the recorded size and SHA-256 (a file unchanged since its last check is not hashed
+  // again). A corrupt one is DATA_LOSS, counted (libreyolod_artifacts_corrupt_total), logged
+  // and recorded as a "corrupt" event of the job. Errors of ArtifactPath otherwise.
+  absl::StatusOr<std::string> VerifiedArtifactPath(const v1::Job& job, const std::string& name);
+
   MetricsSnapshot Metrics() const;
   const std::vector<std::string>& devices() const { return devices_; }
   const JobRunner& runner() const { return *runner_; }
@@ -74,28 +88,54 @@ class JobManager {
   std::string RunningJob(const std::string& device) const;
   bool accepting() const { return accepting_.load(); }
 
+  // Empty while every state change has been made durable; otherwise why the manager is out of
+  // service (the first failed write).
+  std::string StoreError() const;
+  // Told (under the manager's lock: it must not call back) when the store goes out of service
+  // (`ok` false, with the reason) and when it is back. The daemon sets health and logs.
+  void SetStoreListener(std::function<void(bool ok, const std::string& why)> listener);
+  // Writes the records held back by a failed write, then probes the store; true when the
+  // manager is in service again (or never left it). The retention thread calls it every few
+  // seconds while out of service; tests call it directly.
+  bool RetryStore();
+  // The clock (Unix ms) for job times and device-time accounting; tests drive it.
+  void SetClock(std::function<int64_t()> now_ms);
+
  private:
   struct Entry {
     v1::Job job;
     std::vector<v1::JobEvent> events;
     engine::CancelToken cancel;
     int64_t submit_order = 0;
+    // A finished job whose final record could not be written: it stays RUNNING to callers (and
+    // on disk) until RetryStore writes this, then appends its final event (`pending_stage`).
+    // With an empty stage: a start that could not be recorded, and the QUEUED record is
+    // written again.
+    std::optional<v1::Job> pending;
+    std::string pending_stage;
   };
   struct DeviceState {
     std::thread worker;
-    std::string running;                                // job id
-    std::map<std::string, int64_t> last_start_by_user;  // fairness
+    std::string running;  // job id
   };
 
   bool Visible(const Identity& who, const v1::Job& job) const;
   // Queued jobs of `device` in the order they will run.
   std::vector<Entry*> QueueOrderLocked(const std::string& device) const;
+  // Device time `user` has used, the running jobs' time so far included.
+  int64_t UsageLocked(const std::string& user) const;
   void AppendEventLocked(Entry& e, const std::string& stage, int64_t done, int64_t total,
                          const std::string& message);
-  void PersistLocked(const Entry& e);
+  // Writes `next` as e's record and makes it e's state; on failure leaves e as it was, puts
+  // the manager out of service and returns false.
+  bool CommitLocked(Entry& e, const v1::Job& next);
+  void StoreFailedLocked(const absl::Status& status);
+  bool RetryStoreLocked();
   void RefreshQueuePositionsLocked(const std::string& device);
   void WorkerLoop(const std::string& device);
   void RunOne(const std::string& device, Entry& e);
+  // The record of `job` after `out`, and the stage of its final event.
+  v1::Job FinishedRecord(const Entry& e, const RunOutcome& out, std::string* stage) const;
   void SweepRetention();
   int64_t NowMs() const;
 
@@ -120,7 +160,24 @@ class JobManager {
   std::condition_variable retention_cv_;
   std::atomic<int64_t> watchers_{0};
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::vector<std::string> persist_errors_;
+  std::vector<std::string> persist_errors_;  // retention's failed deletions (tried again)
+  std::string store_error_ ABSL_GUARDED_BY(mu_);  // out of service when not empty
+  int64_t store_write_failures_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<void(bool, const std::string&)> store_listener_ ABSL_GUARDED_BY(mu_);
+  std::function<int64_t()> clock_ ABSL_GUARDED_BY(mu_);
+  // Fair share: device time (ms) each user's finished jobs used, and when each user last
+  // started a job (ties).
+  std::map<std::string, int64_t> usage_ms_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> last_start_by_user_ ABSL_GUARDED_BY(mu_);
+  // The mean run, for queue positions.
+  int64_t finished_runs_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t finished_run_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t artifacts_corrupt_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int32_t> watchers_by_user_ ABSL_GUARDED_BY(mu_);  // open streams
+  // "<job>/<artifact>" -> the identity of the file last verified intact (its own lock:
+  // hashing runs outside mu_).
+  std::mutex verified_mu_;
+  std::map<std::string, std::string> verified_ ABSL_GUARDED_BY(verified_mu_);
 };
 
 // "cpu" -> "cpu"; "0" / "cuda:0" -> "cuda:0"; anything else INVALID_ARGUMENT.

@@ -89,7 +89,7 @@ std::string FromJson(absl::string_view json, google::protobuf::Message* message)
 
 // Moves <dir>/<name> to <state_dir>/corrupt/ (never overwriting an earlier one) and says so.
 void Quarantine(const std::string& state_dir, const std::string& dir, const std::string& name,
-                const std::string& why, std::vector<std::string>* warnings) {
+                const std::string& why, std::vector<std::string>* warnings, FileOps& ops) {
   const std::string from = Join(dir, name);
   const std::string corrupt = Join(state_dir, "corrupt");
   absl::Status st = MakeDirs(corrupt, 0700);
@@ -98,12 +98,12 @@ void Quarantine(const std::string& state_dir, const std::string& dir, const std:
   for (int i = 1; st.ok() && ::lstat(to.c_str(), &unused) == 0; ++i) {
     to = absl::StrCat(Join(corrupt, name), ".", i);
   }
-  if (st.ok() && ::rename(from.c_str(), to.c_str()) != 0) {
+  if (st.ok() && ops.RenameNoReplace(from.c_str(), to.c_str()) != 0) {
     st = OsError(errno, absl::StrCat("cannot move ", from, " to"), to);
   }
   if (st.ok()) {
-    (void)FsyncDirectory(corrupt);
-    (void)FsyncDirectory(dir);
+    (void)FsyncDirectory(corrupt, ops);
+    (void)FsyncDirectory(dir, ops);
     warnings->push_back(absl::StrCat(from, ": ", why, "; moved to ", to));
   } else {
     warnings->push_back(absl::StrCat(from, ": ", why, "; left in place (", st.message(), ")"));
@@ -118,7 +118,8 @@ std::string EventsFile(const std::string& events_dir, const std::string& id) {
 // an unparsable or unterminated last line (a crash in the middle of an append) is dropped and
 // cut off the file, so that the next append starts on a clean line.
 absl::Status LoadEvents(const std::string& events_dir, const std::string& id,
-                        std::vector<v1::JobEvent>* events, std::vector<std::string>* warnings) {
+                        std::vector<v1::JobEvent>* events, std::vector<std::string>* warnings,
+                        FileOps& ops) {
   const std::string path = EventsFile(events_dir, id);
   auto data = ReadFile(path);
   if (!data.ok()) {
@@ -155,10 +156,10 @@ absl::Status LoadEvents(const std::string& events_dir, const std::string& id,
   if (keep < all.size()) {
     UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
     absl::Status st = fd.valid() ? absl::OkStatus() : OsError(errno, "cannot open", path);
-    if (st.ok() && ::ftruncate(fd.get(), static_cast<off_t>(keep)) != 0) {
+    if (st.ok() && ops.Ftruncate(fd.get(), static_cast<off_t>(keep)) != 0) {
       st = OsError(errno, "cannot truncate", path);
     }
-    if (st.ok()) st = FsyncFd(fd.get(), path);
+    if (st.ok()) st = FsyncFd(fd.get(), path, ops);
     if (!st.ok()) warnings->push_back(absl::StrCat("cannot repair the event log: ", st.message()));
   }
   std::stable_sort(
@@ -225,7 +226,8 @@ absl::Status CheckWritableDir(const std::string& dir) {
 // ---- JobStore ------------------------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& state_dir,
-                                                         const std::string& store_dir) {
+                                                         const std::string& store_dir,
+                                                         FileOps* ops) {
   return Guarded("Open", [&]() -> absl::StatusOr<std::unique_ptr<JobStore>> {
     if (state_dir.empty() || store_dir.empty()) {
       return absl::InvalidArgumentError("job store: the state and store directories must be set");
@@ -250,7 +252,8 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& stat
       return absl::FailedPreconditionError(
           absl::StrCat("job store: unusable store directory ", store, ": ", st.message()));
     }
-    return std::unique_ptr<JobStore>(new JobStore(std::move(state), std::move(store)));
+    return std::unique_ptr<JobStore>(new JobStore(std::move(state), std::move(store),
+                                                  ops != nullptr ? *ops : SystemFileOps()));
   });
 }
 
@@ -287,7 +290,7 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(std::vector<std::string
       }
       if (!why.empty()) {
         Quarantine(state_dir_, layout.jobs, name, "cannot parse the job record (" + why + ")",
-                   warnings);
+                   warnings, ops_);
         continue;
       }
       ids.insert(id);
@@ -297,7 +300,7 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(std::vector<std::string
     {
       std::lock_guard<std::mutex> lock(append_mu_);
       for (StoredJob& job : jobs) {
-        const absl::Status st = LoadEvents(layout.events, job.job.id(), &job.events, warnings);
+        const absl::Status st = LoadEvents(layout.events, job.job.id(), &job.events, warnings, ops_);
         if (!st.ok()) warnings->push_back(absl::StrCat("skipped an event log: ", st.message()));
       }
       ASSIGN_OR_RETURN(const std::vector<std::string> logs, ListDir(layout.events));
@@ -305,7 +308,7 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(std::vector<std::string
         const std::string id = name.substr(0, name.size() - std::min<size_t>(name.size(), 6));
         if (absl::EndsWith(name, ".jsonl") && ValidJobId(id) && ids.count(id) == 0) {
           Quarantine(state_dir_, layout.events, name, "an event log without a job record",
-                     warnings);
+                     warnings, ops_);
         } else if (!absl::EndsWith(name, ".jsonl") || !ValidJobId(id)) {
           warnings->push_back(
               absl::StrCat(Join(layout.events, name), ": not an event log; ignored"));
@@ -327,7 +330,17 @@ absl::Status JobStore::PutJob(const v1::Job& job) {
     ASSIGN_OR_RETURN(std::string json, ToJson(job));
     json.push_back('\n');
     const std::string jobs = LayoutOf(state_dir_, store_dir_).jobs;
-    return WriteFileAtomically(Join(jobs, absl::StrCat(job.id(), ".json")), json, 0600);
+    return WriteFileAtomically(Join(jobs, absl::StrCat(job.id(), ".json")), json, 0600, ops_);
+  });
+}
+
+absl::Status JobStore::Probe() {
+  return Guarded("Probe", [&]() -> absl::Status {
+    // About a job record's size, so that a probe that passes leaves room for the next record.
+    const std::string path = Join(state_dir_, ".probe");
+    RETURN_IF_ERROR(WriteFileAtomically(path, std::string(4096, '\n'), 0600, ops_));
+    if (::unlink(path.c_str()) != 0) return OsError(errno, "cannot remove", path);
+    return FsyncDirectory(state_dir_, ops_);
   });
 }
 
@@ -356,16 +369,16 @@ absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
       return OsError(errno, "cannot read", path);
     }
     if (last != '\n') line.insert(line.begin(), '\n');
-    absl::Status status = WriteAllToFd(fd.get(), line, path);
-    if (status.ok()) status = FsyncFd(fd.get(), path);
+    absl::Status status = WriteAllToFd(fd.get(), line, path, ops_);
+    if (status.ok()) status = FsyncFd(fd.get(), path, ops_);
+    if (status.ok() && created) status = FsyncDirectory(dir, ops_);
     if (!status.ok()) {
       // Leave the log as it was: no partial line behind a failed append (disk full).
-      if (::ftruncate(fd.get(), st.st_size) == 0) (void)::fsync(fd.get());
+      if (ops_.Ftruncate(fd.get(), st.st_size) == 0) (void)ops_.Fsync(fd.get());
       if (created) ::unlink(path.c_str());
       return status;
     }
-    RETURN_IF_ERROR(CloseFd(fd, path));
-    return created ? FsyncDirectory(dir) : absl::OkStatus();
+    return CloseFd(fd, path);
   });
 }
 
@@ -386,9 +399,9 @@ absl::Status JobStore::DeleteJob(const std::string& job_id) {
         return OsError(errno, "cannot remove", file);
       }
     }
-    RETURN_IF_ERROR(FsyncDirectory(store_dir_));
-    RETURN_IF_ERROR(FsyncDirectory(layout.events));
-    return FsyncDirectory(layout.jobs);
+    RETURN_IF_ERROR(FsyncDirectory(store_dir_, ops_));
+    RETURN_IF_ERROR(FsyncDirectory(layout.events, ops_));
+    return FsyncDirectory(layout.jobs, ops_);
   });
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/io/atomic_file.h"
 #include "libreyolo/profiler/v1/profiler.pb.h"
 
 namespace libreyolo::daemon {
@@ -28,9 +29,12 @@ struct StoredJob {
 class JobStore {
  public:
   // Creates the directories if needed (0700 state, 0750 store). FAILED_PRECONDITION naming the
-  // directory when it cannot be created or written.
+  // directory when it cannot be created or written. Every write, fsync and rename the store
+  // makes goes through `ops` (the system's by default; a test's to inject failures), which
+  // must outlive the store.
   static absl::StatusOr<std::unique_ptr<JobStore>> Open(const std::string& state_dir,
-                                                        const std::string& store_dir);
+                                                        const std::string& store_dir,
+                                                        FileOps* ops = nullptr);
 
   // Every job on disk with its events. Records that cannot be parsed are moved aside to
   // <state_dir>/corrupt/ and reported in `warnings` (never silently dropped, never fatal).
@@ -51,6 +55,8 @@ class JobStore {
 
   // Moves `file` (in the scratch dir) into the artifact dir as `name` atomically and returns
   // its Artifact entry (size and SHA-256). RESOURCE_EXHAUSTED when larger than `max_bytes`.
+  // Artifacts are written once: ALREADY_EXISTS (the published file untouched) when the job
+  // already has one of that name.
   absl::StatusOr<v1::Artifact> PublishArtifact(const std::string& job_id, const std::string& file,
                                                const std::string& name, int64_t max_bytes);
 
@@ -58,16 +64,29 @@ class JobStore {
   // (no separators, no dot-dot); NOT_FOUND otherwise. Never resolves outside store_dir.
   absl::StatusOr<std::string> ArtifactPath(const v1::Job& job, const std::string& name) const;
 
+  // Re-reads a published artifact of `job_id` and compares it with `artifact`'s size and
+  // SHA-256: DATA_LOSS naming both digests when they differ. `identity`, when not null, gets
+  // what identifies the file's current contents (device, inode, size, change times), so a
+  // caller can skip re-hashing a file that was not touched since.
+  absl::Status VerifyArtifact(const std::string& job_id, const v1::Artifact& artifact,
+                              std::string* identity) const;
+
   // Deletes the job's record, events and artifacts (retention).
   absl::Status DeleteJob(const std::string& job_id);
+
+  // Writes and removes a small file in the state directory (write, fsync, rename, fsync of
+  // the directory): whether a state change could be made durable now. A daemon that failed to
+  // record one probes with it before it accepts work again.
+  absl::Status Probe();
 
   const std::string& state_dir() const { return state_dir_; }
   const std::string& store_dir() const { return store_dir_; }
 
  private:
-  JobStore(std::string state_dir, std::string store_dir)
-      : state_dir_(std::move(state_dir)), store_dir_(std::move(store_dir)) {}
+  JobStore(std::string state_dir, std::string store_dir, FileOps& ops)
+      : state_dir_(std::move(state_dir)), store_dir_(std::move(store_dir)), ops_(ops) {}
   std::string state_dir_, store_dir_;
+  FileOps& ops_;
   std::mutex append_mu_;
 };
 

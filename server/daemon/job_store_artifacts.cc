@@ -61,7 +61,7 @@ void JobStore::DiscardArtifacts(const std::string& job_id) {
     if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;  // only what we made
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
-    if (!ec) (void)FsyncDirectory(store_dir_);
+    if (!ec) (void)FsyncDirectory(store_dir_, ops_);
   } catch (...) {  // best effort, like DiscardScratch
   }
 }
@@ -93,7 +93,7 @@ absl::StatusOr<v1::Artifact> JobStore::PublishArtifact(const std::string& job_id
                                                        max_bytes, " bytes (", src, ")"));
     };
     if (st.st_size > max_bytes) return too_large(st.st_size);
-    RETURN_IF_ERROR(FsyncFd(fd.get(), src));  // the data is durable before the name
+    RETURN_IF_ERROR(FsyncFd(fd.get(), src, ops_));  // the data is durable before the name
     int64_t size = 0;
     ASSIGN_OR_RETURN(std::string sha256, Sha256Fd(fd.get(), src, &size));
     if (size > max_bytes) return too_large(size);
@@ -101,21 +101,59 @@ absl::StatusOr<v1::Artifact> JobStore::PublishArtifact(const std::string& job_id
 
     ASSIGN_OR_RETURN(const std::string dir, ArtifactDir(job_id));
     const std::string dst = Join(dir, name);
-    if (::rename(src.c_str(), dst.c_str()) != 0) {
-      if (errno != EXDEV) return OsError(errno, absl::StrCat("cannot rename ", src, " to"), dst);
+    // Written once: a job's published artifact is never replaced (a job run twice fails here
+    // rather than change what its first run's digest names).
+    if (ops_.RenameNoReplace(src.c_str(), dst.c_str()) != 0) {
+      const int err = errno;
+      if (err == EEXIST) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "artifact ", name, " of job ", job_id, " is already published (", dst,
+            "); published artifacts are never replaced"));
+      }
+      if (err != EXDEV) return OsError(err, absl::StrCat("cannot rename ", src, " to"), dst);
       // Another file system: copy into the artifact directory atomically, then drop the source.
       ASSIGN_OR_RETURN(const std::string data, ReadFile(src));
-      RETURN_IF_ERROR(WriteFileAtomically(Join(dir, name), data, 0640));
+      RETURN_IF_ERROR(WriteFileOnce(dst, data, 0640, ops_));
       ::unlink(src.c_str());
     }
-    RETURN_IF_ERROR(FsyncDirectory(dir));
-    (void)FsyncDirectory(Parent(src));
+    RETURN_IF_ERROR(FsyncDirectory(dir, ops_));
+    (void)FsyncDirectory(Parent(src), ops_);
 
     v1::Artifact artifact;
     artifact.set_name(name);
     artifact.set_size_bytes(size);
     artifact.set_sha256(std::move(sha256));
     return artifact;
+  });
+}
+
+absl::Status JobStore::VerifyArtifact(const std::string& job_id, const v1::Artifact& artifact,
+                                      std::string* identity) const {
+  return Guarded("VerifyArtifact", [&]() -> absl::Status {
+    RETURN_IF_ERROR(CheckJobId(job_id));
+    if (!ValidArtifactName(artifact.name())) {
+      return absl::InvalidArgumentError(absl::StrCat("artifact name ", Quote(artifact.name()),
+                                                     " is invalid: expected a plain file name"));
+    }
+    const std::string path = Join(Join(store_dir_, job_id), artifact.name());
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd.valid()) return OsError(errno, "cannot open artifact", path);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return OsError(errno, "cannot stat", path);
+    const std::string id = absl::StrCat(st.st_dev, ":", st.st_ino, ":", st.st_size, ":",
+                                        st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec, ":",
+                                        st.st_ctim.tv_sec, ".", st.st_ctim.tv_nsec);
+    if (identity != nullptr && *identity == id) return absl::OkStatus();
+    int64_t size = 0;
+    ASSIGN_OR_RETURN(const std::string sha256, Sha256Fd(fd.get(), path, &size));
+    if (sha256 != artifact.sha256() || size != artifact.size_bytes()) {
+      return absl::DataLossError(absl::StrCat(
+          "artifact ", artifact.name(), " of job ", job_id, " is corrupt in the store: ", size,
+          " bytes with SHA-256 ", sha256, ", recorded ", artifact.size_bytes(), " bytes with ",
+          artifact.sha256()));
+    }
+    if (identity != nullptr) *identity = id;
+    return absl::OkStatus();
   });
 }
 

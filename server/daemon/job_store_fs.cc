@@ -70,8 +70,8 @@ absl::Status CloseFd(UniqueFd& fd, absl::string_view path) {
   return absl::OkStatus();
 }
 
-absl::Status FsyncFd(int fd, absl::string_view path) {
-  if (::fsync(fd) != 0) return OsError(errno, "cannot fsync", path);
+absl::Status FsyncFd(int fd, absl::string_view path, FileOps& ops) {
+  if (ops.Fsync(fd) != 0) return OsError(errno, "cannot fsync", path);
   return absl::OkStatus();
 }
 
@@ -144,6 +144,5 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 Layout LayoutOf(const std::string& state_dir, const std::string& store_dir) {
   return {Join(state_dir, "jobs"), Join(state_dir, "events"), Join(store_dir, kScratchRoot)};
 }
-
 
 }  // namespace libreyolo::daemon::job_store_internal

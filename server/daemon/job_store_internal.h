@@ -60,7 +60,7 @@ std::string StripTrailingSlashes(std::string path);
 // Closes `fd` and reports a failed close (a writer must not ignore one).
 absl::Status CloseFd(UniqueFd& fd, absl::string_view path);
 
-absl::Status FsyncFd(int fd, absl::string_view path);
+absl::Status FsyncFd(int fd, absl::string_view path, FileOps& ops = SystemFileOps());
 
 // mkdir -p; the last component gets `mode`, missing parents 0755 (both less the umask). A
 // symlink to a directory is accepted as an existing directory.

@@ -21,6 +21,7 @@
 #include "server/daemon/daemon.h"
 #include "server/daemon/daemon_config.h"
 #include "server/daemon/daemon_signals.h"
+#include "server/daemon/job_store_scrub.h"
 #include "server/engine/cpu_threads.h"
 #include "server/worker/worker_main.h"
 #ifdef LIBREYOLO_WORKER_FAULT_HOOKS
@@ -70,6 +71,10 @@ int main(int argc, char** argv) {
     const libreyolo::worker::FaultHook hook;
 #endif
     return libreyolo::worker::WorkerMain({args.begin() + 1, args.end()}, hook);
+  }
+  // Checks the store offline (docs/deploy.md): server/daemon/job_store_scrub.h.
+  if (!args.empty() && args[0] == "scrub") {
+    return libreyolo::daemon::ScrubMain({args.begin() + 1, args.end()}, std::cout, std::cerr);
   }
   if (::pipe2(g_signal_pipe, O_CLOEXEC) != 0) {
     std::cerr << "libreyolod: error: pipe() failed\n";

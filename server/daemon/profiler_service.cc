@@ -167,7 +167,7 @@ grpc::Status ProfilerServiceImpl::ReadArtifact(grpc::ServerContext* ctx,
   if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
   auto job = jobs_->Readable(*who, req->job_id());
   if (!job.ok()) return Finish(job.status());
-  auto path = store_->ArtifactPath(*job, req->name());
+  auto path = jobs_->VerifiedArtifactPath(*job, req->name());
   if (!path.ok()) return Finish(path.status());
   std::string sha;
   for (const v1::Artifact& a : job->artifacts()) {
@@ -226,7 +226,7 @@ grpc::Status ProfilerServiceImpl::RunReaderRpc(grpc::ServerContext* ctx, const R
       return absl::NotFoundError(absl::StrCat("job ", job->id(), " has no profile (state ",
                                               v1::JobState_Name(job->state()), ")"));
     }
-    auto path = store_->ArtifactPath(*job, input.substr(slash + 1));
+    auto path = jobs_->VerifiedArtifactPath(*job, input.substr(slash + 1));
     if (!path.ok()) return path.status();
     return LoadProfile(*path);
   };

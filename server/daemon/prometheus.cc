@@ -156,6 +156,18 @@ std::string RenderPrometheus(const MetricsSnapshot& snapshot) {
   out.Sample("libreyolod_worker_restarts_total", "", "", FormatValue(snapshot.worker_restarts_total));
   out.Family("libreyolod_watchers", "gauge", "Open WatchJob streams.");
   out.Sample("libreyolod_watchers", "", "", FormatValue(snapshot.watchers));
+  out.Family("libreyolod_store_ok", "gauge",
+             "1 while every job state change is durable; 0 while the daemon accepts no work "
+             "because one could not be written (a full state filesystem).");
+  out.Sample("libreyolod_store_ok", "", "", FormatValue(int64_t{snapshot.store_ok ? 1 : 0}));
+  out.Family("libreyolod_store_write_failures_total", "counter",
+             "Writes of job records and events that failed.");
+  out.Sample("libreyolod_store_write_failures_total", "", "",
+             FormatValue(snapshot.store_write_failures_total));
+  out.Family("libreyolod_artifacts_corrupt_total", "counter",
+             "Stored artifacts found not to match their recorded SHA-256 (served or scrubbed).");
+  out.Sample("libreyolod_artifacts_corrupt_total", "", "",
+             FormatValue(snapshot.artifacts_corrupt_total));
   if (snapshot.resident_memory_bytes >= 0) {
     out.Family("libreyolod_resident_memory_bytes", "gauge",
                "Resident memory of the daemon process, bytes.");

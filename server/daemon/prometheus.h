@@ -29,6 +29,11 @@ struct MetricsSnapshot {
   int64_t rpc_errors_total = 0;
   int64_t worker_restarts_total = 0;  // engine worker deaths, each replaced (JobRunner)
   int64_t watchers = 0;
+  // False while the daemon is out of service because a job's state could not be made durable
+  // (a full state filesystem); failed store writes since the start.
+  bool store_ok = true;
+  int64_t store_write_failures_total = 0;
+  int64_t artifacts_corrupt_total = 0;  // served or scrubbed artifacts whose digest differed
   int64_t resident_memory_bytes = -1;
   double uptime_s = 0;
 };

@@ -1,5 +1,5 @@
-// Tests of the job manager with a scripted runner (no engine): queue order (priority, then
-// users taking turns, FIFO per user), limits, cancellation, resumable watching, visibility,
+// Tests of the job manager with a scripted runner (no engine): queue order (users taking
+// turns, then priority and FIFO per user), limits, cancellation, resumable watching, visibility,
 // idempotent submission, crash recovery and draining.
 #include "server/daemon/job_manager.h"
 
@@ -192,7 +192,10 @@ TEST_F(JobManagerTest, AJobThatCannotBeMadeDurableIsRefusedAndLeavesNothing) {
   EXPECT_TRUE(accepted.ok()) << accepted.status();
 }
 
-TEST_F(JobManagerTest, PriorityFirstThenUsersTakeTurnsThenFifo) {
+// Users take turns (fair share of device time, job_manager_fairness_test.cc); a priority
+// orders only its user's own jobs, so alice's priority job goes before her other ones, not
+// before bob's and carol's.
+TEST_F(JobManagerTest, UsersTakeTurnsAndPriorityOrdersAUsersOwnJobs) {
   jobs_->Start();
   auto a1 = jobs_->Submit(User("alice"), Infer("a1"), "cpu");
   ASSERT_TRUE(a1.ok());
@@ -208,12 +211,12 @@ TEST_F(JobManagerTest, PriorityFirstThenUsersTakeTurnsThenFifo) {
     ASSERT_TRUE(j.ok()) << j.status();
     queued.push_back(*j);
   }
-  // Positions now: d1 (priority) 1, b1 2, c1 3, a2 4, a3 5.
-  EXPECT_EQ(jobs_->Get(User("alice"), queued[4].id())->queue_position(), 1);
-  EXPECT_EQ(jobs_->Get(User("bob"), queued[2].id())->queue_position(), 2);
+  // Positions now: b1 1, c1 2, d1 (alice's priority job) 3, a2 4, a3 5.
+  EXPECT_EQ(jobs_->Get(User("bob"), queued[2].id())->queue_position(), 1);
+  EXPECT_EQ(jobs_->Get(User("alice"), queued[4].id())->queue_position(), 3);
   EXPECT_EQ(jobs_->Get(User("alice"), queued[1].id())->queue_position(), 5);
   runner_.ReleaseAll();
-  EXPECT_THAT(runner_.WaitStarted(6), ElementsAre("a1", "d1", "b1", "c1", "a2", "a3"));
+  EXPECT_THAT(runner_.WaitStarted(6), ElementsAre("a1", "b1", "c1", "d1", "a2", "a3"));
   for (const v1::Job& j : queued) EXPECT_EQ(WaitTerminal(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
 }
 

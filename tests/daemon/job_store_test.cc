@@ -304,13 +304,16 @@ TEST_F(JobStoreTest, PublishArtifactMovesTheFileWithSizeAndSha256) {
   EXPECT_EQ(ReadAll(store_ + "/j/profile.json"), "abc");
   EXPECT_EQ(*js_->ArtifactDir("j"), store_ + "/j");
 
-  // A bare name is looked up in the job's scratch dir; a republish replaces the artifact.
+  // A bare name is looked up in the job's scratch dir; a republish of a name is refused and
+  // leaves the published artifact as it was (written once: issue 23).
   Scratch("j", "trace.json", "");
   art = js_->PublishArtifact("j", "trace.json", "profile.json", 1024);
+  EXPECT_EQ(art.status().code(), absl::StatusCode::kAlreadyExists) << art.status();
+  EXPECT_EQ(ReadAll(store_ + "/j/profile.json"), "abc");
+  art = js_->PublishArtifact("j", "trace.json", "trace.json", 1024);
   ASSERT_TRUE(art.ok()) << art.status();
   EXPECT_EQ(art->size_bytes(), 0);
   EXPECT_EQ(art->sha256(), kSha256Empty);
-  EXPECT_EQ(ReadAll(store_ + "/j/profile.json"), "");
 
   js_->DiscardScratch("j");
   EXPECT_FALSE(fs::exists(store_ + "/.tmp/j"));

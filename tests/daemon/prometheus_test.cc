@@ -95,6 +95,15 @@ libreyolod_worker_restarts_total 2
 # HELP libreyolod_watchers Open WatchJob streams.
 # TYPE libreyolod_watchers gauge
 libreyolod_watchers 1
+# HELP libreyolod_store_ok 1 while every job state change is durable; 0 while the daemon accepts no work because one could not be written (a full state filesystem).
+# TYPE libreyolod_store_ok gauge
+libreyolod_store_ok 1
+# HELP libreyolod_store_write_failures_total Writes of job records and events that failed.
+# TYPE libreyolod_store_write_failures_total counter
+libreyolod_store_write_failures_total 0
+# HELP libreyolod_artifacts_corrupt_total Stored artifacts found not to match their recorded SHA-256 (served or scrubbed).
+# TYPE libreyolod_artifacts_corrupt_total counter
+libreyolod_artifacts_corrupt_total 0
 # HELP libreyolod_resident_memory_bytes Resident memory of the daemon process, bytes.
 # TYPE libreyolod_resident_memory_bytes gauge
 libreyolod_resident_memory_bytes 123456789

@@ -1,0 +1,204 @@
+// Fair queues and per-user caps (issue 23, items 5 and 3): while several users wait, each gets
+// an equal share of device time (the least served user goes next; priority orders only a
+// user's own jobs), and no user takes every watcher slot. Time is a fake clock the runner
+// advances by each job's cost, so the order is exact and nothing sleeps.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/daemon/job_manager.h"
+
+namespace libreyolo::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+// Each job "runs" for its label "ms" on the fake clock and finishes; the start order is kept.
+class ClockRunner : public JobRunner {
+ public:
+  explicit ClockRunner(std::atomic<int64_t>* clock) : clock_(clock) {}
+  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>&,
+                 const engine::CancelToken&) override {
+    const auto& labels = job.request().labels();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      started_.push_back(labels.at("name"));
+    }
+    cv_.notify_all();
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return hold_ != labels.at("name"); });
+    }
+    *clock_ += labels.count("ms") ? std::stoll(labels.at("ms")) : 100;
+    return RunOutcome{};
+  }
+  // The job `name` waits (holding the device, on a stopped clock) until Release.
+  void Hold(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_ = name;
+  }
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      hold_.clear();
+    }
+    cv_.notify_all();
+  }
+  std::vector<std::string> WaitStarted(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(20), [&] { return started_.size() >= n; });
+    return started_;
+  }
+
+ private:
+  std::atomic<int64_t>* clock_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> started_;
+  std::string hold_;
+};
+
+Identity User(const std::string& name) {
+  Identity id;
+  id.user = name;
+  return id;
+}
+
+v1::SubmitJobRequest Job(const std::string& name, int64_t ms = 100, int priority = 0) {
+  v1::SubmitJobRequest r;
+  r.mutable_infer()->set_imgsz(64);
+  (*r.mutable_labels())["name"] = name;
+  (*r.mutable_labels())["ms"] = std::to_string(ms);
+  r.set_priority(priority);
+  return r;
+}
+
+class FairnessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("jmf-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    auto store = JobStore::Open((dir_ / "state").string(), (dir_ / "store").string());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    Limits limits;
+    limits.max_jobs_per_user = 20;
+    limits.max_watchers = 8;
+    limits.max_watchers_per_user = 2;
+    jobs_ = std::make_unique<JobManager>(store_.get(), &runner_, std::vector<std::string>{"cpu"},
+                                         limits, Retention());
+    jobs_->SetClock([this] { return clock_.load(); });
+  }
+  void TearDown() override {
+    jobs_.reset();
+    fs::remove_all(dir_);
+  }
+  // Submits (not started yet, so the whole backlog is there when the device starts).
+  void Submit(const std::string& user, const v1::SubmitJobRequest& r) {
+    auto j = jobs_->Submit(User(user), r, "cpu");
+    ASSERT_TRUE(j.ok()) << j.status();
+  }
+
+  std::atomic<int64_t> clock_{1'000'000};
+  ClockRunner runner_{&clock_};
+  fs::path dir_;
+  std::unique_ptr<JobStore> store_;
+  std::unique_ptr<JobManager> jobs_;
+};
+
+// The soak's shape: one user with 8 jobs (at a high priority, which orders only its own jobs),
+// two with 2 each. First come, first served (or priority across users) runs all 8 first.
+TEST_F(FairnessTest, UsersTakeEqualTurnsWhateverOneOfThemSubmits) {
+  for (int i = 1; i <= 8; ++i) Submit("alice", Job("a" + std::to_string(i), 100, 9));
+  for (int i = 1; i <= 2; ++i) Submit("bob", Job("b" + std::to_string(i)));
+  for (int i = 1; i <= 2; ++i) Submit("carol", Job("c" + std::to_string(i)));
+  jobs_->Start();
+  EXPECT_THAT(runner_.WaitStarted(12),
+              ElementsAreArray({"a1", "b1", "c1", "a2", "b2", "c2", "a3", "a4", "a5", "a6", "a7",
+                                "a8"}));
+}
+
+// Equal device time, not equal job counts: alice's jobs take 3x bob's, so bob runs three for
+// each of hers while both wait.
+TEST_F(FairnessTest, ShareIsDeviceTimeNotJobCount) {
+  for (int i = 1; i <= 4; ++i) Submit("alice", Job("a" + std::to_string(i), 300));
+  for (int i = 1; i <= 6; ++i) Submit("bob", Job("b" + std::to_string(i), 100));
+  jobs_->Start();
+  EXPECT_THAT(runner_.WaitStarted(10),
+              ElementsAreArray({"a1", "b1", "b2", "b3", "a2", "b4", "b5", "b6", "a3", "a4"}));
+}
+
+// Within a user, priority first, then submission order.
+TEST_F(FairnessTest, PriorityOrdersAUsersOwnJobs) {
+  Submit("alice", Job("low"));
+  Submit("alice", Job("high", 100, 5));
+  Submit("alice", Job("low2"));
+  jobs_->Start();
+  EXPECT_THAT(runner_.WaitStarted(3), ElementsAreArray({"high", "low", "low2"}));
+}
+
+// A user who was away is not owed the time: joining a busy device, they start level with the
+// least served user waiting, not at zero (which would give them the device until they caught
+// up).
+TEST_F(FairnessTest, TimeAwayIsNotBankedAsCredit) {
+  runner_.Hold("a3");
+  for (int i = 1; i <= 6; ++i) Submit("alice", Job("a" + std::to_string(i), 100));
+  jobs_->Start();
+  ASSERT_EQ(runner_.WaitStarted(3).size(), 3u);  // a3 holds the device; alice has used 200
+  for (int i = 1; i <= 3; ++i) Submit("carol", Job("c" + std::to_string(i), 100));
+  runner_.Release();
+  EXPECT_THAT(runner_.WaitStarted(9),
+              ElementsAreArray({"a1", "a2", "a3", "c1", "a4", "c2", "a5", "c3", "a6"}));
+}
+
+// One user cannot hold every watcher slot: the per-user cap refuses the third stream of
+// alice while bob still gets one.
+TEST_F(FairnessTest, WatchersAreCappedPerUser) {
+  auto job = jobs_->Submit(User("alice"), Job("w"), "cpu");  // never started: streams stay open
+  ASSERT_TRUE(job.ok());
+  auto bob_job = jobs_->Submit(User("bob"), Job("w2"), "cpu");
+  ASSERT_TRUE(bob_job.ok());
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> streams;
+  std::atomic<int> open{0};
+  for (int i = 0; i < 2; ++i) {
+    streams.emplace_back([&] {
+      (void)jobs_->Watch(
+          User("alice"), job->id(), 1,
+          [&](const v1::JobEvent&) {
+            ++open;
+            return true;
+          },
+          [&] { return stop.load(); });
+    });
+  }
+  for (int i = 0; i < 20000 && jobs_->Metrics().watchers < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(jobs_->Metrics().watchers, 2);
+  const absl::Status third = jobs_->Watch(
+      User("alice"), job->id(), 1, [](const v1::JobEvent&) { return true; }, [] { return true; });
+  EXPECT_EQ(third.code(), absl::StatusCode::kResourceExhausted) << third;
+  EXPECT_THAT(std::string(third.message()), HasSubstr("max_watchers_per_user"));
+  // Bob's own stream is not refused (it ends at once: stop() is true).
+  const absl::Status bob = jobs_->Watch(
+      User("bob"), bob_job->id(), 1, [](const v1::JobEvent&) { return true; }, [] { return true; });
+  EXPECT_EQ(bob.code(), absl::StatusCode::kCancelled) << bob;
+  stop = true;
+  for (std::thread& t : streams) t.join();
+  EXPECT_EQ(jobs_->Metrics().watchers, 0);
+}
+
+}  // namespace
+}  // namespace libreyolo::daemon
