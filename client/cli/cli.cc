@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli/exit_codes.h"
+#include "client/cli/suggest.h"
 #include "client/commands/job_commands.h"
 #include "client/commands/reader_commands.h"
 
@@ -55,6 +56,17 @@ int RunSubcommand(const std::string& program, const CommandSpec& spec, Run run,
   return run(*parsed, out, err);
 }
 
+// " Did you mean 'summary'?" when a known name is close to `typed`, else "".
+std::string DidYouMean(const std::string& typed, const std::vector<std::string>& names) {
+  const std::optional<std::string> best = ClosestName(typed, names);
+  return best ? absl::StrCat(" Did you mean '", *best, "'?") : "";
+}
+
+template <typename Commands>
+void AddNames(const Commands& commands, std::vector<std::string>* names) {
+  for (const auto& c : commands) names->push_back(c.spec.name);
+}
+
 std::string JobsGroupHelp() {
   std::string out =
       "usage: libreyolo jobs <subcommand> [<job>] [--flag value ...]\n\n"
@@ -76,8 +88,10 @@ int RunJobsGroup(const std::vector<std::string>& args, std::ostream& out, std::o
   for (const JobCommand& c : JobsCommands()) {
     if (c.spec.name == args[0]) return RunSubcommand("libreyolo jobs", c.spec, c.run, rest, out, err);
   }
-  err << "libreyolo jobs: error: unknown subcommand '" << args[0]
-      << "'. Run 'libreyolo jobs' for the list.\n";
+  std::vector<std::string> names;
+  AddNames(JobsCommands(), &names);
+  err << "libreyolo jobs: error: unknown subcommand '" << args[0] << "'."
+      << DidYouMean(args[0], names) << " Run 'libreyolo jobs' for the list.\n";
   return kExitUsage;
 }
 
@@ -106,8 +120,11 @@ int RunProfileGroup(const std::vector<std::string>& args, std::ostream& out,
     if (c.spec.name != sub) continue;
     return RunSubcommand(kProgram, c.spec, c.run, rest, out, err);
   }
-  err << kProgram << ": error: unknown subcommand '" << sub
-      << "'. Run 'libreyolo profile' for the list.\n";
+  std::vector<std::string> names;
+  AddNames(ProfileJobCommands(), &names);
+  AddNames(ReaderCommands(), &names);
+  err << kProgram << ": error: unknown subcommand '" << sub << "'." << DidYouMean(sub, names)
+      << " Run 'libreyolo profile' for the list.\n";
   return kExitUsage;
 }
 
@@ -127,6 +144,12 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   }
   if (args[0] == "jobs") {
     return RunJobsGroup(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  }
+  if (const std::string hint = DidYouMean(args[0], {"profile", "jobs"});
+      !hint.empty() && args[0][0] != '-') {
+    err << "libreyolo: error: unknown command '" << args[0] << "'." << hint
+        << " Run 'libreyolo --help'.\n";
+    return kExitUsage;
   }
   err << "libreyolo: error: unknown command '" << args[0] << "'. Run 'libreyolo --help'.\n";
   return kExitUsage;
