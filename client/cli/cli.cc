@@ -3,9 +3,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli/exit_codes.h"
+#include "client/cli/python_cli.h"
 #include "client/cli/suggest.h"
 #include "client/commands/job_commands.h"
 #include "client/commands/reader_commands.h"
+#include "common/render/terminal_text.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -31,14 +33,20 @@ std::string ProfileGroupHelp() {
 }
 
 std::string TopHelp() {
+  absl::StatusOr<std::string> python = FindPythonCli(CurrentPythonCliSearch());
   return absl::StrCat(
       "usage: libreyolo <group> ...\n\ngroups:\n"
       "  profile   measure and read YOLO training/inference profiles "
       "(run 'libreyolo profile')\n"
       "  jobs      the jobs on a libreyolod: list, show, watch, cancel, download "
       "(run 'libreyolo jobs')\n\n"
-      "  --version print the version\n",
-      "libreyolo ", LIBREYOLO_VERSION, "\n");
+      "  --version print this version and the Python LibreYOLO's\n\n"
+      "Every other command (train, predict, val, export, info, ...) is the Python LibreYOLO's:\n"
+      "this libreyolo hands it over (arguments, input, output, exit code unchanged) to\n$",
+      kPythonCliEnv, ", or else the next libreyolo on PATH: ",
+      python.ok() ? TerminalSafe(*python, false)
+                  : std::string("not found here ('pip install libreyolo')"),
+      ".\n\nlibreyolo ", LIBREYOLO_VERSION, "\n");
 }
 
 template <typename Run>
@@ -136,7 +144,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     return kExitOk;
   }
   if (args[0] == "--version") {
-    out << "libreyolo " << LIBREYOLO_VERSION << "\n";
+    out << VersionText();
     return kExitOk;
   }
   if (args[0] == "profile") {
@@ -151,7 +159,10 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         << " Run 'libreyolo --help'.\n";
     return kExitUsage;
   }
-  err << "libreyolo: error: unknown command '" << args[0] << "'. Run 'libreyolo --help'.\n";
+  // main() hands these to the Python LibreYOLO (HandOffToPythonCli) before RunCli sees them.
+  err << "libreyolo: error: '" << args[0]
+      << "' is not a command of this libreyolo (profile, jobs); the libreyolo program hands it "
+         "to the Python LibreYOLO. Run 'libreyolo --help'.\n";
   return kExitUsage;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "client/cli/cli.h"
+#include "client/cli/python_cli.h"
 #include "client/cli/suggest.h"
 
 namespace libreyolo::cli {
@@ -88,6 +89,22 @@ TEST(DidYouMean, MistypedSubcommandsAndGroups) {
   const Result group = Cli({"profle", "summary"});
   EXPECT_EQ(group.code, 2);
   EXPECT_NE(group.err.find("Did you mean 'profile'?"), std::string::npos) << group.err;
+}
+
+// A misspelt group stays ours (answered with "did you mean"), but no command of the Python
+// LibreYOLO 1.6.0 (its `libreyolo --help`) is taken for one: those are all handed over.
+TEST(DidYouMean, PythonCommandsAreHandedOverNotCorrected) {
+  for (const char* own : {"profile", "jobs", "profle", "jbos", "--version", "--help", "-h"}) {
+    EXPECT_TRUE(IsOwnCommand({own})) << own;
+  }
+  EXPECT_TRUE(IsOwnCommand({}));
+  for (const char* python :
+       {"version", "checks", "models", "formats", "cfg", "info", "metadata", "compare", "verify",
+        "enroll", "detany3d", "fcos3d", "wilddet3d", "3dmood", "predict", "train", "val",
+        "export", "quantize", "ui", "monitor", "label", "doctor", "help", "--install-completion",
+        "-v"}) {
+    EXPECT_FALSE(IsOwnCommand({python})) << python;
+  }
 }
 
 }  // namespace
