@@ -27,7 +27,7 @@ std::string ProfileGroupHelp() {
   }
   out +=
       "\nexit codes: 0 ok; 1 a trace or profile that cannot be analysed; 2 missing file or bad\n"
-      "argument; 3 run produced no profile.\n"
+      "argument; 3 run produced no profile; compare --fail-if-slower: 4 FAIL, 5 INCONCLUSIVE.\n"
       "Run 'libreyolo profile <subcommand> --help' for its flags.\n";
   return out;
 }
