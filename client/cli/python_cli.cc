@@ -156,7 +156,7 @@ int HandOffToPythonCli(char** argv, std::ostream& err) {
   absl::StatusOr<std::string> cli = FindPythonCli(search);
   if (!cli.ok()) {
     err << "libreyolo: error: '" << TerminalSafe(command, false)
-        << "' is a command of the Python LibreYOLO (this libreyolo answers 'profile' and "
+        << "' goes to the Python LibreYOLO (this libreyolo answers only 'profile' and "
            "'jobs'), and "
         << cli.status().message() << "\n";
     return kExitUsage;

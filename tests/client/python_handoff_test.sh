@@ -76,7 +76,7 @@ grep -q "^Python LibreYOLO fake-libreyolo 9.9.9 ($tmp/py/libreyolo)" <<<"$out" &
 PATH="$tmp/copy:$tmp/ours:$tmp/empty" libreyolo train </dev/null >"$tmp/out" 2>"$tmp/err"
 code=$?
 expect_eq "no Python tool: exit 2" "$code" 2
-grep -q "is a command of the Python LibreYOLO" "$tmp/err" && grep -q "pip install libreyolo" \
+grep -q "'train' goes to the Python LibreYOLO" "$tmp/err" && grep -q "pip install libreyolo" \
   "$tmp/err" && grep -q LIBREYOLO_PYTHON_CLI "$tmp/err" && ok "no Python tool: the message" ||
   bad "no Python tool: the message: $(cat "$tmp/err")"
 [ -s "$tmp/out" ] && bad "no Python tool: wrote to stdout"
