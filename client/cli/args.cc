@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/cli/suggest.h"
 #include "common/render/terminal_text.h"
 
 namespace libreyolo::cli {
@@ -29,6 +30,17 @@ bool LooksLikeKeyValue(const std::string& arg) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
   }
   return true;
+}
+
+// "; did you mean --device?" when a known flag of the command is close to `name`, else "".
+std::string FlagSuggestion(const CommandSpec& spec, const std::string& name) {
+  std::vector<std::string> names = {"help"};
+  for (const FlagSpec& f : spec.flags) {
+    names.push_back(f.name);
+    if (f.negatable) names.push_back("no-" + f.name);
+  }
+  const std::optional<std::string> best = ClosestName(name, names);
+  return best ? absl::StrCat("; did you mean --", *best, "?") : "";
 }
 
 }  // namespace
@@ -97,8 +109,10 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
       }
     }
     if (name.empty() && !absl::StartsWith(a, "--")) {
+      std::string hint = FlagSuggestion(spec, a.substr(1));
+      if (hint.empty()) hint = " (see --help)";
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown option '", Excerpt(a), "': flags are spelled --name (see --help)"));
+          absl::StrCat("unknown option '", Excerpt(a), "': flags are spelled --name", hint));
     }
     if (name.empty()) name = a.substr(2);
     std::optional<std::string> inline_value;
@@ -115,7 +129,8 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
     }
     if (f == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", Excerpt(name), " for '",
-                                                     spec.name, "' (see --help for its flags)"));
+                                                     spec.name, "'", FlagSuggestion(spec, name),
+                                                     " (see --help for its flags)"));
     }
     if (f->value_name.empty()) {
       if (inline_value.has_value()) {

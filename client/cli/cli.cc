@@ -3,8 +3,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli/exit_codes.h"
+#include "client/cli/python_cli.h"
+#include "client/cli/suggest.h"
 #include "client/commands/job_commands.h"
 #include "client/commands/reader_commands.h"
+#include "common/render/terminal_text.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -24,20 +27,26 @@ std::string ProfileGroupHelp() {
   }
   out +=
       "\nexit codes: 0 ok; 1 a trace or profile that cannot be analysed; 2 missing file or bad\n"
-      "argument; 3 run produced no profile.\n"
+      "argument; 3 run produced no profile; compare --fail-if-slower: 4 FAIL, 5 INCONCLUSIVE.\n"
       "Run 'libreyolo profile <subcommand> --help' for its flags.\n";
   return out;
 }
 
 std::string TopHelp() {
+  absl::StatusOr<std::string> python = FindPythonCli(CurrentPythonCliSearch());
   return absl::StrCat(
       "usage: libreyolo <group> ...\n\ngroups:\n"
       "  profile   measure and read YOLO training/inference profiles "
       "(run 'libreyolo profile')\n"
       "  jobs      the jobs on a libreyolod: list, show, watch, cancel, download "
       "(run 'libreyolo jobs')\n\n"
-      "  --version print the version\n",
-      "libreyolo ", LIBREYOLO_VERSION, "\n");
+      "  --version print this version and the Python LibreYOLO's\n\n"
+      "Every other command (train, predict, val, export, info, ...) is the Python LibreYOLO's:\n"
+      "this libreyolo hands it over (arguments, input, output, exit code unchanged) to\n$",
+      kPythonCliEnv, ", or else the next libreyolo on PATH: ",
+      python.ok() ? TerminalSafe(*python, false)
+                  : std::string("not found here ('pip install libreyolo')"),
+      ".\n\nlibreyolo ", LIBREYOLO_VERSION, "\n");
 }
 
 template <typename Run>
@@ -53,6 +62,17 @@ int RunSubcommand(const std::string& program, const CommandSpec& spec, Run run,
     return kExitOk;
   }
   return run(*parsed, out, err);
+}
+
+// " Did you mean 'summary'?" when a known name is close to `typed`, else "".
+std::string DidYouMean(const std::string& typed, const std::vector<std::string>& names) {
+  const std::optional<std::string> best = ClosestName(typed, names);
+  return best ? absl::StrCat(" Did you mean '", *best, "'?") : "";
+}
+
+template <typename Commands>
+void AddNames(const Commands& commands, std::vector<std::string>* names) {
+  for (const auto& c : commands) names->push_back(c.spec.name);
 }
 
 std::string JobsGroupHelp() {
@@ -76,8 +96,10 @@ int RunJobsGroup(const std::vector<std::string>& args, std::ostream& out, std::o
   for (const JobCommand& c : JobsCommands()) {
     if (c.spec.name == args[0]) return RunSubcommand("libreyolo jobs", c.spec, c.run, rest, out, err);
   }
-  err << "libreyolo jobs: error: unknown subcommand '" << args[0]
-      << "'. Run 'libreyolo jobs' for the list.\n";
+  std::vector<std::string> names;
+  AddNames(JobsCommands(), &names);
+  err << "libreyolo jobs: error: unknown subcommand '" << args[0] << "'."
+      << DidYouMean(args[0], names) << " Run 'libreyolo jobs' for the list.\n";
   return kExitUsage;
 }
 
@@ -106,8 +128,11 @@ int RunProfileGroup(const std::vector<std::string>& args, std::ostream& out,
     if (c.spec.name != sub) continue;
     return RunSubcommand(kProgram, c.spec, c.run, rest, out, err);
   }
-  err << kProgram << ": error: unknown subcommand '" << sub
-      << "'. Run 'libreyolo profile' for the list.\n";
+  std::vector<std::string> names;
+  AddNames(ProfileJobCommands(), &names);
+  AddNames(ReaderCommands(), &names);
+  err << kProgram << ": error: unknown subcommand '" << sub << "'." << DidYouMean(sub, names)
+      << " Run 'libreyolo profile' for the list.\n";
   return kExitUsage;
 }
 
@@ -119,7 +144,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     return kExitOk;
   }
   if (args[0] == "--version") {
-    out << "libreyolo " << LIBREYOLO_VERSION << "\n";
+    out << VersionText();
     return kExitOk;
   }
   if (args[0] == "profile") {
@@ -128,7 +153,16 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   if (args[0] == "jobs") {
     return RunJobsGroup(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   }
-  err << "libreyolo: error: unknown command '" << args[0] << "'. Run 'libreyolo --help'.\n";
+  if (const std::string hint = DidYouMean(args[0], {"profile", "jobs"});
+      !hint.empty() && args[0][0] != '-') {
+    err << "libreyolo: error: unknown command '" << args[0] << "'." << hint
+        << " Run 'libreyolo --help'.\n";
+    return kExitUsage;
+  }
+  // main() hands these to the Python LibreYOLO (HandOffToPythonCli) before RunCli sees them.
+  err << "libreyolo: error: '" << args[0]
+      << "' is not a command of this libreyolo (profile, jobs); the libreyolo program hands it "
+         "to the Python LibreYOLO. Run 'libreyolo --help'.\n";
   return kExitUsage;
 }
 

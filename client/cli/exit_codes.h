@@ -9,6 +9,8 @@ namespace libreyolo::cli {
 
 using ::libreyolo::ExitCodeForStatus;
 using ::libreyolo::kExitAnalysisFailed;
+using ::libreyolo::kExitCompareFail;
+using ::libreyolo::kExitCompareInconclusive;
 using ::libreyolo::kExitNoProfile;
 using ::libreyolo::kExitOk;
 using ::libreyolo::kExitUsage;

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cli/exit_codes.h"
+#include "client/commands/compare_gate_command.h"
 #include "client/commands/report_command.h"
 #include "client/remote/daemon_connection.h"
 #include "client/remote/remote_reader.h"
@@ -126,6 +127,7 @@ int RunModules(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
 }
 
 int RunCompare(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  if (a.Value("fail-if-slower")) return RunCompareGate(a, out, err);
   return Execute("compare", Inputs(a, 2), a, out, err);
 }
 
@@ -218,10 +220,14 @@ const std::vector<ReaderCommand>& ReaderCommands() {
       {{"compare", "deltas between two profiles, with a significance call",
         "Deltas in throughput, ms per image, GPU utilisation, host overhead, launches per step\n"
         "and the verdict. With n >= 2 trials on both sides (profile_repeat.json), a difference\n"
-        "in img/s is significant when it exceeds twice the combined standard error.",
+        "in img/s is significant when it exceeds twice the combined standard error.\n"
+        "--fail-if-slower PCT answers PASS (exit 0), FAIL (exit 4) or INCONCLUSIVE (exit 5)\n"
+        "for CI: FAIL when the whole interval of the img/s difference (+/- 2*SE) is slower\n"
+        "than PCT % of the before img/s, PASS when all of it is within, INCONCLUSIVE when it\n"
+        "straddles the threshold or either side is a single run.",
         {{"before", true, "the baseline profile or trace"},
          {"after", true, "the profile or trace after the change"}},
-        {kJsonFlag}},
+        {FailIfSlowerFlagSpec(), kJsonFlag}},
        RunCompare},
       {{"what-if", "estimate the gain of removing a kernel category or launches",
         "Estimates the step time after removing a kernel category's GPU time or some kernel\n"

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/analysis/compare_gate.h"
 #include "common/profile/profile.h"
 
 namespace libreyolo {
@@ -35,6 +36,8 @@ struct CompareResult {
   // One line per setting the two profiles do not share (mode, model, imgsz, batch, device,
   // precision): their numbers are not like for like.
   std::vector<std::string> warnings;
+  // `compare --fail-if-slower PCT` only: the CI gate's verdict (compare_gate.h).
+  std::optional<CompareGate> gate;
 };
 
 // The mismatch warnings of Compare, from the profiles' mode, model and config.

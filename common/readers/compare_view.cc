@@ -18,8 +18,14 @@ std::string Verdict(const CompareDelta& d) {
 }  // namespace
 
 std::string RenderCompareText(const CompareResult& r) {
-  // The call first: significance, then every setting the two runs do not share.
-  std::string out = absl::StrCat("significance: ", r.significance.text, "\n");
+  // The call first: the gate's verdict (--fail-if-slower), significance, then every setting the
+  // two runs do not share.
+  std::string out;
+  if (r.gate) {
+    absl::StrAppend(&out, "gate: ", GateVerdictName(r.gate->verdict), " (exit ",
+                    GateExitCode(r.gate->verdict), "): ", r.gate->reason, "\n");
+  }
+  absl::StrAppend(&out, "significance: ", r.significance.text, "\n");
   for (const std::string& w : r.warnings) absl::StrAppend(&out, "warning: ", w, "\n");
   absl::StrAppend(&out, "\nbefore: ", r.before_label, "\nafter:  ", r.after_label, "\n\n");
   TextTable t({{"metric", TextTable::Align::kLeft}, {"before"}, {"after"}, {"delta"},
@@ -62,6 +68,20 @@ std::string RenderCompareJson(const CompareResult& r) {
   }
   w.Field("n_before", s.n_before).Field("n_after", s.n_after).Field("significance", s.text)
       .EndObject();
+  if (r.gate) {
+    const CompareGate& g = *r.gate;
+    w.Key("gate").BeginObject()
+        .Field("verdict", GateVerdictName(g.verdict))
+        .Field("exit_code", static_cast<int64_t>(GateExitCode(g.verdict)))
+        .Field("fail_if_slower_pct", g.fail_if_slower_pct)
+        .Field("img_per_s_change_pct", g.change_pct)
+        .Field("interval_low_pct", g.low_pct)
+        .Field("interval_high_pct", g.high_pct)
+        .Field("n_before", g.n_before)
+        .Field("n_after", g.n_after)
+        .Field("reason", g.reason)
+        .EndObject();
+  }
   w.EndObject();
   return w.Take();
 }

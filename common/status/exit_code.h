@@ -12,6 +12,12 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitAnalysisFailed = 1;  // cannot be analysed, or an internal failure
 inline constexpr int kExitUsage = 2;           // what the user fixes: arguments, files, setup
 inline constexpr int kExitNoProfile = 3;       // `run` produced no profile
+// `profile compare BEFORE AFTER --fail-if-slower PCT` (common/analysis/compare_gate.h): PASS
+// is kExitOk; the other two verdicts have codes of their own, so that CI can tell "slower
+// beyond the threshold" from "the numbers cannot decide" and both from an error (1, 2).
+inline constexpr int kExitCompareFail = 4;          // FAIL: slower than the threshold
+inline constexpr int kExitCompareInconclusive = 5;  // INCONCLUSIVE: n < 2, or the interval
+                                                    // straddles the threshold
 
 // OK -> 0.
 // OUT_OF_RANGE -> 3: the run ended before its profiled window (too few steps for the dataset).

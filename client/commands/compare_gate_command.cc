@@ -1,0 +1,87 @@
+#include "client/commands/compare_gate_command.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli/exit_codes.h"
+#include "client/remote/remote_reader.h"
+#include "common/analysis/compare.h"
+#include "common/analysis/compare_gate.h"
+#include "common/load/load_profile.h"
+#include "common/readers/compare_view.h"
+#include "common/readers/run_reader.h"
+#include "common/render/terminal_text.h"
+
+namespace libreyolo::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+int Fail(std::ostream& err, int code, const std::string& msg) {
+  err << "libreyolo profile compare: error: " << TerminalSafe(msg, /*multiline=*/true) << "\n";
+  return code;
+}
+
+// Removes the download folder of job inputs when the command ends.
+class TempFolder {
+ public:
+  explicit TempFolder(fs::path p) : path_(std::move(p)) {}
+  ~TempFolder() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+}  // namespace
+
+FlagSpec FailIfSlowerFlagSpec() {
+  return {"fail-if-slower", "PCT", "",
+          "CI gate: PASS (exit 0), FAIL (exit 4) when img/s is slower than PCT % beyond the "
+          "interval, INCONCLUSIVE (exit 5) when the interval straddles it or n < 2"};
+}
+
+int RunCompareGate(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  auto pct = ParseDoubleFlag("fail-if-slower", *a.Value("fail-if-slower"));
+  if (!pct.ok()) return Fail(err, kExitUsage, std::string(pct.status().message()));
+  if (*pct < 0 || *pct >= 100) {
+    return Fail(err, kExitUsage,
+                absl::StrCat("--fail-if-slower is a percentage of the before img/s in [0, 100), "
+                             "got ", *a.Value("fail-if-slower"), " (e.g. --fail-if-slower 5)"));
+  }
+  const std::vector<std::string> inputs(a.positionals.begin(), a.positionals.begin() + 2);
+  std::vector<std::string> paths = inputs;
+  TempFolder tmp(fs::temp_directory_path() / absl::StrCat("libreyolo-compare-", ::getpid()));
+  if (UsesDaemon(inputs, a)) {
+    auto fetched = FetchJobInputs(inputs, a, tmp.path().string(), /*with_trace=*/false);
+    if (!fetched.ok()) {
+      return Fail(err, ExitCodeForStatus(fetched.status()),
+                  std::string(fetched.status().message()));
+    }
+    paths = *std::move(fetched);
+  }
+  std::vector<Profile> profiles;
+  for (const std::string& path : paths) {
+    auto p = LoadReaderInput([](const std::string& in) { return LoadProfile(in); }, path);
+    if (!p.ok()) return Fail(err, ExitCodeForStatus(p.status()), std::string(p.status().message()));
+    profiles.push_back(*std::move(p));
+  }
+  CompareResult r = Compare(profiles[0], profiles[1], inputs[0], inputs[1]);
+  r.gate = EvaluateGate(ImgPerSTrials(profiles[0]), ImgPerSTrials(profiles[1]), *pct);
+  out << (a.Switch("json") ? RenderCompareJson(r)
+                           : TerminalSafe(RenderCompareText(r), /*multiline=*/true));
+  out.flush();
+  return GateExitCode(r.gate->verdict);
+}
+
+}  // namespace libreyolo::cli
