@@ -1,6 +1,7 @@
 // libreyolod: the profiling daemon. Configuration from --config FILE plus flags; SIGTERM or
 // SIGINT drains running jobs (drain_timeout_s) and exits 0; SIGHUP reloads the tokens file,
-// admins, limits and retention (docs/deploy.md, "Reload").
+// admins, limits and retention (docs/deploy.md, "Reload"). With --lease-dir it also stops by
+// itself, the same way, once it has nothing to run and no live lease (docs/cli.md).
 //
 // Exit codes (docs/deploy.md, "Start-up errors"): 0 stopped cleanly; 1 an unexpected failure;
 // 2 a configuration or flag error (fix the config); 3 something it needs is in use (a port, a
@@ -9,13 +10,17 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/io/lease_dir.h"
 #include "server/daemon/daemon.h"
 #include "server/daemon/daemon_config.h"
 #include "server/engine/cpu_threads.h"
@@ -33,6 +38,25 @@ int g_signal_pipe[2] = {-1, -1};
 void OnSignal(int sig) {
   const char byte = static_cast<char>(sig);
   (void)!::write(g_signal_pipe[1], &byte, 1);
+}
+
+// Written to the signal pipe by the lease watcher: stop, nobody needs this daemon any more.
+constexpr char kUnleased = 0;
+
+// --lease-dir: every 250 ms, when no job is queued or running, counts the live leases under the
+// directory's control lock; with none, keeps that lock until the process exits (a client that
+// comes now waits for it, then starts a fresh daemon) and asks the signal thread to stop.
+void WatchLeases(const libreyolo::daemon::Daemon& daemon, const std::string& dir,
+                 const std::atomic<bool>& stopped) {
+  while (!stopped.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (daemon.Busy()) continue;
+    std::optional<libreyolo::LeaseDirLock> lock = libreyolo::LeaseDirLock::TryAcquire(dir);
+    if (!lock || daemon.Busy() || libreyolo::CountLiveLeases(dir) > 0) continue;
+    lock->HoldUntilExit();
+    (void)!::write(g_signal_pipe[1], &kUnleased, 1);
+    return;
+  }
 }
 
 constexpr int kExitUnexpected = 1;
@@ -122,6 +146,12 @@ int main(int argc, char** argv) {
     }
   }
   std::cerr << " (pid " << ::getpid() << ")" << std::endl;
+  std::atomic<bool> stopped{false};
+  std::thread lease_thread;
+  if (!config->lease_dir.empty()) {
+    lease_thread = std::thread(WatchLeases, std::cref(**daemon), config->lease_dir,
+                               std::cref(stopped));
+  }
   std::thread signal_thread([&] {
     while (true) {
       char byte = 0;
@@ -143,14 +173,21 @@ int main(int argc, char** argv) {
                   << std::endl;
         continue;
       }
-      std::cerr << "libreyolod: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
-                << ": draining (up to " << (*daemon)->drain_timeout_s() << " s)" << std::endl;
+      if (sig == kUnleased) {
+        std::cerr << "libreyolod: no job to run and no lease in " << config->lease_dir
+                  << ": stopping" << std::endl;
+      } else {
+        std::cerr << "libreyolod: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+                  << ": draining (up to " << (*daemon)->drain_timeout_s() << " s)" << std::endl;
+      }
       (*daemon)->Shutdown();
       return;
     }
   });
   (*daemon)->Wait();
   signal_thread.join();
+  stopped = true;
+  if (lease_thread.joinable()) lease_thread.join();
   std::cerr << "libreyolod: stopped" << std::endl;
   return 0;
 }
