@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -36,11 +37,11 @@ ProgressStyle StyleFor(const ParsedArgs& a) {
 
 // ---- Submit, follow, fetch ------------------------------------------------------------------
 
-// After Ctrl-C: cancel or detach. A TTY is asked (detach is the default); otherwise detach,
-// except on a private daemon this command started, which stops with the command.
+// After Ctrl-C: cancel or detach. A TTY is asked (detach is the default: a private daemon
+// finishes a detached job before it stops); otherwise detach, except on a private daemon
+// started on demand, where nobody would follow the job.
 bool ShouldCancel(const DaemonSession& session, std::ostream& err, const std::string& id) {
-  if (session.started_private()) return true;
-  if (!::isatty(STDIN_FILENO) || !::isatty(STDERR_FILENO)) return false;
+  if (!::isatty(STDIN_FILENO) || !::isatty(STDERR_FILENO)) return session.on_demand_private();
   err << "\nCancel job " << id << " on the daemon? [y/N] (N detaches: it keeps running) ";
   err.flush();
   ClearInterrupt();
@@ -68,6 +69,24 @@ std::string WithJobFields(const std::string& summary_json, const std::string& jo
 }
 
 namespace {
+
+// A download that failed after profile.json arrived: says what is missing and why (a daemon
+// that went away), and returns the exit code the command ends with. kExitOk when none failed.
+int FetchFailed(std::ostream& err, const std::string& cmd, const absl::Status& status,
+                const std::string& job_id, const std::string& project, bool json) {
+  if (status.ok()) return kExitOk;
+  std::ostringstream sink;  // the code FailJobStatus would give, printed below as a warning
+  const int code = FailJobStatus(sink, cmd, status, /*json=*/false);
+  const std::string message =
+      absl::StrCat(status.message(), "; the files above are kept; fetch the rest with: ",
+                   "libreyolo jobs download ", job_id, " --project ", project);
+  if (json) {
+    JsonLine(err, "warning", {{"message", message}});
+  } else {
+    err << "libreyolo " << cmd << ": warning: " << message << "\n";
+  }
+  return code;
+}
 
 int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job& submitted,
                    const ParsedArgs& a, std::ostream& out, std::ostream& err) {
@@ -116,10 +135,16 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   }
   const std::string project = a.ValueOr("project", "runs/profile");
   std::string profile_path;
+  std::vector<std::string> written;
+  absl::Status fetch_error;  // the first download that failed; the files before it are kept
   for (const v1::Artifact& art : job.artifacts()) {
     const std::string dest = ArtifactDestination(project, job.kind(), art.name());
     auto got = DownloadArtifact(c, job.id(), art.name(), dest);
-    if (!got.ok()) return FailJobStatus(err, cmd, got.status(), json);
+    if (!got.ok()) {
+      fetch_error = got.status();
+      break;
+    }
+    written.push_back(art.name());
     if (art.name() == "profile.json") profile_path = dest;
     if (json) {
       JsonLine(err, "wrote", {{"path", dest}});
@@ -127,6 +152,11 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
       err << "wrote " << dest << "\n";
     }
   }
+  if (!fetch_error.ok() && profile_path.empty()) {
+    return FailJobStatus(err, cmd, fetch_error, json);
+  }
+  // Without the rest, the profile is still read: warn now, fail at the end.
+  const int fetch_code = FetchFailed(err, cmd, fetch_error, job.id(), project, json);
   if (!json) {
     err << "job " << job.id() << " (read it again with: libreyolo profile summary job:"
         << job.id() << ")\n";
@@ -135,14 +165,13 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
     return FailJob(err, cmd, kExitNoProfile, "the job stored no profile.json", json);
   }
   // The HTML report beside the profile: the daemon stores one with each job (downloaded above);
-  // a daemon that did not is covered here, from the downloaded files. A report that cannot be
-  // written does not fail the job: the profile is there and `report` can retry.
+  // a daemon that did not, or a download that failed first, is covered here, from the profile.
+  // A report that cannot be written does not fail the job: the profile is there and `report`
+  // can retry.
   const std::string report_path =
       (std::filesystem::path(profile_path).parent_path() / "report.html").string();
-  const bool stored = std::any_of(job.artifacts().begin(), job.artifacts().end(),
-                                  [](const v1::Artifact& stored_artifact) {
-                                    return stored_artifact.name() == "report.html";
-                                  });
+  const bool stored =
+      std::find(written.begin(), written.end(), "report.html") != written.end();
   if (stored) {
     // Written above with the other artifacts.
   } else if (auto report = WriteReport({profile_path}, {profile_path}, report_path); report.ok()) {
@@ -172,7 +201,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
     out << summary->text;
   }
   out.flush();
-  return kExitOk;
+  return fetch_code;
 }
 
 int SubmitAndFollow(const std::string& cmd, const ParsedArgs& a, std::ostream& out,

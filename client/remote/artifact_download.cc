@@ -13,7 +13,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+DownloadObserver g_observer = nullptr;
+
+void Observe(const std::string& name, int64_t received) {
+  if (g_observer != nullptr) g_observer(name, received);
+}
+
 }  // namespace
+
+void SetDownloadObserver(DownloadObserver observer) { g_observer = observer; }
 
 std::string ArtifactDestination(const std::string& project, v1::JobKind kind,
                                 const std::string& name) {
@@ -52,6 +60,7 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
     req.set_job_id(job_id);
     req.set_name(name);
     req.set_offset(received);
+    Observe(name, received);
     auto ctx = c.Context(std::chrono::seconds(0));
     auto reader = c.stub().ReadArtifact(ctx.get(), req);
     v1::ArtifactChunk chunk;
@@ -63,6 +72,7 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
       }
       out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
       received += static_cast<int64_t>(chunk.data().size());
+      Observe(name, received);
       if (chunk.last()) {
         expected_sha = chunk.sha256();
         complete = true;
@@ -70,7 +80,7 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
     }
     const grpc::Status s = reader->Finish();
     if (!s.ok()) {
-      last_error = FromGrpc(s, c.address());
+      last_error = c.Error(s);
       // Only a broken transport (or a restarting daemon) is worth resuming; anything else is
       // the answer.
       retry = reconnect.ShouldRetry(s);
@@ -78,7 +88,10 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
   }
   out.close();
   if (!complete) {
-    if (!last_error.ok()) return last_error;
+    if (!last_error.ok()) {
+      return absl::Status(last_error.code(),
+                          absl::StrCat("artifact ", name, ": ", last_error.message()));
+    }
     return absl::DataLossError(absl::StrCat("artifact ", name, ": the stream ended early"));
   }
   if (!out) return absl::DataLossError(absl::StrCat("cannot write ", tmp, " (disk full?)"));

@@ -16,6 +16,12 @@ namespace libreyolo::cli {
 absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string& job_id,
                                          const std::string& name, const std::string& dest);
 
+// Told before each attempt at an artifact (`received`: the offset it starts from) and after each
+// chunk written (`received`: the bytes so far). None by default; a test binary sets one to break
+// a download at a known point (tests/daemon/download_gate_main.cc).
+using DownloadObserver = void (*)(const std::string& name, int64_t received);
+void SetDownloadObserver(DownloadObserver observer);
+
 // Where `libreyolo profile run|infer` puts a job's artifact under --project, as the engine
 // lays it out locally: infer -> <project>/infer/<name>; run -> <project>/prof/<name>;
 // profile_repeat.json -> <project>/profile_repeat.json.

@@ -130,6 +130,7 @@ bool Reconnect::ShouldRetry(const grpc::Status& s) {
   const bool transient = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
                          (s.error_code() == grpc::StatusCode::CANCELLED && !Interrupted());
   if (!transient || !connection_->reached()) return false;
+  if (connection_->GoneReason().has_value()) return false;  // nobody will bring it back
   const auto now = std::chrono::steady_clock::now();
   if (failures_++ == 0) first_failure_ = now;
   if (now - first_failure_ >= budget_) return false;
@@ -139,6 +140,18 @@ bool Reconnect::ShouldRetry(const grpc::Status& s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return !Interrupted();
+}
+
+absl::Status DaemonConnection::Error(const grpc::Status& s) const {
+  if (s.ok()) return absl::OkStatus();
+  const bool transient = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                         s.error_code() == grpc::StatusCode::CANCELLED;
+  if (transient) {
+    if (std::optional<std::string> gone = GoneReason()) {
+      return absl::UnavailableError(absl::StrCat(*gone, " (", s.error_message(), ")"));
+    }
+  }
+  return FromGrpc(s, address());
 }
 
 absl::Status FromGrpc(const grpc::Status& s, const std::string& address) {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,9 +51,22 @@ class DaemonConnection {
   bool reached() const { return reached_.load(); }
   void MarkReached() { reached_.store(true); }
 
+  // A private daemon's connection: says why the daemon process has ended (nullopt while it
+  // runs). Nobody restarts a private daemon that died, so Reconnect does not wait for it, and
+  // Error() gives the reason instead of "cannot reach".
+  void set_gone_probe(std::function<std::optional<std::string>()> probe) {
+    gone_probe_ = std::move(probe);
+  }
+  std::optional<std::string> GoneReason() const {
+    return gone_probe_ ? gone_probe_() : std::nullopt;
+  }
+  // FromGrpc(s, address()), or, when the daemon is gone, an UNAVAILABLE that says why.
+  absl::Status Error(const grpc::Status& s) const;
+
  private:
   RemoteTarget target_;
   std::atomic<bool> reached_{false};
+  std::function<std::optional<std::string>()> gone_probe_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::ProfilerService::Stub> stub_;
 };
@@ -63,6 +77,8 @@ class DaemonConnection {
 // LIBREYOLO_RECONNECT_TIMEOUT_S seconds (default 300) since the first failure in a row; any
 // other answer, or Ctrl-C, ends the retrying. Watching, the final GetJob and artifact downloads
 // all use it, so a job that ends while its daemon restarts is still followed and downloaded.
+//
+// A private daemon whose process has ended (DaemonConnection::GoneReason) is not waited for.
 //
 // Only a daemon that was reached on this connection (by this call or any earlier one: the
 // submit, the watch, an earlier download) is waited for: an address where nobody ever answered

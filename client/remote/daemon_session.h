@@ -19,8 +19,9 @@ class DaemonSession {
   }
   // True for --remote: the daemon is shared and outlives this command.
   bool is_remote() const { return remote_ != nullptr; }
-  // A private daemon this command started (and stops when done).
-  bool started_private() const { return private_ != nullptr && private_->started_here(); }
+  // A private daemon started on demand (by this command or another): shared by this user's
+  // commands, and stopped once none of them needs it.
+  bool on_demand_private() const { return private_ != nullptr && private_->on_demand(); }
 
  private:
   std::unique_ptr<DaemonConnection> remote_;

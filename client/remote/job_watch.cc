@@ -87,7 +87,7 @@ absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job
       out.interrupted = true;
       break;
     }
-    return FromGrpc(s, c.address());
+    return c.Error(s);
   }
   // The job as it ended; the daemon may be restarting right now (a job that finished during a
   // drain), so this rides out UNAVAILABLE too.
@@ -97,7 +97,7 @@ absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job
     auto gctx = c.Context(std::chrono::seconds(30));
     const grpc::Status s = c.stub().GetJob(gctx.get(), g, &out.job);
     if (s.ok()) break;
-    if (!again.ShouldRetry(s)) return FromGrpc(s, c.address());
+    if (!again.ShouldRetry(s)) return c.Error(s);
   }
   return out;
 }

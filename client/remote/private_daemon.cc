@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -14,8 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -49,6 +53,51 @@ std::string LogTail(const std::string& path) {
   return out;
 }
 
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The process has ended: gone, or a zombie its parent has not reaped yet.
+bool ProcessEnded(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  const std::string stat = ReadText(absl::StrCat("/proc/", pid, "/stat"));
+  const size_t paren = stat.rfind(')');
+  return paren == std::string::npos || stat.size() < paren + 3 || stat[paren + 2] == 'Z' ||
+         stat[paren + 2] == 'X';
+}
+
+// The pid in the pid file, when that process is a libreyolod started on demand on `paths`'s
+// socket (its command line says so; a stale file or a reused pid names something else).
+pid_t OnDemandDaemonPid(const PrivateDaemonPaths& paths) {
+  int64_t pid = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadText(paths.pid_file)), &pid) || pid <= 0) {
+    return -1;
+  }
+  const std::string cmdline = ReadText(absl::StrCat("/proc/", pid, "/cmdline"));
+  const std::string socket = absl::StrCat(std::string(1, '\0'), "unix:", paths.socket,
+                                          std::string(1, '\0'));
+  const std::string leases = absl::StrCat(std::string("--lease-dir") + '\0', paths.leases);
+  if (cmdline.find(socket) == std::string::npos || cmdline.find(leases) == std::string::npos) {
+    return -1;
+  }
+  return ProcessEnded(static_cast<pid_t>(pid)) ? -1 : static_cast<pid_t>(pid);
+}
+
+std::string SignalName(int sig) {
+  switch (sig) {
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGINT: return "SIGINT";
+    default: return absl::StrCat("signal ", sig);
+  }
+}
+
 }  // namespace
 
 PrivateDaemonPaths PrivateDaemonPathsForUser() {
@@ -62,6 +111,8 @@ PrivateDaemonPaths PrivateDaemonPathsForUser() {
   const std::string xdg_state = EnvOr("XDG_STATE_HOME", (fs::path(home) / ".local/state").string());
   p.state_root = EnvOr("LIBREYOLO_STATE_DIR", (fs::path(xdg_state) / "libreyolo").string());
   p.log = (fs::path(p.state_root) / "libreyolod.log").string();
+  p.leases = (fs::path(p.runtime_dir) / "leases").string();
+  p.pid_file = (fs::path(p.runtime_dir) / "libreyolod.pid").string();
   return p;
 }
 
@@ -103,12 +154,26 @@ absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire() {
         paths.runtime_dir, " is not owned by you; set XDG_RUNTIME_DIR to a private directory"));
   }
   auto d = std::unique_ptr<PrivateDaemon>(new PrivateDaemon());
+  d->paths_ = paths;
+  // Under the lease directory's lock until the daemon serves: a daemon stopping now (its last
+  // command gone) finishes first, and two commands never start two daemons.
+  auto lock = LeaseDirLock::Acquire(paths.leases, std::chrono::seconds(120));
+  if (!lock.ok()) return lock.status();
+  std::string command = ReadText("/proc/self/cmdline");
+  std::replace(command.begin(), command.end(), '\0', ' ');
+  auto lease = Lease::Take(paths.leases, command);
+  if (!lease.ok()) return lease.status();
+  d->lease_ = *std::move(lease);
   RemoteTarget target;
   target.address = absl::StrCat("unix:", paths.socket);
   auto conn = DaemonConnection::Open(target);
   if (!conn.ok()) return conn.status();
   d->connection_ = *std::move(conn);
-  if (fs::exists(paths.socket, ec) && Answers(*d->connection_)) return d;
+  d->connection_->set_gone_probe([raw = d.get()] { return raw->GoneReason(); });
+  if (fs::exists(paths.socket, ec) && Answers(*d->connection_)) {
+    d->pid_ = OnDemandDaemonPid(paths);
+    return d;
+  }
 
   auto binary = FindDaemonBinary();
   if (!binary.ok()) return binary.status();
@@ -133,12 +198,14 @@ absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire() {
       "--allow-local-paths",
       "--unix-socket-mode", "0600",
       "--drain-timeout", "10",
+      "--lease-dir", paths.leases,
   };
   const pid_t pid = ::fork();
   if (pid < 0) return absl::InternalError("fork failed: cannot start libreyolod");
   if (pid == 0) {
     // The child: its own process group (a Ctrl-C in the terminal is for the client, which
-    // decides what happens to the job), output to the log, cwd in the state directory.
+    // decides what happens to the job), output to the log, cwd in the state directory. The
+    // lock and the lease are close-on-exec: the daemon holds neither.
     ::setpgid(0, 0);
     const int log = ::open(paths.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     const int null = ::open("/dev/null", O_RDONLY);
@@ -155,12 +222,17 @@ absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire() {
     _exit(127);
   }
   d->pid_ = pid;
+  d->child_ = true;
+  {
+    std::ofstream pid_file(paths.pid_file, std::ios::trunc);
+    pid_file << pid << "\n";
+  }
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < until) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
+    if (d->Ended()) {
       d->pid_ = -1;
-      // Another client may have started one at the same moment: use it.
+      d->child_ = false;
+      // A daemon the user started at the same moment: use it.
       if (Answers(*d->connection_)) return d;
       return absl::UnavailableError(absl::StrCat("libreyolod exited at start (log ", paths.log,
                                                  "):", LogTail(paths.log)));
@@ -172,18 +244,66 @@ absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire() {
       "libreyolod did not answer on ", paths.socket, " within 60 s (log ", paths.log, ")"));
 }
 
-PrivateDaemon::~PrivateDaemon() {
-  if (pid_ <= 0) return;
-  connection_.reset();
+bool PrivateDaemon::Ended() {
+  if (pid_ <= 0) return false;
+  if (!child_) return ProcessEnded(pid_);
+  if (wait_status_) return true;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+  wait_status_ = status;
+  return true;
+}
+
+std::optional<std::string> PrivateDaemon::GoneReason() {
+  if (!Ended()) return std::nullopt;
+  std::string how = "is no longer running";
+  if (wait_status_ && WIFSIGNALED(*wait_status_)) {
+    how = absl::StrCat("was killed by ", SignalName(WTERMSIG(*wait_status_)));
+  } else if (wait_status_ && WIFEXITED(*wait_status_)) {
+    how = absl::StrCat("exited with code ", WEXITSTATUS(*wait_status_));
+  }
+  return absl::StrCat("the private libreyolod (pid ", pid_, ") ", how, " (log ", paths_.log, ")");
+}
+
+// Queued or running jobs of any command: a detached one, or that of a command that was killed.
+// An unanswered question counts as none (the daemon is ours to stop either way).
+bool PrivateDaemon::HasLiveJobs() {
+  auto ctx = connection_->Context(std::chrono::seconds(5));
+  v1::ListJobsRequest req;
+  req.add_states(v1::JOB_STATE_QUEUED);
+  req.add_states(v1::JOB_STATE_RUNNING);
+  req.set_page_size(1);
+  v1::ListJobsResponse resp;
+  return connection_->stub().ListJobs(ctx.get(), req, &resp).ok() && resp.jobs_size() > 0;
+}
+
+void PrivateDaemon::Stop() {
   ::kill(pid_, SIGTERM);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  int status = 0;
   while (std::chrono::steady_clock::now() < until) {
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (Ended()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, &status, 0);
+  if (child_) {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+}
+
+PrivateDaemon::~PrivateDaemon() {
+  lease_.Release();
+  if (pid_ <= 0) return;  // the user's own daemon: left running
+  // The last command out stops the daemon; a daemon with a job left stops itself after it.
+  auto lock = LeaseDirLock::Acquire(paths_.leases, std::chrono::seconds(30));
+  if (lock.ok() && !Ended() && CountLiveLeases(paths_.leases) == 0 && !HasLiveJobs()) {
+    connection_.reset();
+    Stop();
+  }
+  if (Ended()) {
+    std::error_code ignored;
+    if (OnDemandDaemonPid(paths_) <= 0) fs::remove(paths_.pid_file, ignored);
+  }
 }
 
 }  // namespace libreyolo::cli

@@ -1,17 +1,26 @@
 // This user's private libreyolod: a daemon on a Unix socket in the user's runtime directory,
 // with its state under $XDG_STATE_HOME/libreyolo (so jobs and artifacts survive it), started
-// when a command needs one and none is running, and stopped again by the command that started
-// it. A daemon the user already runs there is used and left running.
+// when a command needs one and none is running. A daemon the user already runs there is used
+// and left running.
+//
+// Commands share it: each holds a lease (common/io/lease_dir.h) in <runtime_dir>/leases from
+// before it connects until it has its last artifact. The last command out stops the daemon it
+// finds with nothing left to run; a daemon started on demand (--lease-dir) also stops itself
+// once it has no job and no live lease, so a command killed with SIGKILL, whose lease dies with
+// it, keeps it only until its job ends. Starting, counting and stopping happen under the lease
+// directory's lock: a command that comes while a daemon stops waits, then starts a fresh one.
 #ifndef LIBREYOLO_CLIENT_REMOTE_PRIVATE_DAEMON_H_
 #define LIBREYOLO_CLIENT_REMOTE_PRIVATE_DAEMON_H_
 
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "client/remote/daemon_connection.h"
+#include "common/io/lease_dir.h"
 
 namespace libreyolo::cli {
 
@@ -20,6 +29,8 @@ struct PrivateDaemonPaths {
   std::string socket;       // <runtime_dir>/libreyolod.sock
   std::string state_root;   // $LIBREYOLO_STATE_DIR, $XDG_STATE_HOME/libreyolo, ~/.local/state/libreyolo
   std::string log;          // <state_root>/libreyolod.log
+  std::string leases;       // <runtime_dir>/leases: one lease per command using the daemon
+  std::string pid_file;     // <runtime_dir>/libreyolod.pid: the daemon started on demand
 };
 PrivateDaemonPaths PrivateDaemonPathsForUser();
 
@@ -29,17 +40,34 @@ absl::StatusOr<std::string> FindDaemonBinary();
 
 class PrivateDaemon {
  public:
-  // Connects to the running private daemon or starts one (waiting until it serves).
+  // Takes a lease (the file names this command line), then connects to the running private
+  // daemon or starts one (waiting until it serves).
   static absl::StatusOr<std::unique_ptr<PrivateDaemon>> Acquire();
-  ~PrivateDaemon();  // stops the daemon if this process started it (SIGTERM, then waits)
+  // Ends the lease. When no other live lease remains and the daemon (one started on demand)
+  // has no queued or running job, stops it (SIGTERM, then waits) before returning.
+  ~PrivateDaemon();
 
   DaemonConnection& connection() { return *connection_; }
-  bool started_here() const { return pid_ > 0; }
+  bool started_here() const { return child_; }
+  // A daemon started on demand by a `libreyolo` command (this one or another), not one the
+  // user runs on the socket.
+  bool on_demand() const { return pid_ > 0; }
+  // Why the daemon process has ended ("the private libreyolod (pid N) was killed by SIGKILL
+  // (log ...)"), or nullopt while it runs or when it is not one started on demand.
+  std::optional<std::string> GoneReason();
 
  private:
   PrivateDaemon() = default;
+  bool Ended();
+  bool HasLiveJobs();
+  void Stop();
+
+  PrivateDaemonPaths paths_;
+  Lease lease_;
   std::unique_ptr<DaemonConnection> connection_;
-  pid_t pid_ = -1;
+  pid_t pid_ = -1;      // the daemon started on demand; -1 for one the user runs
+  bool child_ = false;  // started by this process: waitpid tells how it ended
+  std::optional<int> wait_status_;  // its waitpid status, once reaped
 };
 
 }  // namespace libreyolo::cli

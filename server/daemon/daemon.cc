@@ -257,6 +257,8 @@ absl::Status Daemon::Reload(const DaemonConfig& loaded, std::vector<std::string>
 
 int64_t Daemon::drain_timeout_s() const { return live_->Get()->drain_timeout_s; }
 
+bool Daemon::Busy() const { return jobs_ != nullptr && jobs_->Busy(); }
+
 Daemon::~Daemon() { Shutdown(); }
 
 }  // namespace libreyolo::daemon

@@ -54,6 +54,8 @@ class Daemon {
   const DaemonConfig& config() const { return config_; }
   // The drain timeout in force (SIGHUP may have changed it).
   int64_t drain_timeout_s() const;
+  // Whether a job is queued or running.
+  bool Busy() const;
 
  private:
   Daemon() = default;

@@ -68,6 +68,10 @@ struct DaemonConfig {
   // After a cancel (CancelJob, a drain's deadline), how long an engine worker may take to stop
   // before it is killed (a job stuck inside one step: a hung kernel, a dead data loader).
   int64_t cancel_grace_s = 30;
+  // A lease directory (common/io/lease_dir.h): once no job is queued or running and no live
+  // process holds a lease there, the daemon stops as on SIGTERM. Empty = never. The private
+  // daemon that `libreyolo` starts on demand runs with it (docs/cli.md, "Private daemon").
+  std::string lease_dir;
 };
 
 // Reads the YAML file. NOT_FOUND names the file; INVALID_ARGUMENT names the key and what is

@@ -257,6 +257,7 @@ std::vector<Key> ConfigKeys(DaemonConfig* config) {
       Live(IntKey("drain_timeout_s", &config->drain_timeout_s)),
       IntKey("cpu_threads", &config->cpu_threads),
       IntKey("cancel_grace_s", &config->cancel_grace_s),
+      StringKey("lease_dir", &config->lease_dir),
   };
 }
 

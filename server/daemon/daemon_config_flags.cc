@@ -199,6 +199,10 @@ const std::vector<Flag>& Flags() {
        "after a cancel, how long an engine worker may take to stop before it is killed, "
        "default 30 (1..86400)",
        "cancel_grace_s", IntFlag(&DaemonConfig::cancel_grace_s)},
+      {"lease-dir", "DIR",
+       "stop (as on SIGTERM) once no job is queued or running and no live process holds a "
+       "lease in DIR; the private daemon libreyolo starts runs with it",
+       "lease_dir", StringFlag(&DaemonConfig::lease_dir)},
       {"help", nullptr, "print this help and exit", nullptr, nullptr},
   };
   return flags;

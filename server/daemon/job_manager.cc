@@ -485,6 +485,15 @@ std::string JobManager::RunningJob(const std::string& device) const {
   return it == device_state_.end() ? "" : it->second.running;
 }
 
+bool JobManager::Busy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, e] : jobs_) {
+    const v1::JobState s = e->job.state();
+    if (s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RUNNING) return true;
+  }
+  return false;
+}
+
 MetricsSnapshot JobManager::Metrics() const {
   std::lock_guard<std::mutex> lock(mu_);
   MetricsSnapshot m;

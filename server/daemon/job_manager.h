@@ -86,6 +86,8 @@ class JobManager {
   const JobRunner& runner() const { return *runner_; }
   int32_t QueueLength(const std::string& device) const;
   std::string RunningJob(const std::string& device) const;
+  // Whether any job is queued or running (a private daemon stops itself only when not).
+  bool Busy() const;
   bool accepting() const { return accepting_.load(); }
 
   // Empty while every state change has been made durable; otherwise why the manager is out of

@@ -1,7 +1,9 @@
 // libreyolod: the profiling daemon. Configuration from --config FILE plus flags; SIGTERM or
 // SIGINT drains running jobs (drain_timeout_s) and exits 0; SIGHUP reloads the tokens file,
 // admins, limits and retention (docs/deploy.md, "Reload"); every other signal whose default
-// would end the daemon is logged and ignored (daemon_signals.h, docs/deploy.md "Signals").
+// would end the daemon is logged and ignored (daemon_signals.h, docs/deploy.md "Signals"). With
+// --lease-dir it also stops by itself, the same way, once it has nothing to run and no live
+// lease (docs/cli.md).
 //
 // Exit codes (docs/deploy.md, "Start-up errors"): 0 stopped cleanly; 1 an unexpected failure;
 // 2 a configuration or flag error (fix the config); 3 something it needs is in use (a port, a
@@ -10,14 +12,18 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/io/lease_dir.h"
 #include "server/daemon/daemon.h"
 #include "server/daemon/daemon_config.h"
 #include "server/daemon/daemon_signals.h"
@@ -34,6 +40,26 @@ namespace {
 // sigwait thread is not enough: a handler that writes the signal number to a pipe is
 // (InstallDaemonSignalHandlers).
 int g_signal_pipe[2] = {-1, -1};
+
+// Written to the signal pipe by the lease watcher (0 is no signal's number): stop, nobody
+// needs this daemon any more.
+constexpr char kUnleased = 0;
+
+// --lease-dir: every 250 ms, when no job is queued or running, counts the live leases under the
+// directory's control lock; with none, keeps that lock until the process exits (a client that
+// comes now waits for it, then starts a fresh daemon) and asks the signal thread to stop.
+void WatchLeases(const libreyolo::daemon::Daemon& daemon, const std::string& dir,
+                 const std::atomic<bool>& stopped) {
+  while (!stopped.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (daemon.Busy()) continue;
+    std::optional<libreyolo::LeaseDirLock> lock = libreyolo::LeaseDirLock::TryAcquire(dir);
+    if (!lock || daemon.Busy() || libreyolo::CountLiveLeases(dir) > 0) continue;
+    lock->HoldUntilExit();
+    (void)!::write(g_signal_pipe[1], &kUnleased, 1);
+    return;
+  }
+}
 
 constexpr int kExitUnexpected = 1;
 constexpr int kExitConfig = 2;
@@ -122,6 +148,12 @@ int main(int argc, char** argv) {
     }
   }
   std::cerr << " (pid " << ::getpid() << ")" << std::endl;
+  std::atomic<bool> stopped{false};
+  std::thread lease_thread;
+  if (!config->lease_dir.empty()) {
+    lease_thread = std::thread(WatchLeases, std::cref(**daemon), config->lease_dir,
+                               std::cref(stopped));
+  }
   std::thread signal_thread([&] {
     using libreyolo::daemon::SignalAction;
     std::map<int, int64_t> ignored;  // per logged signal, how many arrived
@@ -129,6 +161,12 @@ int main(int argc, char** argv) {
       char byte = 0;
       if (::read(g_signal_pipe[0], &byte, 1) != 1) continue;
       const int sig = byte;
+      if (sig == kUnleased) {
+        std::cerr << "libreyolod: no job to run and no lease in " << config->lease_dir
+                  << ": stopping" << std::endl;
+        (*daemon)->Shutdown();
+        return;
+      }
       const SignalAction action = libreyolo::daemon::DaemonSignalAction(sig);
       if (action == SignalAction::kLog) {
         const std::string line = libreyolo::daemon::IgnoredSignalLogLine(sig, ++ignored[sig]);
@@ -160,6 +198,8 @@ int main(int argc, char** argv) {
   });
   (*daemon)->Wait();
   signal_thread.join();
+  stopped = true;
+  if (lease_thread.joinable()) lease_thread.join();
   std::cerr << "libreyolod: stopped" << std::endl;
   return 0;
 }

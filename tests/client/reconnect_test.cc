@@ -5,7 +5,10 @@
 // finished during a SIGTERM drain).
 #include "client/remote/daemon_connection.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -55,6 +58,34 @@ TEST_F(ReconnectTest, TheBudgetEndsTheWaiting) {
   connection_->MarkReached();
   Reconnect r(*connection_);
   EXPECT_FALSE(r.ShouldRetry(grpc::Status(grpc::StatusCode::UNAVAILABLE, "restarting")));
+}
+
+// A private daemon whose process ended (the gone probe says why) is not waited for: nobody
+// restarts it, so a download or a watch fails at once, with the reason.
+TEST_F(ReconnectTest, AGonePrivateDaemonIsNotWaitedForAndTheErrorSaysWhy) {
+  connection_->MarkReached();
+  bool gone = false;
+  connection_->set_gone_probe([&]() -> std::optional<std::string> {
+    if (!gone) return std::nullopt;
+    return "the private libreyolod (pid 42) was killed by SIGKILL";
+  });
+  const grpc::Status broken(grpc::StatusCode::UNAVAILABLE, "Socket closed");
+  {
+    Reconnect r(*connection_);
+    EXPECT_TRUE(r.ShouldRetry(broken));  // still running: a blip is ridden out
+  }
+  gone = true;
+  Reconnect r(*connection_);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(r.ShouldRetry(broken));
+  EXPECT_FALSE(r.ShouldRetry(grpc::Status(grpc::StatusCode::CANCELLED, "shutting down")));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(200));
+  const absl::Status error = connection_->Error(broken);
+  EXPECT_EQ(error.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(error.message().find("was killed by SIGKILL"), absl::string_view::npos) << error;
+  // Answers are not about the daemon's process.
+  EXPECT_EQ(connection_->Error(grpc::Status(grpc::StatusCode::NOT_FOUND, "no such job")).code(),
+            absl::StatusCode::kNotFound);
 }
 
 }  // namespace

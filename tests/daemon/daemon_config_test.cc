@@ -364,6 +364,7 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
                            "--metrics-textfile",
                            "--drain-timeout",
                            "--threads",
+                           "--lease-dir DIR",
                            "--help"}) {
     EXPECT_THAT(help, HasSubstr(flag));
   }
@@ -383,7 +384,7 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
     }
     EXPECT_TRUE(ApplyDaemonFlags(args, &c).ok()) << name;
   }
-  EXPECT_EQ(documented, 34);
+  EXPECT_EQ(documented, 35);
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {
