@@ -188,7 +188,9 @@ inline OptDouble ProfiledStepMs(const Profile& p) {
 // GPU activity and no CUDA runtime calls at all. GPU metrics of such a job are n/a, not 0.
 inline bool IsCpuJob(const Profile& p) {
   if (p.device.has_value() && !p.device->type.empty()) return p.device->type == "cpu";
-  return p.kernels_per_step.value_or(0) == 0 && p.memcpy_ms_per_step.value_or(0) == 0 &&
+  // unique_kernels, not kernels_per_step: a kernel in one step of three floors to 0 per step.
+  return p.unique_kernels.value_or(0) == 0 && p.kernels_per_step.value_or(0) == 0 &&
+         p.memcpy_ms_per_step.value_or(0) == 0 &&
          p.launches_source.value_or("kernels") == "kernels" && !p.peak_vram_mb.has_value();
 }
 

@@ -54,6 +54,7 @@ std::vector<TrialMeasurement> ThreeInferTrials() {
 
 TEST(RepeatTrials, EveryScalarIsTheMeanOverTrialsAndThroughputMatchesTheStep) {
   Profile p;
+  p.device = DeviceInfo{"cuda", "H200", 0, 132, 141000.0};  // a GPU job: host overhead applies
   p.gpu_busy_ms_per_step = 5;
   p.host_overhead_method = "residual";
   ApplyMeasuredTrials(p, /*batch=*/2, ThreeInferTrials());
@@ -90,6 +91,7 @@ TEST(RepeatTrials, OneTrialHasNoRepeatStatistics) {
 
 TEST(RepeatTrials, TrainingTrialsAverageStepAndDataload) {
   Profile p;
+  p.device = DeviceInfo{"cuda", "H200", 0, 132, 141000.0};
   p.gpu_busy_ms_per_step = 10;
   p.host_overhead_method = "residual";
   std::vector<TrialMeasurement> t(2);
