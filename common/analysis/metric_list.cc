@@ -53,7 +53,9 @@ void WriteMetricValue(JsonWriter& w, const MetricValue& m) {
 
 std::vector<MetricValue> FlatMetrics(const Profile& p) {
   std::vector<MetricValue> out;
-  for (const MetricDef& d : MetricTable()) out.push_back(MetricValueFromCell(d, MetricValueOf(d, p)));
+  for (const MetricDef& d : MetricTable()) {
+    out.push_back(MetricValueFromCell(d, MetricValueOf(d, p)));
+  }
   // The per-phase columns, as the Python LibreYOLO names them.
   for (const PhaseRow& r : p.phases) {
     out.push_back(Num(r.phase + "_gpu_ms", "ms", r.gpu_ms_per_step));

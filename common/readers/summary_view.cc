@@ -184,8 +184,12 @@ std::string RenderSummaryText(const SummaryView& v) {
          absl::StrCat(FmtUnit(profiled_step ? profiled_step : p.step_ms, "ms"),
                       "  (window / steps under the profiler; a trace has no unprofiled step)"));
   } else {
+    // Our jobs time the step without the profiler; the Python LibreYOLO times it under
+    // torch.profiler and says nothing of it: say what the file says, or nothing (issue 22).
+    const bool ours = p.tool_name == "libreyolo-profiler";
     Line(out, p.mode == "inference" ? "latency (mean)" : "step time",
-         absl::StrCat(ValueSd(p, "step_ms", p.step_ms, "ms"), "  (measured without the profiler)"));
+         absl::StrCat(ValueSd(p, "step_ms", p.step_ms, "ms"),
+                      ours ? "  (measured without the profiler)" : ""));
     if (profiled_step) {
       Line(out, "profiled step",
            absl::StrCat(FmtUnit(profiled_step, "ms"), "  (window / steps: ",
