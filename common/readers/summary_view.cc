@@ -184,12 +184,12 @@ std::string RenderSummaryText(const SummaryView& v) {
          absl::StrCat(FmtUnit(profiled_step ? profiled_step : p.step_ms, "ms"),
                       "  (window / steps under the profiler; a trace has no unprofiled step)"));
   } else {
-    // Our jobs time the step without the profiler; the Python LibreYOLO times it under
-    // torch.profiler and says nothing of it: say what the file says, or nothing (issue 22).
-    const bool ours = p.tool_name == "libreyolo-profiler";
+    // Say what the file says of how the step was timed, or nothing (StepTimingOf).
     Line(out, p.mode == "inference" ? "latency (mean)" : "step time",
          absl::StrCat(ValueSd(p, "step_ms", p.step_ms, "ms"),
-                      ours ? "  (measured without the profiler)" : ""));
+                      StepTimingOf(p) == StepTiming::kUnprofiled
+                          ? "  (measured without the profiler)"
+                          : ""));
     if (profiled_step) {
       Line(out, "profiled step",
            absl::StrCat(FmtUnit(profiled_step, "ms"), "  (window / steps: ",
@@ -352,7 +352,7 @@ std::string RenderSummaryJson(const SummaryView& v) {
       .Field("bound", p.bound)
       .Field("bound_why", p.bound_why)
       .Field("unreliable", v.unreliable)
-      .Field("step_ms_measured", p.source_kind == "trace" ? "profiled window" : "unprofiled")
+      .Field("step_ms_measured", StepMeasuredText(p))
       .Field("cpu_job", v.cpu_job)
       .Field("batch", p.batch)
       .Field("batch_rule", BatchRuleOf(p.config_json))
