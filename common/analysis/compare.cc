@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/profile/metric_table.h"
 #include "rapidjson/document.h"
 
 namespace libreyolo {
@@ -57,22 +58,19 @@ CompareResult Compare(const Profile& a, const Profile& b, const std::string& bef
   CompareResult r;
   r.before_label = before_label;
   r.after_label = after_label;
-  r.deltas = {
-      {"img_per_s", "img/s", true, a.img_per_s, b.img_per_s},
-      {"ms_per_image", "ms", false, MsPerImage(a), MsPerImage(b)},
-      {"step_ms", "ms", false, a.step_ms, b.step_ms},
-      {"gpu_util", "", true, a.gpu_util, b.gpu_util},
-      {"host_overhead_ms_per_step", "ms", false, a.host_overhead_ms_per_step,
-       b.host_overhead_ms_per_step},
-      {"launches_per_step", "", false, a.launches_per_step, b.launches_per_step},
-      {"gpu_busy_ms_per_step", "ms", false, a.gpu_busy_ms_per_step, b.gpu_busy_ms_per_step},
-      {"tensorcore_pct", "%", true, a.tensorcore_pct, b.tensorcore_pct},
-      {"peak_vram_mb", "MB", false, a.peak_vram_mb, b.peak_vram_mb},
-  };
-  // Data-parallel runs: the communication no compute hides is what costs step time.
-  if (a.comm_ms_per_step.value_or(0) > 0 || b.comm_ms_per_step.value_or(0) > 0) {
-    r.deltas.push_back({"comm_exposed_ms_per_step", "ms", false, a.comm_exposed_ms_per_step,
-                        b.comm_exposed_ms_per_step});
+  r.deltas = {{"img_per_s", "img/s", true, a.img_per_s, b.img_per_s},
+              {"ms_per_image", "ms", false, MsPerImage(a), MsPerImage(b)}};
+  // Every metric the table says compare judges, by its profile.json key; n/a stays n/a (a CPU
+  // job's GPU metrics are null on both sides, never "worse").
+  for (const MetricDef& d : MetricTable()) {
+    if (d.better == MetricBetter::kNone || d.name == "img_per_s") continue;
+    const OptDouble before = MetricValueOf(d, a).AsDouble(), after = MetricValueOf(d, b).AsDouble();
+    // Nothing to judge: absent on both sides, or 0 on both (no communication in either run).
+    if (!before && !after) continue;
+    if (before == 0.0 && after == 0.0) continue;
+    const std::string_view key = d.object.empty() && !d.field.empty() ? d.field : d.name;
+    r.deltas.push_back({std::string(key), std::string(d.unit), d.better == MetricBetter::kHigher,
+                        before, after});
   }
   if (a.latency && b.latency) {
     r.deltas.push_back({"latency_p50_ms", "ms", false, a.latency->p50_ms, b.latency->p50_ms});

@@ -1,11 +1,17 @@
-// The flat metric list: what `get` lists and what profile.json's "metrics" object holds.
+// The flat metric list: what `get` lists and what profile.json's "metrics" object holds: every
+// row of the metric table (common/profile/metric_table.h), then the per-phase, repeat, latency
+// and stage metrics, then any key a file carried that we do not derive.
 #ifndef LIBREYOLO_COMMON_ANALYSIS_METRIC_LIST_H_
 #define LIBREYOLO_COMMON_ANALYSIS_METRIC_LIST_H_
 
+#include <cmath>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/json/json_writer.h"
+#include "common/profile/metric_table.h"
 #include "common/profile/profile.h"
 
 namespace libreyolo {
@@ -14,11 +20,20 @@ struct MetricValue {
   std::string name;
   std::string unit;  // "ms", "img/s", "%", "" ...
   std::optional<double> number;
+  std::optional<int64_t> count;  // integers: written as JSON integers
   std::optional<bool> flag;
   std::optional<std::string> text;
   std::optional<std::string> raw_json;  // a value carried through from the file as-is
-  bool is_null() const { return !number && !flag && !text && !raw_json; }
+  bool is_null() const { return !number && !count && !flag && !text && !raw_json; }
 };
+
+MetricValue MetricValueFromCell(const MetricDef& def, const MetricCell& c);
+
+// A per-step count the model keeps as a double (integral by PerStepCount) as an integer.
+inline int64_t PerStepCountOf(double v) { return static_cast<int64_t>(std::floor(v)); }
+
+// The value as JSON: a string, bool, integer, number, the file's raw JSON, or null.
+void WriteMetricValue(JsonWriter& w, const MetricValue& m);
 
 // Every flat metric of the profile, in a stable order (the Python LibreYOLO's names first).
 // Metrics the profile does not have are present with no value (shown as n/a).

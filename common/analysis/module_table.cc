@@ -41,6 +41,22 @@ struct KernelSum {
   int64_t ns = 0, count = 0;
 };
 
+// "a.b.c" -> {"a.b.c", "a.b", "a"}: the path and every enclosing path, innermost first.
+std::vector<std::string> PathPrefixes(const std::string& path) {
+  std::vector<std::string> out = {path};
+  for (size_t dot = path.rfind('.'); dot != std::string::npos && dot > 0;
+       dot = path.rfind('.', dot - 1)) {
+    out.push_back(path.substr(0, dot));
+  }
+  return out;
+}
+
+// `path` is `row` or lies under it ("head.decode" under "head", not "headx").
+bool IsUnderPath(const std::string& path, const std::string& row) {
+  return path == row ||
+         (path.size() > row.size() && path.starts_with(row) && path[row.size()] == '.');
+}
+
 // The path of a scope named `name` inside `parent` (empty: top level).
 std::string ScopePath(std::string_view parent, std::string_view name) {
   if (parent.empty()) return std::string(name);
@@ -228,27 +244,48 @@ ModuleTable BuildModuleTable(const TraceData& t, int depth) {
   table.scopes = static_cast<int64_t>(pass.scopes.size());
 
   struct Acc {
-    int64_t calls = 0, cpu_ns = 0, self_ns = 0, gpu_ns = 0, self_gpu_ns = 0, kernels = 0;
+    int64_t calls = 0, outermost = 0, cpu_ns = 0, self_ns = 0, gpu_ns = 0, self_gpu_ns = 0;
+    int64_t kernels = 0;
     double flops = 0;
   };
   std::vector<std::string> order;
   absl::flat_hash_map<std::string, Acc> acc;
   std::vector<std::string> row_of(pass.scopes.size());
   for (size_t i = 0; i < pass.scopes.size(); ++i) {
+    row_of[i] = Truncate(pass.scopes[i].path, depth);
+    if (acc.try_emplace(row_of[i]).second) order.push_back(row_of[i]);
+  }
+  // A row's totals hold every scope under its path, at every depth (issue 22: head.decode,
+  // which runs after head rather than inside it, fell outside head's total at --depth 2): a
+  // scope adds to its own row and to each row whose path is a prefix of its row's, once,
+  // through its outermost enclosing scope under that row.
+  for (size_t i = 0; i < pass.scopes.size(); ++i) {
     const Scope& sc = pass.scopes[i];
-    row_of[i] = Truncate(sc.path, depth);
-    auto [it, inserted] = acc.try_emplace(row_of[i]);
-    if (inserted) order.push_back(row_of[i]);
-    Acc& a = it->second;
-    SatAdd(a.self_ns, std::max<int64_t>(sc.dur_ns - sc.child_ns, 0));
-    SatAdd(a.self_gpu_ns, sc.self_gpu_ns);
-    // Inside another scope of the same row: counted once, through the outer one.
-    if (sc.parent >= 0 && row_of[static_cast<size_t>(sc.parent)] == row_of[i]) continue;
-    ++a.calls;
-    SatAdd(a.cpu_ns, sc.dur_ns);
-    SatAdd(a.gpu_ns, sc.gpu_ns);
-    a.kernels += sc.kernels;
-    a.flops += sc.flops;
+    Acc& own = acc.at(row_of[i]);
+    SatAdd(own.self_ns, std::max<int64_t>(sc.dur_ns - sc.child_ns, 0));
+    SatAdd(own.self_gpu_ns, sc.self_gpu_ns);
+    // A call of the module itself: its exact path, not inside another call of it.
+    bool nested_in_itself = false;
+    for (int32_t j = sc.parent; j >= 0; j = pass.scopes[static_cast<size_t>(j)].parent) {
+      nested_in_itself |= pass.scopes[static_cast<size_t>(j)].path == sc.path;
+    }
+    if (sc.path == row_of[i] && !nested_in_itself) ++own.calls;
+    for (const std::string& row : PathPrefixes(row_of[i])) {
+      const auto it = acc.find(row);
+      if (it == acc.end()) continue;
+      bool enclosed = false;
+      for (int32_t j = sc.parent; j >= 0 && !enclosed;
+           j = pass.scopes[static_cast<size_t>(j)].parent) {
+        enclosed = IsUnderPath(row_of[static_cast<size_t>(j)], row);
+      }
+      if (enclosed) continue;
+      Acc& a = it->second;
+      ++a.outermost;
+      SatAdd(a.cpu_ns, sc.dur_ns);
+      SatAdd(a.gpu_ns, sc.gpu_ns);
+      a.kernels += sc.kernels;
+      a.flops += sc.flops;
+    }
   }
   auto ms = [&](int64_t ns) { return static_cast<double>(ns) / kNsPerMs / steps; };
   table.rows.reserve(order.size());
@@ -259,7 +296,8 @@ ModuleTable BuildModuleTable(const TraceData& t, int depth) {
     const size_t dot = path.rfind('.');
     r.name = dot == std::string::npos ? path : path.substr(dot + 1);
     r.depth = static_cast<int>(std::count(path.begin(), path.end(), '.'));
-    r.calls_per_step = static_cast<double>(a.calls) / steps;
+    // A row made only by cutting deeper paths (no scope of its own path): its outermost scopes.
+    r.calls_per_step = static_cast<double>(a.calls > 0 ? a.calls : a.outermost) / steps;
     r.cpu_ms_per_step = ms(a.cpu_ns);
     r.self_cpu_ms_per_step = ms(a.self_ns);
     r.gpu_ms_per_step = ms(a.gpu_ns);

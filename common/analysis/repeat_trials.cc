@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/analysis/latency_stats.h"
+#include "common/profile/metric_table.h"
 
 namespace libreyolo {
 namespace {
@@ -129,6 +130,7 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
                          stage("forward_ms", &Stages::forward),
                          stage("nms_ms", &Stages::postprocess)};
   }
+  ApplyMetricRules(p);  // a CPU job's host overhead is n/a, not the whole step
 }
 
 }  // namespace libreyolo

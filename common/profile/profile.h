@@ -184,11 +184,34 @@ inline OptDouble ProfiledStepMs(const Profile& p) {
   return *p.window_wall_ms / static_cast<double>(*p.real_steps);
 }
 
+inline constexpr char kOurToolName[] = "libreyolo-profiler";
+
+// How the headline step_ms was timed: our jobs time it without the profiler; a trace has only
+// its profiled window; the Python LibreYOLO times it under torch.profiler and does not say so
+// in the file (unknown: say nothing, issue 22).
+enum class StepTiming { kUnprofiled, kProfiledWindow, kUnknown };
+inline StepTiming StepTimingOf(const Profile& p) {
+  if (p.source_kind == "trace") return StepTiming::kProfiledWindow;
+  if (p.tool_name == kOurToolName) return StepTiming::kUnprofiled;
+  return StepTiming::kUnknown;
+}
+// summary/phases --json's step_ms_measured: "unprofiled", "profiled window", or null.
+inline std::optional<std::string> StepMeasuredText(StepTiming t) {
+  if (t == StepTiming::kUnprofiled) return "unprofiled";
+  if (t == StepTiming::kProfiledWindow) return "profiled window";
+  return std::nullopt;
+}
+inline std::optional<std::string> StepMeasuredText(const Profile& p) {
+  return StepMeasuredText(StepTimingOf(p));
+}
+
 // A job on the CPU: the device says so, or (a raw trace, no device recorded) the trace holds no
 // GPU activity and no CUDA runtime calls at all. GPU metrics of such a job are n/a, not 0.
 inline bool IsCpuJob(const Profile& p) {
   if (p.device.has_value() && !p.device->type.empty()) return p.device->type == "cpu";
-  return p.kernels_per_step.value_or(0) == 0 && p.memcpy_ms_per_step.value_or(0) == 0 &&
+  // unique_kernels, not kernels_per_step: a kernel in one step of three floors to 0 per step.
+  return p.unique_kernels.value_or(0) == 0 && p.kernels_per_step.value_or(0) == 0 &&
+         p.memcpy_ms_per_step.value_or(0) == 0 &&
          p.launches_source.value_or("kernels") == "kernels" && !p.peak_vram_mb.has_value();
 }
 

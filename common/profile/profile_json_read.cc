@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/profile/metric_table.h"
 #include "common/profile/profile_json.h"
 
 namespace libreyolo {
@@ -106,6 +107,25 @@ class FieldReader {
   absl::Status* status_;
 };
 
+// One metric's value, read as its kind says (a count also from an older file's 227.0).
+MetricCell ReadCell(FieldReader& r, const Value& obj, const MetricDef& d, const std::string& ctx) {
+  const std::string key(d.field);
+  switch (d.kind) {
+    case MetricKind::kNumber:
+      return MetricCell::Number(r.Double(obj, key.c_str(), ctx));
+    case MetricKind::kCount: {
+      const OptDouble v = r.Double(obj, key.c_str(), ctx);
+      if (!v || !std::isfinite(*v)) return {};
+      return MetricCell::Count(static_cast<int64_t>(std::floor(std::clamp(*v, -9e18, 9e18))));
+    }
+    case MetricKind::kFlag:
+      return MetricCell::Flag(r.Bool(obj, key.c_str(), ctx));
+    case MetricKind::kText:
+      return MetricCell::Text(r.String(obj, key.c_str(), ctx));
+  }
+  return {};
+}
+
 KernelRow ReadKernelRow(FieldReader& r, const Value& v, const std::string& ctx) {
   KernelRow k;
   k.raw_name = r.String(v, "raw_name", ctx).value_or("");
@@ -115,7 +135,7 @@ KernelRow ReadKernelRow(FieldReader& r, const Value& v, const std::string& ctx) 
   k.tensorcore = r.Bool(v, "tensorcore", ctx).value_or(false);
   k.ms_per_step = r.DoubleOr(v, "ms_per_step", 0, ctx);
   k.pct_of_gpu = r.DoubleOr(v, "pct_of_gpu", 0, ctx);
-  k.count_per_step = r.DoubleOr(v, "count_per_step", 0, ctx);
+  k.count_per_step = std::floor(r.DoubleOr(v, "count_per_step", 0, ctx));
   return k;
 }
 
@@ -136,7 +156,7 @@ std::vector<OpRow> ReadOpRows(FieldReader& r, const Value* arr, const std::strin
     OpRow o;
     o.op = r.String(v, "op", ctx).value_or("");
     o.input_shapes = r.String(v, "input_shapes", ctx).value_or("");
-    o.count_per_step = r.DoubleOr(v, "count_per_step", 0, ctx);
+    o.count_per_step = std::floor(r.DoubleOr(v, "count_per_step", 0, ctx));
     o.ms_per_step = r.DoubleOr(v, "ms_per_step", 0, ctx);
     o.self_cpu_ms_per_step = r.Double(v, "self_cpu_ms_per_step", ctx);
     o.pct_of_cpu_ops = r.Double(v, "pct_of_cpu_ops", ctx);
@@ -213,61 +233,36 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
     p.batch = r.Int(*cfg, "batch", "config.");
   }
   p.mode = r.String(doc, "mode");
-  p.bound = r.String(doc, "bound").value_or("");
   p.bound_why = r.String(doc, "bound_why").value_or("");
-  p.step_ms = r.Double(doc, "step_ms");
-  p.img_per_s = r.Double(doc, "img_per_s");
-  p.dataload_ms = r.Double(doc, "dataload_ms");
-  p.dataload_frac = r.Double(doc, "dataload_frac");
-  p.gpu_util = r.Double(doc, "gpu_util");
-  p.gpu_util_raw = r.Double(doc, "gpu_util_raw");
-  p.memory_pressure = r.Bool(doc, "memory_pressure");
-  p.cuda_mallocs_per_step = r.Double(doc, "cuda_mallocs_per_step");
-  p.host_overhead_ms_per_step = r.Double(doc, "host_overhead_ms_per_step");
-  p.host_overhead_method = r.String(doc, "host_overhead_method");
-  p.host_overhead_residual_ms_per_step = r.Double(doc, "host_overhead_residual_ms_per_step");
-  p.launch_api_ms_per_step = r.Double(doc, "launch_api_ms_per_step");
-  p.host_api_ms_per_step = r.Double(doc, "host_api_ms_per_step");
-  p.gpu_wait_host_ms_per_step = r.Double(doc, "gpu_wait_host_ms_per_step");
-  p.launches_per_step = r.Double(doc, "launches_per_step");
-  p.launches_source = r.String(doc, "launches_source");
-  p.gpu_busy_ms_per_step = r.Double(doc, "gpu_busy_ms_per_step");
-  p.gpu_kernel_ms_per_step = r.Double(doc, "gpu_kernel_ms_per_step");
-  p.gpu_active_ms_per_step = r.Double(doc, "gpu_active_ms_per_step");
-  p.gpu_attribution = r.String(doc, "gpu_attribution");
-  p.comm_ms_per_step = r.Double(doc, "comm_ms_per_step");
-  p.comm_exposed_ms_per_step = r.Double(doc, "comm_exposed_ms_per_step");
-  p.comm_overlap_pct = r.Double(doc, "comm_overlap_pct");
-  p.mean_kernel_us = r.Double(doc, "mean_kernel_us");
-  p.kernels_per_step = r.Double(doc, "kernels_per_step");
-  p.unique_kernels = r.Int(doc, "unique_kernels");
-  p.memcpy_ms_per_step = r.Double(doc, "memcpy_ms_per_step");
-  p.tensorcore_pct = r.Double(doc, "tensorcore_pct");
-  p.peak_vram_mb = r.Double(doc, "peak_vram_mb");
-  p.ops_per_step = r.Double(doc, "ops_per_step");
-  p.flops_per_step = r.Double(doc, "flops_per_step");
-  p.achieved_tflops = r.Double(doc, "achieved_tflops");
-  p.self_cpu_total_ms_per_step = r.Double(doc, "self_cpu_total_ms_per_step");
-  p.self_device_total_ms_per_step = r.Double(doc, "self_device_total_ms_per_step");
-  if (const Value* mem = r.Object(doc, "memory")) {
-    p.peak_reserved_mb = r.Double(*mem, "peak_reserved_mb", "memory.");
-    if (!p.peak_vram_mb) p.peak_vram_mb = r.Double(*mem, "peak_allocated_mb", "memory.");
-    p.peak_cpu_alloc_mb = r.Double(*mem, "peak_cpu_alloc_mb", "memory.");
+  // Every scalar metric from its place (metric_table.h).
+  for (const MetricDef& d : MetricTable()) {
+    if (d.field.empty() || d.set == nullptr) continue;
+    const Value* holder = &doc;
+    if (!d.object.empty()) {
+      holder = r.Object(doc, std::string(d.object).c_str());
+      if (holder == nullptr) continue;
+    }
+    d.set(p, ReadCell(r, *holder, d, d.object.empty() ? "" : std::string(d.object) + "."));
+  }
+  if (!p.peak_vram_mb) {
+    if (const Value* mem = r.Object(doc, "memory")) {
+      p.peak_vram_mb = r.Double(*mem, "peak_allocated_mb", "memory.");
+    }
   }
   if (const Value* stats = r.Object(doc, "parse_stats")) {
     p.parse_stats.unattributed_kernels =
         r.Int(*stats, "unattributed_kernels", "parse_stats.").value_or(0);
-  }
-  if (const Value* win = r.Object(doc, "window")) {
-    p.window_wall_ms = r.Double(*win, "wall_ms", "window.");
-    p.real_steps = r.Int(*win, "real_steps", "window.");
   }
   if (const Value* metrics = r.Object(doc, "metrics")) {
     for (const auto& m : metrics->GetObject()) {
       p.extra_metrics_json[std::string(m.name.GetString(), m.name.GetStringLength())] =
           ToJson(m.value);
     }
-    if (!p.ops_per_step) p.ops_per_step = r.Double(*metrics, "ops_per_step", "metrics.");
+    if (!p.ops_per_step) {
+      if (const OptDouble ops = r.Double(*metrics, "ops_per_step", "metrics.")) {
+        p.ops_per_step = std::floor(*ops);
+      }
+    }
   }
   if (const Value* cats = r.Array(doc, "categories")) {
     for (const Value& c : cats->GetArray()) {
@@ -285,8 +280,8 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
       row.gpu_ms_per_step = r.DoubleOr(v, "gpu_ms_per_step", 0, "phases.");
       row.wall_ms_per_step = r.Double(v, "wall_ms_per_step", "phases.");
       row.cpu_ms_per_step = r.Double(v, "cpu_ms_per_step", "phases.");
-      row.kernels_per_step = r.DoubleOr(v, "kernels_per_step", 0, "phases.");
-      row.ops_per_step = r.DoubleOr(v, "ops_per_step", 0, "phases.");
+      row.kernels_per_step = std::floor(r.DoubleOr(v, "kernels_per_step", 0, "phases."));
+      row.ops_per_step = std::floor(r.DoubleOr(v, "ops_per_step", 0, "phases."));
       row.unique_kernels = r.Int(v, "unique_kernels", "phases.").value_or(0);
       if (!row.phase.empty()) p.phases.push_back(std::move(row));
     }
@@ -375,6 +370,7 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
   p.created_at = r.String(doc, "created_at");
   if (const Value* prof = r.Object(doc, "profiler")) p.profiler_json = ToJson(*prof);
   if (!status.ok()) return status;
+  ApplyMetricRules(p);  // a CPU job's GPU metrics are n/a, whatever an older file wrote
   return p;
 }
 

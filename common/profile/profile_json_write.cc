@@ -1,6 +1,7 @@
 #include "common/analysis/kernel_classify.h"
 #include "common/analysis/metric_list.h"
 #include "common/json/json_writer.h"
+#include "common/profile/metric_table.h"
 #include "common/profile/profile_json.h"
 
 namespace libreyolo {
@@ -14,7 +15,7 @@ void WriteKernelRow(JsonWriter& w, const KernelRow& k) {
       .Field("tensorcore", k.tensorcore)
       .Field("ms_per_step", k.ms_per_step)
       .Field("pct_of_gpu", k.pct_of_gpu)
-      .Field("count_per_step", k.count_per_step)
+      .Field("count_per_step", PerStepCountOf(k.count_per_step))
       .EndObject();
 }
 
@@ -37,7 +38,7 @@ void WriteOpRows(JsonWriter& w, const std::vector<OpRow>& rows) {
   for (const OpRow& o : rows) {
     w.BeginObject().Field("op", o.op);
     if (!o.input_shapes.empty()) w.Field("input_shapes", o.input_shapes);
-    w.Field("count_per_step", o.count_per_step)
+    w.Field("count_per_step", PerStepCountOf(o.count_per_step))
         .Field("ms_per_step", o.ms_per_step)
         .Field("self_cpu_ms_per_step", o.self_cpu_ms_per_step)
         .Field("pct_of_cpu_ops", o.pct_of_cpu_ops)
@@ -56,6 +57,26 @@ void WriteOpRows(JsonWriter& w, const std::vector<OpRow>& rows) {
   w.EndArray();
 }
 
+void WriteCell(JsonWriter& w, const MetricCell& c) {
+  if (c.text) {
+    w.String(*c.text);
+  } else if (c.flag) {
+    w.Bool(*c.flag);
+  } else if (c.count) {
+    w.Int(*c.count);
+  } else if (c.number) {
+    w.Double(*c.number);
+  } else {
+    w.Null();
+  }
+}
+
+void WriteObjectCells(JsonWriter& w, std::string_view object, const Profile& p) {
+  for (const MetricDef& d : MetricTable()) {
+    if (d.object == object && !d.field.empty()) WriteCell(w.Key(d.field), MetricValueOf(d, p));
+  }
+}
+
 void WritePhases(JsonWriter& w, const std::vector<PhaseRow>& phases) {
   w.BeginArray();
   for (const PhaseRow& r : phases) {
@@ -64,8 +85,8 @@ void WritePhases(JsonWriter& w, const std::vector<PhaseRow>& phases) {
         .Field("gpu_ms_per_step", r.gpu_ms_per_step)
         .Field("wall_ms_per_step", r.wall_ms_per_step);
     if (r.cpu_ms_per_step) w.Field("cpu_ms_per_step", r.cpu_ms_per_step);
-    w.Field("kernels_per_step", r.kernels_per_step)
-        .Field("ops_per_step", r.ops_per_step)
+    w.Field("kernels_per_step", PerStepCountOf(r.kernels_per_step))
+        .Field("ops_per_step", PerStepCountOf(r.ops_per_step))
         .Field("unique_kernels", r.unique_kernels)
         .EndObject();
   }
@@ -83,60 +104,24 @@ std::string WriteProfileJson(const Profile& p) {
       .Key("config")
       .Raw(p.config_json);
   if (p.mode.has_value()) w.Field("mode", *p.mode);
-  w.Field("bound", p.bound)
-      .Field("bound_why", p.bound_why)
-      .Field("step_ms", p.step_ms)
-      .Field("img_per_s", p.img_per_s)
-      .Field("dataload_ms", p.dataload_ms)
-      .Field("dataload_frac", p.dataload_frac)
-      .Field("gpu_util", p.gpu_util)
-      .Field("gpu_util_raw", p.gpu_util_raw)
-      .Field("memory_pressure", p.memory_pressure)
-      .Field("cuda_mallocs_per_step", p.cuda_mallocs_per_step)
-      .Field("host_overhead_ms_per_step", p.host_overhead_ms_per_step)
-      .Field("host_overhead_method", p.host_overhead_method)
-      .Field("host_overhead_residual_ms_per_step", p.host_overhead_residual_ms_per_step)
-      .Field("launch_api_ms_per_step", p.launch_api_ms_per_step)
-      .Field("host_api_ms_per_step", p.host_api_ms_per_step)
-      .Field("gpu_wait_host_ms_per_step", p.gpu_wait_host_ms_per_step)
-      .Field("launches_per_step", p.launches_per_step)
-      .Field("launches_source", p.launches_source)
-      .Field("gpu_busy_ms_per_step", p.gpu_busy_ms_per_step)
-      .Field("gpu_kernel_ms_per_step", p.gpu_kernel_ms_per_step)
-      .Field("gpu_active_ms_per_step", p.gpu_active_ms_per_step)
-      .Field("gpu_attribution", p.gpu_attribution)
-      .Field("comm_ms_per_step", p.comm_ms_per_step)
-      .Field("comm_exposed_ms_per_step", p.comm_exposed_ms_per_step)
-      .Field("comm_overlap_pct", p.comm_overlap_pct)
-      .Field("mean_kernel_us", p.mean_kernel_us)
-      .Field("kernels_per_step", p.kernels_per_step)
-      .Field("unique_kernels", p.unique_kernels)
-      .Field("memcpy_ms_per_step", p.memcpy_ms_per_step)
-      .Field("tensorcore_pct", p.tensorcore_pct)
-      .Field("peak_vram_mb", p.peak_vram_mb)
-      .Field("ops_per_step", p.ops_per_step)
-      .Field("flops_per_step", p.flops_per_step)
-      .Field("achieved_tflops", p.achieved_tflops)
-      .Field("self_cpu_total_ms_per_step", p.self_cpu_total_ms_per_step)
-      .Field("self_device_total_ms_per_step", p.self_device_total_ms_per_step);
-  w.Key("memory").BeginObject().Field("peak_allocated_mb", p.peak_vram_mb)
-      .Field("peak_reserved_mb", p.peak_reserved_mb)
-      .Field("peak_cpu_alloc_mb", p.peak_cpu_alloc_mb).EndObject();
-  w.Key("window").BeginObject().Field("wall_ms", p.window_wall_ms)
-      .Field("real_steps", p.real_steps).EndObject();
+  w.Field("bound_why", p.bound_why);
+  // Every scalar metric at its place (metric_table.h): top level first, then the memory and
+  // window objects (memory.peak_allocated_mb repeats peak_vram_mb, as the Python tool's does).
+  for (const MetricDef& d : MetricTable()) {
+    if (d.object.empty() && !d.field.empty()) WriteCell(w.Key(d.field), MetricValueOf(d, p));
+  }
+  w.Key("memory").BeginObject();
+  WriteCell(w.Key("peak_allocated_mb"), MetricValueOf(*FindMetric("peak_vram_mb"), p));
+  WriteObjectCells(w, "memory", p);
+  w.EndObject();
+  w.Key("window").BeginObject();
+  WriteObjectCells(w, "window", p);
+  w.EndObject();
 
   w.Key("metrics").BeginObject();
   for (const MetricValue& m : FlatMetrics(p)) {
     w.Key(m.name);
-    if (m.text.has_value()) {
-      w.String(*m.text);
-    } else if (m.flag.has_value()) {
-      w.Bool(*m.flag);
-    } else if (m.number.has_value()) {
-      w.Double(*m.number);
-    } else {
-      w.Null();
-    }
+    WriteMetricValue(w, m);
   }
   w.EndObject();
 

@@ -13,26 +13,13 @@ std::string ValueText(const MetricValue& m) {
   if (m.text) return *m.text;
   if (m.flag) return *m.flag ? "true" : "false";
   if (m.raw_json) return *m.raw_json;
+  if (m.count) return absl::StrCat(*m.count);
   if (m.number) {
     // Shortest text that round-trips, so scripts get the stored value exactly.
     std::string s = absl::StrFormat("%.10g", *m.number);
     return s;
   }
   return "n/a";
-}
-
-void WriteValue(JsonWriter& w, const MetricValue& m) {
-  if (m.text) {
-    w.String(*m.text);
-  } else if (m.flag) {
-    w.Bool(*m.flag);
-  } else if (m.raw_json) {
-    w.Raw(*m.raw_json);
-  } else if (m.number) {
-    w.Double(*m.number);
-  } else {
-    w.Null();
-  }
 }
 
 }  // namespace
@@ -69,14 +56,14 @@ std::string RenderGetJson(const GetView& v) {
   if (v.single) {
     const MetricValue& m = v.metrics.front();
     w.BeginObject().Field("metric", m.name).Key("value");
-    WriteValue(w, m);
+    WriteMetricValue(w, m);
     w.Field("unit", m.unit).EndObject();
     return w.Take();
   }
   w.BeginObject().Key("metrics").BeginObject();
   for (const MetricValue& m : v.metrics) {
     w.Key(m.name);
-    WriteValue(w, m);
+    WriteMetricValue(w, m);
   }
   w.EndObject().EndObject();
   return w.Take();

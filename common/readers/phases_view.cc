@@ -13,9 +13,13 @@ PhasesView BuildPhases(const Profile& p, const std::string& source) {
   PhasesView v;
   v.source = source;
   v.step_ms = p.step_ms;
-  v.step_unprofiled = p.source_kind != "trace";
+  v.step_timing = StepTimingOf(p);
+  v.step_unprofiled = v.step_timing == StepTiming::kUnprofiled;
   v.profiled_step_ms = ProfiledStepMs(p);
-  if (!v.profiled_step_ms && !v.step_unprofiled) v.profiled_step_ms = p.step_ms;
+  // A trace's step is its window's.
+  if (!v.profiled_step_ms && v.step_timing == StepTiming::kProfiledWindow) {
+    v.profiled_step_ms = p.step_ms;
+  }
   v.cpu_job = IsCpuJob(p);
   if (v.profiled_step_ms.has_value()) {
     double wall = 0;
@@ -94,7 +98,7 @@ std::string RenderPhasesText(const PhasesView& v) {
 std::string RenderPhasesJson(const PhasesView& v) {
   JsonWriter w;
   w.BeginObject().Field("source", v.source).Field("step_ms", v.step_ms)
-      .Field("step_ms_measured", v.step_unprofiled ? "unprofiled" : "profiled window")
+      .Field("step_ms_measured", StepMeasuredText(v.step_timing))
       .Field("profiled_step_ms", v.profiled_step_ms)
       .Field("rest_of_step_ms", v.rest_of_step_ms)
       .Field("cpu_job", v.cpu_job)

@@ -13,6 +13,7 @@ struct PhasesView {
   std::string source;
   OptDouble step_ms;           // the profile's step_ms (unprofiled in a recorded profile)
   bool step_unprofiled = false;  // step_ms was measured without the profiler
+  StepTiming step_timing = StepTiming::kUnknown;
   // The window the phases were measured in: window / steps (ProfiledStepMs). The phases' wall
   // times and the rest of the step add up to it.
   OptDouble profiled_step_ms;

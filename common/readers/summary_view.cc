@@ -7,7 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/analysis/kernel_classify.h"
+#include "common/analysis/metric_list.h"
 #include "common/json/json_writer.h"
+#include "common/profile/metric_table.h"
 #include "common/render/text_table.h"
 #include "rapidjson/document.h"
 
@@ -87,6 +89,15 @@ std::string BatchOf(const std::string& config_json) {
     absl::StrAppend(&out, " (chosen by --batch -1: ", rule->value.GetString(), ")");
   }
   return out;
+}
+
+std::optional<std::string> BatchRuleOf(const std::string& config_json) {
+  rapidjson::Document d;
+  d.Parse(config_json.data(), config_json.size());
+  if (d.HasParseError() || !d.IsObject()) return std::nullopt;
+  auto rule = d.FindMember("batch_rule");
+  if (rule == d.MemberEnd() || !rule->value.IsString()) return std::nullopt;
+  return std::string(rule->value.GetString(), rule->value.GetStringLength());
 }
 
 std::string CpuThreadsOf(const std::string& config_json) {
@@ -173,8 +184,12 @@ std::string RenderSummaryText(const SummaryView& v) {
          absl::StrCat(FmtUnit(profiled_step ? profiled_step : p.step_ms, "ms"),
                       "  (window / steps under the profiler; a trace has no unprofiled step)"));
   } else {
+    // Say what the file says of how the step was timed, or nothing (StepTimingOf).
     Line(out, p.mode == "inference" ? "latency (mean)" : "step time",
-         absl::StrCat(ValueSd(p, "step_ms", p.step_ms, "ms"), "  (measured without the profiler)"));
+         absl::StrCat(ValueSd(p, "step_ms", p.step_ms, "ms"),
+                      StepTimingOf(p) == StepTiming::kUnprofiled
+                          ? "  (measured without the profiler)"
+                          : ""));
     if (profiled_step) {
       Line(out, "profiled step",
            absl::StrCat(FmtUnit(profiled_step, "ms"), "  (window / steps: ",
@@ -337,48 +352,18 @@ std::string RenderSummaryJson(const SummaryView& v) {
       .Field("bound", p.bound)
       .Field("bound_why", p.bound_why)
       .Field("unreliable", v.unreliable)
-      .Field("step_ms", p.step_ms)
-      .Field("step_ms_measured", p.source_kind == "trace" ? "profiled window" : "unprofiled")
-      .Field("profiled_step_ms", ProfiledStepMs(p))
-      .Field("img_per_s", p.img_per_s)
+      .Field("step_ms_measured", StepMeasuredText(p))
       .Field("cpu_job", v.cpu_job)
-      .Field("batch", v.batch.empty() ? std::optional<std::string>() : v.batch)
+      .Field("batch", p.batch)
+      .Field("batch_rule", BatchRuleOf(p.config_json))
       .Field("profiler_overhead",
-             v.profiler_overhead.empty() ? std::optional<std::string>() : v.profiler_overhead)
-      .Field("self_cpu_total_ms_per_step", p.self_cpu_total_ms_per_step)
-      .Field("peak_cpu_alloc_mb", p.peak_cpu_alloc_mb)
-      .Field("gpu_util", p.gpu_util)
-      .Field("gpu_util_raw", p.gpu_util_raw)
-      .Field("gpu_busy_ms_per_step", p.gpu_busy_ms_per_step)
-      .Field("gpu_kernel_ms_per_step", p.gpu_kernel_ms_per_step)
-      .Field("gpu_active_ms_per_step", p.gpu_active_ms_per_step)
-      .Field("gpu_attribution", p.gpu_attribution)
-      .Field("comm_ms_per_step", p.comm_ms_per_step)
-      .Field("comm_exposed_ms_per_step", p.comm_exposed_ms_per_step)
-      .Field("comm_overlap_pct", p.comm_overlap_pct)
-      .Field("tensorcore_pct", p.tensorcore_pct)
-      .Field("peak_vram_mb", p.peak_vram_mb)
-      .Field("peak_reserved_mb", p.peak_reserved_mb)
-      .Field("host_overhead_ms_per_step", p.host_overhead_ms_per_step)
-      .Field("host_overhead_method", p.host_overhead_method)
-      .Field("host_overhead_residual_ms_per_step", p.host_overhead_residual_ms_per_step)
-      .Field("host_api_ms_per_step", p.host_api_ms_per_step)
-      .Field("launch_api_ms_per_step", p.launch_api_ms_per_step)
-      .Field("gpu_wait_host_ms_per_step", p.gpu_wait_host_ms_per_step)
-      .Field("launches_per_step", p.launches_per_step)
-      .Field("launches_source", p.launches_source)
-      .Field("kernels_per_step", p.kernels_per_step)
-      .Field("unique_kernels", p.unique_kernels)
-      .Field("mean_kernel_us", p.mean_kernel_us)
-      .Field("memcpy_ms_per_step", p.memcpy_ms_per_step)
-      .Field("dataload_ms", p.dataload_ms)
-      .Field("dataload_frac", p.dataload_frac)
-      .Field("cuda_mallocs_per_step", p.cuda_mallocs_per_step)
-      .Field("memory_pressure", p.memory_pressure)
-      .Field("flops_per_step", p.flops_per_step)
-      .Field("achieved_tflops", p.achieved_tflops)
-      .Field("real_steps", p.real_steps)
-      .Field("window_wall_ms", p.window_wall_ms);
+             v.profiler_overhead.empty() ? std::optional<std::string>() : v.profiler_overhead);
+  // Every scalar metric, by its profile.json key (metric_table.h), null where it does not apply.
+  for (const MetricDef& d : MetricTable()) {
+    if (d.name == "bound") continue;  // above, with its reason
+    const std::string_view key = d.object.empty() && !d.field.empty() ? d.field : d.name;
+    WriteMetricValue(w.Key(key), MetricValueFromCell(d, MetricValueOf(d, p)));
+  }
   if (p.latency.has_value()) {
     w.Key("latency").BeginObject().Field("p50_ms", p.latency->p50_ms)
         .Field("p90_ms", p.latency->p90_ms).Field("p99_ms", p.latency->p99_ms)

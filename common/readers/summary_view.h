@@ -2,6 +2,7 @@
 #ifndef LIBREYOLO_COMMON_READERS_SUMMARY_VIEW_H_
 #define LIBREYOLO_COMMON_READERS_SUMMARY_VIEW_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct SummaryView {
 
 // The batch a recorded config holds, with the auto-batch rule when --batch -1 chose it.
 std::string BatchOf(const std::string& config_json);
+
+// The rule --batch -1 chose the batch by, where the config records one.
+std::optional<std::string> BatchRuleOf(const std::string& config_json);
 
 // The CPU thread settings a recorded config holds, in words; "" where it holds none.
 std::string CpuThreadsOf(const std::string& config_json);

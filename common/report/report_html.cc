@@ -65,6 +65,17 @@ std::string DeltasTable(const CompareResult& r) {
   return s;
 }
 
+// The settings the two runs do not share, as `compare` prints them (issue 22: the page omitted
+// the "not like for like" warnings the text gave).
+std::string MismatchWarnings(const CompareResult& r) {
+  std::string s;
+  for (const std::string& w : r.warnings) {
+    absl::StrAppend(&s, "<p class=\"warning\" data-key=\"warning\">warning: ", HtmlEscape(w),
+                    "</p>\n");
+  }
+  return s;
+}
+
 std::string Side(const std::string& side, const ReportInput& in) {
   const SummaryView sv = BuildSummary(in.profile, in.label);
   return absl::StrCat("<div data-side=\"", side, "\"><h3>", HtmlEscape(side), ": ",
@@ -89,7 +100,8 @@ std::string RenderCompareReportHtml(const ReportInput& before, const ReportInput
                             !sig.available    ? ""
                             : sig.significant ? "true"
                                               : "false",
-                            "\">", HtmlEscape(call), "</p><p>", HtmlEscape(sig.text), "</p>\n"));
+                            "\">", HtmlEscape(call), "</p><p>", HtmlEscape(sig.text), "</p>\n",
+                            MismatchWarnings(r)));
   s += Section("deltas", "Deltas (after - before)", DeltasTable(r));
   s += Section("side-by-side", "Side by side",
                absl::StrCat("<div class=\"cols\">", Side("before", before), Side("after", after),

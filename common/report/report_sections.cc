@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/profile/metric_table.h"
 #include "common/readers/kernels_view.h"
 #include "common/readers/ops_view.h"
 #include "common/render/html_escape.h"
@@ -21,9 +22,6 @@ constexpr size_t kNameChars = 160;
 constexpr size_t kMaxBars = 300;       // per-step bars drawn at most
 constexpr size_t kMaxLayerRows = 300;  // per-layer rows shown at most
 
-OptDouble Opt(const std::optional<int64_t>& v) {
-  return v.has_value() ? OptDouble(static_cast<double>(*v)) : std::nullopt;
-}
 
 // The verdict's reason is its first sentence; the sentences after it name the levers.
 std::vector<std::string> Sentences(const std::string& text) {
@@ -43,41 +41,33 @@ std::vector<std::string> Sentences(const std::string& text) {
 
 }  // namespace
 
+// A headline value in words, by the metric's unit and type.
+std::string HeadlineText(const MetricDef& d, const MetricCell& c) {
+  if (c.text) return *c.text;
+  if (c.flag) return *c.flag ? "yes" : "no";
+  const OptDouble v = c.AsDouble();
+  const bool per_step = d.field.ends_with("_per_step");
+  if (d.unit == "FLOP") return FmtFlops(v);
+  if (d.unit.empty() && d.kind == MetricKind::kNumber) return FmtPct(v);  // a fraction
+  if (d.unit.empty()) return per_step ? FmtUnit(v, "/step", 0) : Fmt(v, 0);
+  return FmtUnit(v, std::string(d.unit) + (per_step ? "/step" : ""), d.precision);
+}
+
 std::vector<Metric> HeadlineMetrics(const SummaryView& v) {
   const Profile& p = v.profile;
   const bool infer = p.mode == "inference";
-  std::vector<Metric> m = {
-      {"step_ms", infer ? "latency (mean)" : "step time", p.step_ms, FmtUnit(p.step_ms, "ms")},
-      {"img_per_s", "throughput", p.img_per_s, FmtUnit(p.img_per_s, "img/s")},
-      {"gpu_util", "GPU utilisation", p.gpu_util, FmtPct(p.gpu_util)},
-      {"gpu_busy_ms_per_step", "GPU busy", p.gpu_busy_ms_per_step,
-       FmtUnit(p.gpu_busy_ms_per_step, "ms/step")},
-      {"gpu_kernel_ms_per_step", "kernel time (sum)", p.gpu_kernel_ms_per_step,
-       FmtUnit(p.gpu_kernel_ms_per_step, "ms/step")},
-      {"tensorcore_pct", "Tensor Core share", p.tensorcore_pct, FmtUnit(p.tensorcore_pct, "%", 1)},
-      {"peak_vram_mb", "peak VRAM (allocated)", p.peak_vram_mb, FmtUnit(p.peak_vram_mb, "MB", 1)},
-      {"peak_reserved_mb", "peak VRAM (reserved)", p.peak_reserved_mb,
-       FmtUnit(p.peak_reserved_mb, "MB", 1)},
-      {"host_overhead_ms_per_step",
-       absl::StrCat("host overhead",
-                    p.host_overhead_method ? absl::StrCat(" (", *p.host_overhead_method, ")") : ""),
-       p.host_overhead_ms_per_step, FmtUnit(p.host_overhead_ms_per_step, "ms/step")},
-      {"launches_per_step", "kernel launches", p.launches_per_step,
-       FmtUnit(p.launches_per_step, "/step", 1)},
-      {"kernels_per_step", "kernels", p.kernels_per_step, FmtUnit(p.kernels_per_step, "/step", 1)},
-      {"unique_kernels", "unique kernels", Opt(p.unique_kernels), Fmt(Opt(p.unique_kernels), 0)},
-      {"mean_kernel_us", "mean kernel", p.mean_kernel_us, FmtUnit(p.mean_kernel_us, "us", 1)},
-      {"memcpy_ms_per_step", "memcpy + memset", p.memcpy_ms_per_step,
-       FmtUnit(p.memcpy_ms_per_step, "ms/step", 3)},
-      {"dataload_ms", "data loading", p.dataload_ms, FmtUnit(p.dataload_ms, "ms")},
-      {"dataload_frac", "data loading share", p.dataload_frac, FmtPct(p.dataload_frac)},
-      {"cuda_mallocs_per_step", "cudaMalloc/Free", p.cuda_mallocs_per_step,
-       FmtUnit(p.cuda_mallocs_per_step, "/step", 1)},
-      {"flops_per_step", "FLOPs", p.flops_per_step, FmtFlops(p.flops_per_step)},
-      {"achieved_tflops", "achieved", p.achieved_tflops, FmtUnit(p.achieved_tflops, "TFLOP/s", 3)},
-      {"real_steps", "steps in window", Opt(p.real_steps), Fmt(Opt(p.real_steps), 0)},
-      {"window_wall_ms", "window", p.window_wall_ms, FmtUnit(p.window_wall_ms, "ms")},
-  };
+  std::vector<Metric> m;
+  for (const MetricDef& d : MetricTable()) {
+    if (!d.headline) continue;
+    const MetricCell c = MetricValueOf(d, p);
+    std::string label(d.label);
+    if (d.name == "step_ms" && infer) label = "latency (mean)";
+    if (d.name == "host_overhead_ms" && p.host_overhead_method && !c.is_null()) {
+      label += " (" + *p.host_overhead_method + ")";
+    }
+    const std::string_view key = d.object.empty() && !d.field.empty() ? d.field : d.name;
+    m.push_back({std::string(key), std::move(label), c.AsDouble(), HeadlineText(d, c)});
+  }
   if (p.latency.has_value()) {
     const Latency& l = *p.latency;
     m.push_back({"latency.p50_ms", "latency p50", l.p50_ms, FmtUnit(l.p50_ms, "ms")});

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "common/analysis/kernel_classify.h"
 #include "common/analysis/verdict.h"
+#include "common/profile/metric_table.h"
 #include "common/trace/event_tree.h"
 #include "common/trace/trace_reader.h"
 #include "common/trace/trace_window.h"
@@ -196,12 +197,17 @@ class Analyser {
     const Verdict v = ComputeVerdict(p);
     p.bound = v.bound;
     p.bound_why = v.why;
+    ApplyMetricRules(p);  // a CPU job's GPU metrics are n/a (docs/metrics.md)
     return p;
   }
 
  private:
   double PerStepMs(int64_t ns) const { return static_cast<double>(ns) / kNsPerMs / steps_; }
   double PerStep(double v) const { return v / steps_; }
+  // Counts per step: the Python LibreYOLO's rule (metric_table.h PerStepCount).
+  double CountPerStep(int64_t n, bool row = false) const {
+    return static_cast<double>(PerStepCount(n, win_.real_steps, row));
+  }
 
   void ComputeAncestry() {
     const size_t n = ev_.size();
@@ -324,7 +330,7 @@ class Analyser {
       }
     }
     p.gpu_kernel_ms_per_step = PerStepMs(sum_ns);
-    p.kernels_per_step = PerStep(static_cast<double>(count));
+    p.kernels_per_step = CountPerStep(static_cast<int64_t>(count));
     p.unique_kernels = static_cast<int64_t>(by_name.size());
     p.mean_kernel_us = count > 0 ? static_cast<double>(sum_ns) / 1000.0 / static_cast<double>(count)
                                  : 0.0;
@@ -407,7 +413,7 @@ class Analyser {
     row.category = it->second.first;
     row.tensorcore = it->second.second;
     row.ms_per_step = PerStepMs(agg.dur_ns);
-    row.count_per_step = PerStep(static_cast<double>(agg.count));
+    row.count_per_step = CountPerStep(static_cast<int64_t>(agg.count), true);
     row.pct_of_gpu =
         all_ns > 0 ? 100.0 * static_cast<double>(agg.dur_ns) / static_cast<double>(all_ns) : 0.0;
     return row;
@@ -439,13 +445,13 @@ class Analyser {
       if (!sync_names_.contains(e.name)) SatAdd(api_ns, e.dur_ns);
     }
     if (runtime > 0) {
-      p.launches_per_step = PerStep(static_cast<double>(launches));
+      p.launches_per_step = CountPerStep(static_cast<int64_t>(launches));
       p.launches_source = "runtime";
     } else {
       p.launches_per_step = p.kernels_per_step;
       p.launches_source = "kernels";
     }
-    p.cuda_mallocs_per_step = PerStep(static_cast<double>(mallocs));
+    p.cuda_mallocs_per_step = CountPerStep(static_cast<int64_t>(mallocs));
     p.launch_api_ms_per_step = PerStepMs(launch_ns);
     p.host_api_ms_per_step = PerStepMs(api_ns);
   }
@@ -541,7 +547,7 @@ class Analyser {
         add(pa.op_names[e.name]);
       }
     }
-    p.ops_per_step = PerStep(static_cast<double>(cpu_op_count));
+    p.ops_per_step = CountPerStep(static_cast<int64_t>(cpu_op_count));
     p.self_cpu_total_ms_per_step = PerStepMs(self_total);
     p.self_device_total_ms_per_step = PerStepMs(self_dev_total);
     if (any_flops) p.flops_per_step = PerStep(flops_total);
@@ -566,7 +572,7 @@ class Analyser {
       OpRow r;
       r.op = t_.strings.Get(a.name);
       r.input_shapes = t_.strings.Get(a.shapes);
-      r.count_per_step = PerStep(static_cast<double>(a.count));
+      r.count_per_step = CountPerStep(static_cast<int64_t>(a.count), true);
       r.ms_per_step = PerStepMs(a.total_ns);
       r.self_cpu_ms_per_step = PerStepMs(a.self_ns);
       r.pct_of_cpu_ops = list_total_ns > 0 ? 100.0 * static_cast<double>(a.total_ns) /
@@ -615,8 +621,8 @@ class Analyser {
       row.phase = phases_.Name(id);
       row.gpu_ms_per_step = PerStepMs(a.gpu_ns);
       if (!a.spans.empty()) row.wall_ms_per_step = UnionLength(a.spans) / kNsPerMs / steps_;
-      row.kernels_per_step = PerStep(static_cast<double>(a.kernels));
-      row.ops_per_step = PerStep(static_cast<double>(a.ops));
+      row.kernels_per_step = CountPerStep(static_cast<int64_t>(a.kernels));
+      row.ops_per_step = CountPerStep(static_cast<int64_t>(a.ops));
       if (a.ops > 0) row.cpu_ms_per_step = PerStepMs(a.cpu_self_ns);
       row.unique_kernels = static_cast<int64_t>(a.kernel_names.size());
       if (row.phase == "dataload") p.dataload_ms = row.wall_ms_per_step.value_or(0);

@@ -54,6 +54,7 @@ std::vector<TrialMeasurement> ThreeInferTrials() {
 
 TEST(RepeatTrials, EveryScalarIsTheMeanOverTrialsAndThroughputMatchesTheStep) {
   Profile p;
+  p.device = DeviceInfo{"cuda", "H200", 0, 132, 141000.0};  // a GPU job: host overhead applies
   p.gpu_busy_ms_per_step = 5;
   p.host_overhead_method = "residual";
   ApplyMeasuredTrials(p, /*batch=*/2, ThreeInferTrials());
@@ -90,6 +91,7 @@ TEST(RepeatTrials, OneTrialHasNoRepeatStatistics) {
 
 TEST(RepeatTrials, TrainingTrialsAverageStepAndDataload) {
   Profile p;
+  p.device = DeviceInfo{"cuda", "H200", 0, 132, 141000.0};
   p.gpu_busy_ms_per_step = 10;
   p.host_overhead_method = "residual";
   std::vector<TrialMeasurement> t(2);
@@ -109,6 +111,7 @@ TEST(RepeatTrials, SummaryShowsSdAndNAndAgreesWithCompareAfterARoundTrip) {
   Profile p;
   p.mode = "inference";
   p.source_kind = "profile";
+  p.tool_name = kOurToolName;  // written by our jobs
   p.batch = 2;
   p.config_json = R"({"batch": 2})";
   ApplyMeasuredTrials(p, 2, ThreeInferTrials());
@@ -146,6 +149,7 @@ std::vector<std::string> TenProfiledSteps() {
 TEST(StepNames, APhasesTableNeverShowsAStepSmallerThanItsForward) {
   Profile p = AnalyseEvents(TenProfiledSteps());
   p.source_kind = "profile";
+  p.tool_name = kOurToolName;  // written by our jobs
   p.step_ms = 0.0374;  // measured without the profiler: faster than the profiled forward
   const std::string text = RenderPhasesText(BuildPhases(p, "profile.json"));
   EXPECT_THAT(text, HasSubstr("profiled step 0.06 ms"));
@@ -162,6 +166,7 @@ TEST(StepNames, AProfileAndItsOwnTraceGiveTheSameProfiledStep) {
   const Profile trace = AnalyseEvents(TenProfiledSteps());
   Profile profile = trace;  // what infer/run write: the analysis, then the unprofiled headline
   profile.source_kind = "profile";
+  profile.tool_name = kOurToolName;
   profile.step_ms = 0.0374;
   EXPECT_EQ(Metric(trace, "profiled_step_ms"), Metric(profile, "profiled_step_ms"));
   const std::string a = RenderSummaryText(BuildSummary(trace, "profile_trace.json"));
@@ -264,6 +269,7 @@ TEST(PctOfCpuOps, StageSharesAreSharesOfLatency) {
   Profile p;
   p.mode = "inference";
   p.source_kind = "profile";
+  p.tool_name = kOurToolName;  // written by our jobs
   p.step_ms = 100;
   p.stages_ms = Stages{10.0, 60.0, 10.0};
   const std::string text = RenderSummaryText(BuildSummary(p, "p.json"));
@@ -291,6 +297,7 @@ TEST(CpuJob, SummaryShowsGpuLinesAsNaAndTheCpuFacts) {
   for (bool recorded : {false, true}) {
     if (recorded) {
       p.source_kind = "profile";
+      p.tool_name = kOurToolName;  // written by our jobs
       p.device = DeviceInfo{"cpu", "cpu", std::nullopt, std::nullopt, std::nullopt};
       p.config_json = R"({"threads": 4, "interop_threads": 2, "blas": "openblas"})";
     }
@@ -314,6 +321,7 @@ TEST(CpuJob, SummaryShowsGpuLinesAsNaAndTheCpuFacts) {
 TEST(ProfilerOverhead, SummaryShowsTheIntervalAndPairsTheProfileRecords) {
   Profile p = CpuTrainingTrace();
   p.source_kind = "profile";
+  p.tool_name = kOurToolName;  // written by our jobs
   p.profiler_json =
       R"({"record_shapes": true, "overhead_pct": 4.5, "overhead_ci_pct": [1.2, 11.0],)"
       R"( "overhead_ci_level": 0.979, "overhead_pairs": 24, "overhead_source": "probe"})";

@@ -120,20 +120,34 @@ TEST(ModuleTable, DepthAggregatesByPathPrefix) {
   EXPECT_CLOSE(t.rows[1].cpu_ms_per_step, 0.030);
 }
 
-// A top-level scope whose path extends another row's (head.decode after head) joins that row
-// at --depth 1 as a second call.
-TEST(ModuleTable, SiblingScopeWithALongerPathJoinsItsPrefixRow) {
+// A top-level scope whose path extends another row's (head.decode, run after head rather than
+// inside it) is part of that row at every depth: a parent's total includes its children
+// (issue 22: --depth 1 showed head 2 calls / 15.7 ms, --depth 2 head 1 call / 14.0 ms and
+// head.decode's 1.7 ms outside it). Calls are the module's own.
+TEST(ModuleTable, AParentsTotalIncludesItsChildrenAtEveryDepth) {
   const TraceData d = Read(Trace(
       {Step(1, 0, 100), Mod("head", 0, 30), Mod("head.cv2.0", 5, 10), Mod("head.decode", 40, 20)}));
   const ModuleTable all = BuildModuleTable(d);
   ASSERT_EQ(all.rows.size(), 3u);
+  EXPECT_EQ(all.rows[0].path, "head");
+  EXPECT_CLOSE(all.rows[0].calls_per_step, 1);
+  EXPECT_CLOSE(all.rows[0].cpu_ms_per_step, 0.050);  // head 30 + head.decode 20
   EXPECT_EQ(all.rows[1].path, "head.cv2.0");
   EXPECT_EQ(all.rows[1].depth, 2);
   EXPECT_EQ(all.rows[2].path, "head.decode");
+  EXPECT_CLOSE(all.rows[2].cpu_ms_per_step, 0.020);
+  for (int depth : {1, 2, 3}) {
+    const ModuleTable t = BuildModuleTable(d, depth);
+    ASSERT_FALSE(t.rows.empty()) << depth;
+    EXPECT_EQ(t.rows[0].path, "head") << depth;
+    EXPECT_CLOSE(t.rows[0].calls_per_step, 1);
+    EXPECT_CLOSE(t.rows[0].cpu_ms_per_step, 0.050);
+    for (const ModuleRow& r : t.rows) {
+      EXPECT_LE(r.cpu_ms_per_step, t.rows[0].cpu_ms_per_step + 1e-12) << depth << " " << r.path;
+    }
+  }
   const ModuleTable one = BuildModuleTable(d, 1);
   ASSERT_EQ(one.rows.size(), 1u);
-  EXPECT_CLOSE(one.rows[0].calls_per_step, 2);
-  EXPECT_CLOSE(one.rows[0].cpu_ms_per_step, 0.050);
   EXPECT_CLOSE(one.rows[0].self_cpu_ms_per_step, 0.050);
   EXPECT_FALSE(one.has_gpu);
   EXPECT_FALSE(one.rows[0].flops_per_step.has_value());

@@ -53,7 +53,7 @@ Profile HandMade() {
   p.gpu_util = 0.4;
   p.gpu_util_raw = 0.4;
   p.memory_pressure = false;
-  p.cuda_mallocs_per_step = 0.5;
+  p.cuda_mallocs_per_step = 3;  // a count: an integer
   p.gpu_busy_ms_per_step = 4.938;
   p.gpu_kernel_ms_per_step = 5.5;
   p.mean_kernel_us = 12.25;
@@ -277,6 +277,7 @@ TEST(ProfileJson, AnalysedTraceRoundTripsAndCutsRawNames) {
 TEST(ProfileJson, SmallValuesAndLongFractionsSurviveTheRoundTrip) {
   // A CPU run reaches ~1e-6 TFLOP/s; shares like 2/3 have more than 6 decimals.
   Profile a;
+  a.device = DeviceInfo{"cuda", "H200", 0, 132, 141000.0};  // GPU metrics apply
   a.achieved_tflops = 2.5e-6;
   a.gpu_util = 2.0 / 3.0;
   a.gpu_busy_ms_per_step = 4e-7;

@@ -295,6 +295,20 @@ TEST(ReportHtml, ComparisonPutsSignificanceFirstAndMatchesCompareJson) {
   EXPECT_NE(html.find("<div data-side=\"after\">"), std::string::npos);
 }
 
+// Issue 22: `report A B` omitted the "not like for like" warnings `compare` prints.
+TEST(ReportHtml, ComparisonCarriesCompareWarnings) {
+  auto a = LoadReportInput(Fixture("profiles/libreyolo-python-infer.json"), "infer", kLoad);
+  auto b = LoadReportInput(Fixture("profiles/libreyolo-python-run.json"), "run", kLoad);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const CompareResult r = Compare(a->profile, b->profile, "infer", "run");
+  ASSERT_FALSE(r.warnings.empty());
+  const std::string html = RenderCompareReportHtml(*a, *b);
+  const std::string sig = SectionOf(html, "significance");
+  for (const std::string& w : r.warnings) {
+    EXPECT_NE(sig.find(HtmlEscape("warning: " + w)), std::string::npos) << w;
+  }
+}
+
 }  // namespace
 }  // namespace libreyolo
 

@@ -160,13 +160,13 @@ TEST(Robustness, NotATraceIsAnError) {
   }
 }
 
-TEST(Robustness, EmptyTraceAnalysesToZeros) {
+TEST(Robustness, EmptyTraceAnalysesToZerosAndNoGpu) {
   auto r = ReadTraceText(R"({"traceEvents": []})");
   ASSERT_TRUE(r.ok()) << r.status();
   const Profile p = AnalyseTrace(std::move(*r));
   EXPECT_EQ(p.real_steps, std::optional<int64_t>(1));
   EXPECT_OPT_CLOSE(p.step_ms, 0.0);
-  EXPECT_OPT_CLOSE(p.gpu_util, 0.0);
+  EXPECT_FALSE(p.gpu_util.has_value());  // nothing ran on a GPU: a CPU job's n/a
   EXPECT_EQ(p.bound, "compute");  // no kernels at all
 }
 

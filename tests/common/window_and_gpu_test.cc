@@ -26,9 +26,11 @@ TEST(Window, CpuStepCopyWinsOverEarlierGpuCopy) {
   EXPECT_OPT_CLOSE(p.window_wall_ms, 1.9);
   EXPECT_OPT_CLOSE(p.step_ms, 0.95);  // 1.9 / 2
   EXPECT_EQ(p.parse_stats.duplicate_steps, 2);
-  // Only "inside": 300 us / 2 steps = 0.15 ms; 1 kernel / 2 = 0.5.
+  // Only "inside": 300 us / 2 steps = 0.15 ms; 1 kernel // 2 steps = 0 (counts per step
+  // are the Python tool's integers, docs/metrics.md), yet a GPU job: one unique kernel.
   EXPECT_OPT_CLOSE(p.gpu_kernel_ms_per_step, 0.15);
-  EXPECT_OPT_CLOSE(p.kernels_per_step, 0.5);
+  EXPECT_OPT_CLOSE(p.kernels_per_step, 0.0);
+  EXPECT_EQ(p.unique_kernels, std::optional<int64_t>(1));
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_EQ(p.kernels[0].raw_name, "inside");
 }
@@ -118,12 +120,21 @@ TEST(GpuTime, RawAbove105IsMemoryPressure) {
   EXPECT_FALSE(IsMemoryPressure(4.9, 0.5));
 }
 
-TEST(GpuTime, NoKernelsGivesZeros) {
+// No GPU activity and no CUDA runtime call: a CPU job, whose GPU metrics do not apply (null,
+// never 0: issue 22), while its CPU metrics stay.
+TEST(GpuTime, NoGpuActivityIsACpuJobWhoseGpuMetricsAreNull) {
   const Profile p = AnalyseEvents({Step(1, 0, 1000), Op("aten::add", 10, 100)});
-  EXPECT_OPT_CLOSE(p.gpu_busy_ms_per_step, 0.0);
-  EXPECT_OPT_CLOSE(p.mean_kernel_us, 0.0);
-  EXPECT_OPT_CLOSE(p.tensorcore_pct, 0.0);
-  EXPECT_EQ(*p.unique_kernels, 0);
+  EXPECT_TRUE(IsCpuJob(p));
+  EXPECT_FALSE(p.gpu_util.has_value());
+  EXPECT_FALSE(p.gpu_busy_ms_per_step.has_value());
+  EXPECT_FALSE(p.mean_kernel_us.has_value());
+  EXPECT_FALSE(p.tensorcore_pct.has_value());
+  EXPECT_FALSE(p.unique_kernels.has_value());
+  EXPECT_FALSE(p.host_overhead_ms_per_step.has_value());
+  EXPECT_FALSE(p.launches_per_step.has_value());
+  EXPECT_FALSE(p.memory_pressure.has_value());
+  EXPECT_OPT_CLOSE(p.step_ms, 1.0);
+  EXPECT_OPT_CLOSE(p.ops_per_step, 1.0);
 }
 
 TEST(Launches, CountedFromRuntimeLaunchCallsOfEveryApi) {
@@ -176,7 +187,7 @@ TEST(Mallocs, BelowFivePerStepIsNotMemoryPressure) {
   std::vector<std::string> ev = {Step(1, 0, 1000), Step(2, 1000, 1000), Kernel("k", 100, 100)};
   for (int i = 0; i < 9; ++i) ev.push_back(Runtime("cuMemFree", 200 + 100 * i, 5));
   const Profile p = AnalyseEvents(ev);
-  EXPECT_OPT_CLOSE(p.cuda_mallocs_per_step, 4.5);  // 9 / 2
+  EXPECT_OPT_CLOSE(p.cuda_mallocs_per_step, 4.0);  // 9 // 2
   EXPECT_EQ(p.memory_pressure, std::optional<bool>(false));
 }
 

@@ -7,7 +7,7 @@ For each trace, runs `libreyolo profile summary/kernels --json` and HTA (one tra
 folder: HTA reads every trace in a folder), and checks ours against HTA within 0.5 %:
 
   kernel_total      per-kernel total time (HTA get_gpu_kernel_breakdown, "sum (us)")
-  kernel_count      per-kernel call count (HTA "sum (us)" / "mean (us)")
+  kernel_count      per-kernel call count per step (HTA "sum (us)" / "mean (us)", D8)
   kernel_ms_step    kernel time per step (the sum of those totals / real_steps)
   kernels_per_step  the sum of those counts / real_steps
   active_ms_step    GPU active time per step (HTA get_temporal_breakdown: kernel_time - idle_time)
@@ -62,6 +62,9 @@ DIFFERENCES = {
                         "those whose name matches NCCL, and our other kernels are every non-"
                         "communication kernel, HTA's its COMPUTATION type; comm_overlap_pct is "
                         "compared directly, so the test fails where the two selections differ.",
+    "D8 counts": "our counts per step are integers, the Python LibreYOLO's rule (total // "
+                 "steps; a kernel row at least 1): HTA's totals are put through the same rule "
+                 "before they are compared.",
 }
 
 
@@ -159,25 +162,30 @@ def check_trace(chk, cli, path):
                                        include_memory_kernels=False)
     km = km[km["kernel_type"].ne("MEMORY")]
     hta_k = {}
+    hta_calls = 0
     for _, r in km.iterrows():
         cut = str(r["name"])[:90]
         total, count = hta_k.get(cut, (0.0, 0))
-        hta_k[cut] = (total + float(r["sum (us)"]), count + round(r["sum (us)"] / r["mean (us)"]))
+        # D8: each kernel's count per step by our rule, then summed over names cut alike (D4).
+        calls = round(r["sum (us)"] / r["mean (us)"])
+        hta_calls += calls
+        hta_k[cut] = (total + float(r["sum (us)"]), count + max(calls // steps, 1))
     ours_k = {}
     for r in kernels["kernels"]:
         total, count = ours_k.get(r["raw_name"], (0.0, 0))
         ours_k[r["raw_name"]] = (total + r["ms_per_step"] * steps * 1000,
-                                 count + round(r["count_per_step"] * steps))
+                                 count + r["count_per_step"])
     if set(hta_k) != set(ours_k):
         chk.fail(name, f"kernel names differ: only ours {sorted(set(ours_k) - set(hta_k))[:3]}, "
                        f"only HTA {sorted(set(hta_k) - set(ours_k))[:3]}")
     for k in sorted(set(hta_k) & set(ours_k)):
         chk.close(name, "kernel_total", ours_k[k][0], hta_k[k][0])
+        # D8: our rows count per step, total // steps and at least 1 (the Python tool's rule).
         chk.close(name, "kernel_count", ours_k[k][1], hta_k[k][1])
     hta_sum_ms = sum(v[0] for v in hta_k.values()) / 1000
     chk.close(name, "kernel_ms_step", summary["gpu_kernel_ms_per_step"], hta_sum_ms / steps)
     chk.close(name, "kernels_per_step", summary["kernels_per_step"],
-              sum(v[1] for v in hta_k.values()) / steps)
+              hta_calls // steps)
 
     # Active time: HTA's temporal breakdown over the window's GPU rows (kernels, memcpy, memset).
     chk.close(name, "active_ms_step", summary["gpu_active_ms_per_step"],

@@ -70,6 +70,11 @@ Readings chosen where docs/metrics.md leaves room (the C++ side should match):
      order); parent = top of a stack after popping every event whose end <= ts.
      Self CPU per event = max(dur - sum of direct children's dur, 0), floored per
      event, then summed.
+ R19 Counts per step are integers, the Python LibreYOLO's rule: total // real_steps
+     (kernels_per_step, launches_per_step, cuda_mallocs_per_step, a phase's kernels
+     and ops); a kernel or op row shows max(count // real_steps, 1).
+ R20 A CPU job (no kernel, no memcpy/memset time, no runtime event, no device
+     memory) has null GPU-side metrics (GPU_ONLY_KEYS), never 0.
  R11 Device time of ops: a kernel with a launch call belongs to the nearest
      cpu_op ancestor of its launch call in the nesting tree (R10).  Inclusive
      values (device_ms, cpu_mem_bytes) = own + all descendants in that tree
@@ -517,7 +522,7 @@ def analyse(raw_events):
     comm_ms_per_step = per_step_ms(comm_t)
     comm_exposed_ms_per_step = per_step_ms(exposed_t)
     comm_overlap_pct = 100 * (1 - exposed_t / comm_t) if comm_t else None
-    kernels_per_step = len(kernels) / real_steps
+    kernels_per_step = len(kernels) // real_steps  # R19: counts per step are integers
     unique_kernels = len({k.name for k in kernels})
     mean_kernel_us = div(k_dur, U * len(kernels))
     memcpy_ms_per_step = per_step_ms(sum(e.dur for e in memcpys))
@@ -542,19 +547,19 @@ def analyse(raw_events):
         "category": category_of(n),
         "tensorcore": is_tensorcore(n),
         "ms_per_step": per_step_ms(us),
-        "count_per_step": cnt / real_steps,
+        "count_per_step": max(cnt // real_steps, 1),
         "pct_of_gpu": div(us * 100, k_dur),
     } for n, (us, cnt) in sorted(rows.items(), key=lambda kv: (-kv[1][0], kv[0]))]
 
     # ---- launches and API time ----
     launch_calls = [r for r in runtime if strip_v(r.name).startswith(LAUNCH_PREFIXES)]
     if runtime:
-        launches_per_step = len(launch_calls) / real_steps
+        launches_per_step = len(launch_calls) // real_steps
         launches_source = "runtime"
     else:
         launches_per_step = kernels_per_step
         launches_source = "kernels"
-    cuda_mallocs_per_step = sum(1 for r in runtime if strip_v(r.name) in MALLOC_NAMES) / real_steps
+    cuda_mallocs_per_step = sum(1 for r in runtime if strip_v(r.name) in MALLOC_NAMES) // real_steps
     launch_api_ms_per_step = per_step_ms(sum(r.dur for r in launch_calls))
     host_api_ms_per_step = per_step_ms(sum(r.dur for r in runtime if "Synchronize" not in r.name))
 
@@ -639,8 +644,8 @@ def analyse(raw_events):
             "phase": p,
             "gpu_ms_per_step": per_step_ms(st["k_us"]),
             "wall_ms_per_step": per_step_ms(union_length(st["spans"])) if st["spans"] else None,
-            "kernels_per_step": st["k_n"] / real_steps,
-            "ops_per_step": st["ops"] / real_steps,
+            "kernels_per_step": st["k_n"] // real_steps,
+            "ops_per_step": st["ops"] // real_steps,
             "unique_kernels": len(st["names"]),
         })
     dl_t = 0
@@ -737,7 +742,7 @@ def analyse(raw_events):
         self_cpu_total_us += self_us
     ops = [{
         "op": n,
-        "count_per_step": g["n"] / real_steps,
+        "count_per_step": max(g["n"] // real_steps, 1),
         "ms_per_step": per_step_ms(g["us"]),
         "self_cpu_ms_per_step": per_step_ms(g["self_us"]),
         "self_device_ms_per_step": per_step_ms(g["self_dev"]),
@@ -761,7 +766,7 @@ def analyse(raw_events):
     else:
         bound = "host / launch"
 
-    return {
+    result = {
         "real_steps": real_steps,
         "window_wall_ms": window_wall_ms,
         "step_ms": step_ms,
@@ -801,6 +806,25 @@ def analyse(raw_events):
         "ops": ops,
         "self_cpu_total_ms_per_step": per_step_ms(self_cpu_total_us),
     }
+    # R20: a trace with no GPU activity time, no runtime call and no device memory is a CPU
+    # job; its GPU-side metrics do not apply: null, never 0.
+    if (not kernels and sum(e.dur for e in memcpys) == 0 and not runtime
+            and peak_vram_mb is None):
+        for key in GPU_ONLY_KEYS:
+            result[key] = None
+    return result
+
+
+# The GPU-side scalars (docs/metrics.md's table, "n/a when: CPU job").
+GPU_ONLY_KEYS = (
+    "gpu_kernel_ms_per_step", "gpu_busy_ms_per_step", "gpu_active_ms_per_step",
+    "comm_ms_per_step", "comm_exposed_ms_per_step", "comm_overlap_pct", "gpu_attribution",
+    "unattributed_kernels", "gpu_util", "gpu_util_raw", "kernels_per_step", "unique_kernels",
+    "mean_kernel_us", "memcpy_ms_per_step", "tensorcore_pct", "launches_per_step",
+    "launches_source", "cuda_mallocs_per_step", "launch_api_ms_per_step", "host_api_ms_per_step",
+    "gpu_wait_host_ms_per_step", "host_overhead_ms_per_step", "host_overhead_method",
+    "host_overhead_residual_ms_per_step", "peak_vram_mb", "memory_pressure",
+)
 
 
 def base_name(path):

@@ -1,0 +1,266 @@
+#include "common/profile/metric_table.h"
+
+#include <array>
+#include <cmath>
+#include <iterator>
+
+
+namespace libreyolo {
+namespace {
+
+using K = MetricKind;
+using A = MetricApplies;
+using B = MetricBetter;
+
+template <OptDouble Profile::*M>
+MetricCell Num(const Profile& p) {
+  return MetricCell::Number(p.*M);
+}
+template <OptDouble Profile::*M>
+void SetNum(Profile& p, const MetricCell& c) {
+  p.*M = c.AsDouble();
+}
+// A count the model keeps as a double (always integral: PerStepCount).
+template <OptDouble Profile::*M>
+MetricCell CountOf(const Profile& p) {
+  if (!(p.*M).has_value()) return {};
+  return MetricCell::Count(static_cast<int64_t>(std::floor(*(p.*M))));
+}
+template <std::optional<int64_t> Profile::*M>
+MetricCell Int(const Profile& p) {
+  return MetricCell::Count(p.*M);
+}
+template <std::optional<int64_t> Profile::*M>
+void SetInt(Profile& p, const MetricCell& c) {
+  const std::optional<double> d = c.AsDouble();
+  p.*M = d ? std::optional<int64_t>(static_cast<int64_t>(std::floor(*d))) : std::nullopt;
+}
+template <std::optional<bool> Profile::*M>
+MetricCell Flag(const Profile& p) {
+  return MetricCell::Flag(p.*M);
+}
+template <std::optional<bool> Profile::*M>
+void SetFlag(Profile& p, const MetricCell& c) {
+  p.*M = c.flag;
+}
+template <std::optional<std::string> Profile::*M>
+MetricCell Text(const Profile& p) {
+  return MetricCell::Text(p.*M);
+}
+template <std::optional<std::string> Profile::*M>
+void SetText(Profile& p, const MetricCell& c) {
+  p.*M = c.text;
+}
+
+MetricCell Bound(const Profile& p) {
+  return p.bound.empty() ? MetricCell{} : MetricCell::Text(p.bound);
+}
+void SetBound(Profile& p, const MetricCell& c) { p.bound = c.text.value_or(""); }
+MetricCell ProfiledStep(const Profile& p) { return MetricCell::Number(ProfiledStepMs(p)); }
+// Known only for what we analysed ourselves (a Python profile does not count them).
+MetricCell Unattributed(const Profile& p) {
+  if (!p.gpu_attribution.has_value()) return {};
+  return MetricCell::Count(p.parse_stats.unattributed_kernels);
+}
+
+// clang-format off
+constexpr std::array kTable = {
+  MetricDef{"img_per_s", "", "img_per_s", "img/s", K::kNumber, A::kAlways, B::kHigher, true,
+    "throughput", 2, "images per second: batch / step_ms (inference: batch / mean latency)",
+    Num<&Profile::img_per_s>, SetNum<&Profile::img_per_s>},
+  MetricDef{"step_ms", "", "step_ms", "ms", K::kNumber, A::kAlways, B::kLower, true,
+    "step time", 2, "mean wall time of a step (inference: of an iteration), measured without "
+    "the profiler in our jobs; a trace's: its window / steps",
+    Num<&Profile::step_ms>, SetNum<&Profile::step_ms>},
+  MetricDef{"profiled_step_ms", "", "", "ms", K::kNumber, A::kAlways, B::kNone, false,
+    "profiled step", 2, "window.wall_ms / window.real_steps: the step under the profiler",
+    ProfiledStep, nullptr},
+  MetricDef{"dataload_ms", "", "dataload_ms", "ms", K::kNumber, A::kAlways, B::kLower, true,
+    "data loading", 2, "wall time per step in the data loader's ranges",
+    Num<&Profile::dataload_ms>, SetNum<&Profile::dataload_ms>},
+  MetricDef{"dataload_frac", "", "dataload_frac", "", K::kNumber, A::kAlways, B::kLower, true,
+    "data loading share", 3, "dataload_ms / step_ms (a fraction)",
+    Num<&Profile::dataload_frac>, SetNum<&Profile::dataload_frac>},
+  MetricDef{"gpu_util", "", "gpu_util", "", K::kNumber, A::kGpu, B::kHigher, true,
+    "GPU utilisation", 3, "gpu_busy_ms / step_ms, at most 1 (a fraction)",
+    Num<&Profile::gpu_util>, SetNum<&Profile::gpu_util>},
+  MetricDef{"gpu_util_raw", "", "gpu_util_raw", "", K::kNumber, A::kGpu, B::kNone, false,
+    "GPU utilisation (raw)", 3, "gpu_busy_ms / profiled step, not capped",
+    Num<&Profile::gpu_util_raw>, SetNum<&Profile::gpu_util_raw>},
+  MetricDef{"gpu_busy_ms", "", "gpu_busy_ms_per_step", "ms", K::kNumber, A::kGpu, B::kLower,
+    true, "GPU busy", 2, "union of the kernels' intervals per step",
+    Num<&Profile::gpu_busy_ms_per_step>, SetNum<&Profile::gpu_busy_ms_per_step>},
+  MetricDef{"gpu_kernel_ms", "", "gpu_kernel_ms_per_step", "ms", K::kNumber, A::kGpu, B::kNone,
+    true, "kernel time (sum)", 2, "sum of the kernels' durations per step",
+    Num<&Profile::gpu_kernel_ms_per_step>, SetNum<&Profile::gpu_kernel_ms_per_step>},
+  MetricDef{"gpu_active_ms", "", "gpu_active_ms_per_step", "ms", K::kNumber, A::kGpu,
+    B::kNone, false, "GPU active", 2, "union of kernels, memcpy and memset per step",
+    Num<&Profile::gpu_active_ms_per_step>, SetNum<&Profile::gpu_active_ms_per_step>},
+  MetricDef{"comm_ms", "", "comm_ms_per_step", "ms", K::kNumber, A::kGpu, B::kNone, false,
+    "communication", 2, "union of the communication kernels per step",
+    Num<&Profile::comm_ms_per_step>, SetNum<&Profile::comm_ms_per_step>},
+  MetricDef{"comm_exposed_ms", "", "comm_exposed_ms_per_step", "ms", K::kNumber, A::kGpu,
+    B::kLower, false, "exposed communication", 2,
+    "communication no other kernel overlaps, per step",
+    Num<&Profile::comm_exposed_ms_per_step>, SetNum<&Profile::comm_exposed_ms_per_step>},
+  MetricDef{"comm_overlap_pct", "", "comm_overlap_pct", "%", K::kNumber, A::kGpu, B::kNone,
+    false, "communication hidden", 1, "100 * (comm_ms - comm_exposed_ms) / comm_ms",
+    Num<&Profile::comm_overlap_pct>, SetNum<&Profile::comm_overlap_pct>},
+  MetricDef{"mean_kernel_us", "", "mean_kernel_us", "us", K::kNumber, A::kGpu, B::kNone, true,
+    "mean kernel", 1, "sum of kernel durations / number of kernels",
+    Num<&Profile::mean_kernel_us>, SetNum<&Profile::mean_kernel_us>},
+  MetricDef{"kernels_per_step", "", "kernels_per_step", "", K::kCount, A::kGpu, B::kNone, true,
+    "kernels", 0, "kernels in the window // real_steps",
+    CountOf<&Profile::kernels_per_step>, SetNum<&Profile::kernels_per_step>},
+  MetricDef{"unique_kernels", "", "unique_kernels", "", K::kCount, A::kGpu, B::kNone, true,
+    "unique kernels", 0, "distinct kernel names in the window",
+    Int<&Profile::unique_kernels>, SetInt<&Profile::unique_kernels>},
+  MetricDef{"ops_per_step", "", "ops_per_step", "", K::kCount, A::kAlways, B::kNone, false,
+    "operators", 0, "CPU operator events in the window // real_steps",
+    CountOf<&Profile::ops_per_step>, SetNum<&Profile::ops_per_step>},
+  MetricDef{"memcpy_ms", "", "memcpy_ms_per_step", "ms", K::kNumber, A::kGpu, B::kNone, true,
+    "memcpy + memset", 3, "sum of memcpy and memset durations per step",
+    Num<&Profile::memcpy_ms_per_step>, SetNum<&Profile::memcpy_ms_per_step>},
+  MetricDef{"tensorcore_pct", "", "tensorcore_pct", "%", K::kNumber, A::kGpu, B::kHigher, true,
+    "Tensor Core share", 1, "share of kernel time in Tensor Core kernels",
+    Num<&Profile::tensorcore_pct>, SetNum<&Profile::tensorcore_pct>},
+  MetricDef{"peak_vram_mb", "", "peak_vram_mb", "MB", K::kNumber, A::kGpu, B::kLower, true,
+    "peak VRAM (allocated)", 1, "peak of the CUDA allocator's allocated bytes in the window",
+    Num<&Profile::peak_vram_mb>, SetNum<&Profile::peak_vram_mb>},
+  MetricDef{"peak_reserved_mb", "memory", "peak_reserved_mb", "MB", K::kNumber, A::kGpu,
+    B::kNone, true, "peak VRAM (reserved)", 1, "peak of the CUDA allocator's reserved bytes",
+    Num<&Profile::peak_reserved_mb>, SetNum<&Profile::peak_reserved_mb>},
+  MetricDef{"peak_cpu_alloc_mb", "memory", "peak_cpu_alloc_mb", "MB", K::kNumber, A::kAlways,
+    B::kNone, false, "peak host memory", 1,
+    "peak of the CPU [memory] events' Total Allocated in the window",
+    Num<&Profile::peak_cpu_alloc_mb>, SetNum<&Profile::peak_cpu_alloc_mb>},
+  MetricDef{"host_overhead_ms", "", "host_overhead_ms_per_step", "ms", K::kNumber, A::kGpu,
+    B::kLower, true, "host overhead", 2,
+    "GPU idle waiting for the host per step (measured), else the residual",
+    Num<&Profile::host_overhead_ms_per_step>, SetNum<&Profile::host_overhead_ms_per_step>},
+  MetricDef{"host_overhead_method", "", "host_overhead_method", "", K::kText, A::kGpu,
+    B::kNone, false, "host overhead method", 0, "measured or residual",
+    Text<&Profile::host_overhead_method>, SetText<&Profile::host_overhead_method>},
+  MetricDef{"host_overhead_residual_ms", "", "host_overhead_residual_ms_per_step", "ms",
+    K::kNumber, A::kGpu, B::kNone, false, "host overhead (residual)", 2,
+    "step - GPU busy - data loading, per step, at least 0",
+    Num<&Profile::host_overhead_residual_ms_per_step>,
+    SetNum<&Profile::host_overhead_residual_ms_per_step>},
+  MetricDef{"launch_api_ms", "", "launch_api_ms_per_step", "ms", K::kNumber, A::kGpu, B::kNone,
+    false, "launch calls", 2, "time in kernel launch API calls per step",
+    Num<&Profile::launch_api_ms_per_step>, SetNum<&Profile::launch_api_ms_per_step>},
+  MetricDef{"host_api_ms", "", "host_api_ms_per_step", "ms", K::kNumber, A::kGpu, B::kNone,
+    false, "CUDA API", 2, "time in CUDA runtime calls other than synchronisation, per step",
+    Num<&Profile::host_api_ms_per_step>, SetNum<&Profile::host_api_ms_per_step>},
+  MetricDef{"gpu_wait_host_ms", "", "gpu_wait_host_ms_per_step", "ms", K::kNumber, A::kGpu,
+    B::kNone, false, "GPU waiting for the host", 2,
+    "GPU idle gaps that end at a kernel launched after the gap began, per step",
+    Num<&Profile::gpu_wait_host_ms_per_step>, SetNum<&Profile::gpu_wait_host_ms_per_step>},
+  MetricDef{"launches_per_step", "", "launches_per_step", "", K::kCount, A::kGpu, B::kLower,
+    true, "kernel launches", 0, "launch calls in the window // real_steps (no runtime "
+    "events: kernels_per_step)",
+    CountOf<&Profile::launches_per_step>, SetNum<&Profile::launches_per_step>},
+  MetricDef{"launches_source", "", "launches_source", "", K::kText, A::kGpu, B::kNone, false,
+    "launches counted from", 0, "runtime or kernels",
+    Text<&Profile::launches_source>, SetText<&Profile::launches_source>},
+  MetricDef{"cuda_mallocs_per_step", "", "cuda_mallocs_per_step", "", K::kCount, A::kGpu,
+    B::kNone, true, "cudaMalloc/Free", 0, "cudaMalloc and cudaFree calls // real_steps",
+    CountOf<&Profile::cuda_mallocs_per_step>, SetNum<&Profile::cuda_mallocs_per_step>},
+  MetricDef{"memory_pressure", "", "memory_pressure", "", K::kFlag, A::kGpu, B::kNone, false,
+    "memory pressure", 0, "the CUDA allocator thrashed (cudaMalloc/Free every step)",
+    Flag<&Profile::memory_pressure>, SetFlag<&Profile::memory_pressure>},
+  MetricDef{"gpu_attribution", "", "gpu_attribution", "", K::kText, A::kGpu, B::kNone, false,
+    "GPU work windowed by", 0, "launch or start",
+    Text<&Profile::gpu_attribution>, SetText<&Profile::gpu_attribution>},
+  MetricDef{"bound", "", "bound", "", K::kText, A::kAlways, B::kNone, false, "verdict", 0,
+    "what limits the step: the verdict", Bound, SetBound},
+  MetricDef{"flops_per_step", "", "flops_per_step", "FLOP", K::kNumber, A::kAlways, B::kNone,
+    true, "FLOPs", 0, "LibTorch's FLOP counts of the recorded operators per step",
+    Num<&Profile::flops_per_step>, SetNum<&Profile::flops_per_step>},
+  MetricDef{"achieved_tflops", "", "achieved_tflops", "TFLOP/s", K::kNumber, A::kAlways,
+    B::kHigher, true, "achieved", 3, "flops_per_step / step time",
+    Num<&Profile::achieved_tflops>, SetNum<&Profile::achieved_tflops>},
+  MetricDef{"self_cpu_total_ms", "", "self_cpu_total_ms_per_step", "ms", K::kNumber,
+    A::kAlways, B::kNone, false, "CPU op time", 2,
+    "self CPU time of every operator per step",
+    Num<&Profile::self_cpu_total_ms_per_step>, SetNum<&Profile::self_cpu_total_ms_per_step>},
+  MetricDef{"self_device_total_ms", "", "self_device_total_ms_per_step", "ms", K::kNumber,
+    A::kGpu, B::kNone, false, "device op time", 2,
+    "self device time of every operator per step",
+    Num<&Profile::self_device_total_ms_per_step>,
+    SetNum<&Profile::self_device_total_ms_per_step>},
+  MetricDef{"real_steps", "window", "real_steps", "", K::kCount, A::kAlways, B::kNone, true,
+    "steps in window", 0, "distinct ProfilerStep#N in the window",
+    Int<&Profile::real_steps>, SetInt<&Profile::real_steps>},
+  MetricDef{"unattributed_kernels", "", "", "", K::kCount, A::kGpu, B::kNone, false,
+    "unattributed GPU activities", 0, "GPU activities with no launch call, left out",
+    Unattributed, nullptr},
+  MetricDef{"window_wall_ms", "window", "wall_ms", "ms", K::kNumber, A::kAlways, B::kNone, true,
+    "window", 2, "from the first step's start to the last step's end",
+    Num<&Profile::window_wall_ms>, SetNum<&Profile::window_wall_ms>},
+};
+// clang-format on
+
+}  // namespace
+
+std::optional<double> MetricCell::AsDouble() const {
+  if (number) return number;
+  if (count) return static_cast<double>(*count);
+  return std::nullopt;
+}
+
+std::span<const MetricDef> MetricTable() { return kTable; }
+
+const MetricDef* FindMetric(std::string_view name) {
+  for (const MetricDef& d : kTable) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+MetricCell MetricValueOf(const MetricDef& def, const Profile& p) {
+  if (def.applies == MetricApplies::kGpu && IsCpuJob(p)) return {};
+  return def.get(p);
+}
+
+void ApplyMetricRules(Profile& p) {
+  if (!IsCpuJob(p)) return;
+  for (const MetricDef& d : kTable) {
+    if (d.applies == MetricApplies::kGpu && d.set != nullptr) d.set(p, MetricCell{});
+  }
+  // Their spread over a repeat's trials goes with them.
+  for (auto it = p.repeat.metrics.begin(); it != p.repeat.metrics.end();) {
+    const MetricDef* d = FindMetric(it->first);
+    it = d != nullptr && d->applies == MetricApplies::kGpu ? p.repeat.metrics.erase(it)
+                                                           : std::next(it);
+  }
+}
+
+int64_t PerStepCount(int64_t total, int64_t steps, bool row_min_one) {
+  const int64_t n = total / (steps > 0 ? steps : 1);
+  return row_min_one && total > 0 && n < 1 ? 1 : n;
+}
+
+std::string MetricTableMarkdown() {
+  std::string out =
+      "| `get` name | profile.json key | unit | type | n/a when | compare | definition |\n"
+      "|---|---|---|---|---|---|---|\n";
+  for (const MetricDef& d : kTable) {
+    const std::string object = d.object.empty() ? "" : std::string(d.object) + ".";
+    const std::string key =
+        d.field.empty() ? std::string("(derived)") : "`" + object + std::string(d.field) + "`";
+    const char* kind = d.kind == K::kNumber  ? "number"
+                       : d.kind == K::kCount ? "integer"
+                       : d.kind == K::kFlag  ? "bool"
+                                             : "string";
+    const char* na = d.applies == A::kGpu ? "CPU job" : "not recorded";
+    const char* better = d.better == B::kHigher  ? "higher is better"
+                         : d.better == B::kLower ? "lower is better"
+                                                 : "";
+    out += "| `" + std::string(d.name) + "` | " + key + " | " + std::string(d.unit) + " | " +
+           kind + " | " + na + " | " + better + " | " + std::string(d.definition) + " |\n";
+  }
+  return out;
+}
+
+}  // namespace libreyolo
