@@ -75,6 +75,20 @@ constexpr char kCpuNa[] = "n/a (cpu job)";
 
 std::string Steps(int64_t n) { return absl::StrCat(n, n == 1 ? " step" : " steps"); }
 
+// config.head_reinitialised (a checkpoint trained on other classes) in words; "" without one.
+std::string HeadReinitOf(const std::string& config_json) {
+  rapidjson::Document d;
+  d.Parse(config_json.data(), config_json.size());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("head_reinitialised")) return "";
+  const auto& h = d["head_reinitialised"];
+  if (!h.IsObject()) return "";
+  auto num = [&](const char* k) { return h.HasMember(k) && h[k].IsInt64() ? h[k].GetInt64() : 0; };
+  auto len = [&](const char* k) { return h.HasMember(k) && h[k].IsArray() ? h[k].Size() : 0; };
+  return absl::StrCat("re-initialised from ", num("from_classes"), " to ", num("to_classes"),
+                      " classes (", len("reinitialised"), " tensors new, ", num("kept"),
+                      " kept from the checkpoint)");
+}
+
 }  // namespace
 
 std::string BatchOf(const std::string& config_json) {
@@ -165,6 +179,9 @@ std::string RenderSummaryText(const SummaryView& v) {
   if (p.mode == "inference") what += ", inference";
   Line(out, "source", absl::StrCat(v.source, " (", what, ")"));
   if (!p.model.empty()) Line(out, "model", p.model);
+  if (const std::string head = HeadReinitOf(p.config_json); !head.empty()) {
+    Line(out, "class head", head);
+  }
   if (p.device.has_value()) {
     Line(out, "device", absl::StrCat(p.device->name.empty() ? p.device->type : p.device->name,
                                      p.device->memory_mb ? absl::StrFormat(

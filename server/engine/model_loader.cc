@@ -9,10 +9,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <variant>
+#include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/engine/checkpoint/checkpoint.h"
+#include "server/engine/checkpoint/checkpoint_model.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -70,6 +72,57 @@ absl::StatusOr<std::shared_ptr<const Checkpoint>> ReadCheckpointCached(const std
   return shared;
 }
 
+absl::Status SizeMismatch(const std::string& weights, const CheckpointModel& described,
+                          const std::string& size) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--weights ", weights, ": this checkpoint is ", described.Label(),
+      described.size_from_metadata ? "" : " by its layer widths (its metadata names no size)",
+      ", not the ", FamilyName(described.family), size, " that --size ", size,
+      " asks for: run with --size ", described.size, ", or give a ", FamilyName(described.family),
+      size, " checkpoint"));
+}
+
+// The class-dependent tensors: each class tower's final 1x1 conv ("head.cv3.<level>.2.*"),
+// what LibreYOLO's _rebuild_detect_class_layers replaces.
+std::set<std::string> ClassPredictorNames(Yolo9& model) {
+  std::set<std::string> names;
+  for (const auto& item : model->named_parameters()) {
+    if (absl::StartsWith(item.key(), "head.cv3.") &&
+        (absl::EndsWith(item.key(), ".2.weight") || absl::EndsWith(item.key(), ".2.bias"))) {
+      names.insert(item.key());
+    }
+  }
+  return names;
+}
+
+// Sorts the model's tensors after a re-initialisation: the `leave` names are new; any other
+// whose values are no longer the checkpoint's was reset (the bias prior), the rest kept.
+HeadReinit Compare(Yolo9& model, const std::map<std::string, torch::Tensor>& tensors,
+                   const std::set<std::string>& leave) {
+  HeadReinit h;
+  auto visit = [&](const std::string& name, const torch::Tensor& value) {
+    TensorShape entry{name, value.sizes().vec()};
+    if (leave.count(name) > 0) {
+      h.reinitialised.push_back(std::move(entry));
+    } else if (!torch::equal(value, tensors.at(name).to(value.dtype()))) {
+      h.reset.push_back(std::move(entry));
+    } else {
+      ++h.kept;
+    }
+  };
+  torch::NoGradGuard no_grad;
+  for (const auto& item : model->named_parameters()) visit(item.key(), item.value());
+  for (const auto& item : model->named_buffers()) visit(item.key(), item.value());
+  return h;
+}
+
+std::string HeadNotice(const std::string& weights, const HeadReinit& h) {
+  return absl::StrCat(weights, " has ", h.from_classes, " classes, the dataset ", h.to_classes,
+                      ": class head re-initialised as the Python LibreYOLO does (",
+                      h.reinitialised.size(), " tensors new, seed ", h.seed, "; ", h.reset.size(),
+                      " box biases reset to the prior; ", h.kept, " tensors kept)");
+}
+
 }  // namespace
 
 absl::StatusOr<LoadedModel> LoadModel(const std::string& weights, const std::string& size,
@@ -83,21 +136,24 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& weights, const std::str
                                             "checkpoint saved with torch.save)"));
   }
   std::shared_ptr<const Checkpoint> ckpt;
+  CheckpointModel described;
+  Yolo9Options options;
+  options.size = size;
   if (exists) {
     auto read = ReadCheckpointCached(weights, &out.from_cache);
     if (!read.ok()) return read.status();
     ckpt = *std::move(read);
-    if (num_classes <= 0) {
-      auto it = ckpt->metadata.find("nc");
-      if (it != ckpt->metadata.end() && std::holds_alternative<int64_t>(it->second)) {
-        num_classes = std::get<int64_t>(it->second);
-      }
+    described = DescribeCheckpoint(*ckpt);
+    if (!described.size.empty() && described.size != size) {
+      return SizeMismatch(weights, described, size);
     }
-    out.class_names = ckpt->class_names;
+    if (described.num_classes <= 0) described.num_classes = 80;
+    if (num_classes <= 0) num_classes = described.num_classes;
+    options.class_hidden = described.class_hidden;
+    // Names of the checkpoint's classes, not the dataset's, when the head is re-initialised.
+    if (num_classes == described.num_classes) out.class_names = ckpt->class_names;
   }
   out.num_classes = num_classes > 0 ? num_classes : 80;
-  Yolo9Options options;
-  options.size = size;
   options.num_classes = out.num_classes;
   if (auto valid = ValidateYolo9Options(options); !valid.ok()) return valid;
   if (!exists) torch::manual_seed(kRandomInitSeed);
@@ -110,12 +166,24 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& weights, const std::str
   }
   std::map<std::string, torch::Tensor> tensors;
   for (const auto& [name, t] : ckpt->tensors) tensors.emplace(name, ToTorch(t));
-  if (auto loaded = LoadStateDict(out.model, tensors); !loaded.ok()) {
+  const bool new_classes = out.num_classes != described.num_classes;
+  const std::set<std::string> leave =
+      new_classes ? ClassPredictorNames(out.model) : std::set<std::string>{};
+  if (auto loaded = LoadStateDict(out.model, tensors, leave); !loaded.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--weights ", weights, " does not fit LibreYOLO9-", size, " with ",
                      out.num_classes, " classes: ", loaded.message()));
   }
   out.weights_label = weights;
+  if (new_classes) {
+    out.model->head()->ReinitialiseClassPredictors(kHeadInitSeed);
+    out.head_reinitialised = Compare(out.model, tensors, leave);
+    HeadReinit& h = *out.head_reinitialised;
+    h.from_classes = described.num_classes;
+    h.to_classes = out.num_classes;
+    h.class_hidden = out.model->head()->class_hidden();
+    out.notice = HeadNotice(weights, h);
+  }
   return out;
 }
 

@@ -1,8 +1,10 @@
 #include "server/engine/model/head.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "server/engine/model/module_scope.h"
@@ -15,6 +17,10 @@ int64_t RoundUp(int64_t value, int64_t divisor) {
 }
 
 }  // namespace
+
+int64_t ClassTowerWidth(int64_t p3_channels, int64_t num_classes) {
+  return std::max(p3_channels, std::min<int64_t>(num_classes, 100));
+}
 
 HeadTowerImpl::HeadTowerImpl(int64_t c_in, int64_t hidden, int64_t c_out, int64_t groups) {
   conv0_ = register_module("0", Conv(c_in, hidden, 3));
@@ -32,16 +38,35 @@ void HeadTowerImpl::FillBias(double value) {
   pred_->bias.fill_(value);
 }
 
-DDetectImpl::DDetectImpl(int64_t num_classes, const std::vector<int64_t>& channels)
+void HeadTowerImpl::ResetPredictor(at::Generator& generator) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor& weight = pred_->weight;
+  TORCH_CHECK(weight.device().is_cpu(), "ResetPredictor draws on the CPU, before .to(device)");
+  // Python's expressions, step for step, so that the bounds are the same doubles:
+  // kaiming_uniform_(a=sqrt(5)): gain = sqrt(2 / (1 + a^2)), bound = sqrt(3) * gain / sqrt(fan).
+  const auto fan_in = static_cast<double>(weight.size(1) * weight.size(2) * weight.size(3));
+  const double a = std::sqrt(5.0);
+  const double gain = std::sqrt(2.0 / (1 + a * a));
+  const double weight_bound = std::sqrt(3.0) * (gain / std::sqrt(fan_in));
+  weight.uniform_(-weight_bound, weight_bound, generator);
+  // Conv2d.reset_parameters: bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+  const double bias_bound = 1 / std::sqrt(fan_in);
+  pred_->bias.uniform_(-bias_bound, bias_bound, generator);
+}
+
+DDetectImpl::DDetectImpl(int64_t num_classes, const std::vector<int64_t>& channels,
+                         int64_t class_hidden)
     : num_classes_(num_classes) {
   TORCH_CHECK(static_cast<int64_t>(channels.size()) == kNumLevels, "DDetect needs 3 levels");
+  TORCH_CHECK(class_hidden >= 0, "class tower width must be >= 0, got ", class_hidden);
   // Tower widths are part of LibreYOLO9's checkpoint geometry: the box tower is a quarter of
-  // the P3 width rounded up to its 4 groups, at least 4*16; the class tower is the P3 width,
-  // at least min(nc, 100).
+  // the P3 width rounded up to its 4 groups, at least 4*16; the class tower is the caller's
+  // (a checkpoint's) or ClassTowerWidth.
   constexpr int64_t kBoxGroups = 4;
   const int64_t box_out = 4 * kRegMax;
   const int64_t box_hidden = std::max({RoundUp(channels[0] / 4, kBoxGroups), box_out, kRegMax});
-  const int64_t class_hidden = std::max(channels[0], std::min<int64_t>(num_classes, 100));
+  if (class_hidden == 0) class_hidden = ClassTowerWidth(channels[0], num_classes);
+  class_hidden_ = class_hidden;
   auto box_list = register_module("cv2", torch::nn::ModuleList());
   auto class_list = register_module("cv3", torch::nn::ModuleList());
   for (int64_t c : channels) {
@@ -50,10 +75,22 @@ DDetectImpl::DDetectImpl(int64_t num_classes, const std::vector<int64_t>& channe
     class_towers_.emplace_back(c, class_hidden, num_classes, 1);
     class_list->push_back(class_towers_.back());
   }
+  InitBias();
+}
+
+void DDetectImpl::InitBias() {
   // Detection prior for training from scratch (a checkpoint overwrites it): box logits start
   // at 1, class logits at -10, i.e. a ~4.5e-5 foreground probability.
   for (auto& tower : box_towers_) tower->FillBias(1.0);
   for (auto& tower : class_towers_) tower->FillBias(-10.0);
+}
+
+void DDetectImpl::ReinitialiseClassPredictors(uint64_t seed) {
+  // A private generator: the same draws as Python's after torch.manual_seed(seed), without
+  // touching the global one that other jobs of the daemon may be using.
+  at::Generator generator = at::detail::createCPUGenerator(seed);
+  for (auto& tower : class_towers_) tower->ResetPredictor(generator);
+  InitBias();
 }
 
 std::vector<torch::Tensor> DDetectImpl::forward(const std::vector<torch::Tensor>& feats) {

@@ -4,6 +4,7 @@
 #ifndef LIBREYOLO_SERVER_ENGINE_MODEL_HEAD_H_
 #define LIBREYOLO_SERVER_ENGINE_MODEL_HEAD_H_
 
+#include <ATen/core/Generator.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/conv.h>
@@ -21,6 +22,9 @@ inline constexpr int64_t kRegMax = 16;
 inline constexpr int64_t kNumLevels = 3;
 inline constexpr int64_t kStrides[kNumLevels] = {8, 16, 32};
 
+// LibreYOLO9's class-tower width for a fresh build: the P3 width, at least min(nc, 100).
+int64_t ClassTowerWidth(int64_t p3_channels, int64_t num_classes);
+
 // Python's nn.Sequential(Conv 3x3, Conv 3x3 (grouped for the box tower), Conv2d 1x1 + bias).
 class HeadTowerImpl : public torch::nn::Module {
  public:
@@ -29,6 +33,9 @@ class HeadTowerImpl : public torch::nn::Module {
   double Flops(Hw in) const;
   // Sets the bias of the final 1x1 conv (the detection prior).
   void FillBias(double value);
+  // Draws the final 1x1 conv's weight, then its bias, from `generator` as a fresh
+  // torch.nn.Conv2d does (kaiming_uniform_(a=sqrt(5)), then U(+-1/sqrt(fan_in))).
+  void ResetPredictor(at::Generator& generator);
 
  private:
   Conv conv0_{nullptr};
@@ -39,8 +46,10 @@ TORCH_MODULE(HeadTower);
 
 class DDetectImpl : public torch::nn::Module {
  public:
-  // `channels`: the input channels of the P3, P4, P5 feature maps.
-  DDetectImpl(int64_t num_classes, const std::vector<int64_t>& channels);
+  // `channels`: the input channels of the P3, P4, P5 feature maps. `class_hidden` is the class
+  // towers' width; 0 takes LibreYOLO9's rule (ClassTowerWidth). A checkpoint fine-tuned from
+  // COCO keeps its 80-wide towers whatever its class count, so loaders pass its width.
+  DDetectImpl(int64_t num_classes, const std::vector<int64_t>& channels, int64_t class_hidden = 0);
 
   // Per level, cat(box tower, class tower) along channels: [B, 4*16 + nc, H, W].
   std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& feats);
@@ -51,6 +60,15 @@ class DDetectImpl : public torch::nn::Module {
 
   double Flops(const std::vector<Hw>& level_sizes) const;
   int64_t num_classes() const { return num_classes_; }
+  int64_t class_hidden() const { return class_hidden_; }
+
+  // LibreYOLO's `_rebuild_detect_class_layers` on a head already built for the new class
+  // count: each class tower's final 1x1 conv drawn anew from a CPU generator seeded `seed`
+  // (level by level, weight then bias, as Python builds nn.Conv2d(hidden, nc, 1) after
+  // torch.manual_seed(seed)), then `_init_bias`, which also resets the box towers' biases.
+  void ReinitialiseClassPredictors(uint64_t seed);
+  // `DDetect._init_bias`: box predictor biases 1.0, class predictor biases -10.
+  void InitBias();
 
  private:
   // Anchor centres [2, A] (grid units), strides [1, A] and the DFL bin values [1, 1, 16, 1]
@@ -59,6 +77,7 @@ class DDetectImpl : public torch::nn::Module {
   void UpdateGrid(const std::vector<torch::Tensor>& raw);
 
   int64_t num_classes_;
+  int64_t class_hidden_;
   std::vector<HeadTower> box_towers_;    // registered as the ModuleList "cv2"
   std::vector<HeadTower> class_towers_;  // registered as the ModuleList "cv3"
   std::vector<int64_t> grid_key_;

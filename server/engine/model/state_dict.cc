@@ -19,11 +19,15 @@ constexpr size_t kMaxListed = 20;
 // it on load (DFL._load_from_state_dict), and so do we.
 constexpr const char* kIgnoredKeys[] = {"head.dfl.conv.weight"};
 
+// Checkpoints the Python LibreYOLO 1.6 trains carry its PGI auxiliary branch ("aux.*" neck,
+// "aux_head.*"), a training-only branch this model does not have: Python drops those tensors
+// when it loads them into a single-head model (LibreYOLO9._filter_incoming_state_dict), and so
+// do we.
 bool Ignored(const std::string& name) {
   for (const char* key : kIgnoredKeys) {
     if (name == key) return true;
   }
-  return false;
+  return name.rfind("aux.", 0) == 0 || name.rfind("aux_head.", 0) == 0;
 }
 
 std::string ShapeString(torch::IntArrayRef sizes) {
@@ -84,14 +88,18 @@ torch::Tensor ToTorch(const CheckpointTensor& tensor) {
       .clone(torch::MemoryFormat::Contiguous);
 }
 
-absl::Status LoadStateDict(Yolo9& model, const std::map<std::string, torch::Tensor>& tensors) {
+absl::Status LoadStateDict(Yolo9& model, const std::map<std::string, torch::Tensor>& tensors,
+                           const std::set<std::string>& leave) {
   std::vector<std::pair<std::string, torch::Tensor>> targets;
-  for (const auto& item : model->named_parameters()) targets.emplace_back(item.key(), item.value());
-  for (const auto& item : model->named_buffers()) targets.emplace_back(item.key(), item.value());
+  std::set<std::string> known = leave;  // present in the model, and left as it is
+  auto add = [&](const std::string& name, const torch::Tensor& t) {
+    if (leave.count(name) == 0) targets.emplace_back(name, t);
+  };
+  for (const auto& item : model->named_parameters()) add(item.key(), item.value());
+  for (const auto& item : model->named_buffers()) add(item.key(), item.value());
 
   std::vector<std::string> missing;
   std::vector<std::string> misshaped;
-  std::set<std::string> known;
   for (const auto& [name, target] : targets) {
     known.insert(name);
     auto it = tensors.find(name);

@@ -9,6 +9,7 @@ const Yolo9Config& CheckedConfig(const Yolo9Options& options) {
   const Yolo9Config* cfg = FindYolo9Config(options.size);
   TORCH_CHECK(cfg != nullptr, "unknown YOLOv9 size '", options.size, "' (t, s, m or c)");
   TORCH_CHECK(options.num_classes > 0, "num_classes must be positive");
+  TORCH_CHECK(options.class_hidden >= 0, "class_hidden must be >= 0");
   return *cfg;
 }
 
@@ -23,6 +24,10 @@ absl::Status ValidateYolo9Options(const Yolo9Options& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_classes must be positive, got ", options.num_classes));
   }
+  if (options.class_hidden < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("class tower width must be >= 0, got ", options.class_hidden));
+  }
   return absl::OkStatus();
 }
 
@@ -32,7 +37,8 @@ Yolo9Impl::Yolo9Impl(const Yolo9Options& options) : options_(options) {
   neck_ = register_module("neck", Neck9(cfg));
   head_ = register_module(
       "head", DDetect(options.num_classes,
-                      std::vector<int64_t>{cfg.up2.out, cfg.down1.elan.out, cfg.down2.elan.out}));
+                      std::vector<int64_t>{cfg.up2.out, cfg.down1.elan.out, cfg.down2.elan.out},
+                      options.class_hidden));
 }
 
 std::vector<torch::Tensor> Yolo9Impl::forward_raw(const torch::Tensor& x) {

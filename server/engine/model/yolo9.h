@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ namespace libreyolo::engine {
 struct Yolo9Options {
   std::string size = "t";  // t, s, m or c
   int64_t num_classes = 80;
+  // The class towers' hidden width; 0 = LibreYOLO9's rule for a fresh build (ClassTowerWidth).
+  int64_t class_hidden = 0;
 };
 
 // INVALID_ARGUMENT for an unknown size or a non-positive class count; the module constructor
@@ -48,6 +51,7 @@ class Yolo9Impl : public torch::nn::Module {
   torch::Tensor decode(const std::vector<torch::Tensor>& raw) { return head_->Decode(raw); }
 
   const Yolo9Options& options() const { return options_; }
+  DDetect& head() { return head_; }
   // FLOPs of every convolution at batch 1 for an h x w input (see ForwardFlops).
   double Flops(int64_t h, int64_t w) const;
 
@@ -63,7 +67,11 @@ TORCH_MODULE(Yolo9);
 // or mis-shaped name is listed in one INVALID_ARGUMENT message (the first 20, then a count),
 // and nothing is copied unless all match. Values are converted to each parameter's dtype and
 // device.
-absl::Status LoadStateDict(Yolo9& model, const std::map<std::string, torch::Tensor>& tensors);
+// Names in `leave` are skipped: neither checked nor copied (the model keeps its own values).
+// The DFL's fixed conv and the PGI branch (aux.*, aux_head.*) of a checkpoint are ignored, as
+// Python ignores them in a single-head model.
+absl::Status LoadStateDict(Yolo9& model, const std::map<std::string, torch::Tensor>& tensors,
+                           const std::set<std::string>& leave = {});
 
 // A checkpoint tensor as an owning, contiguous CPU tensor of the same dtype, shape and values
 // (strides and storage offset honoured). Throws c10::Error when the view does not fit in its

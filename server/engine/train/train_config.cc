@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "common/analysis/latency_stats.h"
 #include "common/json/json_writer.h"
 #include "server/engine/train/optim.h"
@@ -18,6 +19,31 @@ std::string Finish(JsonWriter& w) {
   return s;
 }
 
+// What LoadModel did to a checkpoint trained on other classes (model_loader.h: HeadReinit).
+void WriteHeadReinit(JsonWriter& w, const HeadReinit& h) {
+  auto shapes = [&](const char* key, const std::vector<TensorShape>& list) {
+    w.Key(key).BeginArray();
+    for (const TensorShape& t : list) {
+      w.BeginObject().Field("name", t.name).Key("shape").BeginArray();
+      for (int64_t d : t.shape) w.Int(d);
+      w.EndArray().EndObject();
+    }
+    w.EndArray();
+  };
+  w.Key("head_reinitialised")
+      .BeginObject()
+      .Field("from_classes", h.from_classes)
+      .Field("to_classes", h.to_classes)
+      .Field("class_tower_width", h.class_hidden)
+      .Field("seed", static_cast<int64_t>(h.seed))
+      .Field("init", absl::StrCat("as the Python LibreYOLO's train(seed=", h.seed,
+                                  "): each class tower's final 1x1 conv as a fresh nn.Conv2d, "
+                                  "then DDetect._init_bias (class bias -10, box bias 1.0)"));
+  shapes("reinitialised", h.reinitialised);
+  shapes("reset", h.reset);
+  w.Field("kept", h.kept).EndObject();
+}
+
 }  // namespace
 
 std::string TrainConfigJson(const TrainConfigFacts& f) {
@@ -26,8 +52,9 @@ std::string TrainConfigJson(const TrainConfigFacts& f) {
   w.BeginObject()
       .Field("model", f.model_label)
       .Field("size", s.model.size)
-      .Field("weights", f.weights_label)
-      .Field("data", s.data)
+      .Field("weights", f.weights_label);
+  if (f.head_reinit != nullptr) WriteHeadReinit(w, *f.head_reinit);
+  w.Field("data", s.data)
       .Field("dataset", f.dataset)
       .Field("dataset_images", f.dataset_images)
       .Field("batch", f.batch);

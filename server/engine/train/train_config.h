@@ -11,6 +11,7 @@
 #include "common/profile/profile.h"
 #include "server/engine/cpu_threads.h"
 #include "server/engine/engine.h"
+#include "server/engine/model_loader.h"
 #include "server/engine/overhead_budget.h"
 #include "server/engine/train/profiled_window.h"
 #include "server/engine/train/trainer.h"
@@ -31,14 +32,16 @@ struct TrainConfigFacts {
   int64_t skipped_steps = 0;  // float16 steps the loss scaler skipped (inf/NaN gradients)
   PhaseTimes phases;          // mean synchronised composition of the measured windows
   std::string loader_note;
+  // The checkpoint's class head re-initialised for the dataset's classes; null when it fit.
+  const HeadReinit* head_reinit = nullptr;
   // CUDA jobs: the device, and what the caching allocator held when the job began.
   std::optional<int> cuda_index;
   std::optional<CudaAllocatorStats> cuda_at_start;
 };
 
-// The config object (model, size, weights, data, batch, imgsz, workers, amp, amp_effective and
-// why, device, steps, warmup, schedule, threads, interop_threads, blas, blas_threads,
-// omp_wait_policy, optimizer, EMA, losses, composition).
+// The config object (model, size, weights, head_reinitialised, data, batch, imgsz, workers, amp,
+// amp_effective and why, device, steps, warmup, schedule, threads, interop_threads, blas,
+// blas_threads, omp_wait_policy, optimizer, EMA, losses, composition).
 std::string TrainConfigJson(const TrainConfigFacts& f);
 
 // The profiler object: the switches in force and the overhead budget's record (`budget`), the

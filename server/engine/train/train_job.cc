@@ -264,6 +264,7 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     facts.skipped_steps = trainer.skipped_steps();
     facts.phases = m.phases;
     facts.loader_note = (*loader)->note();
+    if (loaded->head_reinitialised) facts.head_reinit = &*loaded->head_reinitialised;
     if (device->cuda) {
       facts.cuda_index = device->index;
       facts.cuda_at_start = at_start;

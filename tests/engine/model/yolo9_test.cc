@@ -9,8 +9,11 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -137,6 +140,31 @@ TEST_F(Yolo9Test, LoadStateDictCutsLongListsWithACount) {
   const absl::Status empty = LoadStateDict(model, {});
   EXPECT_THAT(empty.message(), HasSubstr("1338 missing"));
   EXPECT_THAT(empty.message(), HasSubstr("; ... and 1318 more"));
+}
+
+TEST_F(Yolo9Test, LoadStateDictLeavesWhatItIsToldAndIgnoresThePgiBranch) {
+  // A 2-class model on COCO-width (80) class towers, as a fine-tune from COCO keeps them.
+  Yolo9 model(Yolo9Options{"t", 2, 80});
+  EXPECT_EQ(Shape(model->named_parameters()["head.cv3.0.0.conv.weight"]),
+            (std::vector<int64_t>{80, 64, 3, 3}));
+  EXPECT_EQ(Shape(Yolo9(Yolo9Options{"t", 2})->named_parameters()["head.cv3.0.0.conv.weight"]),
+            (std::vector<int64_t>{64, 64, 3, 3}));  // a fresh 2-class build: 64 wide
+  std::map<std::string, torch::Tensor> state = StateOf(Yolo9(Yolo9Options{"t", 80}));
+  // The Python LibreYOLO 1.6 saves its training-only PGI branch; a single-head model drops it.
+  state["aux.elan_up1.cv1.conv.weight"] = torch::zeros({3});
+  state["aux_head.cv3.0.2.weight"] = torch::zeros({80, 80, 1, 1});
+  const torch::Tensor own = model->named_parameters()["head.cv3.1.2.weight"].clone();
+  std::set<std::string> leave;
+  for (int level = 0; level < 3; ++level) {
+    for (const char* p : {"weight", "bias"})
+      leave.insert(absl::StrCat("head.cv3.", level, ".2.", p));
+  }
+  ASSERT_TRUE(LoadStateDict(model, state, leave).ok());
+  EXPECT_TRUE(torch::equal(model->named_parameters()["head.cv3.1.2.weight"], own));
+  EXPECT_TRUE(torch::equal(model->named_parameters()["head.cv3.1.1.conv.weight"],
+                           state["head.cv3.1.1.conv.weight"]));
+  // What it leaves is still its own to check: an 80-class tensor there is not copied either.
+  EXPECT_EQ(LoadStateDict(model, state).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(Yolo9Test, ToTorchHonoursStridesOffsetAndDtype) {
