@@ -11,6 +11,7 @@
 #include "common/load/load_profile.h"
 #include "common/readers/ops_view.h"
 #include "common/readers/run_reader.h"
+#include "common/readers/top_rows.h"
 #include "common/render/terminal_text.h"
 
 namespace libreyolo::cli {
@@ -79,6 +80,9 @@ int RunKernels(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   if (auto top = a.Value("top")) {
     auto n = ParseIntFlag("top", *top);
     if (!n.ok()) return Fail(err, "kernels", kExitUsage, std::string(n.status().message()));
+    if (auto s = CheckTop(*n); !s.ok()) {
+      return Fail(err, "kernels", kExitUsage, std::string(s.message()));
+    }
     o.top = *n;
   }
   o.category = a.Value("category");
@@ -95,6 +99,9 @@ int RunOps(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   if (auto top = a.Value("top")) {
     auto n = ParseIntFlag("top", *top);
     if (!n.ok()) return Fail(err, "ops", kExitUsage, std::string(n.status().message()));
+    if (auto s = CheckTop(*n); !s.ok()) {
+      return Fail(err, "ops", kExitUsage, std::string(s.message()));
+    }
     o.top = *n;
   }
   o.phase = a.Value("phase");

@@ -159,29 +159,29 @@ void ApplyDefaults(v1::ProfilerOptions* p) {
 
 void ApplyDefaults(v1::InferSpec* s) {
   ApplyDefaults(s->mutable_model());
-  if (s->batch() == 0) s->set_batch(defaults::kInferBatch);
-  if (s->imgsz() == 0) s->set_imgsz(defaults::kImgsz);
+  if (!s->has_batch()) s->set_batch(defaults::kInferBatch);
+  if (!s->has_imgsz()) s->set_imgsz(defaults::kImgsz);
   if (s->amp_dtype().empty()) s->set_amp_dtype(defaults::kAmpDtype);
   if (!s->has_warmup()) s->set_warmup(defaults::kInferWarmup);
   if (!s->has_runs()) s->set_runs(defaults::kRuns);
-  if (s->repeat() == 0) s->set_repeat(defaults::kRepeat);
+  if (!s->has_repeat()) s->set_repeat(defaults::kRepeat);
   if (!s->has_conf()) s->set_conf(defaults::kConf);
   if (!s->has_iou()) s->set_iou(defaults::kIou);
-  if (s->max_det() == 0) s->set_max_det(defaults::kMaxDet);
+  if (!s->has_max_det()) s->set_max_det(defaults::kMaxDet);
   if (!s->has_trace()) s->set_trace(defaults::kTrace);
   ApplyDefaults(s->mutable_profiler());
 }
 
 void ApplyDefaults(v1::RunSpec* s) {
   ApplyDefaults(s->mutable_model());
-  if (s->batch() == 0) s->set_batch(defaults::kRunBatch);
-  if (s->imgsz() == 0) s->set_imgsz(defaults::kImgsz);
+  if (!s->has_batch()) s->set_batch(defaults::kRunBatch);
+  if (!s->has_imgsz()) s->set_imgsz(defaults::kImgsz);
   if (!s->has_workers()) s->set_workers(defaults::kWorkers);
   if (!s->has_amp()) s->set_amp(defaults::kAmp);
-  if (s->steps() == 0) s->set_steps(defaults::kSteps);
+  if (!s->has_steps()) s->set_steps(defaults::kSteps);
   if (!s->has_warmup()) s->set_warmup(defaults::kRunWarmup);
-  if (s->repeat() == 0) s->set_repeat(defaults::kRepeat);
-  if (s->cycles() == 0) s->set_cycles(defaults::kCycles);
+  if (!s->has_repeat()) s->set_repeat(defaults::kRepeat);
+  if (!s->has_cycles()) s->set_cycles(defaults::kCycles);
   ApplyDefaults(s->mutable_profiler());
 }
 
@@ -203,7 +203,7 @@ absl::Status ValidateInferSpec(const v1::InferSpec& spec, const JobLimits& l, bo
       !st.ok()) {
     return st;
   }
-  if (auto st = Count("infer.repeat", s.repeat(), 0, l.max_repeat, l, "max_repeat"); !st.ok()) {
+  if (auto st = Count("infer.repeat", s.repeat(), 1, l.max_repeat, l, "max_repeat"); !st.ok()) {
     return st;
   }
   if (auto st = Finite("infer.conf", s.conf(), 0, 1); !st.ok()) return st;
@@ -223,7 +223,7 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec, const JobLimits& l, bool c
   v1::RunSpec s = spec;
   ApplyDefaults(&s);
   if (auto st = Model(s.model()); !st.ok()) return st;
-  if (s.batch() < -1) {
+  if (s.batch() < -1 || s.batch() == 0) {
     return FieldError("run.batch", absl::StrCat(s.batch(), " is below 1; -1 is auto"));
   }
   if (s.batch() > l.max_batch) {
@@ -231,13 +231,15 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec, const JobLimits& l, bool c
   }
   if (auto st = Imgsz("run.imgsz", s.imgsz(), l); !st.ok()) return st;
   if (auto st = Range("run.workers", s.workers(), 0, bounds::kMaxWorkers); !st.ok()) return st;
-  for (const auto& [field, v] : {std::pair<const char*, int64_t>{"run.steps", s.steps()},
-                                 {"run.warmup", s.warmup()},
+  if (auto st = Count("run.steps", s.steps(), 1, l.max_steps, l, "max_steps"); !st.ok()) {
+    return st;
+  }
+  for (const auto& [field, v] : {std::pair<const char*, int64_t>{"run.warmup", s.warmup()},
                                  {"run.skip_first", s.skip_first()},
                                  {"run.wait", s.wait()}}) {
     if (auto st = Count(field, v, 0, l.max_steps, l, "max_steps"); !st.ok()) return st;
   }
-  if (auto st = Count("run.repeat", s.repeat(), 0, l.max_repeat, l, "max_repeat"); !st.ok()) {
+  if (auto st = Count("run.repeat", s.repeat(), 1, l.max_repeat, l, "max_repeat"); !st.ok()) {
     return st;
   }
   if (auto st = Range("run.cycles", s.cycles(), 1, bounds::kMaxCycles); !st.ok()) return st;

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/readers/top_rows.h"
 #include "common/render/terminal_text.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/daemon/job_manager.h"
@@ -204,7 +205,7 @@ absl::Status CheckProfileRef(const std::string& field, const v1::ProfileRef& ref
 
 absl::Status CheckTop(bool has, int32_t top) {
   if (!has) return absl::OkStatus();
-  return Range("top", top, 0, kMaxTop);
+  return libreyolo::CheckTop(top);
 }
 
 }  // namespace

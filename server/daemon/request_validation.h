@@ -36,7 +36,6 @@ inline constexpr size_t kMaxLabelKeyBytes = 63;
 inline constexpr int kMaxInlineImages = 1000;
 inline constexpr int kMaxStates = 16;
 inline constexpr int64_t kMaxSyntheticImages = 1000000;
-inline constexpr int32_t kMaxTop = 100000;
 inline constexpr double kMaxRemoveLaunches = 1e9;
 
 // A file or directory name in one of the daemon's directories: [A-Za-z0-9._-], not starting

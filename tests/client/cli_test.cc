@@ -66,6 +66,19 @@ std::string ReadBytes(const std::string& path) {
   return ss.str();
 }
 
+// Issue 22: `--top -3` showed every row locally (the daemon refused it): one bound, both paths.
+TEST(CliContract, TopOutsideItsBoundIsExitTwoLocally) {
+  for (const char* reader : {"kernels", "ops"}) {
+    for (const char* top : {"-3", "100001"}) {
+      const Result r = Cli({"profile", reader, kAmd, "--top", top});
+      EXPECT_EQ(r.code, 2) << reader << " --top " << top;
+      EXPECT_NE(r.err.find("top: "), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("0 = all rows"), std::string::npos) << r.err;
+      EXPECT_TRUE(r.out.empty());
+    }
+  }
+}
+
 TEST(CliContract, ProfileAloneListsSubcommands) {
   const Result r = Cli({"profile"});
   EXPECT_EQ(r.code, 0);

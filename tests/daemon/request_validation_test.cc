@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -65,6 +68,42 @@ TEST(ValidateSubmit, AnUnsetOptionIsCheckedAtItsDefault) {
               HasSubstr("--batch (run.batch): 16 exceeds this daemon's max_batch (8)"));
   run.mutable_run()->set_batch(-1);  // auto stays allowed
   EXPECT_TRUE(ValidateSubmit(run, c, Tcp(), &device).ok());
+}
+
+// Issue 22: 0 silently meant the default (--imgsz 0 ran at 640, --steps 0 at 20 and the error
+// then spoke of 20 steps). Absent is the default; a 0 that is set is refused, naming the field.
+TEST(ValidateSubmit, ZeroIsAnErrorWhereZeroMakesNoSenseAbsentIsTheDefault) {
+  DaemonConfig c;
+  std::string device;
+  using Set = std::function<void(v1::SubmitJobRequest&)>;
+  const std::vector<std::pair<std::string, Set>> zeros = {
+      {"--imgsz (infer.imgsz)", [](auto& r) { r.mutable_infer()->set_imgsz(0); }},
+      {"--batch (infer.batch)", [](auto& r) { r.mutable_infer()->set_batch(0); }},
+      {"--max-det (infer.max_det)", [](auto& r) { r.mutable_infer()->set_max_det(0); }},
+      {"--repeat (infer.repeat)", [](auto& r) { r.mutable_infer()->set_repeat(0); }},
+      {"--runs (infer.runs)", [](auto& r) { r.mutable_infer()->set_runs(0); }},
+      {"--imgsz (run.imgsz)", [](auto& r) { r.mutable_run()->set_imgsz(0); }},
+      {"--batch (run.batch)", [](auto& r) { r.mutable_run()->set_batch(0); }},
+      {"--steps (run.steps)", [](auto& r) { r.mutable_run()->set_steps(0); }},
+      {"--repeat (run.repeat)", [](auto& r) { r.mutable_run()->set_repeat(0); }},
+      {"--cycles (run.cycles)", [](auto& r) { r.mutable_run()->set_cycles(0); }},
+  };
+  for (const auto& [field, set] : zeros) {
+    v1::SubmitJobRequest r;
+    const bool infer = field.find("infer.") != std::string::npos;
+    if (infer) {
+      r.mutable_infer()->mutable_model()->set_device("cpu");
+    } else {
+      r.mutable_run()->set_data("synthetic:8");
+      r.mutable_run()->mutable_model()->set_device("cpu");
+    }
+    EXPECT_TRUE(ValidateSubmit(r, c, Tcp(), &device).ok()) << field << ": absent is the default";
+    set(r);
+    const absl::Status s = ValidateSubmit(r, c, Tcp(), &device);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << field << ": " << s;
+    EXPECT_THAT(Message(s), HasSubstr(field)) << s;
+    EXPECT_THAT(Message(s), HasSubstr("0")) << s;
+  }
 }
 
 // The imgsz grid is the engine's (32..4096, multiples of 32) whatever a daemon's max_imgsz
