@@ -11,6 +11,7 @@ using ::libreyolo::ExitCodeForStatus;
 using ::libreyolo::kExitAnalysisFailed;
 using ::libreyolo::kExitCompareFail;
 using ::libreyolo::kExitCompareInconclusive;
+using ::libreyolo::kExitInterrupted;
 using ::libreyolo::kExitNoProfile;
 using ::libreyolo::kExitOk;
 using ::libreyolo::kExitUsage;

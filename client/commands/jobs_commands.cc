@@ -170,7 +170,7 @@ int JobsWatch(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   });
   display.Finish();
   if (!w.ok()) return FailStatus(err, "jobs watch", w.status());
-  if (w->interrupted) return 130;
+  if (w->interrupted) return kExitInterrupted;
   if (!json) out << "job " << TerminalSafe(w->job.id()) << " " << StateName(w->job.state()) << "\n";
   return w->job.state() == v1::JOB_STATE_SUCCEEDED ? kExitOk : std::max(1, w->job.exit_code());
 }

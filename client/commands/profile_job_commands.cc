@@ -114,7 +114,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
       } else {
         err << "job " << submitted.id() << " cancelled\n";
       }
-      return 130;
+      return kExitInterrupted;
     }
     const std::string follow = absl::StrCat("libreyolo jobs watch ", submitted.id(),
                                             session.is_remote() ? " --remote ..." : "");
@@ -124,7 +124,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
       err << "detached; job " << submitted.id() << " keeps running. Follow it with: " << follow
           << "\n";
     }
-    return 130;
+    return kExitInterrupted;
   }
   const v1::Job& job = watched->job;
   if (job.state() != v1::JOB_STATE_SUCCEEDED) {

@@ -23,4 +23,19 @@ int ExitCodeForStatus(const absl::Status& status) {
   }
 }
 
+int DaemonExitCodeForStartStatus(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kAlreadyExists:
+      return kDaemonExitInUse;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kOutOfRange:
+      return kDaemonExitConfig;
+    default:
+      return kDaemonExitUnexpected;
+  }
+}
+
 }  // namespace libreyolo

@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/render/terminal_text.h"
+#include "common/status/exit_code.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -117,7 +118,7 @@ absl::Status JobManager::Recover(std::vector<std::string>* warnings) {
       e->job.set_error(
           "libreyolod stopped while this job was running (crash, kill or power loss); its "
           "partial outputs were discarded: submit it again");
-      e->job.set_exit_code(1);
+      e->job.set_exit_code(ExitCodeForStatus(absl::AbortedError("")));
       e->job.set_finish_time_unix_ms(NowMs());
       store_->DiscardScratch(id);
       // It may have died between publishing an artifact and recording the job's success.
@@ -131,7 +132,7 @@ absl::Status JobManager::Recover(std::vector<std::string>* warnings) {
         e->job.set_state(v1::JOB_STATE_FAILED);
         e->job.set_error(
             absl::StrCat("device ", e->job.device(), " is no longer served by this daemon"));
-        e->job.set_exit_code(2);
+        e->job.set_exit_code(ExitCodeForStatus(absl::FailedPreconditionError("")));
         e->job.set_finish_time_unix_ms(NowMs());
         if (absl::Status st = store_->PutJob(e->job); !st.ok()) return RecoveryError(id, st);
         AppendEventLocked(*e, "failed", 0, 0, e->job.error());
@@ -359,7 +360,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const Identity& who, const std::strin
     v1::Job next = e.job;
     next.set_state(v1::JOB_STATE_CANCELLED);
     next.set_error(absl::StrCat("cancelled by ", who.user, " while queued"));
-    next.set_exit_code(1);
+    next.set_exit_code(ExitCodeForStatus(absl::CancelledError("")));
     next.set_finish_time_unix_ms(NowMs());
     next.set_queue_position(0);
     if (!CommitLocked(e, next)) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/status/exit_code.h"
 #include "server/daemon/job_manager.h"
 
 namespace libreyolo::daemon {
@@ -231,7 +232,7 @@ v1::Job JobManager::FinishedRecord(const Entry& e, const RunOutcome& out,
   if (out.status.ok()) {
     for (const v1::Artifact& a : out.artifacts) *job.add_artifacts() = a;
     job.set_state(v1::JOB_STATE_SUCCEEDED);
-    job.set_exit_code(0);
+    job.set_exit_code(kExitOk);
     job.set_error("");
     job.set_step_ms(out.step_ms);
     job.set_img_per_s(out.img_per_s);
@@ -239,14 +240,14 @@ v1::Job JobManager::FinishedRecord(const Entry& e, const RunOutcome& out,
     *stage = "done";
   } else if (absl::IsCancelled(out.status) || e.cancel.cancelled.load()) {
     job.set_state(v1::JOB_STATE_CANCELLED);
-    job.set_exit_code(1);
+    job.set_exit_code(ExitCodeForStatus(absl::CancelledError("")));
     if (job.error().empty()) job.set_error(std::string(out.status.message()));
     if (!accepting_) job.set_error("libreyolod was stopped (SIGTERM) before the job finished");
     if (!out.cancel_note.empty()) job.set_error(absl::StrCat(job.error(), "; ", out.cancel_note));
     *stage = "cancelled";
   } else {
     job.set_state(v1::JOB_STATE_FAILED);
-    job.set_exit_code(out.exit_code != 0 ? out.exit_code : 1);
+    job.set_exit_code(out.exit_code != kExitOk ? out.exit_code : kExitAnalysisFailed);
     job.set_error(std::string(out.status.message()));
     *stage = "failed";
   }

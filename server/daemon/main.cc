@@ -5,9 +5,7 @@
 // --lease-dir it also stops by itself, the same way, once it has nothing to run and no live
 // lease (docs/cli.md).
 //
-// Exit codes (docs/deploy.md, "Start-up errors"): 0 stopped cleanly; 1 an unexpected failure;
-// 2 a configuration or flag error (fix the config); 3 something it needs is in use (a port, a
-// Unix socket, the state or store dir held by another libreyolod). Never a signal.
+// Exit codes (docs/deploy.md, "Start-up errors"): common/status/exit_code.h, kDaemonExit*.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -24,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "common/io/lease_dir.h"
+#include "common/status/exit_code.h"
 #include "server/daemon/daemon.h"
 #include "server/daemon/daemon_config.h"
 #include "server/daemon/daemon_signals.h"
@@ -61,25 +60,9 @@ void WatchLeases(const libreyolo::daemon::Daemon& daemon, const std::string& dir
   }
 }
 
-constexpr int kExitUnexpected = 1;
-constexpr int kExitConfig = 2;
-constexpr int kExitInUse = 3;
-
-// The exit code of a failed start: the user's to fix (2), someone else's to stop (3), or ours.
-int StartExitCode(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kAlreadyExists:
-      return kExitInUse;
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kPermissionDenied:
-    case absl::StatusCode::kOutOfRange:
-      return kExitConfig;
-    default:
-      return kExitUnexpected;
-  }
-}
+using ::libreyolo::kDaemonExitConfig;
+using ::libreyolo::kDaemonExitOk;
+using ::libreyolo::kDaemonExitUnexpected;
 
 }  // namespace
 
@@ -104,13 +87,13 @@ int main(int argc, char** argv) {
   }
   if (::pipe2(g_signal_pipe, O_CLOEXEC) != 0) {
     std::cerr << "libreyolod: error: pipe() failed\n";
-    return kExitUnexpected;
+    return kDaemonExitUnexpected;
   }
   // Installed before anything can take long: a SIGHUP or SIGUSR1 during start-up is handled
   // (a reload once serving, a log line), never the default action that kills the process.
   if (absl::Status s = libreyolo::daemon::InstallDaemonSignalHandlers(g_signal_pipe[1]); !s.ok()) {
     std::cerr << "libreyolod: error: " << s.message() << "\n";
-    return kExitUnexpected;
+    return kDaemonExitUnexpected;
   }
 
   {
@@ -119,24 +102,24 @@ int main(int argc, char** argv) {
     if (!flags.ok()) {
       std::cerr << "libreyolod: error: " << flags.status().message()
                 << "\nRun 'libreyolod --help' for the flags.\n";
-      return kExitConfig;
+      return kDaemonExitConfig;
     }
     if (flags->help) {
       std::cout << libreyolo::daemon::DaemonFlagsHelp();
-      return 0;
+      return kDaemonExitOk;
     }
   }
   auto config = libreyolo::daemon::LoadConfigFromArgs(args);
   if (!config.ok()) {
     std::cerr << "libreyolod: error: " << config.status().message() << "\n";
-    return kExitConfig;
+    return kDaemonExitConfig;
   }
   std::vector<std::string> warnings;
   auto daemon = libreyolo::daemon::Daemon::Start(*config, &warnings);
   for (const std::string& w : warnings) std::cerr << "libreyolod: warning: " << w << "\n";
   if (!daemon.ok()) {
     std::cerr << "libreyolod: error: " << daemon.status().message() << "\n";
-    return StartExitCode(daemon.status());
+    return ::libreyolo::DaemonExitCodeForStartStatus(daemon.status());
   }
   std::cerr << "libreyolod: serving on";
   size_t tcp = 0;
@@ -201,5 +184,5 @@ int main(int argc, char** argv) {
   stopped = true;
   if (lease_thread.joinable()) lease_thread.join();
   std::cerr << "libreyolod: stopped" << std::endl;
-  return 0;
+  return kDaemonExitOk;
 }

@@ -40,6 +40,21 @@ TEST(ExitCodeForStatus, EveryStatusCode) {
   EXPECT_EQ(kExitAnalysisFailed, 1);
   EXPECT_EQ(kExitUsage, 2);
   EXPECT_EQ(kExitNoProfile, 3);
+  EXPECT_EQ(kExitInterrupted, 130);
+}
+
+// libreyolod's own exit codes live in the same header (issue 22: server/daemon/main.cc had a
+// switch of its own): docs/deploy.md "Start-up errors".
+TEST(ExitCode, DaemonStartFailures) {
+  using C = absl::StatusCode;
+  EXPECT_EQ(DaemonExitCodeForStartStatus(absl::Status(C::kAlreadyExists, "port in use")), 3);
+  for (C c : {C::kInvalidArgument, C::kNotFound, C::kFailedPrecondition, C::kPermissionDenied,
+              C::kOutOfRange}) {
+    EXPECT_EQ(DaemonExitCodeForStartStatus(absl::Status(c, "x")), 2) << absl::StatusCodeToString(c);
+  }
+  for (C c : {C::kInternal, C::kUnknown, C::kResourceExhausted, C::kUnavailable}) {
+    EXPECT_EQ(DaemonExitCodeForStartStatus(absl::Status(c, "x")), 1) << absl::StatusCodeToString(c);
+  }
 }
 
 }  // namespace
