@@ -75,9 +75,15 @@ ResolvedSwitches InitialSwitches(const ProfilerSwitches& requested) {
 }
 
 std::vector<CostlySwitch> AutoSwitches(const ProfilerSwitches& requested) {
+  // FLOPs are computed from the recorded shapes (LibTorch forces record_shapes for with_flops):
+  // asking for FLOPs keeps an auto record_shapes on (issue 22: the probe turned shapes off and
+  // FLOPs came out null with no word).
+  const bool flops_asked = Requested(requested, CostlySwitch::kWithFlops).value_or(false);
   std::vector<CostlySwitch> out;
   for (CostlySwitch s : kDisableOrder) {
-    if (!Requested(requested, s).has_value()) out.push_back(s);
+    if (Requested(requested, s).has_value()) continue;
+    if (s == CostlySwitch::kRecordShapes && flops_asked) continue;
+    out.push_back(s);
   }
   return out;
 }

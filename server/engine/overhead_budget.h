@@ -90,7 +90,8 @@ struct ResolvedSwitches {
 
 // Auto switches start on; explicit ones keep their value.
 ResolvedSwitches InitialSwitches(const ProfilerSwitches& requested);
-// The auto switches of `requested`, in kDisableOrder.
+// The auto switches of `requested`, in kDisableOrder; record_shapes is not one when with_flops
+// is asked for explicitly (FLOPs need the shapes: it stays on).
 std::vector<CostlySwitch> AutoSwitches(const ProfilerSwitches& requested);
 
 // 100 * (probe - baseline) / baseline; 0 when the baseline is not positive.

@@ -70,6 +70,28 @@ TEST(OverheadBudget, InitialSwitchesTurnAutoOnAndKeepExplicitValues) {
   EXPECT_EQ(AutoSwitches(AllAuto()).size(), 3u);
 }
 
+// Issue 22: --with-flops with shapes on auto: the probe turned shapes off and FLOPs came out
+// null with no word. FLOPs need the shapes: asking for one keeps the other.
+TEST(OverheadBudget, AskingForFlopsKeepsTheShapesTheyNeed) {
+  ProfilerSwitches p;
+  p.with_flops = true;  // record_shapes and profile_memory on auto
+  const ResolvedSwitches r = InitialSwitches(p);
+  EXPECT_TRUE(r.record_shapes);
+  EXPECT_TRUE(r.with_flops);
+  const std::vector<CostlySwitch> autos = AutoSwitches(p);
+  ASSERT_EQ(autos.size(), 1u);
+  EXPECT_EQ(autos[0], CostlySwitch::kProfileMemory);
+  // However much the probe measures, only profile_memory may go off.
+  auto o = ApplyOverheadBudget(p, 3.0, [](const ResolvedSwitches&) {
+    return absl::StatusOr<ProbeTimings>(Flat(50.0));  // +50 % whatever is on
+  });
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->switches.record_shapes);
+  EXPECT_TRUE(o->switches.with_flops);
+  EXPECT_FALSE(o->switches.profile_memory);
+  EXPECT_EQ(o->auto_disabled, (std::vector<std::string>{"profile_memory"}));
+}
+
 TEST(OverheadBudget, OverheadPct) {
   EXPECT_DOUBLE_EQ(OverheadPct(103, 100), 3.0);
   EXPECT_DOUBLE_EQ(OverheadPct(90, 100), -10.0);
