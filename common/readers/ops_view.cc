@@ -10,6 +10,7 @@
 #include "common/readers/phases_view.h"
 #include "common/render/terminal_text.h"
 #include "common/render/text_table.h"
+#include "rapidjson/document.h"
 
 namespace libreyolo {
 namespace {
@@ -52,6 +53,34 @@ const std::vector<std::string>& OpSortKeys() {
   }();
   return *keys;
 }
+
+namespace {
+
+// Why a profile holds no FLOPs, in the words of its own profiler record (issue 22: a job that
+// had asked for FLOPs was told it ran without --with-flops).
+std::string WhyNoFlops(const std::string& profiler_json) {
+  rapidjson::Document d;
+  d.Parse(profiler_json.data(), profiler_json.size());
+  if (d.HasParseError() || !d.IsObject()) return "recorded without --with-flops";
+  if (auto it = d.FindMember("with_flops_note"); it != d.MemberEnd() && it->value.IsString()) {
+    return it->value.GetString();
+  }
+  if (auto it = d.FindMember("switch_notes"); it != d.MemberEnd() && it->value.IsArray()) {
+    for (const auto& n : it->value.GetArray()) {
+      if (n.IsString() && absl::StrContains(n.GetString(), "with_flops")) return n.GetString();
+    }
+  }
+  if (auto it = d.FindMember("auto_disabled"); it != d.MemberEnd() && it->value.IsArray()) {
+    for (const auto& n : it->value.GetArray()) {
+      if (n.IsString() && std::string(n.GetString()) == "with_flops") {
+        return "the overhead budget turned with_flops off (auto_disabled); --with-flops keeps it";
+      }
+    }
+  }
+  return "recorded without --with-flops";
+}
+
+}  // namespace
 
 absl::StatusOr<OpsView> BuildOps(const Profile& p, const OpsOptions& o, const std::string& source) {
   const Key* key = nullptr;
@@ -103,7 +132,7 @@ absl::StatusOr<OpsView> BuildOps(const Profile& p, const OpsOptions& o, const st
     const bool device = absl::StrContains(o.sort, "device");
     v.sort_note = absl::StrCat(
         "the profile has no ", o.sort, " values (",
-        flops ? "recorded without --with-flops"
+        flops ? WhyNoFlops(p.profiler_json)
         : memory ? "recorded without --profile-memory"
         : device ? "no GPU time: a CPU job, or recorded without cuda activity"
                  : "all zero",

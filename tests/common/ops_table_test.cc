@@ -230,4 +230,31 @@ TEST(OpsView, SortKeysAndUnknownSort) {
 }
 
 }  // namespace
+// Issue 22: a job that asked for FLOPs and got none was told it ran without --with-flops. The
+// note now says what the profile's own record says.
+TEST(OpsTable, NoFlopsSaysWhyInTheProfilesOwnWords) {
+  Profile p;
+  OpRow r;
+  r.op = "aten::conv2d";
+  r.count_per_step = 1;
+  r.ms_per_step = 1;
+  p.ops = {r};
+  OpsOptions o;
+  o.sort = "flops";
+  p.profiler_json = R"({"with_flops": false, "with_flops_note": "with_flops was on but )"
+                    R"(record_shapes was off: FLOPs are computed from the recorded input shapes"})";
+  auto v = BuildOps(p, o, "x");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_NE(v->sort_note.find("record_shapes was off"), std::string::npos) << v->sort_note;
+  p.profiler_json = R"({"with_flops": false, "auto_disabled": ["record_shapes", "with_flops"]})";
+  v = BuildOps(p, o, "x");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_NE(v->sort_note.find("the overhead budget turned with_flops off"), std::string::npos)
+      << v->sort_note;
+  p.profiler_json.clear();  // a trace: no record
+  v = BuildOps(p, o, "x");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_NE(v->sort_note.find("recorded without --with-flops"), std::string::npos);
+}
+
 }  // namespace libreyolo::testing
