@@ -35,20 +35,31 @@ MetricValue MetricValueFromCell(const MetricDef& def, const MetricCell& c) {
   return m;
 }
 
-void WriteMetricValue(JsonWriter& w, const MetricValue& m) {
-  if (m.text) {
-    w.String(*m.text);
-  } else if (m.flag) {
-    w.Bool(*m.flag);
-  } else if (m.raw_json) {
-    w.Raw(*m.raw_json);
-  } else if (m.count) {
-    w.Int(*m.count);
-  } else if (m.number) {
-    w.Double(*m.number);
+void WriteMetricCell(JsonWriter& w, const MetricCell& c) {
+  if (c.text) {
+    w.String(*c.text);
+  } else if (c.flag) {
+    w.Bool(*c.flag);
+  } else if (c.count) {
+    w.Int(*c.count);
+  } else if (c.number) {
+    w.Double(*c.number);
   } else {
     w.Null();
   }
+}
+
+void WriteMetricValue(JsonWriter& w, const MetricValue& m) {
+  if (m.raw_json && !m.text && !m.flag) {
+    w.Raw(*m.raw_json);
+    return;
+  }
+  MetricCell c;
+  c.number = m.number;
+  c.count = m.count;
+  c.flag = m.flag;
+  c.text = m.text;
+  WriteMetricCell(w, c);
 }
 
 std::vector<MetricValue> FlatMetrics(const Profile& p) {

@@ -34,6 +34,8 @@ inline int64_t PerStepCountOf(double v) { return static_cast<int64_t>(std::floor
 
 // The value as JSON: a string, bool, integer, number, the file's raw JSON, or null.
 void WriteMetricValue(JsonWriter& w, const MetricValue& m);
+// The same for a table cell (no raw JSON).
+void WriteMetricCell(JsonWriter& w, const MetricCell& c);
 
 // Every flat metric of the profile, in a stable order (the Python LibreYOLO's names first).
 // Metrics the profile does not have are present with no value (shown as n/a).

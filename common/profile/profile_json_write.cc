@@ -57,23 +57,11 @@ void WriteOpRows(JsonWriter& w, const std::vector<OpRow>& rows) {
   w.EndArray();
 }
 
-void WriteCell(JsonWriter& w, const MetricCell& c) {
-  if (c.text) {
-    w.String(*c.text);
-  } else if (c.flag) {
-    w.Bool(*c.flag);
-  } else if (c.count) {
-    w.Int(*c.count);
-  } else if (c.number) {
-    w.Double(*c.number);
-  } else {
-    w.Null();
-  }
-}
-
 void WriteObjectCells(JsonWriter& w, std::string_view object, const Profile& p) {
   for (const MetricDef& d : MetricTable()) {
-    if (d.object == object && !d.field.empty()) WriteCell(w.Key(d.field), MetricValueOf(d, p));
+    if (d.object == object && !d.field.empty()) {
+      WriteMetricCell(w.Key(d.field), MetricValueOf(d, p));
+    }
   }
 }
 
@@ -108,10 +96,12 @@ std::string WriteProfileJson(const Profile& p) {
   // Every scalar metric at its place (metric_table.h): top level first, then the memory and
   // window objects (memory.peak_allocated_mb repeats peak_vram_mb, as the Python tool's does).
   for (const MetricDef& d : MetricTable()) {
-    if (d.object.empty() && !d.field.empty()) WriteCell(w.Key(d.field), MetricValueOf(d, p));
+    if (d.object.empty() && !d.field.empty()) {
+      WriteMetricCell(w.Key(d.field), MetricValueOf(d, p));
+    }
   }
   w.Key("memory").BeginObject();
-  WriteCell(w.Key("peak_allocated_mb"), MetricValueOf(*FindMetric("peak_vram_mb"), p));
+  WriteMetricCell(w.Key("peak_allocated_mb"), MetricValueOf(*FindMetric("peak_vram_mb"), p));
   WriteObjectCells(w, "memory", p);
   w.EndObject();
   w.Key("window").BeginObject();

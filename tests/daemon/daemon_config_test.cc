@@ -384,7 +384,7 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
     }
     EXPECT_TRUE(ApplyDaemonFlags(args, &c).ok()) << name;
   }
-  EXPECT_EQ(documented, 35);
+  EXPECT_EQ(documented, 36);  // with --lease-dir and --max-watchers-per-user
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {

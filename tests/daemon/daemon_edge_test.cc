@@ -115,7 +115,7 @@ TEST(DaemonEdgeTest, AReaderRpcEchoesAHostileValueAsAShortExcerpt) {
   {
     v1::KernelsRequest r;
     r.mutable_profile()->set_job_id(job.id());
-    r.set_grep("[" + long_value);
+    r.set_grep("(" + long_value);  // unbalanced: not a regular expression
     v1::ReaderResponse resp;
     auto ctx = Ctx();
     check(stub->Kernels(ctx.get(), r, &resp), "Kernels.grep");
