@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "client/cli/cli.h"
+#include "tests/support/cli_run.h"
 #include "client/commands/job_commands.h"
 #include "client/remote/progress_display.h"
 
@@ -19,16 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result Cli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = RunCli(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using Result = testing::CliResult;
+using testing::Cli;
 
 std::string Fixture(const std::string& rel) { return std::string(LIBREYOLO_FIXTURES_DIR) + "/" + rel; }
 const std::string kTrace = Fixture("traces/trace_filter.json.gz");

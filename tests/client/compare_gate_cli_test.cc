@@ -15,22 +15,15 @@
 #include <vector>
 
 #include "client/cli/cli.h"
+#include "tests/support/cli_run.h"
 
 namespace libreyolo::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result Cli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = RunCli(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using Result = testing::CliResult;
+using testing::Cli;
 
 const std::string kPythonInfer =
     std::string(LIBREYOLO_FIXTURES_DIR) + "/profiles/libreyolo-python-infer.json";

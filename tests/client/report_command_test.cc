@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "client/cli/cli.h"
+#include "tests/support/cli_run.h"
 #include "common/load/load_profile.h"
 #include "common/profile/profile_json.h"
 
@@ -20,16 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result Cli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = RunCli(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using Result = testing::CliResult;
+using testing::Cli;
 
 std::string Fixture(const std::string& rel) {
   return std::string(LIBREYOLO_FIXTURES_DIR) + "/" + rel;
