@@ -44,8 +44,12 @@ uint32_t StringTable::Intern(std::string_view s) {
 namespace {
 
 // The recursive parser is ~20% faster than kParseIterativeFlag; the handler bounds nesting
-// (kMaxDepth) so hostile input cannot exhaust the stack.
-constexpr int kParseFlags = rapidjson::kParseNanAndInfFlag;
+// (kMaxDepth) so hostile input cannot exhaust the stack. Numbers reach the handler as their text
+// (kParseNumbersAsStringsFlag) and are converted by ConvertNumber, the one conversion both readers
+// use: RapidJSON's own is an ulp off for some long fractions and integers beyond 64 bits (its
+// default), or trips UBSan (its full-precision mode, diyfp.h: clz of zero); the fuzz target found
+// both.
+constexpr int kParseFlags = rapidjson::kParseNanAndInfFlag | rapidjson::kParseNumbersAsStringsFlag;
 constexpr int kMaxDepth = 256;
 using trace_bounds::kMaxBytes;
 using trace_bounds::kMaxDurUs;
@@ -135,6 +139,70 @@ struct Num {
   bool is_int = false;
   bool fits_int64 = false;
 };
+
+// A number beyond a double's range as IEEE rounding gives it: +-inf above, +-0 below. from_chars
+// fails only beyond 1.8e308 or below 2.5e-324, so the decimal exponent of the first significant
+// digit says which.
+double BeyondADouble(std::string_view t) {
+  const bool minus = !t.empty() && t[0] == '-';
+  size_t i = minus ? 1 : 0;
+  int64_t magnitude = -1;  // of the first significant digit
+  bool found = false;
+  int64_t integer_digits = 0;
+  for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) {
+    if (!found && t[i] != '0') found = true;
+    if (found) ++integer_digits;
+  }
+  if (found) magnitude = integer_digits - 1;
+  if (i < t.size() && t[i] == '.') {
+    for (++i; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) {
+      if (!found) {
+        --magnitude;
+        if (t[i] != '0') found = true;
+      }
+    }
+  }
+  int64_t exponent = 0;
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    const bool negative = i < t.size() && t[i] == '-';
+    if (i < t.size() && (t[i] == '-' || t[i] == '+')) ++i;
+    for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) {
+      exponent = std::min<int64_t>(exponent * 10 + (t[i] - '0'), int64_t{1} << 40);
+    }
+    if (negative) exponent = -exponent;
+  }
+  const double v = magnitude + exponent >= 0 ? std::numeric_limits<double>::infinity() : 0.0;
+  return minus ? -v : v;
+}
+
+// The one conversion of a JSON number's text (a number RapidJSON or ScanNumber accepted, or NaN,
+// Infinity, -Infinity): an integer is an int64, a uint64 beyond it, else (beyond 64 bits) a double
+// as every other number, the nearest double (from_chars). false: beyond a double's range, with
+// *beyond set to what IEEE rounding gives.
+enum class NumberKind { kInt64, kUint64, kDouble };
+bool ConvertNumber(std::string_view t, NumberKind* kind, int64_t* i, uint64_t* u, double* d,
+                   double* beyond) {
+  const char* b = t.data();
+  const char* e = b + t.size();
+  const bool integer =
+      !t.empty() && std::all_of(b + (*b == '-' ? 1 : 0), e, [](char c) { return c >= '0' && c <= '9'; });
+  if (integer) {
+    if (std::from_chars(b, e, *i).ec == std::errc()) {
+      *kind = NumberKind::kInt64;
+      return true;
+    }
+    if (*b != '-' && std::from_chars(b, e, *u).ec == std::errc()) {
+      *kind = NumberKind::kUint64;
+      return true;
+    }
+  }
+  *kind = NumberKind::kDouble;
+  const auto r = std::from_chars(b, e, *d);
+  if (r.ec == std::errc() && r.ptr == e) return true;
+  *beyond = BeyondADouble(t);
+  return false;
+}
 
 // Byte counts beyond 2^53 (8 PiB) are not real; rejecting them keeps every sum exact in a double
 // and far from int64 overflow.
@@ -303,6 +371,15 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     return Number(Num{double(v), std::bit_cast<int64_t>(v), true, fits});
   }
   bool Double(double v) { return Number(Num{v, 0, false, false}); }
+  // RapidJSON's numbers, as text (kParseNumbersAsStringsFlag).
+  bool RawNumber(const char* s, rapidjson::SizeType len, bool) {
+    NumberKind kind;
+    int64_t i = 0;
+    uint64_t u = 0;
+    double d = 0, beyond = 0;
+    if (!ConvertNumber(std::string_view(s, len), &kind, &i, &u, &d, &beyond)) return Double(beyond);
+    return kind == NumberKind::kInt64 ? Int64(i) : kind == NumberKind::kUint64 ? Uint64(u) : Double(d);
+  }
 
   bool saw_events() const { return saw_events_; }
   bool too_deep() const { return too_deep_; }
@@ -733,44 +810,66 @@ class SimdWalker {
   }
 
  private:
-  // Integers are passed as RapidJSON passes them (int64, or uint64 beyond it); integers beyond
-  // 64 bits become doubles, as in RapidJSON; numbers beyond a double are left to RapidJSON.
+  // Numbers are converted from their text by ConvertNumber, as RapidJSON's are, not by simdjson:
+  // its 3.0 on-demand get_number() reads a fraction of more than 19 significant digits as 0
+  // (1682725897235145.250, a timestamp with nanoseconds) and get_double() some of them wrongly
+  // (0.30000000000000001665 as 0.1155...); the fuzz target found both. A number beyond a double,
+  // or text that is not JSON's number grammar, is left to RapidJSON.
   bool Number(od::value v) {
-    if (!h_->WantsScalar() && PlainNumber(v.raw_json_token())) return true;
-    od::number n;
-    if (v.get_number().get(n) == simdjson::SUCCESS) {
-      switch (n.get_number_type()) {
-        case od::number_type::signed_integer: return h_->Int64(n.get_int64());
-        case od::number_type::unsigned_integer: return h_->Uint64(n.get_uint64());
-        case od::number_type::floating_point_number: return h_->Double(n.get_double());
-      }
-      return false;
+    std::string_view t = v.raw_json_token();
+    NumberShape shape;
+    if (!ScanNumber(t, &shape)) return false;
+    // A value the handler does not keep needs no conversion when both readers surely accept it
+    // as a finite number: no exponent, at most 300 integer digits.
+    if (!h_->WantsScalar() && !shape.exponent && shape.integer_digits <= 300) return true;
+    NumberKind kind;
+    int64_t i = 0;
+    uint64_t u = 0;
+    double d = 0, beyond = 0;
+    // Beyond a double RapidJSON decides: it refuses some such numbers (too many digits) itself.
+    if (!ConvertNumber(t.substr(0, shape.length), &kind, &i, &u, &d, &beyond)) return false;
+    switch (kind) {
+      case NumberKind::kInt64: return h_->Int64(i);
+      case NumberKind::kUint64: return h_->Uint64(u);
+      case NumberKind::kDouble: return h_->Double(d);
     }
-    double d = 0;
-    if (v.get_double().get(d) != simdjson::SUCCESS || !std::isfinite(d)) return false;
-    return h_->Double(d);
+    return false;
   }
 
-  // A number as JSON writes it, without an exponent, followed by whitespace only (the token up
-  // to the next structural character): simdjson and RapidJSON both accept it as a finite number
-  // (at most 300 integer digits), so a value the handler does not keep needs no conversion.
-  // false: the full conversion decides.
-  static bool PlainNumber(std::string_view t) {
+  struct NumberShape {
+    size_t length = 0;  // of the number, without the whitespace after it
+    size_t integer_digits = 0;
+    bool fraction = false, exponent = false;
+  };
+  // JSON's number grammar, -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, followed by whitespace
+  // only (the token runs to the next structural character).
+  static bool ScanNumber(std::string_view t, NumberShape* shape) {
     const auto digit = [&](size_t i) { return i < t.size() && t[i] >= '0' && t[i] <= '9'; };
     size_t i = 0;
     if (i < t.size() && t[i] == '-') ++i;
     if (!digit(i)) return false;
+    const size_t first_digit = i;
     if (t[i] == '0') {
       ++i;
     } else {
       while (digit(i)) ++i;
     }
-    if (i > 300) return false;
+    shape->integer_digits = i - first_digit;
     if (i < t.size() && t[i] == '.') {
       const size_t first = ++i;
       while (digit(i)) ++i;
       if (i == first) return false;
+      shape->fraction = true;
     }
+    if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+      ++i;
+      if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+      const size_t first = i;
+      while (digit(i)) ++i;
+      if (i == first) return false;
+      shape->exponent = true;
+    }
+    shape->length = i;
     while (i < t.size() && (t[i] == ' ' || t[i] == '\n' || t[i] == '\r' || t[i] == '\t')) ++i;
     return i == t.size();
   }
@@ -972,7 +1071,7 @@ class ElementWalker {
   // simdjson pass them: int64, uint64 beyond it, a double where there is a fraction (correctly
   // rounded, as simdjson's; at most 40 characters: finite); integers beyond 64 bits (RapidJSON
   // computes those its own way) are declined. Others are only checked (at most 300 integer
-  // digits, as SimdWalker::PlainNumber: both readers accept those).
+  // digits, as SimdWalker::Number: both readers accept those).
   const char* Number(const char* p) {
     const char* q = p;
     const bool minus = *q == '-';
@@ -1018,19 +1117,18 @@ class ElementWalker {
       return Ok(h_->Double(minus ? -v : v)) ? q : nullptr;
     }
     if (q - p > 40) return nullptr;
-    bool ok = false;
-    if (!frac) {
-      int64_t i = 0;
-      uint64_t u = 0;
-      if (std::from_chars(p, q, i).ec == std::errc()) {
-        ok = Ok(h_->Int64(i));
-      } else if (!minus && std::from_chars(p, q, u).ec == std::errc()) {
-        ok = Ok(h_->Uint64(u));
-      }
-    } else {
-      double d = 0;
-      ok = std::from_chars(p, q, d).ec == std::errc() && Ok(h_->Double(d));
+    NumberKind kind;
+    int64_t i = 0;
+    uint64_t u = 0;
+    double d = 0, beyond = 0;
+    if (!ConvertNumber(std::string_view(p, static_cast<size_t>(q - p)), &kind, &i, &u, &d,
+                       &beyond) ||
+        (!frac && kind == NumberKind::kDouble)) {
+      return nullptr;  // integers beyond 64 bits: SimdWalker's
     }
+    const bool ok = kind == NumberKind::kInt64    ? Ok(h_->Int64(i))
+                    : kind == NumberKind::kUint64 ? Ok(h_->Uint64(u))
+                                                  : Ok(h_->Double(d));
     return ok ? q : nullptr;
   }
 

@@ -103,6 +103,46 @@ TEST(TraceReaderParity, NumbersBeyondInt64) {
       true);
 }
 
+// Numbers whose nearest double takes more than a fast path: fractions of 17-20 significant
+// digits (timestamps in microseconds since the epoch, with nanoseconds), halfway cases, integers
+// beyond 64 bits (RapidJSON's default conversion was an ulp off for these; the fuzz target found
+// a timestamp and a device's memory written with 120 digits), and timestamps at the bounds.
+TEST(TraceReaderParity, NumbersThatNeedCorrectRounding) {
+  ExpectParity(
+      R"({"deviceProperties": [{"id": 1, "name": "d", "multiProcessorCount": 110,
+          "totalGlobalMem": 68702699522222222222222222222222222222222222222222222222222222222222222222222222222222222222222222222222222222222222222222220}],
+        "traceEvents": []})",
+      true);
+  for (const char* event : {
+           // The events' walker declines at the exponent: simdjson's walk reads the event again.
+           R"({"ph": "X", "cat": "cpu_op", "name": "f", "ts": 1682725897235145.250, "dur": 1,
+               "pid": 1, "tid": 1e3})",
+           R"({"ph": "X", "cat": "cpu_op", "name": "g", "ts": 1.682725897235145250e15, "dur": 1,
+               "pid": 1, "tid": 1})",
+           R"({"ph": "X", "cat": "cpu_op", "name": "h", "ts": 5.5, "dur": 1, "pid": 1,
+               "tid": 18446744073729551615})",
+           R"({"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1682725897235145.250, "dur": 0.125,
+               "pid": 1, "tid": 18446744073729551615})",
+           R"({"ph": "X", "cat": "cpu_op", "name": "b", "ts": 1682725897235140.125, "dur": 1,
+               "pid": 1, "tid": 1})",
+           R"({"ph": "X", "cat": "cpu_op", "name": "c", "ts": 9007199254740993.0000001, "dur": 1,
+               "pid": 1, "tid": 1})",
+           R"({"ph": "X", "cat": "cpu_op", "name": "d", "ts": 123456789012345678901234567890,
+               "dur": 1, "pid": 1, "tid": 1})",
+           R"({"ph": "X", "cat": "cpu_op", "name": "e", "ts": 0.30000000000000001665,
+               "dur": 2.5e-7, "pid": 1, "tid": 1})",
+           R"({"ph": "i", "name": "[memory]", "ts": 7.00000000000000088817841970012523,
+               "pid": 1, "tid": 1, "args": {"Bytes": 12345678901234567890123,
+               "Total Allocated": 1.5}})"}) {
+    SCOPED_TRACE(event);
+    ExpectParity(absl::StrCat(R"({"traceEvents": [)", event, "]}"), true);
+  }
+  // What the fuzz target kept (its cuts are from its size, so the list runs at every cut).
+  ExpectParity(
+      R"({"traceEvents":[{"":{"":[[]],"":7,"":2},"":5,"":1,"":3,"":"","":1,"":1,"":1,"":{"":9,"":{"":5},"":[[{"":1}],[],true,null]},"":{"":[[],0.5,"",false]}},{"ph":"X","cat":"cpu_op","":"","ts":1682725897235140.125,"":"","id":18446744073729551615},{"":"","":"","":{"":1}},{"":"","":"","":8,"":0,"":1,"":1},[],"",{}]})",
+      true);
+}
+
 TEST(TraceReaderParity, EscapesShapesStrayElementsAndLayout) {
   // Escaped keys and values, Input Dims of every JSON type, elements that are not objects,
   // two events lists, deviceProperties after the events, nested "traceEvents" that are not.
