@@ -7,5 +7,10 @@ cd "$root"
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 if [ "${LIBREYOLO_SKIP_FUZZ:-0}" != "1" ]; then
-  bash scripts/run-fuzz.sh "${LIBREYOLO_FUZZ_SECONDS:-30}"
+  # The same inputs on every machine (--ci); LIBREYOLO_FUZZ_SECONDS=N explores instead.
+  if [ -n "${LIBREYOLO_FUZZ_SECONDS:-}" ]; then
+    bash scripts/run-fuzz.sh "${LIBREYOLO_FUZZ_SECONDS}"
+  else
+    bash scripts/run-fuzz.sh --ci
+  fi
 fi
