@@ -75,3 +75,86 @@ std::vector<Detections> Postprocess(const torch::Tensor& predictions,
 }
 
 }  // namespace libreyolo::engine
+
+namespace libreyolo::engine {
+
+Candidates DenseCandidates(const torch::Tensor& image_pred, const PostprocessOptions& o) {
+  const torch::Tensor p = image_pred.to(torch::kFloat).transpose(0, 1);  // [N, 4 + nc]
+  const torch::Tensor cls_scores = p.slice(1, 4);
+  const torch::Tensor pairs = (cls_scores > o.conf).nonzero();  // row-major, as np.nonzero
+  torch::Tensor anchor = pairs.select(1, 0);
+  torch::Tensor cls = pairs.select(1, 1);
+  torch::Tensor score = cls_scores.index({anchor, cls});
+  const int64_t cap = std::max(o.max_det, o.max_candidates);
+  if (score.size(0) > cap) {
+    const torch::Tensor top =
+        std::get<1>(score.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true)).slice(0, 0, cap);
+    anchor = anchor.index_select(0, top);
+    cls = cls.index_select(0, top);
+    score = score.index_select(0, top);
+  }
+  return Candidates{p.slice(1, 0, 4).index_select(0, anchor), score, cls};
+}
+
+namespace {
+torch::Tensor CxcywhToXyxy(const torch::Tensor& b) {
+  const torch::Tensor cx = b.select(1, 0), cy = b.select(1, 1);
+  const torch::Tensor hw = b.select(1, 2) / 2, hh = b.select(1, 3) / 2;
+  return torch::stack({cx - hw, cy - hh, cx + hw, cy + hh}, 1);
+}
+}  // namespace
+
+Candidates YoloxCandidates(const torch::Tensor& image_pred, double conf) {
+  const torch::Tensor p = image_pred.to(torch::kFloat);  // [N, 5 + nc]
+  const auto [best, cls] = p.slice(1, 5).max(1);
+  const torch::Tensor score = p.select(1, 4) * best;
+  const torch::Tensor keep = (score > conf).nonzero().squeeze(1);
+  return Candidates{CxcywhToXyxy(p.slice(1, 0, 4).index_select(0, keep)),
+                    score.index_select(0, keep), cls.index_select(0, keep)};
+}
+
+Detections FinishCandidates(const Candidates& c, double iou, int64_t max_det, bool class_aware) {
+  const torch::Tensor b = c.boxes;
+  const torch::Tensor valid =
+      ((b.select(1, 2) > b.select(1, 0)) & (b.select(1, 3) > b.select(1, 1))).nonzero().squeeze(1);
+  const torch::Tensor boxes = b.index_select(0, valid);
+  const torch::Tensor scores = c.scores.index_select(0, valid);
+  const torch::Tensor classes = c.classes.index_select(0, valid);
+  std::vector<torch::Tensor> kept;
+  if (class_aware) {
+    const torch::Tensor ids = std::get<0>(at::_unique(classes, /*sorted=*/true));
+    for (int64_t i = 0; i < ids.size(0); ++i) {
+      const torch::Tensor members = (classes == ids[i]).nonzero().squeeze(1);
+      kept.push_back(members.index_select(
+          0, Nms(boxes.index_select(0, members), scores.index_select(0, members), iou)));
+    }
+  } else {
+    kept.push_back(Nms(boxes, scores, iou));
+  }
+  torch::Tensor keep = kept.empty() ? torch::empty({0}, torch::kLong) : torch::cat(kept);
+  const torch::Tensor order =
+      std::get<1>(scores.index_select(0, keep).sort(/*stable=*/true, 0, /*descending=*/true));
+  keep = keep.index_select(0, order).slice(0, 0, max_det);
+  return Detections{boxes.index_select(0, keep), scores.index_select(0, keep),
+                    classes.index_select(0, keep)};
+}
+
+Detections DetrDetections(const torch::Tensor& logits, const torch::Tensor& boxes, double conf,
+                          int64_t top_k, double width, double height) {
+  const torch::Tensor prob = logits.to(torch::kDouble).sigmoid().to(torch::kFloat);
+  const int64_t nc = prob.size(1);
+  const torch::Tensor flat = prob.reshape({-1});
+  const int64_t k = std::min(top_k, flat.size(0));
+  const torch::Tensor idx =
+      std::get<1>(flat.sort(/*stable=*/true, 0, /*descending=*/true)).slice(0, 0, k);
+  const torch::Tensor query = idx.div(nc, "floor");
+  const torch::Tensor cls = idx.remainder(nc);
+  torch::Tensor xyxy = CxcywhToXyxy(boxes.to(torch::kFloat)).index_select(0, query);
+  xyxy = xyxy * torch::tensor({width, height, width, height}, torch::kFloat);
+  const torch::Tensor score = flat.index_select(0, idx);
+  const torch::Tensor keep = (score > conf).nonzero().squeeze(1);
+  return Detections{xyxy.index_select(0, keep), score.index_select(0, keep),
+                    cls.index_select(0, keep)};
+}
+
+}  // namespace libreyolo::engine

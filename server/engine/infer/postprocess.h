@@ -29,6 +29,29 @@ torch::Tensor Nms(const torch::Tensor& boxes, const torch::Tensor& scores, doubl
 // predictions: [B, 4 + nc, A] (xyxy boxes, then per-class scores in [0, 1]).
 std::vector<Detections> Postprocess(const torch::Tensor& predictions, const PostprocessOptions& o);
 
+// The steps of the Python LibreYOLO's TorchScript backend (tests/engine/torchscript/FAMILIES.md),
+// which a TorchScript export's detections follow: candidates, mapped to the source image and
+// clipped by the caller, then FinishCandidates. float32 throughout, as the backend's numpy.
+struct Candidates {
+  torch::Tensor boxes;    // [K, 4] xyxy
+  torch::Tensor scores;   // [K]
+  torch::Tensor classes;  // [K] int64
+};
+// One image of [4 + nc, N] (xyxy, sigmoided class scores): every (anchor, class) pair with a
+// score > conf in row-major order, the best max(max_det, max_candidates) kept when there are more.
+Candidates DenseCandidates(const torch::Tensor& image_pred, const PostprocessOptions& o);
+// One image of [N, 5 + nc] (cxcywh, objectness, class scores): the best class of each anchor,
+// scored objectness x its score, kept when > conf; boxes as xyxy.
+Candidates YoloxCandidates(const torch::Tensor& image_pred, double conf);
+// Drops boxes without area, then greedy NMS (per class in ascending class order when
+// `class_aware`, else over all), the kept boxes by descending score, the first max_det.
+Detections FinishCandidates(const Candidates& c, double iou, int64_t max_det, bool class_aware);
+// DETR-style heads: logits [Q, C], boxes [Q, 4] normalised cxcywh. Sigmoid (computed in
+// float64), the top min(top_k, Q * C) (query, class) pairs by score, boxes xyxy scaled by
+// (width, height), then score > conf. No NMS and no clipping (the backend's _parse_dfine).
+Detections DetrDetections(const torch::Tensor& logits, const torch::Tensor& boxes, double conf,
+                          int64_t top_k, double width, double height);
+
 }  // namespace libreyolo::engine
 
 #endif  // LIBREYOLO_SERVER_ENGINE_INFER_POSTPROCESS_H_

@@ -1,0 +1,115 @@
+#include "server/engine/data/pil_resize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace libreyolo::engine {
+namespace {
+
+constexpr int kPrecisionBits = 32 - 8 - 2;  // Resample.c: PRECISION_BITS
+
+// For each output index: the first source index and how many, and their fixed-point weights.
+struct Coefficients {
+  std::vector<int> first, count;
+  std::vector<int32_t> weights;  // out_size x ksize
+  int ksize = 0;
+};
+
+Coefficients Precompute(int in_size, int out_size) {
+  const double scale = static_cast<double>(in_size) / out_size;
+  const double filterscale = std::max(scale, 1.0);
+  const double support = 1.0 * filterscale;  // bilinear's support 1, widened when downscaling
+  Coefficients c;
+  c.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  c.first.resize(static_cast<size_t>(out_size));
+  c.count.resize(static_cast<size_t>(out_size));
+  c.weights.assign(static_cast<size_t>(out_size) * static_cast<size_t>(c.ksize), 0);
+  std::vector<double> w(static_cast<size_t>(c.ksize));
+  for (int xx = 0; xx < out_size; ++xx) {
+    const double center = (xx + 0.5) * scale;
+    const int xmin = std::max(static_cast<int>(center - support + 0.5), 0);
+    const int xmax = std::min(static_cast<int>(center + support + 0.5), in_size) - xmin;
+    double total = 0;
+    for (int x = 0; x < xmax; ++x) {
+      const double t = std::fabs((x + xmin - center + 0.5) / filterscale);
+      w[static_cast<size_t>(x)] = t < 1.0 ? 1.0 - t : 0.0;
+      total += w[static_cast<size_t>(x)];
+    }
+    for (int x = 0; x < xmax; ++x) {
+      const double v = total != 0.0 ? w[static_cast<size_t>(x)] / total : w[static_cast<size_t>(x)];
+      // normalize_coeffs_8bpc: round half away from zero (the weights are >= 0 here).
+      c.weights[static_cast<size_t>(xx) * static_cast<size_t>(c.ksize) + static_cast<size_t>(x)] =
+          static_cast<int32_t>(0.5 + v * (1 << kPrecisionBits));
+    }
+    c.first[static_cast<size_t>(xx)] = xmin;
+    c.count[static_cast<size_t>(xx)] = xmax;
+  }
+  return c;
+}
+
+uint8_t Clip8(int64_t v) {
+  if (v >= (int64_t{1} << kPrecisionBits << 8)) return 255;
+  if (v <= 0) return 0;
+  return static_cast<uint8_t>(v >> kPrecisionBits);
+}
+
+// One pass along columns (horizontal) of rows [row0, row0 + rows) of `src`.
+cv::Mat Horizontal(const cv::Mat& src, int row0, int rows, int width) {
+  const Coefficients c = Precompute(src.cols, width);
+  const int ch = src.channels();
+  cv::Mat out(rows, width, src.type());
+  for (int y = 0; y < rows; ++y) {
+    const uint8_t* in = src.ptr<uint8_t>(row0 + y);
+    uint8_t* o = out.ptr<uint8_t>(y);
+    for (int xx = 0; xx < width; ++xx) {
+      const int32_t* k = &c.weights[static_cast<size_t>(xx) * static_cast<size_t>(c.ksize)];
+      const int xmin = c.first[static_cast<size_t>(xx)];
+      const int n = c.count[static_cast<size_t>(xx)];
+      for (int b = 0; b < ch; ++b) {
+        int64_t ss = int64_t{1} << (kPrecisionBits - 1);
+        for (int x = 0; x < n; ++x) ss += int64_t{in[(x + xmin) * ch + b]} * k[x];
+        o[xx * ch + b] = Clip8(ss);
+      }
+    }
+  }
+  return out;
+}
+
+// One pass along rows (vertical); `c` computed for the full source height, shifted by `row0`.
+cv::Mat Vertical(const cv::Mat& src, const Coefficients& c, int row0, int height) {
+  const int ch = src.channels();
+  const int width = src.cols;
+  cv::Mat out(height, width, src.type());
+  for (int yy = 0; yy < height; ++yy) {
+    const int32_t* k = &c.weights[static_cast<size_t>(yy) * static_cast<size_t>(c.ksize)];
+    const int ymin = c.first[static_cast<size_t>(yy)] - row0;
+    const int n = c.count[static_cast<size_t>(yy)];
+    uint8_t* o = out.ptr<uint8_t>(yy);
+    for (int i = 0; i < width * ch; ++i) {
+      int64_t ss = int64_t{1} << (kPrecisionBits - 1);
+      for (int y = 0; y < n; ++y) ss += int64_t{src.ptr<uint8_t>(y + ymin)[i]} * k[y];
+      o[i] = Clip8(ss);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+cv::Mat PilBilinearResize(const cv::Mat& src, int width, int height) {
+  const Coefficients vertical = Precompute(src.rows, height);
+  cv::Mat tmp = src;
+  int row0 = 0;
+  if (width != src.cols) {
+    // ImagingResampleInner: the horizontal pass only over the rows the vertical pass reads.
+    row0 = vertical.first.front();
+    const int row_end = vertical.first.back() + vertical.count.back();
+    tmp = Horizontal(src, row0, row_end - row0, width);
+  }
+  if (height == src.rows) return tmp.clone();
+  return Vertical(tmp, vertical, row0, height);
+}
+
+}  // namespace libreyolo::engine

@@ -1,0 +1,198 @@
+#include "server/engine/infer/torchscript_model.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <opencv2/imgproc.hpp>
+#include <unordered_map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "server/engine/data/pil_resize.h"
+#include "server/engine/data/transforms.h"
+
+namespace libreyolo::engine {
+namespace {
+
+constexpr char kMetadataFile[] = "libreyolo_metadata.json";
+
+cv::Mat ResizeCv(const cv::Mat& src, int width, int height) {
+  if (src.cols == width && src.rows == height) return src.clone();
+  cv::Mat out;
+  cv::resize(src, out, cv::Size(width, height), 0, 0, cv::INTER_LINEAR);
+  return out;
+}
+
+}  // namespace
+
+bool IsTorchScriptArchive(const std::string& path) {
+  // torch.jit.save writes a zip whose entries include <folder>/constants.pkl (torch.save's zip has
+  // data.pkl and no constants.pkl). The central directory, at the end, names them: its last MiB
+  // holds it for any model (an entry's record is ~50 bytes plus its name).
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return false;
+  const std::streamoff size = in.tellg();
+  if (size < 4) return false;
+  char magic[4] = {};
+  in.seekg(0);
+  if (!in.read(magic, 4) || std::string(magic, 4) != std::string("PK\x03\x04", 4)) return false;
+  const std::streamoff tail = std::min<std::streamoff>(size, std::streamoff{1} << 20);
+  std::string bytes(static_cast<size_t>(tail), '\0');
+  in.seekg(size - tail);
+  if (!in.read(bytes.data(), tail)) return false;
+  return absl::StrContains(bytes, "/constants.pkl");
+}
+
+absl::StatusOr<std::unique_ptr<TorchScriptModel>> TorchScriptModel::Load(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return absl::NotFoundError(absl::StrCat("model file not found: ", path));
+  }
+  std::unique_ptr<TorchScriptModel> m(new TorchScriptModel());
+  torch::jit::ExtraFilesMap extra{{kMetadataFile, ""}};
+  try {
+    m->module_ = torch::jit::load(path, torch::kCPU, extra);
+  } catch (const c10::Error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": LibTorch cannot load it as TorchScript: ", e.what_without_backtrace()));
+  }
+  m->module_.eval();
+  const std::string& json = extra[kMetadataFile];
+  if (json.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": a TorchScript file without libreyolo_metadata.json (not a LibreYOLO export): "
+              "export the model with `libreyolo export --format torchscript`"));
+  }
+  auto meta = ParseExportMetadata(json, path);
+  if (!meta.ok()) return meta.status();
+  m->meta_ = *std::move(meta);
+  // The graph's float type (fp16 for --half exports): its first floating parameter's.
+  for (const at::Tensor& t : m->module_.parameters()) {
+    if (t.is_floating_point()) {
+      m->dtype_ = t.scalar_type();
+      break;
+    }
+  }
+  return m;
+}
+
+cv::Mat TorchScriptModel::Canvas(const cv::Mat& bgr, ExportGeometry* geometry) const {
+  const int h = static_cast<int>(meta_.height), w = static_cast<int>(meta_.width);
+  ExportGeometry g;
+  g.src_width = bgr.cols;
+  g.src_height = bgr.rows;
+  cv::Mat canvas;
+  switch (meta_.family->resize) {
+    case ExportResize::kLetterboxCv:
+    case ExportResize::kLetterboxPil: {
+      g.ratio = std::min(static_cast<double>(h) / bgr.rows, static_cast<double>(w) / bgr.cols);
+      const int nh = std::clamp(static_cast<int>(bgr.rows * g.ratio), 1, h);
+      const int nw = std::clamp(static_cast<int>(bgr.cols * g.ratio), 1, w);
+      const cv::Mat resized = meta_.family->resize == ExportResize::kLetterboxCv
+                                  ? ResizeCv(bgr, nw, nh)
+                                  : PilBilinearResize(bgr, nw, nh);
+      if (meta_.family->resize == ExportResize::kLetterboxCv && meta_.letterbox_pad == "center") {
+        g.pad_left = (w - nw) / 2;
+        g.pad_top = (h - nh) / 2;
+      }
+      canvas = cv::Mat(h, w, CV_8UC3, cv::Scalar::all(kPadValue));
+      resized.copyTo(canvas(cv::Rect(g.pad_left, g.pad_top, nw, nh)));
+      break;
+    }
+    case ExportResize::kStretchPil: canvas = PilBilinearResize(bgr, w, h); break;
+    case ExportResize::kStretchCv: canvas = ResizeCv(bgr, w, h); break;
+  }
+  if (geometry != nullptr) *geometry = g;
+  return canvas;
+}
+
+absl::StatusOr<torch::Tensor> TorchScriptModel::ToInput(const std::vector<cv::Mat>& canvases) const {
+  std::vector<torch::Tensor> images;
+  for (size_t i = 0; i < canvases.size(); ++i) {
+    const cv::Mat& c = canvases[i];
+    if (c.type() != CV_8UC3 || c.rows != meta_.height || c.cols != meta_.width || !c.isContinuous()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "image ", i, " is not a ", meta_.width, "x", meta_.height, " 8-bit BGR canvas"));
+    }
+    torch::Tensor hwc = torch::from_blob(c.data, {c.rows, c.cols, 3}, torch::kUInt8);
+    if (!meta_.family->bgr) hwc = hwc.flip({2});  // B, G, R -> R, G, B
+    torch::Tensor x = hwc.permute({2, 0, 1}).to(torch::kFloat);
+    if (meta_.family->unit_range) x = x / 255.0f;  // divided, as numpy's / 255.0 (not x * 1/255)
+    if (meta_.family->imagenet_norm) {
+      const torch::Tensor mean = torch::tensor({0.485f, 0.456f, 0.406f}).view({3, 1, 1});
+      const torch::Tensor std = torch::tensor({0.229f, 0.224f, 0.225f}).view({3, 1, 1});
+      x = (x - mean) / std;
+    }
+    images.push_back(x);
+  }
+  if (images.empty()) return absl::InvalidArgumentError("no images");
+  return torch::stack(images).contiguous().to(dtype_);
+}
+
+torch::IValue TorchScriptModel::Forward(const torch::Tensor& input) {
+  return module_.forward({input});
+}
+
+void TorchScriptModel::To(const torch::Device& device) { module_.to(device); }
+
+absl::StatusOr<std::vector<Detections>> TorchScriptModel::Postprocess(
+    const torch::IValue& output, const PostprocessOptions& o,
+    const std::vector<ExportGeometry>& geometry) const {
+  std::vector<torch::Tensor> outs;
+  if (output.isTensor()) {
+    outs.push_back(output.toTensor());
+  } else if (output.isTuple()) {
+    for (const torch::IValue& v : output.toTupleRef().elements()) {
+      if (v.isTensor()) outs.push_back(v.toTensor());
+    }
+  } else if (output.isList()) {
+    for (const torch::IValue& v : output.toListRef()) {
+      if (v.isTensor()) outs.push_back(v.toTensor());
+    }
+  }
+  const ExportFamily& f = *meta_.family;
+  const size_t want = f.output == ExportOutput::kDetr ? 2 : 1;
+  if (outs.size() < want) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ", f.name, " export returned ", outs.size(), " tensors; its family returns ", want));
+  }
+  for (torch::Tensor& t : outs) t = t.detach().to(torch::kCPU, torch::kFloat);
+  std::vector<Detections> result;
+  for (size_t img = 0; img < geometry.size(); ++img) {
+    const ExportGeometry& g = geometry[img];
+    const auto i = static_cast<int64_t>(img);
+    if (f.output == ExportOutput::kDetr) {
+      // The boxes are the output whose last dimension is 4 (the backend's _parse_rtdetr).
+      const bool second_is_boxes = outs[1].size(-1) == 4;
+      torch::Tensor logits = (second_is_boxes ? outs[0] : outs[1])[i];
+      const torch::Tensor boxes = (second_is_boxes ? outs[1] : outs[0])[i];
+      int64_t top_k = o.max_det;
+      if (f.small_size_top_k > 0) top_k = std::min<int64_t>(top_k, meta_.size == "t" ? 100 : 300);
+      if (f.coco91_logits && logits.size(1) == 91 && meta_.num_classes == 80) {
+        logits = logits.index_select(1, torch::tensor(Coco91CategoryIds(), torch::kLong));
+      }
+      result.push_back(DetrDetections(logits, boxes, o.conf, top_k, g.src_width, g.src_height));
+      continue;
+    }
+    Candidates c = f.output == ExportOutput::kDenseXyxy ? DenseCandidates(outs[0][i], o)
+                                                        : YoloxCandidates(outs[0][i], o.conf);
+    // Back to the source image, clipped (the backend does both before its NMS).
+    torch::Tensor b = c.boxes.clone();
+    b.select(1, 0).sub_(g.pad_left);
+    b.select(1, 2).sub_(g.pad_left);
+    b.select(1, 1).sub_(g.pad_top);
+    b.select(1, 3).sub_(g.pad_top);
+    b.div_(static_cast<float>(g.ratio));
+    b.select(1, 0).clamp_(0, g.src_width);
+    b.select(1, 2).clamp_(0, g.src_width);
+    b.select(1, 1).clamp_(0, g.src_height);
+    b.select(1, 3).clamp_(0, g.src_height);
+    c.boxes = b;
+    result.push_back(FinishCandidates(c, o.iou, o.max_det, f.nms == ExportNms::kClassAware));
+  }
+  return result;
+}
+
+}  // namespace libreyolo::engine

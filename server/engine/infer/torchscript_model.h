@@ -1,0 +1,60 @@
+// A LibreYOLO model of any family the Python tool exports (`libreyolo export --format
+// torchscript`), run as its TorchScript backend runs it: the traced module (torch::jit::load,
+// with libreyolo_metadata.json beside it in the archive), the family's preprocessing and its
+// postprocessing (export_family.h; tests/engine/torchscript/FAMILIES.md).
+#ifndef LIBREYOLO_SERVER_ENGINE_INFER_TORCHSCRIPT_MODEL_H_
+#define LIBREYOLO_SERVER_ENGINE_INFER_TORCHSCRIPT_MODEL_H_
+
+#include <torch/script.h>
+
+#include <memory>
+#include <opencv2/core.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/engine/infer/export_family.h"
+#include "server/engine/infer/postprocess.h"
+
+namespace libreyolo::engine {
+
+// Where a source image sits on the module's canvas (boxes go back through it).
+struct ExportGeometry {
+  double ratio = 1;  // letterbox: source -> canvas scale
+  int pad_left = 0, pad_top = 0;
+  int src_width = 0, src_height = 0;
+};
+
+// True when `path` is a TorchScript archive (a zip holding <name>/constants.pkl or code/), read
+// without LibTorch; a missing or unreadable file is false.
+bool IsTorchScriptArchive(const std::string& path);
+
+class TorchScriptModel {
+ public:
+  // NOT_FOUND for a missing file; INVALID_ARGUMENT for an archive LibTorch cannot load or whose
+  // metadata does not describe a detection family this engine runs (export_family.h).
+  static absl::StatusOr<std::unique_ptr<TorchScriptModel>> Load(const std::string& path);
+
+  const ExportMetadata& metadata() const { return meta_; }
+  // The canvas (metadata height x width, 8-bit BGR) the family makes of a BGR image.
+  cv::Mat Canvas(const cv::Mat& bgr, ExportGeometry* geometry) const;
+  // Canvases -> [B, 3, H, W] as the module takes them (channel order, range, normalisation,
+  // the graph's float type).
+  absl::StatusOr<torch::Tensor> ToInput(const std::vector<cv::Mat>& canvases) const;
+  torch::IValue Forward(const torch::Tensor& input);
+  // Detections in source-image pixels, one per image of the batch.
+  absl::StatusOr<std::vector<Detections>> Postprocess(
+      const torch::IValue& output, const PostprocessOptions& o,
+      const std::vector<ExportGeometry>& geometry) const;
+  void To(const torch::Device& device);
+
+ private:
+  TorchScriptModel() = default;
+  torch::jit::Module module_;
+  ExportMetadata meta_;
+  torch::ScalarType dtype_ = torch::kFloat;
+};
+
+}  // namespace libreyolo::engine
+
+#endif  // LIBREYOLO_SERVER_ENGINE_INFER_TORCHSCRIPT_MODEL_H_

@@ -1,0 +1,247 @@
+// TorchScript exports of the Python LibreYOLO's families (yolo9, yolox, yolo7, dfine, deim, rtdetr,
+// lwdetr: every one it exports offline; rfdetr needs the transformers package), made at
+// test time from random-init models by the Python tool itself (tests/engine/torchscript/
+// make_exports.py), run by our TorchScriptModel and checked against the Python tool's own
+// TorchScript backend on the same file and image, in three layers:
+//   1. preprocessing: our input tensor equals the one the backend fed the module, exactly;
+//   2. postprocessing: the backend's raw outputs through our decode give its detections (same
+//      classes and order; boxes and scores to float32 rounding);
+//   3. end to end: our forward on our input gives the same detections.
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <sys/wait.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/engine/data/image_io.h"
+#include "server/engine/infer/torchscript_model.h"
+#include "tests/support/test_files.h"
+
+namespace libreyolo::engine {
+namespace {
+
+const std::string kScript =
+    std::string(LIBREYOLO_SOURCE_DIR) + "/tests/engine/torchscript/make_exports.py";
+constexpr char kFamilies[] = "yolo9,yolox,yolo7,dfine,deim,rtdetr,lwdetr";
+
+struct Exports {
+  std::unique_ptr<test::TempDir> dir;
+  std::string error;
+};
+
+Exports& MadeExports() {
+  static Exports* e = [] {
+    auto* x = new Exports;
+    x->dir = std::make_unique<test::TempDir>("tsexport");
+    const std::string command =
+        absl::StrCat("'", LIBREYOLO_PYTHON, "' '", kScript, "' '", x->dir->path(),
+                     "' --families ", kFamilies, " 2>&1");
+    std::string out;
+    if (FILE* pipe = ::popen(command.c_str(), "r")) {
+      char buffer[4096];
+      size_t n = 0;
+      while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+      const int status = ::pclose(pipe);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) x->error = command + "\n" + out;
+    } else {
+      x->error = "cannot run " + command;
+    }
+    return x;
+  }();
+  return *e;
+}
+
+// A little-endian float32, C-order .npy file (what numpy.save writes for the blobs).
+torch::Tensor ReadNpy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string bytes = ss.str();
+  EXPECT_GE(bytes.size(), 10u) << path;
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return {};
+  const size_t header_len = static_cast<unsigned char>(bytes[8]) |
+                            (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+  const std::string header = bytes.substr(10, header_len);
+  EXPECT_NE(header.find("'descr': '<f4'"), std::string::npos) << header;
+  const bool fortran = header.find("'fortran_order': True") != std::string::npos;
+  std::vector<int64_t> shape;
+  const size_t open = header.find("'shape': (");
+  size_t p = open + 10;
+  while (p < header.size() && header[p] != ')') {
+    size_t used = 0;
+    shape.push_back(std::stoll(header.substr(p), &used));
+    p += used;
+    while (p < header.size() && (header[p] == ',' || header[p] == ' ')) ++p;
+  }
+  const size_t data = 10 + header_len;
+  torch::Tensor t = torch::empty(shape, torch::kFloat);
+  EXPECT_EQ(bytes.size() - data, static_cast<size_t>(t.numel()) * 4) << path;
+  if (fortran) {  // column-major: the reversed shape in C order, transposed back
+    std::vector<int64_t> reversed(shape.rbegin(), shape.rend());
+    t = torch::empty(reversed, torch::kFloat);
+  }
+  std::memcpy(t.data_ptr<float>(), bytes.data() + data, static_cast<size_t>(t.numel()) * 4);
+  if (fortran) {
+    std::vector<int64_t> dims;
+    for (int64_t d = t.dim() - 1; d >= 0; --d) dims.push_back(d);
+    t = t.permute(dims).contiguous();
+  }
+  return t;
+}
+
+rapidjson::Document ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  rapidjson::Document d;
+  d.Parse(ss.str().c_str());
+  return d;
+}
+
+// `box_px`, `score`: the tolerances. Decoding the Python tool's own outputs agrees to float32
+// rounding (1e-3 px on ~1000 px coordinates, 1e-6 on scores). Our forward is not bit for bit
+// the Python one (LibTorch picks kernels and splits reductions by thread count and CPU), so end to
+// end the same detections means: the same count, classes and order, each box within half a
+// source pixel, each score within 1e-4 (the reference's scores are distinct and further apart);
+// a detection scored within that of --conf may fall on either side of it (both lists are by
+// descending score, so those are their tails).
+void ExpectSameDetections(const Detections& got, const rapidjson::Value& want,
+                          const std::string& what, double box_px, double score, double conf) {
+  const auto above = [&](double s) { return s > conf + score; };
+  rapidjson::SizeType n_want = 0;
+  while (n_want < want.Size() && above(want[n_want]["score"].GetDouble())) ++n_want;
+  int64_t n_got = 0;
+  while (n_got < got.scores.size(0) && above(got.scores[n_got].item<double>())) ++n_got;
+  ASSERT_EQ(n_got, static_cast<int64_t>(n_want)) << what;
+  EXPECT_LE(want.Size() - n_want, 2u) << what << ": more than two detections at the threshold";
+  const auto boxes = got.boxes.accessor<float, 2>();
+  const auto scores = got.scores.accessor<float, 1>();
+  const auto classes = got.classes.accessor<int64_t, 1>();
+  for (rapidjson::SizeType i = 0; i < n_want; ++i) {
+    const rapidjson::Value& w = want[i];
+    const auto k = static_cast<int64_t>(i);
+    ASSERT_EQ(classes[k], w["cls"].GetInt64()) << what << " detection " << i;
+    EXPECT_NEAR(scores[k], w["score"].GetDouble(), score) << what << " detection " << i;
+    for (int c = 0; c < 4; ++c) {
+      EXPECT_NEAR(boxes[k][c], w["box"][static_cast<rapidjson::SizeType>(c)].GetDouble(), box_px)
+          << what << " detection " << i << " coordinate " << c;
+    }
+  }
+}
+
+class TorchScriptFamily : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const Exports& e = MadeExports();
+    ASSERT_TRUE(e.error.empty()) << e.error;
+    base_ = e.dir->path() + "/" + GetParam();
+    reference_ = ReadJson(base_ + ".reference.json");
+    ASSERT_TRUE(reference_.IsObject()) << base_;
+    auto m = TorchScriptModel::Load(base_ + ".torchscript");
+    ASSERT_TRUE(m.ok()) << m.status();
+    model_ = *std::move(m);
+    auto image = DecodeImageFile(reference_["image"].GetString());
+    ASSERT_TRUE(image.ok()) << image.status();
+    image_ = *image;
+    const rapidjson::Value& params = reference_["params"];
+    options_.conf = params["conf"].GetDouble();
+    options_.iou = params["iou"].GetDouble();
+    options_.max_det = params["max_det"].GetInt64();
+  }
+
+  std::string base_;
+  rapidjson::Document reference_;
+  std::unique_ptr<TorchScriptModel> model_;
+  cv::Mat image_;
+  PostprocessOptions options_;
+};
+
+TEST_P(TorchScriptFamily, MetadataNamesTheFamilyAndItsSize) {
+  const ExportMetadata& m = model_->metadata();
+  EXPECT_EQ(std::string(m.family->name), GetParam());
+  EXPECT_EQ(m.size, reference_["size"].GetString());
+  EXPECT_EQ(m.height, reference_["imgsz"][0].GetInt64());
+  EXPECT_EQ(m.width, reference_["imgsz"][1].GetInt64());
+  EXPECT_EQ(m.num_classes, 80);
+  ASSERT_EQ(m.class_names.size(), 80u);
+  EXPECT_EQ(m.class_names[0], "person");
+}
+
+TEST_P(TorchScriptFamily, InputEqualsThePythonBackendsExactly) {
+  ExportGeometry g;
+  auto input = model_->ToInput({model_->Canvas(image_, &g)});
+  ASSERT_TRUE(input.ok()) << input.status();
+  const torch::Tensor want = ReadNpy(base_ + ".input.npy");
+  ASSERT_EQ(input->sizes(), want.sizes());
+  const double diff = (*input - want).abs().max().item<double>();
+  EXPECT_EQ(diff, 0.0) << GetParam() << ": " << (*input != want).sum().item<int64_t>()
+                       << " values differ";
+}
+
+TEST_P(TorchScriptFamily, ThePythonOutputsDecodeToItsDetections) {
+  ExportGeometry g;
+  (void)model_->Canvas(image_, &g);
+  std::vector<torch::Tensor> outs;
+  for (int i = 0; i < 2; ++i) {
+    const std::string path = absl::StrCat(base_, ".output", i, ".npy");
+    if (std::ifstream(path).good()) outs.push_back(ReadNpy(path));
+  }
+  ASSERT_FALSE(outs.empty());
+  torch::IValue output = outs.size() == 1 ? torch::IValue(outs[0])
+                                          : torch::IValue(c10::ivalue::Tuple::create({outs[0], outs[1]}));
+  auto dets = model_->Postprocess(output, options_, {g});
+  ASSERT_TRUE(dets.ok()) << dets.status();
+  ASSERT_EQ(dets->size(), 1u);
+  ExpectSameDetections((*dets)[0], reference_["detections"], GetParam(), 1e-3, 1e-6, options_.conf);
+}
+
+TEST_P(TorchScriptFamily, ForwardGivesThePythonBackendsDetections) {
+  torch::InferenceMode guard;
+  ExportGeometry g;
+  auto input = model_->ToInput({model_->Canvas(image_, &g)});
+  ASSERT_TRUE(input.ok()) << input.status();
+  auto dets = model_->Postprocess(model_->Forward(*input), options_, {g});
+  ASSERT_TRUE(dets.ok()) << dets.status();
+  ExpectSameDetections((*dets)[0], reference_["detections"], GetParam(), 0.5, 1e-4, options_.conf);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, TorchScriptFamily,
+                         ::testing::Values("yolo9", "yolox", "yolo7", "dfine", "deim", "rtdetr", "lwdetr"),
+                         [](const auto& info) { return info.param; });
+
+TEST(ExportMetadata, RefusesWhatTheEngineDoesNotRun) {
+  EXPECT_FALSE(ParseExportMetadata("not json", "m.torchscript").ok());
+  EXPECT_FALSE(ParseExportMetadata("{}", "m.torchscript").ok());
+  auto seg = ParseExportMetadata(R"({"model_family": "yolo9", "task": "segment"})", "m");
+  ASSERT_FALSE(seg.ok());
+  EXPECT_NE(seg.status().message().find("detection"), std::string::npos) << seg.status();
+  auto other = ParseExportMetadata(R"({"model_family": "rfdetr"})", "m");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("yolo9, yolox"), std::string::npos) << other.status();
+  EXPECT_FALSE(ParseExportMetadata(R"({"model_family": "yolox", "imgsz_h": 320})", "m").ok());
+  EXPECT_FALSE(ParseExportMetadata(R"({"model_family": "yolox", "imgsz": 1e300})", "m").ok());
+  EXPECT_FALSE(
+      ParseExportMetadata(R"({"model_family": "yolox", "imgsz_h": 320, "imgsz_w": 640})", "m")
+          .ok());  // YOLOX is square
+  EXPECT_FALSE(ParseExportMetadata(R"({"model_family": "yolox", "nc": -1})", "m").ok());
+  EXPECT_FALSE(
+      ParseExportMetadata(R"({"model_family": "yolox", "nc": 2, "names": {"7": "x"}})", "m").ok());
+  auto ok = ParseExportMetadata(
+      R"({"model_family": "yolo9", "size": "t", "imgsz_h": 320, "imgsz_w": 640, "nc": 2,
+          "names": {"0": "cat", "1": "dog"}, "letterbox_pad": "center"})",
+      "m");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->Label(), "LibreYOLO9t");
+  EXPECT_EQ(ok->width, 640);
+  EXPECT_EQ(ok->class_names[1], "dog");
+}
+
+}  // namespace
+}  // namespace libreyolo::engine
