@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/analysis/latency_stats.h"
@@ -30,6 +31,7 @@
 #include "server/engine/data/transforms.h"
 #include "server/engine/engine.h"
 #include "server/engine/infer/postprocess.h"
+#include "server/engine/infer/torchscript_model.h"
 #include "server/engine/job_files.h"
 #include "server/engine/model/module_scope.h"
 #include "server/engine/model_loader.h"
@@ -75,12 +77,74 @@ struct StageTimes {
   double total() const { return pre + fwd + post; }
 };
 
+// What an inference iteration needs of a model: its input made from the images (on the CPU),
+// its forward and its decode (the number of detections). Two kinds: LibreYOLO9 built here from
+// a checkpoint, and a TorchScript export of any family the Python LibreYOLO exports.
+class InferModel {
+ public:
+  virtual ~InferModel() = default;
+  virtual absl::StatusOr<torch::Tensor> Prepare(const std::vector<cv::Mat>& images, bool pin) = 0;
+  virtual torch::IValue Forward(const torch::Tensor& input) = 0;
+  virtual absl::StatusOr<int64_t> Decode(const torch::IValue& output,
+                                         const PostprocessOptions& o) = 0;
+};
+
+class Yolo9InferModel final : public InferModel {
+ public:
+  Yolo9InferModel(Yolo9 model, int64_t imgsz) : model_(std::move(model)), imgsz_(imgsz) {}
+  absl::StatusOr<torch::Tensor> Prepare(const std::vector<cv::Mat>& images, bool pin) override {
+    std::vector<cv::Mat> canvases;
+    for (const cv::Mat& image : images) {
+      LetterboxGeometry g;
+      canvases.push_back(LetterboxImage(image, static_cast<int>(imgsz_), &g));
+    }
+    return ImagesToTensor(canvases, pin);
+  }
+  torch::IValue Forward(const torch::Tensor& input) override { return model_->predict(input); }
+  absl::StatusOr<int64_t> Decode(const torch::IValue& output,
+                                 const PostprocessOptions& o) override {
+    int64_t n = 0;
+    for (const Detections& d : Postprocess(output.toTensor(), o)) n += d.scores.size(0);
+    return n;
+  }
+
+ private:
+  Yolo9 model_;
+  int64_t imgsz_;
+};
+
+class ExportInferModel final : public InferModel {
+ public:
+  explicit ExportInferModel(TorchScriptModel* model) : model_(model) {}
+  absl::StatusOr<torch::Tensor> Prepare(const std::vector<cv::Mat>& images, bool pin) override {
+    std::vector<cv::Mat> canvases;
+    geometry_.assign(images.size(), ExportGeometry{});
+    for (size_t i = 0; i < images.size(); ++i) canvases.push_back(model_->Canvas(images[i], &geometry_[i]));
+    auto input = model_->ToInput(canvases);
+    if (!input.ok() || !pin) return input;
+    return input->pin_memory();
+  }
+  torch::IValue Forward(const torch::Tensor& input) override { return model_->Forward(input); }
+  absl::StatusOr<int64_t> Decode(const torch::IValue& output,
+                                 const PostprocessOptions& o) override {
+    auto dets = model_->Postprocess(output, o, geometry_);
+    if (!dets.ok()) return dets.status();
+    int64_t n = 0;
+    for (const Detections& d : *dets) n += d.scores.size(0);
+    return n;
+  }
+
+ private:
+  TorchScriptModel* model_;
+  std::vector<ExportGeometry> geometry_;  // of the images last prepared
+};
+
 // One inference iteration over images [first, first + batch) of the source, cycling.
 class InferIteration {
  public:
-  InferIteration(const InferJobSpec& spec, const InferenceSource& source, Yolo9 model,
+  InferIteration(const InferJobSpec& spec, const InferenceSource& source, InferModel* model,
                  const DeviceChoice& device)
-      : spec_(spec), source_(source), model_(std::move(model)), device_(device) {}
+      : spec_(spec), source_(source), model_(model), device_(device) {}
 
   absl::StatusOr<StageTimes> Run(int64_t iteration, bool sync_stages) {
     StageTimes t;
@@ -88,32 +152,31 @@ class InferIteration {
     torch::Tensor input;
     {
       ScopedRange r("step/preprocess");
-      std::vector<cv::Mat> canvases;
+      std::vector<cv::Mat> images;
       for (int64_t b = 0; b < spec_.batch; ++b) {
         const auto index = static_cast<size_t>((iteration * spec_.batch + b) %
                                                static_cast<int64_t>(source_.size()));
         auto image = LoadInferenceImage(source_, index);
         if (!image.ok()) return image.status();
-        LetterboxGeometry g;
-        canvases.push_back(LetterboxImage(*image, static_cast<int>(spec_.imgsz), &g));
+        images.push_back(*std::move(image));
       }
-      auto images = ImagesToTensor(canvases, /*pin=*/device_.cuda);
-      if (!images.ok()) return images.status();
+      auto prepared = model_->Prepare(images, /*pin=*/device_.cuda);
+      if (!prepared.ok()) return prepared.status();
       input =
           device_.cuda
-              ? images->to(
+              ? prepared->to(
                     torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device_.index)), true)
-              : *images;
+              : *prepared;
       Sync(sync_stages);
     }
     auto t1 = Clock::now();
-    torch::Tensor predictions;
+    torch::IValue predictions;
     {
       ScopedRange r("step/forward");
       torch::InferenceMode guard;
       {
         const CudaAutocast autocast(spec_.half && device_.cuda, spec_.amp_dtype == "bfloat16");
-        predictions = model_->predict(input);
+        predictions = model_->Forward(input);
       }
       Sync(sync_stages);
     }
@@ -125,9 +188,9 @@ class InferIteration {
       po.conf = spec_.conf;
       po.iou = spec_.iou;
       po.max_det = spec_.max_det;
-      const std::vector<Detections> dets = Postprocess(predictions, po);
-      detections_ = 0;
-      for (const Detections& d : dets) detections_ += d.scores.size(0);
+      auto n = model_->Decode(predictions, po);
+      if (!n.ok()) return n.status();
+      detections_ = *n;
     }
     auto t3 = Clock::now();
     t.pre = Ms(t1 - t0);
@@ -145,10 +208,75 @@ class InferIteration {
 
   const InferJobSpec& spec_;
   const InferenceSource& source_;
-  Yolo9 model_;
+  InferModel* model_;
   DeviceChoice device_;
   int64_t detections_ = 0;
 };
+
+// The job's model, of either kind, on its device.
+struct JobModel {
+  std::optional<LoadedModel> yolo9;            // a LibreYOLO9 checkpoint (or its random init)
+  std::unique_ptr<TorchScriptModel> exported;  // or a TorchScript export
+  std::unique_ptr<InferModel> runner;
+  std::string label;          // profile.json's `model`
+  std::string weights_label;  // the path, or "random-init"
+  std::string size;
+  int64_t height = 0, width = 0;  // the input canvas
+  std::string notice;
+};
+
+absl::StatusOr<JobModel> LoadInferModel(const InferJobSpec& spec, const DeviceChoice& device) {
+  JobModel m;
+  const torch::Device cuda(torch::kCUDA, static_cast<c10::DeviceIndex>(device.index));
+  try {
+    if (IsTorchScriptArchive(spec.model.weights)) {
+      auto exported = TorchScriptModel::Load(spec.model.weights);
+      if (!exported.ok()) return exported.status();
+      m.exported = *std::move(exported);
+      const ExportMetadata& meta = m.exported->metadata();
+      if (spec.batch != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--batch ", spec.batch, ": ", spec.model.weights, " (", meta.Label(),
+            ") was traced at batch 1 and its metadata says dynamic: false; run it with --batch 1"));
+      }
+      m.label = meta.Label();
+      m.weights_label = spec.model.weights;
+      m.size = meta.size;
+      m.height = meta.height;
+      m.width = meta.width;
+      std::vector<std::string> notes = {absl::StrCat(
+          spec.model.weights, ": a ", meta.family->name, " TorchScript export (", m.label,
+          "), run as the Python LibreYOLO's TorchScript backend runs it")};
+      if (spec.imgsz != meta.height || spec.imgsz != meta.width) {
+        notes.push_back(absl::StrCat("it runs at the ", meta.width, "x", meta.height,
+                                     " it was traced at (imgsz ", spec.imgsz, " does not apply)"));
+      }
+      m.notice = absl::StrJoin(notes, "; ");
+      if (device.cuda) m.exported->To(cuda);
+      m.runner = std::make_unique<ExportInferModel>(m.exported.get());
+      return m;
+    }
+    auto loaded = LoadModel(spec.model.weights, spec.model.size, 0);
+    if (!loaded.ok()) return loaded.status();
+    m.yolo9 = *std::move(loaded);
+    m.yolo9->model->eval();
+    if (device.cuda) m.yolo9->model->to(cuda);
+    // A seeded random init is labelled with the size it was built at (`--size s` with the
+    // default weights name is a LibreYOLO9s, not "LibreYOLO9t.pt").
+    m.weights_label = m.yolo9->weights_label;
+    m.label = m.weights_label == "random-init"
+                  ? absl::StrCat("LibreYOLO9", spec.model.size, " (random init)")
+                  : m.weights_label;
+    m.size = spec.model.size;
+    m.height = m.width = spec.imgsz;
+    m.notice = m.yolo9->notice;
+    m.runner = std::make_unique<Yolo9InferModel>(m.yolo9->model, spec.imgsz);
+    return m;
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("LibTorch failed loading the model: ", e.what_without_backtrace()));
+  }
+}
 
 }  // namespace
 
@@ -174,17 +302,17 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
   }
 
   report("loading model", 0, 1);
-  auto loaded = LoadModel(spec.model.weights, spec.model.size, 0);
+  auto loaded = LoadInferModel(spec, *device);
   if (!loaded.ok()) return loaded.status();
   if (progress && !loaded->notice.empty())
     progress(JobProgress{"loading model", 1, 1, loaded->notice});
-  loaded->model->eval();
-  if (device->cuda)
-    loaded->model->to(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device->index)));
-  InferIteration iteration(spec, *source, loaded->model, *device);
-  // Module scopes for the probes and the recorded window (nothing is recorded with --no-trace).
+  InferIteration iteration(spec, *source, loaded->runner.get(), *device);
+  // Module scopes for the probes and the recorded window (nothing is recorded with --no-trace);
+  // a TorchScript export's modules are one traced graph, which has none of ours.
   std::optional<ModuleScopes> module_scopes;
-  if (spec.trace && spec.profiler.with_modules) module_scopes.emplace(*loaded->model);
+  if (spec.trace && spec.profiler.with_modules && loaded->yolo9) {
+    module_scopes.emplace(*loaded->yolo9->model);
+  }
   bool modules_recorded = false;  // the trace holds module scopes: the profile says so
 
   try {
@@ -309,8 +437,8 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       BudgetKey key;
       key.mode = "inference";
       key.weights = WeightsIdentity(spec.model.weights);
-      key.size = spec.model.size;
-      key.imgsz = spec.imgsz;
+      key.size = loaded->size;
+      key.imgsz = loaded->height;
       key.batch = spec.batch;
       key.device = device->Label();
       key.precision = spec.half ? absl::StrCat("autocast ", spec.amp_dtype) : "fp32";
@@ -389,19 +517,27 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
 
     // The headline numbers come from the unprofiled trials.
     p.mode = "inference";
-    // A seeded random init is labelled with the size it was built at (`--size s` with the default
-    // weights name is a LibreYOLO9s, not "LibreYOLO9t.pt").
-    p.model = loaded->weights_label == "random-init"
-                  ? absl::StrCat("LibreYOLO9", spec.model.size, " (random init)")
-                  : loaded->weights_label;
+    p.model = loaded->label;
     p.batch = spec.batch;
     JsonWriter config(/*pretty=*/false);
     config.BeginObject()
         .Field("model", p.model)
-        .Field("size", spec.model.size)
-        .Field("weights", loaded->weights_label)
-        .Field("batch", spec.batch)
-        .Field("imgsz", spec.imgsz)
+        .Field("size", loaded->size)
+        .Field("weights", loaded->weights_label);
+    if (loaded->exported) {
+      const ExportMetadata& meta = loaded->exported->metadata();
+      config.Field("format", "torchscript")
+          .Field("model_family", std::string(meta.family->name))
+          .Field("num_classes", meta.num_classes);
+      if (!meta.libreyolo_version.empty()) config.Field("exported_by_libreyolo", meta.libreyolo_version);
+    } else {
+      config.Field("format", "checkpoint").Field("model_family", "yolo9");
+    }
+    config.Field("batch", spec.batch).Field("imgsz", loaded->height);
+    if (loaded->height != loaded->width) {
+      config.Field("imgsz_h", loaded->height).Field("imgsz_w", loaded->width);
+    }
+    config
         .Field("half", spec.half)
         .Field("amp_dtype", spec.amp_dtype)
         .Field("device", device->Label())
@@ -424,6 +560,11 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     WriteOverheadFields(prof, budget);
     if (spec.trace) WriteSwitchDecision(prof, budget_cached);
     prof.Field("cpu_collector", cpu_collector).Field("gpu_collector", gpu_collector);
+    if (loaded->exported && spec.trace && spec.profiler.with_modules) {
+      collector_notes.push_back(
+          "module scopes n/a: a TorchScript export is one traced graph, without LibreYOLO9's "
+          "modules (ops and kernels are recorded as usual)");
+    }
     if (!collector_notes.empty()) {
       prof.Key("notes").BeginArray();
       for (const std::string& n : collector_notes) prof.String(n);

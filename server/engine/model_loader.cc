@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/engine/checkpoint/checkpoint.h"
 #include "server/engine/checkpoint/checkpoint_model.h"
+#include "server/engine/infer/torchscript_model.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -139,11 +140,28 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& weights, const std::str
   CheckpointModel described;
   Yolo9Options options;
   options.size = size;
+  if (exists && IsTorchScriptArchive(weights)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--weights ", weights, " is a TorchScript export: `libreyolo profile infer --weights ",
+        weights, "` profiles it (any family the Python LibreYOLO exports); training (`profile "
+        "run`) profiles LibreYOLO9 from a torch.save checkpoint"));
+  }
   if (exists) {
     auto read = ReadCheckpointCached(weights, &out.from_cache);
     if (!read.ok()) return read.status();
     ckpt = *std::move(read);
     described = DescribeCheckpoint(*ckpt);
+    if (!described.family.empty() && described.family != "yolo9") {
+      const std::string stem = std::filesystem::path(weights).stem().string();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--weights ", weights, " is a ", described.family, " checkpoint (model_family \"",
+          described.family, "\", size \"", described.size,
+          "\"), not LibreYOLO9: the engine runs other families through their TorchScript "
+          "export. Export it with the Python LibreYOLO: `libreyolo export --model ", weights,
+          " --format torchscript` (it writes weights/", stem,
+          ".torchscript), then `libreyolo profile infer --weights weights/", stem,
+          ".torchscript`; training (`profile run`) profiles LibreYOLO9 only"));
+    }
     if (!described.size.empty() && described.size != size) {
       return SizeMismatch(weights, described, size);
     }

@@ -7,6 +7,8 @@
 //   2. postprocessing: the backend's raw outputs through our decode give its detections (same
 //      classes and order; boxes and scores to float32 rounding);
 //   3. end to end: our forward on our input gives the same detections.
+// Then the job: `profile infer` on an export profiles it under its family's name, and what the
+// engine cannot do with an export, or with another family's own checkpoint, says why and how.
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 #include <sys/wait.h>
@@ -20,7 +22,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/status/status.h"
+#include "server/engine/budget_cache.h"
 #include "server/engine/data/image_io.h"
+#include "server/engine/engine.h"
+#include "server/engine/model_loader.h"
 #include "server/engine/infer/torchscript_model.h"
 #include "tests/support/test_files.h"
 
@@ -42,7 +48,7 @@ Exports& MadeExports() {
     x->dir = std::make_unique<test::TempDir>("tsexport");
     const std::string command =
         absl::StrCat("'", LIBREYOLO_PYTHON, "' '", kScript, "' '", x->dir->path(),
-                     "' --families ", kFamilies, " 2>&1");
+                     "' --native --families ", kFamilies, " 2>&1");
     std::string out;
     if (FILE* pipe = ::popen(command.c_str(), "r")) {
       char buffer[4096];
@@ -241,6 +247,91 @@ TEST(ExportMetadata, RefusesWhatTheEngineDoesNotRun) {
   EXPECT_EQ(ok->Label(), "LibreYOLO9t");
   EXPECT_EQ(ok->width, 640);
   EXPECT_EQ(ok->class_names[1], "dog");
+}
+
+class TorchScriptJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const Exports& e = MadeExports();
+    ASSERT_TRUE(e.error.empty()) << e.error;
+    exports_ = e.dir->path();
+    out_ = std::make_unique<test::TempDir>("tsjob");
+    spec_.model.device = "cpu";
+    spec_.model.threads = 1;
+    spec_.warmup = 1;
+    spec_.runs = 3;
+    spec_.profiled_runs = 1;
+    spec_.project = out_->path() + "/runs";
+    BudgetDecisionCache::Process().Clear();
+  }
+  std::string exports_;
+  std::unique_ptr<test::TempDir> out_;
+  InferJobSpec spec_;
+};
+
+TEST_F(TorchScriptJob, ProfilesAnExportUnderItsFamilysName) {
+  for (const char* family : {"yolox", "dfine"}) {
+    SCOPED_TRACE(family);
+    spec_.model.weights = absl::StrCat(exports_, "/", family, ".torchscript");
+    std::vector<std::string> notices;
+    auto r = RunInferJob(
+        spec_, [&](const JobProgress& p) { if (!p.message.empty()) notices.push_back(p.message); },
+        nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const Profile& p = r->profile;
+    EXPECT_EQ(p.model, std::string(family) == "yolox" ? "LibreYOLOXn" : "LibreDFINEn");
+    rapidjson::Document config;
+    config.Parse(p.config_json.c_str());
+    ASSERT_TRUE(config.IsObject()) << p.config_json;
+    EXPECT_STREQ(config["format"].GetString(), "torchscript");
+    EXPECT_STREQ(config["model_family"].GetString(), family);
+    EXPECT_EQ(config["imgsz"].GetInt64(), 320);  // the export's, not the job's 640
+    rapidjson::Document prof;
+    prof.Parse(p.profiler_json.c_str());
+    ASSERT_TRUE(prof.IsObject()) << p.profiler_json;
+    // Module scopes were asked for (the default) and cannot exist: off in the record, and why.
+    EXPECT_FALSE(prof["with_modules"].GetBool());
+    ASSERT_TRUE(prof.HasMember("notes")) << p.profiler_json;
+    EXPECT_NE(p.profiler_json.find("module scopes n/a"), std::string::npos) << p.profiler_json;
+    ASSERT_TRUE(p.step_ms.has_value());
+    EXPECT_GT(*p.step_ms, 0.0);
+    ASSERT_FALSE(notices.empty());
+    EXPECT_NE(notices.front().find("imgsz 640 does not apply"), std::string::npos)
+        << notices.front();
+  }
+}
+
+TEST_F(TorchScriptJob, ABatchTheExportWasNotTracedAtIsRefusedWithTheWayOut) {
+  spec_.model.weights = exports_ + "/yolox.torchscript";
+  spec_.batch = 4;
+  auto r = RunInferJob(spec_, nullptr, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+  EXPECT_NE(r.status().message().find("run it with --batch 1"), std::string::npos) << r.status();
+}
+
+TEST_F(TorchScriptJob, TrainingAnExportIsRefusedAndPointsToProfileInfer) {
+  auto m = LoadModel(exports_ + "/yolo9.torchscript", "t", 2);
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(m.status())) << m.status();
+  EXPECT_NE(m.status().message().find("is a TorchScript export"), std::string::npos) << m.status();
+  EXPECT_NE(m.status().message().find("libreyolo profile infer --weights"), std::string::npos);
+}
+
+TEST_F(TorchScriptJob, AnotherFamilysCheckpointNamesItAndTheExportCommand) {
+  // The Python tool's own YOLOX checkpoint (its save()): a yolox, not a broken LibreYOLO9.
+  spec_.model.weights = exports_ + "/yolox.pt";
+  auto r = RunInferJob(spec_, nullptr, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+  const std::string message(r.status().message());
+  EXPECT_NE(message.find("is a yolox checkpoint (model_family \"yolox\", size \"n\")"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("libreyolo export --model " + spec_.model.weights +
+                         " --format torchscript"),
+            std::string::npos)
+      << message;
 }
 
 }  // namespace

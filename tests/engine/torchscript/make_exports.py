@@ -167,6 +167,9 @@ def run_family(name: str, args, out_dir: Path) -> dict:
         verbose=False,
     )
     times["export_s"] = time.perf_counter() - t
+    if args.native:
+        # The family's own checkpoint, as the Python tool saves one (its metadata names the family).
+        model.save(str(out_dir / f"{name}.pt"))
 
     # Load the way the Python tool runs a .torchscript file.
     t = time.perf_counter()
@@ -265,6 +268,7 @@ def main(argv=None) -> int:
     p.add_argument("--max-det", dest="max_det", type=int, default=300)
     p.add_argument("--runs", type=int, default=0, help="timed predict runs (median stored); 0 = skip")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--native", action="store_true", help="also save OUT_DIR/<family>.pt with the model's own save()")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1: 2 threads on a busy 2-core box is much slower)")
     p.add_argument("--no-npy", action="store_true", help="do not write <family>.input.npy/.output<i>.npy")
     args = p.parse_args(argv)
