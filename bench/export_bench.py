@@ -17,25 +17,15 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
+
+from engine_bench import median, python_env_dir  # the same environment and statistic
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MAKE_EXPORTS = os.path.join(ROOT, "tests", "engine", "torchscript", "make_exports.py")
 FAMILIES = "yolo9,yolox,yolo7,dfine,deim,rtdetr,lwdetr"
-
-
-def python_env_dir():
-    out = subprocess.run(["bash", os.path.join(ROOT, "scripts", "python-env.sh")],
-                         capture_output=True, text=True, check=True)
-    return out.stdout.strip()
-
-
-def median(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 def ours(a, family, rep):
@@ -68,7 +58,7 @@ def main():
     a = ap.parse_args()
     if not os.access(a.engine, os.X_OK):
         sys.exit(f"export_bench: no engine tool at {a.engine} (bash scripts/build.sh)")
-    python = os.path.join(python_env_dir(), "bin", "python")
+    python = os.path.join(python_env_dir(None), "bin", "python")
     families = a.families.split(",")
     rows = {f: {"py_e2e": [], "py_fwd": [], "e2e": [], "fwd": []} for f in families}
     for rep in range(a.reps):
