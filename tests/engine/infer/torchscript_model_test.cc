@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -35,19 +36,28 @@ namespace {
 
 const std::string kScript =
     std::string(LIBREYOLO_SOURCE_DIR) + "/tests/engine/torchscript/make_exports.py";
-constexpr char kFamilies[] = "yolo9,yolox,yolo7,dfine,deim,rtdetr,lwdetr";
+constexpr char kFamilies[] = LIBREYOLO_TORCHSCRIPT_FAMILIES;
 
 struct Exports {
-  std::unique_ptr<test::TempDir> dir;
+  std::unique_ptr<test::TempDir> dir;  // made by this process
+  std::string path;
   std::string error;
 };
 
+// ctest makes the exports once for every test case (the engine_torchscript_exports fixture,
+// which sets LIBREYOLO_TORCHSCRIPT_EXPORTS); run by hand, the binary makes its own.
 Exports& MadeExports() {
   static Exports* e = [] {
     auto* x = new Exports;
+    if (const char* made = std::getenv("LIBREYOLO_TORCHSCRIPT_EXPORTS");
+        made != nullptr && std::ifstream(std::string(made) + "/yolox.reference.json").good()) {
+      x->path = made;
+      return x;
+    }
     x->dir = std::make_unique<test::TempDir>("tsexport");
+    x->path = x->dir->path();
     const std::string command =
-        absl::StrCat("'", LIBREYOLO_PYTHON, "' '", kScript, "' '", x->dir->path(),
+        absl::StrCat("'", LIBREYOLO_PYTHON, "' '", kScript, "' '", x->path,
                      "' --native --families ", kFamilies, " 2>&1");
     std::string out;
     if (FILE* pipe = ::popen(command.c_str(), "r")) {
@@ -147,7 +157,7 @@ class TorchScriptFamily : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     const Exports& e = MadeExports();
     ASSERT_TRUE(e.error.empty()) << e.error;
-    base_ = e.dir->path() + "/" + GetParam();
+    base_ = e.path + "/" + GetParam();
     reference_ = ReadJson(base_ + ".reference.json");
     ASSERT_TRUE(reference_.IsObject()) << base_;
     auto m = TorchScriptModel::Load(base_ + ".torchscript");
@@ -254,7 +264,7 @@ class TorchScriptJob : public ::testing::Test {
   void SetUp() override {
     const Exports& e = MadeExports();
     ASSERT_TRUE(e.error.empty()) << e.error;
-    exports_ = e.dir->path();
+    exports_ = e.path;
     out_ = std::make_unique<test::TempDir>("tsjob");
     spec_.model.device = "cpu";
     spec_.model.threads = 1;
