@@ -40,7 +40,8 @@ struct ExportFamily {
   ExportOutput output;
   ExportNms nms;
   bool rectangular;  // a canvas may be H != W
-  // DETR: the top-k's cap besides max_det (LW-DETR t: 100), and COCO-91 logits cut to 80 ids.
+  // DETR: the top-k cap of the family's t size besides max_det (LW-DETR t: 100; other sizes 300),
+  // and COCO-91 logits cut to 80 ids.
   int64_t small_size_top_k = 0;
   bool coco91_logits = false;
 };

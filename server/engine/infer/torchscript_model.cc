@@ -169,7 +169,10 @@ absl::StatusOr<std::vector<Detections>> TorchScriptModel::Postprocess(
       torch::Tensor logits = (second_is_boxes ? outs[0] : outs[1])[i];
       const torch::Tensor boxes = (second_is_boxes ? outs[1] : outs[0])[i];
       int64_t top_k = o.max_det;
-      if (f.small_size_top_k > 0) top_k = std::min<int64_t>(top_k, meta_.size == "t" ? 100 : 300);
+      // LW-DETR's cap (the backend's _lwdetr_num_select): its t size's queries, else 300.
+      if (f.small_size_top_k > 0) {
+        top_k = std::min<int64_t>(top_k, meta_.size == "t" ? f.small_size_top_k : 300);
+      }
       if (f.coco91_logits && logits.size(1) == 91 && meta_.num_classes == 80) {
         logits = logits.index_select(1, torch::tensor(Coco91CategoryIds(), torch::kLong));
       }

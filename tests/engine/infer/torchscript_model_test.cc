@@ -230,7 +230,7 @@ TEST_P(TorchScriptFamily, ForwardGivesThePythonBackendsDetections) {
 
 INSTANTIATE_TEST_SUITE_P(Families, TorchScriptFamily,
                          ::testing::Values("yolo9", "yolox", "yolo7", "dfine", "deim", "rtdetr", "lwdetr"),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& p) { return p.param; });
 
 TEST(ExportMetadata, RefusesWhatTheEngineDoesNotRun) {
   EXPECT_FALSE(ParseExportMetadata("not json", "m.torchscript").ok());
