@@ -1,6 +1,7 @@
 #include "client/commands/job_request.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "client/cli/job_flags.h"
 #include "common/io/image_extensions.h"
 #include "common/render/terminal_text.h"
@@ -64,7 +66,7 @@ absl::Status AddInlineImages(const std::string& source, v1::InferSpec* spec) {
   return absl::OkStatus();
 }
 
-// --label KEY=VALUE (repeatable) and --priority.
+// --label KEY=VALUE (repeatable), --priority and --time-limit.
 absl::Status FillCommon(const ParsedArgs& a, v1::SubmitJobRequest* r) {
   for (const std::string& l : a.Values("label")) {
     const size_t eq = l.find('=');
@@ -81,6 +83,25 @@ absl::Status FillCommon(const ParsedArgs& a, v1::SubmitJobRequest* r) {
           absl::StrCat("--priority needs an integer in -10..10, got '", Excerpt(*p), "'"));
     }
     r->set_priority(v);
+  }
+  if (auto t = a.Value("time-limit")) {
+    // Seconds, or with a unit as Slurm's --time users type them: 90s, 30m, 2h.
+    absl::string_view v = *t;
+    int64_t scale = 1;
+    if (absl::ConsumeSuffix(&v, "h")) {
+      scale = 3600;
+    } else if (absl::ConsumeSuffix(&v, "m")) {
+      scale = 60;
+    } else {
+      absl::ConsumeSuffix(&v, "s");
+    }
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(v, &n) || n < 1 || n > INT32_MAX / scale) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--time-limit needs a positive number of seconds (or 30m, 2h) up to 2147483647 s, got '",
+          Excerpt(*t), "'"));
+    }
+    r->set_max_wall_seconds(n * scale);
   }
   return absl::OkStatus();
 }

@@ -246,6 +246,9 @@ std::vector<FlagSpec> JobFlags() {
   return {
       {"label", "KEY=VALUE", "", "label the job (repeatable), e.g. --label slurm_job_id=42"},
       {"priority", "N", "0", "queue priority -10..10 (higher first)"},
+      {"time-limit", "SECONDS", "",
+       "stop the job if still running after this long (90s, 30m, 2h); default and cap: the "
+       "daemon's limits.max_job_seconds"},
       {"detach", "", "", "print the job id and return once queued"},
       {"project", "DIR", "runs/profile", "output root for the fetched profile and traces"},
       {"json", "", "", "the summary as JSON on stdout; progress events as JSON lines on stderr"},

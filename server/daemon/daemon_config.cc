@@ -258,7 +258,15 @@ absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
     problems.push_back(absl::StrCat(
         "cancel_grace_s (--cancel-grace): expected 1..86400 seconds, got ", config.cancel_grace_s));
   }
+  if (config.progress_timeout_s < 1 || config.progress_timeout_s > 86400) {
+    problems.push_back(absl::StrCat("progress_timeout_s (--progress-timeout): expected 1..86400 ",
+                                    "seconds, got ", config.progress_timeout_s));
+  }
   const Limits& limits = config.limits;
+  if (limits.max_job_seconds > kMaxJobSeconds) {
+    problems.push_back(absl::StrCat("limits.max_job_seconds (--max-job-seconds): at most ",
+                                    kMaxJobSeconds, " seconds, got ", limits.max_job_seconds));
+  }
   const std::pair<const char*, int64_t> positive[] = {
       {"limits.max_queue_length (--max-queue-length)", limits.max_queue_length},
       {"limits.max_jobs_per_user (--max-jobs-per-user)", limits.max_jobs_per_user},
@@ -271,6 +279,7 @@ absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
       {"limits.max_artifact_bytes", limits.max_artifact_bytes},
       {"limits.max_watchers", limits.max_watchers},
       {"limits.max_watchers_per_user", limits.max_watchers_per_user},
+      {"limits.max_job_seconds (--max-job-seconds)", limits.max_job_seconds},
   };
   for (const auto& [key, value] : positive) {
     if (value <= 0) problems.push_back(absl::StrCat(key, " must be positive, got ", value));

@@ -31,6 +31,9 @@ struct Limits {
   int64_t max_artifact_bytes = int64_t{2} << 30;
   int32_t max_watchers = 256;  // concurrent WatchJob streams
   int32_t max_watchers_per_user = 32;  // concurrent WatchJob streams of one user
+  // A job's wall-time limit, from its start (seconds): the submitter's max_wall_seconds is
+  // capped at it, and 0 there means this. A job still running then is stopped and FAILED.
+  int64_t max_job_seconds = 86400;
 };
 
 struct Retention {
@@ -44,6 +47,15 @@ struct Retention {
 inline constexpr size_t kMaxListenAddresses = 64;
 inline constexpr size_t kMaxDevices = 128;
 inline constexpr size_t kMaxAdmins = 1024;
+// The largest wall-time limit, the daemon's or a job's (2^31-1 s, 68 years: any larger one
+// would overflow the clock arithmetic that enforces it).
+inline constexpr int64_t kMaxJobSeconds = 2147483647;
+
+// The wall-time limit a job runs under: the one it asked for (0 = none asked) capped at the
+// daemon's `cap` (limits.max_job_seconds).
+inline int64_t JobWallSeconds(int64_t requested, int64_t cap) {
+  return requested <= 0 || requested > cap ? cap : requested;
+}
 
 struct DaemonConfig {
   // "tcp:HOST:PORT" / "HOST:PORT" / "unix:/path". 1..kMaxListenAddresses of them.
@@ -68,6 +80,10 @@ struct DaemonConfig {
   // After a cancel (CancelJob, a drain's deadline), how long an engine worker may take to stop
   // before it is killed (a job stuck inside one step: a hung kernel, a dead data loader).
   int64_t cancel_grace_s = 30;
+  // The progress watchdog: a running job whose engine worker sends no event (a step, a stage)
+  // for this long is stopped (the worker killed: a stopped or hung process, a dead data loader)
+  // and FAILED "no progress for N s during measuring, step k/n". 1..86400.
+  int64_t progress_timeout_s = 600;
   // A lease directory (common/io/lease_dir.h): once no job is queued or running and no live
   // process holds a lease there, the daemon stops as on SIGTERM. Empty = never. The private
   // daemon that `libreyolo` starts on demand runs with it (docs/cli.md, "Private daemon").

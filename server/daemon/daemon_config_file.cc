@@ -247,6 +247,7 @@ std::vector<Key> ConfigKeys(DaemonConfig* config) {
                   IntKey("max_artifact_bytes", &limits.max_artifact_bytes),
                   IntKey("max_watchers", &limits.max_watchers),
                   IntKey("max_watchers_per_user", &limits.max_watchers_per_user),
+                  IntKey("max_job_seconds", &limits.max_job_seconds),
               })),
       Live(Section("retention",
               {
@@ -257,6 +258,7 @@ std::vector<Key> ConfigKeys(DaemonConfig* config) {
       Live(IntKey("drain_timeout_s", &config->drain_timeout_s)),
       IntKey("cpu_threads", &config->cpu_threads),
       IntKey("cancel_grace_s", &config->cancel_grace_s),
+      Live(IntKey("progress_timeout_s", &config->progress_timeout_s)),
       StringKey("lease_dir", &config->lease_dir),
   };
 }

@@ -179,6 +179,9 @@ const std::vector<Flag>& Flags() {
        IntFlag(&Limits::max_watchers)},
       {"max-watchers-per-user", "N", "concurrent WatchJob streams of one user",
        "limits.max_watchers_per_user", IntFlag(&Limits::max_watchers_per_user)},
+      {"max-job-seconds", "SECONDS",
+       "a job's wall-time limit from its start (the submitter's is capped at it), default 86400",
+       "limits.max_job_seconds", IntFlag(&Limits::max_job_seconds)},
       {"retention-max-age-hours", "HOURS", "finished jobs older than this are deleted; 0 = keep",
        "retention.max_age_hours", IntFlag(&Retention::max_age_hours)},
       {"retention-max-jobs", "N", "finished jobs kept at most, oldest go first; 0 = no cap",
@@ -199,6 +202,10 @@ const std::vector<Flag>& Flags() {
        "after a cancel, how long an engine worker may take to stop before it is killed, "
        "default 30 (1..86400)",
        "cancel_grace_s", IntFlag(&DaemonConfig::cancel_grace_s)},
+      {"progress-timeout", "SECONDS",
+       "a running job whose worker reports no progress for this long is stopped and fails, "
+       "default 600 (1..86400)",
+       "progress_timeout_s", IntFlag(&DaemonConfig::progress_timeout_s)},
       {"lease-dir", "DIR",
        "stop (as on SIGTERM) once no job is queued or running and no live process holds a "
        "lease in DIR; the private daemon libreyolo starts runs with it",

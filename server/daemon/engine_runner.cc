@@ -140,7 +140,14 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
   absl::StatusOr<EngineWorker*> worker = EnsureWorker(job.device());
   if (!worker.ok()) return fail(worker.status());
   const pid_t pid = (*worker)->pid();
-  EngineWorker::JobEnd end = (*worker)->RunJob(*resolved, *scratch, progress, cancel, cancel_grace_);
+  EngineWorker::Supervision watch;
+  watch.cancel_grace = cancel_grace_;
+  watch.progress_timeout =
+      progress_timeout_.value_or(std::chrono::seconds(config.progress_timeout_s));
+  // A job recorded before it had a limit of its own (0) runs under the daemon's.
+  watch.wall_limit = std::chrono::seconds(
+      JobWallSeconds(job.max_wall_seconds(), config.limits.max_job_seconds));
+  EngineWorker::JobEnd end = (*worker)->RunJob(*resolved, *scratch, progress, cancel, watch);
   if (!end.done) {
     // The worker died with the job: only this job fails; the next one starts a fresh worker.
     const std::string what =
@@ -150,6 +157,16 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
     if (end.cancelled_by_kill) {
       out.cancel_note = what;
       return fail(absl::CancelledError(what));
+    }
+    if (end.wall_limit_reached) {
+      return fail(absl::DeadlineExceededError(absl::StrCat(
+          what, "; ask for more time (--time-limit, max_wall_seconds; at most the daemon's ",
+          "limits.max_job_seconds ", config.limits.max_job_seconds, " s) or a shorter job")));
+    }
+    if (end.stalled) {
+      return fail(absl::InternalError(absl::StrCat(
+          what, " (a stopped or hung engine worker: SIGSTOP, a stuck kernel, a dead data ",
+          "loader); the daemon starts a fresh worker for the next job")));
     }
     return fail(absl::InternalError(absl::StrCat(what, "; the daemon starts a fresh worker for the next job")));
   }
@@ -171,12 +188,14 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
 
   // Publish what the worker wrote, as it wrote it (job_files.h: profile.json records its files
   // relative to the job's output folder, report.html drawn from the job's memory): the job
-  // directory's JSON files and report.html, and profile_repeat.json from the project root.
+  // directory's JSON files, metrics.jsonl and report.html, and profile_repeat.json from the
+  // project root.
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(job_dir, ec)) {
     const fs::path& f = entry.path();
-    if (entry.is_regular_file() && (f.extension() == ".json" || f.filename() == "report.html"))
+    if (entry.is_regular_file() && (f.extension() == ".json" || f.extension() == ".jsonl" ||
+                                    f.filename() == "report.html"))
       files.push_back(f);
   }
   if (ec)

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,8 @@ class EngineRunner : public JobRunner {
 
   // How long a worker may take to stop after a cancel before it is killed.
   void set_cancel_grace(std::chrono::milliseconds grace) { cancel_grace_ = grace; }
+  // Overrides the config's progress_timeout_s (tests: a watchdog in milliseconds).
+  void set_progress_timeout(std::chrono::milliseconds timeout) { progress_timeout_ = timeout; }
 
  private:
   struct Slot {
@@ -68,6 +71,7 @@ class EngineRunner : public JobRunner {
   const std::string executable_;
   std::chrono::milliseconds hello_timeout_{120000};
   std::chrono::milliseconds cancel_grace_{30000};
+  std::optional<std::chrono::milliseconds> progress_timeout_;
   mutable std::mutex mu_;  // slots_; a slot's worker is used by its device's job thread only
   std::map<std::string, Slot> slots_;
   wv1::Hello first_hello_;

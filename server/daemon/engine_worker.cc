@@ -27,6 +27,12 @@ using std::chrono::milliseconds;
 // The fd number the worker finds its end of the socketpair on.
 constexpr int kWorkerFd = 3;
 
+// "30", "0.5": a supervision deadline in seconds, as the messages give it.
+std::string Seconds(milliseconds d) {
+  if (d.count() % 1000 == 0) return absl::StrCat(d.count() / 1000);
+  return absl::StrCat(static_cast<double>(d.count()) / 1000.0);
+}
+
 // Waits up to `timeout` for `fd` to be readable (or closed). False on timeout.
 bool WaitReadable(int fd, milliseconds timeout) {
   pollfd p{fd, POLLIN, 0};
@@ -153,7 +159,7 @@ EngineWorker::JobEnd EngineWorker::RunJob(const v1::Job& resolved_job,
                                           const std::string& project_dir,
                                           const std::function<void(const RunProgress&)>& progress,
                                           const engine::CancelToken& cancel,
-                                          milliseconds cancel_grace) {
+                                          const Supervision& supervision) {
   JobEnd end;
   last_progress_ = RunProgress{};
   if (pid_ <= 0) {
@@ -168,6 +174,16 @@ EngineWorker::JobEnd EngineWorker::RunJob(const v1::Job& resolved_job,
     return end;
   }
   std::optional<Clock::time_point> cancel_sent;
+  const Clock::time_point started = Clock::now();
+  Clock::time_point last_heard = started;
+  // SIGKILL works on a stopped process too (SIGSTOP, a debugger): the job's end never waits for
+  // the worker to be continued.
+  auto kill_now = [&](std::string why) {
+    ::kill(pid_, SIGKILL);
+    (void)Reap(milliseconds(0));
+    end.death = std::move(why);
+    return end;
+  };
   for (;;) {
     if (cancel.cancelled.load() && !cancel_sent) {
       wv1::DaemonToWorker c;
@@ -175,13 +191,22 @@ EngineWorker::JobEnd EngineWorker::RunJob(const v1::Job& resolved_job,
       (void)worker::WriteFrame(fd_, c);
       cancel_sent = Clock::now();
     }
-    if (cancel_sent && Clock::now() - *cancel_sent > cancel_grace) {
-      ::kill(pid_, SIGKILL);
-      (void)Reap(milliseconds(0));
+    const Clock::time_point now = Clock::now();
+    if (cancel_sent && now - *cancel_sent > supervision.cancel_grace) {
       end.cancelled_by_kill = true;
-      end.death = absl::StrCat("killed after not stopping within ", cancel_grace.count() / 1000,
-                               " s of the cancel");
-      return end;
+      return kill_now(absl::StrCat("killed after not stopping within ",
+                                   Seconds(supervision.cancel_grace), " s of the cancel"));
+    }
+    if (now - started >= supervision.wall_limit) {
+      end.wall_limit_reached = true;
+      return kill_now(absl::StrCat("killed: the job's wall-time limit of ",
+                                   Seconds(supervision.wall_limit), " s was reached ",
+                                   LastStage()));
+    }
+    if (now - last_heard >= supervision.progress_timeout) {
+      end.stalled = true;
+      return kill_now(absl::StrCat("killed: no progress for ",
+                                   Seconds(supervision.progress_timeout), " s ", LastStage()));
     }
     if (!WaitReadable(fd_, milliseconds(100))) continue;
     wv1::WorkerToDaemon msg;
@@ -190,6 +215,7 @@ EngineWorker::JobEnd EngineWorker::RunJob(const v1::Job& resolved_job,
       end.death = Reap(milliseconds(5000));
       return end;
     }
+    last_heard = Clock::now();
     if (msg.has_progress()) {
       const wv1::Progress& p = msg.progress();
       last_progress_ = RunProgress{p.stage(), p.done(), p.total(), p.message()};

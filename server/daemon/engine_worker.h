@@ -41,20 +41,34 @@ class EngineWorker {
   absl::Status AwaitHello(std::chrono::milliseconds timeout);
   ~EngineWorker();  // Stop(5 s)
 
+  // How a job is watched: the deadlines after which its worker is killed.
+  struct Supervision {
+    // After a cancel, how long the worker may take to stop.
+    std::chrono::milliseconds cancel_grace{30000};
+    // The progress watchdog: the longest time without a message from the worker (a step's
+    // progress, a stage's start), whatever the stage.
+    std::chrono::milliseconds progress_timeout{600000};
+    // The job's wall-time limit, from the moment it is sent to the worker.
+    std::chrono::milliseconds wall_limit{86400000};
+  };
   struct JobEnd {
     // The worker's Done, when it sent one.
     std::optional<wv1::Done> done;
     // Why there is no Done: "killed by signal 11 (Segmentation fault)", "exited with code 7",
-    // "killed after not stopping within 30 s of the cancel".
+    // "killed after not stopping within 30 s of the cancel", "killed: no progress for 600 s",
+    // "killed: the job's wall-time limit of 3600 s was reached".
     std::string death;
     bool cancelled_by_kill = false;  // it ignored a cancel past the grace and was killed
+    bool wall_limit_reached = false;  // killed at the job's wall-time limit
+    bool stalled = false;             // killed by the progress watchdog
   };
   // Sends the job and relays its progress until the worker's Done or its death. Sets of
   // `cancel` are forwarded (observed between the engine's steps); a worker still running
-  // `cancel_grace` after the first one is killed. The last progress seen is in last_progress().
+  // `cancel_grace` after the first one is killed, and so is one silent for `progress_timeout`
+  // (stopped, hung) or still running at `wall_limit`. The last progress seen is in LastStage().
   JobEnd RunJob(const v1::Job& resolved_job, const std::string& project_dir,
                 const std::function<void(const RunProgress&)>& progress,
-                const engine::CancelToken& cancel, std::chrono::milliseconds cancel_grace);
+                const engine::CancelToken& cancel, const Supervision& supervision);
 
   // Asks the worker to stop, kills it after `grace`, reaps it. Idempotent.
   void Stop(std::chrono::milliseconds grace);

@@ -210,10 +210,20 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   }
   if (device_state_.count(device) == 0) {
     std::string known;
-    for (const std::string& d : devices_) absl::StrAppend(&known, known.empty() ? "" : ", ", d);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--device (model.device): ", device, " is not served by this daemon (it has: ", known,
-        ")"));
+    bool any_gpu = false;
+    for (const std::string& d : devices_) {
+      absl::StrAppend(&known, known.empty() ? "" : ", ", d);
+      any_gpu |= !absl::StartsWith(d, "cpu");
+    }
+    // `--device` defaults to 0 (the seed's default): on a host without a GPU the way out is the
+    // CPU, said in so many words.
+    const std::string way_out =
+        !any_gpu && !devices_.empty() ? "; it serves no GPU: use --device cpu"
+        : devices_.empty()            ? ""
+                                      : absl::StrCat("; use --device ", devices_.front());
+    return absl::InvalidArgumentError(absl::StrCat("--device (model.device): ", device,
+                                                   " is not served by this daemon (it has: ",
+                                                   known, ")", way_out));
   }
   if (!request.request_id().empty()) {
     auto it = request_ids_.find(absl::StrCat(who.user, "/", request.request_id()));
@@ -256,6 +266,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   job.set_owner(who.user);
   *job.mutable_labels() = request.labels();
   job.set_priority(request.priority());
+  job.set_max_wall_seconds(JobWallSeconds(request.max_wall_seconds(), limits_.max_job_seconds));
   job.set_device(device);
   *job.mutable_request() = request;
   job.set_create_time_unix_ms(NowMs());

@@ -254,6 +254,9 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& c
   }
   if (auto s = CheckLabels("labels", r.labels()); !s.ok()) return s;
   if (auto s = Range("priority", r.priority(), -10, 10); !s.ok()) return s;
+  if (auto s = Range("max_wall_seconds", r.max_wall_seconds(), 0, kMaxJobSeconds); !s.ok()) {
+    return s;
+  }
   if (auto s = MaxBytes("request_id", r.request_id(), kMaxRequestIdBytes); !s.ok()) return s;
   if (!IsPrintableUtf8(r.request_id())) {
     return Bad("request_id", "must be printable UTF-8 (no control characters)");

@@ -55,6 +55,7 @@ FaultHook FaultHookFromEnvironment() {
       if (f.action == "segv") ::raise(SIGSEGV);
       if (f.action == "abort") std::abort();
       if (f.action == "exit") std::_Exit(7);
+      if (f.action == "stop") ::raise(SIGSTOP);  // as `kill -STOP` would leave it
       if (f.action == "hang") {
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
       }

@@ -3,8 +3,9 @@
 //
 // LIBREYOLO_WORKER_FAULT="ACTION@STAGE:N[,ACTION@STAGE:N...]" acts at the progress event of STAGE
 // whose `done` is N: segv (a segmentation fault), abort, exit (exit code 7), hang (sleeps,
-// ignoring cancel, until killed). LIBREYOLO_WORKER_FAULT_ONCE=FILE: act only while FILE does not
-// exist, and create it (so the restarted worker runs the next job normally).
+// ignoring cancel, until killed), stop (SIGSTOP to itself: stopped, as by `kill -STOP`).
+// LIBREYOLO_WORKER_FAULT_ONCE=FILE: act only while FILE does not exist, and create it (so the
+// restarted worker runs the next job normally).
 #ifndef LIBREYOLO_SERVER_WORKER_FAULT_HOOK_H_
 #define LIBREYOLO_SERVER_WORKER_FAULT_HOOK_H_
 

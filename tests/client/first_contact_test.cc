@@ -100,5 +100,17 @@ TEST(DidYouMean, PythonCommandsAreHandedOverNotCorrected) {
   }
 }
 
+// Issue 23, item 4: --time-limit is checked before any daemon is reached, and says its form.
+TEST(TimeLimit, BadValuesAreRefusedBeforeAnyDaemonIsStarted) {
+  for (const char* bad : {"0", "-5", "abc", "1.5h", "9999999999", "90x", ""}) {
+    SCOPED_TRACE(bad);
+    const Result r = Cli({"profile", "infer", "--device", "cpu", "--time-limit", bad});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--time-limit needs a positive number of seconds (or 30m, 2h)"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace libreyolo::cli

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -384,7 +385,7 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
     }
     EXPECT_TRUE(ApplyDaemonFlags(args, &c).ok()) << name;
   }
-  EXPECT_EQ(documented, 36);  // with --lease-dir and --max-watchers-per-user
+  EXPECT_EQ(documented, 38);  // with --max-job-seconds and --progress-timeout
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {
@@ -440,6 +441,18 @@ TEST(DaemonConfigValidateTest, MessagesNameTheKeyAndTheWayOut) {
   bad = c;
   bad.state_dir.clear();
   EXPECT_THAT(message(bad), HasSubstr("state_dir is empty"));
+  // Issue 23, item 4: the watchdog and the wall-time cap are bounded where they are set.
+  bad = c;
+  bad.progress_timeout_s = 0;
+  EXPECT_THAT(message(bad),
+              HasSubstr("progress_timeout_s (--progress-timeout): expected 1..86400 seconds, got 0"));
+  bad = c;
+  bad.limits.max_job_seconds = INT64_MAX;
+  EXPECT_THAT(message(bad), HasSubstr("limits.max_job_seconds (--max-job-seconds): at most "
+                                      "2147483647 seconds, got 9223372036854775807"));
+  bad.limits.max_job_seconds = -1;
+  EXPECT_THAT(message(bad), HasSubstr("limits.max_job_seconds (--max-job-seconds) must be "
+                                      "positive, got -1"));
 }
 
 TEST(DaemonConfigValidateTest, ParsesListenAddresses) {
@@ -493,8 +506,9 @@ absl::StatusOr<DaemonConfig> LoadWithChanged(const std::string& key_path, const 
 // silently dropped; the reloadable ones are exactly those the header (and deploy.md) document.
 TEST(DaemonConfigReloadTest, EveryKeyIsAppliedOrNamed) {
   TempDir dir;
-  const std::set<std::string> live = {"tokens_file", "admins", "limits", "retention",
-                                      "drain_timeout_s", "metrics_textfile"};
+  const std::set<std::string> live = {"tokens_file",     "admins",           "limits",
+                                      "retention",       "drain_timeout_s",  "metrics_textfile",
+                                      "progress_timeout_s"};
   for (const std::string& key_path : DaemonConfigKeyPaths()) {
     SCOPED_TRACE(key_path);
     absl::StatusOr<DaemonConfig> loaded = LoadWithChanged(key_path, dir);

@@ -189,6 +189,49 @@ TEST(DaemonWorkerTest, AWorkerKilledAfterTheCancelGraceIsCountedAndLogged) {
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
 }
 
+// Issue 23, item 4: no job holds a device forever. A worker stopped mid-job (SIGSTOP) used to
+// keep its job RUNNING and the device's queue blocked for as long as anyone waited: the
+// progress watchdog kills it and fails the job naming the stage; a job that keeps reporting
+// past its wall-time limit (the submitter's, capped by the daemon's) is stopped there; the
+// jobs queued behind both run in fresh workers.
+TEST(DaemonWorkerTest, AStoppedWorkerAndAJobPastItsTimeLimitFreeTheDevice) {
+  TempDir dir;
+  DaemonDirs dirs(dir.path());
+  ScopedFault fault("stop@measuring:2", dir.File("fault-done"));
+  std::vector<std::string> flags = dirs.Flags();
+  flags.insert(flags.end(), {"--progress-timeout", "5", "--max-job-seconds", "600"});
+  auto daemon = DaemonProcess::Start(flags, dir.File("daemon.log"));
+  ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
+  auto stub = v1::ProfilerService::NewStub(UnixChannel(dirs.socket));
+  v1::Job stopped, slow, next;
+  ASSERT_TRUE(Submit(*stub, TinyInfer(1000), &stopped).ok());
+  v1::SubmitJobRequest long_job = TinyInfer(9000);
+  long_job.set_max_wall_seconds(4);
+  ASSERT_TRUE(Submit(*stub, long_job, &slow).ok());
+  EXPECT_EQ(slow.max_wall_seconds(), 4);
+  ASSERT_TRUE(Submit(*stub, TinyInfer(2), &next).ok());
+  EXPECT_EQ(next.max_wall_seconds(), 600) << "0 asked: the daemon's limit";
+
+  ASSERT_TRUE(WaitTerminal(*stub, stopped.id(), &stopped));
+  EXPECT_EQ(stopped.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(stopped.exit_code(), 1);
+  EXPECT_THAT(stopped.error(), HasSubstr("killed: no progress for 5 s during measuring, step 2/"));
+  ASSERT_TRUE(WaitTerminal(*stub, slow.id(), &slow));
+  EXPECT_EQ(slow.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(slow.exit_code(), 2);
+  EXPECT_THAT(slow.error(), HasSubstr("the job's wall-time limit of 4 s was reached during "));
+  EXPECT_GE(slow.finish_time_unix_ms() - slow.start_time_unix_ms(), 3900);
+  EXPECT_EQ(slow.artifacts_size(), 0);
+  ASSERT_TRUE(WaitTerminal(*stub, next.id(), &next));
+  EXPECT_EQ(next.state(), v1::JOB_STATE_SUCCEEDED) << next.error() << daemon->LogTail();
+
+  v1::GetMetricsResponse metrics;
+  auto mctx = Ctx();
+  ASSERT_TRUE(stub->GetMetrics(mctx.get(), v1::GetMetricsRequest(), &metrics).ok());
+  EXPECT_THAT(metrics.text(), HasSubstr("libreyolod_worker_restarts_total 2\n"));
+  EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
+}
+
 TEST(DaemonWorkerTest, NoWorkerOutlivesAKilledDaemon) {
   TempDir dir;
   DaemonDirs dirs(dir.path());

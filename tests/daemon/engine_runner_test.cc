@@ -131,5 +131,96 @@ TEST_F(EngineRunnerDeaths, AWorkerStoppedByTheDaemonIsNotADeath) {
   EXPECT_EQ(runner.WorkerRestarts(), 0);
 }
 
+// Issue 23, item 4: no job holds a device forever. A worker that stops talking (SIGSTOP, a hung
+// step) is killed by the progress watchdog, and one that keeps reporting but never ends is
+// killed at the job's wall-time limit; each fails its job naming the deadline and the stage,
+// and counts as a death (the next job gets a fresh worker).
+class EngineRunnerDeadlines : public EngineRunnerDeaths {
+ protected:
+  // A worker script's frame: WorkerToDaemon{progress{stage, done, total}}, length-prefixed.
+  std::string ProgressFrame(const std::string& stage, int64_t done, int64_t total) {
+    wv1::WorkerToDaemon m;
+    m.mutable_progress()->set_stage(stage);
+    m.mutable_progress()->set_done(done);
+    m.mutable_progress()->set_total(total);
+    const std::string body = m.SerializeAsString();
+    std::string frame(4, '\0');
+    for (size_t i = 0; i < 4; ++i) frame[i] = static_cast<char>((body.size() >> (8 * i)) & 0xff);
+    const std::string file = (dir_ / (stage + ".frame")).string();
+    std::ofstream(file, std::ios::binary) << frame << body;
+    return file;
+  }
+};
+
+TEST_F(EngineRunnerDeadlines, AStoppedWorkerIsKilledByTheProgressWatchdog) {
+  const std::string frame = ProgressFrame("measuring", 3, 150);
+  // Ready, one step's progress, then stopped as `kill -STOP` leaves it.
+  EngineRunner& runner =
+      Runner(std::string(kHello) + "\ncat " + frame + " >&3\nkill -STOP $$\nsleep 60");
+  runner.set_progress_timeout(std::chrono::milliseconds(300));
+  ASSERT_TRUE(runner.StartWorker("cpu").ok());
+  engine::CancelToken cancel;
+  ::testing::internal::CaptureStderr();
+  const auto start = std::chrono::steady_clock::now();
+  const RunOutcome out = runner.Run(Job(), nullptr, cancel);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(absl::IsInternal(out.status)) << out.status;
+  EXPECT_EQ(out.exit_code, 1);
+  EXPECT_THAT(std::string(out.status.message()),
+              HasSubstr("killed: no progress for 0.3 s during measuring, step 3/150"));
+  EXPECT_THAT(std::string(out.status.message()), HasSubstr("a fresh worker for the next job"));
+  EXPECT_LT(took, 30) << "the stopped worker was waited for";
+  EXPECT_EQ(runner.WorkerRestarts(), 1);
+  EXPECT_THAT(log, HasSubstr("no progress for 0.3 s"));
+}
+
+TEST_F(EngineRunnerDeadlines, AWorkerSilentFromTheStartIsKilledByTheWatchdog) {
+  EngineRunner& runner = Runner(std::string(kHello) + "\nexec cat <&3 >/dev/null");
+  runner.set_progress_timeout(std::chrono::milliseconds(200));
+  ASSERT_TRUE(runner.StartWorker("cpu").ok());
+  engine::CancelToken cancel;
+  ::testing::internal::CaptureStderr();
+  const RunOutcome out = runner.Run(Job(), nullptr, cancel);
+  (void)::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(std::string(out.status.message()),
+              HasSubstr("no progress for 0.2 s before its first step"));
+}
+
+TEST_F(EngineRunnerDeadlines, AJobStillReportingAtItsWallTimeLimitIsStopped) {
+  const std::string frame = ProgressFrame("measuring", 7, 1000);
+  // Reports every 50 ms (so the watchdog never fires) and never ends.
+  EngineRunner& runner = Runner(std::string(kHello) + "\nwhile :; do cat " + frame +
+                                " >&3 || exit 1; sleep 0.05; done");
+  runner.set_progress_timeout(std::chrono::milliseconds(5000));
+  ASSERT_TRUE(runner.StartWorker("cpu").ok());
+  v1::Job job = Job();
+  job.set_max_wall_seconds(1);
+  engine::CancelToken cancel;
+  ::testing::internal::CaptureStderr();
+  const auto start = std::chrono::steady_clock::now();
+  const RunOutcome out = runner.Run(job, nullptr, cancel);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  (void)::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(out.status)) << out.status;
+  EXPECT_EQ(out.exit_code, 2) << "the submitter's to fix: more time or a shorter job";
+  EXPECT_THAT(std::string(out.status.message()),
+              HasSubstr("the job's wall-time limit of 1 s was reached during measuring, step "
+                        "7/1000"));
+  EXPECT_THAT(std::string(out.status.message()), HasSubstr("--time-limit"));
+  EXPECT_GE(took, 0.9);
+  EXPECT_EQ(runner.WorkerRestarts(), 1);
+}
+
+TEST(JobWallSeconds, TheRequestIsCappedByTheDaemonAndZeroMeansTheDaemons) {
+  EXPECT_EQ(JobWallSeconds(0, 3600), 3600);
+  EXPECT_EQ(JobWallSeconds(60, 3600), 60);
+  EXPECT_EQ(JobWallSeconds(7200, 3600), 3600);
+  EXPECT_EQ(JobWallSeconds(-5, 3600), 3600);
+  EXPECT_EQ(JobWallSeconds(kMaxJobSeconds, kMaxJobSeconds), kMaxJobSeconds);
+}
+
 }  // namespace
 }  // namespace libreyolo::daemon

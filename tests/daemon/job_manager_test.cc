@@ -220,6 +220,26 @@ TEST_F(JobManagerTest, UsersTakeTurnsAndPriorityOrdersAUsersOwnJobs) {
   for (const v1::Job& j : queued) EXPECT_EQ(WaitTerminal(j.id()).state(), v1::JOB_STATE_SUCCEEDED);
 }
 
+// Issue 23, item 4: a job's wall-time limit is fixed at submit, the submitter's capped by the
+// daemon's (and the daemon's when none was asked).
+TEST_F(JobManagerTest, AJobsWallTimeLimitIsTheRequestsCappedByTheDaemons) {
+  Limits limits;
+  limits.max_job_seconds = 50;
+  Open(limits);
+  v1::SubmitJobRequest asked = Infer("a1");
+  asked.set_max_wall_seconds(20);
+  auto a = jobs_->Submit(User("alice"), asked, "cpu");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->max_wall_seconds(), 20);
+  asked.set_max_wall_seconds(500);
+  auto b = jobs_->Submit(User("alice"), asked, "cpu");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->max_wall_seconds(), 50);
+  auto c = jobs_->Submit(User("alice"), Infer("a3"), "cpu");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->max_wall_seconds(), 50);
+}
+
 TEST_F(JobManagerTest, LimitsOnQueueLengthAndJobsPerUser) {
   Limits limits;
   limits.max_queue_length = 2;
@@ -234,6 +254,10 @@ TEST_F(JobManagerTest, LimitsOnQueueLengthAndJobsPerUser) {
   EXPECT_THAT(std::string(other.status().message()), HasSubstr("max_queue_length"));
   auto wrong = jobs_->Submit(User("bob"), Infer("b1"), "cuda:0");
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
+  // Issue 20 section 6: --device defaults to 0; a daemon without a GPU says the way out.
+  EXPECT_THAT(std::string(wrong.status().message()),
+              HasSubstr("cuda:0 is not served by this daemon (it has: cpu); it serves no GPU: "
+                        "use --device cpu"));
 }
 
 TEST_F(JobManagerTest, CancelQueuedAtOnceAndRunningAtTheNextStep) {

@@ -3,6 +3,7 @@
 #include "server/daemon/request_validation.h"
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include <unistd.h>
@@ -176,6 +177,8 @@ TEST(ValidateSubmit, NamesTheFieldOfEveryBadValue) {
       "infer.profiler.collector", kInvalid);
   bad([](auto& x) { (*x.mutable_labels())["Team"] = "a"; }, "labels", kInvalid);
   bad([](auto& x) { x.set_priority(99); }, "priority", kInvalid);
+  bad([](auto& x) { x.set_max_wall_seconds(-1); }, "max_wall_seconds: -1 is outside", kInvalid);
+  bad([](auto& x) { x.set_max_wall_seconds(INT64_MAX); }, "max_wall_seconds", kInvalid);
   bad([](auto& x) { x.mutable_infer()->mutable_model()->set_size("x"); }, "model.size", kInvalid);
   bad([](auto& x) { x.mutable_infer()->mutable_model()->set_weights("/etc/passwd"); },
       "model.weights", kInvalid);
