@@ -41,6 +41,7 @@ JobFiles JobFilesFor(const std::string& project, const std::string& kind,
   f.trace = (dir / "profile_trace.json").string();
   f.repeat = (fs::path(project) / "profile_repeat.json").string();
   f.report = (dir / "report.html").string();
+  f.metrics = (dir / "metrics.jsonl").string();
   f.relative = output.paths_relative_to_project;
   return f;
 }

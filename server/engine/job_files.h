@@ -30,7 +30,8 @@
 namespace libreyolo::engine {
 
 struct JobFiles {
-  std::string project, dir, profile, trace, repeat, report;
+  // metrics: a training job's per-step lines (train/step_log.h), beside profile.json.
+  std::string project, dir, profile, trace, repeat, report, metrics;
   bool relative = false;  // JobOutputOptions::paths_relative_to_project
   // How profile.json names a path: relative to the project folder when asked and the path is
   // inside it (the job's files, the daemon's inline images), else as given.

@@ -179,7 +179,9 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& weights, const std::str
   if (!exists) {
     out.weights_label = "random-init";
     out.notice = absl::StrCat(weights, " not found: using a seeded random initialisation (seed ",
-                              kRandomInitSeed, "); timings are valid, detections are not");
+                              kRandomInitSeed, "): its detections and losses mean nothing; ",
+                              "its timings are those of trained weights except what follows the ",
+                              "predictions (the summary's 'weights' line says which)");
     return out;
   }
   std::map<std::string, torch::Tensor> tensors;

@@ -126,6 +126,10 @@ TEST(PythonProfiles, SummaryGetAndPhasesBuildAndShowNa) {
     // that it was measured without the profiler (issue 22).
     EXPECT_THAT(text, ::testing::Not(HasSubstr("without the profiler"))) << path;
     EXPECT_FALSE(RenderSummaryJson(s).empty());
+    // Not a random init (the Python tool's config records no "random-init"): no weights line,
+    // and the JSON field is null, not "".
+    EXPECT_TRUE(s.weights_note.empty());
+    EXPECT_THAT(RenderSummaryJson(s), HasSubstr("\"weights_note\": null"));
 
     auto all = BuildGet(p, std::nullopt, path);
     ASSERT_TRUE(all.ok()) << all.status();

@@ -261,6 +261,9 @@ void CheckJob(const Remote& r, const v1::Job& job, const std::string& work) {
   EXPECT_TRUE(names.count("profile_trace.json")) << job.DebugString();
   // The HTML report is stored with the job (issue 12), drawn for job:<id>.
   EXPECT_TRUE(names.count("report.html")) << job.DebugString();
+  // A training job's per-step lines (issue 20 section 6) are published with it.
+  EXPECT_EQ(names.count("metrics.jsonl"), job.kind() == v1::JOB_KIND_RUN ? 1u : 0u)
+      << job.DebugString();
   CheckArtifactsByRpc(r, job);
   const std::string local = CheckDownload(r, job, work + "/dl-" + job.id());
   {
@@ -271,6 +274,9 @@ void CheckJob(const Remote& r, const v1::Job& job, const std::string& work) {
     // job's output folder; nothing names the daemon's scratch folder (<store>/.tmp/<id>).
     const std::string sub = job.kind() == v1::JOB_KIND_RUN ? "prof" : "infer";
     EXPECT_THAT(profile, HasSubstr("\"trace\": \"" + sub + "/profile_trace.json\""));
+    if (job.kind() == v1::JOB_KIND_RUN) {
+      EXPECT_THAT(profile, HasSubstr("\"metrics\":\"prof/metrics.jsonl\""));
+    }
     EXPECT_THAT(profile, Not(HasSubstr("/.tmp/")));
     // The report was drawn by the worker from the job's memory, for job:<id>.
     const std::string report = ReadFile((fs::path(local).parent_path() / "report.html").string());

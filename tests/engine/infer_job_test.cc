@@ -230,6 +230,15 @@ TEST_F(InferJob, RandomInitIsLabelledWithTheSizeItWasBuiltAt) {
   auto r = RunInferJob(spec_, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->profile.model, "LibreYOLO9s (random init)");
+  // Issue 20 section 6: the summary says which timings hold for trained weights (not
+  // "timings are valid"): postprocess follows the detections.
+  const SummaryView s = BuildSummary(r->profile, "x");
+  EXPECT_THAT(RenderSummaryText(s),
+              ::testing::ContainsRegex("\n  weights +seeded random init: preprocess and "
+                                       "forward time as trained weights do"));
+  EXPECT_THAT(s.weights_note, ::testing::HasSubstr("postprocess does not, since NMS works on the "
+                                                   "detections"));
+  EXPECT_THAT(RenderSummaryJson(s), ::testing::HasSubstr("\"weights_note\": \"preprocess and"));
 }
 
 TEST_F(InferJob, BadOptionsAndDevices) {

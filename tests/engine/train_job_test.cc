@@ -1,13 +1,16 @@
 // The training job end to end on the CPU (a tiny synthetic window, the files it writes, its
 // errors and cancellation), and the trainer's parts: optimizer groups, EMA, a loss that falls.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -109,10 +112,49 @@ TEST_P(TrainJob, WritesAProfileEveryReaderAccepts) {
   d.Parse(p->profiler_json.c_str());
   EXPECT_STREQ(d["gpu_collector"].GetString(), "none");
   EXPECT_STREQ(d["cpu_collector"].GetString(), "native");  // the default: ours, backward links too
-  EXPECT_FALSE(RenderSummaryText(BuildSummary(*p, r->profile_path)).empty());
+  const std::string summary = RenderSummaryText(BuildSummary(*p, r->profile_path));
+  EXPECT_THAT(summary, ::testing::HasSubstr("seeded random init: forward, backward and optimizer "
+                                            "steps time as trained weights do"));
   const PhasesView phases = BuildPhases(*p, "x");
   EXPECT_EQ(phases.phases.size(), 6u);
   EXPECT_NE(RenderPhasesText(phases).find("optimizer"), std::string::npos);
+
+  // Issue 20 section 6: metrics.jsonl beside the profile, one line per step of the measured
+  // trial (1 warmup + 2 measured), named as the Python LibreYOLO's metrics.jsonl columns; the
+  // measured steps' mean step_ms is the profile's step time (the same steps, timed alike:
+  // within the trial's loop overhead).
+  EXPECT_NE(c.find("\"metrics\":\"" + (fs::path(spec_.project) / "prof" / "metrics.jsonl").string()),
+            std::string::npos)
+      << c;
+  std::ifstream in(fs::path(spec_.project) / "prof" / "metrics.jsonl");
+  std::vector<rapidjson::Document> lines;
+  for (std::string line; std::getline(in, line);) {
+    lines.emplace_back();
+    lines.back().Parse(line.c_str());
+    ASSERT_FALSE(lines.back().HasParseError()) << line;
+  }
+  ASSERT_EQ(lines.size(), 3u);
+  double measured_ms = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const rapidjson::Document& l = lines[i];
+    EXPECT_EQ(l["step"].GetInt64(), static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(l["trial"].GetInt64(), 1);
+    EXPECT_STREQ(l["stage"].GetString(), i == 0 ? "warmup" : "measuring");
+    ASSERT_TRUE(l["step_ms"].IsNumber()) << "a CPU step is synchronous";
+    EXPECT_GT(l["step_ms"].GetDouble(), 0);
+    if (i > 0) measured_ms += l["step_ms"].GetDouble();
+    const double total = l["train/loss"].GetDouble();
+    const double parts = l["train/box_loss"].GetDouble() + l["train/dfl_loss"].GetDouble() +
+                         l["train/cls_loss"].GetDouble();
+    EXPECT_NEAR(total, parts, 1e-5 * std::max(1.0, std::abs(total)));
+    EXPECT_DOUBLE_EQ(l["lr/pg0"].GetDouble(), 0.01);
+    EXPECT_TRUE(l.HasMember("lr/pg2"));
+  }
+  rapidjson::Document cfg;
+  cfg.Parse(c.c_str());
+  EXPECT_DOUBLE_EQ(lines[1]["train/loss"].GetDouble(), cfg["loss_first"].GetDouble());
+  EXPECT_DOUBLE_EQ(lines[2]["train/loss"].GetDouble(), cfg["loss_last"].GetDouble());
+  EXPECT_LE(measured_ms / 2, *p->step_ms * 1.0001) << "the phases sum to at most the step";
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, TrainJob, ::testing::Values(0, 2));

@@ -247,7 +247,9 @@ absl::StatusOr<DatasetSpec> ResolveDataset(const std::string& data,
   }
   return absl::NotFoundError(
       absl::StrCat("dataset '", data, "' not found; looked for ", absl::StrJoin(tried, ", "),
-                   ". Put the dataset there (its YAML plus images/ and labels/ beside it), point $",
+                   ". ", kNeverDownloads,
+                   ": put the dataset there (its YAML plus images/ and labels/ beside it), "
+                   "point $",
                    kDatasetsEnvVar,
                    " at the folder that holds it, pass the path of its YAML, or use "
                    "'synthetic' for the built-in dataset"));

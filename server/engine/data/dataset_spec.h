@@ -54,6 +54,12 @@ struct DatasetSpec {
   int nc() const { return static_cast<int>(names.size()); }
 };
 
+// Said wherever a dataset is missing: a user coming from the Python tools (which fetch coco128
+// and the like on first use, from a YAML's `download:`) learns why it is not here.
+inline constexpr char kNeverDownloads[] =
+    "libreyolo never downloads a dataset (the Python tools fetch coco128 and the like on first "
+    "use; a YAML's 'download:' is not run here)";
+
 // $LIBREYOLO_DATASETS, else $HOME/.cache/libreyolo/datasets (./.cache/... without HOME).
 std::string DefaultDatasetsDir();
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/status/status_macros.h"
+#include "server/engine/data/dataset_spec.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -94,9 +95,8 @@ absl::StatusOr<std::vector<std::string>> ListSplitImages(const std::vector<std::
           ImageExtensionList(), ")"));
     } else {
       return absl::NotFoundError(
-          absl::StrCat(origin, ": '", source,
-                       "' does not exist; download the dataset there or fix 'path' "
-                       "and the split in the YAML"));
+          absl::StrCat(origin, ": '", source, "' does not exist; ", kNeverDownloads,
+                       ": put the images there, or fix 'path' and the split in the YAML"));
     }
   }
   return out;

@@ -80,6 +80,7 @@ std::string TrainConfigJson(const TrainConfigFacts& f) {
   if (f.cuda_index) WriteCudaFields(w, *f.cuda_index, f.cuda_at_start);
   w.Field("optimizer", f.optimizer)
       .Field("ema_decay", EmaSettings{}.decay)
+      .Field("metrics", f.metrics_file)
       .Field("loss_first", f.loss_first)
       .Field("loss_last", f.loss_last);
   if (!f.loader_note.empty()) w.Field("loader_note", f.loader_note);

@@ -29,6 +29,7 @@ struct TrainConfigFacts {
   ThreadSettings threads;
   std::string optimizer;
   double loss_first = 0, loss_last = 0;
+  std::string metrics_file;  // metrics.jsonl as profile.json records it
   int64_t skipped_steps = 0;  // float16 steps the loss scaler skipped (inf/NaN gradients)
   PhaseTimes phases;          // mean synchronised composition of the measured windows
   std::string loader_note;

@@ -150,6 +150,8 @@ absl::StatusOr<PhaseTimes> Trainer::Step(BatchSource& source, bool sync) {
   }
   auto t6 = Clock::now();
   last_loss_ = loss.total.detach();
+  // Views, no kernel: the step's work is the same with or without the step log.
+  last_losses_ = StepLosses{last_loss_, loss.box.detach(), loss.dfl.detach(), loss.cls.detach()};
   t.dataload = Ms(t1 - t0);
   t.to_device = Ms(t2 - t1);
   t.forward = Ms(t3 - t2);
@@ -157,6 +159,12 @@ absl::StatusOr<PhaseTimes> Trainer::Step(BatchSource& source, bool sync) {
   t.optimizer = Ms(t5 - t4);
   t.ema = Ms(t6 - t5);
   return t;
+}
+
+std::vector<double> Trainer::LearningRates() const {
+  std::vector<double> out;
+  for (const auto& group : optimizer_->param_groups()) out.push_back(group.options().get_lr());
+  return out;
 }
 
 }  // namespace libreyolo::engine

@@ -19,6 +19,7 @@
 #include "server/engine/model/yolo9.h"
 #include "server/engine/runtime_info.h"
 #include "server/engine/train/optim.h"
+#include "server/engine/train/step_log.h"
 
 namespace libreyolo::engine {
 
@@ -82,6 +83,10 @@ class Trainer {
 
   // The last step's loss (detached, on the device; reading it syncs).
   const torch::Tensor& last_loss() const { return last_loss_; }
+  // The last step's loss and its parts, the same way.
+  const StepLosses& last_losses() const { return last_losses_; }
+  // Each parameter group's learning rate now (host values, no sync).
+  std::vector<double> LearningRates() const;
   const ParamGroupCounts& groups() const { return groups_; }
   // How the optimizer updates: "foreach (CUDA, ...)" or "per-tensor" (SgdUpdate::Describe).
   std::string UpdateDescription() const { return update_->Describe(); }
@@ -102,6 +107,7 @@ class Trainer {
   std::unique_ptr<ModelEma> ema_;
   std::unique_ptr<GradScaler> scaler_;
   torch::Tensor last_loss_;
+  StepLosses last_losses_;
 };
 
 }  // namespace libreyolo::engine

@@ -129,6 +129,9 @@ TEST(DatasetResolveTest, MissingDatasetSaysWhereToPutIt) {
   EXPECT_THAT(message, HasSubstr(dir.path() + "/coco128/data.yaml"));
   EXPECT_THAT(message, HasSubstr("$LIBREYOLO_DATASETS"));
   EXPECT_THAT(message, HasSubstr("synthetic"));
+  // Issue 20 section 6: offline, the Python tools' habit (coco128 fetched on first use) meets
+  // a tool that never downloads, and is told so.
+  EXPECT_THAT(message, HasSubstr("libreyolo never downloads a dataset"));
 
   auto missing_yaml = ResolveDataset("no/such/data.yaml", dir.path());
   EXPECT_EQ(missing_yaml.status().code(), absl::StatusCode::kNotFound);
@@ -202,6 +205,7 @@ TEST(OpenDatasetTest, MissingSplitFolderNamesTheYamlLine) {
   ASSERT_EQ(dataset.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(dataset.status().message(), HasSubstr(yaml + ":2: '"));
   EXPECT_THAT(dataset.status().message(), HasSubstr("images/train' does not exist"));
+  EXPECT_THAT(dataset.status().message(), HasSubstr("libreyolo never downloads a dataset"));
 
   std::filesystem::create_directories(dir.path() + "/images/train");
   dataset = OpenDataset(*spec, Split::kTrain);
