@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/analysis/kernel_classify.h"
+#include "common/analysis/load_shift.h"
 #include "common/analysis/metric_list.h"
 #include "common/json/json_writer.h"
 #include "common/profile/metric_table.h"
@@ -14,6 +15,19 @@
 #include "rapidjson/document.h"
 
 namespace libreyolo {
+namespace {
+
+// config.weights: the checkpoint's path, or "random-init"; "" where the config records none.
+std::string WeightsOf(const std::string& config_json) {
+  rapidjson::Document d;
+  d.Parse(config_json.data(), config_json.size());
+  if (d.HasParseError() || !d.IsObject()) return "";
+  auto weights = d.FindMember("weights");
+  if (weights == d.MemberEnd() || !weights->value.IsString()) return "";
+  return weights->value.GetString();
+}
+
+}  // namespace
 
 SummaryView BuildSummary(const Profile& p, const std::string& source) {
   SummaryView v;
@@ -24,6 +38,10 @@ SummaryView BuildSummary(const Profile& p, const std::string& source) {
   v.batch = BatchOf(p.config_json);
   if (v.batch.empty() && p.batch) v.batch = absl::StrCat(*p.batch);
   v.profiler_overhead = ProfilerOverheadOf(p.profiler_json);
+  v.load_shift = RecordedLoadShiftNote(p);
+  if (WeightsOf(p.config_json) == "random-init") {
+    v.weights_note = RandomInitTimingNote(p.mode.value_or(""));
+  }
   // Self CPU time of the operators by category (the kernel categories' rule on the op's name).
   std::map<std::string, double> by_cat;
   double total = 0;
@@ -90,6 +108,18 @@ std::string HeadReinitOf(const std::string& config_json) {
 }
 
 }  // namespace
+
+std::string RandomInitTimingNote(const std::string& mode) {
+  if (mode == "inference") {
+    return "preprocess and forward time as trained weights do (the same "
+           "shapes and kernels); postprocess does not, since NMS works on the detections and "
+           "random weights give other detections (count and overlap) than trained ones";
+  }
+  return "forward, backward and optimizer steps time as trained weights "
+         "do (the same shapes and kernels); the loss's target assignment follows the "
+         "predictions, so its share may differ with trained weights, and the losses themselves "
+         "say nothing about the model";
+}
 
 std::string BatchOf(const std::string& config_json) {
   rapidjson::Document d;
@@ -174,6 +204,7 @@ std::string RenderSummaryText(const SummaryView& v) {
                     "  WARNING: taken under memory pressure (allocator thrashing): the timings "
                     "below are unreliable.\n");
   }
+  if (!v.load_shift.empty()) absl::StrAppend(&out, "  WARNING: ", v.load_shift, ".\n");
   out += "\n";
   std::string what = p.source_kind == "trace" ? "Chrome trace, analysed now" : "profile";
   if (p.mode == "inference") what += ", inference";
@@ -182,6 +213,7 @@ std::string RenderSummaryText(const SummaryView& v) {
   if (const std::string head = HeadReinitOf(p.config_json); !head.empty()) {
     Line(out, "class head", head);
   }
+  if (!v.weights_note.empty()) Line(out, "weights", "seeded random init: " + v.weights_note);
   if (p.device.has_value()) {
     Line(out, "device", absl::StrCat(p.device->name.empty() ? p.device->type : p.device->name,
                                      p.device->memory_mb ? absl::StrFormat(
@@ -365,10 +397,14 @@ std::string RenderSummaryJson(const SummaryView& v) {
       .Field("source", v.source)
       .Field("source_kind", p.source_kind)
       .Field("model", p.model)
+      .Field("weights_note", v.weights_note.empty() ? std::optional<std::string>()
+                                                    : std::optional<std::string>(v.weights_note))
       .Field("mode", p.mode)
       .Field("bound", p.bound)
       .Field("bound_why", p.bound_why)
       .Field("unreliable", v.unreliable)
+      .Field("load_shift", v.load_shift.empty() ? std::optional<std::string>()
+                                                : std::optional<std::string>(v.load_shift))
       .Field("step_ms_measured", StepMeasuredText(p))
       .Field("cpu_job", v.cpu_job)
       .Field("batch", p.batch)

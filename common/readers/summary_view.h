@@ -21,7 +21,19 @@ struct SummaryView {
   std::string batch;  // "16", or "16 (chosen by --batch -1: <rule>)"; "" unknown
   // The profiler's overhead: "4.5 % [1.2, 11.0] (n=24)"; "" where the profile records none.
   std::string profiler_overhead;
+  // A job on a seeded random init (config.weights "random-init"): which of its timings hold
+  // for trained weights and which do not (RandomInitTimingNote); "" otherwise.
+  std::string weights_note;
+  // The profile's own timings disagree beyond what one machine state allows
+  // (profiler.load_shift.note, common/analysis/load_shift.h); "" when they agree.
+  std::string load_shift;
 };
+
+// What a random-init model's timings are worth, for `mode` ("inference" or a training mode):
+// the network's own work is that of trained weights (the same shapes and kernels); what
+// follows the predictions is not. Said by the engine when it falls back to a random init, and
+// by the summary of every profile taken on one.
+std::string RandomInitTimingNote(const std::string& mode);
 
 // The batch a recorded config holds, with the auto-batch rule when --batch -1 chose it.
 std::string BatchOf(const std::string& config_json);

@@ -80,13 +80,13 @@ absl::StatusOr<BudgetOutcome> ApplyOverheadBudgetCached(BudgetDecisionCache& cac
                                                         const std::string& key,
                                                         const ProfilerSwitches& requested,
                                                         double budget_pct, const ProbeFn& probe,
-                                                        bool* cached) {
+                                                        bool* cached, int64_t max_rounds) {
   if (cached != nullptr) *cached = false;
   if (auto hit = cache.Find(key); hit.has_value()) {
     if (cached != nullptr) *cached = true;
     return *std::move(hit);
   }
-  auto decided = ApplyOverheadBudget(requested, budget_pct, probe);
+  auto decided = ApplyOverheadBudget(requested, budget_pct, probe, max_rounds);
   if (!decided.ok()) return decided.status();
   cache.Store(key, *decided);
   return decided;

@@ -58,13 +58,13 @@ class BudgetDecisionCache {
 };
 
 // The decision through the cache: a stored outcome for `key` is returned as is with
-// `*cached` true and `probe` is not called; otherwise ApplyOverheadBudget decides and a
-// successful outcome is stored.
+// `*cached` true and `probe` is not called; otherwise ApplyOverheadBudget decides (within
+// `max_rounds`, its round limit) and a successful outcome is stored.
 absl::StatusOr<BudgetOutcome> ApplyOverheadBudgetCached(BudgetDecisionCache& cache,
                                                         const std::string& key,
                                                         const ProfilerSwitches& requested,
                                                         double budget_pct, const ProbeFn& probe,
-                                                        bool* cached);
+                                                        bool* cached, int64_t max_rounds = 0);
 
 // The profile's `switch_decision`: "cached" or "probed".
 void WriteSwitchDecision(JsonWriter& w, bool cached);

@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/analysis/latency_stats.h"
+#include "common/analysis/load_shift.h"
 #include "common/analysis/repeat_trials.h"
 #include "common/analysis/verdict.h"
 #include "common/json/json_writer.h"
@@ -385,7 +386,6 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     BudgetOutcome budget = SkipOverheadBudget(spec.profiler, "--no-trace: nothing is profiled");
     bool budget_cached = false;
     if (spec.trace) {
-      constexpr int64_t kWindows = 2 * kProbePairs + 1;
       int64_t probed = 0, round_end = 0;
       // `po` set: a profiled window, recorded by `round` (resumed for it) or by its own session.
       auto window = [&](std::vector<double>& ms, int64_t i, const TorchProfilerOptions* po,
@@ -414,7 +414,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
         return absl::OkStatus();  // `own` stops here, its events dropped
       };
       auto probe = [&](const ResolvedSwitches& sw) -> absl::StatusOr<ProbeTimings> {
-        round_end = probed + kWindows;
+        round_end = probed + kProbeRoundWindows;
         const TorchProfilerOptions po = profiler_options(sw);
         std::unique_ptr<ProfilingSession> round;  // stops (events dropped) as the round ends
         if (!po.cuda) {
@@ -445,9 +445,12 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       key.cuda_activity = device->cuda && spec.profiler.cuda;
       key.threads = spec.model.threads;
       key.requested = spec.profiler;
+      // The probes' share: at most the job's own iterations (measured and recorded).
+      const int64_t job_windows = spec.repeat * (spec.warmup + spec.runs) +
+                                  std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs));
       auto applied = ApplyOverheadBudgetCached(BudgetDecisionCache::Process(), key.Build(),
                                                spec.profiler, spec.profiler.overhead_budget_pct,
-                                               probe, &budget_cached);
+                                               probe, &budget_cached, ProbeRoundLimit(job_windows));
       if (!applied.ok()) return applied.status();
       budget = *std::move(applied);
       const int64_t n = std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs));
@@ -594,6 +597,8 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     const Verdict v = ComputeVerdict(p);
     p.bound = v.bound;
     p.bound_why = v.why;
+    // Last, over the final numbers: timings that cannot all be true are said so (load_shift.h).
+    RecordLoadShift(&p);
     report("writing", 0, 1);
     JobResult result;
     result.post_window = post_window;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace libreyolo::engine {
@@ -163,33 +164,59 @@ BudgetAction NextBudgetAction(const OverheadEstimate& e, double budget_pct,
   return a;
 }
 
+int64_t ProbeRoundLimit(int64_t job_windows) {
+  const int64_t rounds =
+      job_windows <= 0 ? 0 : (job_windows - 1) / kProbeRoundWindows + 1;  // ceil, no overflow
+  return std::max(kMinProbeRounds, rounds);
+}
+
 absl::StatusOr<BudgetOutcome> ApplyOverheadBudget(const ProfilerSwitches& requested,
-                                                  double budget_pct, const ProbeFn& probe) {
+                                                  double budget_pct, const ProbeFn& probe,
+                                                  int64_t max_rounds) {
   BudgetOutcome o = Start(requested);
+  o.probe_round_limit = std::max<int64_t>(max_rounds, 0);
   std::vector<CostlySwitch> still_on = AutoSwitches(requested);
+  const auto left = [&] { return max_rounds <= 0 || o.probe_rounds < max_rounds; };
+  bool cut_short = false;
+  std::string kept;  // a switch found over budget but kept: no round left to measure without it
   // One probe: rounds until the estimate is over the budget beyond doubt, or its median is
-  // within it, or kMaxProbeRounds ran.
-  auto measure = [&]() -> absl::StatusOr<OverheadEstimate> {
+  // within it, or kMaxProbeRounds ran, or the job's allowance is spent (nullopt: not a round).
+  auto measure = [&]() -> absl::StatusOr<std::optional<OverheadEstimate>> {
     std::vector<ProbeTimings> rounds;
-    while (true) {
+    std::optional<OverheadEstimate> e;
+    while (left()) {
       auto timings = probe(o.switches);
       if (!timings.ok()) return timings.status();
+      ++o.probe_rounds;
       rounds.push_back(*std::move(timings));
-      auto e = EstimateOverhead(rounds);
-      if (!e.ok()) return e.status();
+      auto estimate = EstimateOverhead(rounds);
+      if (!estimate.ok()) return estimate.status();
+      e = *estimate;
       const bool undecided = e->ci_low_pct <= budget_pct && e->median_pct > budget_pct;
       if (!undecided || static_cast<int64_t>(rounds.size()) >= kMaxProbeRounds) return e;
     }
+    cut_short = true;
+    return e;
   };
   // At most one decision probe per auto switch: each over-budget probe turns one off, and the
   // configuration left when the last goes off is measured, not judged.
   while (!still_on.empty()) {
     auto e = measure();
     if (!e.ok()) return e.status();
-    o.probes.push_back(*e);
-    const BudgetAction a = NextBudgetAction(*e, budget_pct, still_on);
-    if (a.kind != BudgetAction::Kind::kDisable) {
-      o.overhead = *e;
+    if (!e->has_value()) break;  // no round left to measure these switches
+    o.probes.push_back(**e);
+    const BudgetAction a = NextBudgetAction(**e, budget_pct, still_on);
+    // A switch goes off only while a round is left to measure what remains: the overhead the
+    // profile reports is always a measurement of the switches in force.
+    if (a.kind == BudgetAction::Kind::kDisable && !left()) {
+      cut_short = true;
+      kept = absl::StrFormat(
+          "%s was measured over the budget (lower bound %.1f %% > %.1f %%) but stays on: no round "
+          "is left to measure the profiler without it",
+          SwitchName(a.which), (*e)->ci_low_pct, budget_pct);
+    }
+    if (a.kind != BudgetAction::Kind::kDisable || !kept.empty()) {
+      o.overhead = **e;
       o.overhead_from_probe = true;
       break;
     }
@@ -200,7 +227,15 @@ absl::StatusOr<BudgetOutcome> ApplyOverheadBudget(const ProfilerSwitches& reques
   if (!o.overhead.has_value()) {
     auto e = measure();
     if (!e.ok()) return e.status();
-    o.overhead = *e;
+    if (e->has_value()) o.overhead = **e;
+  }
+  if (cut_short) {
+    o.probe_limit_note = absl::StrCat(
+        "the probes stopped at this job's allowance of ", o.probe_round_limit, " rounds (",
+        o.probe_round_limit * kProbeRoundWindows,
+        " windows: probing takes at most as many steps as the job's own); ",
+        kept.empty() ? "the last probe judged on the rounds it had" : kept,
+        ". More --steps (or --runs), or explicit switches, give a fully probed choice");
   }
   return o;
 }
@@ -274,7 +309,13 @@ void WriteSwitchFields(JsonWriter& w, const BudgetOutcome& o, const RecordedKind
   for (const std::string& a : o.auto_disabled) w.String(a);
   w.EndArray()
       .Field("overhead_budget_pct", budget_pct)
-      .Field("probe_iterations", o.probes.empty() ? int64_t{0} : 2 * kProbePairs + 1);
+      .Field("probe_iterations", o.probes.empty() ? int64_t{0} : kProbeRoundWindows)
+      .Field("probe_rounds", o.probe_rounds)
+      .Field("probe_windows", o.probe_rounds * kProbeRoundWindows)
+      .Field("probe_round_limit", o.probe_round_limit > 0
+                                      ? std::optional<int64_t>(o.probe_round_limit)
+                                      : std::nullopt);
+  if (!o.probe_limit_note.empty()) w.Field("probe_limit_note", o.probe_limit_note);
   w.Key("probe_pairs").BeginArray();
   for (const OverheadEstimate& e : o.probes) w.Int(e.pairs);
   w.EndArray();

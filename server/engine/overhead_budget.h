@@ -78,6 +78,17 @@ inline constexpr std::array<CostlySwitch, 3> kDisableOrder = {
 inline constexpr int64_t kProbePairs = 8;
 inline constexpr int64_t kMaxProbeRounds = 3;
 inline constexpr double kProbeConfidence = 0.95;
+inline constexpr int64_t kProbeRoundWindows = 2 * kProbePairs + 1;
+
+// The probes' share of a job (issue 22, section 3: `run --steps 3` spent ~80 windows probing,
+// 48 s against the Python tool's 35 s for the whole job). A job's probes run at most as many
+// windows as the job's own steps (so probing at most doubles a job), and never fewer than
+// kMinProbeRounds rounds: one to measure, one to measure again after a switch goes off. A long
+// job is not bound (its probes are a small share already).
+inline constexpr int64_t kMinProbeRounds = 2;
+// The most probe rounds a job of `job_windows` steps or iterations (its measured and recorded
+// ones) affords: max(kMinProbeRounds, ceil(job_windows / kProbeRoundWindows)).
+int64_t ProbeRoundLimit(int64_t job_windows);
 
 // The switches in force for one probe or for the profiled window.
 struct ResolvedSwitches {
@@ -152,6 +163,10 @@ struct BudgetOutcome {
   // a measurement of its own. Unset when nothing was measured (--no-trace).
   std::optional<OverheadEstimate> overhead;
   bool overhead_from_probe = false;  // `overhead` is the last decision probe's
+  int64_t probe_rounds = 0;       // rounds run, kProbeRoundWindows windows each
+  int64_t probe_round_limit = 0;  // the job's allowance (ProbeRoundLimit); 0 = none
+  // Set when the allowance stopped the probes short: what was decided on fewer rounds, or kept.
+  std::string probe_limit_note;
 };
 
 // Runs one probe round: kProbePairs interleaved pairs with these switches on under the profiler.
@@ -159,10 +174,14 @@ using ProbeFn = std::function<absl::StatusOr<ProbeTimings>(const ResolvedSwitche
 
 // The whole loop: at most one decision probe per auto switch (three), then one measurement of
 // the final switches when no decision probe measured them (so one probe with no auto switch).
-// A probe's error (cancellation, a failed step) or a malformed probe (EstimateOverhead) is
+// At most `max_rounds` rounds in all (ProbeRoundLimit; 0 = no limit, else at least 2): a probe
+// cut short decides on the rounds it has, and a switch goes off only while a round is left to
+// measure what remains (one found over budget with none left stays on, probe_limit_note says
+// so), so the overhead is always a measurement of the switches in force. A probe's error (cancellation, a failed step) or a malformed probe (EstimateOverhead) is
 // returned as is.
 absl::StatusOr<BudgetOutcome> ApplyOverheadBudget(const ProfilerSwitches& requested,
-                                                  double budget_pct, const ProbeFn& probe);
+                                                  double budget_pct, const ProbeFn& probe,
+                                                  int64_t max_rounds = 0);
 
 // No probe (nothing profiled, or the data cannot afford one): auto switches stay on, `why` says
 // so. With no auto switch `why` is dropped.

@@ -74,6 +74,11 @@ inline void ExpectConsistentBudgetRecord(const std::string& profiler_json, doubl
     return;
   }
   EXPECT_EQ(d["probe_iterations"].GetInt64(), 2 * kProbePairs + 1);
+  // The probes' share of the job: never more rounds than its allowance.
+  if (d.HasMember("probe_round_limit") && d["probe_round_limit"].IsInt64()) {
+    EXPECT_LE(d["probe_rounds"].GetInt64(), d["probe_round_limit"].GetInt64()) << profiler_json;
+  }
+  EXPECT_EQ(d["probe_windows"].GetInt64(), d["probe_rounds"].GetInt64() * (2 * kProbePairs + 1));
   // One probe per decision: each over-budget probe (its interval's lower bound over the budget)
   // disabled one switch; a last probe accepted (its lower bound within), unless every auto
   // switch went off (then what is left was measured).
@@ -82,7 +87,18 @@ inline void ExpectConsistentBudgetRecord(const std::string& profiler_json, doubl
     EXPECT_STREQ(d["overhead_source"].GetString(), "measured");
   } else {
     ASSERT_EQ(probes, disabled.size() + 1) << profiler_json;
-    EXPECT_LE(At(low, probes - 1), budget_pct) << profiler_json;
+    // The accepting probe is within the budget, unless the job's probe allowance left no round
+    // to measure without the switch it found over (overhead_budget.h ProbeRoundLimit): then the
+    // switch stays on, measured, and probe_limit_note says so.
+    const bool kept = d.HasMember("probe_limit_note") &&
+                      std::string(d["probe_limit_note"].GetString()).find("stays on") !=
+                          std::string::npos;
+    if (kept) {
+      EXPECT_GT(At(low, probes - 1), budget_pct) << profiler_json;
+      EXPECT_EQ(d["probe_rounds"].GetInt64(), d["probe_round_limit"].GetInt64()) << profiler_json;
+    } else {
+      EXPECT_LE(At(low, probes - 1), budget_pct) << profiler_json;
+    }
     // The accepting probe is the profile's overhead.
     EXPECT_STREQ(d["overhead_source"].GetString(), "probe");
     EXPECT_DOUBLE_EQ(d["overhead_pct"].GetDouble(), At(median, probes - 1));

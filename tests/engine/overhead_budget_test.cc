@@ -4,11 +4,13 @@
 
 #include "server/engine/budget_cache.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -161,6 +163,72 @@ TEST(OverheadBudget, RoundsArePooledPairByPair) {
   double coverage = 0;
   EXPECT_EQ(SignTestRank(16, 0.95, &coverage), 4);
   EXPECT_NEAR(e->ci_level, coverage, 1e-12);
+}
+
+// Issue 22, section 3: probing cost more than it saved on short jobs (`run --steps 3`: ~80 probe
+// windows, 48 s against the Python tool's 35 s). A job's probes take at most as many windows as
+// its own steps, never fewer than two rounds, and the profile says when the allowance bound.
+TEST(OverheadBudget, ProbesTakeAtMostTheJobsOwnShare) {
+  EXPECT_EQ(ProbeRoundLimit(0), kMinProbeRounds);
+  EXPECT_EQ(ProbeRoundLimit(4), 2) << "run --steps 3 --warmup 1: two rounds, 34 windows";
+  EXPECT_EQ(ProbeRoundLimit(2 * kProbeRoundWindows), 2);
+  EXPECT_EQ(ProbeRoundLimit(2 * kProbeRoundWindows + 1), 3);
+  EXPECT_EQ(ProbeRoundLimit(1000), (1000 + kProbeRoundWindows - 1) / kProbeRoundWindows);
+  EXPECT_EQ(ProbeRoundLimit(INT64_MAX), (INT64_MAX - 1) / kProbeRoundWindows + 1);
+
+  // +50 % whatever is on: unbounded, every auto switch goes off (3 decision probes + 1).
+  int rounds = 0;
+  auto costly = [&](const ResolvedSwitches&) -> absl::StatusOr<ProbeTimings> {
+    ++rounds;
+    return Flat(50.0);
+  };
+  auto free_run = ApplyOverheadBudget(AllAuto(), 3.0, costly);
+  ASSERT_TRUE(free_run.ok()) << free_run.status();
+  EXPECT_EQ(rounds, 4);
+  EXPECT_EQ(free_run->probe_rounds, 4);
+  EXPECT_EQ(free_run->probe_round_limit, 0);
+  EXPECT_TRUE(free_run->probe_limit_note.empty());
+  // Two rounds allowed: record_shapes goes off on evidence and round 2 measures the rest; with
+  // flops found over budget there and no round left to measure without it, it stays on. The
+  // overhead reported is round 2's: a measurement of the switches in force.
+  rounds = 0;
+  auto bounded = ApplyOverheadBudget(AllAuto(), 3.0, costly, 2);
+  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  EXPECT_EQ(rounds, 2);
+  EXPECT_EQ(bounded->probe_rounds, 2);
+  EXPECT_EQ(bounded->probe_round_limit, 2);
+  EXPECT_EQ(bounded->auto_disabled, (std::vector<std::string>{"record_shapes"}));
+  EXPECT_TRUE(bounded->switches.with_flops);
+  EXPECT_TRUE(bounded->switches.profile_memory);
+  ASSERT_TRUE(bounded->overhead.has_value());
+  EXPECT_TRUE(bounded->overhead_from_probe);
+  EXPECT_NEAR(bounded->overhead->median_pct, 50.0, 1e-9);
+  EXPECT_EQ(bounded->probes.size(), 2u);
+  EXPECT_THAT(bounded->probe_limit_note,
+              ::testing::HasSubstr("allowance of 2 rounds (34 windows"));
+  EXPECT_THAT(bounded->probe_limit_note,
+              ::testing::HasSubstr("with_flops was measured over the budget (lower bound 50.0 % "
+                                   "> 3.0 %) but stays on"));
+  // Within budget at once: one round, the allowance never binds.
+  rounds = 0;
+  auto cheap = [&](const ResolvedSwitches&) -> absl::StatusOr<ProbeTimings> {
+    ++rounds;
+    return Flat(0.5);
+  };
+  auto quick = ApplyOverheadBudget(AllAuto(), 3.0, cheap, 2);
+  ASSERT_TRUE(quick.ok()) << quick.status();
+  EXPECT_EQ(rounds, 1);
+  EXPECT_TRUE(quick->overhead.has_value());
+  EXPECT_TRUE(quick->probe_limit_note.empty());
+  // The record says it: probe_rounds, probe_windows, probe_round_limit, probe_limit_note.
+  JsonWriter w(false);
+  w.BeginObject();
+  WriteSwitchFields(w, *bounded, RecordedKinds{true, true, true, true}, false, 3.0);
+  w.EndObject();
+  const std::string json = w.Take();
+  EXPECT_THAT(json, ::testing::HasSubstr("\"probe_rounds\":2,\"probe_windows\":34,"
+                                         "\"probe_round_limit\":2"));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"probe_limit_note\":\"the probes stopped"));
 }
 
 TEST(OverheadBudget, AnUndecidedProbeRunsAnotherRound) {

@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/analysis/latency_stats.h"
+#include "common/analysis/load_shift.h"
 #include "common/analysis/repeat_trials.h"
 #include "common/analysis/verdict.h"
 #include "server/engine/collect/profiling_session.h"
@@ -152,6 +153,13 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
 
     // The measured windows run without the profiler: these are the numbers users see.
     MeasuredWindows m;
+    StepLog step_log;
+    auto log_step = [&](const char* stage, int64_t trial, const PhaseTimes& t, bool synced) {
+      step_log.Add(StepRecord{stage, trial + 1, static_cast<int64_t>(step_log.size()) + 1,
+                              trainer.last_losses(),
+                              synced ? std::optional<double>(t.total()) : std::nullopt,
+                              trainer.LearningRates()});
+    };
     double unsynced_ms = 0, unsynced_dataload = 0, synced_ms = 0;
     int64_t unsynced_n = 0, synced_n = 0;
     torch::Tensor first_loss;
@@ -161,7 +169,9 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
       if (auto s = source.Reserve(window); !s.ok()) return s;
       for (int64_t i = 0; i < spec.warmup; ++i) {
         if (cancelled()) return absl::CancelledError("cancelled during warmup");
-        if (auto t = trainer.Step(source, false); !t.ok()) return t.status();
+        auto t = trainer.Step(source, false);
+        if (!t.ok()) return t.status();
+        log_step("warmup", trial, *t, !device->cuda);
         report("warmup", trial * spec.warmup + i + 1, spec.repeat * spec.warmup);
       }
       double trial_ms = 0, trial_dataload = 0;
@@ -177,6 +187,7 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
         if (!t.ok()) return t.status();
         // Kept on the device and read after the window: .item() would sync mid-window.
         if (trial == 0 && i == 0) first_loss = trainer.last_loss();
+        log_step("measuring", trial, *t, per_phase || !device->cuda);
         if (i < timed) trial_dataload += t->dataload;
         if (per_phase || !device->cuda) {
           m.phases += *t;
@@ -206,6 +217,8 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
 
     JobFiles files = JobFilesFor(spec.project, "prof", spec.output);
     if (auto made = CreateJobDir(files); !made.ok()) return made;
+    // Written before the profiled window: a job that fails later still leaves its steps.
+    if (auto w = WriteFileAtomically(files.metrics, step_log.ToJsonLines()); !w.ok()) return w;
     ScheduleSettings schedule;
     schedule.skip_first = spec.skip_first;
     schedule.wait = spec.wait;
@@ -221,11 +234,15 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     // fills the measured window can be probed (no exit 3 the run would not have had).
     int64_t probed = 0, round_end = 0;
     auto probe = [&](const ResolvedSwitches& sw) -> absl::StatusOr<ProbeTimings> {
-      round_end = probed + 2 * kProbePairs + 1;
+      round_end = probed + kProbeRoundWindows;
       auto after_window = [&] { report("probing", ++probed, round_end); };
       return ProbeRound(trainer, source, profiler_options(sw), kProbePairs, after_window, cancel);
     };
-    auto applied = ApplyOverheadBudget(spec.profiler, spec.profiler.overhead_budget_pct, probe);
+    // The probes' share: at most the job's own steps (the measured trials and the profiler's).
+    const int64_t job_windows = spec.repeat * window + spec.skip_first +
+                                spec.cycles * (spec.wait + spec.warmup + spec.steps);
+    auto applied = ApplyOverheadBudget(spec.profiler, spec.profiler.overhead_budget_pct, probe,
+                                       ProbeRoundLimit(job_windows));
     if (!applied.ok()) return applied.status();
     const BudgetOutcome budget = *std::move(applied);
     const TorchProfilerOptions po = profiler_options(budget.switches);
@@ -259,6 +276,7 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     facts.threads = threads;
     facts.optimizer =
         absl::StrCat(trainer.groups().Describe(SgdSettings{}), "; ", trainer.UpdateDescription());
+    facts.metrics_file = files.Recorded(files.metrics);
     facts.loss_first = m.loss_first;
     facts.loss_last = m.loss_last;
     facts.skipped_steps = trainer.skipped_steps();
@@ -293,6 +311,8 @@ absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn
     const Verdict v = ComputeVerdict(p);
     p.bound = v.bound;
     p.bound_why = v.why;
+    // Last, over the final numbers: timings that cannot all be true are said so (load_shift.h).
+    RecordLoadShift(&p);
 
     report("writing", 0, 1);
     JobResult result;

@@ -1,0 +1,113 @@
+#include "common/analysis/load_shift.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace libreyolo {
+namespace {
+
+// The last number of profiler.<key> (an array: the accepted probe is the last one).
+std::optional<double> LastOf(const rapidjson::Document& d, const char* key) {
+  auto it = d.FindMember(key);
+  if (it == d.MemberEnd() || !it->value.IsArray() || it->value.Empty()) return std::nullopt;
+  const auto& last = it->value[it->value.Size() - 1];
+  if (!last.IsNumber()) return std::nullopt;
+  return last.GetDouble();
+}
+
+// How many times larger the larger of a and b is; 0 when either is not positive.
+double Apart(double a, double b) {
+  if (a <= 0 || b <= 0) return 0;
+  return std::max(a, b) / std::min(a, b);
+}
+
+}  // namespace
+
+std::optional<LoadShift> DetectLoadShift(const Profile& p) {
+  if (StepTimingOf(p) != StepTiming::kUnprofiled || !p.step_ms.has_value() || *p.step_ms <= 0) {
+    return std::nullopt;
+  }
+  LoadShift s;
+  s.step_ms = *p.step_ms;
+  s.profiled_step_ms = ProfiledStepMs(p);
+  rapidjson::Document d;
+  d.Parse(p.profiler_json.data(), p.profiler_json.size());
+  if (!d.HasParseError() && d.IsObject()) {
+    s.probe_baseline_ms = LastOf(d, "probe_baseline_ms");
+    s.overhead_ci_high_pct = LastOf(d, "overhead_ci_pct");
+  }
+  std::vector<std::string> found;
+  if (s.probe_baseline_ms && Apart(*s.probe_baseline_ms, s.step_ms) > kLoadShiftFactor) {
+    found.push_back(absl::StrFormat(
+        "the same step without the profiler took %.2f ms while measuring and %.2f ms while the "
+        "overhead was probed (%.1fx)",
+        s.step_ms, *s.probe_baseline_ms, Apart(*s.probe_baseline_ms, s.step_ms)));
+  }
+  if (s.profiled_step_ms) {
+    // What the profiled window may take: the headline plus at most the overhead's upper bound.
+    const double allowed = 1 + std::max(0.0, s.overhead_ci_high_pct.value_or(0)) / 100;
+    const double expected = s.step_ms * allowed;
+    if (Apart(*s.profiled_step_ms, expected) > kLoadShiftFactor) {
+      found.push_back(absl::StrFormat(
+          "the profiled window's step took %.2f ms where the measured step (%.2f ms) and the "
+          "profiler's overhead (at most %.1f %%) allow %.2f ms (%.1fx)",
+          *s.profiled_step_ms, s.step_ms, (allowed - 1) * 100, expected,
+          Apart(*s.profiled_step_ms, expected)));
+    }
+  }
+  if (found.empty()) return std::nullopt;
+  s.note = absl::StrCat(
+      "the machine's load changed during the job: ", absl::StrJoin(found, "; "),
+      ". These cannot both describe one machine state: the headline, the phases and the overhead "
+      "estimate may come from different conditions. Re-run on a quieter machine, or with "
+      "--repeat 3 to see the spread");
+  return s;
+}
+
+void RecordLoadShift(Profile* p) {
+  const std::optional<LoadShift> s = DetectLoadShift(*p);
+  if (!s) return;
+  rapidjson::Document d;
+  d.Parse(p->profiler_json.data(), p->profiler_json.size());
+  if (d.HasParseError() || !d.IsObject()) d.SetObject();
+  auto& a = d.GetAllocator();
+  rapidjson::Value o(rapidjson::kObjectType);
+  auto opt = [&](const char* key, const std::optional<double>& v) {
+    rapidjson::Value val;
+    if (v) val.SetDouble(*v);
+    o.AddMember(rapidjson::StringRef(key), val, a);
+  };
+  o.AddMember("step_ms", s->step_ms, a);
+  opt("probe_baseline_ms", s->probe_baseline_ms);
+  opt("profiled_step_ms", s->profiled_step_ms);
+  opt("overhead_ci_high_pct", s->overhead_ci_high_pct);
+  o.AddMember("factor", kLoadShiftFactor, a);
+  o.AddMember("note", rapidjson::Value(s->note.c_str(), a), a);
+  d.RemoveMember("load_shift");
+  d.AddMember("load_shift", o, a);
+  rapidjson::StringBuffer out;
+  rapidjson::Writer<rapidjson::StringBuffer> w(out);
+  d.Accept(w);
+  p->profiler_json.assign(out.GetString(), out.GetSize());
+}
+
+std::string RecordedLoadShiftNote(const Profile& p) {
+  rapidjson::Document d;
+  d.Parse(p.profiler_json.data(), p.profiler_json.size());
+  if (d.HasParseError() || !d.IsObject()) return "";
+  auto it = d.FindMember("load_shift");
+  if (it == d.MemberEnd() || !it->value.IsObject()) return "";
+  auto note = it->value.FindMember("note");
+  if (note == it->value.MemberEnd() || !note->value.IsString()) return "";
+  return note->value.GetString();
+}
+
+}  // namespace libreyolo
