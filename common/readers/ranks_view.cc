@@ -26,16 +26,20 @@ bool IsTraceName(const std::string& name) {
   return absl::EndsWith(name, ".json") || absl::EndsWith(name, ".json.gz");
 }
 
-// "1..127" or "1, 3, 7" (at most 8 listed).
+// Runs of consecutive ranks: "1..127", "0..33, 35..299", "1, 3" (at most 6 runs listed).
 std::string RanksText(const std::vector<int64_t>& ranks) {
-  if (ranks.empty()) return "";
-  if (ranks.back() - ranks.front() + 1 == static_cast<int64_t>(ranks.size()) &&
-      ranks.size() > 2) {
-    return absl::StrCat(ranks.front(), "..", ranks.back());
+  std::vector<std::string> runs;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (runs.size() == 6) {
+      runs.push_back("...");
+      break;
+    }
+    runs.push_back(j == i ? absl::StrCat(ranks[i]) : absl::StrCat(ranks[i], "..", ranks[j]));
+    i = j + 1;
   }
-  std::vector<int64_t> head(ranks.begin(),
-                            ranks.begin() + std::min<std::ptrdiff_t>(std::ssize(ranks), 8));
-  return absl::StrCat(absl::StrJoin(head, ", "), ranks.size() > 8 ? ", ..." : "");
+  return absl::StrJoin(runs, ", ");
 }
 
 absl::StatusOr<std::vector<std::string>> TraceFiles(const std::string& dir) {
@@ -57,7 +61,8 @@ absl::StatusOr<std::vector<std::string>> TraceFiles(const std::string& dir) {
 }
 
 // Every rank 0..n-1 exactly once, of one world size and backend.
-absl::Status CheckRanks(const std::string& dir, const std::vector<RankFile>& files) {
+absl::Status CheckRanks(const std::string& dir, const std::vector<RankFile>& files,
+                        bool require_all) {
   if (files.empty()) return absl::InvalidArgumentError(absl::StrCat(dir, " holds no trace"));
   const RankFile first = files.front();
   std::map<int64_t, const RankFile*> by_rank;
@@ -83,7 +88,7 @@ absl::Status CheckRanks(const std::string& dir, const std::vector<RankFile>& fil
     }
   }
   std::vector<int64_t> missing;
-  for (int64_t r = 0; r < first.info.world_size; ++r) {
+  for (int64_t r = 0; require_all && r < first.info.world_size; ++r) {
     if (!by_rank.count(r)) missing.push_back(r);
   }
   if (missing.empty()) return absl::OkStatus();
@@ -119,7 +124,7 @@ bool IsDirectory(const std::string& path) {
   return fs::is_directory(path, ec);
 }
 
-absl::StatusOr<std::vector<RankFile>> ScanRankFolder(const std::string& dir) {
+absl::StatusOr<std::vector<RankFile>> ScanRankFolder(const std::string& dir, bool require_all) {
   auto files = TraceFiles(dir);
   if (!files.ok()) return files.status();
   std::vector<RankFile> out;
@@ -137,24 +142,27 @@ absl::StatusOr<std::vector<RankFile>> ScanRankFolder(const std::string& dir) {
     }
     out.push_back({path, *info});
   }
-  if (absl::Status s = CheckRanks(dir, out); !s.ok()) return s;
+  if (absl::Status s = CheckRanks(dir, out, require_all); !s.ok()) return s;
   std::sort(out.begin(), out.end(),
             [](const RankFile& a, const RankFile& b) { return a.info.rank < b.info.rank; });
   return out;
 }
 
 absl::StatusOr<std::string> RankTracePath(const std::string& dir, int64_t rank) {
-  auto files = ScanRankFolder(dir);
+  auto files = ScanRankFolder(dir, /*require_all=*/false);
   if (!files.ok()) return files.status();
-  if (rank < 0 || rank >= static_cast<int64_t>(files->size())) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--rank %d: %s holds ranks 0..%d", rank, dir, files->size() - 1));
+  std::vector<int64_t> held;
+  for (const RankFile& f : *files) {
+    if (f.info.rank == rank) return f.path;
+    held.push_back(f.info.rank);
   }
-  return (*files)[static_cast<size_t>(rank)].path;
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "--rank %d: %s holds rank%s %s of a %d-rank job", rank, dir, held.size() == 1 ? "" : "s",
+      RanksText(held), files->front().info.world_size));
 }
 
 absl::StatusOr<RanksView> BuildRanksView(const std::string& dir, int threads) {
-  auto files = ScanRankFolder(dir);
+  auto files = ScanRankFolder(dir, /*require_all=*/true);
   if (!files.ok()) return files.status();
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const size_t n = files->size();

@@ -29,10 +29,12 @@ bool IsDirectory(const std::string& path);
 // The folder's traces (*.json, *.json.gz), one per rank 0..n-1, in rank order. INVALID_ARGUMENT
 // (exit 2) naming the problem and the way out: no traces, a trace without distributedInfo,
 // mixed world sizes or backends, a rank twice, ranks missing (what the folder holds: "rank 0 of
-// a 128-rank job"). A trace that cannot be read is DATA_LOSS (exit 1) naming the file.
-absl::StatusOr<std::vector<RankFile>> ScanRankFolder(const std::string& dir);
+// a 128-rank job"; not checked when `require_all` is false). A trace that cannot be read is
+// DATA_LOSS (exit 1) naming the file.
+absl::StatusOr<std::vector<RankFile>> ScanRankFolder(const std::string& dir, bool require_all);
 
-// The trace of rank `rank` in the folder (for `--rank k`): INVALID_ARGUMENT when out of range.
+// The trace of rank `rank` in the folder (for `--rank k`; other ranks may be missing):
+// INVALID_ARGUMENT naming the ranks the folder holds when it has no trace of that rank.
 absl::StatusOr<std::string> RankTracePath(const std::string& dir, int64_t rank);
 
 // Scans, then analyses every rank's trace, one task per rank on at most `threads` threads (0:
