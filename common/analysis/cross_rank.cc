@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace libreyolo {
@@ -86,19 +87,34 @@ void StragglerVerdict(CrossRankResult& r) {
   }
 }
 
+void CommBoundVerdict(CrossRankResult& r, double exposed_frac) {
+  r.verdict = absl::StrFormat(
+      "communication-bound: %.1f ms of the %.1f ms step (%.0f%%) is communication no "
+      "computation overlaps",
+      r.exposed_comm_ms, r.step_ms_mean, 100.0 * exposed_frac);
+  r.levers = {"bucket size: DDP(bucket_cap_mb=...) (fewer, larger all-reduces; default 25)",
+              "gradient_as_bucket_view=True (no copy between gradients and buckets)",
+              "overlap: static_graph=True, no_sync() over gradient-accumulation steps",
+              "a larger batch per rank (more compute per all-reduce)"};
+}
+
+// The headline is the larger loss: the wait the straggler causes, or the communication that
+// is exposed even on the rank nobody waits for (the straggler's own exposed time).
 void Verdict(CrossRankResult& r) {
   const double exposed_frac = r.step_ms_mean > 0 ? r.exposed_comm_ms / r.step_ms_mean : 0;
-  if (r.straggler) {
+  double straggler_exposed = 0;
+  for (const RankFigures& f : r.ranks) {
+    if (r.straggler && f.info.rank == *r.straggler) straggler_exposed = f.exposed_comm_ms;
+  }
+  if (r.straggler && (*r.collective_wait_ms >= straggler_exposed || exposed_frac < kCommBoundFrac)) {
     StragglerVerdict(r);
   } else if (exposed_frac >= kCommBoundFrac) {
-    r.verdict = absl::StrFormat(
-        "communication-bound: %.1f ms of the %.1f ms step (%.0f%%) is communication no "
-        "computation overlaps",
-        r.exposed_comm_ms, r.step_ms_mean, 100.0 * exposed_frac);
-    r.levers = {"bucket size: DDP(bucket_cap_mb=...) (fewer, larger all-reduces; default 25)",
-                "gradient_as_bucket_view=True (no copy between gradients and buckets)",
-                "overlap: static_graph=True, no_sync() over gradient-accumulation steps",
-                "a larger batch per rank (more compute per all-reduce)"};
+    CommBoundVerdict(r, exposed_frac);
+    if (r.straggler) {
+      absl::StrAppendFormat(&r.verdict, "; besides, rank %d is a small straggler (the others "
+                                        "wait %.1f ms per step for it)",
+                            *r.straggler, *r.collective_wait_ms);
+    }
   } else if (r.comm_ms <= 0) {
     r.verdict = "no collectives in the step window: the ranks did not communicate";
   } else {

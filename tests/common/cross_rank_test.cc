@@ -200,6 +200,19 @@ TEST(CrossRank, CommunicationBound) {
   EXPECT_NE(absl::StrJoin(r.levers, "\n").find("gradient_as_bucket_view"), std::string::npos);
 }
 
+TEST(CrossRank, ExposedCommunicationOutweighsASmallStraggler) {
+  // The others wait 2.6 ms for rank 1, but rank 1 itself (whom nobody waits for) has 4.2 ms of
+  // exposed communication: the headline is the communication, the straggler comes second.
+  const CrossRankResult r =
+      AnalyseCrossRank({Fig(0, 12, 4.4, 0.4, 6.8, 6.6), Fig(1, 12, 5.5, 0.4, 4.2, 4.2)});
+  ASSERT_TRUE(r.straggler.has_value());
+  EXPECT_EQ(*r.straggler, 1);
+  EXPECT_EQ(r.verdict.rfind("communication-bound: 5.4 ms of the 12.0 ms step (45%)", 0), 0u)
+      << r.verdict;
+  EXPECT_NE(r.verdict.find("rank 1 is a small straggler (the others wait 2.6 ms per step"),
+            std::string::npos) << r.verdict;
+}
+
 TEST(CrossRank, FiguresThatDoNotApplyAreNull) {
   const CrossRankResult none = AnalyseCrossRank({Fig(0, 10, 0, 0, 0, 0), Fig(1, 10, 0, 0, 0, 0)});
   EXPECT_FALSE(none.comm_overlap_pct.has_value());
