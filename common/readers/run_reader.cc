@@ -38,7 +38,7 @@ absl::StatusOr<ReaderOutput> RunFolderReader(ReaderInvocation in, const ProfileL
   if (in.rank) {
     auto path = RankTracePath(dir, *in.rank);
     if (!path.ok()) return path.status();
-    if (in.labels.empty()) in.labels = {absl::StrCat(dir, " rank ", *in.rank)};
+    if (in.labels.empty()) in.labels = {absl::StrCat(*path, " (rank ", *in.rank, ")")};
     in.inputs[0] = *path;
     in.rank.reset();
     in.read_folders = false;
