@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/analysis/kernel_classify.h"
-#include "common/io/file_reader.h"
+#include "common/io/block_reader.h"
 #include "common/trace/trace_analyser.h"
 #include "rapidjson/error/en.h"
 #include "rapidjson/memorystream.h"
@@ -81,6 +81,12 @@ bool Inside(const Intervals& merged, int64_t ts) {
   return it != merged.begin() && ts < std::prev(it)->second;
 }
 
+// A JSON number as a count or id: -1 (unset) unless a finite integer-valued number in range.
+int64_t AsCount(double v) {
+  if (!std::isfinite(v) || v < 0 || v > 9e15 || v != std::floor(v)) return -1;
+  return static_cast<int64_t>(v);
+}
+
 bool IsAllReduce(const std::string& name) {
   const std::string n = absl::AsciiStrToLower(name);
   return absl::StrContains(n, "allreduce") || absl::StrContains(n, "all_reduce");
@@ -116,6 +122,14 @@ struct Pending {
   int64_t in_nelems = -1;
   int64_t dims_product = -1;  // product of the first input's Input Dims
   int inner_arrays = 0;       // Input Dims' inner lists seen
+
+  // Empties every field, keeping the strings' buffers (one event after another).
+  void Reset() {
+    for (std::string* f : {&ph, &cat, &name, &dtype, &collective, &input_type}) f->clear();
+    ts = dur = std::nan("");
+    in_nelems = dims_product = -1;
+    inner_arrays = 0;
+  }
 };
 
 class RankHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, RankHandler> {
@@ -191,7 +205,7 @@ class RankHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, RankH
     if (in_events_ && !header_only_ && object && depth_ == events_depth_ + 1) {
       in_event_ = true;
       event_depth_ = depth_;
-      ev_ = Pending{};
+      ev_.Reset();
       key_.clear();
     }
     return true;
@@ -199,8 +213,8 @@ class RankHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, RankH
 
   bool Number(double v) {
     if (in_dist_ && depth_ == 2) {
-      if (key_ == "rank") out_->info.rank = static_cast<int64_t>(v);
-      if (key_ == "world_size") out_->info.world_size = static_cast<int64_t>(v);
+      if (key_ == "rank") out_->info.rank = AsCount(v);
+      if (key_ == "world_size") out_->info.world_size = AsCount(v);
       return true;
     }
     if (!in_event_) return true;
@@ -208,10 +222,14 @@ class RankHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, RankH
       if (key_ == "ts") ev_.ts = v;
       else if (key_ == "dur") ev_.dur = v;
     } else if (depth_ == event_depth_ + 1 && key_ == "In msg nelems") {
-      ev_.in_nelems = static_cast<int64_t>(v);
+      ev_.in_nelems = AsCount(v);
     } else if (depth_ == event_depth_ + 3 && key_ == "Input Dims" && ev_.inner_arrays == 0) {
-      const double p = (ev_.dims_product < 0 ? 1.0 : static_cast<double>(ev_.dims_product)) * v;
-      ev_.dims_product = p >= 0 && p < 9e15 ? static_cast<int64_t>(p) : -1;
+      const int64_t dim = AsCount(v);
+      const double p = dim < 0 || ev_.dims_product == -2
+                           ? -1.0
+                           : (ev_.dims_product < 0 ? 1.0 : static_cast<double>(ev_.dims_product)) *
+                                 static_cast<double>(dim);
+      ev_.dims_product = p >= 0 && p <= 9e15 ? static_cast<int64_t>(p) : -2;  // -2: unusable
     }
     return true;
   }
@@ -266,7 +284,7 @@ void RankHandler::CommitCpu(const Interval& iv) {
     if (IsAllReduce(name)) {
       out_->allreduce_cpu.push_back(iv);
       const std::optional<int64_t> size = DtypeBytes(ev_.input_type);
-      if (size && ev_.dims_product >= 0) {
+      if (size && ev_.dims_product >= 0) {  // -1: no dims, -2: a dimension that is no count
         out_->span_sizes.push_back(
             {iv.first, static_cast<double>(ev_.dims_product) * static_cast<double>(*size)});
       }
@@ -282,19 +300,24 @@ void RankHandler::CommitCpu(const Interval& iv) {
   }
 }
 
-// A RapidJSON input stream over ChunkedFileReader (the file is never held whole).
+// A RapidJSON input stream over BlockReader (read(2), or igzip for gzip): the file is never
+// held whole. Shaped like rapidjson::FileReadStream (a NUL after the last byte), so that Peek
+// and Take stay small enough to inline: they are most of the parse.
 class ChunkStream {
  public:
   using Ch = char;
-  explicit ChunkStream(ChunkedFileReader* reader) : reader_(reader), buf_(1 << 18) { Fill(); }
-  Ch Peek() const { return pos_ < len_ ? buf_[pos_] : '\0'; }
+  explicit ChunkStream(BlockReader* reader) : reader_(reader), buf_(1 << 18) { Fill(); }
+  Ch Peek() const { return *cur_; }
   Ch Take() {
-    if (pos_ >= len_) return '\0';
-    const Ch c = buf_[pos_++];
-    if (pos_ == len_) Fill();
+    const Ch c = *cur_;
+    if (cur_ < last_) {
+      ++cur_;
+    } else if (!eof_) {
+      Fill();
+    }
     return c;
   }
-  size_t Tell() const { return consumed_ + pos_; }
+  size_t Tell() const { return consumed_ + static_cast<size_t>(cur_ - buf_.data()); }
   Ch* PutBegin() { return nullptr; }
   void Put(Ch) {}
   void Flush() {}
@@ -302,20 +325,32 @@ class ChunkStream {
   const absl::Status& status() const { return status_; }
 
  private:
-  void Fill() {
+  [[gnu::noinline]] void Fill() {
     consumed_ += len_;
-    pos_ = len_ = 0;
-    if (!status_.ok()) return;
-    auto n = reader_->Read(buf_.data(), buf_.size());
-    if (!n.ok()) {
-      status_ = n.status();
-      return;
+    len_ = 0;
+    if (status_.ok()) {
+      auto n = reader_->Read(buf_.data(), buf_.size() - 1);
+      if (n.ok()) {
+        len_ = *n;
+      } else {
+        status_ = n.status();
+      }
     }
-    len_ = *n;
+    cur_ = buf_.data();
+    if (len_ == 0) {
+      eof_ = true;
+      buf_[0] = '\0';
+      last_ = cur_;
+    } else {
+      last_ = cur_ + len_ - 1;
+    }
   }
-  ChunkedFileReader* reader_;
+  BlockReader* reader_;
   std::vector<char> buf_;
-  size_t pos_ = 0, len_ = 0, consumed_ = 0;
+  char* cur_ = nullptr;
+  char* last_ = nullptr;  // the last byte read
+  size_t len_ = 0, consumed_ = 0;
+  bool eof_ = false;
   absl::Status status_;
 };
 
@@ -340,7 +375,7 @@ absl::Status Parse(Stream& stream, const absl::Status* stream_status, const std:
 }
 
 absl::Status ParseFile(const std::string& path, Collected* out, bool header_only) {
-  auto reader = ChunkedFileReader::Open(path);
+  auto reader = BlockReader::Open(path);
   if (!reader.ok()) return reader.status();
   ChunkStream stream(reader->get());
   return Parse(stream, &stream.status(), path, out, header_only);
@@ -378,9 +413,9 @@ absl::StatusOr<RankFigures> Figures(Collected c, const std::string& what) {
         what, ": no ProfilerStep#N span, so no step to divide by; profile with "
               "torch.profiler.schedule and call prof.step() once per iteration"));
   }
-  int64_t step_ns = 0;
-  for (const Interval& s : c.steps) step_ns += s.second - s.first;
-  f.step_ms = PerStepMs(step_ns, f.steps);
+  double step_ns = 0;  // a double: a hostile trace's many huge steps must not overflow
+  for (const Interval& s : c.steps) step_ns += static_cast<double>(s.second - s.first);
+  f.step_ms = step_ns / 1e6 / static_cast<double>(f.steps);
   const Intervals window = Merge(std::move(c.steps));
   const bool has_kernels = !c.comm_gpu.empty() || !c.compute_gpu.empty();
   f.gpu_comm = !c.comm_gpu.empty();

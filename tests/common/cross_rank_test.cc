@@ -287,6 +287,11 @@ TEST(RankFolder, Errors) {
     ExpectError(d.path(), absl::StatusCode::kInvalidArgument, "has no distributedInfo");
   }
   {
+    test::TempDir d;  // a rank that is no count is no rank
+    d.Write("a.json", R"({"distributedInfo": {"rank": 1e300, "world_size": 2}, "traceEvents": []})");
+    ExpectError(d.path(), absl::StatusCode::kInvalidArgument, "has no distributedInfo");
+  }
+  {
     test::TempDir d;  // rank 1's events cut off mid-file: the rank is named
     d.Write("a.json", RankTrace(0, 2, CpuRankEvents()));
     const std::string whole = RankTrace(1, 2, CpuRankEvents());
