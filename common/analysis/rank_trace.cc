@@ -27,19 +27,41 @@ using Intervals = std::vector<Interval>;
 constexpr int kMaxDepth = 256;
 constexpr double kMaxAbsUs = 1e15;  // beyond this a ts or dur is garbage, not a time
 
+// Sorted and merged in place (no second vector: this is the analysis' peak memory).
 Intervals Merge(Intervals v) {
   std::sort(v.begin(), v.end());
-  Intervals out;
+  size_t n = 0;
   for (const Interval& i : v) {
     if (i.second <= i.first) continue;
-    if (!out.empty() && i.first <= out.back().second) {
-      out.back().second = std::max(out.back().second, i.second);
+    if (n > 0 && i.first <= v[n - 1].second) {
+      v[n - 1].second = std::max(v[n - 1].second, i.second);
     } else {
-      out.push_back(i);
+      v[n++] = i;
     }
   }
-  return out;
+  v.resize(n);
+  return v;
 }
+
+// A union of intervals built one at a time, merged whenever it has doubled since the last merge:
+// memory is the merged union plus the intervals since, not every event (a step's nested ops
+// merge into a few dozen intervals).
+class IntervalUnion {
+ public:
+  void Add(const Interval& iv) {
+    v_.push_back(iv);
+    if (v_.size() >= limit_) {
+      v_ = Merge(std::move(v_));
+      limit_ = std::max(kMinLimit, 2 * v_.size());
+    }
+  }
+  Intervals Take() { return Merge(std::move(v_)); }
+
+ private:
+  static constexpr size_t kMinLimit = 1 << 12;
+  Intervals v_;
+  size_t limit_ = kMinLimit;
+};
 
 // Both merged.
 Intervals Intersect(const Intervals& a, const Intervals& b) {
@@ -108,8 +130,9 @@ struct SizedCall {
 // What one pass keeps.
 struct Collected {
   DistributedInfo info;
-  Intervals steps, dataload, comm_cpu, comm_gpu, allreduce_cpu, allreduce_gpu;
-  Intervals compute_cpu, compute_gpu;
+  Intervals steps;  // one per step, unmerged: their durations are the step times
+  IntervalUnion dataload, comm_cpu, comm_gpu, allreduce_cpu, allreduce_gpu;
+  IntervalUnion compute_cpu, compute_gpu;
   std::vector<int64_t> comm_cpu_starts, comm_gpu_starts;
   std::vector<SizedCall> param_sizes, span_sizes;  // record_param_comms; collective spans
   absl::flat_hash_set<int64_t> step_numbers;
@@ -255,11 +278,11 @@ void RankHandler::Commit() {
   const Interval iv{ts, ts + std::llround(ev_.dur * 1000.0)};
   if (ev_.cat == "kernel") {
     if (KernelCategory(ev_.name) == kCategoryCommunication) {
-      out_->comm_gpu.push_back(iv);
+      out_->comm_gpu.Add(iv);
       out_->comm_gpu_starts.push_back(ts);
-      if (IsAllReduce(ev_.name)) out_->allreduce_gpu.push_back(iv);
+      if (IsAllReduce(ev_.name)) out_->allreduce_gpu.Add(iv);
     } else {
-      out_->compute_gpu.push_back(iv);
+      out_->compute_gpu.Add(iv);
     }
     return;
   }
@@ -277,12 +300,12 @@ void RankHandler::CommitCpu(const Interval& iv) {
     return;
   }
   if (PhaseOfSpanName(name) == "dataload") {
-    out_->dataload.push_back(iv);
+    out_->dataload.Add(iv);
   } else if (IsCollectiveSpan(name)) {
-    out_->comm_cpu.push_back(iv);
+    out_->comm_cpu.Add(iv);
     out_->comm_cpu_starts.push_back(iv.first);
     if (IsAllReduce(name)) {
-      out_->allreduce_cpu.push_back(iv);
+      out_->allreduce_cpu.Add(iv);
       const std::optional<int64_t> size = DtypeBytes(ev_.input_type);
       if (size && ev_.dims_product >= 0) {  // -1: no dims, -2: a dimension that is no count
         out_->span_sizes.push_back(
@@ -296,7 +319,7 @@ void RankHandler::CommitCpu(const Interval& iv) {
           {iv.first, static_cast<double>(ev_.in_nelems) * static_cast<double>(*size)});
     }
   } else if (ev_.cat == "cpu_op" && !absl::StartsWith(name, "c10d::")) {
-    out_->compute_cpu.push_back(iv);
+    out_->compute_cpu.Add(iv);
   }
 }
 
@@ -417,15 +440,16 @@ absl::StatusOr<RankFigures> Figures(Collected c, const std::string& what) {
   for (const Interval& s : c.steps) step_ns += static_cast<double>(s.second - s.first);
   f.step_ms = step_ns / 1e6 / static_cast<double>(f.steps);
   const Intervals window = Merge(std::move(c.steps));
-  const bool has_kernels = !c.comm_gpu.empty() || !c.compute_gpu.empty();
-  f.gpu_comm = !c.comm_gpu.empty();
-  const Intervals dataload = Intersect(Merge(std::move(c.dataload)), window);
-  const Intervals compute =
-      has_kernels ? Intersect(Merge(std::move(c.compute_gpu)), window)
-                  : Subtract(Intersect(Merge(std::move(c.compute_cpu)), window), dataload);
-  const Intervals comm = Intersect(Merge(f.gpu_comm ? c.comm_gpu : c.comm_cpu), window);
+  const Intervals comm_gpu = c.comm_gpu.Take(), compute_gpu = c.compute_gpu.Take();
+  const bool has_kernels = !comm_gpu.empty() || !compute_gpu.empty();
+  f.gpu_comm = !comm_gpu.empty();
+  const Intervals dataload = Intersect(c.dataload.Take(), window);
+  const Intervals compute = has_kernels
+                                ? Intersect(compute_gpu, window)
+                                : Subtract(Intersect(c.compute_cpu.Take(), window), dataload);
+  const Intervals comm = Intersect(f.gpu_comm ? comm_gpu : c.comm_cpu.Take(), window);
   const Intervals allreduce =
-      Intersect(Merge(f.gpu_comm ? c.allreduce_gpu : c.allreduce_cpu), window);
+      Intersect(f.gpu_comm ? c.allreduce_gpu.Take() : c.allreduce_cpu.Take(), window);
   f.dataload_ms = PerStepMs(Length(dataload), f.steps);
   f.compute_ms = PerStepMs(Length(compute), f.steps);
   f.comm_ms = PerStepMs(Length(comm), f.steps);
