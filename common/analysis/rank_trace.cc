@@ -14,6 +14,7 @@
 #include "common/analysis/kernel_classify.h"
 #include "common/io/block_reader.h"
 #include "common/trace/trace_analyser.h"
+#include "common/trace/trace_data_builder.h"
 #include "rapidjson/error/en.h"
 #include "rapidjson/memorystream.h"
 #include "rapidjson/reader.h"
@@ -25,7 +26,6 @@ using Interval = std::pair<int64_t, int64_t>;  // [start, end) in ns
 using Intervals = std::vector<Interval>;
 
 constexpr int kMaxDepth = 256;
-constexpr double kMaxAbsUs = 1e15;  // beyond this a ts or dur is garbage, not a time
 
 // Sorted and merged in place (no second vector: this is the analysis' peak memory).
 Intervals Merge(Intervals v) {
@@ -270,8 +270,9 @@ class RankHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, RankH
 };
 
 void RankHandler::Commit() {
-  if (ev_.ph != "X" || !std::isfinite(ev_.ts) || !std::isfinite(ev_.dur) || ev_.dur < 0 ||
-      std::abs(ev_.ts) > kMaxAbsUs || ev_.dur > kMaxAbsUs) {
+  // The trace reader's bounds (trace_data_builder.h): beyond them a ts or dur is no time.
+  if (ev_.ph != "X" || !(ev_.ts >= trace_bounds::kMinTsUs && ev_.ts <= trace_bounds::kMaxTsUs) ||
+      !(ev_.dur >= 0 && ev_.dur <= trace_bounds::kMaxDurUs)) {
     return;
   }
   const int64_t ts = std::llround(ev_.ts * 1000.0);

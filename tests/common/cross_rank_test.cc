@@ -12,6 +12,7 @@
 #include "common/readers/ranks_view.h"
 #include "common/readers/run_reader.h"
 #include "common/load/load_profile.h"
+#include "common/trace/trace_analyser.h"
 #include "tests/common/trace_builder.h"
 #include "tests/support/test_files.h"
 
@@ -223,6 +224,37 @@ TEST(CrossRank, FiguresThatDoNotApplyAreNull) {
   const CrossRankResult one = AnalyseCrossRank({Fig(0, 10, 5, 0, 2, 1)});
   EXPECT_FALSE(one.wait_for_rank.has_value());
   EXPECT_FALSE(one.straggler.has_value());
+}
+
+// Real traces (one rank each of a 128-rank NCCL and a 300-rank Gloo job): on the NCCL rank the
+// communication is timed on the kernels and equals the ordinary analyser's (HTA-checked,
+// tests/hta) figures; the all-reduce bytes are the nccl:/gloo:all_reduce spans' Input Dims x 4
+// (float), summed in Python from the same files: 157097854 and 9614728 bytes per step.
+TEST(RankTrace, FixtureTracesOfOneRank) {
+  const std::string dir = absl::StrCat(LIBREYOLO_FIXTURES_DIR, "/traces/");
+  auto nccl = AnalyseRankTraceFile(dir + "trace_filter.json.gz");
+  ASSERT_TRUE(nccl.ok()) << nccl.status();
+  EXPECT_EQ(nccl->info.backend, "nccl");
+  EXPECT_EQ(nccl->info.rank, 0);
+  EXPECT_EQ(nccl->info.world_size, 128);
+  EXPECT_EQ(nccl->steps, 2);
+  EXPECT_TRUE(nccl->gpu_comm);
+  auto p = AnalyseTraceFile(dir + "trace_filter.json.gz");
+  ASSERT_TRUE(p.ok()) << p.status();
+  // Within 10 ns per step: both round microsecond floats to whole ns, at different points.
+  EXPECT_NEAR(nccl->comm_ms, *p->comm_ms_per_step, 1e-5);
+  EXPECT_NEAR(nccl->exposed_comm_ms, *p->comm_exposed_ms_per_step, 1e-5);
+  EXPECT_DOUBLE_EQ(nccl->allreduce_ms, 0);  // its GPU collectives are all_to_all only
+  EXPECT_DOUBLE_EQ(*nccl->allreduce_bytes, 157097854.0);
+
+  auto gloo = AnalyseRankTraceFile(dir + "cpu_only.json.gz");
+  ASSERT_TRUE(gloo.ok()) << gloo.status();
+  EXPECT_EQ(gloo->info.backend, "gloo");
+  EXPECT_EQ(gloo->info.rank, 34);
+  EXPECT_EQ(gloo->info.world_size, 300);
+  EXPECT_FALSE(gloo->gpu_comm);
+  EXPECT_DOUBLE_EQ(*gloo->allreduce_bytes, 9614728.0);
+  EXPECT_GT(gloo->comm_ms, 0);
 }
 
 // --- the folder ------------------------------------------------------------------------------
