@@ -36,9 +36,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   const libreyolo::CrossRankResult& r = v->result;
-  std::printf("{\"ranks\": %lld, \"threads\": %d, \"seconds\": %.3f, \"straggler\": %lld, "
-              "\"collective_wait_ms\": %.3f}\n",
-              static_cast<long long>(r.world_size), v->threads, s,
-              static_cast<long long>(r.straggler.value_or(-1)), r.collective_wait_ms.value_or(-1));
+  std::printf(
+      "{\"ranks\": %lld, \"threads\": %d, \"seconds\": %.3f, \"straggler\": %lld, "
+      "\"collective_wait_ms\": %.3f}\n",
+      static_cast<long long>(r.world_size), v->threads, s,
+      static_cast<long long>(r.straggler.value_or(-1)), r.collective_wait_ms.value_or(-1));
   return 0;
 }

@@ -33,14 +33,15 @@ void FindStraggler(CrossRankResult& r) {
   for (size_t i = 1; i < v.size(); ++i) {
     if (v[i].comm_ms < v[least].comm_ms) least = i;
   }
-  const double wait = MeanOthers(v, least, [&](const RankFigures& f) { return f.comm_ms; }) -
-                      v[least].comm_ms;
+  const double wait =
+      MeanOthers(v, least, [&](const RankFigures& f) { return f.comm_ms; }) - v[least].comm_ms;
   r.wait_for_rank = v[least].info.rank;
   r.collective_wait_ms = wait;
   if (wait < std::max(kStragglerMinWaitMs, kStragglerMinWaitFrac * r.step_ms_mean)) return;
   r.straggler = v[least].info.rank;
   r.straggler_extra_dataload_ms =
-      v[least].dataload_ms - MeanOthers(v, least, [](const RankFigures& f) { return f.dataload_ms; });
+      v[least].dataload_ms -
+      MeanOthers(v, least, [](const RankFigures& f) { return f.dataload_ms; });
   r.straggler_extra_compute_ms =
       v[least].compute_ms - MeanOthers(v, least, [](const RankFigures& f) { return f.compute_ms; });
 }
@@ -73,17 +74,16 @@ void StragglerVerdict(CrossRankResult& r) {
   r.verdict = absl::StrFormat(
       "rank %d is a straggler: its %s is %.1f ms longer per step than the other ranks' mean; "
       "the others wait %.1f ms per step for it in their collectives",
-      *r.straggler, dataload ? "dataload" : "compute", dataload ? dl : comp,
-      *r.collective_wait_ms);
+      *r.straggler, dataload ? "dataload" : "compute", dataload ? dl : comp, *r.collective_wait_ms);
   if (dataload) {
     r.levers = {absl::StrFormat("more DataLoader workers on rank %d (num_workers, "
                                 "persistent_workers, pin_memory, prefetch_factor)",
                                 *r.straggler),
                 "check that rank's storage and CPU share (other jobs, NUMA placement)"};
   } else {
-    r.levers = {absl::StrFormat("check rank %d's device (clocks, thermal, other processes)",
-                                *r.straggler),
-                "even out the work per rank (batch per rank, samples of uneven size)"};
+    r.levers = {
+        absl::StrFormat("check rank %d's device (clocks, thermal, other processes)", *r.straggler),
+        "even out the work per rank (batch per rank, samples of uneven size)"};
   }
 }
 
@@ -106,13 +106,15 @@ void Verdict(CrossRankResult& r) {
   for (const RankFigures& f : r.ranks) {
     if (r.straggler && f.info.rank == *r.straggler) straggler_exposed = f.exposed_comm_ms;
   }
-  if (r.straggler && (*r.collective_wait_ms >= straggler_exposed || exposed_frac < kCommBoundFrac)) {
+  if (r.straggler &&
+      (*r.collective_wait_ms >= straggler_exposed || exposed_frac < kCommBoundFrac)) {
     StragglerVerdict(r);
   } else if (exposed_frac >= kCommBoundFrac) {
     CommBoundVerdict(r, exposed_frac);
     if (r.straggler) {
-      absl::StrAppendFormat(&r.verdict, "; besides, rank %d is a small straggler (the others "
-                                        "wait %.1f ms per step for it)",
+      absl::StrAppendFormat(&r.verdict,
+                            "; besides, rank %d is a small straggler (the others "
+                            "wait %.1f ms per step for it)",
                             *r.straggler, *r.collective_wait_ms);
     }
   } else if (r.comm_ms <= 0) {

@@ -37,8 +37,8 @@ struct CrossRankResult {
   std::optional<int64_t> straggler;
   // Its dataload and compute minus the other ranks' means (ms per step); with `straggler`.
   std::optional<double> straggler_extra_dataload_ms, straggler_extra_compute_ms;
-  double comm_ms = 0;          // mean over ranks
-  double exposed_comm_ms = 0;  // mean over ranks
+  double comm_ms = 0;                      // mean over ranks
+  double exposed_comm_ms = 0;              // mean over ranks
   std::optional<double> comm_overlap_pct;  // 100 * (1 - exposed / comm); nullopt without comm
   // Mean over ranks of the all-reduce bytes per step; nullopt when no rank records sizes.
   std::optional<double> allreduce_bytes;

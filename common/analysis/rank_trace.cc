@@ -192,12 +192,17 @@ class RankHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, RankH
     if (in_dist_ && depth_ == 2 && key_ == "backend") out_->info.backend.assign(v);
     if (!in_event_) return true;
     if (depth_ == event_depth_) {
-      if (key_ == "ph") ev_.ph.assign(v);
-      else if (key_ == "cat") ev_.cat.assign(v);
-      else if (key_ == "name") ev_.name.assign(v);
+      if (key_ == "ph")
+        ev_.ph.assign(v);
+      else if (key_ == "cat")
+        ev_.cat.assign(v);
+      else if (key_ == "name")
+        ev_.name.assign(v);
     } else if (depth_ == event_depth_ + 1) {
-      if (key_ == "dtype") ev_.dtype.assign(v);
-      else if (key_ == "Collective name") ev_.collective.assign(v);
+      if (key_ == "dtype")
+        ev_.dtype.assign(v);
+      else if (key_ == "Collective name")
+        ev_.collective.assign(v);
     } else if (depth_ == event_depth_ + 2 && key_ == "Input type" && ev_.input_type.empty()) {
       ev_.input_type.assign(v.empty() ? "?" : v);
     }
@@ -242,8 +247,10 @@ class RankHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, RankH
     }
     if (!in_event_) return true;
     if (depth_ == event_depth_) {
-      if (key_ == "ts") ev_.ts = v;
-      else if (key_ == "dur") ev_.dur = v;
+      if (key_ == "ts")
+        ev_.ts = v;
+      else if (key_ == "dur")
+        ev_.dur = v;
     } else if (depth_ == event_depth_ + 1 && key_ == "In msg nelems") {
       ev_.in_nelems = AsCount(v);
     } else if (depth_ == event_depth_ + 3 && key_ == "Input Dims" && ev_.inner_arrays == 0) {
@@ -294,8 +301,7 @@ void RankHandler::CommitCpu(const Interval& iv) {
   const std::string& name = ev_.name;
   int64_t number = 0;
   if (absl::StartsWith(name, "ProfilerStep#")) {
-    if (absl::SimpleAtoi(name.substr(13), &number) &&
-        out_->step_numbers.insert(number).second) {
+    if (absl::SimpleAtoi(name.substr(13), &number) && out_->step_numbers.insert(number).second) {
       out_->steps.push_back(iv);
     }
     return;
@@ -433,9 +439,10 @@ absl::StatusOr<RankFigures> Figures(Collected c, const std::string& what) {
   f.info = c.info;
   f.steps = static_cast<int64_t>(c.steps.size());
   if (f.steps == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": no ProfilerStep#N span, so no step to divide by; profile with "
-              "torch.profiler.schedule and call prof.step() once per iteration"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what,
+                     ": no ProfilerStep#N span, so no step to divide by; profile with "
+                     "torch.profiler.schedule and call prof.step() once per iteration"));
   }
   double step_ns = 0;  // a double: a hostile trace's many huge steps must not overflow
   for (const Interval& s : c.steps) step_ns += static_cast<double>(s.second - s.first);
@@ -457,8 +464,8 @@ absl::StatusOr<RankFigures> Figures(Collected c, const std::string& what) {
   f.exposed_comm_ms = PerStepMs(Length(comm) - Length(Intersect(comm, compute)), f.steps);
   f.allreduce_ms = PerStepMs(Length(allreduce), f.steps);
   f.collectives = CountInside(f.gpu_comm ? c.comm_gpu_starts : c.comm_cpu_starts, window);
-  f.allreduce_bytes = BytesPerStep(c.param_sizes.empty() ? c.span_sizes : c.param_sizes, window,
-                                   f.steps);
+  f.allreduce_bytes =
+      BytesPerStep(c.param_sizes.empty() ? c.span_sizes : c.param_sizes, window, f.steps);
   return f;
 }
 
@@ -472,11 +479,11 @@ std::optional<int64_t> DtypeBytes(std::string_view dtype) {
     int64_t bytes;
   };
   static constexpr Row kRows[] = {
-      {"float", 4},    {"float32", 4}, {"double", 8},   {"float64", 8},   {"half", 2},
-      {"float16", 2},  {"bfloat16", 2}, {"int", 4},     {"int32", 4},     {"long", 8},
-      {"long int", 8}, {"int64", 8},   {"short", 2},    {"int16", 2},     {"char", 1},
-      {"signed char", 1}, {"unsigned char", 1}, {"byte", 1}, {"int8", 1}, {"uint8", 1},
-      {"bool", 1},     {"float8_e4m3fn", 1}, {"float8_e5m2", 1}};
+      {"float", 4},       {"float32", 4},       {"double", 8},     {"float64", 8}, {"half", 2},
+      {"float16", 2},     {"bfloat16", 2},      {"int", 4},        {"int32", 4},   {"long", 8},
+      {"long int", 8},    {"int64", 8},         {"short", 2},      {"int16", 2},   {"char", 1},
+      {"signed char", 1}, {"unsigned char", 1}, {"byte", 1},       {"int8", 1},    {"uint8", 1},
+      {"bool", 1},        {"float8_e4m3fn", 1}, {"float8_e5m2", 1}};
   for (const Row& r : kRows) {
     if (d == r.name) return r.bytes;
   }

@@ -24,14 +24,14 @@ struct DistributedInfo {
 struct RankFigures {
   std::string path;
   DistributedInfo info;
-  int64_t steps = 0;         // ProfilerStep#N spans (distinct N)
-  double step_ms = 0;        // mean ProfilerStep duration
-  double compute_ms = 0;     // union of computation (GPU kernels; CPU ops on a CPU-only trace)
-  double dataload_ms = 0;    // union of the data-loading spans
-  double comm_ms = 0;        // union of collectives (time in collectives)
+  int64_t steps = 0;           // ProfilerStep#N spans (distinct N)
+  double step_ms = 0;          // mean ProfilerStep duration
+  double compute_ms = 0;       // union of computation (GPU kernels; CPU ops on a CPU-only trace)
+  double dataload_ms = 0;      // union of the data-loading spans
+  double comm_ms = 0;          // union of collectives (time in collectives)
   double exposed_comm_ms = 0;  // the part of comm_ms that no computation overlaps
-  double allreduce_ms = 0;   // union of the all-reduce collectives alone
-  int64_t collectives = 0;   // collective calls in the window
+  double allreduce_ms = 0;     // union of the all-reduce collectives alone
+  int64_t collectives = 0;     // collective calls in the window
   // Bytes the rank's all-reduces carry per step: from record_param_comms ("In msg nelems" x the
   // dtype's size) or, where those are absent, from the collective spans' Input Dims and type.
   // nullopt when the trace records no sizes.

@@ -54,8 +54,9 @@ absl::StatusOr<std::vector<std::string>> TraceFiles(const std::string& dir) {
   std::sort(files.begin(), files.end());
   if (files.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        dir, " holds no Chrome trace (*.json, *.json.gz): give the folder torch.profiler wrote "
-             "one trace per rank into (tensorboard_trace_handler, export_chrome_trace)"));
+        dir,
+        " holds no Chrome trace (*.json, *.json.gz): give the folder torch.profiler wrote "
+        "one trace per rank into (tensorboard_trace_handler, export_chrome_trace)"));
   }
   return files;
 }
@@ -75,9 +76,9 @@ absl::Status CheckRanks(const std::string& dir, const std::vector<RankFile>& fil
           f.info.rank, f.info.world_size, f.info.backend));
     }
     if (f.info.rank < 0 || f.info.rank >= f.info.world_size) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s says rank %d of a %d-rank job: not a rank of that job", f.path, f.info.rank,
-          f.info.world_size));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s says rank %d of a %d-rank job: not a rank of that job", f.path,
+                          f.info.rank, f.info.world_size));
     }
     auto [it, fresh] = by_rank.emplace(f.info.rank, &f);
     if (!fresh) {
@@ -98,9 +99,8 @@ absl::Status CheckRanks(const std::string& dir, const std::vector<RankFile>& fil
       "%s holds rank%s %s of a %d-rank job (backend %s); rank%s %s %s missing: put every "
       "rank's trace in the folder, or read one rank with --rank %d (or give its file alone)",
       dir, held.size() == 1 ? "" : "s", RanksText(held), first.info.world_size,
-      first.info.backend.empty() ? "unknown" : first.info.backend,
-      missing.size() == 1 ? "" : "s", RanksText(missing), missing.size() == 1 ? "is" : "are",
-      held.front()));
+      first.info.backend.empty() ? "unknown" : first.info.backend, missing.size() == 1 ? "" : "s",
+      RanksText(missing), missing.size() == 1 ? "is" : "are", held.front()));
 }
 
 // Runs task(i) for i in [0, n) on at most `threads` threads; no exception leaves a thread.
@@ -136,9 +136,10 @@ absl::StatusOr<std::vector<RankFile>> ScanRankFolder(const std::string& dir, boo
     }
     if (info->rank < 0 || info->world_size <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          path, " has no distributedInfo (rank, world_size): not a trace of a distributed run; "
-                "read it alone with `libreyolo profile summary ", path,
-          "`, or move it out of the folder"));
+          path,
+          " has no distributedInfo (rank, world_size): not a trace of a distributed run; "
+          "read it alone with `libreyolo profile summary ",
+          path, "`, or move it out of the folder"));
     }
     out.push_back({path, *info});
   }
@@ -204,8 +205,14 @@ std::string RenderRanksText(const RanksView& v) {
   std::string out = absl::StrFormat("%s: %d ranks (%s)\nverdict: %s\n", v.source, r.world_size,
                                     r.backend, r.verdict);
   for (const std::string& l : r.levers) absl::StrAppend(&out, "  lever: ", l, "\n");
-  TextTable t({{"rank"}, {"steps"}, {"step ms"}, {"compute ms"}, {"dataload ms"},
-               {"collectives ms"}, {"exposed comm ms"}, {"all-reduce/step"}});
+  TextTable t({{"rank"},
+               {"steps"},
+               {"step ms"},
+               {"compute ms"},
+               {"dataload ms"},
+               {"collectives ms"},
+               {"exposed comm ms"},
+               {"all-reduce/step"}});
   for (const RankFigures& f : r.ranks) {
     t.AddRow({absl::StrCat(f.info.rank), absl::StrCat(f.steps), Fmt(f.step_ms, 2),
               Fmt(f.compute_ms, 2), Fmt(f.dataload_ms, 2), Fmt(f.comm_ms, 2),
@@ -214,15 +221,15 @@ std::string RenderRanksText(const RanksView& v) {
   absl::StrAppend(&out, "per rank, per step:\n", t.Render());
   absl::StrAppend(
       &out, "step-time spread     ", Fmt(r.step_spread_ms, 2), " ms (", Fmt(r.step_spread_pct, 1),
-      " % of the mean step ", Fmt(r.step_ms_mean, 2), " ms)\n",
-      "straggler            ", r.straggler ? absl::StrCat("rank ", *r.straggler) : "none", "\n",
-      "wait for rank ", Opt(r.wait_for_rank), "      ", FmtUnit(r.collective_wait_ms, "ms", 2),
-      " per step (the others' time in collectives minus its)\n",
-      "communication        ", Fmt(r.comm_ms, 2), " ms per step, exposed ",
-      Fmt(r.exposed_comm_ms, 2), " ms, overlapped ", FmtUnit(r.comm_overlap_pct, "%", 1), "\n",
-      "all-reduce           ", FmtBytes(r.allreduce_bytes), " per step, algbw ",
-      FmtUnit(r.algbw_gbps, "GB/s", 3), ", busbw ", FmtUnit(r.busbw_gbps, "GB/s", 3), "\n",
-      "load imbalance       ", FmtUnit(r.load_imbalance_pct, "%", 1),
+      " % of the mean step ", Fmt(r.step_ms_mean, 2), " ms)\n", "straggler            ",
+      r.straggler ? absl::StrCat("rank ", *r.straggler) : "none", "\n", "wait for rank ",
+      Opt(r.wait_for_rank), "      ", FmtUnit(r.collective_wait_ms, "ms", 2),
+      " per step (the others' time in collectives minus its)\n", "communication        ",
+      Fmt(r.comm_ms, 2), " ms per step, exposed ", Fmt(r.exposed_comm_ms, 2), " ms, overlapped ",
+      FmtUnit(r.comm_overlap_pct, "%", 1), "\n", "all-reduce           ",
+      FmtBytes(r.allreduce_bytes), " per step, algbw ", FmtUnit(r.algbw_gbps, "GB/s", 3),
+      ", busbw ", FmtUnit(r.busbw_gbps, "GB/s", 3), "\n", "load imbalance       ",
+      FmtUnit(r.load_imbalance_pct, "%", 1),
       " (busiest rank's compute + dataload over the mean)\n");
   return out;
 }
@@ -230,26 +237,45 @@ std::string RenderRanksText(const RanksView& v) {
 std::string RenderRanksJson(const RanksView& v) {
   const CrossRankResult& r = v.result;
   JsonWriter w;
-  w.BeginObject().Field("source", v.source).Field("backend", r.backend)
-      .Field("world_size", r.world_size).Field("threads", static_cast<int64_t>(v.threads));
+  w.BeginObject()
+      .Field("source", v.source)
+      .Field("backend", r.backend)
+      .Field("world_size", r.world_size)
+      .Field("threads", static_cast<int64_t>(v.threads));
   w.Key("ranks").BeginArray();
   for (const RankFigures& f : r.ranks) {
-    w.BeginObject().Field("rank", f.info.rank).Field("trace", f.path).Field("steps", f.steps)
-        .Field("step_ms", f.step_ms).Field("compute_ms", f.compute_ms)
-        .Field("dataload_ms", f.dataload_ms).Field("comm_ms", f.comm_ms)
-        .Field("exposed_comm_ms", f.exposed_comm_ms).Field("allreduce_ms", f.allreduce_ms)
-        .Field("collectives", f.collectives).Field("allreduce_bytes", f.allreduce_bytes)
-        .Field("comm_timed_on", f.gpu_comm ? "gpu kernels" : "cpu spans").EndObject();
+    w.BeginObject()
+        .Field("rank", f.info.rank)
+        .Field("trace", f.path)
+        .Field("steps", f.steps)
+        .Field("step_ms", f.step_ms)
+        .Field("compute_ms", f.compute_ms)
+        .Field("dataload_ms", f.dataload_ms)
+        .Field("comm_ms", f.comm_ms)
+        .Field("exposed_comm_ms", f.exposed_comm_ms)
+        .Field("allreduce_ms", f.allreduce_ms)
+        .Field("collectives", f.collectives)
+        .Field("allreduce_bytes", f.allreduce_bytes)
+        .Field("comm_timed_on", f.gpu_comm ? "gpu kernels" : "cpu spans")
+        .EndObject();
   }
-  w.EndArray().Field("step_ms_mean", r.step_ms_mean).Field("step_spread_ms", r.step_spread_ms)
-      .Field("step_spread_pct", r.step_spread_pct).Field("straggler", r.straggler)
-      .Field("wait_for_rank", r.wait_for_rank).Field("collective_wait_ms", r.collective_wait_ms)
+  w.EndArray()
+      .Field("step_ms_mean", r.step_ms_mean)
+      .Field("step_spread_ms", r.step_spread_ms)
+      .Field("step_spread_pct", r.step_spread_pct)
+      .Field("straggler", r.straggler)
+      .Field("wait_for_rank", r.wait_for_rank)
+      .Field("collective_wait_ms", r.collective_wait_ms)
       .Field("straggler_extra_dataload_ms", r.straggler_extra_dataload_ms)
       .Field("straggler_extra_compute_ms", r.straggler_extra_compute_ms)
-      .Field("comm_ms", r.comm_ms).Field("exposed_comm_ms", r.exposed_comm_ms)
-      .Field("comm_overlap_pct", r.comm_overlap_pct).Field("allreduce_bytes", r.allreduce_bytes)
-      .Field("algbw_gbps", r.algbw_gbps).Field("busbw_gbps", r.busbw_gbps)
-      .Field("load_imbalance_pct", r.load_imbalance_pct).Field("verdict", r.verdict);
+      .Field("comm_ms", r.comm_ms)
+      .Field("exposed_comm_ms", r.exposed_comm_ms)
+      .Field("comm_overlap_pct", r.comm_overlap_pct)
+      .Field("allreduce_bytes", r.allreduce_bytes)
+      .Field("algbw_gbps", r.algbw_gbps)
+      .Field("busbw_gbps", r.busbw_gbps)
+      .Field("load_imbalance_pct", r.load_imbalance_pct)
+      .Field("verdict", r.verdict);
   w.Key("levers").BeginArray();
   for (const std::string& l : r.levers) w.String(l);
   w.EndArray().EndObject();

@@ -21,7 +21,7 @@ struct RankFile {
 struct RanksView {
   std::string source;  // the folder
   CrossRankResult result;
-  int threads = 0;     // the analysis' threads
+  int threads = 0;  // the analysis' threads
 };
 
 bool IsDirectory(const std::string& path);

@@ -25,8 +25,7 @@ std::string Rank(int rank, int world, int dataload_ms, int comm_ms) {
   for (int s = 0; s < 2; ++s) {
     const int t = s * 100'000;
     absl::StrAppend(
-        &ev, s ? "," : "",
-        R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)", s + 1,
+        &ev, s ? "," : "", R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)", s + 1,
         R"(", "pid": 1, "tid": 1, "ts": )", t, R"(, "dur": 100000},)",
         R"({"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#it", "pid": 1,)",
         R"( "tid": 1, "ts": )", t, R"(, "dur": )", dataload_ms * 1000, "},",
@@ -47,7 +46,9 @@ TEST(RanksCli, SummaryOfAFolderAndRankFlag) {
   const auto text = Cli({"profile", "summary", d.path()});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("verdict: rank 1 is a straggler: its dataload is 20.0 ms longer per "
-                          "step"), std::string::npos) << text.out;
+                          "step"),
+            std::string::npos)
+      << text.out;
   EXPECT_NE(text.out.find("the others wait 20.0 ms per step"), std::string::npos) << text.out;
   const auto json = Cli({"profile", "summary", d.path(), "--json"});
   ASSERT_EQ(json.code, 0) << json.err;
@@ -64,8 +65,7 @@ TEST(RanksCli, SummaryOfAFolderAndRankFlag) {
   EXPECT_EQ(Cli({"profile", "ops", d.path(), "--rank", "x"}).code, 2);
   const auto missing = Cli({"profile", "ops", d.path(), "--rank", "2"});
   EXPECT_EQ(missing.code, 2);
-  EXPECT_NE(missing.err.find("holds ranks 0..1 of a 2-rank job"), std::string::npos)
-      << missing.err;
+  EXPECT_NE(missing.err.find("holds ranks 0..1 of a 2-rank job"), std::string::npos) << missing.err;
   EXPECT_EQ(Cli({"profile", "summary", d.File("rank0.json"), "--rank", "0"}).code, 2);
   const auto remote = Cli({"profile", "summary", "job:abc", "--rank", "0"});
   EXPECT_EQ(remote.code, 2);
@@ -95,10 +95,14 @@ TEST(RanksCli, OneRankOfALargeJob) {
     const char* says;
     const char* rank;
   };
-  for (const Case& c : {Case{"trace_filter.json.gz", "holds rank 0 of a 128-rank job (backend "
-                                                     "nccl); ranks 1..127 are missing", "0"},
-                        Case{"cpu_only.json.gz", "holds rank 34 of a 300-rank job (backend "
-                                                 "gloo); ranks 0..33, 35..299 are missing", "34"}}) {
+  for (const Case& c : {Case{"trace_filter.json.gz",
+                             "holds rank 0 of a 128-rank job (backend "
+                             "nccl); ranks 1..127 are missing",
+                             "0"},
+                        Case{"cpu_only.json.gz",
+                             "holds rank 34 of a 300-rank job (backend "
+                             "gloo); ranks 0..33, 35..299 are missing",
+                             "34"}}) {
     libreyolo::test::TempDir d;
     std::filesystem::copy_file(Fixture(c.file), d.File(c.file));
     const auto r = Cli({"profile", "summary", d.path()});

@@ -1,5 +1,7 @@
 // Cross-rank analysis (docs/metrics.md, "Cross-rank analysis"): every figure on small traces
 // with hand-computed expectations, the verdicts, and the folder's error cases.
+#include "common/analysis/cross_rank.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -7,11 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/analysis/cross_rank.h"
 #include "common/analysis/rank_trace.h"
+#include "common/load/load_profile.h"
 #include "common/readers/ranks_view.h"
 #include "common/readers/run_reader.h"
-#include "common/load/load_profile.h"
 #include "common/trace/trace_analyser.h"
 #include "tests/common/trace_builder.h"
 #include "tests/support/test_files.h"
@@ -52,8 +53,8 @@ std::vector<std::string> CpuRankEvents(int64_t extra_dataload_ms = 0, int64_t co
     ev.push_back(X("cpu_op", "aten::conv2d", t + d + 10 * kMs, 50 * kMs));
     ev.push_back(X("cpu_op", "aten::convolution", t + d + 20 * kMs, 30 * kMs));
     ev.push_back(X("cpu_op", "c10d::allreduce_", t + d + 55 * kMs, 1 * kMs));
-    ev.push_back(X("user_annotation", "gloo:all_reduce", t + d + 50 * kMs, comm_ms * kMs,
-                   Thread(2), gloo_args));
+    ev.push_back(X("user_annotation", "gloo:all_reduce", t + d + 50 * kMs, comm_ms * kMs, Thread(2),
+                   gloo_args));
   }
   // Outside the steps: not counted.
   ev.push_back(X("user_annotation", "gloo:all_reduce", 10'000 * kMs, 10, Thread(2), gloo_args));
@@ -103,8 +104,8 @@ TEST(RankTrace, GpuCollectivesAreTimedOnKernels) {
     ev.push_back(Step(s + 1, t, 100));
     ev.push_back(X("user_annotation", "nccl:all_reduce", t + 40, 2));  // the launch, on the CPU
     ev.push_back(Kernel("volta_sgemm_128x64_nn", t + 10, 50));
-    ev.push_back(Kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)", t + 50, 40, -1,
-                        20));
+    ev.push_back(
+        Kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)", t + 50, 40, -1, 20));
   }
   const RankFigures f = Analyse(RankTrace(0, 2, ev, "nccl"));
   EXPECT_TRUE(f.gpu_comm);
@@ -147,8 +148,8 @@ RankFigures Fig(int64_t rank, double step, double compute, double dataload, doub
 }
 
 TEST(CrossRank, NamesTheStragglerAndItsWait) {
-  const CrossRankResult r = AnalyseCrossRank(
-      {Fig(0, 84, 10, 0, 70, 68, 21672), Fig(1, 86, 10, 62, 6, 4, 21672)});
+  const CrossRankResult r =
+      AnalyseCrossRank({Fig(0, 84, 10, 0, 70, 68, 21672), Fig(1, 86, 10, 62, 6, 4, 21672)});
   EXPECT_EQ(r.world_size, 2);
   EXPECT_DOUBLE_EQ(r.step_ms_mean, 85);
   EXPECT_DOUBLE_EQ(r.step_spread_ms, 2);
@@ -168,13 +169,15 @@ TEST(CrossRank, NamesTheStragglerAndItsWait) {
   EXPECT_DOUBLE_EQ(*r.busbw_gbps, *r.algbw_gbps);
   EXPECT_DOUBLE_EQ(*r.load_imbalance_pct, 100.0 * (72.0 / 41.0 - 1));  // busy 10, 72
   EXPECT_NE(r.verdict.find("rank 1 is a straggler: its dataload is 62.0 ms longer"),
-            std::string::npos) << r.verdict;
+            std::string::npos)
+      << r.verdict;
   EXPECT_NE(absl::StrJoin(r.levers, "\n").find("num_workers"), std::string::npos);
 }
 
 TEST(CrossRank, BusBandwidthFactorForFourRanks) {
-  const CrossRankResult r = AnalyseCrossRank({Fig(0, 10, 5, 0, 2, 1, 1e9), Fig(1, 10, 5, 0, 2, 1, 1e9),
-                                              Fig(2, 10, 5, 0, 2, 1, 1e9), Fig(3, 10, 5, 0, 2, 1, 1e9)});
+  const CrossRankResult r =
+      AnalyseCrossRank({Fig(0, 10, 5, 0, 2, 1, 1e9), Fig(1, 10, 5, 0, 2, 1, 1e9),
+                        Fig(2, 10, 5, 0, 2, 1, 1e9), Fig(3, 10, 5, 0, 2, 1, 1e9)});
   EXPECT_DOUBLE_EQ(*r.algbw_gbps, 500);  // 1 GB in 2 ms
   EXPECT_DOUBLE_EQ(*r.busbw_gbps, 750);  // x 2 * 3 / 4
   EXPECT_FALSE(r.straggler.has_value());
@@ -184,7 +187,8 @@ TEST(CrossRank, BusBandwidthFactorForFourRanks) {
 
 TEST(CrossRank, SmallWaitNamesNoStraggler) {
   // The others wait 0.5 ms per 20 ms step: under max(1 ms, 5 % of the step).
-  const CrossRankResult r = AnalyseCrossRank({Fig(0, 20, 15, 1, 3.5, 1), Fig(1, 20, 15, 1.5, 3, 1)});
+  const CrossRankResult r =
+      AnalyseCrossRank({Fig(0, 20, 15, 1, 3.5, 1), Fig(1, 20, 15, 1.5, 3, 1)});
   EXPECT_FALSE(r.straggler.has_value());
   EXPECT_EQ(r.wait_for_rank, 1);
   EXPECT_DOUBLE_EQ(*r.collective_wait_ms, 0.5);
@@ -193,7 +197,8 @@ TEST(CrossRank, SmallWaitNamesNoStraggler) {
 }
 
 TEST(CrossRank, CommunicationBound) {
-  const CrossRankResult r = AnalyseCrossRank({Fig(0, 100, 60, 0, 40, 30), Fig(1, 100, 60, 0, 40, 30)});
+  const CrossRankResult r =
+      AnalyseCrossRank({Fig(0, 100, 60, 0, 40, 30), Fig(1, 100, 60, 0, 40, 30)});
   EXPECT_FALSE(r.straggler.has_value());
   EXPECT_EQ(r.verdict.rfind("communication-bound: 30.0 ms of the 100.0 ms step (30%)", 0), 0u)
       << r.verdict;
@@ -211,7 +216,8 @@ TEST(CrossRank, ExposedCommunicationOutweighsASmallStraggler) {
   EXPECT_EQ(r.verdict.rfind("communication-bound: 5.4 ms of the 12.0 ms step (45%)", 0), 0u)
       << r.verdict;
   EXPECT_NE(r.verdict.find("rank 1 is a small straggler (the others wait 2.6 ms per step"),
-            std::string::npos) << r.verdict;
+            std::string::npos)
+      << r.verdict;
 }
 
 TEST(CrossRank, FiguresThatDoNotApplyAreNull) {
@@ -320,7 +326,8 @@ TEST(RankFolder, Errors) {
   }
   {
     test::TempDir d;  // a rank that is no count is no rank
-    d.Write("a.json", R"({"distributedInfo": {"rank": 1e300, "world_size": 2}, "traceEvents": []})");
+    d.Write("a.json",
+            R"({"distributedInfo": {"rank": 1e300, "world_size": 2}, "traceEvents": []})");
     ExpectError(d.path(), absl::StatusCode::kInvalidArgument, "has no distributedInfo");
   }
   {
