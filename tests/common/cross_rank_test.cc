@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/analysis/intervals.h"
 #include "common/analysis/rank_trace.h"
 #include "common/load/load_profile.h"
 #include "common/readers/ranks_view.h"
@@ -59,6 +60,23 @@ std::vector<std::string> CpuRankEvents(int64_t extra_dataload_ms = 0, int64_t co
   // Outside the steps: not counted.
   ev.push_back(X("user_annotation", "gloo:all_reduce", 10'000 * kMs, 10, Thread(2), gloo_args));
   return ev;
+}
+
+TEST(Intervals, UnionIntersectSubtract) {
+  const Intervals a = Merge({{5, 9}, {0, 3}, {2, 4}, {7, 7}, {20, 30}});
+  EXPECT_EQ(a, (Intervals{{0, 4}, {5, 9}, {20, 30}}));  // the empty [7, 7) dropped
+  const Intervals b{{1, 2}, {3, 6}, {8, 25}};
+  EXPECT_EQ(Intersect(a, b), (Intervals{{1, 2}, {3, 4}, {5, 6}, {8, 9}, {20, 25}}));
+  EXPECT_EQ(Subtract(a, b), (Intervals{{0, 1}, {2, 3}, {6, 8}, {25, 30}}));
+  EXPECT_EQ(Length(a), 18);
+  EXPECT_TRUE(Inside(a, 0));
+  EXPECT_FALSE(Inside(a, 4));
+  EXPECT_TRUE(Inside(a, 29));
+  EXPECT_FALSE(Inside(a, 30));
+  IntervalUnion u;  // merged as it goes: 10,000 nested intervals are one
+  for (int64_t i = 0; i < 10'000; ++i) u.Add({i, 20'000 - i});
+  u.Add({30'000, 30'001});
+  EXPECT_EQ(u.Take(), (Intervals{{0, 20'000}, {30'000, 30'001}}));
 }
 
 RankFigures Analyse(const std::string& json) {
