@@ -141,6 +141,30 @@ TEST(RankTrace, NoStepsIsAnError) {
   EXPECT_NE(f.status().message().find("ProfilerStep"), std::string::npos);
 }
 
+// Malformed input is an error or a figure, never a crash: every prefix of a rank's trace, values
+// of the wrong type, nesting beyond any trace's.
+TEST(RankTrace, HostileInput) {
+  const std::string whole = RankTrace(0, 2, CpuRankEvents());
+  for (size_t n = 0; n < whole.size(); n += 7) {
+    (void)AnalyseRankTraceText(whole.substr(0, n));
+  }
+  auto typed = AnalyseRankTraceText(
+      R"({"distributedInfo": {"rank": "zero", "world_size": -3},
+          "traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1",
+                           "ts": 0, "dur": 10},
+                          {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce",
+                           "ts": "1", "dur": 1e300, "args": {"Input Dims": [[1e300, -1]]}},
+                          {"ph": "X", "name": "ProfilerStep#x", "ts": 0, "dur": 5}, 7, null]})");
+  ASSERT_TRUE(typed.ok()) << typed.status();
+  EXPECT_EQ(typed->info.rank, -1);
+  EXPECT_EQ(typed->info.world_size, -1);
+  EXPECT_EQ(typed->steps, 1);
+  EXPECT_DOUBLE_EQ(typed->comm_ms, 0);
+  const std::string deep = std::string(10'000, '[') + std::string(10'000, ']');
+  auto too_deep = AnalyseRankTraceText(deep);
+  EXPECT_EQ(too_deep.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(RankTrace, DtypeBytes) {
   EXPECT_EQ(DtypeBytes("float"), 4);
   EXPECT_EQ(DtypeBytes("Float"), 4);
