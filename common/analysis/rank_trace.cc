@@ -43,7 +43,7 @@ bool IsCollectiveSpan(const std::string& name) {
          absl::StartsWith(name, "mpi:") || absl::StartsWith(name, "ucc:");
 }
 
-// A sized all-reduce call: its start and its bytes.
+// An all-reduce call: its start and its bytes (-1: not recorded).
 struct SizedCall {
   int64_t ts_ns = 0;
   double bytes = 0;
@@ -235,11 +235,14 @@ void RankHandler::CommitCpu(const Interval& iv) {
     out_->comm_cpu_starts.push_back(iv.first);
     if (IsAllReduce(name)) {
       out_->allreduce_cpu.Add(iv);
+      // Every all-reduce span is a call; a size where it records one (-1: no dims, -2: a
+      // dimension that is no count; a span the profiler stopped before it ended, args
+      // "finished": false, records no inputs).
       const std::optional<int64_t> size = DtypeBytes(ev_.input_type);
-      if (size && ev_.dims_product >= 0) {  // -1: no dims, -2: a dimension that is no count
-        out_->span_sizes.push_back(
-            {iv.first, static_cast<double>(ev_.dims_product) * static_cast<double>(*size)});
-      }
+      const bool sized = size && ev_.dims_product >= 0;
+      out_->span_sizes.push_back(
+          {iv.first,
+           sized ? static_cast<double>(ev_.dims_product) * static_cast<double>(*size) : -1.0});
     }
   } else if (name == "record_param_comms") {
     const std::optional<int64_t> size = DtypeBytes(ev_.dtype);
@@ -337,17 +340,21 @@ double PerStepMs(int64_t ns, int64_t steps) {
   return static_cast<double>(ns) / 1e6 / static_cast<double>(steps);
 }
 
+// The bytes of the window's calls per step; a call without a size (bytes < 0) counts at the
+// mean size of those with one.
 std::optional<double> BytesPerStep(const std::vector<SizedCall>& calls, const Intervals& window,
                                    int64_t steps) {
   double sum = 0;
-  bool any = false;
+  int64_t sized = 0, all = 0;
   for (const SizedCall& c : calls) {
     if (!Inside(window, c.ts_ns)) continue;
+    ++all;
+    if (c.bytes < 0) continue;
     sum += c.bytes;
-    any = true;
+    ++sized;
   }
-  if (!any) return std::nullopt;
-  return sum / static_cast<double>(steps);
+  if (sized == 0) return std::nullopt;
+  return sum / static_cast<double>(sized) * static_cast<double>(all) / static_cast<double>(steps);
 }
 
 int64_t CountInside(const std::vector<int64_t>& starts, const Intervals& window) {

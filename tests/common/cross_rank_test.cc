@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,24 @@ TEST(RankTrace, CpuFiguresPerStep) {
   ASSERT_TRUE(f.allreduce_bytes.has_value());
   EXPECT_DOUBLE_EQ(*f.allreduce_bytes, 4000.0);  // 1000 floats per step
   EXPECT_FALSE(f.gpu_comm);
+}
+
+// The profiler may stop while the last all-reduce still runs: Kineto writes that span with
+// "finished": false and no inputs. It is a call all the same, counted at the others' mean size.
+TEST(RankTrace, AnUnfinishedAllReduceCountsAtTheMeanSize) {
+  std::vector<std::string> ev = CpuRankEvents();
+  ev.erase(std::remove_if(ev.begin(), ev.end(),
+                          [](const std::string& e) {
+                            return e.find("gloo:all_reduce") != std::string::npos &&
+                                   e.find("\"ts\": 150000") != std::string::npos;
+                          }),
+           ev.end());
+  ev.push_back(X("user_annotation", "gloo:all_reduce", 150 * kMs, 40 * kMs, Thread(2),
+                 R"("finished": false)"));
+  const RankFigures f = Analyse(RankTrace(0, 2, ev));
+  EXPECT_EQ(f.collectives, 2);
+  ASSERT_TRUE(f.allreduce_bytes.has_value());
+  EXPECT_DOUBLE_EQ(*f.allreduce_bytes, 4000.0);  // 1 sized call of 4000 bytes, 2 calls, 2 steps
 }
 
 TEST(RankTrace, RecordParamCommsSizesWinOverSpanShapes) {
