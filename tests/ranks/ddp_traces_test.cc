@@ -1,6 +1,8 @@
 // The cross-rank analysis on real per-rank traces of torch's DDP (Gloo, CPU, 2 ranks), made by
-// the ranks_ddp_traces fixture (make_ddp_traces.py --pair 60): only what the injected 60 ms
-// delay guarantees is asserted, never a timing that noise could move by 30 ms.
+// the ranks_ddp_traces fixture (make_ddp_traces.py --pair 150): only what the injected 150 ms
+// delay guarantees is asserted, against D/2 = 75 ms. Noise is real: with three CPU hogs on the
+// 2-core box, the balanced run's mean wait reached 38 ms per step (a rank descheduled), which a
+// 60 ms delay's 30 ms bound did not survive.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -13,7 +15,7 @@
 namespace libreyolo {
 namespace {
 
-constexpr double kDelayMs = 60;
+constexpr double kDelayMs = 150;
 
 std::string Folder(const char* run) {
   const char* root = std::getenv("LIBREYOLO_DDP_TRACES");
