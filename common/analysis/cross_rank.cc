@@ -1,6 +1,7 @@
 #include "common/analysis/cross_rank.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -26,6 +27,25 @@ double MeanOthers(const std::vector<RankFigures>& v, size_t skip, F f) {
   return v.size() < 2 ? 0 : s / static_cast<double>(v.size() - 1);
 }
 
+// The median over the steps all ranks share of (the others' mean comm - rank `least`'s comm).
+std::optional<double> MedianStepWait(const std::vector<RankFigures>& v, size_t least) {
+  std::map<int64_t, std::vector<double>> by_step;  // N -> comm ms per rank, in rank order
+  for (const RankFigures& f : v) {
+    for (const auto& [n, ms] : f.comm_ms_by_step) by_step[n].push_back(ms);
+  }
+  std::vector<double> waits;
+  for (const auto& [n, comm] : by_step) {
+    if (comm.size() != v.size()) continue;  // a step some rank lacks (or has twice)
+    double others = 0;
+    for (size_t i = 0; i < comm.size(); ++i) others += i == least ? 0 : comm[i];
+    waits.push_back(others / static_cast<double>(comm.size() - 1) - comm[least]);
+  }
+  if (waits.empty()) return std::nullopt;
+  std::sort(waits.begin(), waits.end());
+  const size_t m = waits.size() / 2;
+  return waits.size() % 2 == 1 ? waits[m] : (waits[m - 1] + waits[m]) / 2;
+}
+
 void FindStraggler(CrossRankResult& r) {
   const std::vector<RankFigures>& v = r.ranks;
   if (v.size() < 2 || r.comm_ms <= 0) return;
@@ -37,7 +57,9 @@ void FindStraggler(CrossRankResult& r) {
       MeanOthers(v, least, [&](const RankFigures& f) { return f.comm_ms; }) - v[least].comm_ms;
   r.wait_for_rank = v[least].info.rank;
   r.collective_wait_ms = wait;
-  if (wait < std::max(kStragglerMinWaitMs, kStragglerMinWaitFrac * r.step_ms_mean)) return;
+  r.collective_wait_median_ms = MedianStepWait(v, least);
+  const double threshold = std::max(kStragglerMinWaitMs, kStragglerMinWaitFrac * r.step_ms_mean);
+  if (wait < threshold || r.collective_wait_median_ms.value_or(wait) < threshold) return;
   r.straggler = v[least].info.rank;
   r.straggler_extra_dataload_ms =
       v[least].dataload_ms -

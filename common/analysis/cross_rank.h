@@ -33,7 +33,12 @@ struct CrossRankResult {
   // nullopt with one rank or no collectives.
   std::optional<int64_t> wait_for_rank;
   std::optional<double> collective_wait_ms;
-  // wait_for_rank when collective_wait_ms reaches the threshold above; else nullopt.
+  // The median over the steps every rank has (by ProfilerStep number) of that step's wait for
+  // wait_for_rank: one step in which a rank was descheduled moves the mean, not the median.
+  // nullopt when the ranks share no step number.
+  std::optional<double> collective_wait_median_ms;
+  // wait_for_rank when collective_wait_ms and (where known) collective_wait_median_ms reach the
+  // threshold above; else nullopt.
   std::optional<int64_t> straggler;
   // Its dataload and compute minus the other ranks' means (ms per step); with `straggler`.
   std::optional<double> straggler_extra_dataload_ms, straggler_extra_compute_ms;

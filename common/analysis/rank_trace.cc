@@ -53,6 +53,7 @@ struct SizedCall {
 struct Collected {
   DistributedInfo info;
   Intervals steps;  // one per step, unmerged: their durations are the step times
+  std::vector<int64_t> step_numbers_in_order;  // N of each of `steps`
   IntervalUnion dataload, comm_cpu, comm_gpu, allreduce_cpu, allreduce_gpu;
   IntervalUnion compute_cpu, compute_gpu;
   std::vector<int64_t> comm_cpu_starts, comm_gpu_starts;
@@ -225,6 +226,7 @@ void RankHandler::CommitCpu(const Interval& iv) {
   if (absl::StartsWith(name, "ProfilerStep#")) {
     if (absl::SimpleAtoi(name.substr(13), &number) && out_->step_numbers.insert(number).second) {
       out_->steps.push_back(iv);
+      out_->step_numbers_in_order.push_back(number);
     }
     return;
   }
@@ -357,6 +359,28 @@ std::optional<double> BytesPerStep(const std::vector<SizedCall>& calls, const In
   return sum / static_cast<double>(sized) * static_cast<double>(all) / static_cast<double>(steps);
 }
 
+// The ms of the merged `comm` inside each step, by step number, in the order of the steps'
+// starts.
+std::vector<std::pair<int64_t, double>> CommByStep(const Intervals& steps,
+                                                   const std::vector<int64_t>& numbers,
+                                                   const Intervals& comm) {
+  std::vector<size_t> order(steps.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return steps[a] < steps[b]; });
+  std::vector<std::pair<int64_t, double>> out;
+  for (size_t i : order) {
+    const Interval& s = steps[i];
+    auto it = std::lower_bound(comm.begin(), comm.end(), s.first,
+                               [](const Interval& c, int64_t t) { return c.second <= t; });
+    int64_t ns = 0;
+    for (; it != comm.end() && it->first < s.second; ++it) {
+      ns += std::min(it->second, s.second) - std::max(it->first, s.first);
+    }
+    out.emplace_back(numbers[i], static_cast<double>(ns) / 1e6);
+  }
+  return out;
+}
+
 int64_t CountInside(const std::vector<int64_t>& starts, const Intervals& window) {
   return std::count_if(starts.begin(), starts.end(),
                        [&](int64_t ts) { return Inside(window, ts); });
@@ -376,6 +400,7 @@ absl::StatusOr<RankFigures> Figures(Collected c, const std::string& what) {
   double step_ns = 0;  // a double: a hostile trace's many huge steps must not overflow
   for (const Interval& s : c.steps) step_ns += static_cast<double>(s.second - s.first);
   f.step_ms = step_ns / 1e6 / static_cast<double>(f.steps);
+  const Intervals steps = c.steps;
   const Intervals window = Merge(std::move(c.steps));
   const Intervals comm_gpu = c.comm_gpu.Take(), compute_gpu = c.compute_gpu.Take();
   const bool has_kernels = !comm_gpu.empty() || !compute_gpu.empty();
@@ -395,6 +420,7 @@ absl::StatusOr<RankFigures> Figures(Collected c, const std::string& what) {
   f.collectives = CountInside(f.gpu_comm ? c.comm_gpu_starts : c.comm_cpu_starts, window);
   f.allreduce_bytes =
       BytesPerStep(c.param_sizes.empty() ? c.span_sizes : c.param_sizes, window, f.steps);
+  f.comm_ms_by_step = CommByStep(steps, c.step_numbers_in_order, comm);
   return f;
 }
 

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -37,6 +39,9 @@ struct RankFigures {
   // nullopt when the trace records no sizes.
   std::optional<double> allreduce_bytes = std::nullopt;
   bool gpu_comm = false;  // collectives timed on GPU kernels (else on CPU spans)
+  // (N of ProfilerStep#N, ms of comm_ms' union inside that step), in the order of the steps'
+  // starts: the per-step waits of the cross-rank analysis.
+  std::vector<std::pair<int64_t, double>> comm_ms_by_step;
 };
 
 // Reads the trace's distributedInfo, stopping as soon as it has been read (torch writes it

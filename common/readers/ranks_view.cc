@@ -224,8 +224,9 @@ std::string RenderRanksText(const RanksView& v) {
       " % of the mean step ", Fmt(r.step_ms_mean, 2), " ms)\n", "straggler            ",
       r.straggler ? absl::StrCat("rank ", *r.straggler) : "none", "\n", "wait for rank ",
       Opt(r.wait_for_rank), "      ", FmtUnit(r.collective_wait_ms, "ms", 2),
-      " per step (the others' time in collectives minus its)\n", "communication        ",
-      Fmt(r.comm_ms, 2), " ms per step, exposed ", Fmt(r.exposed_comm_ms, 2), " ms, overlapped ",
+      " per step, median over steps ", FmtUnit(r.collective_wait_median_ms, "ms", 2),
+      " (the others' time in collectives minus its)\n", "communication        ", Fmt(r.comm_ms, 2),
+      " ms per step, exposed ", Fmt(r.exposed_comm_ms, 2), " ms, overlapped ",
       FmtUnit(r.comm_overlap_pct, "%", 1), "\n", "all-reduce           ",
       FmtBytes(r.allreduce_bytes), " per step, algbw ", FmtUnit(r.algbw_gbps, "GB/s", 3),
       ", busbw ", FmtUnit(r.busbw_gbps, "GB/s", 3), "\n", "load imbalance       ",
@@ -266,6 +267,7 @@ std::string RenderRanksJson(const RanksView& v) {
       .Field("straggler", r.straggler)
       .Field("wait_for_rank", r.wait_for_rank)
       .Field("collective_wait_ms", r.collective_wait_ms)
+      .Field("collective_wait_median_ms", r.collective_wait_median_ms)
       .Field("straggler_extra_dataload_ms", r.straggler_extra_dataload_ms)
       .Field("straggler_extra_compute_ms", r.straggler_extra_compute_ms)
       .Field("comm_ms", r.comm_ms)

@@ -102,6 +102,8 @@ TEST(RankTrace, CpuFiguresPerStep) {
   ASSERT_TRUE(f.allreduce_bytes.has_value());
   EXPECT_DOUBLE_EQ(*f.allreduce_bytes, 4000.0);  // 1000 floats per step
   EXPECT_FALSE(f.gpu_comm);
+  using StepMs = std::vector<std::pair<int64_t, double>>;
+  EXPECT_EQ(f.comm_ms_by_step, (StepMs{{1, 40.0}, {2, 40.0}}));
 }
 
 // The profiler may stop while the last all-reduce still runs: Kineto writes that span with
@@ -279,6 +281,30 @@ TEST(CrossRank, ExposedCommunicationOutweighsASmallStraggler) {
   EXPECT_NE(r.verdict.find("rank 1 is a small straggler (the others wait 2.6 ms per step"),
             std::string::npos)
       << r.verdict;
+}
+
+// One step in which rank 0 was descheduled (rank 1 waited 80 ms for it) moves the mean wait to
+// 20 ms per step, not the median (0): no straggler. The same 20 ms in every step is one.
+TEST(CrossRank, ANoisyStepIsNoStraggler) {
+  auto with_steps = [](RankFigures f, std::vector<double> comm) {
+    for (size_t i = 0; i < comm.size(); ++i) {
+      f.comm_ms_by_step.emplace_back(static_cast<int64_t>(i + 2), comm[i]);
+    }
+    return f;
+  };
+  const CrossRankResult noisy =
+      AnalyseCrossRank({with_steps(Fig(0, 100, 60, 0, 5, 2), {5, 5, 5, 5}),
+                        with_steps(Fig(1, 100, 60, 0, 25, 2), {5, 5, 5, 85})});
+  EXPECT_DOUBLE_EQ(*noisy.collective_wait_ms, 20);
+  EXPECT_DOUBLE_EQ(*noisy.collective_wait_median_ms, 0);
+  EXPECT_EQ(noisy.wait_for_rank, 0);
+  EXPECT_FALSE(noisy.straggler.has_value());
+  const CrossRankResult steady =
+      AnalyseCrossRank({with_steps(Fig(0, 100, 60, 0, 5, 2), {5, 5, 5, 5}),
+                        with_steps(Fig(1, 100, 60, 0, 25, 2), {25, 25, 25, 25})});
+  EXPECT_DOUBLE_EQ(*steady.collective_wait_median_ms, 20);
+  ASSERT_TRUE(steady.straggler.has_value());
+  EXPECT_EQ(*steady.straggler, 0);
 }
 
 TEST(CrossRank, FiguresThatDoNotApplyAreNull) {
