@@ -22,6 +22,8 @@ const PositionalSpec kTraceArg{
     "profile.json, profile_repeat.json, profile_trace.json or any PyTorch/Kineto Chrome trace "
     "(.json or .json.gz); or job:<id> for a profile stored on a libreyolod"};
 const FlagSpec kJsonFlag{"json", "", "", "print JSON instead of text"};
+const FlagSpec kRankFlag{"rank", "K", "",
+                         "with a folder of per-rank traces: read rank K's trace (docs/cli.md)"};
 
 // Messages and views may carry names from a profile or a daemon (kernel and op names, labels):
 // printed through TerminalSafe. --json output is JSON, whose strings escape control characters.
@@ -43,9 +45,19 @@ int Execute(const std::string& cmd, ReaderInvocation inv, const ParsedArgs& a, s
             std::ostream& err) {
   inv.reader = cmd;
   absl::StatusOr<ReaderOutput> result;
+  if (auto rank = a.Value("rank")) {
+    auto k = ParseIntFlag("rank", *rank);
+    if (!k.ok()) return Fail(err, cmd, kExitUsage, std::string(k.status().message()));
+    inv.rank = *k;
+  }
   if (UsesDaemon(inv.inputs, a)) {
+    if (inv.rank) {
+      return Fail(err, cmd, kExitUsage,
+                  "--rank reads a local folder of per-rank traces, not a job on a daemon");
+    }
     result = RunRemoteReader(inv, a);
   } else {
+    inv.read_folders = true;
     result = RunReader(inv, [](const std::string& path) { return LoadProfile(path); });
   }
   if (!result.ok()) {
@@ -168,9 +180,11 @@ const std::vector<ReaderCommand>& ReaderCommands() {
         "Shows the headline numbers of a profile, verdict first: step time, throughput, GPU\n"
         "utilisation, Tensor Core share, peak VRAM, host overhead, launches per step, kernel\n"
         "composition by category and the top kernels; for inference profiles also latency\n"
-        "percentiles and stage shares. A profile taken under memory pressure is flagged.",
+        "percentiles and stage shares. A profile taken under memory pressure is flagged.\n"
+        "A folder of per-rank traces (DDP under torch.profiler) gives the cross-rank view:\n"
+        "per-rank steps, the straggler, exposed communication, all-reduce bandwidth.",
         {kTraceArg},
-        {kJsonFlag}},
+        {kRankFlag, kJsonFlag}},
        RunSummary},
       {{"get", "one metric and nothing else (no field: list the metrics)",
         "Prints one metric's value and nothing else, for scripts. Without a field it lists\n"
@@ -183,7 +197,7 @@ const std::vector<ReaderCommand>& ReaderCommands() {
         "postprocess for inference): GPU ms, wall ms, kernel count and op count per step.\n"
         "Kernels are attributed through their launch's correlation id.",
         {kTraceArg},
-        {kJsonFlag}},
+        {kRankFlag, kJsonFlag}},
        RunPhases},
       {{"kernels", "individual GPU kernels: share of GPU time, ms and calls per step",
         "Lists GPU kernels with their share of GPU time, ms per step, calls per step, Tensor\n"
@@ -196,7 +210,7 @@ const std::vector<ReaderCommand>& ReaderCommands() {
          {"tensorcore", "", "", "keep only Tensor Core kernels"},
          {"sort", "KEY", "time", "order by time, count or name"},
          {"phase", "P", "", "only kernels launched in phase P (unknown P exits 2)"},
-         kJsonFlag}},
+         kRankFlag, kJsonFlag}},
        RunKernels},
       {{"ops", "framework ops ranked by CPU time (the key_averages table)",
         "The framework view: aten and autograd ops ranked by CPU time, with self CPU time,\n"
@@ -207,7 +221,7 @@ const std::vector<ReaderCommand>& ReaderCommands() {
          {"phase", "P", "", "only ops run in phase P (unknown P exits 2)"},
          {"sort", "KEY", "cpu_time_total", SortKeysText()},
          {"group-by-input-shape", "", "", "one row per (op, input shapes); needs shapes"},
-         kJsonFlag}},
+         kRankFlag, kJsonFlag}},
        RunOps},
       {{"modules", "per-layer table of the model's module scopes (self/total CPU, GPU, FLOPs)",
         "The per-layer view of a trace recorded with --with-modules (the default): one row\n"

@@ -9,6 +9,7 @@
 #include "common/readers/get_view.h"
 #include "common/readers/modules_view.h"
 #include "common/readers/phases_view.h"
+#include "common/readers/ranks_view.h"
 #include "common/readers/summary_view.h"
 #include "common/readers/what_if_view.h"
 #include "common/render/terminal_text.h"
@@ -21,6 +22,36 @@ template <typename View>
 ReaderOutput Render(const View& v, std::string (*text)(const View&),
                     std::string (*json)(const View&)) {
   return ReaderOutput{text(v), json(v)};
+}
+
+// A folder of per-rank traces: `summary DIR` is the cross-rank view; `--rank k` reads rank k's
+// trace through the ordinary single-trace path.
+absl::StatusOr<ReaderOutput> RunFolderReader(ReaderInvocation in, const ProfileLoader& load) {
+  const std::string dir = in.inputs[0];
+  if (!IsDirectory(dir)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--rank reads a folder of per-rank traces, and ", dir, " is not a folder"));
+  }
+  if (in.reader == "compare") {
+    return absl::InvalidArgumentError("compare reads two profiles, not a folder of rank traces");
+  }
+  if (in.rank) {
+    auto path = RankTracePath(dir, *in.rank);
+    if (!path.ok()) return path.status();
+    if (in.labels.empty()) in.labels = {absl::StrCat(*path, " (rank ", *in.rank, ")")};
+    in.inputs[0] = *path;
+    in.rank.reset();
+    in.read_folders = false;
+    return RunReader(in, load);
+  }
+  if (in.reader != "summary") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        in.reader, " reads one rank's trace: add --rank K to read rank K of ", dir,
+        " (summary DIR gives the cross-rank view)"));
+  }
+  auto v = BuildRanksView(dir);
+  if (!v.ok()) return v.status();
+  return ReaderOutput{RenderRanksText(*v), RenderRanksJson(*v)};
 }
 
 }  // namespace
@@ -62,6 +93,8 @@ absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const Profile
         "give exactly one of --remove-category C or --remove-launches N "
         "(e.g. --remove-category layout)");
   }
+  if (in.read_folders && (in.rank || IsDirectory(in.inputs[0]))) return RunFolderReader(in, load);
+  if (in.rank) return absl::InvalidArgumentError("--rank reads a folder of per-rank traces");
   auto p = LoadReaderInput(load, in.inputs[0]);
   if (!p.ok()) return p.status();
 

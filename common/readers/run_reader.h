@@ -4,6 +4,7 @@
 #ifndef LIBREYOLO_COMMON_READERS_RUN_READER_H_
 #define LIBREYOLO_COMMON_READERS_RUN_READER_H_
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -29,6 +30,11 @@ struct ReaderInvocation {
   OpsOptions ops;
   ModulesOptions modules;
   WhatIfRequest what_if;
+  // Local readers only (never set for a daemon's reader RPCs, whose inputs are job ids): a
+  // directory input is a folder of per-rank traces (ranks_view.h). `summary DIR` is the
+  // cross-rank view; with `rank`, any reader but compare reads that rank's trace.
+  bool read_folders = false;
+  std::optional<int64_t> rank;
 };
 
 struct ReaderOutput {

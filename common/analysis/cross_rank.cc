@@ -1,0 +1,181 @@
+#include "common/analysis/cross_rank.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace libreyolo {
+namespace {
+
+template <typename F>
+double Mean(const std::vector<RankFigures>& v, F f) {
+  double s = 0;
+  for (const RankFigures& r : v) s += f(r);
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+// The mean of f over every rank but `skip`.
+template <typename F>
+double MeanOthers(const std::vector<RankFigures>& v, size_t skip, F f) {
+  double s = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i != skip) s += f(v[i]);
+  }
+  return v.size() < 2 ? 0 : s / static_cast<double>(v.size() - 1);
+}
+
+// The median over the steps all ranks share of (the others' mean comm - rank `least`'s comm).
+std::optional<double> MedianStepWait(const std::vector<RankFigures>& v, size_t least) {
+  std::map<int64_t, std::vector<double>> by_step;  // N -> comm ms per rank, in rank order
+  for (const RankFigures& f : v) {
+    for (const auto& [n, ms] : f.comm_ms_by_step) by_step[n].push_back(ms);
+  }
+  std::vector<double> waits;
+  for (const auto& [n, comm] : by_step) {
+    if (comm.size() != v.size()) continue;  // a step some rank lacks (or has twice)
+    double others = 0;
+    for (size_t i = 0; i < comm.size(); ++i) others += i == least ? 0 : comm[i];
+    waits.push_back(others / static_cast<double>(comm.size() - 1) - comm[least]);
+  }
+  if (waits.empty()) return std::nullopt;
+  std::sort(waits.begin(), waits.end());
+  const size_t m = waits.size() / 2;
+  return waits.size() % 2 == 1 ? waits[m] : (waits[m - 1] + waits[m]) / 2;
+}
+
+void FindStraggler(CrossRankResult& r) {
+  const std::vector<RankFigures>& v = r.ranks;
+  if (v.size() < 2 || r.comm_ms <= 0) return;
+  size_t least = 0;
+  for (size_t i = 1; i < v.size(); ++i) {
+    if (v[i].comm_ms < v[least].comm_ms) least = i;
+  }
+  const double wait =
+      MeanOthers(v, least, [&](const RankFigures& f) { return f.comm_ms; }) - v[least].comm_ms;
+  r.wait_for_rank = v[least].info.rank;
+  r.collective_wait_ms = wait;
+  r.collective_wait_median_ms = MedianStepWait(v, least);
+  const double threshold = std::max(kStragglerMinWaitMs, kStragglerMinWaitFrac * r.step_ms_mean);
+  if (wait < threshold || r.collective_wait_median_ms.value_or(wait) < threshold) return;
+  r.straggler = v[least].info.rank;
+  r.straggler_extra_dataload_ms =
+      v[least].dataload_ms -
+      MeanOthers(v, least, [](const RankFigures& f) { return f.dataload_ms; });
+  r.straggler_extra_compute_ms =
+      v[least].compute_ms - MeanOthers(v, least, [](const RankFigures& f) { return f.compute_ms; });
+}
+
+void Bandwidth(CrossRankResult& r) {
+  bool any = false;
+  double bytes = 0;
+  for (const RankFigures& f : r.ranks) {
+    if (!f.allreduce_bytes) continue;
+    any = true;
+    bytes += *f.allreduce_bytes;
+  }
+  if (!any) return;
+  r.allreduce_bytes = bytes / static_cast<double>(r.ranks.size());
+  const RankFigures* timed = nullptr;
+  for (const RankFigures& f : r.ranks) {
+    if (r.wait_for_rank && f.info.rank == *r.wait_for_rank) timed = &f;
+  }
+  if (timed == nullptr && !r.ranks.empty()) timed = &r.ranks[0];
+  if (timed == nullptr || timed->allreduce_ms <= 0 || !timed->allreduce_bytes) return;
+  r.algbw_gbps = *timed->allreduce_bytes / (timed->allreduce_ms / 1e3) / 1e9;
+  const auto n = static_cast<double>(r.world_size);
+  r.busbw_gbps = *r.algbw_gbps * 2.0 * (n - 1.0) / n;
+}
+
+void StragglerVerdict(CrossRankResult& r) {
+  const double dl = r.straggler_extra_dataload_ms.value_or(0);
+  const double comp = r.straggler_extra_compute_ms.value_or(0);
+  const bool dataload = dl >= comp;
+  r.verdict = absl::StrFormat(
+      "rank %d is a straggler: its %s is %.1f ms longer per step than the other ranks' mean; "
+      "the others wait %.1f ms per step for it in their collectives",
+      *r.straggler, dataload ? "dataload" : "compute", dataload ? dl : comp, *r.collective_wait_ms);
+  if (dataload) {
+    r.levers = {absl::StrFormat("more DataLoader workers on rank %d (num_workers, "
+                                "persistent_workers, pin_memory, prefetch_factor)",
+                                *r.straggler),
+                "check that rank's storage and CPU share (other jobs, NUMA placement)"};
+  } else {
+    r.levers = {
+        absl::StrFormat("check rank %d's device (clocks, thermal, other processes)", *r.straggler),
+        "even out the work per rank (batch per rank, samples of uneven size)"};
+  }
+}
+
+void CommBoundVerdict(CrossRankResult& r, double exposed_frac) {
+  r.verdict = absl::StrFormat(
+      "communication-bound: %.1f ms of the %.1f ms step (%.0f%%) is communication no "
+      "computation overlaps",
+      r.exposed_comm_ms, r.step_ms_mean, 100.0 * exposed_frac);
+  r.levers = {"bucket size: DDP(bucket_cap_mb=...) (fewer, larger all-reduces; default 25)",
+              "gradient_as_bucket_view=True (no copy between gradients and buckets)",
+              "overlap: static_graph=True, no_sync() over gradient-accumulation steps",
+              "a larger batch per rank (more compute per all-reduce)"};
+}
+
+// The headline is the larger loss: the wait the straggler causes, or the communication that
+// is exposed even on the rank nobody waits for (the straggler's own exposed time).
+void Verdict(CrossRankResult& r) {
+  const double exposed_frac = r.step_ms_mean > 0 ? r.exposed_comm_ms / r.step_ms_mean : 0;
+  double straggler_exposed = 0;
+  for (const RankFigures& f : r.ranks) {
+    if (r.straggler && f.info.rank == *r.straggler) straggler_exposed = f.exposed_comm_ms;
+  }
+  if (r.straggler &&
+      (*r.collective_wait_ms >= straggler_exposed || exposed_frac < kCommBoundFrac)) {
+    StragglerVerdict(r);
+  } else if (exposed_frac >= kCommBoundFrac) {
+    CommBoundVerdict(r, exposed_frac);
+    if (r.straggler) {
+      absl::StrAppendFormat(&r.verdict,
+                            "; besides, rank %d is a small straggler (the others "
+                            "wait %.1f ms per step for it)",
+                            *r.straggler, *r.collective_wait_ms);
+    }
+  } else if (r.comm_ms <= 0) {
+    r.verdict = "no collectives in the step window: the ranks did not communicate";
+  } else {
+    r.verdict = absl::StrFormat(
+        "balanced: step times within %.1f ms (%.1f%%), exposed communication %.0f%% of the step",
+        r.step_spread_ms, r.step_spread_pct, 100.0 * exposed_frac);
+  }
+}
+
+}  // namespace
+
+CrossRankResult AnalyseCrossRank(std::vector<RankFigures> ranks) {
+  CrossRankResult r;
+  r.ranks = std::move(ranks);
+  r.world_size = static_cast<int64_t>(r.ranks.size());
+  if (!r.ranks.empty()) r.backend = r.ranks[0].info.backend;
+  r.step_ms_mean = Mean(r.ranks, [](const RankFigures& f) { return f.step_ms; });
+  double lo = 0, hi = 0;
+  for (size_t i = 0; i < r.ranks.size(); ++i) {
+    const double s = r.ranks[i].step_ms;
+    lo = i == 0 ? s : std::min(lo, s);
+    hi = i == 0 ? s : std::max(hi, s);
+  }
+  r.step_spread_ms = hi - lo;
+  r.step_spread_pct = r.step_ms_mean > 0 ? 100.0 * r.step_spread_ms / r.step_ms_mean : 0;
+  r.comm_ms = Mean(r.ranks, [](const RankFigures& f) { return f.comm_ms; });
+  r.exposed_comm_ms = Mean(r.ranks, [](const RankFigures& f) { return f.exposed_comm_ms; });
+  if (r.comm_ms > 0) r.comm_overlap_pct = 100.0 * (1.0 - r.exposed_comm_ms / r.comm_ms);
+  const double busy_mean =
+      Mean(r.ranks, [](const RankFigures& f) { return f.compute_ms + f.dataload_ms; });
+  double busy_max = 0;
+  for (const RankFigures& f : r.ranks) busy_max = std::max(busy_max, f.compute_ms + f.dataload_ms);
+  if (busy_mean > 0) r.load_imbalance_pct = 100.0 * (busy_max / busy_mean - 1.0);
+  FindStraggler(r);
+  Bandwidth(r);
+  Verdict(r);
+  return r;
+}
+
+}  // namespace libreyolo

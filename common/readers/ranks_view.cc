@@ -1,0 +1,287 @@
+#include "common/readers/ranks_view.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/json/json_writer.h"
+#include "common/render/text_table.h"
+
+namespace libreyolo {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsTraceName(const std::string& name) {
+  return absl::EndsWith(name, ".json") || absl::EndsWith(name, ".json.gz");
+}
+
+// Runs of consecutive ranks: "1..127", "0..33, 35..299", "1, 3" (at most 6 runs listed).
+std::string RanksText(const std::vector<int64_t>& ranks) {
+  std::vector<std::string> runs;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (runs.size() == 6) {
+      runs.push_back("...");
+      break;
+    }
+    runs.push_back(j == i ? absl::StrCat(ranks[i]) : absl::StrCat(ranks[i], "..", ranks[j]));
+    i = j + 1;
+  }
+  return absl::StrJoin(runs, ", ");
+}
+
+absl::StatusOr<std::vector<std::string>> TraceFiles(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_regular_file(ec) && IsTraceName(e.path().filename().string())) {
+      files.push_back(e.path().string());
+    }
+  }
+  if (ec) return absl::NotFoundError(absl::StrCat("cannot list ", dir, ": ", ec.message()));
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        dir,
+        " holds no Chrome trace (*.json, *.json.gz): give the folder torch.profiler wrote "
+        "one trace per rank into (tensorboard_trace_handler, export_chrome_trace)"));
+  }
+  return files;
+}
+
+// Every rank 0..n-1 exactly once, of one world size and backend.
+absl::Status CheckRanks(const std::string& dir, const std::vector<RankFile>& files,
+                        bool require_all) {
+  if (files.empty()) return absl::InvalidArgumentError(absl::StrCat(dir, " holds no trace"));
+  const RankFile first = files.front();
+  std::map<int64_t, const RankFile*> by_rank;
+  for (const RankFile& f : files) {
+    if (f.info.world_size != first.info.world_size || f.info.backend != first.info.backend) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "mixed runs in %s: %s is rank %d of %d (%s), %s rank %d of %d (%s); keep one run's "
+          "traces per folder",
+          dir, first.path, first.info.rank, first.info.world_size, first.info.backend, f.path,
+          f.info.rank, f.info.world_size, f.info.backend));
+    }
+    if (f.info.rank < 0 || f.info.rank >= f.info.world_size) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s says rank %d of a %d-rank job: not a rank of that job", f.path,
+                          f.info.rank, f.info.world_size));
+    }
+    auto [it, fresh] = by_rank.emplace(f.info.rank, &f);
+    if (!fresh) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "rank %d appears twice in %s: %s and %s (two runs, or two profiling cycles, in one "
+          "folder?); keep one trace per rank",
+          f.info.rank, dir, it->second->path, f.path));
+    }
+  }
+  std::vector<int64_t> missing;
+  for (int64_t r = 0; require_all && r < first.info.world_size; ++r) {
+    if (!by_rank.count(r)) missing.push_back(r);
+  }
+  if (missing.empty()) return absl::OkStatus();
+  std::vector<int64_t> held;
+  for (const auto& [r, f] : by_rank) held.push_back(r);
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s holds rank%s %s of a %d-rank job (backend %s); rank%s %s %s missing: put every "
+      "rank's trace in the folder, or read one rank with --rank %d (or give its file alone)",
+      dir, held.size() == 1 ? "" : "s", RanksText(held), first.info.world_size,
+      first.info.backend.empty() ? "unknown" : first.info.backend, missing.size() == 1 ? "" : "s",
+      RanksText(missing), missing.size() == 1 ? "is" : "are", held.front()));
+}
+
+// Runs task(i) for i in [0, n) on at most `threads` threads; no exception leaves a thread.
+template <typename Task>
+void ParallelFor(size_t n, int threads, Task task) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < n; i = next++) task(i);
+  };
+  const size_t count = std::min<size_t>(n, static_cast<size_t>(std::max(threads, 1)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < count; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
+
+bool IsDirectory(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
+absl::StatusOr<std::vector<RankFile>> ScanRankFolder(const std::string& dir, bool require_all) {
+  auto files = TraceFiles(dir);
+  if (!files.ok()) return files.status();
+  std::vector<RankFile> out;
+  for (const std::string& path : *files) {
+    auto info = ReadDistributedInfo(path);
+    if (!info.ok()) {
+      if (info.status().code() == absl::StatusCode::kNotFound) return info.status();
+      return absl::DataLossError(absl::StrCat("rank trace ", path, ": ", info.status().message()));
+    }
+    if (info->rank < 0 || info->world_size <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path,
+          " has no distributedInfo (rank, world_size): not a trace of a distributed run; "
+          "read it alone with `libreyolo profile summary ",
+          path, "`, or move it out of the folder"));
+    }
+    out.push_back({path, *info});
+  }
+  if (absl::Status s = CheckRanks(dir, out, require_all); !s.ok()) return s;
+  std::sort(out.begin(), out.end(),
+            [](const RankFile& a, const RankFile& b) { return a.info.rank < b.info.rank; });
+  return out;
+}
+
+absl::StatusOr<std::string> RankTracePath(const std::string& dir, int64_t rank) {
+  auto files = ScanRankFolder(dir, /*require_all=*/false);
+  if (!files.ok()) return files.status();
+  std::vector<int64_t> held;
+  for (const RankFile& f : *files) {
+    if (f.info.rank == rank) return f.path;
+    held.push_back(f.info.rank);
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "--rank %d: %s holds rank%s %s of a %d-rank job", rank, dir, held.size() == 1 ? "" : "s",
+      RanksText(held), files->front().info.world_size));
+}
+
+absl::StatusOr<RanksView> BuildRanksView(const std::string& dir, int threads) {
+  auto files = ScanRankFolder(dir, /*require_all=*/true);
+  if (!files.ok()) return files.status();
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const size_t n = files->size();
+  std::vector<std::optional<absl::StatusOr<RankFigures>>> results(n);
+  ParallelFor(n, threads, [&](size_t i) {
+    try {
+      results[i] = AnalyseRankTraceFile((*files)[i].path);
+    } catch (const std::exception& e) {  // bad_alloc on a huge trace: fail this rank only
+      results[i] = absl::ResourceExhaustedError(e.what());
+    }
+  });
+  std::vector<RankFigures> figures;
+  for (size_t i = 0; i < n; ++i) {
+    const absl::StatusOr<RankFigures>& r = *results[i];
+    if (!r.ok()) {
+      return absl::DataLossError(absl::StrFormat("rank %d (%s): %s", (*files)[i].info.rank,
+                                                 (*files)[i].path, r.status().message()));
+    }
+    figures.push_back(*r);
+    figures.back().info = (*files)[i].info;
+  }
+  RanksView v;
+  v.source = dir;
+  v.threads = std::min(threads, static_cast<int>(n));
+  v.result = AnalyseCrossRank(std::move(figures));
+  return v;
+}
+
+namespace {
+
+std::string Opt(const std::optional<int64_t>& v) {
+  return v ? absl::StrCat(*v) : std::string("n/a");
+}
+
+}  // namespace
+
+std::string RenderRanksText(const RanksView& v) {
+  const CrossRankResult& r = v.result;
+  std::string out = absl::StrFormat("%s: %d ranks (%s)\nverdict: %s\n", v.source, r.world_size,
+                                    r.backend, r.verdict);
+  for (const std::string& l : r.levers) absl::StrAppend(&out, "  lever: ", l, "\n");
+  TextTable t({{"rank"},
+               {"steps"},
+               {"step ms"},
+               {"compute ms"},
+               {"dataload ms"},
+               {"collectives ms"},
+               {"exposed comm ms"},
+               {"all-reduce/step"}});
+  for (const RankFigures& f : r.ranks) {
+    t.AddRow({absl::StrCat(f.info.rank), absl::StrCat(f.steps), Fmt(f.step_ms, 2),
+              Fmt(f.compute_ms, 2), Fmt(f.dataload_ms, 2), Fmt(f.comm_ms, 2),
+              Fmt(f.exposed_comm_ms, 2), FmtBytes(f.allreduce_bytes)});
+  }
+  absl::StrAppend(&out, "per rank, per step:\n", t.Render());
+  absl::StrAppend(
+      &out, "step-time spread     ", Fmt(r.step_spread_ms, 2), " ms (", Fmt(r.step_spread_pct, 1),
+      " % of the mean step ", Fmt(r.step_ms_mean, 2), " ms)\n", "straggler            ",
+      r.straggler ? absl::StrCat("rank ", *r.straggler) : "none", "\n", "wait for rank ",
+      Opt(r.wait_for_rank), "      ", FmtUnit(r.collective_wait_ms, "ms", 2),
+      " per step, median over steps ", FmtUnit(r.collective_wait_median_ms, "ms", 2),
+      " (the others' time in collectives minus its)\n", "communication        ", Fmt(r.comm_ms, 2),
+      " ms per step, exposed ", Fmt(r.exposed_comm_ms, 2), " ms, overlapped ",
+      FmtUnit(r.comm_overlap_pct, "%", 1), "\n", "all-reduce           ",
+      FmtBytes(r.allreduce_bytes), " per step, algbw ", FmtUnit(r.algbw_gbps, "GB/s", 3),
+      ", busbw ", FmtUnit(r.busbw_gbps, "GB/s", 3), "\n", "load imbalance       ",
+      FmtUnit(r.load_imbalance_pct, "%", 1),
+      " (busiest rank's compute + dataload over the mean)\n");
+  return out;
+}
+
+std::string RenderRanksJson(const RanksView& v) {
+  const CrossRankResult& r = v.result;
+  JsonWriter w;
+  w.BeginObject()
+      .Field("source", v.source)
+      .Field("backend", r.backend)
+      .Field("world_size", r.world_size)
+      .Field("threads", static_cast<int64_t>(v.threads));
+  w.Key("ranks").BeginArray();
+  for (const RankFigures& f : r.ranks) {
+    w.BeginObject()
+        .Field("rank", f.info.rank)
+        .Field("trace", f.path)
+        .Field("steps", f.steps)
+        .Field("step_ms", f.step_ms)
+        .Field("compute_ms", f.compute_ms)
+        .Field("dataload_ms", f.dataload_ms)
+        .Field("comm_ms", f.comm_ms)
+        .Field("exposed_comm_ms", f.exposed_comm_ms)
+        .Field("allreduce_ms", f.allreduce_ms)
+        .Field("collectives", f.collectives)
+        .Field("allreduce_bytes", f.allreduce_bytes)
+        .Field("comm_timed_on", f.gpu_comm ? "gpu kernels" : "cpu spans")
+        .EndObject();
+  }
+  w.EndArray()
+      .Field("step_ms_mean", r.step_ms_mean)
+      .Field("step_spread_ms", r.step_spread_ms)
+      .Field("step_spread_pct", r.step_spread_pct)
+      .Field("straggler", r.straggler)
+      .Field("wait_for_rank", r.wait_for_rank)
+      .Field("collective_wait_ms", r.collective_wait_ms)
+      .Field("collective_wait_median_ms", r.collective_wait_median_ms)
+      .Field("straggler_extra_dataload_ms", r.straggler_extra_dataload_ms)
+      .Field("straggler_extra_compute_ms", r.straggler_extra_compute_ms)
+      .Field("comm_ms", r.comm_ms)
+      .Field("exposed_comm_ms", r.exposed_comm_ms)
+      .Field("comm_overlap_pct", r.comm_overlap_pct)
+      .Field("allreduce_bytes", r.allreduce_bytes)
+      .Field("algbw_gbps", r.algbw_gbps)
+      .Field("busbw_gbps", r.busbw_gbps)
+      .Field("load_imbalance_pct", r.load_imbalance_pct)
+      .Field("verdict", r.verdict);
+  w.Key("levers").BeginArray();
+  for (const std::string& l : r.levers) w.String(l);
+  w.EndArray().EndObject();
+  return w.Take();
+}
+
+}  // namespace libreyolo

@@ -1,0 +1,49 @@
+// `libreyolo profile summary DIR/`: a folder of per-rank Chrome traces of one distributed run
+// (torch.profiler under DDP, Kineto on-demand traces), checked, analysed one task per rank in
+// parallel, and rendered as the cross-rank view (docs/cli.md, "A folder of per-rank traces").
+#ifndef LIBREYOLO_COMMON_READERS_RANKS_VIEW_H_
+#define LIBREYOLO_COMMON_READERS_RANKS_VIEW_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/analysis/cross_rank.h"
+
+namespace libreyolo {
+
+struct RankFile {
+  std::string path;
+  DistributedInfo info;
+};
+
+struct RanksView {
+  std::string source;  // the folder
+  CrossRankResult result;
+  int threads = 0;  // the analysis' threads
+};
+
+bool IsDirectory(const std::string& path);
+
+// The folder's traces (*.json, *.json.gz), one per rank 0..n-1, in rank order. INVALID_ARGUMENT
+// (exit 2) naming the problem and the way out: no traces, a trace without distributedInfo,
+// mixed world sizes or backends, a rank twice, ranks missing (what the folder holds: "rank 0 of
+// a 128-rank job"; not checked when `require_all` is false). A trace that cannot be read is
+// DATA_LOSS (exit 1) naming the file.
+absl::StatusOr<std::vector<RankFile>> ScanRankFolder(const std::string& dir, bool require_all);
+
+// The trace of rank `rank` in the folder (for `--rank k`; other ranks may be missing):
+// INVALID_ARGUMENT naming the ranks the folder holds when it has no trace of that rank.
+absl::StatusOr<std::string> RankTracePath(const std::string& dir, int64_t rank);
+
+// Scans, then analyses every rank's trace, one task per rank on at most `threads` threads (0:
+// std::thread::hardware_concurrency()); only each rank's figures outlive its task.
+absl::StatusOr<RanksView> BuildRanksView(const std::string& dir, int threads = 0);
+
+std::string RenderRanksText(const RanksView& v);
+std::string RenderRanksJson(const RanksView& v);
+
+}  // namespace libreyolo
+
+#endif  // LIBREYOLO_COMMON_READERS_RANKS_VIEW_H_

@@ -1,0 +1,118 @@
+// `libreyolo profile summary DIR/` and `--rank K` through the whole command line: exit codes
+// (docs/cli.md), the flag's checks, and the fixture traces of one rank of a large job.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "tests/support/cli_run.h"
+#include "tests/support/test_files.h"
+
+namespace libreyolo::cli {
+namespace {
+
+using testing::Cli;
+
+std::string Fixture(const std::string& name) {
+  return absl::StrCat(LIBREYOLO_FIXTURES_DIR, "/traces/", name);
+}
+
+// A CPU-only Gloo rank: two 10 ms steps, `dataload_ms` of data loading, a 1 ms op, and an
+// all-reduce of `comm_ms` on Gloo's thread.
+std::string Rank(int rank, int world, int dataload_ms, int comm_ms) {
+  std::string ev;
+  for (int s = 0; s < 2; ++s) {
+    const int t = s * 100'000;
+    absl::StrAppend(
+        &ev, s ? "," : "", R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)", s + 1,
+        R"(", "pid": 1, "tid": 1, "ts": )", t, R"(, "dur": 100000},)",
+        R"({"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#it", "pid": 1,)",
+        R"( "tid": 1, "ts": )", t, R"(, "dur": )", dataload_ms * 1000, "},",
+        R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": )",
+        t + 70'000, R"(, "dur": 1000},)",
+        R"({"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 2,)",
+        R"( "ts": )", t + 72'000, R"(, "dur": )", comm_ms * 1000,
+        R"(, "args": {"Input Dims": [[256]], "Input type": ["float"]}})");
+  }
+  return absl::StrCat(R"({"distributedInfo": {"backend": "gloo", "rank": )", rank,
+                      R"(, "world_size": )", world, R"(}, "traceEvents": [)", ev, "]}");
+}
+
+TEST(RanksCli, SummaryOfAFolderAndRankFlag) {
+  libreyolo::test::TempDir d;
+  d.Write("rank0.json", Rank(0, 2, 1, 25));
+  d.Write("rank1.json", Rank(1, 2, 21, 5));
+  const auto text = Cli({"profile", "summary", d.path()});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("verdict: rank 1 is a straggler: its dataload is 20.0 ms longer per "
+                          "step"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("the others wait 20.0 ms per step"), std::string::npos) << text.out;
+  const auto json = Cli({"profile", "summary", d.path(), "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"straggler\": 1,"), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"collectives\": 2,"), std::string::npos);  // an integer
+  EXPECT_NE(json.out.find("\"straggler_extra_compute_ms\": 0.0"), std::string::npos);
+  EXPECT_NE(json.out.find("\"allreduce_bytes\": 1024.0"), std::string::npos);
+
+  EXPECT_EQ(Cli({"profile", "kernels", d.path()}).code, 2);
+  for (const char* reader : {"summary", "phases", "kernels", "ops"}) {
+    const auto r = Cli({"profile", reader, d.path(), "--rank", "1"});
+    EXPECT_EQ(r.code, 0) << reader << ": " << r.err;
+  }
+  EXPECT_EQ(Cli({"profile", "ops", d.path(), "--rank", "x"}).code, 2);
+  const auto missing = Cli({"profile", "ops", d.path(), "--rank", "2"});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("holds ranks 0..1 of a 2-rank job"), std::string::npos) << missing.err;
+  EXPECT_EQ(Cli({"profile", "summary", d.File("rank0.json"), "--rank", "0"}).code, 2);
+  const auto remote = Cli({"profile", "summary", "job:abc", "--rank", "0"});
+  EXPECT_EQ(remote.code, 2);
+  EXPECT_NE(remote.err.find("not a job on a daemon"), std::string::npos) << remote.err;
+}
+
+TEST(RanksCli, BadFoldersAreExitTwoUnreadableRanksExitOne) {
+  libreyolo::test::TempDir empty;
+  EXPECT_EQ(Cli({"profile", "summary", empty.path()}).code, 2);
+  libreyolo::test::TempDir dup;
+  dup.Write("a.json", Rank(0, 2, 1, 1));
+  dup.Write("b.json", Rank(0, 2, 1, 1));
+  EXPECT_EQ(Cli({"profile", "summary", dup.path()}).code, 2);
+  libreyolo::test::TempDir corrupt;
+  corrupt.Write("a.json", Rank(0, 2, 1, 1));
+  const std::string whole = Rank(1, 2, 1, 1);
+  corrupt.Write("b.json", whole.substr(0, whole.size() - 40));
+  const auto r = Cli({"profile", "summary", corrupt.path()});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("rank 1 ("), std::string::npos) << r.err;
+}
+
+// The fixtures hold one rank of a large job each: the folder says what it is, --rank reads it.
+TEST(RanksCli, OneRankOfALargeJob) {
+  struct Case {
+    const char* file;
+    const char* says;
+    const char* rank;
+  };
+  for (const Case& c : {Case{"trace_filter.json.gz",
+                             "holds rank 0 of a 128-rank job (backend "
+                             "nccl); ranks 1..127 are missing",
+                             "0"},
+                        Case{"cpu_only.json.gz",
+                             "holds rank 34 of a 300-rank job (backend "
+                             "gloo); ranks 0..33, 35..299 are missing",
+                             "34"}}) {
+    libreyolo::test::TempDir d;
+    std::filesystem::copy_file(Fixture(c.file), d.File(c.file));
+    const auto r = Cli({"profile", "summary", d.path()});
+    EXPECT_EQ(r.code, 2) << c.file;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(absl::StrCat("--rank ", c.rank)), std::string::npos) << r.err;
+    const auto one = Cli({"profile", "summary", d.path(), "--rank", c.rank, "--json"});
+    EXPECT_EQ(one.code, 0) << one.err;
+  }
+}
+
+}  // namespace
+}  // namespace libreyolo::cli

@@ -1,0 +1,464 @@
+// Cross-rank analysis (docs/metrics.md, "Cross-rank analysis"): every figure on small traces
+// with hand-computed expectations, the verdicts, and the folder's error cases.
+#include "common/analysis/cross_rank.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/analysis/intervals.h"
+#include "common/analysis/rank_trace.h"
+#include "common/load/load_profile.h"
+#include "common/readers/ranks_view.h"
+#include "common/readers/run_reader.h"
+#include "common/trace/trace_analyser.h"
+#include "tests/common/trace_builder.h"
+#include "tests/support/test_files.h"
+
+namespace libreyolo {
+namespace {
+
+using testing::Kernel;
+using testing::Step;
+using testing::Thread;
+using testing::X;
+
+constexpr char kDataload[] = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+
+std::string RankTrace(int rank, int world, const std::vector<std::string>& events,
+                      const std::string& backend = "gloo") {
+  return absl::StrCat(R"({"schemaVersion": 1, "distributedInfo": {"backend": ")", backend,
+                      R"(", "rank": )", rank, R"(, "world_size": )", world,
+                      R"(, "pg_config": [{"pg_size": )", world, R"(, "ranks": [0, 1]}]},)",
+                      R"( "traceEvents": [)", absl::StrJoin(events, ",\n"), "]}");
+}
+
+constexpr int64_t kMs = 1000;  // trace times are in us
+
+// Two 100 ms steps of a CPU-only Gloo rank: dataload 10 ms (with an op inside it), compute
+// 50 ms (two nested ops), a 40 ms all-reduce of 1000 floats on the Gloo thread that starts
+// 10 ms before the compute ends; `extra_dataload_ms` more data loading at each step's start
+// moves everything after it.
+std::vector<std::string> CpuRankEvents(int64_t extra_dataload_ms = 0, int64_t comm_ms = 40) {
+  std::vector<std::string> ev;
+  const std::string gloo_args = R"("Input Dims": [[1000]], "Input type": ["float"])";
+  const int64_t step = (100 + extra_dataload_ms) * kMs, d = extra_dataload_ms * kMs;
+  for (int s = 0; s < 2; ++s) {
+    const int64_t t = s * step;
+    ev.push_back(Step(s + 1, t, step));
+    ev.push_back(X("user_annotation", kDataload, t, 10 * kMs + d));
+    ev.push_back(X("cpu_op", "aten::randn", t + 2 * kMs, 6 * kMs));
+    ev.push_back(X("cpu_op", "aten::conv2d", t + d + 10 * kMs, 50 * kMs));
+    ev.push_back(X("cpu_op", "aten::convolution", t + d + 20 * kMs, 30 * kMs));
+    ev.push_back(X("cpu_op", "c10d::allreduce_", t + d + 55 * kMs, 1 * kMs));
+    ev.push_back(X("user_annotation", "gloo:all_reduce", t + d + 50 * kMs, comm_ms * kMs, Thread(2),
+                   gloo_args));
+  }
+  // Outside the steps: not counted.
+  ev.push_back(X("user_annotation", "gloo:all_reduce", 10'000 * kMs, 10, Thread(2), gloo_args));
+  return ev;
+}
+
+TEST(Intervals, UnionIntersectSubtract) {
+  const Intervals a = Merge({{5, 9}, {0, 3}, {2, 4}, {7, 7}, {20, 30}});
+  EXPECT_EQ(a, (Intervals{{0, 4}, {5, 9}, {20, 30}}));  // the empty [7, 7) dropped
+  const Intervals b{{1, 2}, {3, 6}, {8, 25}};
+  EXPECT_EQ(Intersect(a, b), (Intervals{{1, 2}, {3, 4}, {5, 6}, {8, 9}, {20, 25}}));
+  EXPECT_EQ(Subtract(a, b), (Intervals{{0, 1}, {2, 3}, {6, 8}, {25, 30}}));
+  EXPECT_EQ(Length(a), 18);
+  EXPECT_TRUE(Inside(a, 0));
+  EXPECT_FALSE(Inside(a, 4));
+  EXPECT_TRUE(Inside(a, 29));
+  EXPECT_FALSE(Inside(a, 30));
+  IntervalUnion u;  // merged as it goes: 10,000 nested intervals are one
+  for (int64_t i = 0; i < 10'000; ++i) u.Add({i, 20'000 - i});
+  u.Add({30'000, 30'001});
+  EXPECT_EQ(u.Take(), (Intervals{{0, 20'000}, {30'000, 30'001}}));
+}
+
+RankFigures Analyse(const std::string& json) {
+  auto f = AnalyseRankTraceText(json);
+  EXPECT_TRUE(f.ok()) << f.status();
+  return f.ok() ? *f : RankFigures{};
+}
+
+TEST(RankTrace, CpuFiguresPerStep) {
+  const RankFigures f = Analyse(RankTrace(1, 2, CpuRankEvents()));
+  EXPECT_EQ(f.info.rank, 1);
+  EXPECT_EQ(f.info.world_size, 2);
+  EXPECT_EQ(f.info.backend, "gloo");
+  EXPECT_EQ(f.steps, 2);
+  EXPECT_DOUBLE_EQ(f.step_ms, 100);
+  EXPECT_DOUBLE_EQ(f.dataload_ms, 10);  // the op inside data loading is not compute
+  EXPECT_DOUBLE_EQ(f.compute_ms, 50);   // nested ops count once; c10d:: calls not at all
+  EXPECT_DOUBLE_EQ(f.comm_ms, 40);
+  EXPECT_DOUBLE_EQ(f.allreduce_ms, 40);
+  EXPECT_DOUBLE_EQ(f.exposed_comm_ms, 30);  // 10 of its 40 ms overlap the compute
+  EXPECT_EQ(f.collectives, 2);
+  ASSERT_TRUE(f.allreduce_bytes.has_value());
+  EXPECT_DOUBLE_EQ(*f.allreduce_bytes, 4000.0);  // 1000 floats per step
+  EXPECT_FALSE(f.gpu_comm);
+  using StepMs = std::vector<std::pair<int64_t, double>>;
+  EXPECT_EQ(f.comm_ms_by_step, (StepMs{{1, 40.0}, {2, 40.0}}));
+}
+
+// The profiler may stop while the last all-reduce still runs: Kineto writes that span with
+// "finished": false and no inputs. It is a call all the same, counted at the others' mean size.
+TEST(RankTrace, AnUnfinishedAllReduceCountsAtTheMeanSize) {
+  std::vector<std::string> ev = CpuRankEvents();
+  ev.erase(std::remove_if(ev.begin(), ev.end(),
+                          [](const std::string& e) {
+                            return e.find("gloo:all_reduce") != std::string::npos &&
+                                   e.find("\"ts\": 150000") != std::string::npos;
+                          }),
+           ev.end());
+  ev.push_back(X("user_annotation", "gloo:all_reduce", 150 * kMs, 40 * kMs, Thread(2),
+                 R"("finished": false)"));
+  const RankFigures f = Analyse(RankTrace(0, 2, ev));
+  EXPECT_EQ(f.collectives, 2);
+  ASSERT_TRUE(f.allreduce_bytes.has_value());
+  EXPECT_DOUBLE_EQ(*f.allreduce_bytes, 4000.0);  // 1 sized call of 4000 bytes, 2 calls, 2 steps
+}
+
+TEST(RankTrace, RecordParamCommsSizesWinOverSpanShapes) {
+  std::vector<std::string> ev = CpuRankEvents();
+  for (int64_t t : {50 * kMs, 150 * kMs}) {
+    ev.push_back(X("cpu_op", "record_param_comms", t, 1, testing::kMain,
+                   R"("In msg nelems": 500, "dtype": "BFloat16", "Collective name": "allreduce")"));
+  }
+  const RankFigures f = Analyse(RankTrace(0, 2, ev));
+  ASSERT_TRUE(f.allreduce_bytes.has_value());
+  EXPECT_DOUBLE_EQ(*f.allreduce_bytes, 1000.0);  // 500 bf16 per step
+  EXPECT_DOUBLE_EQ(f.compute_ms, 50);            // record_param_comms is no compute
+}
+
+TEST(RankTrace, GpuCollectivesAreTimedOnKernels) {
+  std::vector<std::string> ev;
+  for (int s = 0; s < 2; ++s) {
+    const int64_t t = s * 100;
+    ev.push_back(Step(s + 1, t, 100));
+    ev.push_back(X("user_annotation", "nccl:all_reduce", t + 40, 2));  // the launch, on the CPU
+    ev.push_back(Kernel("volta_sgemm_128x64_nn", t + 10, 50));
+    ev.push_back(
+        Kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)", t + 50, 40, -1, 20));
+  }
+  const RankFigures f = Analyse(RankTrace(0, 2, ev, "nccl"));
+  EXPECT_TRUE(f.gpu_comm);
+  EXPECT_DOUBLE_EQ(f.compute_ms, 0.050);
+  EXPECT_DOUBLE_EQ(f.comm_ms, 0.040);
+  EXPECT_DOUBLE_EQ(f.exposed_comm_ms, 0.030);
+  EXPECT_EQ(f.collectives, 2);
+  EXPECT_FALSE(f.allreduce_bytes.has_value());  // no sizes recorded: n/a, not 0
+}
+
+TEST(RankTrace, NoStepsIsAnError) {
+  auto f = AnalyseRankTraceText(RankTrace(0, 2, {X("cpu_op", "aten::mm", 0, 5)}));
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(f.status().message().find("ProfilerStep"), std::string::npos);
+}
+
+// Malformed input is an error or a figure, never a crash: every prefix of a rank's trace, values
+// of the wrong type, nesting beyond any trace's.
+TEST(RankTrace, HostileInput) {
+  const std::string whole = RankTrace(0, 2, CpuRankEvents());
+  for (size_t n = 0; n < whole.size(); n += 7) {
+    (void)AnalyseRankTraceText(whole.substr(0, n));
+  }
+  auto typed = AnalyseRankTraceText(
+      R"({"distributedInfo": {"rank": "zero", "world_size": -3},
+          "traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1",
+                           "ts": 0, "dur": 10},
+                          {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce",
+                           "ts": "1", "dur": 1e300, "args": {"Input Dims": [[1e300, -1]]}},
+                          {"ph": "X", "name": "ProfilerStep#x", "ts": 0, "dur": 5}, 7, null]})");
+  ASSERT_TRUE(typed.ok()) << typed.status();
+  EXPECT_EQ(typed->info.rank, -1);
+  EXPECT_EQ(typed->info.world_size, -1);
+  EXPECT_EQ(typed->steps, 1);
+  EXPECT_DOUBLE_EQ(typed->comm_ms, 0);
+  const std::string deep = std::string(10'000, '[') + std::string(10'000, ']');
+  auto too_deep = AnalyseRankTraceText(deep);
+  EXPECT_EQ(too_deep.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RankTrace, DtypeBytes) {
+  EXPECT_EQ(DtypeBytes("float"), 4);
+  EXPECT_EQ(DtypeBytes("Float"), 4);
+  EXPECT_EQ(DtypeBytes("c10::BFloat16"), 2);
+  EXPECT_EQ(DtypeBytes("c10::Half"), 2);
+  EXPECT_EQ(DtypeBytes("double"), 8);
+  EXPECT_EQ(DtypeBytes("long int"), 8);
+  EXPECT_FALSE(DtypeBytes("TensorList").has_value());
+}
+
+RankFigures Fig(int64_t rank, double step, double compute, double dataload, double comm,
+                double exposed, std::optional<double> bytes = std::nullopt) {
+  RankFigures f;
+  f.info = {"gloo", rank, 0};
+  f.steps = 4;
+  f.step_ms = step;
+  f.compute_ms = compute;
+  f.dataload_ms = dataload;
+  f.comm_ms = f.allreduce_ms = comm;
+  f.exposed_comm_ms = exposed;
+  f.allreduce_bytes = bytes;
+  return f;
+}
+
+TEST(CrossRank, NamesTheStragglerAndItsWait) {
+  const CrossRankResult r =
+      AnalyseCrossRank({Fig(0, 84, 10, 0, 70, 68, 21672), Fig(1, 86, 10, 62, 6, 4, 21672)});
+  EXPECT_EQ(r.world_size, 2);
+  EXPECT_DOUBLE_EQ(r.step_ms_mean, 85);
+  EXPECT_DOUBLE_EQ(r.step_spread_ms, 2);
+  EXPECT_DOUBLE_EQ(r.step_spread_pct, 100.0 * 2 / 85);
+  ASSERT_TRUE(r.straggler.has_value());
+  EXPECT_EQ(*r.straggler, 1);
+  EXPECT_EQ(r.wait_for_rank, 1);
+  EXPECT_DOUBLE_EQ(*r.collective_wait_ms, 64);  // 70 - 6
+  EXPECT_DOUBLE_EQ(*r.straggler_extra_dataload_ms, 62);
+  EXPECT_DOUBLE_EQ(*r.straggler_extra_compute_ms, 0);
+  EXPECT_DOUBLE_EQ(r.comm_ms, 38);
+  EXPECT_DOUBLE_EQ(r.exposed_comm_ms, 36);
+  EXPECT_DOUBLE_EQ(*r.comm_overlap_pct, 100.0 * (1 - 36.0 / 38.0));
+  EXPECT_DOUBLE_EQ(*r.allreduce_bytes, 21672);
+  // nccl-tests: algbw = bytes / time of the rank that waits least (6 ms); busbw x 2(n-1)/n = 1.
+  EXPECT_DOUBLE_EQ(*r.algbw_gbps, 21672 / 0.006 / 1e9);
+  EXPECT_DOUBLE_EQ(*r.busbw_gbps, *r.algbw_gbps);
+  EXPECT_DOUBLE_EQ(*r.load_imbalance_pct, 100.0 * (72.0 / 41.0 - 1));  // busy 10, 72
+  EXPECT_NE(r.verdict.find("rank 1 is a straggler: its dataload is 62.0 ms longer"),
+            std::string::npos)
+      << r.verdict;
+  EXPECT_NE(absl::StrJoin(r.levers, "\n").find("num_workers"), std::string::npos);
+}
+
+TEST(CrossRank, BusBandwidthFactorForFourRanks) {
+  const CrossRankResult r =
+      AnalyseCrossRank({Fig(0, 10, 5, 0, 2, 1, 1e9), Fig(1, 10, 5, 0, 2, 1, 1e9),
+                        Fig(2, 10, 5, 0, 2, 1, 1e9), Fig(3, 10, 5, 0, 2, 1, 1e9)});
+  EXPECT_DOUBLE_EQ(*r.algbw_gbps, 500);  // 1 GB in 2 ms
+  EXPECT_DOUBLE_EQ(*r.busbw_gbps, 750);  // x 2 * 3 / 4
+  EXPECT_FALSE(r.straggler.has_value());
+  EXPECT_DOUBLE_EQ(*r.collective_wait_ms, 0);
+  EXPECT_DOUBLE_EQ(*r.load_imbalance_pct, 0);
+}
+
+TEST(CrossRank, SmallWaitNamesNoStraggler) {
+  // The others wait 0.5 ms per 20 ms step: under max(1 ms, 5 % of the step).
+  const CrossRankResult r =
+      AnalyseCrossRank({Fig(0, 20, 15, 1, 3.5, 1), Fig(1, 20, 15, 1.5, 3, 1)});
+  EXPECT_FALSE(r.straggler.has_value());
+  EXPECT_EQ(r.wait_for_rank, 1);
+  EXPECT_DOUBLE_EQ(*r.collective_wait_ms, 0.5);
+  EXPECT_FALSE(r.straggler_extra_dataload_ms.has_value());
+  EXPECT_EQ(r.verdict.rfind("balanced", 0), 0u) << r.verdict;
+}
+
+TEST(CrossRank, CommunicationBound) {
+  const CrossRankResult r =
+      AnalyseCrossRank({Fig(0, 100, 60, 0, 40, 30), Fig(1, 100, 60, 0, 40, 30)});
+  EXPECT_FALSE(r.straggler.has_value());
+  EXPECT_EQ(r.verdict.rfind("communication-bound: 30.0 ms of the 100.0 ms step (30%)", 0), 0u)
+      << r.verdict;
+  EXPECT_NE(absl::StrJoin(r.levers, "\n").find("bucket_cap_mb"), std::string::npos);
+  EXPECT_NE(absl::StrJoin(r.levers, "\n").find("gradient_as_bucket_view"), std::string::npos);
+}
+
+TEST(CrossRank, ExposedCommunicationOutweighsASmallStraggler) {
+  // The others wait 2.6 ms for rank 1, but rank 1 itself (whom nobody waits for) has 4.2 ms of
+  // exposed communication: the headline is the communication, the straggler comes second.
+  const CrossRankResult r =
+      AnalyseCrossRank({Fig(0, 12, 4.4, 0.4, 6.8, 6.6), Fig(1, 12, 5.5, 0.4, 4.2, 4.2)});
+  ASSERT_TRUE(r.straggler.has_value());
+  EXPECT_EQ(*r.straggler, 1);
+  EXPECT_EQ(r.verdict.rfind("communication-bound: 5.4 ms of the 12.0 ms step (45%)", 0), 0u)
+      << r.verdict;
+  EXPECT_NE(r.verdict.find("rank 1 is a small straggler (the others wait 2.6 ms per step"),
+            std::string::npos)
+      << r.verdict;
+}
+
+// One step in which rank 0 was descheduled (rank 1 waited 80 ms for it) moves the mean wait to
+// 20 ms per step, not the median (0): no straggler. The same 20 ms in every step is one.
+TEST(CrossRank, ANoisyStepIsNoStraggler) {
+  auto with_steps = [](RankFigures f, std::vector<double> comm) {
+    for (size_t i = 0; i < comm.size(); ++i) {
+      f.comm_ms_by_step.emplace_back(static_cast<int64_t>(i + 2), comm[i]);
+    }
+    return f;
+  };
+  const CrossRankResult noisy =
+      AnalyseCrossRank({with_steps(Fig(0, 100, 60, 0, 5, 2), {5, 5, 5, 5}),
+                        with_steps(Fig(1, 100, 60, 0, 25, 2), {5, 5, 5, 85})});
+  EXPECT_DOUBLE_EQ(*noisy.collective_wait_ms, 20);
+  EXPECT_DOUBLE_EQ(*noisy.collective_wait_median_ms, 0);
+  EXPECT_EQ(noisy.wait_for_rank, 0);
+  EXPECT_FALSE(noisy.straggler.has_value());
+  const CrossRankResult steady =
+      AnalyseCrossRank({with_steps(Fig(0, 100, 60, 0, 5, 2), {5, 5, 5, 5}),
+                        with_steps(Fig(1, 100, 60, 0, 25, 2), {25, 25, 25, 25})});
+  EXPECT_DOUBLE_EQ(*steady.collective_wait_median_ms, 20);
+  ASSERT_TRUE(steady.straggler.has_value());
+  EXPECT_EQ(*steady.straggler, 0);
+}
+
+TEST(CrossRank, FiguresThatDoNotApplyAreNull) {
+  const CrossRankResult none = AnalyseCrossRank({Fig(0, 10, 0, 0, 0, 0), Fig(1, 10, 0, 0, 0, 0)});
+  EXPECT_FALSE(none.comm_overlap_pct.has_value());
+  EXPECT_FALSE(none.collective_wait_ms.has_value());
+  EXPECT_FALSE(none.allreduce_bytes.has_value());
+  EXPECT_FALSE(none.algbw_gbps.has_value());
+  EXPECT_FALSE(none.load_imbalance_pct.has_value());
+  const CrossRankResult one = AnalyseCrossRank({Fig(0, 10, 5, 0, 2, 1)});
+  EXPECT_FALSE(one.wait_for_rank.has_value());
+  EXPECT_FALSE(one.straggler.has_value());
+}
+
+// Real traces (one rank each of a 128-rank NCCL and a 300-rank Gloo job): on the NCCL rank the
+// communication is timed on the kernels and equals the ordinary analyser's (HTA-checked,
+// tests/hta) figures; the all-reduce bytes are the nccl:/gloo:all_reduce spans' Input Dims x 4
+// (float), summed in Python from the same files: 157097854 and 9614728 bytes per step.
+TEST(RankTrace, FixtureTracesOfOneRank) {
+  const std::string dir = absl::StrCat(LIBREYOLO_FIXTURES_DIR, "/traces/");
+  auto nccl = AnalyseRankTraceFile(dir + "trace_filter.json.gz");
+  ASSERT_TRUE(nccl.ok()) << nccl.status();
+  EXPECT_EQ(nccl->info.backend, "nccl");
+  EXPECT_EQ(nccl->info.rank, 0);
+  EXPECT_EQ(nccl->info.world_size, 128);
+  EXPECT_EQ(nccl->steps, 2);
+  EXPECT_TRUE(nccl->gpu_comm);
+  auto p = AnalyseTraceFile(dir + "trace_filter.json.gz");
+  ASSERT_TRUE(p.ok()) << p.status();
+  // Within 10 ns per step: both round microsecond floats to whole ns, at different points.
+  EXPECT_NEAR(nccl->comm_ms, *p->comm_ms_per_step, 1e-5);
+  EXPECT_NEAR(nccl->exposed_comm_ms, *p->comm_exposed_ms_per_step, 1e-5);
+  EXPECT_DOUBLE_EQ(nccl->allreduce_ms, 0);  // its GPU collectives are all_to_all only
+  EXPECT_DOUBLE_EQ(*nccl->allreduce_bytes, 157097854.0);
+
+  auto gloo = AnalyseRankTraceFile(dir + "cpu_only.json.gz");
+  ASSERT_TRUE(gloo.ok()) << gloo.status();
+  EXPECT_EQ(gloo->info.backend, "gloo");
+  EXPECT_EQ(gloo->info.rank, 34);
+  EXPECT_EQ(gloo->info.world_size, 300);
+  EXPECT_FALSE(gloo->gpu_comm);
+  EXPECT_DOUBLE_EQ(*gloo->allreduce_bytes, 9614728.0);
+  EXPECT_GT(gloo->comm_ms, 0);
+}
+
+// --- the folder ------------------------------------------------------------------------------
+
+absl::Status BuildStatus(const std::string& dir) { return BuildRanksView(dir).status(); }
+
+void ExpectError(const std::string& dir, absl::StatusCode code, const std::string& part) {
+  const absl::Status s = BuildStatus(dir);
+  EXPECT_EQ(s.code(), code) << s;
+  EXPECT_NE(s.message().find(part), std::string::npos) << s.message();
+}
+
+TEST(RankFolder, AnalysesEveryRankInParallelAsInOneThread) {
+  test::TempDir d;
+  d.Write("rank0.json", RankTrace(0, 2, CpuRankEvents(0, 50)));
+  d.Write("rank1.json", RankTrace(1, 2, CpuRankEvents(60, 20)));
+  auto one = BuildRanksView(d.path(), 1);
+  auto many = BuildRanksView(d.path(), 8);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_TRUE(many.ok()) << many.status();
+  EXPECT_EQ(one->threads, 1);
+  EXPECT_EQ(many->threads, 2);
+  many->threads = 1;
+  EXPECT_EQ(RenderRanksJson(*one), RenderRanksJson(*many));
+  const CrossRankResult& r = one->result;
+  ASSERT_EQ(r.ranks.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.ranks[1].dataload_ms, 70);  // 10 + 60 ms
+  ASSERT_TRUE(r.straggler.has_value());
+  EXPECT_EQ(*r.straggler, 1);
+  EXPECT_DOUBLE_EQ(*r.collective_wait_ms, 30);  // 50 - 20 ms
+  EXPECT_DOUBLE_EQ(*r.straggler_extra_dataload_ms, 60);
+  EXPECT_NE(RenderRanksText(*one).find("straggler            rank 1"), std::string::npos);
+}
+
+TEST(RankFolder, Errors) {
+  {
+    test::TempDir d;
+    ExpectError(d.path(), absl::StatusCode::kInvalidArgument, "holds no Chrome trace");
+  }
+  {
+    test::TempDir d;
+    d.Write("a.json", RankTrace(0, 2, CpuRankEvents()));
+    d.Write("b.json", RankTrace(1, 4, CpuRankEvents()));
+    ExpectError(d.path(), absl::StatusCode::kInvalidArgument, "mixed runs");
+  }
+  {
+    test::TempDir d;
+    d.Write("a.json", RankTrace(1, 2, CpuRankEvents()));
+    d.Write("b.json", RankTrace(1, 2, CpuRankEvents()));
+    ExpectError(d.path(), absl::StatusCode::kInvalidArgument, "rank 1 appears twice");
+  }
+  {
+    test::TempDir d;
+    d.Write("a.json", RankTrace(0, 4, CpuRankEvents()));
+    d.Write("b.json", RankTrace(2, 4, CpuRankEvents()));
+    ExpectError(d.path(), absl::StatusCode::kInvalidArgument,
+                "holds ranks 0, 2 of a 4-rank job (backend gloo); ranks 1, 3 are missing");
+  }
+  {
+    test::TempDir d;
+    d.Write("a.json", testing::Trace({Step(1, 0, 10)}));
+    ExpectError(d.path(), absl::StatusCode::kInvalidArgument, "has no distributedInfo");
+  }
+  {
+    test::TempDir d;  // a rank that is no count is no rank
+    d.Write("a.json",
+            R"({"distributedInfo": {"rank": 1e300, "world_size": 2}, "traceEvents": []})");
+    ExpectError(d.path(), absl::StatusCode::kInvalidArgument, "has no distributedInfo");
+  }
+  {
+    test::TempDir d;  // rank 1's events cut off mid-file: the rank is named
+    d.Write("a.json", RankTrace(0, 2, CpuRankEvents()));
+    const std::string whole = RankTrace(1, 2, CpuRankEvents());
+    d.Write("b.json", whole.substr(0, whole.size() / 2));
+    ExpectError(d.path(), absl::StatusCode::kDataLoss, "rank 1 (");
+  }
+  {
+    test::TempDir d;  // not JSON at all
+    d.Write("a.json", RankTrace(0, 2, CpuRankEvents()));
+    d.Write("b.json", "{ this is not json");
+    ExpectError(d.path(), absl::StatusCode::kDataLoss, "b.json");
+  }
+}
+
+TEST(RankFolder, ReaderDispatch) {
+  test::TempDir d;
+  d.Write("r0.json", RankTrace(0, 2, CpuRankEvents()));
+  d.Write("r1.json", RankTrace(1, 2, CpuRankEvents(30)));
+  auto load = [](const std::string& p) { return LoadProfile(p); };
+  ReaderInvocation in;
+  in.reader = "summary";
+  in.inputs = {d.path()};
+  in.read_folders = true;
+  auto cross = RunReader(in, load);
+  ASSERT_TRUE(cross.ok()) << cross.status();
+  EXPECT_NE(cross->json.find("\"world_size\": 2"), std::string::npos);
+  in.reader = "kernels";
+  EXPECT_EQ(RunReader(in, load).status().code(), absl::StatusCode::kInvalidArgument);
+  in.reader = "phases";
+  in.rank = 1;
+  auto phases = RunReader(in, load);
+  ASSERT_TRUE(phases.ok()) << phases.status();
+  EXPECT_NE(phases->json.find("rank 1"), std::string::npos);  // labelled by folder and rank
+  in.rank = 7;
+  auto bad = RunReader(in, load);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("holds ranks 0..1"), std::string::npos) << bad.status();
+  in.rank.reset();
+  in.read_folders = false;  // a daemon's reader RPC: a folder is no input
+  EXPECT_FALSE(RunReader(in, load).ok());
+}
+
+}  // namespace
+}  // namespace libreyolo

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Cross-rank analysis on real DDP traces, checked against what the run guarantees and HTA.
+
+Usage: check_ranks.py --cli build/client/libreyolo ROOT
+
+ROOT is what `make_ddp_traces.py ROOT --pair D` wrote: ROOT/balanced and ROOT/slow, two
+2-rank Gloo runs on the CPU, rank 1 of the slow one sleeping D ms in its data loading per step
+(ROOT/*/run.txt says so; ctest uses D = 150). Checks, asserting only what the injected delay
+guarantees, against D/2 (noise is real: with three CPU hogs on a 2-core box the balanced run's
+mean wait reached 38 ms per step, a rank being descheduled):
+
+  1. slow: `libreyolo profile summary ROOT/slow --json` names rank 1 the straggler, the others'
+     wait for it is at least D/2 ms per step, its dataload at least D/2 ms above theirs, and
+     the verdict says so; balanced: no straggler, or one the others wait for less than D/2 ms.
+  2. all-reduce bytes per step = 4 x the model's parameter count (float32 gradients, each
+     all-reduced once per step by DDP): exact.
+  3. HTA (Holistic Trace Analysis, TraceAnalysis) on the same folders:
+     - as they are, HTA has nothing to say on a CPU-only Gloo run, and this script records why:
+       get_comm_comp_overlap keeps only GPU rows (stream != -1): every rank's ratio is 0/0 =
+       NaN; get_potential_stragglers looks for communication kernels named ncclKernel* on a
+       GPU stream (stream > 0) and fails (ValueError: argmax of an empty sequence) without one.
+     - so HTA is given the same run shaped as it expects (SHAPED below): each collective span
+       (gloo:all_reduce, on Gloo's thread) becomes a communication kernel "ncclKernel_..." on
+       stream 7, each computation op (our definition: cpu_op other than c10d:: calls and
+       record_param_comms, outside data loading) a compute kernel on stream 8, both with the
+       same times and a launch (cudaLaunchKernel, same correlation) on the CPU at their start,
+       so that HTA assigns them to their ProfilerStep. Ours counts time per step, inside the
+       ProfilerStep spans only (a collective that runs on across the gap between two steps, or
+       past the last one, is cut there): the kernels are cut to the same window, as
+       tests/hta/hta_agreement.py restricts HTA's rows to our window (its D1). HTA then computes, with its own
+       interval merging, the comm/compute overlap per rank, and its straggler.
+     - compared: HTA's overlap % per rank against ours (100 x (1 - exposed_comm_ms / comm_ms))
+       within 0.05 percentage point, absolute: HTA rounds its percentage to 0.01 (0.005 pp at
+       most), the rest is margin for the microsecond floats of the JSON; HTA is told to keep the last step (include_last_profiler_step=True: by default it
+       drops it, and with it a quarter of this run). A ratio of a few % makes a relative
+       tolerance meaningless. HTA's straggler on the slow run (num_candidates=1) must be ours.
+     - HTA's straggler heuristic, as is, names rank 0 on the shaped slow run, and why: it keeps
+       only communication kernels longer than 1 % of the mean iteration
+       (min_normalized_duration=0.01), then per iteration names the rank whose last such kernel
+       starts latest. The straggler's own all-reduce is short precisely because nobody keeps
+       it waiting (Gloo, 21 KB: ~0.3 ms of a ~75 ms step), so in most iterations only the
+       waiting rank 0 has a kernel left and is named. On NCCL the transfer itself keeps every
+       rank's kernel long, which is what the filter presumes. Where the filter leaves every
+       iteration with one rank's kernel only, HTA's per-rank deviation is NaN and it fails
+       (ValueError: argmax of an empty sequence) instead. The check therefore runs HTA's
+       own algorithm (its _compute_normalized_start_time_of_significant_comm_kernels and
+       _get_top_k_stragglers_with_metric, through get_potential_stragglers'
+       straggler_identification_impl) with min_normalized_duration=0, and records the default's
+       answer.
+Exit 0 when every check passes, 1 otherwise.
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+os.environ["HTA_DISABLE_NS_ROUNDING"] = "1"
+
+OVERLAP_TOL_PP = 0.05
+FAILURES = []
+
+
+def check(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what)
+    if not cond:
+        FAILURES.append(what)
+
+
+def ours(cli, folder):
+    out = subprocess.run([cli, "profile", "summary", folder, "--json"], capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def is_compute_op(e, dataload):
+    name = e.get("name", "")
+    if e.get("cat") != "cpu_op" or name.startswith("c10d::") or name == "record_param_comms":
+        return False
+    ts, end = e["ts"], e["ts"] + e["dur"]
+    return not any(a <= ts and end <= b for a, b in dataload)
+
+
+def merged(intervals):
+    out = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def clip(ts, end, window):
+    """The pieces of [ts, end) inside the merged window."""
+    return [(max(ts, a), min(end, b)) for a, b in window if max(ts, a) < min(end, b)]
+
+
+def shape_for_hta(src, dst):
+    """SHAPED: the CPU run as HTA expects a GPU run (module docstring, check 3)."""
+    with open(src) as f:
+        d = json.load(f)
+    events = d["traceEvents"]
+    xs = [e for e in events if e.get("ph") == "X" and isinstance(e.get("ts"), (int, float))]
+    dataload = [(e["ts"], e["ts"] + e["dur"]) for e in xs
+                if e.get("name", "").startswith("enumerate(DataLoader)#")]
+    steps = [e for e in xs if e.get("name", "").startswith("ProfilerStep#")]
+    window = merged([(e["ts"], e["ts"] + e["dur"]) for e in steps])
+    main = steps[0]
+    corr = 10_000_000
+    added = []
+    for e in xs:
+        name = e.get("name", "")
+        if e.get("cat") in ("cpu_op", "user_annotation") and name.startswith(("gloo:", "nccl:")):
+            stream, kname = 7, "ncclKernel_" + name.replace(":", "_")
+        elif is_compute_op(e, dataload):
+            stream, kname = 8, "compute_" + name
+        else:
+            continue
+        for ts, end in clip(e["ts"], e["ts"] + e["dur"], window):
+            corr += 1
+            added.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+                          "pid": main["pid"], "tid": main["tid"], "ts": ts, "dur": 0,
+                          "args": {"correlation": corr}})
+            added.append({"ph": "X", "cat": "kernel", "name": kname, "pid": 0, "tid": stream,
+                          "ts": ts, "dur": end - ts,
+                          "args": {"device": 0, "stream": stream, "correlation": corr}})
+    d["traceEvents"] = events + added
+    with open(dst, "w") as f:
+        json.dump(d, f)
+
+
+def hta_analysis(folder):
+    from hta.trace_analysis import TraceAnalysis
+    # HTA drops the last ProfilerStep unless told not to; ours counts every step.
+    return TraceAnalysis(trace_dir=folder, include_last_profiler_step=True)
+
+
+def late_start_no_duration_filter(df, symbol_table, n_stragglers=2, visualize=False):
+    """HTA's find_stragglers_with_late_start_comm_kernels with min_normalized_duration=0."""
+    from hta.analyzers import straggler as hs
+    metric_df, metric_name = hs._compute_normalized_start_time_of_significant_comm_kernels(
+        df, symbol_table, visualize, min_normalized_duration=0.0)
+    return hs._get_top_k_stragglers_with_metric(metric_df, metric_name, n_stragglers=n_stragglers)
+
+
+def hta_as_is(folder):
+    t = hta_analysis(folder)
+    overlap = t.get_comm_comp_overlap(visualize=False)
+    nan = all(math.isnan(v) for v in overlap["comp_comm_overlap_pctg"])
+    check(nan, f"HTA as is on {folder}: comm/comp overlap NaN on every rank (no GPU rows)")
+    try:
+        t.get_potential_stragglers(num_candidates=1)
+        check(False, "HTA as is: get_potential_stragglers fails without ncclKernel rows")
+    except ValueError as e:
+        check(True, f"HTA as is: get_potential_stragglers fails without ncclKernel rows ({e})")
+
+
+def hta_shaped(folder, mine, expect_straggler):
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in os.listdir(folder):
+            if name.endswith(".json"):
+                shape_for_hta(os.path.join(folder, name), os.path.join(tmp, name))
+        t = hta_analysis(tmp)
+        overlap = t.get_comm_comp_overlap(visualize=False).set_index("rank")
+        for r in mine["ranks"]:
+            ours_pct = 100.0 * (1.0 - r["exposed_comm_ms"] / r["comm_ms"])
+            hta_pct = float(overlap.loc[r["rank"], "comp_comm_overlap_pctg"])  # rounded: 0.01 %
+            check(abs(ours_pct - hta_pct) <= OVERLAP_TOL_PP,
+                  f"rank {r['rank']} comm/compute overlap: ours {ours_pct:.3f} %, "
+                  f"HTA {hta_pct:.3f} % (tolerance {OVERLAP_TOL_PP} pp)")
+        if expect_straggler is not None:
+            try:
+                default = [int(x) for x in t.get_potential_stragglers(num_candidates=1)]
+            except ValueError as e:  # every (stream, kernel) left with one rank: std is NaN
+                default = f"no answer ({e})"
+            print(f"note  HTA's default straggler heuristic: {default} (not compared: its "
+                  "duration filter may drop the straggler's short all-reduce; see the docstring)")
+            hta_stragglers = [int(x) for x in t.get_potential_stragglers(
+                num_candidates=1, straggler_identification_impl=late_start_no_duration_filter)]
+            check(hta_stragglers == [expect_straggler] == [mine["straggler"]],
+                  f"HTA straggler (late start, no duration filter) {hta_stragglers}, "
+                  f"ours {mine['straggler']}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("root")
+    args = ap.parse_args()
+    slow_dir, balanced_dir = (os.path.join(args.root, n) for n in ("slow", "balanced"))
+    with open(os.path.join(slow_dir, "run.txt")) as f:
+        run = json.load(f)
+    delay = run["delay_ms"]
+    slow, balanced = ours(args.cli, slow_dir), ours(args.cli, balanced_dir)
+
+    check(slow["straggler"] == run["slow_rank"],
+          f"slow run: straggler {slow['straggler']} (rank {run['slow_rank']} slept {delay} ms)")
+    check((slow["collective_wait_ms"] or 0) >= delay / 2,
+          f"slow run: the others wait {slow['collective_wait_ms']:.1f} ms >= {delay / 2} ms")
+    check((slow["straggler_extra_dataload_ms"] or 0) >= delay / 2,
+          f"slow run: its extra dataload {slow['straggler_extra_dataload_ms']:.1f} ms")
+    check(slow["verdict"].startswith(f"rank {run['slow_rank']} is a straggler: its dataload"),
+          f"slow run verdict: {slow['verdict']}")
+    wait = balanced["collective_wait_ms"] or 0
+    check(balanced["straggler"] is None or wait < delay / 2,
+          f"balanced run: straggler {balanced['straggler']}, wait {wait:.1f} ms < {delay / 2}")
+    for view, name in ((slow, "slow"), (balanced, "balanced")):
+        for r in view["ranks"]:
+            check(r["allreduce_bytes"] == run["allreduce_bytes_per_step"],
+                  f"{name} rank {r['rank']}: all-reduce {r['allreduce_bytes']} bytes per step "
+                  f"= 4 x {run['params']} parameters")
+
+    hta_as_is(slow_dir)
+    hta_shaped(slow_dir, slow, expect_straggler=run["slow_rank"])
+    hta_shaped(balanced_dir, balanced, expect_straggler=None)
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
