@@ -103,8 +103,9 @@ std::string RecordedLoadShiftNote(const Profile& p) {
   rapidjson::Document d;
   d.Parse(p.profiler_json.data(), p.profiler_json.size());
   if (d.HasParseError() || !d.IsObject()) return "";
-  auto it = d.FindMember("load_shift");
-  if (it == d.MemberEnd() || !it->value.IsObject()) return "";
+  const rapidjson::Document& doc = d;  // const iterators: no C++20 reversed-operator ambiguity
+  auto it = doc.FindMember("load_shift");
+  if (it == doc.MemberEnd() || !it->value.IsObject()) return "";
   auto note = it->value.FindMember("note");
   if (note == it->value.MemberEnd() || !note->value.IsString()) return "";
   return note->value.GetString();

@@ -40,7 +40,8 @@ Pairs ObjectPairs(const std::string& json) {
   rapidjson::Document d;
   d.Parse(json.data(), json.size());
   if (d.HasParseError() || !d.IsObject()) return {{"(unreadable)", json}};
-  for (const auto& m : d.GetObject()) {
+  const rapidjson::Document& doc = d;  // const iterators: no C++20 reversed-operator ambiguity
+  for (const auto& m : doc.GetObject()) {
     out.emplace_back(std::string(m.name.GetString(), m.name.GetStringLength()), ValueText(m.value));
   }
   return out;
