@@ -199,7 +199,7 @@ TEST(DaemonWorkerTest, AStoppedWorkerAndAJobPastItsTimeLimitFreeTheDevice) {
   DaemonDirs dirs(dir.path());
   ScopedFault fault("stop@measuring:2", dir.File("fault-done"));
   std::vector<std::string> flags = dirs.Flags();
-  flags.insert(flags.end(), {"--progress-timeout", "5", "--max-job-seconds", "600"});
+  flags.insert(flags.end(), {"--progress-timeout", "10", "--max-job-seconds", "600"});
   auto daemon = DaemonProcess::Start(flags, dir.File("daemon.log"));
   ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
   auto stub = v1::ProfilerService::NewStub(UnixChannel(dirs.socket));
@@ -215,7 +215,7 @@ TEST(DaemonWorkerTest, AStoppedWorkerAndAJobPastItsTimeLimitFreeTheDevice) {
   ASSERT_TRUE(WaitTerminal(*stub, stopped.id(), &stopped));
   EXPECT_EQ(stopped.state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(stopped.exit_code(), 1);
-  EXPECT_THAT(stopped.error(), HasSubstr("killed: no progress for 5 s during measuring, step 2/"));
+  EXPECT_THAT(stopped.error(), HasSubstr("killed: no progress for 10 s during measuring, step 2/"));
   ASSERT_TRUE(WaitTerminal(*stub, slow.id(), &slow));
   EXPECT_EQ(slow.state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(slow.exit_code(), 2);
