@@ -383,6 +383,9 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     // resumed before a profiled window's clock starts (ProfilingSession::Pause), with the
     // job's collectors; its events are dropped when the round ends. With CUDA activity a
     // profiled window starts its own session.
+    // The iterations the trace records (--profiled-runs, at most --runs); none without a trace.
+    const int64_t recorded_runs =
+        spec.trace ? std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs)) : 0;
     BudgetOutcome budget = SkipOverheadBudget(spec.profiler, "--no-trace: nothing is profiled");
     bool budget_cached = false;
     if (spec.trace) {
@@ -446,14 +449,13 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
       key.threads = spec.model.threads;
       key.requested = spec.profiler;
       // The probes' share: at most the job's own iterations (measured and recorded).
-      const int64_t job_windows = spec.repeat * (spec.warmup + spec.runs) +
-                                  std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs));
+      const int64_t job_windows = spec.repeat * (spec.warmup + spec.runs) + recorded_runs;
       auto applied = ApplyOverheadBudgetCached(BudgetDecisionCache::Process(), key.Build(),
                                                spec.profiler, spec.profiler.overhead_budget_pct,
                                                probe, &budget_cached, ProbeRoundLimit(job_windows));
       if (!applied.ok()) return applied.status();
       budget = *std::move(applied);
-      const int64_t n = std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs));
+      const int64_t n = recorded_runs;
       TraceExportOptions eo;
       eo.pid = static_cast<int64_t>(::getpid());
       if (device->cuda) {
@@ -558,8 +560,7 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
     JsonWriter prof(/*pretty=*/false);
     prof.BeginObject().Field("activities", device->cuda && spec.profiler.cuda ? "cpu,cuda" : "cpu");
     WriteSwitchFields(prof, budget, recorded, modules_recorded, spec.profiler.overhead_budget_pct);
-    prof.Field("profiled_iterations",
-               spec.trace ? std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs)) : 0);
+    prof.Field("profiled_iterations", recorded_runs);
     WriteOverheadFields(prof, budget);
     if (spec.trace) WriteSwitchDecision(prof, budget_cached);
     prof.Field("cpu_collector", cpu_collector).Field("gpu_collector", gpu_collector);
