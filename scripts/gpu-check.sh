@@ -61,7 +61,8 @@ extra="$(dirname "$bundle")/gpu-extra"
 # ---- Packing, here --------------------------------------------------------------------------
 if [ "$bundle_only" = 1 ]; then
   set -e
-  bins=("$build/client/libreyolo" "$build/server/daemon/libreyolod" "$build/bench/libreyolo-engine"
+  bins=("$build/client/libreyolo" "$build/server/daemon/libreyolod"
+        "$build/server/worker/libreyolod-worker" "$build/bench/libreyolo-engine"
         "$build/tests/engine/engine_cuda_runtime_test")
   for b in "${bins[@]}"; do
     [ -x "$b" ] || { echo "gpu-check: $b is not built (bash scripts/build.sh)" >&2; exit 2; }
@@ -117,8 +118,8 @@ if [ -x "$bundle/bin/libreyolo" ]; then
   export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 else
   bin="$out/bin"; mkdir -p "$bin"
-  for b in client/libreyolo server/daemon/libreyolod bench/libreyolo-engine \
-           tests/engine/engine_cuda_runtime_test; do
+  for b in client/libreyolo server/daemon/libreyolod server/worker/libreyolod-worker \
+           bench/libreyolo-engine tests/engine/engine_cuda_runtime_test; do
     [ -x "$build/$b" ] && ln -sf "$build/$b" "$bin/"
   done
 fi

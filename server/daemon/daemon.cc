@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "absl/strings/match.h"
@@ -84,7 +85,8 @@ std::vector<std::string> ServedDevices(const DaemonConfig& config, int cuda_devi
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
-                                                      std::vector<std::string>* warnings) {
+                                                      std::vector<std::string>* warnings,
+                                                      const std::string& worker_name) {
   std::unique_ptr<Daemon> d(new Daemon());
   d->config_ = std::move(config);
   const DaemonConfig& c = d->config_;
@@ -111,10 +113,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   }
   d->auth_ = std::make_unique<Authenticator>(std::move(tokens), c.admins);
   d->live_ = std::make_unique<LiveConfig>(d->config_);
-  // The engine runs in worker processes of this same binary, one per device slot. The CPU's
-  // comes first: it tells how many CUDA devices the engine sees, and a daemon whose engine
-  // cannot load fails here, not at the first job.
-  d->runner_ = std::make_unique<EngineRunner>(*d->live_, d->store_.get(), "/proc/self/exe");
+  // The engine runs in worker processes (libreyolod-worker, the one executable that links
+  // LibTorch), one per device slot. The CPU's comes first: it tells how many CUDA devices the
+  // engine sees, and a daemon whose engine cannot load fails here, not at the first job.
+  std::error_code self_error;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", self_error).string();
+  auto worker = FindWorkerExecutable(c.worker_binary, self, worker_name);
+  if (!worker.ok()) return worker.status();
+  d->runner_ = std::make_unique<EngineRunner>(*d->live_, d->store_.get(), *worker);
   d->runner_->set_cancel_grace(std::chrono::seconds(c.cancel_grace_s));
   if (absl::Status s = d->runner_->StartWorker("cpu"); !s.ok()) {
     return absl::InternalError(absl::StrCat("the engine could not start: ", s.message()));

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/daemon/daemon_config.h"
+#include "server/daemon/engine_worker.h"
 
 namespace grpc {
 class Server;
@@ -31,9 +32,12 @@ class UnixListener;
 class Daemon {
  public:
   // Opens the store, recovers jobs, binds every listener and starts serving. Errors name the
-  // part that failed (a directory, an address in use, a TLS file).
-  static absl::StatusOr<std::unique_ptr<Daemon>> Start(DaemonConfig config,
-                                                       std::vector<std::string>* warnings);
+  // part that failed (a directory, an address in use, a TLS file, the worker executable).
+  // `worker_name`: the engine worker executable looked for beside the daemon's binary when
+  // config.worker_binary is empty (FindWorkerExecutable).
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(
+      DaemonConfig config, std::vector<std::string>* warnings,
+      const std::string& worker_name = kWorkerExecutableName);
   ~Daemon();
 
   // Blocks until Shutdown() is called (by the signal handler thread).

@@ -88,6 +88,10 @@ struct DaemonConfig {
   // process holds a lease there, the daemon stops as on SIGTERM. Empty = never. The private
   // daemon that `libreyolo` starts on demand runs with it (docs/cli.md, "Private daemon").
   std::string lease_dir;
+  // The engine worker executable (libreyolod-worker, the only one that links LibTorch). Empty:
+  // the one installed beside this daemon's binary (or, in a build tree, server/worker/'s);
+  // FindWorkerExecutable in server/daemon/engine_worker.h.
+  std::string worker_binary;
 };
 
 // Reads the YAML file. NOT_FOUND names the file; INVALID_ARGUMENT names the key and what is

@@ -260,6 +260,7 @@ std::vector<Key> ConfigKeys(DaemonConfig* config) {
       IntKey("cancel_grace_s", &config->cancel_grace_s),
       Live(IntKey("progress_timeout_s", &config->progress_timeout_s)),
       StringKey("lease_dir", &config->lease_dir),
+      StringKey("worker_binary", &config->worker_binary),
   };
 }
 

@@ -210,6 +210,9 @@ const std::vector<Flag>& Flags() {
        "stop (as on SIGTERM) once no job is queued or running and no live process holds a "
        "lease in DIR; the private daemon libreyolo starts runs with it",
        "lease_dir", StringFlag(&DaemonConfig::lease_dir)},
+      {"worker-binary", "PATH",
+       "the engine worker executable; default: libreyolod-worker beside this daemon",
+       "worker_binary", StringFlag(&DaemonConfig::worker_binary)},
       {"help", nullptr, "print this help and exit", nullptr, nullptr},
   };
   return flags;

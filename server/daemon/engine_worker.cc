@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -56,6 +57,27 @@ std::string DescribeWaitStatus(int status) {
   return absl::StrCat("ended with wait status ", status);
 }
 
+absl::StatusOr<std::string> FindWorkerExecutable(const std::string& configured,
+                                                 const std::string& daemon_binary,
+                                                 const std::string& name) {
+  if (!configured.empty()) {
+    if (::access(configured.c_str(), X_OK) == 0) return configured;
+    return absl::NotFoundError(absl::StrCat("worker_binary ", configured,
+                                            " is not an executable file (", std::strerror(errno),
+                                            "): point it at libreyolod-worker, or unset it to use "
+                                            "the one beside libreyolod"));
+  }
+  const std::filesystem::path dir = std::filesystem::path(daemon_binary).parent_path();
+  const std::filesystem::path candidates[] = {dir / name, dir.parent_path() / "worker" / name};
+  for (const std::filesystem::path& c : candidates) {
+    if (::access(c.c_str(), X_OK) == 0) return c.string();
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "the engine worker executable ", name, " was not found (looked for ",
+      candidates[0].string(), " and ", candidates[1].string(),
+      "): install it beside libreyolod (docs/deploy.md), or set worker_binary (--worker-binary)"));
+}
+
 absl::StatusOr<std::unique_ptr<EngineWorker>> EngineWorker::Start(
     const std::string& executable, const std::string& device, milliseconds hello_timeout) {
   absl::StatusOr<std::unique_ptr<EngineWorker>> w = Spawn(executable, device);
@@ -71,9 +93,9 @@ absl::StatusOr<std::unique_ptr<EngineWorker>> EngineWorker::Spawn(const std::str
     return absl::UnavailableError(
         absl::StrCat("engine worker for ", device, ": socketpair: ", std::strerror(errno)));
   }
-  const std::vector<std::string> args = {executable, "worker",  "--fd",
-                                         std::to_string(kWorkerFd), "--device", device,
-                                         "--parent", std::to_string(::getpid())};
+  const std::vector<std::string> args = {executable, "--fd",     std::to_string(kWorkerFd),
+                                         "--device", device,     "--parent",
+                                         std::to_string(::getpid())};
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

@@ -1,5 +1,5 @@
-// One engine worker process, as the daemon sees it: started from the daemon's own binary
-// (`libreyolod worker ...`, server/worker/worker_main.h) with one end of a socketpair, asked to
+// One engine worker process, as the daemon sees it: started from the worker executable
+// (`libreyolod-worker ...`, server/worker/worker_main.h) with one end of a socketpair, asked to
 // run one job at a time, and watched. A worker that dies (a signal, an OOM kill, an exit) fails
 // only the job it was running, with the signal and the stage it was in; a worker that does not
 // stop within the cancel grace after a cancel is killed. Torch-free: the daemon never loads
@@ -24,9 +24,20 @@ namespace libreyolo::daemon {
 
 namespace wv1 = ::libreyolo::worker_wire::v1;
 
+// The engine worker executable's file name, as installed and as built.
+inline constexpr char kWorkerExecutableName[] = "libreyolod-worker";
+
+// The worker executable the daemon starts: `configured` (worker_binary) when set, else
+// `name` beside `daemon_binary` (an install: both in one bin directory) or in the build tree's
+// server/worker/ (daemon_binary in server/daemon/). NOT_FOUND naming every place looked at and
+// the ways out (the daemon cannot run a job without it).
+absl::StatusOr<std::string> FindWorkerExecutable(const std::string& configured,
+                                                 const std::string& daemon_binary,
+                                                 const std::string& name = kWorkerExecutableName);
+
 class EngineWorker {
  public:
-  // Starts `executable worker --fd 3 --device <device> --parent <our pid>` and waits up to
+  // Starts `executable --fd 3 --device <device> --parent <our pid>` and waits up to
   // `hello_timeout` for its Hello. UNAVAILABLE naming the cause when it cannot be started, dies
   // or stays silent (it is killed then).
   static absl::StatusOr<std::unique_ptr<EngineWorker>> Start(

@@ -3,7 +3,8 @@
 // admins, limits and retention (docs/deploy.md, "Reload"); every other signal whose default
 // would end the daemon is logged and ignored (daemon_signals.h, docs/deploy.md "Signals"). With
 // --lease-dir it also stops by itself, the same way, once it has nothing to run and no live
-// lease (docs/cli.md).
+// lease (docs/cli.md). The engine runs in separate worker processes (libreyolod-worker,
+// server/worker/main.cc): this executable links no LibTorch.
 //
 // Exit codes (docs/deploy.md, "Start-up errors"): common/status/exit_code.h, kDaemonExit*.
 #include <fcntl.h>
@@ -26,11 +27,13 @@
 #include "server/daemon/daemon.h"
 #include "server/daemon/daemon_config.h"
 #include "server/daemon/daemon_signals.h"
+#include "server/daemon/engine_worker.h"
 #include "server/daemon/job_store_scrub.h"
-#include "server/engine/cpu_threads.h"
-#include "server/worker/worker_main.h"
-#ifdef LIBREYOLO_WORKER_FAULT_HOOKS
-#include "server/worker/fault_hook.h"
+
+// The engine worker executable this daemon starts (FindWorkerExecutable): the test build of the
+// daemon starts the worker built with the fault hook (server/worker/fault_hook.h).
+#ifndef LIBREYOLO_WORKER_EXECUTABLE
+#define LIBREYOLO_WORKER_EXECUTABLE ::libreyolo::daemon::kWorkerExecutableName
 #endif
 
 namespace {
@@ -67,20 +70,7 @@ using ::libreyolo::kDaemonExitUnexpected;
 }  // namespace
 
 int main(int argc, char** argv) {
-  // libgomp reads OMP_WAIT_POLICY when it loads: idle OpenMP threads must not spin on a shared
-  // box, so restart once with PASSIVE unless the user chose a policy (cpu_threads.h).
-  libreyolo::engine::ReexecWithPassiveOmpWaitPolicy(argv);
   const std::vector<std::string> args(argv + 1, argv + argc);
-  // The engine worker mode: the daemon starts itself again as one process per device slot
-  // (server/worker/worker_main.h); never run by hand.
-  if (!args.empty() && args[0] == "worker") {
-#ifdef LIBREYOLO_WORKER_FAULT_HOOKS
-    const libreyolo::worker::FaultHook hook = libreyolo::worker::FaultHookFromEnvironment();
-#else
-    const libreyolo::worker::FaultHook hook;
-#endif
-    return libreyolo::worker::WorkerMain({args.begin() + 1, args.end()}, hook);
-  }
   // Checks the store offline (docs/deploy.md): server/daemon/job_store_scrub.h.
   if (!args.empty() && args[0] == "scrub") {
     return libreyolo::daemon::ScrubMain({args.begin() + 1, args.end()}, std::cout, std::cerr);
@@ -115,7 +105,7 @@ int main(int argc, char** argv) {
     return kDaemonExitConfig;
   }
   std::vector<std::string> warnings;
-  auto daemon = libreyolo::daemon::Daemon::Start(*config, &warnings);
+  auto daemon = libreyolo::daemon::Daemon::Start(*config, &warnings, LIBREYOLO_WORKER_EXECUTABLE);
   for (const std::string& w : warnings) std::cerr << "libreyolod: warning: " << w << "\n";
   if (!daemon.ok()) {
     std::cerr << "libreyolod: error: " << daemon.status().message() << "\n";

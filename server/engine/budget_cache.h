@@ -1,6 +1,6 @@
 // Same job, same choice (issue 11 item 4): the overhead budget's decision per job kind, kept
 // for the life of the process. The daemon runs each device's jobs in one long-lived
-// `libreyolod worker`; the first job of a kind probes (overhead_budget.h) and every identical
+// `libreyolod-worker`; the first job of a kind probes (overhead_budget.h) and every identical
 // job after it reuses that outcome (its switches, its probes and its overhead estimate)
 // without probing again, so a borderline model (a true cost near the budget, decided either way
 // under load) gets one answer. The profile says which: `switch_decision` "probed" or "cached".

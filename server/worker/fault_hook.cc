@@ -50,7 +50,7 @@ FaultHook FaultHookFromEnvironment() {
         if (fd < 0) return;  // acted before
         ::close(fd);
       }
-      std::cerr << "libreyolod worker: test fault " << f.action << " at " << f.stage << " "
+      std::cerr << "libreyolod-worker: test fault " << f.action << " at " << f.stage << " "
                 << f.done << std::endl;
       if (f.action == "segv") ::raise(SIGSEGV);
       if (f.action == "abort") std::abort();

@@ -1,5 +1,6 @@
-// Faults on cue, for tests of the daemon's supervision: compiled only into the test build of the
-// daemon (libreyolod_test_hooks), never into libreyolod.
+// Faults on cue, for tests of the daemon's supervision: compiled only into the test build of
+// the worker (libreyolod-worker-test-hooks, started by libreyolod_test_hooks), never into
+// libreyolod-worker.
 //
 // LIBREYOLO_WORKER_FAULT="ACTION@STAGE:N[,ACTION@STAGE:N...]" acts at the progress event of STAGE
 // whose `done` is N: segv (a segmentation fault), abort, exit (exit code 7), hang (sleeps,

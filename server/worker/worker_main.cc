@@ -93,13 +93,13 @@ class Worker {
       if (!got.ok() || !*got) {
         // The daemon is gone (or the channel broke): nothing to report to, and a job's files
         // would be swept as scratch by the next daemon. Leave at once, mid-job or not.
-        if (!got.ok()) std::cerr << "libreyolod worker " << slot_ << ": " << got.status() << "\n";
+        if (!got.ok()) std::cerr << "libreyolod-worker " << slot_ << ": " << got.status() << "\n";
         std::_Exit(got.ok() ? kExitOk : kExitChannel);
       }
       switch (msg.msg_case()) {
         case wv1::DaemonToWorker::kRun:
           if (job_thread_.joinable() && !job_done_.load()) {
-            std::cerr << "libreyolod worker " << slot_ << ": a job while one runs; ignored\n";
+            std::cerr << "libreyolod-worker " << slot_ << ": a job while one runs; ignored\n";
             break;
           }
           if (job_thread_.joinable()) job_thread_.join();
@@ -137,7 +137,7 @@ class Worker {
       if (lost) {
         // Nothing more can run in this process; the daemon sees the socket close and starts a
         // fresh worker for the next job.
-        std::cerr << "libreyolod worker " << slot_ << ": CUDA context lost ("
+        std::cerr << "libreyolod-worker " << slot_ << ": CUDA context lost ("
                   << done_msg.done().context_error() << "); exiting\n";
         std::_Exit(kExitContextLost);
       }
@@ -223,7 +223,7 @@ class Worker {
 int WorkerMain(const std::vector<std::string>& args, const FaultHook& fault_hook) {
   const std::optional<Args> parsed = ParseArgs(args);
   if (!parsed) {
-    std::cerr << "libreyolod worker: usage: libreyolod worker --fd N --device D --parent PID "
+    std::cerr << "libreyolod-worker: usage: libreyolod-worker --fd N --device D --parent PID "
                  "(started by libreyolod itself; not meant to be run by hand)\n";
     return kExitUsage;
   }

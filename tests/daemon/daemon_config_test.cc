@@ -385,7 +385,7 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
     }
     EXPECT_TRUE(ApplyDaemonFlags(args, &c).ok()) << name;
   }
-  EXPECT_EQ(documented, 38);  // with --max-job-seconds and --progress-timeout
+  EXPECT_EQ(documented, 39);  // with --max-job-seconds, --progress-timeout and --worker-binary
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {

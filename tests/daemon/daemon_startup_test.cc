@@ -72,6 +72,10 @@ TEST(DaemonStartupTest, ConfigMistakesExitTwoWithAMessageNeverASignal) {
       {"limit beyond int32", {"--max-queue-length", "9223372036854775807"}, 0600, "out of range"},
       {"TCP without TLS or --insecure-tcp", {"--listen", tcp}, 0600, "insecure-tcp"},
       {"TLS key missing", {"--tls-cert", dir.File("nope.pem")}, 0600, "nope.pem"},
+      {"worker executable missing", {"--worker-binary", dir.File("no-worker")}, 0600,
+       "worker_binary " + dir.File("no-worker") + " is not an executable file"},
+      {"worker executable not executable", {"--worker-binary", dir.File("regular")}, 0600,
+       "point it at libreyolod-worker"},
   };
   for (const Case& c : cases) {
     ASSERT_EQ(::chmod(dir.File("tokens").c_str(), c.tokens_mode), 0);
@@ -233,12 +237,22 @@ TEST(DaemonStartupTest, KeepsItsProcessNameAndAQuietLog) {
   DaemonDirs dirs(dir.path());
   auto daemon = DaemonProcess::Start(dirs.Flags(), dir.File("daemon.log"));
   ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
-  // After the OMP_WAIT_POLICY re-exec the kernel's name is still ours (pgrep -x libreyolod).
+  // The kernel's name is ours (pgrep -x libreyolod).
   std::string comm = ReadFile("/proc/" + std::to_string(daemon->pid()) + "/comm");
   while (!comm.empty() && comm.back() == '\n') comm.pop_back();
   EXPECT_EQ(comm, "libreyolod");
-  const std::string environ = ReadFile("/proc/" + std::to_string(daemon->pid()) + "/environ");
-  EXPECT_THAT(environ, HasSubstr("OMP_WAIT_POLICY=PASSIVE"));
+  // The daemon maps no LibTorch (nor libgomp, cuDNN or NCCL): only its engine worker does, and
+  // the worker's OpenMP threads wait passively (after its OMP_WAIT_POLICY re-exec).
+  const std::string maps = ReadFile("/proc/" + std::to_string(daemon->pid()) + "/maps");
+  ASSERT_FALSE(maps.empty());
+  for (const char* library : {"libtorch", "libc10", "libgomp", "libcudnn", "libnccl"}) {
+    EXPECT_THAT(maps, Not(HasSubstr(library))) << "the daemon maps " << library;
+  }
+  const std::vector<pid_t> workers = WorkerPids(daemon->pid());
+  ASSERT_EQ(workers.size(), 1u);
+  const std::string worker = "/proc/" + std::to_string(workers[0]);
+  EXPECT_THAT(ReadFile(worker + "/maps"), HasSubstr("libtorch"));
+  EXPECT_THAT(ReadFile(worker + "/environ"), HasSubstr("OMP_WAIT_POLICY=PASSIVE"));
   auto stub = v1::ProfilerService::NewStub(UnixChannel(dirs.socket));
   v1::Job job;
   ASSERT_TRUE(Submit(*stub, TinyInfer(), &job).ok());

@@ -275,11 +275,11 @@ TEST(DaemonWorkerTest, DaemonInfoComesFromTheWorkers) {
   EXPECT_THAT(info.libtorch_version(), ::testing::MatchesRegex("[0-9]+\\.[0-9]+.*"));
   ASSERT_EQ(info.devices_size(), 1);
   EXPECT_THAT(info.devices(0).description(), HasSubstr("cores"));
-  // The engine runs in the worker: its command line says so.
+  // The engine runs in the worker executable: its command line says so.
   const std::vector<pid_t> workers = WorkerPids(daemon->pid());
   ASSERT_EQ(workers.size(), 1u);
   EXPECT_THAT(ReadFile("/proc/" + std::to_string(workers[0]) + "/cmdline"),
-              HasSubstr(std::string("worker") + '\0' + "--fd"));
+              HasSubstr(std::string("libreyolod-worker-test-hooks") + '\0' + "--fd"));
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
 }
 

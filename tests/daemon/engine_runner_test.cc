@@ -3,7 +3,7 @@
 // job: a worker that died before it was ready, and one killed after the cancel grace with no
 // job after it, were not counted, and a death before ready wrote no log line.
 //
-// The workers here are small shell scripts standing in for `libreyolod worker`: they speak
+// The workers here are small shell scripts standing in for `libreyolod-worker`: they speak
 // just enough of the worker protocol (server/worker/worker_protocol.h: a 4-byte little-endian
 // length, then WorkerToDaemon; an empty Hello is the two bytes 0a 00) to be ready, or not.
 #include "server/daemon/engine_runner.h"
