@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include "absl/strings/str_replace.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -554,12 +556,145 @@ TEST(BudgetDecisionCache, AnIdenticalJobReusesTheDecisionAndADifferentOneProbes)
 TEST(BudgetDecisionCache, KeepsAtMostItsLimitDroppingTheOldest) {
   BudgetDecisionCache cache;
   for (size_t i = 0; i < BudgetDecisionCache::kMaxEntries + 2; ++i) {
-    cache.Store(std::to_string(i), BudgetOutcome{});
+    EXPECT_TRUE(cache.Store(std::to_string(i), BudgetOutcome{}).ok());
   }
   EXPECT_EQ(cache.size(), BudgetDecisionCache::kMaxEntries);
   EXPECT_FALSE(cache.Find("0").has_value());
   EXPECT_FALSE(cache.Find("1").has_value());
   EXPECT_TRUE(cache.Find("2").has_value());
+}
+
+// Issue 22, section 3: three identical `profile infer` commands got three switch sets, because
+// each started a fresh private daemon and its worker's cache was empty. Persisted, the
+// decision survives the process: a second cache reading the same file answers the same job with
+// the first one's outcome, every field exactly (doubles too), and probes nothing.
+class PersistedDecisions : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/libreyolo_decisions_XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    dir_ = dir;
+    path_ = dir_ + "/cpu.json";
+    key_.mode = "inference";
+    key_.weights = "LibreYOLO9t.pt";
+    key_.size = "t";
+    key_.imgsz = 640;
+    key_.batch = 1;
+    key_.device = "cpu";
+    key_.precision = "fp32";
+  }
+  void TearDown() override {
+    std::remove(path_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  void WriteFile(const std::string& text) const {
+    FILE* f = std::fopen(path_.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  }
+  std::string dir_, path_;
+  BudgetKey key_;
+};
+
+void ExpectSameEstimate(const OverheadEstimate& a, const OverheadEstimate& b) {
+  EXPECT_EQ(a.pairs, b.pairs);
+  EXPECT_EQ(a.median_pct, b.median_pct);  // exact: the same bits
+  EXPECT_EQ(a.ci_low_pct, b.ci_low_pct);
+  EXPECT_EQ(a.ci_high_pct, b.ci_high_pct);
+  EXPECT_EQ(a.ci_level, b.ci_level);
+  EXPECT_EQ(a.unprofiled_median_ms, b.unprofiled_median_ms);
+  EXPECT_EQ(a.profiled_median_ms, b.profiled_median_ms);
+}
+
+TEST_F(PersistedDecisions, ASecondProcessAnswersTheSameJobExactlyWithoutProbing) {
+  BudgetDecisionCache first;
+  EXPECT_EQ(first.Persist(path_, "engine A"), "");  // no file yet: nothing to say
+  // 4.1 % then 2.3 % of a baseline that is not a round number: record_shapes goes off, and the
+  // estimates' doubles have long fractions.
+  ScriptedProbe probe{{104.1, 102.3}, {}, {97.3, 101.9}};
+  bool cached = true;
+  std::string note = "x";
+  auto a = ApplyOverheadBudgetCached(first, key_.Build(), AllAuto(), 3.0, probe.Fn(), &cached, 0,
+                                     &note);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(cached);
+  EXPECT_EQ(note, "");
+  ASSERT_EQ(a->auto_disabled, std::vector<std::string>{"record_shapes"});
+
+  BudgetDecisionCache second;  // a fresh worker: a restarted or a new private daemon's
+  EXPECT_EQ(second.Persist(path_, "engine A"), "");
+  ASSERT_EQ(second.size(), 1u);
+  ScriptedProbe none{{}, {}};
+  auto b = ApplyOverheadBudgetCached(second, key_.Build(), AllAuto(), 3.0, none.Fn(), &cached);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_TRUE(cached);
+  EXPECT_TRUE(none.asked.empty());
+  EXPECT_EQ(b->switches.record_shapes, a->switches.record_shapes);
+  EXPECT_EQ(b->switches.profile_memory, a->switches.profile_memory);
+  EXPECT_EQ(b->switches.with_flops, a->switches.with_flops);
+  EXPECT_EQ(b->auto_switches, a->auto_switches);
+  EXPECT_EQ(b->auto_disabled, a->auto_disabled);
+  ASSERT_EQ(b->probes.size(), a->probes.size());
+  for (size_t i = 0; i < a->probes.size(); ++i) ExpectSameEstimate(b->probes[i], a->probes[i]);
+  ASSERT_TRUE(a->overhead.has_value() && b->overhead.has_value());
+  ExpectSameEstimate(*b->overhead, *a->overhead);
+  EXPECT_EQ(b->overhead_from_probe, a->overhead_from_probe);
+  EXPECT_EQ(b->probe_note, a->probe_note);
+  EXPECT_EQ(b->probe_rounds, a->probe_rounds);
+  EXPECT_EQ(b->probe_round_limit, a->probe_round_limit);
+  EXPECT_EQ(b->probe_limit_note, a->probe_limit_note);
+  EXPECT_EQ(second.Serialize(), first.Serialize());
+}
+
+// A file the engine cannot trust is set aside, never half-used: another engine's (its probes
+// measured another build), a truncated one, one with a wrong type. The cache starts empty, says
+// why, and the next decision replaces the file.
+TEST_F(PersistedDecisions, AFileOfAnotherEngineOrBrokenIsSetAsideAndReplaced) {
+  {
+    BudgetDecisionCache a;
+    a.Persist(path_, "engine A");
+    ASSERT_TRUE(a.Store(key_.Build(), BudgetOutcome{}).ok());
+  }
+  BudgetDecisionCache b;
+  EXPECT_THAT(b.Persist(path_, "engine B"),
+              ::testing::AllOf(::testing::HasSubstr("another engine (engine A"),
+                               ::testing::HasSubstr("set aside")));
+  EXPECT_EQ(b.size(), 0u);
+  ScriptedProbe probe{{101.0}, {}};
+  bool cached = true;
+  ASSERT_TRUE(
+      ApplyOverheadBudgetCached(b, key_.Build(), AllAuto(), 3.0, probe.Fn(), &cached).ok());
+  BudgetDecisionCache c;
+  EXPECT_EQ(c.Persist(path_, "engine B"), "");
+  EXPECT_EQ(c.size(), 1u);
+  const std::string whole = c.Serialize();
+  ASSERT_THAT(whole, ::testing::HasSubstr("\"pairs\":8"));
+  for (const std::string& broken :
+       {whole.substr(0, whole.size() / 2), std::string("[]"), std::string(""),
+        std::string("{\"format\":\"libreyolo-switch-decisions\",\"version\":2}"),
+        absl::StrReplaceAll(whole, {{"\"pairs\":8", "\"pairs\":\"x\""}}),
+        absl::StrReplaceAll(whole, {{"\"record_shapes\":true", "\"record_shapes\":1"}})}) {
+    WriteFile(broken);
+    BudgetDecisionCache d;
+    EXPECT_THAT(d.Persist(path_, "engine B"), ::testing::HasSubstr("set aside")) << broken;
+    EXPECT_EQ(d.size(), 0u) << broken;
+  }
+}
+
+// A decision that cannot be written (the state disk full, the directory gone) is still this
+// worker's: the job gets it and is told why it will not outlive the worker.
+TEST_F(PersistedDecisions, AnUnwritableFileKeepsTheDecisionInMemoryAndSaysWhy) {
+  BudgetDecisionCache cache;
+  EXPECT_EQ(cache.Persist(dir_ + "/gone/cpu.json", "engine A"), "");
+  ScriptedProbe probe{{100.5}, {}};
+  bool cached = true;
+  std::string note;
+  auto a = ApplyOverheadBudgetCached(cache, key_.Build(), AllAuto(), 3.0, probe.Fn(), &cached, 0,
+                                     &note);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_THAT(note, ::testing::HasSubstr("kept for this worker only"));
+  EXPECT_TRUE(cache.Find(key_.Build()).has_value());
 }
 
 TEST(BudgetDecisionCache, WeightsIdentityNamesTheFileItsSizeAndTime) {
