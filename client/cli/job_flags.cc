@@ -54,6 +54,10 @@ std::vector<FlagSpec> ProfilerFlags() {
       {"overhead-budget", "PCT", Num(def::kOverheadBudgetPct),
        "an auto switch goes off (costliest first) only when the probe's 95 % interval for the "
        "profiler's cost lies wholly above PCT %"},
+      {"probe-overhead", "", OnOff(def::kProbeOverhead),
+       "probe the profiler's overhead before the profiled window (off: auto switches stay on, "
+       "overhead_pct is null)",
+       true},
   };
 }
 
@@ -119,6 +123,7 @@ absl::Status ReadProfiler(const ParsedArgs& a, v1::ProfilerOptions* p) {
   if (a.switches.count("profile-memory")) p->set_profile_memory(a.Switch("profile-memory"));
   if (a.switches.count("with-flops")) p->set_with_flops(a.Switch("with-flops"));
   if (a.switches.count("with-modules")) p->set_with_modules(a.Switch("with-modules"));
+  if (a.switches.count("probe-overhead")) p->set_probe_overhead(a.Switch("probe-overhead"));
   if (a.Switch("with-stack")) p->set_with_stack(true);  // the alias, read when unset above
   if (auto c = a.Value("collector")) p->set_collector(absl::AsciiStrToLower(*c));
   return MaybeDouble(a, "overhead-budget", [&](double v) { p->set_overhead_budget_pct(v); });

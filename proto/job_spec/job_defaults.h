@@ -46,6 +46,7 @@ inline constexpr int64_t kCycles = 1;
 // ProfilerOptions (record_shapes, profile_memory, with_flops: unset = auto, within the budget)
 inline constexpr double kOverheadBudgetPct = 3.0;
 inline constexpr bool kWithModules = true;
+inline constexpr bool kProbeOverhead = true;
 inline constexpr const char* kCollector = "native";  // or "libtorch"
 
 // Not in the proto: the engine tool's and the engine's own knobs.

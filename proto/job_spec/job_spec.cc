@@ -155,6 +155,7 @@ void ApplyDefaults(v1::ProfilerOptions* p) {
   if (p->collector().empty()) p->set_collector(defaults::kCollector);
   // with_stack is the deprecated alias of with_modules = true, read only when it is unset.
   if (!p->has_with_modules()) p->set_with_modules(p->with_stack() || defaults::kWithModules);
+  if (!p->has_probe_overhead()) p->set_probe_overhead(defaults::kProbeOverhead);
 }
 
 void ApplyDefaults(v1::InferSpec* s) {

@@ -39,6 +39,9 @@ struct ProfilerSwitches {
   // profiler); on a CUDA device without our CUPTI collector, LibTorch's (profiling_session.h).
   std::string collector = job_defaults::kCollector;
   bool cuda = true;                  // record GPU activity when the job runs on a CUDA device
+  // The overhead probes before the profiled window (overhead_budget.h); off: none (auto
+  // switches stay on, overhead_pct null).
+  bool probe_overhead = job_defaults::kProbeOverhead;
   double overhead_budget_pct = job_defaults::kOverheadBudgetPct;  // probe median over the unprofiled median, minus 1, in %
 };
 

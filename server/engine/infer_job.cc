@@ -1,5 +1,6 @@
-// `profile infer`: the inference path of LibreYOLO9 measured without the profiler, then a
-// profiled window recorded to profile_trace.json and analysed by the common analyser.
+// `profile infer`, a kind of the job pipeline (job/pipeline.h): the inference path of
+// LibreYOLO9 or of a TorchScript export, measured without the profiler, then a profiled window
+// recorded to profile_trace.json and analysed by the common analyser.
 #include <torch/cuda.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -13,12 +14,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "common/analysis/latency_stats.h"
-#include "common/analysis/load_shift.h"
 #include "common/analysis/repeat_trials.h"
-#include "common/analysis/verdict.h"
 #include "common/json/json_writer.h"
 #include "server/engine/budget_cache.h"
 #include "server/engine/collect/module_scope_events.h"
@@ -33,6 +30,7 @@
 #include "server/engine/engine.h"
 #include "server/engine/infer/postprocess.h"
 #include "server/engine/infer/torchscript_model.h"
+#include "server/engine/job/pipeline.h"
 #include "server/engine/job_files.h"
 #include "server/engine/model/module_scope.h"
 #include "server/engine/model_loader.h"
@@ -51,26 +49,6 @@ std::string Finish(JsonWriter& w) {
   std::string s = w.Take();
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
-}
-
-absl::Status Validate(const InferJobSpec& s, bool cuda) {
-  if (s.batch < 1 || s.batch > 1024) return absl::InvalidArgumentError("--batch must be 1..1024");
-  if (s.imgsz < 32 || s.imgsz > 4096 || s.imgsz % 32 != 0) {
-    return absl::InvalidArgumentError("--imgsz must be a multiple of 32 between 32 and 4096");
-  }
-  if (s.warmup < 0) return absl::InvalidArgumentError("--warmup must be >= 0");
-  if (s.runs < 1) return absl::InvalidArgumentError("--runs must be >= 1");
-  if (s.repeat < 1) return absl::InvalidArgumentError("--repeat must be >= 1");
-  if (s.conf < 0 || s.conf > 1) return absl::InvalidArgumentError("--conf must be in [0, 1]");
-  if (s.iou < 0 || s.iou > 1) return absl::InvalidArgumentError("--iou must be in [0, 1]");
-  if (s.max_det < 1) return absl::InvalidArgumentError("--max-det must be >= 1");
-  if (s.amp_dtype != "float16" && s.amp_dtype != "bfloat16") {
-    return absl::InvalidArgumentError("--amp-dtype must be float16 or bfloat16");
-  }
-  if (s.half && !cuda) {
-    return absl::InvalidArgumentError("--half autocasts on CUDA only; drop it with --device cpu");
-  }
-  return ValidateOverheadBudget(s.profiler.overhead_budget_pct);
 }
 
 struct StageTimes {
@@ -279,344 +257,385 @@ absl::StatusOr<JobModel> LoadInferModel(const InferJobSpec& spec, const DeviceCh
   }
 }
 
-}  // namespace
+// `profile infer` as the pipeline's stages (job/pipeline.h).
+class InferKind final : public JobKind {
+ public:
+  explicit InferKind(const InferJobSpec& spec) : spec_(spec) {}
 
-absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn& progress,
-                                      const CancelToken* cancel) {
-  auto report = [&](const std::string& stage, int64_t done, int64_t total) {
-    if (progress) progress(JobProgress{stage, done, total, ""});
-  };
-  auto cancelled = [&] { return cancel != nullptr && cancel->cancelled.load(); };
-  auto device = ParseDevice(spec.model.device);
-  if (!device.ok()) return device.status();
-  if (auto valid = Validate(spec, device->cuda); !valid.ok()) return valid;
-  const ThreadSettings threads = ConfigureThreads(spec.model.threads);
-  auto source = ResolveInferenceSource(spec.source);
-  if (!source.ok()) return source.status();
-  // What LibTorch's caching allocator already held on the device when the job began (a
-  // long-lived daemon keeps earlier jobs' blocks cached): the profile records it.
-  std::optional<CudaAllocatorStats> at_start;
-  if (device->cuda) {
-    auto stats = ReadCudaAllocator(device->index);
-    if (!stats.ok()) return stats.status();
-    at_start = *stats;
-  }
+  const char* what() const override { return "inference"; }
+  const ProfilerSwitches& requested() const override { return spec_.profiler; }
+  DeviceChoice device() const override { return device_; }
+  const JobOutputOptions& output() const override { return spec_.output; }
 
-  report("loading model", 0, 1);
-  auto loaded = LoadInferModel(spec, *device);
-  if (!loaded.ok()) return loaded.status();
-  if (progress && !loaded->notice.empty())
-    progress(JobProgress{"loading model", 1, 1, loaded->notice});
-  InferIteration iteration(spec, *source, loaded->runner.get(), *device);
-  // Module scopes for the probes and the recorded window (nothing is recorded with --no-trace);
-  // a TorchScript export's modules are one traced graph, which has none of ours.
-  std::optional<ModuleScopes> module_scopes;
-  if (spec.trace && spec.profiler.with_modules && loaded->yolo9) {
-    module_scopes.emplace(*loaded->yolo9->model);
-  }
-  bool modules_recorded = false;  // the trace holds module scopes: the profile says so
-
-  try {
-    for (int64_t i = 0; i < spec.warmup; ++i) {
-      if (cancelled()) return absl::CancelledError("cancelled during warmup");
-      if (auto t = iteration.Run(i, false); !t.ok()) return t.status();
-      report("warmup", i + 1, spec.warmup);
+  absl::Status Prepare(const StageContext& ctx) override {
+    auto device = ParseDevice(spec_.model.device);
+    if (!device.ok()) return device.status();
+    device_ = *device;
+    threads_ = ConfigureThreads(spec_.model.threads);
+    auto source = ResolveInferenceSource(spec_.source);
+    if (!source.ok()) return source.status();
+    source_ = *std::move(source);
+    // What LibTorch's caching allocator already held on the device when the job began (a
+    // long-lived daemon keeps earlier jobs' blocks cached): the profile records it.
+    if (device_.cuda) {
+      auto stats = ReadCudaAllocator(device_.index);
+      if (!stats.ok()) return stats.status();
+      at_start_ = *stats;
     }
-    // The measured window runs without the profiler: these are the numbers users see. The
-    // first half times whole iterations; the second half syncs per stage for the composition.
-    // Each trial's measurements (repeat_trials.h): the headline is their mean.
-    std::vector<TrialMeasurement> trials;
+    ctx.Report("loading model", 0, 1);
+    auto loaded = LoadInferModel(spec_, device_);
+    if (!loaded.ok()) return loaded.status();
+    model_ = *std::move(loaded);
+    if (!model_->notice.empty()) ctx.Report("loading model", 1, 1, model_->notice);
+    iteration_.emplace(spec_, *source_, model_->runner.get(), device_);
+    // Module scopes for the probes and the recorded window (nothing is recorded with
+    // --no-trace); a TorchScript export's modules are one traced graph, which has none of ours.
+    if (spec_.trace && spec_.profiler.with_modules && model_->yolo9) {
+      module_scopes_.emplace(*model_->yolo9->model);
+    }
+    // The iterations the trace records (--profiled-runs, at most --runs); none without a trace.
+    recorded_runs_ = spec_.trace ? std::max<int64_t>(1, std::min(spec_.profiled_runs, spec_.runs))
+                                 : 0;
+    return absl::OkStatus();
+  }
+
+  absl::Status Warmup(const StageContext& ctx) override {
+    for (int64_t i = 0; i < spec_.warmup; ++i) {
+      if (ctx.Cancelled()) return absl::CancelledError("cancelled during warmup");
+      if (auto t = iteration_->Run(i, false); !t.ok()) return t.status();
+      ctx.Report("warmup", i + 1, spec_.warmup);
+    }
+    return absl::OkStatus();
+  }
+
+  // The measured window runs without the profiler: these are the numbers users see. The first
+  // half times whole iterations; the second half syncs per stage for the composition. Each
+  // trial's measurements (repeat_trials.h): the headline is their mean.
+  absl::Status Measure(const StageContext& ctx) override {
     std::optional<CudaEventTimer> timer;
-    if (device->cuda) {
-      auto created = CudaEventTimer::Create(device->index);
+    if (device_.cuda) {
+      auto created = CudaEventTimer::Create(device_.index);
       if (!created.ok()) return created.status();
       timer.emplace(*std::move(created));
     }
-    for (int64_t trial = 0; trial < spec.repeat; ++trial) {
+    for (int64_t trial = 0; trial < spec_.repeat; ++trial) {
       TrialMeasurement m;
       StageTimes stage_sum;
       int64_t stage_n = 0;
-      for (int64_t i = 0; i < spec.runs; ++i) {
-        if (cancelled()) return absl::CancelledError("cancelled while measuring");
-        const bool per_stage = i >= spec.runs / 2;
+      for (int64_t i = 0; i < spec_.runs; ++i) {
+        if (ctx.Cancelled()) return absl::CancelledError("cancelled while measuring");
+        const bool per_stage = i >= spec_.runs / 2;
         const auto t0 = Clock::now();
         if (timer) timer->Start();
-        auto t = iteration.Run(spec.warmup + i, per_stage);
+        auto t = iteration_->Run(spec_.warmup + i, per_stage);
         if (!t.ok()) return t.status();
         if (timer) {
           auto gpu_ms = timer->StopMs();
           if (!gpu_ms.ok()) return gpu_ms.status();
           m.cuda_event_ms.push_back(*gpu_ms);
         }
-        if (device->cuda) torch::cuda::synchronize(device->index);
+        if (device_.cuda) torch::cuda::synchronize(device_.index);
         m.latency_samples_ms.push_back(Ms(Clock::now() - t0));
-        if (per_stage || !device->cuda) {
+        if (per_stage || !device_.cuda) {
           stage_sum.pre += t->pre;
           stage_sum.fwd += t->fwd;
           stage_sum.post += t->post;
           ++stage_n;
         }
-        report("measuring", trial * spec.runs + i + 1, spec.repeat * spec.runs);
+        ctx.Report("measuring", trial * spec_.runs + i + 1, spec_.repeat * spec_.runs);
       }
       m.step_ms = ComputeLatencyStats(m.latency_samples_ms).mean_ms;
       const double k = stage_n > 0 ? 1.0 / static_cast<double>(stage_n) : 0.0;
       m.stages = Stages{stage_sum.pre * k, stage_sum.fwd * k, stage_sum.post * k};
-      trials.push_back(std::move(m));
+      trials_.push_back(std::move(m));
     }
-    JobFiles files = JobFilesFor(spec.project, "infer", spec.output);
-    if (auto made = CreateJobDir(files); !made.ok()) return made;
-    Profile p;
-    std::optional<AnalysedTrace> analysed_window;  // the recorded window, analysed (none with --no-trace)
-    PostWindowTimes post_window;
-    std::optional<CudaAllocatorStats> window_peaks;
-    RecordedKinds recorded;  // what the trace holds (nothing with --no-trace)
-    std::string gpu_collector = "none";
-    std::string cpu_collector = "none";
-    std::vector<std::string> collector_notes;
-    auto profiler_options = [&](const ResolvedSwitches& sw) {
-      return SessionOptions(sw, spec.profiler.collector, device->cuda && spec.profiler.cuda);
-    };
-    // The overhead budget and the profile's overhead_pct (overhead_budget.h): each probe round
-    // times kProbePairs single-iteration windows under the profiler, each between two without
-    // it (unprofiled, profiled, ..., unprofiled), whole iterations synced as the measured
-    // window times them. One session a round, paused through the unprofiled windows and
-    // resumed before a profiled window's clock starts (ProfilingSession::Pause), with the
-    // job's collectors; its events are dropped when the round ends. With CUDA activity a
-    // profiled window starts its own session.
-    // The iterations the trace records (--profiled-runs, at most --runs); none without a trace.
-    const int64_t recorded_runs =
-        spec.trace ? std::max<int64_t>(1, std::min(spec.profiled_runs, spec.runs)) : 0;
-    BudgetOutcome budget = SkipOverheadBudget(spec.profiler, "--no-trace: nothing is profiled");
-    bool budget_cached = false;
-    if (spec.trace) {
-      int64_t probed = 0, round_end = 0;
-      // `po` set: a profiled window, recorded by `round` (resumed for it) or by its own session.
-      auto window = [&](std::vector<double>& ms, int64_t i, const TorchProfilerOptions* po,
-                        ProfilingSession* round) -> absl::Status {
-        if (cancelled()) return absl::CancelledError("cancelled while probing");
-        std::unique_ptr<ProfilingSession> own;
-        if (po != nullptr && round != nullptr) {
-          if (auto s = round->Resume(); !s.ok()) return s;
-        } else if (po != nullptr) {
-          auto started = ProfilingSession::Start(*po);
-          if (!started.ok()) return started.status();
-          own = *std::move(started);
-        }
-        const auto t0 = Clock::now();
-        {
-          ScopedRange step(absl::StrCat("ProfilerStep#", i + 1));
-          auto t = iteration.Run(spec.warmup + spec.runs + i, false);
-          if (!t.ok()) return t.status();
-          if (device->cuda) torch::cuda::synchronize(device->index);
-        }
-        ms.push_back(Ms(Clock::now() - t0));
-        if (po != nullptr && round != nullptr) {
-          if (auto s = round->Pause(); !s.ok()) return s;
-        }
-        report("probing", ++probed, round_end);
-        return absl::OkStatus();  // `own` stops here, its events dropped
-      };
-      auto probe = [&](const ResolvedSwitches& sw) -> absl::StatusOr<ProbeTimings> {
-        round_end = probed + kProbeRoundWindows;
-        const TorchProfilerOptions po = profiler_options(sw);
-        std::unique_ptr<ProfilingSession> round;  // stops (events dropped) as the round ends
-        if (!po.cuda) {
-          auto started = ProfilingSession::Start(po);
-          if (!started.ok()) return started.status();
-          round = *std::move(started);
-          if (auto s = round->Pause(); !s.ok()) return s;
-        }
-        ProbeTimings t;
-        for (int64_t i = 0; i < kProbePairs; ++i) {
-          if (auto s = window(t.unprofiled_ms, 2 * i, nullptr, round.get()); !s.ok()) return s;
-          if (auto s = window(t.profiled_ms, 2 * i + 1, &po, round.get()); !s.ok()) return s;
-        }
-        if (auto s = window(t.unprofiled_ms, 2 * kProbePairs, nullptr, round.get()); !s.ok()) {
-          return s;
-        }
-        return t;
-      };
-      // Same job, same choice (budget_cache.h): an identical earlier job in this process decided.
-      BudgetKey key;
-      key.mode = "inference";
-      key.weights = WeightsIdentity(spec.model.weights);
-      key.size = loaded->size;
-      key.imgsz = loaded->height;
-      key.batch = spec.batch;
-      key.device = device->Label();
-      key.precision = spec.half ? absl::StrCat("autocast ", spec.amp_dtype) : "fp32";
-      key.cuda_activity = device->cuda && spec.profiler.cuda;
-      key.threads = spec.model.threads;
-      key.requested = spec.profiler;
-      // The probes' share: at most the job's own iterations (measured and recorded).
-      const int64_t job_windows = spec.repeat * (spec.warmup + spec.runs) + recorded_runs;
-      auto applied = ApplyOverheadBudgetCached(BudgetDecisionCache::Process(), key.Build(),
-                                               spec.profiler, spec.profiler.overhead_budget_pct,
-                                               probe, &budget_cached, ProbeRoundLimit(job_windows));
-      if (!applied.ok()) return applied.status();
-      budget = *std::move(applied);
-      const int64_t n = recorded_runs;
-      TraceExportOptions eo;
-      eo.pid = static_cast<int64_t>(::getpid());
-      if (device->cuda) {
-        // The window's memory starts from what the allocator holds now; its peaks are the
-        // window's own.
-        if (auto reset = ResetCudaAllocatorPeaks(device->index); !reset.ok()) return reset;
-        auto now = ReadCudaAllocator(device->index);
-        if (!now.ok()) return now.status();
-        eo.device_allocated_at_start = now->allocated;
-        eo.device_reserved_at_start = now->reserved;
-      }
-      // n iterations as the profiler records them: one ProfilerStep#N range each, synced.
-      auto profiled_iterations = [&](bool progress_events) -> absl::Status {
-        for (int64_t i = 0; i < n; ++i) {
-          if (cancelled()) return absl::CancelledError("cancelled while profiling");
-          ScopedRange step(absl::StrCat("ProfilerStep#", i + 1));
-          auto t = iteration.Run(spec.warmup + spec.runs + i, false);
-          if (!t.ok()) return t.status();
-          if (device->cuda) torch::cuda::synchronize(device->index);
-          if (progress_events) report("profiling", i + 1, n);
-        }
-        return absl::OkStatus();
-      };
-      // The recorded window: the job's CPU collector, with CUPTI for GPU activity on CUDA.
-      auto profiler = ProfilingSession::Start(profiler_options(budget.switches));
-      if (!profiler.ok()) return profiler.status();
-      if (auto s = profiled_iterations(true); !s.ok()) return s;
-      auto collected = (*profiler)->Stop();
-      if (!collected.ok()) return collected.status();
-      recorded = RecordedKindsOf(collected->events);
-      gpu_collector = (*profiler)->gpu_collector();
-      cpu_collector = (*profiler)->cpu_collector();
-      collector_notes = collected->notes;
-      modules_recorded = HoldsModuleScopes(collected->events);
-      if (device->cuda) {
-        auto peaks = ReadCudaAllocator(device->index);
-        if (!peaks.ok()) return peaks.status();
-        window_peaks = *peaks;
-      }
-      if (!spec.kineto_trace_path.empty()) {
-        // The cross-check: as many iterations again under LibTorch's profiler alone (CUDA
-        // activity through Kineto's own CUPTI subscriber), saved by LibTorch itself.
-        TorchProfilerOptions ko = profiler_options(budget.switches);
-        ko.cuda = device->cuda;  // TorchProfiler: LibTorch's profiler whatever the job's collector
-        ko.kineto_trace_path = spec.kineto_trace_path;
-        auto kineto = TorchProfiler::Start(ko);
-        if (!kineto.ok()) return kineto.status();
-        if (auto s = profiled_iterations(false); !s.ok()) return s;
-        if (auto saved = (*kineto)->Stop(); !saved.ok()) return saved.status();
-      }
-      report("analysing", 0, 1);
-      auto analysed = WriteAndAnalyseTrace(*collected, files.trace, eo, spec.output, &post_window);
-      if (!analysed.ok()) return analysed.status();
-      analysed_window = *std::move(analysed);
-      p = std::move(analysed_window->profile);
-      p.trace = files.trace;
-      if (window_peaks) {
-        // The allocator's own peaks over the window: the [memory] events' running totals
-        // reach the same values when profile_memory is on, and these exist when it is off.
-        p.peak_vram_mb = static_cast<double>(window_peaks->peak_allocated) / 1e6;
-        p.peak_reserved_mb = static_cast<double>(window_peaks->peak_reserved) / 1e6;
-      }
-    }
+    files_ = JobFilesFor(spec_.project, "infer", spec_.output);
+    return CreateJobDir(files_);
+  }
 
-    // The headline numbers come from the unprofiled trials.
-    p.mode = "inference";
-    p.model = loaded->label;
-    p.batch = spec.batch;
-    JsonWriter config(/*pretty=*/false);
-    config.BeginObject()
-        .Field("model", p.model)
-        .Field("size", loaded->size)
-        .Field("weights", loaded->weights_label);
-    if (loaded->exported) {
-      const ExportMetadata& meta = loaded->exported->metadata();
-      config.Field("format", "torchscript")
-          .Field("model_family", std::string(meta.family->name))
-          .Field("num_classes", meta.num_classes);
-      if (!meta.libreyolo_version.empty()) config.Field("exported_by_libreyolo", meta.libreyolo_version);
-    } else {
-      config.Field("format", "checkpoint").Field("model_family", "yolo9");
+  // The overhead budget's probe (overhead_budget.h): each round times kProbePairs
+  // single-iteration windows under the profiler, each between two without it (unprofiled,
+  // profiled, ..., unprofiled), whole iterations synced as the measured window times them. One
+  // session a round, paused through the unprofiled windows and resumed before a profiled
+  // window's clock starts (ProfilingSession::Pause), with the job's collectors; its events are
+  // dropped when the round ends. With CUDA activity a profiled window starts its own session.
+  SwitchQuestion AskSwitches(const StageContext& ctx) override {
+    SwitchQuestion q;
+    if (!spec_.trace) {
+      q.skip_reason = "--no-trace: nothing is profiled";
+      return q;
     }
-    config.Field("batch", spec.batch).Field("imgsz", loaded->height);
-    if (loaded->height != loaded->width) {
-      config.Field("imgsz_h", loaded->height).Field("imgsz_w", loaded->width);
+    q.probe = [this, &ctx](const ResolvedSwitches& sw) { return ProbeRound(ctx, sw); };
+    // The probes' share: at most the job's own iterations (measured and recorded).
+    q.job_windows = spec_.repeat * (spec_.warmup + spec_.runs) + recorded_runs_;
+    q.key.mode = "inference";
+    q.key.weights = WeightsIdentity(spec_.model.weights);
+    q.key.size = model_->size;
+    q.key.imgsz = model_->height;
+    q.key.batch = spec_.batch;
+    q.key.device = device_.Label();
+    q.key.precision = spec_.half ? absl::StrCat("autocast ", spec_.amp_dtype) : "fp32";
+    q.key.cuda_activity = device_.cuda && spec_.profiler.cuda;
+    q.key.threads = spec_.model.threads;
+    q.key.requested = spec_.profiler;
+    return q;
+  }
+
+  // The recorded window: the job's CPU collector, with CUPTI for GPU activity on CUDA; with
+  // --kineto-trace, as many iterations again under LibTorch's profiler alone.
+  absl::Status Record(const StageContext& ctx, const SwitchDecision& decision) override {
+    if (!spec_.trace) return absl::OkStatus();
+    export_options_.pid = static_cast<int64_t>(::getpid());
+    if (device_.cuda) {
+      // The window's memory starts from what the allocator holds now; its peaks are the
+      // window's own.
+      if (auto reset = ResetCudaAllocatorPeaks(device_.index); !reset.ok()) return reset;
+      auto now = ReadCudaAllocator(device_.index);
+      if (!now.ok()) return now.status();
+      export_options_.device_allocated_at_start = now->allocated;
+      export_options_.device_reserved_at_start = now->reserved;
     }
-    config
-        .Field("half", spec.half)
-        .Field("amp_dtype", spec.amp_dtype)
-        .Field("device", device->Label())
-        .Field("conf", spec.conf)
-        .Field("iou", spec.iou)
-        .Field("max_det", spec.max_det)
-        .Field("warmup", spec.warmup)
-        .Field("runs", spec.runs)
-        .Field("repeat", spec.repeat)
-        .Field("mode", "inference");
-    WriteThreadFields(config, threads);
-    if (device->cuda) WriteCudaFields(config, device->index, at_start);
-    config.Field("source", source->sample ? "sample" : files.Recorded(spec.source)).EndObject();
-    p.config_json = Finish(config);
-    JsonWriter prof(/*pretty=*/false);
-    prof.BeginObject().Field("activities", device->cuda && spec.profiler.cuda ? "cpu,cuda" : "cpu");
-    WriteSwitchFields(prof, budget, recorded, modules_recorded, spec.profiler.overhead_budget_pct);
-    prof.Field("profiled_iterations", recorded_runs);
-    WriteOverheadFields(prof, budget);
-    if (spec.trace) WriteSwitchDecision(prof, budget_cached);
-    prof.Field("cpu_collector", cpu_collector).Field("gpu_collector", gpu_collector);
-    if (loaded->exported && spec.trace && spec.profiler.with_modules) {
-      collector_notes.push_back(
-          "module scopes n/a: a TorchScript export is one traced graph, without LibreYOLO9's "
-          "modules (ops and kernels are recorded as usual)");
+    auto profiler = ProfilingSession::Start(Options(decision.budget.switches));
+    if (!profiler.ok()) return profiler.status();
+    if (auto s = ProfiledIterations(ctx, true); !s.ok()) return s;
+    auto collected = (*profiler)->Stop();
+    if (!collected.ok()) return collected.status();
+    collected_ = *std::move(collected);
+    recorded_ = RecordedKindsOf(collected_->events);
+    gpu_collector_ = (*profiler)->gpu_collector();
+    cpu_collector_ = (*profiler)->cpu_collector();
+    collector_notes_ = collected_->notes;
+    modules_recorded_ = HoldsModuleScopes(collected_->events);
+    if (device_.cuda) {
+      auto peaks = ReadCudaAllocator(device_.index);
+      if (!peaks.ok()) return peaks.status();
+      window_peaks_ = *peaks;
     }
-    if (!collector_notes.empty()) {
-      prof.Key("notes").BeginArray();
-      for (const std::string& n : collector_notes) prof.String(n);
-      prof.EndArray();
+    if (!spec_.kineto_trace_path.empty()) {
+      // The cross-check: CUDA activity through Kineto's own CUPTI subscriber, saved by
+      // LibTorch itself.
+      TorchProfilerOptions ko = Options(decision.budget.switches);
+      ko.cuda = device_.cuda;  // TorchProfiler: LibTorch's profiler whatever the job's collector
+      ko.kineto_trace_path = spec_.kineto_trace_path;
+      auto kineto = TorchProfiler::Start(ko);
+      if (!kineto.ok()) return kineto.status();
+      if (auto s = ProfiledIterations(ctx, false); !s.ok()) return s;
+      if (auto saved = (*kineto)->Stop(); !saved.ok()) return saved.status();
     }
-    p.profiler_json = Finish(prof.EndObject());
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Profile> Analyse(const StageContext& ctx) override {
+    if (!collected_) return Profile{};
+    ctx.Report("analysing", 0, 1);
+    auto analysed =
+        WriteAndAnalyseTrace(*collected_, files_.trace, export_options_, spec_.output, &post_window_);
+    if (!analysed.ok()) return analysed.status();
+    collected_.reset();
+    analysed_ = *std::move(analysed);
+    Profile p = std::move(analysed_->profile);
+    p.trace = files_.trace;
+    if (window_peaks_) {
+      // The allocator's own peaks over the window: the [memory] events' running totals reach
+      // the same values when profile_memory is on, and these exist when it is off.
+      p.peak_vram_mb = static_cast<double>(window_peaks_->peak_allocated) / 1e6;
+      p.peak_reserved_mb = static_cast<double>(window_peaks_->peak_reserved) / 1e6;
+    }
+    return p;
+  }
+
+  // The headline numbers come from the unprofiled trials.
+  absl::Status Apply(const StageContext&, const SwitchDecision& decision, Profile* p) override {
+    p->mode = "inference";
+    p->model = model_->label;
+    p->batch = spec_.batch;
+    p->config_json = ConfigJson();
+    p->profiler_json = ProfilerJson(decision);
     // Step, throughput, latency, stages and the residual host overhead: means over the trials
     // (the residual uses the same unprofiled step as the headline); GPU utilisation stays a
     // ratio within the profiled window.
-    ApplyMeasuredTrials(p, spec.batch, trials);
-    p.source_kind = "profile";
-    p.tool_name = "libreyolo-profiler";
-    p.tool_version = LIBREYOLO_VERSION;
-    p.libtorch_version = LibTorchVersion();
-    p.created_at = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
-    if (device->cuda) {
-      auto props = CudaDeviceProperties(device->index);
-      if (!props.ok()) return props.status();
-      p.device = *props;
-    }
-    if (!p.device.has_value()) {
-      DeviceInfo d;
-      d.type = device->cuda ? "cuda" : "cpu";
-      d.name = device->Label();
-      p.device = d;
-    }
-    const Verdict v = ComputeVerdict(p);
-    p.bound = v.bound;
-    p.bound_why = v.why;
-    // Last, over the final numbers: timings that cannot all be true are said so (load_shift.h).
-    RecordLoadShift(&p);
-    report("writing", 0, 1);
-    JobResult result;
-    result.post_window = post_window;
-    if (auto w = WriteJobOutputs(p, files, spec.output, analysed_window ? &*analysed_window : nullptr,
-                                 spec.repeat > 1, &result);
-        !w.ok()) {
-      return w;
-    }
-    report("writing", 1, 1);
-    result.trace_path = spec.trace ? files.trace : "";
-    result.profile = std::move(p);
-    return result;
-  } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat("LibTorch failed: ", e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("inference failed: ", e.what()));
+    ApplyMeasuredTrials(*p, spec_.batch, trials_);
+    return absl::OkStatus();
   }
+
+  JobOutputs Outputs() const override {
+    JobOutputs out;
+    out.files = &files_;
+    out.window = analysed_ ? &*analysed_ : nullptr;
+    out.repeat = spec_.repeat > 1;
+    out.trace_path = spec_.trace ? files_.trace : "";
+    out.post_window = post_window_;
+    return out;
+  }
+
+ private:
+  TorchProfilerOptions Options(const ResolvedSwitches& sw) const {
+    return SessionOptions(sw, spec_.profiler.collector, device_.cuda && spec_.profiler.cuda);
+  }
+
+  // One window of the probe: one iteration, `po` set for a profiled one (recorded by `round`,
+  // resumed for it, or by its own session).
+  absl::Status ProbeWindow(const StageContext& ctx, std::vector<double>& ms, int64_t i,
+                           const TorchProfilerOptions* po, ProfilingSession* round) {
+    if (ctx.Cancelled()) return absl::CancelledError("cancelled while probing");
+    std::unique_ptr<ProfilingSession> own;
+    if (po != nullptr && round != nullptr) {
+      if (auto s = round->Resume(); !s.ok()) return s;
+    } else if (po != nullptr) {
+      auto started = ProfilingSession::Start(*po);
+      if (!started.ok()) return started.status();
+      own = *std::move(started);
+    }
+    const auto t0 = Clock::now();
+    {
+      ScopedRange step(absl::StrCat("ProfilerStep#", i + 1));
+      auto t = iteration_->Run(spec_.warmup + spec_.runs + i, false);
+      if (!t.ok()) return t.status();
+      if (device_.cuda) torch::cuda::synchronize(device_.index);
+    }
+    ms.push_back(Ms(Clock::now() - t0));
+    if (po != nullptr && round != nullptr) {
+      if (auto s = round->Pause(); !s.ok()) return s;
+    }
+    ctx.Report("probing", ++probed_, round_end_);
+    return absl::OkStatus();  // `own` stops here, its events dropped
+  }
+
+  absl::StatusOr<ProbeTimings> ProbeRound(const StageContext& ctx, const ResolvedSwitches& sw) {
+    round_end_ = probed_ + kProbeRoundWindows;
+    const TorchProfilerOptions po = Options(sw);
+    std::unique_ptr<ProfilingSession> round;  // stops (events dropped) as the round ends
+    if (!po.cuda) {
+      auto started = ProfilingSession::Start(po);
+      if (!started.ok()) return started.status();
+      round = *std::move(started);
+      if (auto s = round->Pause(); !s.ok()) return s;
+    }
+    ProbeTimings t;
+    for (int64_t i = 0; i < kProbePairs; ++i) {
+      if (auto s = ProbeWindow(ctx, t.unprofiled_ms, 2 * i, nullptr, round.get()); !s.ok()) {
+        return s;
+      }
+      if (auto s = ProbeWindow(ctx, t.profiled_ms, 2 * i + 1, &po, round.get()); !s.ok()) {
+        return s;
+      }
+    }
+    if (auto s = ProbeWindow(ctx, t.unprofiled_ms, 2 * kProbePairs, nullptr, round.get());
+        !s.ok()) {
+      return s;
+    }
+    return t;
+  }
+
+  // The recorded iterations as the profiler records them: one ProfilerStep#N range each, synced.
+  absl::Status ProfiledIterations(const StageContext& ctx, bool progress_events) {
+    for (int64_t i = 0; i < recorded_runs_; ++i) {
+      if (ctx.Cancelled()) return absl::CancelledError("cancelled while profiling");
+      ScopedRange step(absl::StrCat("ProfilerStep#", i + 1));
+      auto t = iteration_->Run(spec_.warmup + spec_.runs + i, false);
+      if (!t.ok()) return t.status();
+      if (device_.cuda) torch::cuda::synchronize(device_.index);
+      if (progress_events) ctx.Report("profiling", i + 1, recorded_runs_);
+    }
+    return absl::OkStatus();
+  }
+
+  std::string ConfigJson() const {
+    JsonWriter config(/*pretty=*/false);
+    config.BeginObject()
+        .Field("model", model_->label)
+        .Field("size", model_->size)
+        .Field("weights", model_->weights_label);
+    if (model_->exported) {
+      const ExportMetadata& meta = model_->exported->metadata();
+      config.Field("format", "torchscript")
+          .Field("model_family", std::string(meta.family->name))
+          .Field("num_classes", meta.num_classes);
+      if (!meta.libreyolo_version.empty()) {
+        config.Field("exported_by_libreyolo", meta.libreyolo_version);
+      }
+    } else {
+      config.Field("format", "checkpoint").Field("model_family", "yolo9");
+    }
+    config.Field("batch", spec_.batch).Field("imgsz", model_->height);
+    if (model_->height != model_->width) {
+      config.Field("imgsz_h", model_->height).Field("imgsz_w", model_->width);
+    }
+    config.Field("half", spec_.half)
+        .Field("amp_dtype", spec_.amp_dtype)
+        .Field("device", device_.Label())
+        .Field("conf", spec_.conf)
+        .Field("iou", spec_.iou)
+        .Field("max_det", spec_.max_det)
+        .Field("warmup", spec_.warmup)
+        .Field("runs", spec_.runs)
+        .Field("repeat", spec_.repeat)
+        .Field("mode", "inference");
+    WriteThreadFields(config, threads_);
+    if (device_.cuda) WriteCudaFields(config, device_.index, at_start_);
+    config.Field("source", source_->sample ? "sample" : files_.Recorded(spec_.source)).EndObject();
+    return Finish(config);
+  }
+
+  std::string ProfilerJson(const SwitchDecision& decision) const {
+    JsonWriter prof(/*pretty=*/false);
+    prof.BeginObject().Field("activities",
+                             device_.cuda && spec_.profiler.cuda ? "cpu,cuda" : "cpu");
+    WriteSwitchFields(prof, decision.budget, recorded_, modules_recorded_,
+                      spec_.profiler.overhead_budget_pct);
+    prof.Field("profiled_iterations", recorded_runs_);
+    WriteOverheadFields(prof, decision.budget);
+    WriteDecisionFields(prof, decision, spec_.profiler);
+    prof.Field("cpu_collector", cpu_collector_).Field("gpu_collector", gpu_collector_);
+    std::vector<std::string> notes = collector_notes_;
+    if (model_->exported && spec_.trace && spec_.profiler.with_modules) {
+      notes.push_back(
+          "module scopes n/a: a TorchScript export is one traced graph, without LibreYOLO9's "
+          "modules (ops and kernels are recorded as usual)");
+    }
+    if (!notes.empty()) {
+      prof.Key("notes").BeginArray();
+      for (const std::string& n : notes) prof.String(n);
+      prof.EndArray();
+    }
+    return Finish(prof.EndObject());
+  }
+
+  const InferJobSpec& spec_;
+  // prepare
+  DeviceChoice device_;
+  ThreadSettings threads_;
+  std::optional<InferenceSource> source_;
+  std::optional<CudaAllocatorStats> at_start_;
+  std::optional<JobModel> model_;
+  std::optional<InferIteration> iteration_;
+  std::optional<ModuleScopes> module_scopes_;
+  int64_t recorded_runs_ = 0;
+  // measure
+  std::vector<TrialMeasurement> trials_;
+  JobFiles files_;
+  // decide (the probe's progress)
+  int64_t probed_ = 0, round_end_ = 0;
+  // record
+  std::optional<CollectedTrace> collected_;
+  TraceExportOptions export_options_;
+  RecordedKinds recorded_;  // what the trace holds (nothing with --no-trace)
+  std::string gpu_collector_ = "none";
+  std::string cpu_collector_ = "none";
+  std::vector<std::string> collector_notes_;
+  bool modules_recorded_ = false;  // the trace holds module scopes: the profile says so
+  std::optional<CudaAllocatorStats> window_peaks_;
+  // analyse
+  std::optional<AnalysedTrace> analysed_;
+  PostWindowTimes post_window_;
+};
+
+}  // namespace
+
+absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn& progress,
+                                      const CancelToken* cancel) {
+  InferKind kind(spec);
+  return RunJobPipeline(kind, progress, cancel);
 }
 
 }  // namespace libreyolo::engine

@@ -41,6 +41,7 @@ engine::ProfilerSwitches ToSwitches(const v1::ProfilerOptions& p) {
   s.with_modules = p.with_modules();
   s.collector = p.collector();
   s.overhead_budget_pct = p.overhead_budget_pct();
+  s.probe_overhead = p.probe_overhead();
   // Empty: cpu plus the job's device.
   s.cuda = p.activities().empty() ||
            std::find(p.activities().begin(), p.activities().end(), "cuda") != p.activities().end();

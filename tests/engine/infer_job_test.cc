@@ -241,17 +241,10 @@ TEST_F(InferJob, RandomInitIsLabelledWithTheSizeItWasBuiltAt) {
   EXPECT_THAT(RenderSummaryJson(s), ::testing::HasSubstr("\"weights_note\": \"preprocess and"));
 }
 
-TEST_F(InferJob, BadOptionsAndDevices) {
+// The options' bounds (--half on the CPU, the imgsz grid, the budget) are the job spec's one
+// validator's (request_validation_test.cc); the engine checks what only it can know.
+TEST_F(InferJob, MissingDevicesAndSources) {
   spec_.model.weights = "LibreYOLO9t.pt";
-  spec_.half = true;
-  EXPECT_TRUE(absl::IsInvalidArgument(RunInferJob(spec_, nullptr, nullptr).status()));
-  spec_.half = false;
-  spec_.imgsz = 100;
-  EXPECT_TRUE(absl::IsInvalidArgument(RunInferJob(spec_, nullptr, nullptr).status()));
-  spec_.imgsz = 64;
-  spec_.profiler.overhead_budget_pct = -1;
-  EXPECT_TRUE(absl::IsInvalidArgument(RunInferJob(spec_, nullptr, nullptr).status()));
-  spec_.profiler.overhead_budget_pct = 3;
   spec_.model.device = "3";
   EXPECT_TRUE(absl::IsFailedPrecondition(RunInferJob(spec_, nullptr, nullptr).status()));
   spec_.model.device = "cpu";

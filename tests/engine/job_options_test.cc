@@ -149,6 +149,8 @@ TEST_F(JobOptions, EveryInferFieldFromTheFlagToProfileJsonAndBack) {
        "\"none\""},
       {"ProfilerOptions.overhead_budget_pct", {"--overhead-budget", "7"},
        "profiler.overhead_budget_pct", "7"},
+      {"ProfilerOptions.probe_overhead", {"--no-probe-overhead"}, "profiler.probe_overhead",
+       "false"},
   };
   const cli::ParsedArgs args = Parse("infer", walk, {});
   v1::InferSpec spec;
@@ -195,6 +197,8 @@ TEST_F(JobOptions, EveryRunFieldFromTheFlagToProfileJsonAndBack) {
       {"ProfilerOptions.with_modules", {"--no-with-modules"}, "profiler.with_modules", "false"},
       {"ProfilerOptions.collector", {"--collector", "libtorch"}, "profiler.cpu_collector",
        "\"libtorch\""},
+      {"ProfilerOptions.probe_overhead", {"--no-probe-overhead"}, "profiler.probe_overhead",
+       "false"},
       {"ProfilerOptions.overhead_budget_pct", {"--overhead-budget", "9"},
        "profiler.overhead_budget_pct", "9"},
   };

@@ -186,6 +186,23 @@ TEST_F(TrainJobErrors, EvenTheSmallestDataIsProbedOneStepAWindow) {
   const std::string& j = r->profile.profiler_json;
   ExpectConsistentBudgetRecord(j, 3.0, {"record_shapes", "with_flops", "profile_memory"}, true);
   ExpectSwitchRecordMatchesTrace(j, r->trace_path);
+  // Same job, same choice, for training too (issue 22, section 3): the identical job (into
+  // another project) reuses the decision without a probe window.
+  spec_.project = (dir_ / "again").string();
+  int64_t probing_again = 0;
+  auto again = RunTrainJob(
+      spec_, [&](const JobProgress& p) { probing_again += p.stage == "probing"; }, nullptr);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(probing_again, 0);
+  rapidjson::Document first, second;
+  first.Parse(j.c_str());
+  second.Parse(again->profile.profiler_json.c_str());
+  EXPECT_STREQ(first["switch_decision"].GetString(), "probed") << j;
+  EXPECT_STREQ(second["switch_decision"].GetString(), "cached") << again->profile.profiler_json;
+  for (const char* k : {"record_shapes", "profile_memory", "with_flops"}) {
+    EXPECT_EQ(first[k].GetBool(), second[k].GetBool()) << k;
+  }
+  EXPECT_EQ(first["overhead_pct"].GetDouble(), second["overhead_pct"].GetDouble());
 }
 
 TEST_F(TrainJobErrors, ExplicitSwitchesAreHonoured) {
@@ -237,16 +254,9 @@ TEST_F(TrainJobErrors, ModuleScopesOfTheTrainingForward) {
   EXPECT_TRUE(BuildModuleTable(*data).rows.empty());
 }
 
-TEST_F(TrainJobErrors, BadOptionsAndDevices) {
-  spec_.profiler.overhead_budget_pct = -3;
-  EXPECT_TRUE(absl::IsInvalidArgument(RunTrainJob(spec_, nullptr, nullptr).status()));
-  spec_.profiler.overhead_budget_pct = 3;
-  spec_.imgsz = 100;
-  EXPECT_TRUE(absl::IsInvalidArgument(RunTrainJob(spec_, nullptr, nullptr).status()));
-  spec_.imgsz = 64;
-  spec_.cycles = 0;
-  EXPECT_TRUE(absl::IsInvalidArgument(RunTrainJob(spec_, nullptr, nullptr).status()));
-  spec_.cycles = 1;
+// The options' bounds (the budget, the imgsz grid, --cycles) are the job spec's one validator's
+// (request_validation_test.cc); the engine checks what only it can know.
+TEST_F(TrainJobErrors, MissingDevicesAndData) {
   spec_.model.device = "3";
   EXPECT_TRUE(absl::IsFailedPrecondition(RunTrainJob(spec_, nullptr, nullptr).status()));
   spec_.model.device = "cpu";

@@ -52,8 +52,6 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
                                                  const ScheduleSettings& schedule,
                                                  const TorchProfilerOptions& options,
                                                  const JobFiles& files,
-                                                 const JobOutputOptions& output,
-                                                 PostWindowTimes* times,
                                                  const ProgressFn& progress,
                                                  const CancelToken* cancel) {
   ProfiledWindow out;
@@ -125,29 +123,38 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
         out.notes.push_back(note);
       }
     }
-    if (progress) progress(JobProgress{"writing", cycle, schedule.cycles, "trace"});
     const std::string named =
         (fs::path(files.dir) / absl::StrCat("profile_trace.", step, ".json")).string();
-    const bool last = cycle + 1 == schedule.cycles;
-    const std::string& target = last ? files.trace : named;
-    if (last) {
-      // The analysed cycle: written and analysed in one pass (job_files.h).
-      if (progress) progress(JobProgress{"analysing", 0, 1, ""});
-      auto analysed = WriteAndAnalyseTrace(*collected, target, export_options, output, times);
-      if (!analysed.ok()) return analysed.status();
-      out.analysed = *std::move(analysed);
-      if (auto s = LinkOrCopy(files.trace, named); !s.ok()) return s;
-      out.trace = files.trace;
+    out.cycle_traces.push_back(files.Recorded(named));
+    if (cycle + 1 == schedule.cycles) {
+      // The analysed cycle: kept for the analyse stage, which writes it.
       out.module_scopes = HoldsModuleScopes(collected->events);
       out.recorded = RecordedKindsOf(collected->events);
-    } else if (auto s = WriteTraceAtomically(*collected, target, export_options); !s.ok()) {
-      return s;
+      out.last_cycle = *std::move(collected);
+      out.last_export = export_options;
+      out.last_named = named;
+      break;
     }
-    out.cycle_traces.push_back(files.Recorded(named));
+    if (progress) progress(JobProgress{"writing", cycle, schedule.cycles, "trace"});
+    if (auto s = WriteTraceAtomically(*collected, named, export_options); !s.ok()) return s;
   }
   out.mean_step_ms =
       out.recorded_steps > 0 ? recorded_ms / static_cast<double>(out.recorded_steps) : 0.0;
   return out;
+}
+
+absl::Status AnalyseProfiledWindow(ProfiledWindow* window, const JobFiles& files,
+                                   const JobOutputOptions& output, PostWindowTimes* times) {
+  if (!window->last_cycle) return absl::InternalError("the profiled window recorded no cycle");
+  // Written and analysed in one pass (job_files.h).
+  auto analysed =
+      WriteAndAnalyseTrace(*window->last_cycle, files.trace, window->last_export, output, times);
+  if (!analysed.ok()) return analysed.status();
+  window->last_cycle.reset();
+  window->analysed = *std::move(analysed);
+  if (auto s = LinkOrCopy(files.trace, window->last_named); !s.ok()) return s;
+  window->trace = files.trace;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ProbeTimings> ProbeRound(Trainer& trainer, LoaderBatchSource& source,

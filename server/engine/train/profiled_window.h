@@ -43,22 +43,31 @@ struct ProfiledWindow {
   RecordedKinds recorded;              // what the analysed trace holds (shapes, FLOPs, memory)
   // CUDA: the caching allocator over the last cycle's active steps (peaks since they began).
   std::optional<CudaAllocatorStats> memory;
+  // The last cycle as recorded, until AnalyseProfiledWindow writes and analyses it.
+  std::optional<CollectedTrace> last_cycle;
+  TraceExportOptions last_export;
+  std::string last_named;  // profile_trace.<step>.json of the last cycle
 };
 
 // Drops what a cycle's warmup recorded: every event that starts before the range of
 // "ProfilerStep#<first_active>". Without that range the trace is kept whole.
 void DropWarmupEvents(CollectedTrace& trace, int64_t first_active);
 
-// Runs the schedule. Recorded steps sync per phase on CUDA (real phase wall times). Steps
-// that a window needs are reserved from one epoch (LoaderBatchSource::Reserve).
+// Runs the schedule (the record stage). Recorded steps sync per phase on CUDA (real phase wall
+// times). Steps that a window needs are reserved from one epoch (LoaderBatchSource::Reserve).
+// Every cycle but the last is written as it ends; the last is kept for AnalyseProfiledWindow.
 absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSource& source,
                                                  const ScheduleSettings& schedule,
                                                  const TorchProfilerOptions& options,
                                                  const JobFiles& files,
-                                                 const JobOutputOptions& output,
-                                                 PostWindowTimes* times,
                                                  const ProgressFn& progress,
                                                  const CancelToken* cancel);
+
+// The analyse stage: writes the last cycle as profile_trace.json (hard-linked as its
+// profile_trace.<step>.json) and analyses it in the same pass (job_files.h), into
+// `window->analysed`.
+absl::Status AnalyseProfiledWindow(ProfiledWindow* window, const JobFiles& files,
+                                   const JobOutputOptions& output, PostWindowTimes* times);
 
 // One round of an overhead probe (overhead_budget.h): `pairs` profiled windows, each between two
 // unprofiled ones (unprofiled, profiled, ..., unprofiled), one training step each, synced per

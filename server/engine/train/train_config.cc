@@ -100,7 +100,8 @@ std::string TrainConfigJson(const TrainConfigFacts& f) {
 }
 
 std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
-                              const BudgetOutcome& budget, const ProfiledWindow& window) {
+                              const SwitchDecision& decision, const ProfiledWindow& window) {
+  const BudgetOutcome& budget = decision.budget;
   JsonWriter w(/*pretty=*/false);
   w.BeginObject().Field("activities", cuda_activity ? "cpu,cuda" : "cpu");
   WriteSwitchFields(w, budget, window.recorded, window.module_scopes,
@@ -118,6 +119,7 @@ std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
   for (const std::string& t : window.cycle_traces) w.String(t);
   w.EndArray().Field("profiled_iterations", window.recorded_steps);
   WriteOverheadFields(w, budget);
+  WriteDecisionFields(w, decision, spec.profiler);
   w.Field("cpu_collector", window.cpu_collector).Field("gpu_collector", window.gpu_collector);
   if (!window.notes.empty()) {
     w.Key("notes").BeginArray();

@@ -11,6 +11,7 @@
 #include "common/profile/profile.h"
 #include "server/engine/cpu_threads.h"
 #include "server/engine/engine.h"
+#include "server/engine/job/pipeline.h"
 #include "server/engine/model_loader.h"
 #include "server/engine/overhead_budget.h"
 #include "server/engine/train/profiled_window.h"
@@ -45,11 +46,12 @@ struct TrainConfigFacts {
 // blas_threads, omp_wait_policy, optimizer, EMA, losses, composition).
 std::string TrainConfigJson(const TrainConfigFacts& f);
 
-// The profiler object: the switches in force and the overhead budget's record (`budget`), the
-// schedule, the traces; overhead_pct is the budget's interleaved A/B estimate for the switches
-// the window ran with (WriteOverheadFields), probed with synced steps as recorded steps are.
+// The profiler object: the switches in force and the overhead budget's record (`decision`),
+// whether it was probed or reused, the schedule, the traces; overhead_pct is the budget's
+// interleaved A/B estimate for the switches the window ran with (WriteOverheadFields), probed
+// with synced steps as recorded steps are.
 std::string TrainProfilerJson(const TrainJobSpec& spec, bool cuda_activity,
-                              const BudgetOutcome& budget, const ProfiledWindow& window);
+                              const SwitchDecision& decision, const ProfiledWindow& window);
 
 }  // namespace libreyolo::engine
 

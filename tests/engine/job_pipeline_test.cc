@@ -1,0 +1,190 @@
+// The job pipeline (server/engine/job/pipeline.h) with a scripted kind: the stages run in their
+// order, the first error ends the job with nothing written, one boundary turns a LibTorch error
+// or another exception anywhere into INTERNAL, the decide stage reuses an identical job's
+// decision and skips probing when asked to, and every profile ends with the same facts.
+#include "server/engine/job/pipeline.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace libreyolo::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class ScriptedKind final : public JobKind {
+ public:
+  explicit ScriptedKind(const fs::path& project) {
+    output_.paths_relative_to_project = true;
+    files_ = JobFilesFor(project.string(), "scripted", output_);
+  }
+  const char* what() const override { return "scripted"; }
+  const ProfilerSwitches& requested() const override { return requested_; }
+  DeviceChoice device() const override { return DeviceChoice{}; }
+  const JobOutputOptions& output() const override { return output_; }
+
+  absl::Status Prepare(const StageContext&) override { return Stage("prepare"); }
+  absl::Status Warmup(const StageContext&) override { return Stage("warmup"); }
+  absl::Status Measure(const StageContext&) override {
+    if (auto s = Stage("measure"); !s.ok()) return s;
+    return CreateJobDir(files_);
+  }
+  SwitchQuestion AskSwitches(const StageContext&) override {
+    stages.push_back("ask");
+    SwitchQuestion q;
+    q.probe = [this](const ResolvedSwitches&) -> absl::StatusOr<ProbeTimings> {
+      ++probes;
+      ProbeTimings t;
+      for (int64_t i = 0; i < kProbePairs; ++i) {
+        t.unprofiled_ms.push_back(100.0);
+        t.profiled_ms.push_back(101.0);
+      }
+      t.unprofiled_ms.push_back(100.0);
+      return t;
+    };
+    q.job_windows = 100;
+    q.key.mode = "scripted";
+    q.key.requested = requested_;
+    return q;
+  }
+  absl::Status Record(const StageContext&, const SwitchDecision& d) override {
+    decision = d;
+    return Stage("record");
+  }
+  absl::StatusOr<Profile> Analyse(const StageContext&) override {
+    if (auto s = Stage("analyse"); !s.ok()) return s;
+    return Profile{};
+  }
+  absl::Status Apply(const StageContext&, const SwitchDecision&, Profile* p) override {
+    if (auto s = Stage("apply"); !s.ok()) return s;
+    p->mode = "inference";
+    p->model = "scripted";
+    p->batch = 1;
+    p->step_ms = 10;
+    return absl::OkStatus();
+  }
+  JobOutputs Outputs() const override {
+    JobOutputs out;
+    out.files = &files_;
+    return out;
+  }
+
+  std::vector<std::string> stages;
+  std::string fail_at;  // this stage returns an error
+  std::string throw_at;  // this stage throws (a c10::Error, or std::runtime_error with "std")
+  bool throw_std = false;
+  int probes = 0;
+  SwitchDecision decision;
+  ProfilerSwitches requested_;
+  JobFiles files_;
+
+ private:
+  absl::Status Stage(const std::string& name) {
+    stages.push_back(name);
+    if (name == throw_at) {
+      if (throw_std) throw std::runtime_error("a broken " + name);
+      TORCH_CHECK(false, "a tensor broke in ", name);
+    }
+    if (name == fail_at) return absl::CancelledError("cancelled in " + name);
+    return absl::OkStatus();
+  }
+  JobOutputOptions output_;
+};
+
+class JobPipeline : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("libreyolo_pipeline_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(JobPipeline, RunsTheStagesInOrderAndEndsEveryProfileAlike) {
+  ScriptedKind kind(dir_);
+  BudgetDecisionCache cache;
+  std::vector<std::string> progress;
+  auto r = RunJobPipeline(
+      kind, [&](const JobProgress& p) { progress.push_back(p.stage); }, nullptr, cache);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(kind.stages,
+              ElementsAre("prepare", "warmup", "measure", "ask", "record", "analyse", "apply"));
+  EXPECT_EQ(kind.probes, 1);  // no switch over budget: one probe, which is the overhead
+  EXPECT_TRUE(kind.decision.decided);
+  EXPECT_FALSE(kind.decision.cached);
+  EXPECT_EQ(r->profile.tool_name, "libreyolo-profiler");
+  EXPECT_EQ(r->profile.source_kind, "profile");
+  ASSERT_TRUE(r->profile.created_at.has_value());
+  ASSERT_TRUE(r->profile.device.has_value());
+  EXPECT_EQ(r->profile.device->type, "cpu");
+  EXPECT_FALSE(r->profile.bound.empty());
+  EXPECT_TRUE(fs::exists(r->profile_path)) << r->profile_path;
+  EXPECT_EQ(progress.back(), "writing");
+}
+
+TEST_F(JobPipeline, TheFirstErrorEndsTheJobWithNothingWritten) {
+  for (const char* stage : {"prepare", "warmup", "measure", "record", "analyse", "apply"}) {
+    ScriptedKind kind(dir_ / stage);
+    kind.fail_at = stage;
+    BudgetDecisionCache cache;
+    auto r = RunJobPipeline(kind, nullptr, nullptr, cache);
+    EXPECT_TRUE(absl::IsCancelled(r.status())) << stage << ": " << r.status();
+    EXPECT_EQ(kind.stages.back(), stage);
+    EXPECT_FALSE(fs::exists(kind.files_.profile)) << stage;
+  }
+}
+
+// One boundary around every stage (issue 22, section 1: LoadModel and to(CUDA) used to run
+// before the job's `try` opened).
+TEST_F(JobPipeline, ALibTorchErrorOrAnExceptionInAnyStageIsInternalWithItsReason) {
+  for (const char* stage : {"prepare", "warmup", "measure", "record", "analyse", "apply"}) {
+    for (bool std_exception : {false, true}) {
+      ScriptedKind kind(dir_ / stage);
+      kind.throw_at = stage;
+      kind.throw_std = std_exception;
+      BudgetDecisionCache cache;
+      auto r = RunJobPipeline(kind, nullptr, nullptr, cache);
+      ASSERT_TRUE(absl::IsInternal(r.status())) << stage << ": " << r.status();
+      if (std_exception) {
+        EXPECT_THAT(std::string(r.status().message()),
+                    HasSubstr(std::string("scripted failed: a broken ") + stage));
+      } else {
+        EXPECT_THAT(std::string(r.status().message()),
+                    HasSubstr(std::string("LibTorch failed: a tensor broke in ") + stage));
+      }
+    }
+  }
+}
+
+TEST_F(JobPipeline, AnIdenticalJobReusesTheDecisionAndNoProbeSkipsIt) {
+  BudgetDecisionCache cache;
+  ScriptedKind first(dir_ / "a");
+  ASSERT_TRUE(RunJobPipeline(first, nullptr, nullptr, cache).ok());
+  ScriptedKind again(dir_ / "b");
+  ASSERT_TRUE(RunJobPipeline(again, nullptr, nullptr, cache).ok());
+  EXPECT_EQ(again.probes, 0);
+  EXPECT_TRUE(again.decision.decided);
+  EXPECT_TRUE(again.decision.cached);
+  // --no-probe-overhead: nothing probed, nothing reused; auto switches stay on, no overhead.
+  ScriptedKind off(dir_ / "c");
+  off.requested_.probe_overhead = false;
+  ASSERT_TRUE(RunJobPipeline(off, nullptr, nullptr, cache).ok());
+  EXPECT_EQ(off.probes, 0);
+  EXPECT_FALSE(off.decision.decided);
+  EXPECT_FALSE(off.decision.budget.overhead.has_value());
+  EXPECT_TRUE(off.decision.budget.switches.record_shapes);
+  EXPECT_THAT(off.decision.budget.probe_note, HasSubstr("--no-probe-overhead"));
+}
+
+}  // namespace
+}  // namespace libreyolo::engine
