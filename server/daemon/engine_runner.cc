@@ -22,6 +22,20 @@ EngineRunner::EngineRunner(const LiveConfig& config, JobStore* store,
 
 EngineRunner::~EngineRunner() { StopWorkers(); }
 
+std::vector<std::string> EngineRunner::WorkerArgs(const std::string& device) const {
+  // The device's switch decisions (server/engine/budget_cache.h), in the state directory: one
+  // file per slot, written by that slot's worker alone.
+  const std::string state_dir = config_.Get()->state_dir;
+  if (state_dir.empty()) return {};
+  const std::filesystem::path dir = std::filesystem::path(state_dir) / "switch-decisions";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return {};  // the decisions then last as long as the worker
+  std::string file = device;
+  std::replace(file.begin(), file.end(), ':', '_');
+  return {"--decisions", (dir / (file + ".json")).string()};
+}
+
 absl::Status EngineRunner::StartWorker(const std::string& device) {
   absl::StatusOr<EngineWorker*> w = EnsureWorker(device);
   return w.ok() ? absl::OkStatus() : w.status();
@@ -35,7 +49,7 @@ absl::StatusOr<EngineWorker*> EngineRunner::EnsureWorker(const std::string& devi
   }
   // Started outside the lock: LibTorch takes seconds to load, and other devices' jobs and
   // GetDaemonInfo go on meanwhile.
-  absl::StatusOr<std::unique_ptr<EngineWorker>> started = EngineWorker::Spawn(executable_, device);
+  absl::StatusOr<std::unique_ptr<EngineWorker>> started = EngineWorker::Spawn(executable_, device, WorkerArgs(device));
   absl::Status hello = started.ok() ? (*started)->AwaitHello(hello_timeout_) : started.status();
   // A worker that was spawned and ended before its Hello died (the start is retried at the
   // device's next job); one that could not be spawned never lived.
@@ -57,7 +71,7 @@ void EngineRunner::StartWorkers(const std::vector<std::string>& devices,
                                 std::vector<std::string>* warnings) {
   std::vector<std::pair<std::string, std::unique_ptr<EngineWorker>>> spawned;
   for (const std::string& device : devices) {
-    absl::StatusOr<std::unique_ptr<EngineWorker>> w = EngineWorker::Spawn(executable_, device);
+    absl::StatusOr<std::unique_ptr<EngineWorker>> w = EngineWorker::Spawn(executable_, device, WorkerArgs(device));
     if (!w.ok()) {
       warnings->push_back(std::string(w.status().message()));
       std::lock_guard<std::mutex> lock(mu_);

@@ -79,23 +79,26 @@ absl::StatusOr<std::string> FindWorkerExecutable(const std::string& configured,
 }
 
 absl::StatusOr<std::unique_ptr<EngineWorker>> EngineWorker::Start(
-    const std::string& executable, const std::string& device, milliseconds hello_timeout) {
-  absl::StatusOr<std::unique_ptr<EngineWorker>> w = Spawn(executable, device);
+    const std::string& executable, const std::string& device, milliseconds hello_timeout,
+    const std::vector<std::string>& extra_args) {
+  absl::StatusOr<std::unique_ptr<EngineWorker>> w = Spawn(executable, device, extra_args);
   if (!w.ok()) return w.status();
   if (absl::Status s = (*w)->AwaitHello(hello_timeout); !s.ok()) return s;
   return w;
 }
 
-absl::StatusOr<std::unique_ptr<EngineWorker>> EngineWorker::Spawn(const std::string& executable,
-                                                                  const std::string& device) {
+absl::StatusOr<std::unique_ptr<EngineWorker>> EngineWorker::Spawn(
+    const std::string& executable, const std::string& device,
+    const std::vector<std::string>& extra_args) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     return absl::UnavailableError(
         absl::StrCat("engine worker for ", device, ": socketpair: ", std::strerror(errno)));
   }
-  const std::vector<std::string> args = {executable, "--fd",     std::to_string(kWorkerFd),
-                                         "--device", device,     "--parent",
-                                         std::to_string(::getpid())};
+  std::vector<std::string> args = {executable, "--fd",     std::to_string(kWorkerFd),
+                                   "--device", device,     "--parent",
+                                   std::to_string(::getpid())};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "libreyolo/worker/v1/worker.pb.h"
@@ -37,18 +38,19 @@ absl::StatusOr<std::string> FindWorkerExecutable(const std::string& configured,
 
 class EngineWorker {
  public:
-  // Starts `executable --fd 3 --device <device> --parent <our pid>` and waits up to
+  // Starts `executable --fd 3 --device <device> --parent <our pid> [extra_args]` and waits up to
   // `hello_timeout` for its Hello. UNAVAILABLE naming the cause when it cannot be started, dies
   // or stays silent (it is killed then).
   static absl::StatusOr<std::unique_ptr<EngineWorker>> Start(
       const std::string& executable, const std::string& device,
-      std::chrono::milliseconds hello_timeout);
+      std::chrono::milliseconds hello_timeout, const std::vector<std::string>& extra_args = {});
   // Start() in two halves, so that one thread can start several workers and then wait for them
   // together. The worker's parent-death signal follows the *thread* that spawned it: spawn from
   // a thread that lives as long as the worker should (the daemon's main thread, a device's job
   // thread), never from a short-lived helper thread.
-  static absl::StatusOr<std::unique_ptr<EngineWorker>> Spawn(const std::string& executable,
-                                                             const std::string& device);
+  static absl::StatusOr<std::unique_ptr<EngineWorker>> Spawn(
+      const std::string& executable, const std::string& device,
+      const std::vector<std::string>& extra_args = {});
   absl::Status AwaitHello(std::chrono::milliseconds timeout);
   ~EngineWorker();  // Stop(5 s)
 

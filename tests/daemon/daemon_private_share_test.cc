@@ -23,6 +23,7 @@ namespace libreyolo::daemon_test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Tiny CPU jobs, one engine thread, no overhead probes.
 std::vector<std::string> InferArgs(const std::string& project) {
@@ -140,6 +141,51 @@ TEST_F(PrivateDaemonShareTest, ThreeOverlappingCommandsAllSucceedOnOneDaemon) {
   EXPECT_THAT(log, HasSubstr("libreyolod: stopped"));
   EXPECT_THAT(ProcessesWithArgument(socket_), ::testing::IsEmpty());
   EXPECT_EQ(LeaseFiles(), 0);
+}
+
+// Issue 22, section 3: three identical `profile infer` commands got three switch sets (all on,
+// shapes off, shapes off): each started a fresh private daemon, whose worker had decided
+// nothing yet. The decision is kept in the daemon's state directory: the second command, on a
+// daemon of its own, reuses the first one's switches, probes and overhead, and probes nothing.
+TEST_F(PrivateDaemonShareTest, IdenticalCommandsOnFreshDaemonsDecideTheirSwitchesAlike) {
+  const auto args = [&](const std::string& project) {
+    return Words("profile infer --json --device cpu --imgsz 64 --warmup 1 --runs 3 --threads 1 "
+                 "--project " + project);  // every switch on auto
+  };
+  const pid_t a = Start("a", args(dir_.File("pa")));
+  ASSERT_EQ(WaitChild(a, milliseconds(240000)), 0) << Describe("a");
+  // The last command out stopped its daemon before it returned: the next one starts afresh.
+  ASSERT_THAT(ProcessesWithArgument(socket_), ::testing::IsEmpty());
+  const pid_t b = Start("b", args(dir_.File("pb")));
+  ASSERT_EQ(WaitChild(b, milliseconds(240000)), 0) << Describe("b");
+  const std::string log = DaemonLog();
+  size_t starts = 0;
+  for (size_t at = log.find("serving on"); at != std::string::npos;
+       at = log.find("serving on", at + 1)) {
+    ++starts;
+  }
+  EXPECT_EQ(starts, 2u) << log;
+  // The profiler objects, without their spaces.
+  const auto profiler = [&](const std::string& project) {
+    std::string text = ReadFile(dir_.File(project + "/infer/profile.json"));
+    text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
+    const size_t at = text.find("\"profiler\":{");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('}', at) - at);
+  };
+  const std::string first = profiler("pa"), second = profiler("pb");
+  EXPECT_THAT(first, HasSubstr("\"switch_decision\":\"probed\"")) << first;
+  EXPECT_THAT(second, HasSubstr("\"switch_decision\":\"cached\"")) << second;
+  const auto value = [](const std::string& object, const std::string& key) {
+    const size_t at = object.find("\"" + key + "\":");
+    if (at == std::string::npos) return std::string("absent");
+    const size_t from = at + key.size() + 3;
+    return object.substr(from, object.find_first_of(",}", from) - from);
+  };
+  for (const char* key : {"record_shapes", "profile_memory", "with_flops", "overhead_pct",
+                          "probe_rounds"}) {
+    EXPECT_EQ(value(first, key), value(second, key)) << key << "\n" << first << "\n" << second;
+  }
+  EXPECT_THAT(ReadFile(Err("b")), Not(HasSubstr("probing")));
 }
 
 TEST_F(PrivateDaemonShareTest, TheDaemonKilledBeforeADownloadFailsItAtOnceAndKeepsTheProfile) {
