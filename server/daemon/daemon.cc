@@ -146,6 +146,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // one daemon per port (ProbeTcpListen)
+  // Connections hold descriptors (issue 23 item 2): one with no RPC in flight is closed after
+  // connection_idle_timeout_s (a connection that sent only the HTTP/2 preface used to stay open
+  // for as long as its peer liked), one stuck in its handshake after handshake_timeout_s.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(c.connection_idle_timeout_s * 1000));
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(c.handshake_timeout_s * 1000));
   builder.RegisterService(d->service_.get());
   // Every RPC's status passes the API edge: unparsable requests, path redaction, length cap.
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> edge;

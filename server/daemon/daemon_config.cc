@@ -258,6 +258,15 @@ absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
     problems.push_back(absl::StrCat(
         "cancel_grace_s (--cancel-grace): expected 1..86400 seconds, got ", config.cancel_grace_s));
   }
+  if (config.connection_idle_timeout_s < 1 || config.connection_idle_timeout_s > 86400) {
+    problems.push_back(absl::StrCat(
+        "connection_idle_timeout_s (--connection-idle-timeout): expected 1..86400 seconds, got ",
+        config.connection_idle_timeout_s));
+  }
+  if (config.handshake_timeout_s < 1 || config.handshake_timeout_s > 3600) {
+    problems.push_back(absl::StrCat("handshake_timeout_s (--handshake-timeout): expected 1..3600 ",
+                                    "seconds, got ", config.handshake_timeout_s));
+  }
   if (config.progress_timeout_s < 1 || config.progress_timeout_s > 86400) {
     problems.push_back(absl::StrCat("progress_timeout_s (--progress-timeout): expected 1..86400 ",
                                     "seconds, got ", config.progress_timeout_s));

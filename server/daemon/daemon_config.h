@@ -84,6 +84,13 @@ struct DaemonConfig {
   // for this long is stopped (the worker killed: a stopped or hung process, a dead data loader)
   // and FAILED "no progress for N s during measuring, step k/n". 1..86400.
   int64_t progress_timeout_s = 600;
+  // Connections (issue 23 item 2). A connection with no RPC in flight for this long is closed
+  // (gRPC's GOAWAY; a client reconnects on its next call): a connection that sent only the
+  // HTTP/2 preface, or a caller that went quiet, does not keep a descriptor. 1..86400.
+  int64_t connection_idle_timeout_s = 120;
+  // A TCP connection whose TLS (or HTTP/2 connection) handshake is not done within this long
+  // is closed. 1..3600.
+  int64_t handshake_timeout_s = 10;
   // A lease directory (common/io/lease_dir.h): once no job is queued or running and no live
   // process holds a lease there, the daemon stops as on SIGTERM. Empty = never. The private
   // daemon that `libreyolo` starts on demand runs with it (docs/cli.md, "Private daemon").

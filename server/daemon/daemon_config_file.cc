@@ -258,6 +258,8 @@ std::vector<Key> ConfigKeys(DaemonConfig* config) {
       Live(IntKey("drain_timeout_s", &config->drain_timeout_s)),
       IntKey("cpu_threads", &config->cpu_threads),
       IntKey("cancel_grace_s", &config->cancel_grace_s),
+      IntKey("connection_idle_timeout_s", &config->connection_idle_timeout_s),
+      IntKey("handshake_timeout_s", &config->handshake_timeout_s),
       Live(IntKey("progress_timeout_s", &config->progress_timeout_s)),
       StringKey("lease_dir", &config->lease_dir),
       StringKey("worker_binary", &config->worker_binary),

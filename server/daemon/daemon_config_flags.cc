@@ -202,6 +202,14 @@ const std::vector<Flag>& Flags() {
        "after a cancel, how long an engine worker may take to stop before it is killed, "
        "default 30 (1..86400)",
        "cancel_grace_s", IntFlag(&DaemonConfig::cancel_grace_s)},
+      {"connection-idle-timeout", "SECONDS",
+       "a connection with no RPC in flight for this long is closed (clients reconnect), "
+       "default 120 (1..86400)",
+       "connection_idle_timeout_s", IntFlag(&DaemonConfig::connection_idle_timeout_s)},
+      {"handshake-timeout", "SECONDS",
+       "a TCP connection not through its handshake within this long is closed, default 10 "
+       "(1..3600)",
+       "handshake_timeout_s", IntFlag(&DaemonConfig::handshake_timeout_s)},
       {"progress-timeout", "SECONDS",
        "a running job whose worker reports no progress for this long is stopped and fails, "
        "default 600 (1..86400)",

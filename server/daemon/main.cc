@@ -9,6 +9,7 @@
 // Exit codes (docs/deploy.md, "Start-up errors"): common/status/exit_code.h, kDaemonExit*.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -67,9 +68,20 @@ using ::libreyolo::kDaemonExitConfig;
 using ::libreyolo::kDaemonExitOk;
 using ::libreyolo::kDaemonExitUnexpected;
 
+// Every connection, job file and worker socket takes a descriptor: the soft limit (1024 under
+// systemd's default) is raised to the hard one (524288 there), so a flood of connections meets
+// the idle and handshake timeouts long before the limit (issue 23 item 2).
+void RaiseDescriptorLimit() {
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= files.rlim_max) return;
+  files.rlim_cur = files.rlim_max;
+  (void)::setrlimit(RLIMIT_NOFILE, &files);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  RaiseDescriptorLimit();
   const std::vector<std::string> args(argv + 1, argv + argc);
   // Checks the store offline (docs/deploy.md): server/daemon/job_store_scrub.h.
   if (!args.empty() && args[0] == "scrub") {

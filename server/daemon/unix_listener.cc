@@ -22,6 +22,10 @@ namespace libreyolo::daemon {
 namespace {
 
 constexpr int kPollTimeoutMs = 100;  // how quickly Stop is noticed
+// Out of descriptors, accept fails at every poll: one log line per this interval at most, with
+// how many attempts failed since the last one (issue 23 item 2: a line per attempt flooded the
+// journal).
+constexpr auto kAcceptErrorLogInterval = std::chrono::seconds(10);
 constexpr int kBacklog = 128;
 
 std::string ErrnoText(int error) { return std::strerror(error); }
@@ -136,6 +140,8 @@ void UnixListener::Serve(grpc::Server* server, Authenticator* auth) {
 }
 
 void UnixListener::AcceptLoop(grpc::Server* server, Authenticator* auth) {
+  std::chrono::steady_clock::time_point last_logged{};
+  int64_t failed_since_logged = 0;
   while (!stopping_.load()) {
     pollfd waiting{fd_, POLLIN, 0};
     const int ready = poll(&waiting, 1, kPollTimeoutMs);
@@ -145,8 +151,18 @@ void UnixListener::AcceptLoop(grpc::Server* server, Authenticator* auth) {
     if (connection < 0) {
       const int error = errno;
       if (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM) {
-        std::fprintf(stderr, "libreyolod: accept on %s: %s\n", path_.c_str(),
-                     ErrnoText(error).c_str());
+        ++failed_since_logged;
+        const auto now = std::chrono::steady_clock::now();
+        if (last_logged == std::chrono::steady_clock::time_point{} ||
+            now - last_logged >= kAcceptErrorLogInterval) {
+          std::fprintf(stderr,
+                       "libreyolod: accept on %s: %s (%lld attempt%s since the last line)\n",
+                       path_.c_str(), ErrnoText(error).c_str(),
+                       static_cast<long long>(failed_since_logged),
+                       failed_since_logged == 1 ? "" : "s");
+          last_logged = now;
+          failed_since_logged = 0;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(kPollTimeoutMs));
       }
       continue;  // EAGAIN, EINTR, ECONNABORTED, ...

@@ -385,7 +385,7 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
     }
     EXPECT_TRUE(ApplyDaemonFlags(args, &c).ok()) << name;
   }
-  EXPECT_EQ(documented, 39);  // with --max-job-seconds, --progress-timeout and --worker-binary
+  EXPECT_EQ(documented, 41);  // with --worker-binary, --connection-idle-timeout, --handshake-timeout
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {
@@ -446,6 +446,20 @@ TEST(DaemonConfigValidateTest, MessagesNameTheKeyAndTheWayOut) {
   bad.progress_timeout_s = 0;
   EXPECT_THAT(message(bad),
               HasSubstr("progress_timeout_s (--progress-timeout): expected 1..86400 seconds, got 0"));
+  // Issue 23, item 2: the connection timeouts too.
+  for (int64_t v : {int64_t{0}, int64_t{-1}, int64_t{86401}, INT64_MAX}) {
+    bad = c;
+    bad.connection_idle_timeout_s = v;
+    EXPECT_THAT(message(bad), HasSubstr(absl::StrCat("connection_idle_timeout_s "
+                                                     "(--connection-idle-timeout): expected "
+                                                     "1..86400 seconds, got ", v)));
+  }
+  for (int64_t v : {int64_t{0}, int64_t{3601}, INT64_MIN}) {
+    bad = c;
+    bad.handshake_timeout_s = v;
+    EXPECT_THAT(message(bad), HasSubstr(absl::StrCat("handshake_timeout_s (--handshake-timeout): "
+                                                     "expected 1..3600 seconds, got ", v)));
+  }
   bad = c;
   bad.limits.max_job_seconds = INT64_MAX;
   EXPECT_THAT(message(bad), HasSubstr("limits.max_job_seconds (--max-job-seconds): at most "
