@@ -7,6 +7,7 @@
 #include <limits>
 #include <sstream>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -83,28 +84,31 @@ absl::Status Bad(const std::string& what) {
   return absl::DataLossError(absl::StrCat("switch decisions: ", what));
 }
 
-absl::Status ReadInt(const Value& v, const char* key, int64_t* out) {
+// An integer or a double, exactly as written; a double may be null (a non-finite value).
+template <typename T>
+absl::Status ReadNumber(const Value& v, const char* key, T* out) {
   const Value* m = Member(v, key);
-  if (m == nullptr || !m->IsString()) return Bad(absl::StrCat("'", key, "' is not a number"));
-  const char* b = m->GetString();
-  const char* e = b + m->GetStringLength();
-  const auto r = std::from_chars(b, e, *out);
-  if (r.ec != std::errc() || r.ptr != e) return Bad(absl::StrCat("'", key, "' is not an integer"));
-  return absl::OkStatus();
-}
-
-absl::Status ReadDouble(const Value& v, const char* key, double* out) {
-  const Value* m = Member(v, key);
-  if (m != nullptr && m->IsNull()) {  // a non-finite value, written as null
-    *out = std::numeric_limits<double>::quiet_NaN();
-    return absl::OkStatus();
+  if constexpr (std::is_floating_point_v<T>) {
+    if (m != nullptr && m->IsNull()) {
+      *out = std::numeric_limits<T>::quiet_NaN();
+      return absl::OkStatus();
+    }
   }
   if (m == nullptr || !m->IsString()) return Bad(absl::StrCat("'", key, "' is not a number"));
   const char* b = m->GetString();
   const char* e = b + m->GetStringLength();
   const auto r = std::from_chars(b, e, *out);
-  if (r.ec != std::errc() || r.ptr != e) return Bad(absl::StrCat("'", key, "' is not a number"));
+  if (r.ec != std::errc() || r.ptr != e) {
+    return Bad(absl::StrCat("'", key, "' is not ",
+                            std::is_floating_point_v<T> ? "a number" : "an integer"));
+  }
   return absl::OkStatus();
+}
+absl::Status ReadInt(const Value& v, const char* key, int64_t* out) {
+  return ReadNumber(v, key, out);
+}
+absl::Status ReadDouble(const Value& v, const char* key, double* out) {
+  return ReadNumber(v, key, out);
 }
 
 absl::Status ReadBool(const Value& v, const char* key, bool* out) {

@@ -258,19 +258,14 @@ absl::StatusOr<JobModel> LoadInferModel(const InferJobSpec& spec, const DeviceCh
 }
 
 // `profile infer` as the pipeline's stages (job/pipeline.h).
-class InferKind final : public JobKind {
+class InferKind final : public JobKindOf<InferJobSpec> {
  public:
-  explicit InferKind(const InferJobSpec& spec) : spec_(spec) {}
+  explicit InferKind(const InferJobSpec& spec) : JobKindOf(spec) {}
 
   const char* what() const override { return "inference"; }
-  const ProfilerSwitches& requested() const override { return spec_.profiler; }
-  DeviceChoice device() const override { return device_; }
-  const JobOutputOptions& output() const override { return spec_.output; }
 
   absl::Status Prepare(const StageContext& ctx) override {
-    auto device = ParseDevice(spec_.model.device);
-    if (!device.ok()) return device.status();
-    device_ = *device;
+    if (auto s = ParseJobDevice(); !s.ok()) return s;
     threads_ = ConfigureThreads(spec_.model.threads);
     auto source = ResolveInferenceSource(spec_.source);
     if (!source.ok()) return source.status();
@@ -601,9 +596,7 @@ class InferKind final : public JobKind {
     return Finish(prof.EndObject());
   }
 
-  const InferJobSpec& spec_;
   // prepare
-  DeviceChoice device_;
   ThreadSettings threads_;
   std::optional<InferenceSource> source_;
   std::optional<CudaAllocatorStats> at_start_;

@@ -104,6 +104,30 @@ class JobKind {
   virtual JobOutputs Outputs() const = 0;
 };
 
+// What every kind built on a job spec with `model`, `profiler` and `output` (InferJobSpec,
+// TrainJobSpec) answers alike; ParseJobDevice sets the device at the start of Prepare.
+template <typename Spec>
+class JobKindOf : public JobKind {
+ public:
+  explicit JobKindOf(const Spec& spec) : spec_(spec) {}
+  const ProfilerSwitches& requested() const final { return spec_.profiler; }
+  DeviceChoice device() const final { return device_; }
+  const JobOutputOptions& output() const final { return spec_.output; }
+
+ protected:
+  // "cpu" or a CUDA index (runtime_info.h): FAILED_PRECONDITION for a CUDA device that is not
+  // there.
+  absl::Status ParseJobDevice() {
+    auto device = ParseDevice(spec_.model.device);
+    if (!device.ok()) return device.status();
+    device_ = *device;
+    return absl::OkStatus();
+  }
+
+  const Spec& spec_;
+  DeviceChoice device_;
+};
+
 // The decide stage on its own: skipped (SkipOverheadBudget) when `q.skip_reason` is set or
 // `requested.probe_overhead` is off; otherwise through `decisions` (a cached outcome, or
 // ApplyOverheadBudget within ProbeRoundLimit(q.job_windows), stored). A decision that could

@@ -63,19 +63,14 @@ struct MeasuredWindows {
 };
 
 // `profile run` as the pipeline's stages (job/pipeline.h).
-class TrainKind final : public JobKind {
+class TrainKind final : public JobKindOf<TrainJobSpec> {
  public:
-  explicit TrainKind(const TrainJobSpec& spec) : spec_(spec) {}
+  explicit TrainKind(const TrainJobSpec& spec) : JobKindOf(spec) {}
 
   const char* what() const override { return "training"; }
-  const ProfilerSwitches& requested() const override { return spec_.profiler; }
-  DeviceChoice device() const override { return device_; }
-  const JobOutputOptions& output() const override { return spec_.output; }
 
   absl::Status Prepare(const StageContext& ctx) override {
-    auto device = ParseDevice(spec_.model.device);
-    if (!device.ok()) return device.status();
-    device_ = *device;
+    if (auto s = ParseJobDevice(); !s.ok()) return s;
     auto dataset_spec = ResolveDataset(spec_.data);
     if (!dataset_spec.ok()) return dataset_spec.status();
     auto dataset = OpenDataset(*dataset_spec, Split::kTrain);
@@ -322,9 +317,7 @@ class TrainKind final : public JobKind {
                              trainer_->LearningRates()});
   }
 
-  const TrainJobSpec& spec_;
   // prepare
-  DeviceChoice device_;
   std::shared_ptr<const DetectionDataset> dataset_;
   int64_t window_ = 0;  // warmup + steps
   ThreadSettings threads_;
