@@ -49,7 +49,8 @@ absl::StatusOr<EngineWorker*> EngineRunner::EnsureWorker(const std::string& devi
   }
   // Started outside the lock: LibTorch takes seconds to load, and other devices' jobs and
   // GetDaemonInfo go on meanwhile.
-  absl::StatusOr<std::unique_ptr<EngineWorker>> started = EngineWorker::Spawn(executable_, device, WorkerArgs(device));
+  absl::StatusOr<std::unique_ptr<EngineWorker>> started =
+      EngineWorker::Spawn(executable_, device, WorkerArgs(device));
   absl::Status hello = started.ok() ? (*started)->AwaitHello(hello_timeout_) : started.status();
   // A worker that was spawned and ended before its Hello died (the start is retried at the
   // device's next job); one that could not be spawned never lived.
@@ -71,7 +72,8 @@ void EngineRunner::StartWorkers(const std::vector<std::string>& devices,
                                 std::vector<std::string>* warnings) {
   std::vector<std::pair<std::string, std::unique_ptr<EngineWorker>>> spawned;
   for (const std::string& device : devices) {
-    absl::StatusOr<std::unique_ptr<EngineWorker>> w = EngineWorker::Spawn(executable_, device, WorkerArgs(device));
+    absl::StatusOr<std::unique_ptr<EngineWorker>> w =
+        EngineWorker::Spawn(executable_, device, WorkerArgs(device));
     if (!w.ok()) {
       warnings->push_back(std::string(w.status().message()));
       std::lock_guard<std::mutex> lock(mu_);

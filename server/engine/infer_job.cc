@@ -424,7 +424,8 @@ class InferKind final : public JobKindOf<InferJobSpec> {
     if (!collected_) return Profile{};
     ctx.Report("analysing", 0, 1);
     auto analysed =
-        WriteAndAnalyseTrace(*collected_, files_.trace, export_options_, spec_.output, &post_window_);
+        WriteAndAnalyseTrace(*collected_, files_.trace, export_options_, spec_.output,
+                             &post_window_);
     if (!analysed.ok()) return analysed.status();
     collected_.reset();
     analysed_ = *std::move(analysed);

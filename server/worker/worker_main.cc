@@ -253,7 +253,8 @@ int WorkerMain(const std::vector<std::string>& args, const FaultHook& fault_hook
   if (!parsed->decisions.empty()) {
     const std::string note = engine::BudgetDecisionCache::Process().Persist(
         parsed->decisions,
-        absl::StrCat("libreyolo ", LIBREYOLO_VERSION, ", LibTorch ", engine::EngineLibTorchVersion()));
+        absl::StrCat("libreyolo ", LIBREYOLO_VERSION, ", LibTorch ",
+                     engine::EngineLibTorchVersion()));
     if (!note.empty()) std::cerr << "libreyolod-worker " << parsed->device << ": " << note << "\n";
   }
   Worker worker(parsed->fd, parsed->device, fault_hook);

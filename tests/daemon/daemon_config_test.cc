@@ -385,7 +385,8 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
     }
     EXPECT_TRUE(ApplyDaemonFlags(args, &c).ok()) << name;
   }
-  EXPECT_EQ(documented, 41);  // with --worker-binary, --connection-idle-timeout, --handshake-timeout
+  // With --worker-binary, --connection-idle-timeout and --handshake-timeout.
+  EXPECT_EQ(documented, 41);
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {
