@@ -12,6 +12,7 @@
 // OMP_WAIT_POLICY=PASSIVE before doing anything, so that LibTorch's idle OpenMP threads sleep
 // instead of spinning on the cores the job needs (server/engine/cpu_threads.h); set either
 // variable to choose otherwise.
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -51,6 +52,25 @@ std::vector<FlagSpec> WithToolFlags(std::vector<FlagSpec> flags, bool infer) {
   flags.push_back({"report", "LABEL", "",
                    "also draw report.html beside profile.json, labelled LABEL on the page (as "
                    "the daemon does for its jobs)"});
+  if (!infer) {
+    // One rank of a data-parallel run (issue 21), started by a launcher the way torchrun starts
+    // a PyTorch script: unset flags come from torchrun's RANK, WORLD_SIZE, MASTER_ADDR and
+    // MASTER_PORT.
+    flags.push_back({"world-size", "N", "1 ($WORLD_SIZE)", "ranks of the data-parallel run"});
+    flags.push_back({"rank", "R", "0 ($RANK)", "this process's rank, 0..N-1"});
+    flags.push_back({"master-addr", "HOST", "127.0.0.1 ($MASTER_ADDR)",
+                     "where rank 0 serves the c10d TCPStore rendezvous"});
+    flags.push_back({"master-port", "PORT", "29500 ($MASTER_PORT)", "its port"});
+    flags.push_back({"dist-backend", "gloo|nccl", "", "c10d backend (default: nccl on CUDA, "
+                     "gloo on the CPU)"});
+    flags.push_back({"bucket-cap-mb", "MB", "25", "DDP's gradient bucket size"});
+    flags.push_back({"gradient-as-bucket-view", "", "",
+                     "gradients as views into the all-reduce buckets (DDP's option)"});
+    flags.push_back({"broadcast-buffers", "", "",
+                     "broadcast rank 0's buffers before every forward (DDP's default)", true});
+    flags.push_back({"dist-timeout", "S", "300",
+                     "seconds the rendezvous and each collective may take"});
+  }
   flags.push_back({"post-window", "memory|files", "memory",
                    "how the recorded window becomes the profile: analysed in memory as it is "
                    "written (memory), or written, then read back to analyse and draw the report "
@@ -89,6 +109,58 @@ CommandSpec RunSpec() {
           "profile_trace.json, analysed into profile.json.",
           {{"data", true, "dataset YAML or name (coco128), or synthetic[:N]"}},
           WithToolFlags(libreyolo::cli::RunSpecFlags(), /*infer=*/false)};
+}
+
+// The flag, else torchrun's variable, else `fallback`.
+std::string FlagOrEnv(const ParsedArgs& a, const std::string& flag, const char* env,
+                      const std::string& fallback) {
+  if (auto v = a.Value(flag)) return *v;
+  const char* e = std::getenv(env);
+  return e != nullptr && *e != '\0' ? std::string(e) : fallback;
+}
+
+absl::StatusOr<int64_t> BoundedInt(const std::string& flag, const std::string& value, int64_t lo,
+                                   int64_t hi) {
+  auto v = libreyolo::cli::ParseIntFlag(flag, value);
+  if (!v.ok()) return v.status();
+  if (*v < lo || *v > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " ", *v, ": must be in ", lo, "..", hi));
+  }
+  return *v;
+}
+
+// The rank's place in a data-parallel run, from the flags and torchrun's environment.
+absl::StatusOr<libreyolo::engine::DataParallelSpec> DataParallelOptions(const ParsedArgs& a) {
+  libreyolo::engine::DataParallelSpec d;
+  auto world = BoundedInt("world-size", FlagOrEnv(a, "world-size", "WORLD_SIZE", "1"), 1, 1024);
+  if (!world.ok()) return world.status();
+  d.world_size = *world;
+  auto rank = BoundedInt("rank", FlagOrEnv(a, "rank", "RANK", "0"), 0, d.world_size - 1);
+  if (!rank.ok()) return rank.status();
+  d.rank = *rank;
+  d.master_addr = FlagOrEnv(a, "master-addr", "MASTER_ADDR", "127.0.0.1");
+  if (d.master_addr.empty() || d.master_addr.size() > 253) {
+    return absl::InvalidArgumentError("--master-addr: a host name or address (1..253 bytes)");
+  }
+  auto port = BoundedInt("master-port", FlagOrEnv(a, "master-port", "MASTER_PORT", "29500"), 1,
+                         65535);
+  if (!port.ok()) return port.status();
+  d.master_port = *port;
+  d.backend = a.ValueOr("dist-backend", "");
+  auto cap = libreyolo::cli::ParseDoubleFlag("bucket-cap-mb", a.ValueOr("bucket-cap-mb", "25"));
+  if (!cap.ok()) return cap.status();
+  if (!(*cap > 0 && *cap <= 4096)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--bucket-cap-mb ", a.ValueOr("bucket-cap-mb", ""), ": must be in (0, 4096]"));
+  }
+  d.bucket_cap_mb = *cap;
+  d.gradient_as_bucket_view = a.Switch("gradient-as-bucket-view");
+  d.broadcast_buffers = a.Switch("broadcast-buffers", true);
+  auto timeout = BoundedInt("dist-timeout", a.ValueOr("dist-timeout", "300"), 1, 86400);
+  if (!timeout.ok()) return timeout.status();
+  d.timeout_s = *timeout;
+  return d;
 }
 
 int UsageError(const std::string& command, const absl::Status& s) {
@@ -157,6 +229,9 @@ int RunTrain(const ParsedArgs& a) {
   auto output = OutputOptions(a);
   if (!output.ok()) return UsageError("run", output.status());
   s.output = *output;
+  auto data_parallel = DataParallelOptions(a);
+  if (!data_parallel.ok()) return UsageError("run", data_parallel.status());
+  s.data_parallel = *data_parallel;
   return Finish("run", libreyolo::engine::RunTrainJob(s, PrintProgress, nullptr), a.Switch("json"));
 }
 

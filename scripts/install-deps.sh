@@ -16,6 +16,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libopencv-dev libyaml-cpp-dev          # image decode/augment, dataset YAML
+  libgloo-dev                            # gloo's headers, which c10d's ProcessGroupGloo.hpp wants
   python3 python3-venv python3-grpcio    # the Python environment; the Python client example
   openssl time
   chromium                               # headless browser tests of the HTML report

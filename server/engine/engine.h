@@ -99,7 +99,8 @@ struct InferJobSpec {
 };
 
 // Progress as the daemon streams it: stage names are stable ("loading model", "warmup",
-// "measuring", "probing" (the overhead budget's probes), "profiling", "analysing", "writing").
+// "measuring", "probing" (the overhead budget's probes), "profiling", "analysing", "writing";
+// a data-parallel rank's "rendezvous" while it waits for its peers).
 struct JobProgress {
   std::string stage;
   int64_t done = 0, total = 0;
@@ -130,6 +131,28 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
 
 // ---- `profile run`: a short training run, profiled -------------------------------------------
 
+// One rank of a data-parallel training run (issue 21), on LibTorch's own c10d: a TCPStore
+// rendezvous at master_addr:master_port (rank 0 serves it), ProcessGroupGloo on the CPU and
+// ProcessGroupNCCL on CUDA, and c10d's Reducer all-reducing the gradients in buckets as the
+// backward produces them, as torch.nn.parallel.DistributedDataParallel does (its defaults:
+// bucket_cap_mb 25, a first bucket of 1 MiB, buffers broadcast from rank 0 before every
+// forward). Each rank reads its own shard of every epoch (DistributedSampler's). world_size 1:
+// not distributed, nothing below is used.
+struct DataParallelSpec {
+  int64_t world_size = 1;
+  int64_t rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int64_t master_port = 29500;
+  std::string backend;  // "gloo" | "nccl"; empty: nccl on CUDA, gloo on the CPU
+  double bucket_cap_mb = 25;
+  bool gradient_as_bucket_view = false;
+  bool broadcast_buffers = true;
+  // The rendezvous (every rank joined) and every collective: past it the job fails on every
+  // rank, naming the ranks that never joined or the collective that did not finish.
+  int64_t timeout_s = 300;
+  bool distributed() const { return world_size > 1; }
+};
+
 struct TrainJobSpec {
   ModelSpec model;
   std::string data;    // dataset YAML, name, or `synthetic[:N]` (data/dataset_spec.h)
@@ -147,6 +170,7 @@ struct TrainJobSpec {
   ProfilerSwitches profiler;
   std::string project = job_defaults::kProject;
   JobOutputOptions output;
+  DataParallelSpec data_parallel;
 };
 
 // Runs `profile run`: loads the model (the dataset's class count), then `repeat` measured

@@ -23,6 +23,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/trace/chrome_trace_writer.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -64,6 +65,7 @@ struct OpRecord {
   uint32_t dims_offset = 0;   // into ThreadBuffer::dims: per input, its rank then its sizes (-1:
   uint32_t dims_inputs = 0;   // not a tensor)
   int32_t flops_args = -1;    // into ThreadBuffer::flops_args
+  int32_t input_type = -1;    // a collective range's dtype: index into ThreadBuffer::names
   RecordKind kind = RecordKind::kOp;
 };
 
@@ -167,6 +169,49 @@ std::unordered_map<std::string, c10::IValue> FlopsArgs(const at::RecordFunction&
   }
 }
 
+// Per input, its rank then its sizes (-1: not a tensor, 0: undefined) into b.dims.
+void RecordInputDims(ThreadBuffer& b, const at::RecordFunction& fn, OpRecord& r) {
+  r.dims_offset = static_cast<uint32_t>(b.dims.size());
+  try {
+    for (const c10::IValue& v : fn.inputs()) {
+      ++r.dims_inputs;
+      if (!v.isTensor()) {
+        b.dims.push_back(-1);
+        continue;
+      }
+      const at::Tensor& t = v.toTensor();
+      if (!t.defined()) {
+        b.dims.push_back(0);
+        continue;
+      }
+      const auto sizes = t.sizes();  // throws for nested and symbolic-size tensors
+      b.dims.push_back(static_cast<int64_t>(sizes.size()));
+      b.dims.insert(b.dims.end(), sizes.begin(), sizes.end());
+    }
+  } catch (const std::exception&) {
+    // No shapes for this op, but its record: a start callback that failed would leave the op
+    // unrecorded and its end closing the enclosing record instead.
+    b.dims.resize(r.dims_offset);
+    r.dims_inputs = 0;
+  }
+}
+
+// "gloo:all_reduce", "nccl:broadcast", ...: the ranges c10d's backends open around a
+// collective's execution.
+bool IsCollectiveRange(absl::string_view name) {
+  return absl::StartsWith(name, "gloo:") || absl::StartsWith(name, "nccl:");
+}
+
+// The interned dtype name ("float", "c10::Half") of the first defined tensor input; -1: none.
+int32_t FirstTensorType(ThreadBuffer& b, const at::RecordFunction& fn) {
+  for (const c10::IValue& v : fn.inputs()) {
+    if (!v.isTensor() || !v.toTensor().defined()) continue;
+    const std::string type(v.toTensor().dtype().name());
+    return static_cast<int32_t>(Intern(b, type.c_str()));
+  }
+  return -1;
+}
+
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   Registry& reg = Reg();
   if (!reg.running.load(std::memory_order_relaxed)) return nullptr;
@@ -176,35 +221,18 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   OpRecord r;
   r.name = Intern(b, fn.name());
   r.kind = fn.scope() == at::RecordScope::USER_SCOPE ? RecordKind::kRange : RecordKind::kOp;
+  if (r.kind == RecordKind::kRange && o.record_shapes && fn.needsInputs() &&
+      IsCollectiveRange(b.names[r.name])) {
+    // A collective's range (Gloo's, NCCL's) carries the tensors it moves: their shapes and the
+    // first one's dtype, as LibTorch's profiler records them, are its size in bytes.
+    RecordInputDims(b, fn, r);
+    r.input_type = FirstTensorType(b, fn);
+  }
   if (r.kind == RecordKind::kOp) {
     r.sequence_nr = fn.seqNr();
     r.fwd_thread = fn.forwardThreadId();
     if (fn.needsInputs()) {
-      if (o.record_shapes) {
-        r.dims_offset = static_cast<uint32_t>(b.dims.size());
-        try {
-          for (const c10::IValue& v : fn.inputs()) {
-            ++r.dims_inputs;
-            if (!v.isTensor()) {
-              b.dims.push_back(-1);
-              continue;
-            }
-            const at::Tensor& t = v.toTensor();
-            if (!t.defined()) {
-              b.dims.push_back(0);
-              continue;
-            }
-            const auto sizes = t.sizes();  // throws for nested and symbolic-size tensors
-            b.dims.push_back(static_cast<int64_t>(sizes.size()));
-            b.dims.insert(b.dims.end(), sizes.begin(), sizes.end());
-          }
-        } catch (const std::exception&) {
-          // No shapes for this op, but its record: a start callback that failed would leave
-          // the op unrecorded and its end closing the enclosing record instead.
-          b.dims.resize(r.dims_offset);
-          r.dims_inputs = 0;
-        }
-      }
+      if (o.record_shapes) RecordInputDims(b, fn, r);
       if (o.with_flops && b.flops_state[r.name] != FlopsState::kNotCounted) {
         lock.unlock();  // saveExtraArgs builds IValues: no lock held over LibTorch's code
         auto args = FlopsArgs(fn);
@@ -434,6 +462,10 @@ absl::StatusOr<CollectedTrace> OpCollector::Stop() {
         e.fwd_thread = fwd_id == 0 ? 0 : fwd != os_thread_of.end() ? fwd->second : fwd_id;
       }
       if (r.dims_inputs > 0) e.input_dims_json = DimsJson(*b, r);
+      if (r.input_type >= 0) {
+        const std::string& type = b->names[static_cast<size_t>(r.input_type)];
+        e.extra_args_json = absl::StrCat("\"Input type\": [", JsonQuote(type), "]");
+      }
       if (r.flops_args >= 0) {
         try {
           const uint64_t flops = impl::computeFlops(

@@ -36,7 +36,9 @@ std::string HeaderMembers(const TraceExportOptions& o, int64_t base_ns, const st
       o.trace_name.empty() ? std::filesystem::path(path).filename().string() : o.trace_name;
   std::string members = absl::StrCat(
       "\"baseTimeNanoseconds\": ", base_ns, ",\n  \"traceName\": ", JsonQuote(name),
-      ",\n  \"distributedInfo\": {\"rank\": ", o.rank, ", \"world_size\": ", o.world_size, "}");
+      ",\n  \"distributedInfo\": {", o.backend.empty() ? "" : "\"backend\": ",
+      o.backend.empty() ? "" : JsonQuote(o.backend), o.backend.empty() ? "" : ", ",
+      "\"rank\": ", o.rank, ", \"world_size\": ", o.world_size, "}");
   if (!o.extra_members_json.empty()) absl::StrAppend(&members, ",\n  ", o.extra_members_json);
   return members;
 }

@@ -27,9 +27,11 @@ struct TraceExportOptions {
   int64_t device_reserved_at_start = 0;
   std::string extra_members_json;  // e.g. "\"libreyolo\": {...}" provenance
   std::string trace_name;  // the header's traceName; empty: the file name of `path`
-  // distributedInfo: a profiling job is one process of one.
+  // distributedInfo (Kineto's, which HTA and Perfetto read): a profiling job is one process
+  // of one unless it is a rank of a data-parallel run; backend empty: not written.
   int64_t rank = 0;
   int64_t world_size = 1;
+  std::string backend;
 };
 
 // Emits the trace's events to `sink` in the order a trace file holds them (track metadata, the

@@ -35,6 +35,11 @@ absl::StatusOr<std::unique_ptr<DataLoader>> DataLoader::Create(
                      ", workers ", options.workers, ", prefetch ", options.prefetch_factor,
                      ": batch and image size must be >= 1, workers >= 0, prefetch >= 1"));
   }
+  if (options.replicas < 1 || options.rank < 0 || options.rank >= options.replicas) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data loader: rank ", options.rank, " of ", options.replicas,
+                     " replicas: the rank must be in 0..replicas-1"));
+  }
   return std::unique_ptr<DataLoader>(new DataLoader(std::move(dataset), options));
 }
 
@@ -58,8 +63,14 @@ int64_t DataLoader::BatchesPerEpoch(int64_t dataset_size, int batch_size, bool d
   return drop_last ? dataset_size / batch_size : (dataset_size + batch_size - 1) / batch_size;
 }
 
+int64_t DataLoader::ShardSize(int64_t dataset_size, int64_t replicas) {
+  if (replicas <= 1) return dataset_size;
+  return (dataset_size + replicas - 1) / replicas;
+}
+
 int64_t DataLoader::BatchesPerEpoch() const {
-  return BatchesPerEpoch(dataset_->size(), options_.batch_size, options_.drop_last);
+  return BatchesPerEpoch(ShardSize(dataset_->size(), options_.replicas), options_.batch_size,
+                         options_.drop_last);
 }
 
 std::vector<int64_t> DataLoader::EpochOrder(int64_t epoch) const {
@@ -73,7 +84,17 @@ std::vector<int64_t> DataLoader::EpochOrder(int64_t epoch) const {
       std::swap(order[i - 1], order[j]);
     }
   }
-  return order;
+  if (options_.replicas <= 1) return order;
+  // DistributedSampler (drop_last=False): pad with the head, then take this rank's stride.
+  const auto n = static_cast<int64_t>(order.size());
+  const int64_t per_rank = ShardSize(n, options_.replicas);
+  std::vector<int64_t> shard;
+  shard.reserve(static_cast<size_t>(per_rank));
+  for (int64_t k = 0; k < per_rank; ++k) {
+    const int64_t padded = options_.rank + k * options_.replicas;
+    shard.push_back(order[static_cast<size_t>(padded % n)]);
+  }
+  return shard;
 }
 
 void DataLoader::Stop() {
@@ -130,7 +151,7 @@ absl::StatusOr<Batch> DataLoader::BuildBatch(int64_t b) const {
       }
       ASSIGN_OR_RETURN(Sample sample, MakeSample(*dataset_, order_[static_cast<size_t>(pos)],
                                                  options_.image_size, options_.augment,
-                                                 MixSeed(epoch_seed, static_cast<uint64_t>(pos))));
+                                                 MixSeed(epoch_seed, GlobalPosition(pos))));
       samples.push_back(std::move(sample));
     }
     return Collate(samples, options_.image_size, pin_);

@@ -38,6 +38,11 @@ struct LoaderOptions {
   bool drop_last = true;    // training drops the last partial batch, as the reference does
   bool pin_memory = false;  // honoured only where PinnedMemoryAvailable(); see note()
   uint64_t seed = 0;
+  // A data-parallel rank's shard (DistributedSampler's): each epoch's order padded to a
+  // multiple of `replicas` by repeating its head, then every replicas-th index from `rank`, so
+  // the ranks together see every image once per epoch. 1: the whole dataset.
+  int64_t replicas = 1;
+  int64_t rank = 0;
   AugmentOptions augment;  // augment.enabled = false for evaluation
 };
 
@@ -54,6 +59,8 @@ class DataLoader {
   // Batches in one epoch: floor(n / batch) with drop_last, else ceil. The engine compares it
   // with warmup + steps to tell a dataset too small for the measured window (exit 3).
   static int64_t BatchesPerEpoch(int64_t dataset_size, int batch_size, bool drop_last);
+  // The images one of `replicas` ranks reads per epoch: ceil(n / replicas).
+  static int64_t ShardSize(int64_t dataset_size, int64_t replicas);
   int64_t BatchesPerEpoch() const;
 
   // Begins `epoch` (abandoning and joining any epoch in progress) and starts the workers.
@@ -65,7 +72,7 @@ class DataLoader {
   // Cancels and joins the workers; idempotent.
   void Stop();
 
-  // Dataset indices of an epoch in batch order (all n of them, before drop_last).
+  // Dataset indices of an epoch in batch order (all of the rank's shard, before drop_last).
   std::vector<int64_t> EpochOrder(int64_t epoch) const;
   // Whether batches are pinned, and why not when pinning was asked for but is unavailable.
   bool pinned() const { return pin_; }
@@ -77,6 +84,11 @@ class DataLoader {
 
   // Builds batch `b` of the current epoch; never throws.
   absl::StatusOr<Batch> BuildBatch(int64_t b) const;
+  // A shard position's place in the padded epoch order: what seeds that sample's augmentation,
+  // so two ranks never augment alike and one rank alone augments as before.
+  uint64_t GlobalPosition(int64_t pos) const {
+    return static_cast<uint64_t>(pos * options_.replicas + options_.rank);
+  }
   void WorkerLoop();
   bool CanClaim() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NextReady() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

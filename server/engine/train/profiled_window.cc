@@ -52,6 +52,7 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
                                                  const ScheduleSettings& schedule,
                                                  const TorchProfilerOptions& options,
                                                  const JobFiles& files,
+                                                 const TraceExportOptions& export_base,
                                                  const ProgressFn& progress,
                                                  const CancelToken* cancel) {
   ProfiledWindow out;
@@ -77,7 +78,7 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
   for (int64_t i = 0; i < schedule.skip_first; ++i) {
     if (auto s = run(false); !s.ok()) return s;
   }
-  TraceExportOptions export_options;
+  TraceExportOptions export_options = export_base;
   export_options.pid = static_cast<int64_t>(::getpid());
   for (int64_t cycle = 0; cycle < schedule.cycles; ++cycle) {
     for (int64_t i = 0; i < schedule.wait; ++i) {

@@ -44,6 +44,30 @@ void WriteHeadReinit(JsonWriter& w, const HeadReinit& h) {
   w.Field("kept", h.kept).EndObject();
 }
 
+// A rank's place in its data-parallel run and what DDP did for it (docs/profile-json.md).
+void WriteDataParallel(JsonWriter& w, const DataParallelFacts& d, int64_t batch) {
+  w.Key("data_parallel")
+      .BeginObject()
+      .Field("backend", d.backend)
+      .Field("rank", d.rank)
+      .Field("world_size", d.world_size)
+      .Field("global_batch", batch * d.world_size)
+      .Field("bucket_cap_mb", d.bucket_cap_mb)
+      .Field("buckets", d.buckets)
+      .Field("gradient_bytes", d.gradient_bytes)
+      .Field("parameters", d.parameters)
+      .Field("gradient_as_bucket_view", d.gradient_as_bucket_view)
+      .Field("broadcast_buffers", d.broadcast_buffers)
+      .Key("replica_divergence");
+  if (d.replica_divergence) {
+    w.Double(*d.replica_divergence);
+  } else {
+    w.Null();
+  }
+  w.Field("sampler", "the loader's seeded shuffle, sharded as DistributedSampler (drop_last=False)")
+      .EndObject();
+}
+
 }  // namespace
 
 std::string TrainConfigJson(const TrainConfigFacts& f) {
@@ -69,8 +93,9 @@ std::string TrainConfigJson(const TrainConfigFacts& f) {
     // Autocast here is the CUDA path of the reference; on the CPU training stays float32.
     w.Field("amp_note", "--amp has no effect on the CPU: training ran in float32");
   }
-  w.Field("device", f.device_label)
-      .Field("steps", s.steps)
+  w.Field("device", f.device_label);
+  if (f.data_parallel != nullptr) WriteDataParallel(w, *f.data_parallel, f.batch);
+  w.Field("steps", s.steps)
       .Field("warmup", s.warmup)
       .Field("repeat", s.repeat)
       .Field("skip_first", s.skip_first)

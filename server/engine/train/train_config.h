@@ -36,14 +36,17 @@ struct TrainConfigFacts {
   std::string loader_note;
   // The checkpoint's class head re-initialised for the dataset's classes; null when it fit.
   const HeadReinit* head_reinit = nullptr;
+  // A data-parallel rank's run (data_parallel.h); null for a single-device run.
+  const DataParallelFacts* data_parallel = nullptr;
   // CUDA jobs: the device, and what the caching allocator held when the job began.
   std::optional<int> cuda_index;
   std::optional<CudaAllocatorStats> cuda_at_start;
 };
 
 // The config object (model, size, weights, head_reinitialised, data, batch, imgsz, workers, amp,
-// amp_effective and why, device, steps, warmup, schedule, threads, interop_threads, blas,
-// blas_threads, omp_wait_policy, optimizer, EMA, losses, composition).
+// amp_effective and why, device, data_parallel (a rank of a data-parallel run), steps, warmup,
+// schedule, threads, interop_threads, blas, blas_threads, omp_wait_policy, optimizer, EMA,
+// losses, composition).
 std::string TrainConfigJson(const TrainConfigFacts& f);
 
 // The profiler object: the switches in force and the overhead budget's record (`decision`),

@@ -27,6 +27,7 @@
 #include "server/engine/overhead_budget.h"
 #include "server/engine/runtime_info.h"
 #include "server/engine/train/auto_batch.h"
+#include "server/engine/train/data_parallel.h"
 #include "server/engine/train/profiled_window.h"
 #include "server/engine/train/train_config.h"
 #include "server/engine/train/trainer.h"
@@ -38,16 +39,27 @@ using Clock = std::chrono::steady_clock;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
+// The images one rank reads per epoch: the whole dataset, or a data-parallel rank's shard.
+int64_t ImagesPerRank(const TrainJobSpec& s, const DetectionDataset& data) {
+  return DataLoader::ShardSize(data.size(), s.data_parallel.world_size);
+}
+
 // Exit 3: the window cannot be filled from one epoch at this batch.
 absl::Status WindowNotFilled(const TrainJobSpec& s, const DetectionDataset& data, int64_t batch) {
   const int64_t window = s.warmup + s.steps;
-  const int64_t per_epoch = DataLoader::BatchesPerEpoch(data.size(), static_cast<int>(batch), true);
-  const int64_t fitting_batch = data.size() / window;
+  const int64_t images = ImagesPerRank(s, data);
+  const int64_t per_epoch = DataLoader::BatchesPerEpoch(images, static_cast<int>(batch), true);
+  const int64_t fitting_batch = images / window;
+  const int64_t ranks = s.data_parallel.world_size;
+  const std::string described =
+      ranks > 1 ? absl::StrFormat("%s, shared by %d ranks (%d images each),", data.Describe(),
+                                  ranks, images)
+                : data.Describe();
   return absl::OutOfRangeError(absl::StrFormat(
       "no profile: the measured window (--warmup %d + --steps %d = %d steps) never fills: %s "
       "gives %d full batch(es) of %d per epoch. Use a larger dataset (at least %d images), "
       "fewer --steps/--warmup (at most %d step%s in all), or a smaller --batch%s.",
-      s.warmup, s.steps, window, data.Describe(), per_epoch, batch, window * batch, per_epoch,
+      s.warmup, s.steps, window, described, per_epoch, batch, window * batch * ranks, per_epoch,
       per_epoch == 1 ? "" : "s",
       fitting_batch >= 1 ? absl::StrFormat(" (at most %d)", fitting_batch)
                          : std::string(" (even 1 is too large here)")));
@@ -78,10 +90,11 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     dataset_ = *std::move(dataset);
     window_ = spec_.warmup + spec_.steps;
     // Fail before loading anything when even a batch of one cannot fill the window.
-    if (spec_.batch > 0 && dataset_->size() / spec_.batch < window_) {
+    const int64_t images = ImagesPerRank(spec_, *dataset_);
+    if (spec_.batch > 0 && images / spec_.batch < window_) {
       return WindowNotFilled(spec_, *dataset_, spec_.batch);
     }
-    if (dataset_->size() < window_) return WindowNotFilled(spec_, *dataset_, 1);
+    if (images < window_) return WindowNotFilled(spec_, *dataset_, 1);
     threads_ = ConfigureThreads(spec_.model.threads);
     amp_ = spec_.amp && device_.cuda;
     if (device_.cuda) {
@@ -103,7 +116,7 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     if (batch_ == -1) {
       ctx.Report("auto-batch", 0, 1);
       const AutoBatch a =
-          PickAutoBatch(loaded_->model, device_, amp_, spec_.imgsz, dataset_->size(), window_);
+          PickAutoBatch(loaded_->model, device_, amp_, spec_.imgsz, images, window_);
       batch_ = a.batch;
       batch_rule_ = a.rule;
       ctx.Report("auto-batch", 1, 1, batch_rule_);
@@ -113,15 +126,29 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     lo.image_size = static_cast<int>(spec_.imgsz);
     lo.workers = static_cast<int>(spec_.workers);
     lo.pin_memory = device_.cuda;
+    lo.replicas = spec_.data_parallel.world_size;
+    lo.rank = spec_.data_parallel.rank;
     auto loader = DataLoader::Create(dataset_, lo);
     if (!loader.ok()) return loader.status();
     loader_ = *std::move(loader);
     source_.emplace(loader_.get());
+    if (spec_.data_parallel.distributed()) {
+      ctx.Report("rendezvous", 0, spec_.data_parallel.world_size,
+                 absl::StrCat("rank ", spec_.data_parallel.rank, " of ",
+                              spec_.data_parallel.world_size, " at ",
+                              spec_.data_parallel.master_addr, ":",
+                              spec_.data_parallel.master_port));
+      auto joined = DataParallel::Join(spec_.data_parallel, device_, *loaded_->model);
+      if (!joined.ok()) return joined.status();
+      data_parallel_ = *std::move(joined);
+      ctx.Report("rendezvous", spec_.data_parallel.world_size, spec_.data_parallel.world_size);
+    }
     TrainerOptions to;
     to.device = device_;
     to.amp = amp_;
     to.imgsz = spec_.imgsz;
     trainer_.emplace(loaded_->model, to);
+    trainer_->set_data_parallel(data_parallel_.get());
     return absl::OkStatus();
   }
 
@@ -198,6 +225,14 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
   // probed (no exit 3 the run would not have had).
   SwitchQuestion AskSwitches(const StageContext& ctx) override {
     SwitchQuestion q;
+    if (data_parallel_ != nullptr) {
+      // Every rank must take the same steps (each one's all-reduces meet the others'), and
+      // probes timed on one rank would decide its switches apart from the others'.
+      q.skip_reason =
+          "a data-parallel rank: not probed, so that every rank takes the same steps and "
+          "records with the same switches (auto switches stay on)";
+      return q;
+    }
     q.probe = [this, &ctx](const ResolvedSwitches& sw) -> absl::StatusOr<ProbeTimings> {
       round_end_ = probed_ + kProbeRoundWindows;
       auto after_window = [&] { ctx.Report("probing", ++probed_, round_end_); };
@@ -224,10 +259,11 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
   absl::Status Record(const StageContext& ctx, const SwitchDecision& decision) override {
     options_ = Options(decision.budget.switches);
     auto profiled =
-        RunProfiledWindow(*trainer_, *source_, Schedule(), options_, files_, ctx.progress(),
-                          ctx.cancel());
+        RunProfiledWindow(*trainer_, *source_, Schedule(), options_, files_, TraceIdentity(),
+                          ctx.progress(), ctx.cancel());
     if (!profiled.ok()) return profiled.status();
     window_result_ = *std::move(profiled);
+    if (data_parallel_ != nullptr) data_parallel_->MeasureReplicaDivergence();
     return absl::OkStatus();
   }
 
@@ -271,6 +307,7 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     facts.phases = m_.phases;
     facts.loader_note = loader_->note();
     if (loaded_->head_reinitialised) facts.head_reinit = &*loaded_->head_reinitialised;
+    if (data_parallel_ != nullptr) facts.data_parallel = &data_parallel_->facts();
     if (device_.cuda) {
       facts.cuda_index = device_.index;
       facts.cuda_at_start = at_start_;
@@ -298,6 +335,17 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
  private:
   TorchProfilerOptions Options(const ResolvedSwitches& sw) const {
     return SessionOptions(sw, spec_.profiler.collector, device_.cuda && spec_.profiler.cuda);
+  }
+
+  // The trace's distributedInfo: a data-parallel rank's place in its run.
+  TraceExportOptions TraceIdentity() const {
+    TraceExportOptions o;
+    if (data_parallel_ != nullptr) {
+      o.backend = data_parallel_->facts().backend;
+      o.rank = data_parallel_->facts().rank;
+      o.world_size = data_parallel_->facts().world_size;
+    }
+    return o;
   }
 
   ScheduleSettings Schedule() const {
@@ -329,6 +377,7 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
   std::string batch_rule_;
   std::unique_ptr<DataLoader> loader_;
   std::optional<LoaderBatchSource> source_;
+  std::unique_ptr<DataParallel> data_parallel_;  // a data-parallel rank; before trainer_
   std::optional<Trainer> trainer_;
   // measure
   MeasuredWindows m_;

@@ -117,8 +117,10 @@ absl::StatusOr<PhaseTimes> Trainer::Step(BatchSource& source, bool sync) {
   Yolo9Loss loss;
   {
     ScopedRange r("step/forward");
+    if (data_parallel_ != nullptr) data_parallel_->BeforeForward();
     loss = ComputeYolo9Loss(ForwardMaps(model_, images, scaler_ != nullptr), targets,
                             options_.imgsz, loss_options_);
+    if (data_parallel_ != nullptr) data_parallel_->BeforeBackward();
     Sync(sync);
   }
   auto t3 = Clock::now();

@@ -18,6 +18,7 @@
 #include "server/engine/loss/yolo9_loss.h"
 #include "server/engine/model/yolo9.h"
 #include "server/engine/runtime_info.h"
+#include "server/engine/train/data_parallel.h"
 #include "server/engine/train/optim.h"
 #include "server/engine/train/step_log.h"
 
@@ -94,6 +95,10 @@ class Trainer {
   bool amp() const { return scaler_ != nullptr; }
   const DeviceChoice& device() const { return options_.device; }
   int64_t skipped_steps() const { return scaler_ ? scaler_->skipped_steps() : 0; }
+  // A data-parallel rank's c10d hooks around each step's forward and backward (not owned; it
+  // must have joined with this trainer's model before the trainer was built, so that the EMA
+  // starts from rank 0's weights).
+  void set_data_parallel(DataParallel* dp) { data_parallel_ = dp; }
 
  private:
   void Sync(bool on) const;
@@ -106,6 +111,7 @@ class Trainer {
   std::unique_ptr<SgdUpdate> update_;  // per-tensor, or foreach on CUDA
   std::unique_ptr<ModelEma> ema_;
   std::unique_ptr<GradScaler> scaler_;
+  DataParallel* data_parallel_ = nullptr;
   torch::Tensor last_loss_;
   StepLosses last_losses_;
 };

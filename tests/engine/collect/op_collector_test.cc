@@ -3,15 +3,20 @@
 // profiler over the same window.
 #include "server/engine/collect/op_collector.h"
 
+#include <ATen/ThreadLocalState.h>
+#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <time.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "server/engine/collect/torch_profiler.h"
 
@@ -62,6 +67,42 @@ TEST(OpCollector, RecordsOpsRangesShapesAndSequenceNumbers) {
   ASSERT_TRUE(conv2d->sequence_nr.has_value());
   EXPECT_GE(*conv2d->sequence_nr, 0);
   EXPECT_TRUE(t->notes.empty());
+}
+
+// A collective's range as c10d's ProcessGroupGloo opens it (AsyncWork): created on the caller's
+// thread, begun and ended on the backend's worker thread, which carries the caller's
+// thread-local callbacks. It records the tensors it moves (shape and dtype, as LibTorch's
+// profiler does: the cross-rank reader's all-reduce bytes); a plain range records no inputs.
+TEST(OpCollector, ACollectiveRangeOnItsBackendThreadRecordsWhatItMoves) {
+  OpCollectorOptions o;
+  o.record_shapes = true;
+  auto c = OpCollector::Start(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const torch::Tensor bucket = torch::zeros({5418});
+  auto collective = [&](const char* name) {
+    auto rf = std::make_shared<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+    ASSERT_TRUE(rf->isActive());
+    std::function<void()> work = at::wrapPropagateTLSState([rf, bucket, name] {
+      rf->_setAsync();
+      const std::vector<c10::IValue> inputs = {bucket};
+      rf->before(name, c10::ArrayRef<const c10::IValue>(inputs.data(), inputs.size()));
+      rf->end();
+    });
+    std::thread(work).join();
+  };
+  collective("gloo:all_reduce");
+  collective("step/dataload");
+  auto t = (*c)->Stop();
+  ASSERT_TRUE(t.ok()) << t.status();
+  const CollectedEvent* e = Find(*t, "gloo:all_reduce");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->kind, CollectedKind::kUserAnnotation);
+  EXPECT_EQ(e->input_dims_json, "[[5418]]");
+  EXPECT_EQ(e->extra_args_json, "\"Input type\": [\"float\"]");
+  const CollectedEvent* plain = Find(*t, "step/dataload");
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->input_dims_json, "");
+  EXPECT_EQ(plain->extra_args_json, "");
 }
 
 TEST(OpCollector, OneCollectionAtATimeAndNothingOutsideIt) {

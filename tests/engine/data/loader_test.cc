@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -153,6 +154,42 @@ TEST(LoaderTest, SameBatchesForAnyWorkerCount) {
       {at::indexing::Slice(), at::indexing::Slice(), at::indexing::Slice(1, 5)});
   EXPECT_GE(coords.min().item<float>(), 0.0f);
   EXPECT_LE(coords.max().item<float>(), 1.0f);
+}
+
+// DistributedSampler's sharding (issue 21): 22 images over 3 ranks are 8 each, the padded 24
+// repeating the epoch's first two; together the ranks see every image; each rank's batches
+// hold its own shard; a rank outside 0..replicas-1 is refused.
+TEST(LoaderTest, RanksShardEachEpochAsDistributedSamplerDoes) {
+  auto dataset = std::make_shared<const SyntheticDataset>(22, 80, 99);
+  const std::vector<int64_t> whole = (*DataLoader::Create(dataset, SmallOptions(2)))->EpochOrder(3);
+  std::vector<int64_t> seen;
+  for (int64_t rank = 0; rank < 3; ++rank) {
+    LoaderOptions o = SmallOptions(2);
+    o.replicas = 3;
+    o.rank = rank;
+    auto loader = DataLoader::Create(dataset, o);
+    ASSERT_TRUE(loader.ok()) << loader.status();
+    EXPECT_EQ((*loader)->BatchesPerEpoch(), 2);  // 8 images in batches of 4
+    const std::vector<int64_t> shard = (*loader)->EpochOrder(3);
+    ASSERT_EQ(shard.size(), 8u);
+    for (size_t k = 0; k < shard.size(); ++k) {
+      EXPECT_EQ(shard[k], whole[(static_cast<size_t>(rank) + 3 * k) % whole.size()]);
+    }
+    seen.insert(seen.end(), shard.begin(), shard.end());
+    ASSERT_TRUE((*loader)->StartEpoch(3).ok());
+    const std::vector<Batch> batches = Drain(loader->get());
+    ASSERT_EQ(batches.size(), 2u);
+    EXPECT_EQ(batches[1].paths[0], "synthetic:" + std::to_string(shard[4]));
+  }
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  EXPECT_EQ(seen.size(), 22u);
+  EXPECT_EQ(DataLoader::ShardSize(22, 3), 8);
+  EXPECT_EQ(DataLoader::ShardSize(22, 1), 22);
+  LoaderOptions bad = SmallOptions(2);
+  bad.replicas = 2;
+  bad.rank = 2;
+  EXPECT_EQ(DataLoader::Create(dataset, bad).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(LoaderTest, EpochsShuffleDifferentlyAndDropLastIsOptional) {

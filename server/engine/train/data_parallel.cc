@@ -1,0 +1,218 @@
+#include "server/engine/train/data_parallel.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/engine/train/data_parallel_nccl.h"
+
+namespace libreyolo::engine {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// DDP's broadcast_bucket_size for _sync_module_states and the buffers (250 MiB).
+constexpr size_t kBroadcastBucketBytes = size_t{250} << 20;
+
+std::string JoinKey(int64_t rank) { return absl::StrCat("libreyolo/joined/", rank); }
+
+// The ranks whose check-in key is missing from the store.
+std::vector<int64_t> MissingRanks(c10d::Store& store, int64_t world_size) {
+  std::vector<int64_t> missing;
+  for (int64_t r = 0; r < world_size; ++r) {
+    try {
+      if (!store.check({JoinKey(r)})) missing.push_back(r);
+    } catch (const std::exception&) {
+      missing.push_back(r);
+    }
+  }
+  return missing;
+}
+
+// The store: rank 0 serves it. A rank that cannot reach the server within the timeout is told
+// who it was waiting for.
+absl::StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const DataParallelSpec& spec) {
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<uint16_t>(spec.master_port);
+  o.isServer = spec.rank == 0;
+  o.numWorkers = static_cast<size_t>(spec.world_size);
+  o.waitWorkers = false;  // the check-in below waits, and can say who is missing
+  o.timeout = seconds(spec.timeout_s);
+  const std::string where = absl::StrCat(spec.master_addr, ":", spec.master_port);
+  try {
+    return c10::intrusive_ptr<c10d::Store>(
+        c10::make_intrusive<c10d::TCPStore>(spec.master_addr, o));
+  } catch (const std::exception& e) {
+    if (spec.rank == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("rank 0 of ", spec.world_size, " cannot serve the rendezvous at ", where,
+                       " (", e.what(), "); choose another --master-port"));
+    }
+    return absl::DeadlineExceededError(
+        absl::StrCat("rank ", spec.rank, " of ", spec.world_size, " found no rendezvous at ",
+                     where, " within ", spec.timeout_s, " s: rank 0 never served it (",
+                     e.what(), ")"));
+  }
+}
+
+// Every rank checks in under its own key and waits for the others'.
+absl::Status CheckIn(c10d::Store& store, const DataParallelSpec& spec) {
+  std::vector<std::string> keys;
+  for (int64_t r = 0; r < spec.world_size; ++r) keys.push_back(JoinKey(r));
+  try {
+    store.set(JoinKey(spec.rank), std::vector<uint8_t>{1});
+    store.wait(keys, seconds(spec.timeout_s));
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    const std::vector<int64_t> missing = MissingRanks(store, spec.world_size);
+    if (missing.empty()) {
+      return absl::UnavailableError(absl::StrCat("rank ", spec.rank, " of ", spec.world_size,
+                                                 ": the rendezvous failed: ", e.what()));
+    }
+    return absl::DeadlineExceededError(absl::StrCat(
+        "rank ", spec.rank, " of ", spec.world_size, ": rank", missing.size() > 1 ? "s " : " ",
+        absl::StrJoin(missing, ", "), " never joined the rendezvous at ", spec.master_addr, ":",
+        spec.master_port, " within ", spec.timeout_s, " s"));
+  }
+}
+
+absl::StatusOr<std::string> BackendFor(const DataParallelSpec& spec, const DeviceChoice& device) {
+  const std::string backend = spec.backend.empty() ? (device.cuda ? "nccl" : "gloo") : spec.backend;
+  if (backend == "nccl" && !device.cuda) {
+    return absl::InvalidArgumentError(
+        "--dist-backend nccl needs a CUDA device; on the CPU use gloo (the default there)");
+  }
+  if (backend != "gloo" && backend != "nccl") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dist-backend '", backend, "': use gloo or nccl"));
+  }
+  return backend;
+}
+
+c10::intrusive_ptr<c10d::ProcessGroup> MakeGroup(const c10::intrusive_ptr<c10d::Store>& store,
+                                                 const DataParallelSpec& spec,
+                                                 const std::string& backend) {
+  const int rank = static_cast<int>(spec.rank);
+  const int size = static_cast<int>(spec.world_size);
+  // Each backend rendezvouses under its own prefix, as torch.distributed does.
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("default_pg/0/", store);
+  auto group = c10::make_intrusive<c10d::ProcessGroup>(prefixed, rank, size);
+  const milliseconds timeout = seconds(spec.timeout_s);
+  if (backend == "nccl") {
+    auto nccl = MakeNcclBackend(prefixed, rank, size, timeout);
+    group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, nccl);
+    group->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
+  } else {
+    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(
+        spec.master_addr == "localhost" ? "127.0.0.1" : spec.master_addr));
+    auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, options);
+    group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
+    group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  }
+  return group;
+}
+
+}  // namespace
+
+DataParallel::DataParallel() = default;
+
+DataParallel::~DataParallel() {
+  reducer_.reset();  // its hooks and buckets first, then the group they use
+  group_.reset();
+  store_.reset();
+}
+
+absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Join(const DataParallelSpec& spec,
+                                                                 const DeviceChoice& device,
+                                                                 torch::nn::Module& model) {
+  auto backend = BackendFor(spec, device);
+  if (!backend.ok()) return backend.status();
+  std::unique_ptr<DataParallel> dp(new DataParallel());
+  dp->spec_ = spec;
+  auto store = OpenStore(spec);
+  if (!store.ok()) return store.status();
+  dp->store_ = *std::move(store);
+  if (auto s = CheckIn(*dp->store_, spec); !s.ok()) return s;
+  dp->group_ = MakeGroup(dp->store_, spec, *backend);
+
+  for (const torch::Tensor& p : model.parameters()) {
+    if (p.requires_grad()) dp->params_.push_back(p);
+  }
+  dp->buffers_ = model.buffers();
+  // Rank 0's weights and buffers everywhere (DDP's _sync_module_states).
+  {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> states = dp->params_;
+    states.insert(states.end(), dp->buffers_.begin(), dp->buffers_.end());
+    c10d::broadcast_coalesced(dp->group_, states, kBroadcastBucketBytes, 0);
+  }
+  // DDP's buckets: a small first one so that the first all-reduce starts early in the backward.
+  const auto cap = static_cast<size_t>(spec.bucket_cap_mb * 1024.0 * 1024.0);
+  auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(
+      dp->params_, {static_cast<size_t>(c10d::kDefaultFirstBucketBytes), cap});
+  std::reverse(buckets.begin(), buckets.end());
+  std::vector<int64_t> limit_list(limits.rbegin(), limits.rend());
+  const std::vector<bool> sparse(dp->params_.size(), false);
+  std::unordered_map<size_t, std::string> names;
+  dp->facts_.buckets = static_cast<int64_t>(buckets.size());
+  dp->reducer_ = std::make_unique<c10d::Reducer>(
+      dp->params_, std::move(buckets), dp->group_, sparse, static_cast<int64_t>(cap),
+      /*find_unused_parameters=*/false, spec.gradient_as_bucket_view, std::move(names),
+      static_cast<int64_t>(c10d::kDefaultFirstBucketBytes),
+      /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false,
+      std::move(limit_list));
+
+  DataParallelFacts& f = dp->facts_;
+  f.backend = *backend;
+  f.rank = spec.rank;
+  f.world_size = spec.world_size;
+  f.bucket_cap_mb = spec.bucket_cap_mb;
+  f.gradient_as_bucket_view = spec.gradient_as_bucket_view;
+  f.broadcast_buffers = spec.broadcast_buffers;
+  f.parameters = static_cast<int64_t>(dp->params_.size());
+  for (const torch::Tensor& p : dp->params_) f.gradient_bytes += p.numel() * p.element_size();
+  return dp;
+}
+
+void DataParallel::BeforeForward() {
+  if (spec_.broadcast_buffers && !buffers_.empty()) {
+    torch::NoGradGuard no_grad;
+    c10d::broadcast_coalesced(group_, buffers_, kBroadcastBucketBytes, 0);
+  }
+  // After the first backward the Reducer knows the order the gradients came in and rebuilds
+  // its buckets to match once (DDP's _rebuild_buckets).
+  reducer_->rebuild_buckets();
+  reducer_->prepare_for_forward();
+}
+
+void DataParallel::BeforeBackward() { reducer_->prepare_for_backward({}); }
+
+void DataParallel::MeasureReplicaDivergence() {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> flat;
+  for (const torch::Tensor& p : params_) flat.push_back(p.detach().reshape(-1).to(torch::kDouble));
+  const torch::Tensor mine = torch::cat(flat);
+  std::vector<torch::Tensor> theirs = {mine.clone()};
+  // Rank 0's weights, broadcast: the divergence is each rank's own; the max over ranks follows.
+  group_->broadcast(theirs)->wait();
+  std::vector<torch::Tensor> worst = {(mine - theirs[0]).abs().max().reshape({1})};
+  c10d::AllreduceOptions max;
+  max.reduceOp = c10d::ReduceOp::MAX;
+  group_->allreduce(worst, max)->wait();
+  facts_.replica_divergence = worst[0].cpu().item<double>();
+}
+
+}  // namespace libreyolo::engine

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# ctest engine_ddp_test (issue 21, section 1): our own data-parallel training, two ranks of
+# libreyolo-engine on the CPU with Gloo, started as torchrun starts ranks (RANK, WORLD_SIZE,
+# MASTER_ADDR, MASTER_PORT), then read as a folder of per-rank traces by `libreyolo profile
+# summary DIR/` (the reader that reads PyTorch's own DDP folders). Checks:
+#   1. both ranks succeed; each profile's config.data_parallel says gloo, its rank, world size
+#      2, and a replica divergence of 0 (DDP keeps the replicas identical: c10d's Reducer
+#      averaged the same gradients into both);
+#   2. each trace's distributedInfo has backend, rank and world size (what HTA and the folder
+#      reader sort by);
+#   3. the folder's cross-rank view has both ranks, the recorded steps, time in collectives
+#      (Gloo's all-reduce spans) and all-reduce bytes of 4 x the trainable parameters per step
+#      (each float32 gradient all-reduced once per step);
+#   4. a rank whose peer never comes fails within --dist-timeout, naming the missing rank, with
+#      exit code 2 (DEADLINE_EXCEEDED, as a job past its time limit).
+set -euo pipefail
+engine="$1"; cli="$2"; python="$3"; work="$4"
+rm -rf "$work" && mkdir -p "$work"
+export OMP_WAIT_POLICY=PASSIVE
+port="$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')"
+run_rank() {  # rank, then extra flags
+  local rank="$1"; shift
+  RANK="$rank" WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
+    "$engine" run synthetic:16 --device cpu --imgsz 64 --batch 2 --steps 2 --warmup 1 \
+    --workers 0 --threads 1 --dist-timeout 120 --project "$work/p$rank" "$@" \
+    > "$work/rank$rank.log" 2>&1
+}
+run_rank 0 & pid0=$!
+run_rank 1 & pid1=$!
+rc0=0; rc1=0
+wait "$pid0" || rc0=$?
+wait "$pid1" || rc1=$?
+if [ "$rc0" -ne 0 ] || [ "$rc1" -ne 0 ]; then
+  echo "FAIL: ranks exited $rc0 and $rc1"; tail -20 "$work/rank0.log" "$work/rank1.log"; exit 1
+fi
+mkdir -p "$work/folder"
+cp "$work/p0/prof/profile_trace.json" "$work/folder/rank0.json"
+cp "$work/p1/prof/profile_trace.json" "$work/folder/rank1.json"
+"$cli" profile summary "$work/folder" --json > "$work/ranks.json"
+
+"$python" - "$work" <<'EOF'
+import json, sys
+work = sys.argv[1]
+fails = []
+def check(ok, what):
+    if not ok:
+        fails.append(what)
+params = None
+for rank in (0, 1):
+    p = json.load(open(f"{work}/p{rank}/prof/profile.json"))
+    d = p["config"].get("data_parallel")
+    check(d is not None, f"rank {rank}: config.data_parallel missing")
+    if d is None:
+        continue
+    check(d["backend"] == "gloo" and d["rank"] == rank and d["world_size"] == 2,
+          f"rank {rank}: data_parallel {d}")
+    check(d["global_batch"] == 4, f"rank {rank}: global_batch {d['global_batch']}")
+    check(d["replica_divergence"] == 0,
+          f"rank {rank}: replicas diverged by {d['replica_divergence']}")
+    check(d["buckets"] >= 1, f"rank {rank}: {d['buckets']} buckets")
+    params = d["gradient_bytes"]
+    t = json.load(open(f"{work}/p{rank}/prof/profile_trace.json"))
+    info = t.get("distributedInfo", {})
+    check(info == {"backend": "gloo", "rank": rank, "world_size": 2},
+          f"rank {rank}: distributedInfo {info}")
+v = json.load(open(f"{work}/ranks.json"))
+print(json.dumps({k: v.get(k) for k in ("world_size", "backend", "comm_ms", "allreduce_bytes",
+                                        "comm_overlap_pct", "verdict")}, indent=1))
+check(v.get("world_size") == 2 and v.get("backend") == "gloo",
+      f"folder: {v.get('world_size')} {v.get('backend')}")
+ranks = v.get("ranks", [])
+check(len(ranks) == 2, f"folder: {len(ranks)} ranks")
+for r in ranks:
+    check(r.get("steps") == 2, f"folder rank {r.get('rank')}: {r.get('steps')} steps, not 2")
+    check((r.get("comm_ms") or 0) > 0, f"folder rank {r.get('rank')}: no time in collectives")
+check(v.get("allreduce_bytes") == params,
+      f"folder: all-reduce bytes per step {v.get('allreduce_bytes')}, gradients {params}")
+if fails:
+    print("FAIL:\n  " + "\n  ".join(fails))
+    sys.exit(1)
+print("ok: two ranks, in sync, read as a folder")
+EOF
+
+# A rank alone: its peer never joins.
+rc=0
+start=$(date +%s)
+run_rank 0 --dist-timeout 3 || rc=$?
+took=$(( $(date +%s) - start ))
+if [ "$rc" -ne 2 ] || ! grep -q "rank 1 never joined" "$work/rank0.log"; then
+  echo "FAIL: a rank without its peer exited $rc:"; tail -5 "$work/rank0.log"; exit 1
+fi
+if [ "$took" -gt 60 ]; then echo "FAIL: the missing peer took ${took} s to notice"; exit 1; fi
+grep "never joined" "$work/rank0.log"
+echo "ok: the missing rank is named (exit 2)"
