@@ -51,12 +51,23 @@ absl::StatusOr<std::vector<std::string>> TraceFiles(const std::string& dir) {
     }
   }
   if (ec) return absl::NotFoundError(absl::StrCat("cannot list ", dir, ": ", ec.message()));
+  if (files.empty()) {
+    // Our own ranks' job folders (<project>/prof/rank<R>/profile_trace.json, job_files.h).
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+      const fs::path trace = e.path() / "profile_trace.json";
+      if (e.is_directory(ec) && absl::StartsWith(e.path().filename().string(), "rank") &&
+          fs::is_regular_file(trace, ec)) {
+        files.push_back(trace.string());
+      }
+    }
+  }
   std::sort(files.begin(), files.end());
   if (files.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         dir,
-        " holds no Chrome trace (*.json, *.json.gz): give the folder torch.profiler wrote "
-        "one trace per rank into (tensorboard_trace_handler, export_chrome_trace)"));
+        " holds no Chrome trace (*.json, *.json.gz) and no rank*/profile_trace.json: give the "
+        "folder torch.profiler wrote one trace per rank into (tensorboard_trace_handler, "
+        "export_chrome_trace), or the prof/ folder of a libreyolo-engine data-parallel run"));
   }
   return files;
 }

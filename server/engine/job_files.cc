@@ -32,14 +32,15 @@ std::string JobFiles::Recorded(const std::string& path) const {
 }
 
 JobFiles JobFilesFor(const std::string& project, const std::string& kind,
-                     const JobOutputOptions& output) {
-  const fs::path dir = fs::path(project) / kind;
+                     const JobOutputOptions& output, int64_t rank) {
+  const fs::path dir =
+      rank >= 0 ? fs::path(project) / kind / absl::StrCat("rank", rank) : fs::path(project) / kind;
   JobFiles f;
   f.project = project;
   f.dir = dir.string();
   f.profile = (dir / "profile.json").string();
   f.trace = (dir / "profile_trace.json").string();
-  f.repeat = (fs::path(project) / "profile_repeat.json").string();
+  f.repeat = ((rank >= 0 ? dir : fs::path(project)) / "profile_repeat.json").string();
   f.report = (dir / "report.html").string();
   f.metrics = (dir / "metrics.jsonl").string();
   f.relative = output.paths_relative_to_project;

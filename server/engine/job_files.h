@@ -14,6 +14,7 @@
 #define LIBREYOLO_SERVER_ENGINE_JOB_FILES_H_
 
 #include <optional>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,12 @@ struct JobFiles {
   std::string Recorded(const std::string& path) const;
 };
 
+// <project>/<kind>/profile.json, ... and <project>/profile_repeat.json. A rank of a
+// data-parallel run (`rank` >= 0) keeps all of its files in <project>/<kind>/rank<R>/, so that
+// ranks sharing a project (torchrun's, one working directory) never overwrite each other, and
+// `libreyolo profile summary <project>/<kind>/` reads the ranks as one run.
 JobFiles JobFilesFor(const std::string& project, const std::string& kind,
-                     const JobOutputOptions& output = {});
+                     const JobOutputOptions& output = {}, int64_t rank = -1);
 absl::Status CreateJobDir(const JobFiles& files);
 
 // Writes the trace atomically; with `in_memory`, the same export pass also builds the events the

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # ctest engine_ddp_test (issue 21, section 1): our own data-parallel training, two ranks of
 # libreyolo-engine on the CPU with Gloo, started as torchrun starts ranks (RANK, WORLD_SIZE,
-# MASTER_ADDR, MASTER_PORT), then read as a folder of per-rank traces by `libreyolo profile
-# summary DIR/` (the reader that reads PyTorch's own DDP folders). Checks:
-#   1. both ranks succeed; each profile's config.data_parallel says gloo, its rank, world size
+# MASTER_ADDR, MASTER_PORT; one working directory, one --project), then read as one run by
+# `libreyolo profile summary <project>/prof/` (the reader that reads PyTorch's own DDP folders).
+# Checks:
+#   1. both ranks succeed, each in its own prof/rank<R>/ of the shared project; each profile's config.data_parallel says gloo, its rank, world size
 #      2, and a replica divergence of 0 (DDP keeps the replicas identical: c10d's Reducer
 #      averaged the same gradients into both);
 #   2. each trace's distributedInfo has backend, rank and world size (what HTA and the folder
@@ -19,25 +20,22 @@ rm -rf "$work" && mkdir -p "$work"
 export OMP_WAIT_POLICY=PASSIVE
 port="$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])')"
-run_rank() {  # rank, then extra flags
-  local rank="$1"; shift
+run_rank() {  # rank, project, then extra flags
+  local rank="$1" project="$2"; shift 2
   RANK="$rank" WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
     "$engine" run synthetic:16 --device cpu --imgsz 64 --batch 2 --steps 2 --warmup 1 \
-    --workers 0 --threads 1 --dist-timeout 120 --project "$work/p$rank" "$@" \
+    --workers 0 --threads 1 --dist-timeout 120 --project "$project" "$@" \
     > "$work/rank$rank.log" 2>&1
 }
-run_rank 0 & pid0=$!
-run_rank 1 & pid1=$!
+run_rank 0 "$work/p" & pid0=$!
+run_rank 1 "$work/p" & pid1=$!
 rc0=0; rc1=0
 wait "$pid0" || rc0=$?
 wait "$pid1" || rc1=$?
 if [ "$rc0" -ne 0 ] || [ "$rc1" -ne 0 ]; then
   echo "FAIL: ranks exited $rc0 and $rc1"; tail -20 "$work/rank0.log" "$work/rank1.log"; exit 1
 fi
-mkdir -p "$work/folder"
-cp "$work/p0/prof/profile_trace.json" "$work/folder/rank0.json"
-cp "$work/p1/prof/profile_trace.json" "$work/folder/rank1.json"
-"$cli" profile summary "$work/folder" --json > "$work/ranks.json"
+"$cli" profile summary "$work/p/prof" --json > "$work/ranks.json"
 
 "$python" - "$work" <<'EOF'
 import json, sys
@@ -48,7 +46,7 @@ def check(ok, what):
         fails.append(what)
 params = None
 for rank in (0, 1):
-    p = json.load(open(f"{work}/p{rank}/prof/profile.json"))
+    p = json.load(open(f"{work}/p/prof/rank{rank}/profile.json"))
     d = p["config"].get("data_parallel")
     check(d is not None, f"rank {rank}: config.data_parallel missing")
     if d is None:
@@ -60,7 +58,7 @@ for rank in (0, 1):
           f"rank {rank}: replicas diverged by {d['replica_divergence']}")
     check(d["buckets"] >= 1, f"rank {rank}: {d['buckets']} buckets")
     params = d["gradient_bytes"]
-    t = json.load(open(f"{work}/p{rank}/prof/profile_trace.json"))
+    t = json.load(open(f"{work}/p/prof/rank{rank}/profile_trace.json"))
     info = t.get("distributedInfo", {})
     check(info == {"backend": "gloo", "rank": rank, "world_size": 2},
           f"rank {rank}: distributedInfo {info}")
@@ -85,7 +83,7 @@ EOF
 # A rank alone: its peer never joins.
 rc=0
 start=$(date +%s)
-run_rank 0 --dist-timeout 3 || rc=$?
+run_rank 0 "$work/alone" --dist-timeout 3 || rc=$?
 took=$(( $(date +%s) - start ))
 if [ "$rc" -ne 2 ] || ! grep -q "rank 1 never joined" "$work/rank0.log"; then
   echo "FAIL: a rank without its peer exited $rc:"; tail -5 "$work/rank0.log"; exit 1

@@ -213,7 +213,8 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     m_.phases = m_.phases.Scaled(synced_n > 0 ? 1.0 / static_cast<double>(synced_n) : 0.0);
     m_.synced_step_ms = synced_n > 0 ? synced_ms / static_cast<double>(synced_n) : m_.step_ms;
 
-    files_ = JobFilesFor(spec_.project, "prof", spec_.output);
+    files_ = JobFilesFor(spec_.project, "prof", spec_.output,
+                         data_parallel_ != nullptr ? data_parallel_->facts().rank : -1);
     if (auto made = CreateJobDir(files_); !made.ok()) return made;
     // Written before the profiled window: a job that fails later still leaves its steps.
     return WriteFileAtomically(files_.metrics, step_log_.ToJsonLines());
