@@ -10,9 +10,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/engine/train/data_parallel_nccl.h"
@@ -101,6 +107,20 @@ absl::StatusOr<std::string> BackendFor(const DataParallelSpec& spec, const Devic
   return backend;
 }
 
+// Where this rank's Gloo pairs listen, as torch.distributed picks it: the interface
+// GLOO_SOCKET_IFNAME names; a run on one host (its rendezvous on the loopback) on the loopback;
+// else the address this host's name resolves to (ProcessGroupGloo's default device).
+std::shared_ptr<::gloo::transport::Device> GlooDevice(const std::string& master_addr) {
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname != nullptr && *ifname) {
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  }
+  if (master_addr == "localhost" || absl::StartsWith(master_addr, "127.") ||
+      master_addr == "::1") {
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  }
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
 c10::intrusive_ptr<c10d::ProcessGroup> MakeGroup(const c10::intrusive_ptr<c10d::Store>& store,
                                                  const DataParallelSpec& spec,
                                                  const std::string& backend) {
@@ -116,8 +136,7 @@ c10::intrusive_ptr<c10d::ProcessGroup> MakeGroup(const c10::intrusive_ptr<c10d::
     group->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
   } else {
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(
-        spec.master_addr == "localhost" ? "127.0.0.1" : spec.master_addr));
+    options->devices.push_back(GlooDevice(spec.master_addr));
     auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, options);
     group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo);
     group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
