@@ -4,26 +4,31 @@
 # MASTER_ADDR, MASTER_PORT; one working directory, one --project), then read as one run by
 # `libreyolo profile summary <project>/prof/` (the reader that reads PyTorch's own DDP folders).
 # Checks:
-#   1. both ranks succeed, each in its own prof/rank<R>/ of the shared project; each profile's config.data_parallel says gloo, its rank, world size
-#      2, and a replica divergence of 0 (DDP keeps the replicas identical: c10d's Reducer
-#      averaged the same gradients into both);
+#   1. both ranks succeed, each in its own prof/rank<R>/ of the shared project; each
+#      profile's config.data_parallel says gloo, its rank, world size 2, and a replica
+#      divergence of 0 (DDP keeps the replicas identical: c10d's Reducer averaged the same
+#      gradients into both);
 #   2. each trace's distributedInfo has backend, rank and world size (what HTA and the folder
 #      reader sort by);
 #   3. the folder's cross-rank view has both ranks, the recorded steps, time in collectives
 #      (Gloo's all-reduce spans) and all-reduce bytes of 4 x the trainable parameters per step
 #      (each float32 gradient all-reduced once per step);
 #   4. a rank whose peer never comes fails within --dist-timeout, naming the missing rank, with
-#      exit code 2 (DEADLINE_EXCEEDED, as a job past its time limit).
+#      exit code 2 (DEADLINE_EXCEEDED, as a job past its time limit);
+#   5. a rank whose peer is killed (SIGKILL) mid-run fails at its next collective, well within
+#      --dist-timeout, saying which rank it is (exit 1).
 set -euo pipefail
 engine="$1"; cli="$2"; python="$3"; work="$4"
 rm -rf "$work" && mkdir -p "$work"
 export OMP_WAIT_POLICY=PASSIVE
 port="$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])')"
+# Becomes the rank's process (exec): call it in the background or in a subshell, so that $! is
+# the engine's own pid.
 run_rank() {  # rank, project, then extra flags
   local rank="$1" project="$2"; shift 2
-  RANK="$rank" WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
-    "$engine" run synthetic:16 --device cpu --imgsz 64 --batch 2 --steps 2 --warmup 1 \
+  RANK="$rank" WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" exec \
+    "$engine" run "${DATA:-synthetic:16}" --device cpu --imgsz 64 --batch 2 --steps 2 --warmup 1 \
     --workers 0 --threads 1 --dist-timeout 120 --project "$project" "$@" \
     > "$work/rank$rank.log" 2>&1
 }
@@ -83,7 +88,7 @@ EOF
 # A rank alone: its peer never joins.
 rc=0
 start=$(date +%s)
-run_rank 0 "$work/alone" --dist-timeout 3 || rc=$?
+(run_rank 0 "$work/alone" --dist-timeout 3) || rc=$?
 took=$(( $(date +%s) - start ))
 if [ "$rc" -ne 2 ] || ! grep -q "rank 1 never joined" "$work/rank0.log"; then
   echo "FAIL: a rank without its peer exited $rc:"; tail -5 "$work/rank0.log"; exit 1
@@ -91,3 +96,21 @@ fi
 if [ "$took" -gt 60 ]; then echo "FAIL: the missing peer took ${took} s to notice"; exit 1; fi
 grep "never joined" "$work/rank0.log"
 echo "ok: the missing rank is named (exit 2)"
+
+# A peer killed mid-run: rank 1 is killed once it is measuring.
+DATA=synthetic:400 run_rank 0 "$work/killed" --steps 60 & pid0=$!
+DATA=synthetic:400 run_rank 1 "$work/killed" --steps 60 & pid1=$!
+for _ in $(seq 1 600); do
+  grep -q '\[measuring\] 3/' "$work/rank1.log" 2>/dev/null && break
+  sleep 0.1
+done
+kill -9 "$pid1"; wait "$pid1" 2>/dev/null || true
+start=$(date +%s); rc=0
+wait "$pid0" || rc=$?
+took=$(( $(date +%s) - start ))
+if [ "$rc" -ne 1 ] || ! grep -q "error: rank 0 of 2: " "$work/rank0.log" || [ "$took" -gt 60 ]; then
+  echo "FAIL: rank 0 with its peer killed exited $rc after ${took} s:"; tail -3 "$work/rank0.log"
+  exit 1
+fi
+grep "error:" "$work/rank0.log" | cut -c1-300
+echo "ok: a killed peer fails the other rank in ${took} s"

@@ -105,11 +105,15 @@ absl::StatusOr<JobResult> RunJobPipeline(JobKind& kind, const ProgressFn& progre
                                          BudgetDecisionCache& decisions) {
   const StageContext ctx(progress, cancel);
   try {
-    return RunStages(kind, ctx, decisions);
+    auto result = RunStages(kind, ctx, decisions);
+    if (result.ok() || kind.context().empty()) return result;
+    return absl::Status(result.status().code(),
+                        absl::StrCat(kind.context(), result.status().message()));
   } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat("LibTorch failed: ", e.what_without_backtrace()));
+    return absl::InternalError(
+        absl::StrCat(kind.context(), "LibTorch failed: ", e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat(kind.what(), " failed: ", e.what()));
+    return absl::InternalError(absl::StrCat(kind.context(), kind.what(), " failed: ", e.what()));
   }
 }
 

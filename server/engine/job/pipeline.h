@@ -86,6 +86,9 @@ class JobKind {
   virtual ~JobKind() = default;
   // "inference", "training": the subject of a failure ("inference failed: ...").
   virtual const char* what() const = 0;
+  // What every failure of the job begins with: "" for a job of its own, "rank 0 of 2: " for a
+  // rank of a data-parallel run (a peer's death reaches every rank as a collective's error).
+  virtual std::string context() const { return ""; }
   // The job's profiler switches as asked (the decide stage's starting point).
   virtual const ProfilerSwitches& requested() const = 0;
   // The job's device, known once Prepare has run.

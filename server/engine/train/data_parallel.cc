@@ -62,14 +62,12 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const DataParallelSpec
         c10::make_intrusive<c10d::TCPStore>(spec.master_addr, o));
   } catch (const std::exception& e) {
     if (spec.rank == 0) {
-      return absl::UnavailableError(
-          absl::StrCat("rank 0 of ", spec.world_size, " cannot serve the rendezvous at ", where,
-                       " (", e.what(), "); choose another --master-port"));
+      return absl::UnavailableError(absl::StrCat("cannot serve the rendezvous at ", where, " (",
+                                                 e.what(), "); choose another --master-port"));
     }
-    return absl::DeadlineExceededError(
-        absl::StrCat("rank ", spec.rank, " of ", spec.world_size, " found no rendezvous at ",
-                     where, " within ", spec.timeout_s, " s: rank 0 never served it (",
-                     e.what(), ")"));
+    return absl::DeadlineExceededError(absl::StrCat("found no rendezvous at ", where, " within ",
+                                                    spec.timeout_s, " s: rank 0 never served it (",
+                                                    e.what(), ")"));
   }
 }
 
@@ -84,13 +82,12 @@ absl::Status CheckIn(c10d::Store& store, const DataParallelSpec& spec) {
   } catch (const std::exception& e) {
     const std::vector<int64_t> missing = MissingRanks(store, spec.world_size);
     if (missing.empty()) {
-      return absl::UnavailableError(absl::StrCat("rank ", spec.rank, " of ", spec.world_size,
-                                                 ": the rendezvous failed: ", e.what()));
+      return absl::UnavailableError(absl::StrCat("the rendezvous failed: ", e.what()));
     }
     return absl::DeadlineExceededError(absl::StrCat(
-        "rank ", spec.rank, " of ", spec.world_size, ": rank", missing.size() > 1 ? "s " : " ",
-        absl::StrJoin(missing, ", "), " never joined the rendezvous at ", spec.master_addr, ":",
-        spec.master_port, " within ", spec.timeout_s, " s"));
+        "rank", missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
+        " never joined the rendezvous at ", spec.master_addr, ":", spec.master_port, " within ",
+        spec.timeout_s, " s"));
   }
 }
 

@@ -55,7 +55,8 @@ struct DataParallelFacts {
 
 class DataParallel {
  public:
-  // Joins the run: the rendezvous, the process group, rank 0's weights and the Reducer.
+  // Joins the run: the rendezvous, the process group, rank 0's weights and the Reducer. The
+  // errors name the other ranks, not this one (the job's failures carry "rank R of N: ").
   // `model` must already be on `device`. DEADLINE_EXCEEDED when the rendezvous does not complete
   // within the timeout (the message names the ranks that never joined), INVALID_ARGUMENT for a
   // backend the device cannot use.

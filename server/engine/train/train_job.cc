@@ -80,6 +80,10 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
   explicit TrainKind(const TrainJobSpec& spec) : JobKindOf(spec) {}
 
   const char* what() const override { return "training"; }
+  std::string context() const override {
+    const DataParallelSpec& d = spec_.data_parallel;
+    return d.distributed() ? absl::StrCat("rank ", d.rank, " of ", d.world_size, ": ") : "";
+  }
 
   absl::Status Prepare(const StageContext& ctx) override {
     if (auto s = ParseJobDevice(); !s.ok()) return s;
