@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/io/lease_dir.h"
 #include "common/status/exit_code.h"
 #include "server/daemon/daemon.h"
@@ -123,16 +124,18 @@ int main(int argc, char** argv) {
     std::cerr << "libreyolod: error: " << daemon.status().message() << "\n";
     return ::libreyolo::DaemonExitCodeForStartStatus(daemon.status());
   }
-  std::cerr << "libreyolod: serving on";
+  // One write: whoever waits for this line (scripts, tests, systemd's log) never reads half.
+  std::string serving = "libreyolod: serving on";
   size_t tcp = 0;
   for (const std::string& a : config->listen) {
     if (a.rfind("unix:", 0) == 0 || tcp >= (*daemon)->tcp_ports().size()) {
-      std::cerr << " " << a;
+      absl::StrAppend(&serving, " ", a);
     } else {
-      std::cerr << " " << a << " (port " << (*daemon)->tcp_ports()[tcp++] << ")";
+      absl::StrAppend(&serving, " ", a, " (port ", (*daemon)->tcp_ports()[tcp++], ")");
     }
   }
-  std::cerr << " (pid " << ::getpid() << ")" << std::endl;
+  absl::StrAppend(&serving, " (pid ", ::getpid(), ")\n");
+  std::cerr << serving << std::flush;
   std::atomic<bool> stopped{false};
   std::thread lease_thread;
   if (!config->lease_dir.empty()) {

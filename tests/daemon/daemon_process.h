@@ -320,12 +320,17 @@ class DaemonProcess {
   DaemonProcess(const DaemonProcess&) = delete;
   DaemonProcess& operator=(const DaemonProcess&) = delete;
 
-  // Waits until the daemon says it serves ("libreyolod: serving on ..."), and reads the TCP
-  // ports it bound from that line. False when it exited or did not get there in time.
+  // Waits until the daemon says it serves ("libreyolod: serving on ...", the whole line), and
+  // reads the TCP ports it bound from that line. False when it exited or did not get there in
+  // time.
   bool WaitServing(seconds timeout = seconds(90)) {
-    const bool ok = PollUntil(
-        [&] { return Log().find("libreyolod: serving on") != std::string::npos || !Running(); },
-        timeout, milliseconds(20));
+    auto whole_line = [&] {
+      const std::string text = Log();
+      const size_t at = text.find("libreyolod: serving on");
+      return at != std::string::npos && text.find('\n', at) != std::string::npos;
+    };
+    const bool ok =
+        PollUntil([&] { return whole_line() || !Running(); }, timeout, milliseconds(20));
     if (!ok || !Running()) return false;
     const std::string text = Log();
     const size_t at = text.find("libreyolod: serving on");
