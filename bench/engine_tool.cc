@@ -39,6 +39,7 @@ using libreyolo::cli::ParsedArgs;
 // The job's options are the shared flag table's (client/cli/job_flags.h, the same as `libreyolo
 // profile infer|run`); these are the tool's own.
 std::vector<FlagSpec> WithToolFlags(std::vector<FlagSpec> flags, bool infer) {
+  const libreyolo::engine::DataParallelSpec dp;  // the defaults, stated once (engine.h)
   if (infer) {
     flags.push_back({"profiled-runs", "N",
                      absl::StrCat(libreyolo::jobspec::defaults::kProfiledRuns),
@@ -56,19 +57,23 @@ std::vector<FlagSpec> WithToolFlags(std::vector<FlagSpec> flags, bool infer) {
     // One rank of a data-parallel run (issue 21), started by a launcher the way torchrun starts
     // a PyTorch script: unset flags come from torchrun's RANK, WORLD_SIZE, MASTER_ADDR and
     // MASTER_PORT.
-    flags.push_back({"world-size", "N", "1 ($WORLD_SIZE)", "ranks of the data-parallel run"});
-    flags.push_back({"rank", "R", "0 ($RANK)", "this process's rank, 0..N-1"});
-    flags.push_back({"master-addr", "HOST", "127.0.0.1 ($MASTER_ADDR)",
+    flags.push_back({"world-size", "N", absl::StrCat(dp.world_size, " ($WORLD_SIZE)"),
+                     "ranks of the data-parallel run"});
+    flags.push_back(
+        {"rank", "R", absl::StrCat(dp.rank, " ($RANK)"), "this process's rank, 0..N-1"});
+    flags.push_back({"master-addr", "HOST", absl::StrCat(dp.master_addr, " ($MASTER_ADDR)"),
                      "where rank 0 serves the c10d TCPStore rendezvous"});
-    flags.push_back({"master-port", "PORT", "29500 ($MASTER_PORT)", "its port"});
+    flags.push_back({"master-port", "PORT", absl::StrCat(dp.master_port, " ($MASTER_PORT)"),
+                     "its port"});
     flags.push_back({"dist-backend", "gloo|nccl", "", "c10d backend (default: nccl on CUDA, "
                      "gloo on the CPU)"});
-    flags.push_back({"bucket-cap-mb", "MB", "25", "DDP's gradient bucket size"});
+    flags.push_back({"bucket-cap-mb", "MB", absl::StrCat(dp.bucket_cap_mb),
+                     "DDP's gradient bucket size"});
     flags.push_back({"gradient-as-bucket-view", "", "",
                      "gradients as views into the all-reduce buckets (DDP's option)"});
     flags.push_back({"broadcast-buffers", "", "",
                      "broadcast rank 0's buffers before every forward (DDP's default)", true});
-    flags.push_back({"dist-timeout", "S", "300",
+    flags.push_back({"dist-timeout", "S", absl::StrCat(dp.timeout_s),
                      "seconds the rendezvous and each collective may take"});
   }
   flags.push_back({"post-window", "memory|files", "memory",
@@ -132,32 +137,38 @@ absl::StatusOr<int64_t> BoundedInt(const std::string& flag, const std::string& v
 
 // The rank's place in a data-parallel run, from the flags and torchrun's environment.
 absl::StatusOr<libreyolo::engine::DataParallelSpec> DataParallelOptions(const ParsedArgs& a) {
-  libreyolo::engine::DataParallelSpec d;
-  auto world = BoundedInt("world-size", FlagOrEnv(a, "world-size", "WORLD_SIZE", "1"), 1, 1024);
+  libreyolo::engine::DataParallelSpec d;  // its defaults are the fallbacks
+  auto world = BoundedInt("world-size",
+                          FlagOrEnv(a, "world-size", "WORLD_SIZE", absl::StrCat(d.world_size)), 1,
+                          1024);
   if (!world.ok()) return world.status();
   d.world_size = *world;
-  auto rank = BoundedInt("rank", FlagOrEnv(a, "rank", "RANK", "0"), 0, d.world_size - 1);
+  auto rank =
+      BoundedInt("rank", FlagOrEnv(a, "rank", "RANK", absl::StrCat(d.rank)), 0, d.world_size - 1);
   if (!rank.ok()) return rank.status();
   d.rank = *rank;
-  d.master_addr = FlagOrEnv(a, "master-addr", "MASTER_ADDR", "127.0.0.1");
+  d.master_addr = FlagOrEnv(a, "master-addr", "MASTER_ADDR", d.master_addr);
   if (d.master_addr.empty() || d.master_addr.size() > 253) {
     return absl::InvalidArgumentError("--master-addr: a host name or address (1..253 bytes)");
   }
-  auto port = BoundedInt("master-port", FlagOrEnv(a, "master-port", "MASTER_PORT", "29500"), 1,
-                         65535);
+  auto port = BoundedInt(
+      "master-port", FlagOrEnv(a, "master-port", "MASTER_PORT", absl::StrCat(d.master_port)), 1,
+      65535);
   if (!port.ok()) return port.status();
   d.master_port = *port;
   d.backend = a.ValueOr("dist-backend", "");
-  auto cap = libreyolo::cli::ParseDoubleFlag("bucket-cap-mb", a.ValueOr("bucket-cap-mb", "25"));
+  const std::string cap_text = a.ValueOr("bucket-cap-mb", absl::StrCat(d.bucket_cap_mb));
+  auto cap = libreyolo::cli::ParseDoubleFlag("bucket-cap-mb", cap_text);
   if (!cap.ok()) return cap.status();
   if (!(*cap > 0 && *cap <= 4096)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--bucket-cap-mb ", a.ValueOr("bucket-cap-mb", ""), ": must be in (0, 4096]"));
+        absl::StrCat("--bucket-cap-mb ", cap_text, ": must be in (0, 4096]"));
   }
   d.bucket_cap_mb = *cap;
   d.gradient_as_bucket_view = a.Switch("gradient-as-bucket-view");
-  d.broadcast_buffers = a.Switch("broadcast-buffers", true);
-  auto timeout = BoundedInt("dist-timeout", a.ValueOr("dist-timeout", "300"), 1, 86400);
+  d.broadcast_buffers = a.Switch("broadcast-buffers", d.broadcast_buffers);
+  auto timeout =
+      BoundedInt("dist-timeout", a.ValueOr("dist-timeout", absl::StrCat(d.timeout_s)), 1, 86400);
   if (!timeout.ok()) return timeout.status();
   d.timeout_s = *timeout;
   return d;

@@ -36,8 +36,8 @@ std::string HeaderMembers(const TraceExportOptions& o, int64_t base_ns, const st
       o.trace_name.empty() ? std::filesystem::path(path).filename().string() : o.trace_name;
   std::string members = absl::StrCat(
       "\"baseTimeNanoseconds\": ", base_ns, ",\n  \"traceName\": ", JsonQuote(name),
-      ",\n  \"distributedInfo\": {", o.backend.empty() ? "" : "\"backend\": ",
-      o.backend.empty() ? "" : JsonQuote(o.backend), o.backend.empty() ? "" : ", ",
+      ",\n  \"distributedInfo\": {",
+      o.backend.empty() ? std::string() : absl::StrCat("\"backend\": ", JsonQuote(o.backend), ", "),
       "\"rank\": ", o.rank, ", \"world_size\": ", o.world_size, "}");
   if (!o.extra_members_json.empty()) absl::StrAppend(&members, ",\n  ", o.extra_members_json);
   return members;
