@@ -39,7 +39,7 @@ using libreyolo::cli::ParsedArgs;
 // The job's options are the shared flag table's (client/cli/job_flags.h, the same as `libreyolo
 // profile infer|run`); these are the tool's own.
 std::vector<FlagSpec> WithToolFlags(std::vector<FlagSpec> flags, bool infer) {
-  const libreyolo::engine::DataParallelSpec dp;  // the defaults, stated once (engine.h)
+  const libreyolo::worker::RankPlacement dp;  // the defaults, stated once (job_defaults.h)
   if (infer) {
     flags.push_back({"profiled-runs", "N",
                      absl::StrCat(libreyolo::jobspec::defaults::kProfiledRuns),
@@ -65,16 +65,11 @@ std::vector<FlagSpec> WithToolFlags(std::vector<FlagSpec> flags, bool infer) {
                      "where rank 0 serves the c10d TCPStore rendezvous"});
     flags.push_back({"master-port", "PORT", absl::StrCat(dp.master_port, " ($MASTER_PORT)"),
                      "its port"});
-    flags.push_back({"dist-backend", "gloo|nccl", "", "c10d backend (default: nccl on CUDA, "
-                     "gloo on the CPU)"});
-    flags.push_back({"bucket-cap-mb", "MB", absl::StrCat(dp.bucket_cap_mb),
-                     "DDP's gradient bucket size"});
-    flags.push_back({"gradient-as-bucket-view", "", "",
-                     "gradients as views into the all-reduce buckets (DDP's option)"});
-    flags.push_back({"broadcast-buffers", "", "",
-                     "broadcast rank 0's buffers before every forward (DDP's default)", true});
-    flags.push_back({"dist-timeout", "S", absl::StrCat(dp.timeout_s),
-                     "seconds the rendezvous and each collective may take"});
+  }
+  if (!infer) {
+    flags.push_back({"inject-dataload-delay", "MS", "0",
+                     "sleep MS inside every step's data loading (a straggler made on purpose, "
+                     "to check the cross-rank analysis; recorded in the profile), 0..60000"});
   }
   flags.push_back({"post-window", "memory|files", "memory",
                    "how the recorded window becomes the profile: analysed in memory as it is "
@@ -135,12 +130,20 @@ absl::StatusOr<int64_t> BoundedInt(const std::string& flag, const std::string& v
   return *v;
 }
 
-// The rank's place in a data-parallel run, from the flags and torchrun's environment.
-absl::StatusOr<libreyolo::engine::DataParallelSpec> DataParallelOptions(const ParsedArgs& a) {
-  libreyolo::engine::DataParallelSpec d;  // its defaults are the fallbacks
+// The rank's place in a data-parallel run, from the flags and torchrun's environment. The
+// run's other data-parallel options (backend, buckets, timeout) are the shared table's.
+absl::StatusOr<libreyolo::worker::RankPlacement> RankPlacementOf(const ParsedArgs& a,
+                                                                const v1::RunSpec& spec) {
+  namespace bounds = libreyolo::jobspec::bounds;
+  if (spec.data_parallel().nproc() > 1 || spec.data_parallel().devices_size() > 0) {
+    return absl::InvalidArgumentError(
+        "--nproc and --devices are libreyolo profile run's (a daemon places the ranks); this "
+        "tool is one rank: start N of them with torchrun, or with --world-size and --rank");
+  }
+  libreyolo::worker::RankPlacement d;  // its defaults are the fallbacks
   auto world = BoundedInt("world-size",
                           FlagOrEnv(a, "world-size", "WORLD_SIZE", absl::StrCat(d.world_size)), 1,
-                          1024);
+                          bounds::kMaxWorldSize);
   if (!world.ok()) return world.status();
   d.world_size = *world;
   auto rank =
@@ -156,21 +159,6 @@ absl::StatusOr<libreyolo::engine::DataParallelSpec> DataParallelOptions(const Pa
       65535);
   if (!port.ok()) return port.status();
   d.master_port = *port;
-  d.backend = a.ValueOr("dist-backend", "");
-  const std::string cap_text = a.ValueOr("bucket-cap-mb", absl::StrCat(d.bucket_cap_mb));
-  auto cap = libreyolo::cli::ParseDoubleFlag("bucket-cap-mb", cap_text);
-  if (!cap.ok()) return cap.status();
-  if (!(*cap > 0 && *cap <= 4096)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--bucket-cap-mb ", cap_text, ": must be in (0, 4096]"));
-  }
-  d.bucket_cap_mb = *cap;
-  d.gradient_as_bucket_view = a.Switch("gradient-as-bucket-view");
-  d.broadcast_buffers = a.Switch("broadcast-buffers", d.broadcast_buffers);
-  auto timeout =
-      BoundedInt("dist-timeout", a.ValueOr("dist-timeout", absl::StrCat(d.timeout_s)), 1, 86400);
-  if (!timeout.ok()) return timeout.status();
-  d.timeout_s = *timeout;
   return d;
 }
 
@@ -235,14 +223,17 @@ int RunTrain(const ParsedArgs& a) {
   if (auto st = libreyolo::jobspec::ValidateRunSpec(spec, {}, device == "cpu"); !st.ok()) {
     return UsageError("run", st);
   }
+  auto placement = RankPlacementOf(a, spec);
+  if (!placement.ok()) return UsageError("run", placement.status());
   libreyolo::engine::TrainJobSpec s = libreyolo::worker::ToEngineTrainSpec(
-      spec, device, a.ValueOr("project", libreyolo::jobspec::defaults::kProject));
+      spec, device, a.ValueOr("project", libreyolo::jobspec::defaults::kProject), *placement);
   auto output = OutputOptions(a);
   if (!output.ok()) return UsageError("run", output.status());
   s.output = *output;
-  auto data_parallel = DataParallelOptions(a);
-  if (!data_parallel.ok()) return UsageError("run", data_parallel.status());
-  s.data_parallel = *data_parallel;
+  auto delay = BoundedInt("inject-dataload-delay", a.ValueOr("inject-dataload-delay", "0"), 0,
+                          60000);
+  if (!delay.ok()) return UsageError("run", delay.status());
+  s.inject_dataload_delay_ms = *delay;
   return Finish("run", libreyolo::engine::RunTrainJob(s, PrintProgress, nullptr), a.Switch("json"));
 }
 

@@ -61,6 +61,28 @@ std::vector<FlagSpec> ProfilerFlags() {
   };
 }
 
+// A data-parallel run (DataParallelOptions): the ranks and DistributedDataParallel's knobs.
+std::vector<FlagSpec> DataParallelFlags() {
+  return {
+      {"nproc", "N", "1",
+       "data-parallel ranks, one per device slot: the first N slots of --device's kind "
+       "(cuda:0..N-1, or cpu, cpu:1, ...)"},
+      {"devices", "LIST", "",
+       "the ranks' device slots instead, in rank order: 0,1,2,3 or cpu,cpu:1"},
+      {"dist-backend", "gloo|nccl", "nccl on CUDA, gloo on the CPU", "c10d backend"},
+      {"bucket-cap-mb", "MB", Num(def::kBucketCapMb), "DDP's gradient bucket size"},
+      {"gradient-as-bucket-view", "", OnOff(def::kGradientAsBucketView),
+       "gradients as views into the all-reduce buckets (DDP's option)", true},
+      {"broadcast-buffers", "", OnOff(def::kBroadcastBuffers),
+       "broadcast rank 0's buffers before every forward (DDP's default)", true},
+      {"dist-timeout", "S", Num(def::kDistTimeoutS),
+       "seconds the rendezvous and each collective may take"},
+  };
+}
+
+absl::Status ReadDataParallel(const ParsedArgs& a, v1::DataParallelOptions* d,
+                              v1::ModelOptions* m);
+
 std::vector<FlagSpec> Concat(std::vector<std::vector<FlagSpec>> parts) {
   std::vector<FlagSpec> out;
   for (auto& p : parts) out.insert(out.end(), p.begin(), p.end());
@@ -173,7 +195,7 @@ std::vector<FlagSpec> RunSpecFlags() {
         {"wait", "N", Num(def::kWait), "steps without the profiler at the start of each cycle"},
         {"cycles", "N", Num(def::kCycles), "profiler cycles; each writes profile_trace.<step>.json"},
         {"repeat", "N", Num(def::kRepeat), "trials for mean and standard deviation"}},
-       ProfilerFlags()});
+       DataParallelFlags(), ProfilerFlags()});
 }
 
 absl::Status ReadInferSpec(const ParsedArgs& a, v1::InferSpec* s) {
@@ -213,8 +235,41 @@ absl::Status ReadRunSpec(const ParsedArgs& a, v1::RunSpec* s) {
   err(MaybeInt(a, "wait", [&](int64_t v) { s->set_wait(v); }));
   err(MaybeInt(a, "cycles", [&](int64_t v) { s->set_cycles(v); }));
   if (a.switches.count("amp")) s->set_amp(a.Switch("amp"));
+  err(ReadDataParallel(a, s->mutable_data_parallel(), s->mutable_model()));
   err(ReadProfiler(a, s->mutable_profiler()));
   return err.status();
 }
+
+namespace {
+
+absl::Status ReadDataParallel(const ParsedArgs& a, v1::DataParallelOptions* d,
+                              v1::ModelOptions* m) {
+  FirstError err;
+  err(MaybeInt(a, "nproc", [&](int64_t v) {
+    d->set_nproc(static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX)));
+  }));
+  if (auto list = a.Value("devices")) {
+    for (auto part : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
+      d->add_devices(std::string(absl::StripAsciiWhitespace(part)));
+    }
+    if (d->devices().empty()) {
+      err(absl::InvalidArgumentError("--devices: give the slots, e.g. 0,1 or cpu,cpu:1"));
+    }
+    // The ranks' slots say the device: --device then need not be given as well.
+    if (!d->devices().empty() && !a.Value("device")) m->set_device(d->devices(0));
+  }
+  if (auto b = a.Value("dist-backend")) d->set_backend(absl::AsciiStrToLower(*b));
+  err(MaybeDouble(a, "bucket-cap-mb", [&](double v) { d->set_bucket_cap_mb(v); }));
+  if (a.switches.count("gradient-as-bucket-view")) {
+    d->set_gradient_as_bucket_view(a.Switch("gradient-as-bucket-view"));
+  }
+  if (a.switches.count("broadcast-buffers")) {
+    d->set_broadcast_buffers(a.Switch("broadcast-buffers"));
+  }
+  err(MaybeInt(a, "dist-timeout", [&](int64_t v) { d->set_timeout_s(v); }));
+  return err.status();
+}
+
+}  // namespace
 
 }  // namespace libreyolo::cli

@@ -43,6 +43,14 @@ inline constexpr int64_t kSkipFirst = 0;
 inline constexpr int64_t kWait = 0;
 inline constexpr int64_t kCycles = 1;
 
+// DataParallelOptions (DistributedDataParallel's defaults; the rendezvous torchrun's)
+inline constexpr double kBucketCapMb = 25;
+inline constexpr bool kGradientAsBucketView = false;
+inline constexpr bool kBroadcastBuffers = true;
+inline constexpr int64_t kDistTimeoutS = 300;
+inline constexpr const char* kMasterAddr = "127.0.0.1";
+inline constexpr int64_t kMasterPort = 29500;
+
 // ProfilerOptions (record_shapes, profile_memory, with_flops: unset = auto, within the budget)
 inline constexpr double kOverheadBudgetPct = 3.0;
 inline constexpr bool kWithModules = true;
@@ -67,6 +75,10 @@ inline constexpr int64_t kMaxCycles = 100;
 inline constexpr int64_t kMaxDet = 30000;
 inline constexpr int kMaxActivities = 8;
 inline constexpr double kMaxOverheadBudgetPct = 1000;
+inline constexpr int64_t kMaxRanks = 64;           // data_parallel.nproc on one daemon
+inline constexpr int64_t kMaxWorldSize = 1024;     // the engine tool's --world-size
+inline constexpr double kMaxBucketCapMb = 4096;    // data_parallel.bucket_cap_mb: (0, this]
+inline constexpr int64_t kMaxDistTimeoutS = 86400;  // data_parallel.timeout_s: 1..this
 
 }  // namespace bounds
 

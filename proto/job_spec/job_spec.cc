@@ -21,8 +21,16 @@ std::string FlagOf(const std::string& field) {
   for (const auto& [f, name] : kPositional) {
     if (field == f) return name;
   }
+  // Fields whose flag is not their name.
+  static const std::vector<std::pair<std::string, std::string>> kRenamed = {
+      {"run.data_parallel.backend", "--dist-backend"},
+      {"run.data_parallel.timeout_s", "--dist-timeout"}};
+  for (const auto& [f, flag] : kRenamed) {
+    if (field == f) return flag;
+  }
   std::string rest = field;
-  for (const char* prefix : {"infer.profiler.", "run.profiler.", "infer.", "run.", "model."}) {
+  for (const char* prefix : {"infer.profiler.", "run.profiler.", "run.data_parallel.", "infer.",
+                             "run.", "model."}) {
     if (absl::StartsWith(rest, prefix)) {
       rest = rest.substr(std::string(prefix).size());
       break;
@@ -128,7 +136,51 @@ absl::Status Profiler(const std::string& field, const v1::ProfilerOptions& p, bo
   return absl::OkStatus();
 }
 
+absl::Status DataParallel(const v1::DataParallelOptions& d, bool cpu) {
+  if (auto s = Range("run.data_parallel.nproc", d.nproc(), 0, bounds::kMaxRanks); !s.ok()) {
+    return s;
+  }
+  if (d.devices_size() > bounds::kMaxRanks) {
+    return FieldError("run.data_parallel.devices",
+                      absl::StrCat(d.devices_size(), " slots; at most ", bounds::kMaxRanks));
+  }
+  if (d.nproc() > 0 && d.devices_size() > 0 && d.nproc() != d.devices_size()) {
+    return FieldError("run.data_parallel.nproc",
+                      absl::StrCat(d.nproc(), " ranks but --devices names ", d.devices_size(),
+                                   " slots; give one of the two"));
+  }
+  for (const std::string& device : d.devices()) {
+    if (device.empty() || device.size() > 64) {
+      return FieldError("run.data_parallel.devices",
+                        absl::StrCat("'", Excerpt(device), "' is not a device slot"));
+    }
+  }
+  if (d.backend() != "" && d.backend() != "gloo" && d.backend() != "nccl") {
+    return FieldError("run.data_parallel.backend",
+                      absl::StrCat("'", Excerpt(d.backend()), "' is not gloo or nccl"));
+  }
+  if (d.backend() == "nccl" && cpu) {
+    return FieldError("run.data_parallel.backend",
+                      "nccl needs CUDA devices and this job runs on the CPU; use gloo (the "
+                      "default there)");
+  }
+  if (!(d.bucket_cap_mb() > 0)) {
+    return FieldError("run.data_parallel.bucket_cap_mb",
+                      absl::StrCat(d.bucket_cap_mb(), " is not above 0"));
+  }
+  if (auto s = Finite("run.data_parallel.bucket_cap_mb", d.bucket_cap_mb(), 0,
+                      bounds::kMaxBucketCapMb);
+      !s.ok()) {
+    return s;
+  }
+  return Range("run.data_parallel.timeout_s", d.timeout_s(), 1, bounds::kMaxDistTimeoutS);
+}
+
 }  // namespace
+
+int64_t Ranks(const v1::DataParallelOptions& d) {
+  return std::max<int64_t>({1, d.nproc(), d.devices_size()});
+}
 
 std::string NamedField(const std::string& field) {
   const std::string flag = FlagOf(field);
@@ -184,6 +236,13 @@ void ApplyDefaults(v1::RunSpec* s) {
   if (!s->has_repeat()) s->set_repeat(defaults::kRepeat);
   if (!s->has_cycles()) s->set_cycles(defaults::kCycles);
   ApplyDefaults(s->mutable_profiler());
+  ApplyDefaults(s->mutable_data_parallel());
+}
+
+void ApplyDefaults(v1::DataParallelOptions* d) {
+  if (!d->has_bucket_cap_mb()) d->set_bucket_cap_mb(defaults::kBucketCapMb);
+  if (!d->has_broadcast_buffers()) d->set_broadcast_buffers(defaults::kBroadcastBuffers);
+  if (!d->has_timeout_s()) d->set_timeout_s(defaults::kDistTimeoutS);
 }
 
 absl::Status ValidateInferSpec(const v1::InferSpec& spec, const JobLimits& l, bool cpu) {
@@ -254,6 +313,7 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec, const JobLimits& l, bool c
       !st.ok()) {
     return st;
   }
+  if (auto st = DataParallel(s.data_parallel(), cpu); !st.ok()) return st;
   return Profiler("run.profiler", s.profiler(), cpu);
 }
 

@@ -29,6 +29,10 @@ void ApplyDefaults(v1::ModelOptions* m);
 void ApplyDefaults(v1::ProfilerOptions* p);
 void ApplyDefaults(v1::InferSpec* s);
 void ApplyDefaults(v1::RunSpec* s);
+void ApplyDefaults(v1::DataParallelOptions* d);
+
+// The ranks a run asks for: nproc, or the count of its devices; 1 for a single-device run.
+int64_t Ranks(const v1::DataParallelOptions& d);
 
 // The limits a caller may set below the fixed bounds: the daemon's configured `limits`
 // (daemon_config.h); the engine tool runs with these defaults (no limit beyond the bounds).

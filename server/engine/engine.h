@@ -141,15 +141,15 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
 struct DataParallelSpec {
   int64_t world_size = 1;
   int64_t rank = 0;
-  std::string master_addr = "127.0.0.1";
-  int64_t master_port = 29500;
+  std::string master_addr = job_defaults::kMasterAddr;
+  int64_t master_port = job_defaults::kMasterPort;
   std::string backend;  // "gloo" | "nccl"; empty: nccl on CUDA, gloo on the CPU
-  double bucket_cap_mb = 25;
-  bool gradient_as_bucket_view = false;
-  bool broadcast_buffers = true;
+  double bucket_cap_mb = job_defaults::kBucketCapMb;
+  bool gradient_as_bucket_view = job_defaults::kGradientAsBucketView;
+  bool broadcast_buffers = job_defaults::kBroadcastBuffers;
   // The rendezvous (every rank joined) and every collective: past it the job fails on every
   // rank, naming the ranks that never joined or the collective that did not finish.
-  int64_t timeout_s = 300;
+  int64_t timeout_s = job_defaults::kDistTimeoutS;
   bool distributed() const { return world_size > 1; }
 };
 
@@ -171,6 +171,10 @@ struct TrainJobSpec {
   std::string project = job_defaults::kProject;
   JobOutputOptions output;
   DataParallelSpec data_parallel;
+  // A delay slept inside every step's data loading: a straggler made on purpose, to check the
+  // cross-rank analysis names it (the engine tool's --inject-dataload-delay; never a job
+  // option). Recorded as config.injected_dataload_delay_ms when set.
+  int64_t inject_dataload_delay_ms = 0;
 };
 
 // Runs `profile run`: loads the model (the dataset's class count), then `repeat` measured

@@ -83,7 +83,8 @@ engine::InferJobSpec ToEngineInferSpec(const v1::InferSpec& request, const std::
 }
 
 engine::TrainJobSpec ToEngineTrainSpec(const v1::RunSpec& request, const std::string& device,
-                                       const std::string& project) {
+                                       const std::string& project,
+                                       const RankPlacement& placement) {
   v1::RunSpec r = request;
   jobspec::ApplyDefaults(&r);
   engine::TrainJobSpec s;
@@ -95,6 +96,16 @@ engine::TrainJobSpec ToEngineTrainSpec(const v1::RunSpec& request, const std::st
   s.skip_first = r.skip_first();
   s.wait = r.wait();
   s.cycles = r.cycles();
+  const v1::DataParallelOptions& d = r.data_parallel();
+  s.data_parallel.world_size = placement.world_size;
+  s.data_parallel.rank = placement.rank;
+  s.data_parallel.master_addr = placement.master_addr;
+  s.data_parallel.master_port = placement.master_port;
+  s.data_parallel.backend = d.backend();
+  s.data_parallel.bucket_cap_mb = d.bucket_cap_mb();
+  s.data_parallel.gradient_as_bucket_view = d.gradient_as_bucket_view();
+  s.data_parallel.broadcast_buffers = d.broadcast_buffers();
+  s.data_parallel.timeout_s = d.timeout_s();
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "libreyolo/profiler/v1/profiler.pb.h"
+#include "proto/job_spec/job_defaults.h"
 #include "server/engine/engine.h"
 
 namespace libreyolo::worker {
@@ -20,8 +21,21 @@ namespace v1 = ::libreyolo::profiler::v1;
 // CLI's); `project` the directory the engine writes under (<project>/infer/ or <project>/prof/).
 engine::InferJobSpec ToEngineInferSpec(const v1::InferSpec& request, const std::string& device,
                                        const std::string& project);
+// Where one rank of a data-parallel run stands: given by the daemon to each of a job's slots
+// (worker.proto's RankPlacement), or by a launcher to the engine tool (torchrun's RANK,
+// WORLD_SIZE, MASTER_ADDR, MASTER_PORT). world_size 1: not distributed.
+struct RankPlacement {
+  int64_t rank = 0;
+  int64_t world_size = 1;
+  std::string master_addr = jobspec::defaults::kMasterAddr;
+  int64_t master_port = jobspec::defaults::kMasterPort;
+};
+
+// The run's data_parallel options (backend, buckets, timeouts) with `placement` become the
+// engine's DataParallelSpec.
 engine::TrainJobSpec ToEngineTrainSpec(const v1::RunSpec& request, const std::string& device,
-                                       const std::string& project);
+                                       const std::string& project,
+                                       const RankPlacement& placement = {});
 
 }  // namespace libreyolo::worker
 

@@ -61,6 +61,8 @@ import tempfile
 os.environ["HTA_DISABLE_NS_ROUNDING"] = "1"
 
 OVERLAP_TOL_PP = 0.05
+# Data loading: PyTorch's DataLoader span, and our engine's (libreyolo-engine's ranks).
+DATALOAD_SPANS = ("enumerate(DataLoader)#", "step/dataload")
 FAILURES = []
 
 
@@ -106,7 +108,7 @@ def shape_for_hta(src, dst):
     events = d["traceEvents"]
     xs = [e for e in events if e.get("ph") == "X" and isinstance(e.get("ts"), (int, float))]
     dataload = [(e["ts"], e["ts"] + e["dur"]) for e in xs
-                if e.get("name", "").startswith("enumerate(DataLoader)#")]
+                if e.get("name", "").startswith(DATALOAD_SPANS)]
     steps = [e for e in xs if e.get("name", "").startswith("ProfilerStep#")]
     window = merged([(e["ts"], e["ts"] + e["dur"]) for e in steps])
     main = steps[0]

@@ -95,6 +95,9 @@ std::string TrainConfigJson(const TrainConfigFacts& f) {
   }
   w.Field("device", f.device_label);
   if (f.data_parallel != nullptr) WriteDataParallel(w, *f.data_parallel, f.batch);
+  if (s.inject_dataload_delay_ms > 0) {
+    w.Field("injected_dataload_delay_ms", s.inject_dataload_delay_ms);
+  }
   w.Field("steps", s.steps)
       .Field("warmup", s.warmup)
       .Field("repeat", s.repeat)

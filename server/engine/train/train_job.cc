@@ -151,6 +151,7 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     to.device = device_;
     to.amp = amp_;
     to.imgsz = spec_.imgsz;
+    to.dataload_delay_ms = spec_.inject_dataload_delay_ms;
     trainer_.emplace(loaded_->model, to);
     trainer_->set_data_parallel(data_parallel_.get());
     return absl::OkStatus();

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <thread>
 #include <utility>
 
 #include "server/engine/collect/torch_profiler.h"
@@ -96,6 +97,9 @@ absl::StatusOr<PhaseTimes> Trainer::Step(BatchSource& source, bool sync) {
     auto next = source.Next();
     if (!next.ok()) return next.status();
     batch = *std::move(next);
+    if (options_.dataload_delay_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.dataload_delay_ms));
+    }
   }
   auto t1 = Clock::now();
   torch::Tensor images, targets;

@@ -70,6 +70,7 @@ struct TrainerOptions {
   int64_t imgsz = 640;
   SgdSettings sgd;
   EmaSettings ema;
+  int64_t dataload_delay_ms = 0;  // TrainJobSpec::inject_dataload_delay_ms
 };
 
 class Trainer {
