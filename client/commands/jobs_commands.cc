@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "client/cli/exit_codes.h"
@@ -130,7 +131,11 @@ int JobsShow(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   out << "job       " << TerminalSafe(job.id()) << "\nkind      "
       << (job.kind() == v1::JOB_KIND_RUN ? "run" : "infer") << "\nstate     "
       << StateName(job.state()) << "\nowner     " << TerminalSafe(job.owner())
-      << "\ndevice    " << TerminalSafe(job.device())
+      << "\ndevice    "
+      << TerminalSafe(job.devices_size() > 1
+                          ? absl::StrCat(absl::StrJoin(job.devices(), ", "), " (",
+                                         job.devices_size(), " ranks)")
+                          : job.device())
       << "\ncreated   " << Age(job.create_time_unix_ms()) << "\nstarted   "
       << Age(job.start_time_unix_ms()) << "\nfinished  " << Age(job.finish_time_unix_ms()) << "\n";
   if (job.queue_position() > 0) out << "position  " << job.queue_position() << "\n";
@@ -205,7 +210,7 @@ int JobsDownload(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   }
   const std::string project = a.ValueOr("project", "runs/profile");
   for (const v1::Artifact& art : job.artifacts()) {
-    const std::string dest = ArtifactDestination(project, job.kind(), art.name());
+    const std::string dest = ArtifactDestination(project, job, art.name());
     auto got = DownloadArtifact(c, job.id(), art.name(), dest);
     if (!got.ok()) return FailStatus(err, "jobs download", got.status());
     out << dest << "\n";

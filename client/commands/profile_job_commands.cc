@@ -11,6 +11,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/cli/exit_codes.h"
 #include "client/cli/job_flags.h"
@@ -48,6 +49,32 @@ bool ShouldCancel(const DaemonSession& session, std::ostream& err, const std::st
   std::string answer;
   std::getline(std::cin, answer);
   return absl::StartsWithIgnoreCase(absl::StripAsciiWhitespace(answer), "y");
+}
+
+// A data-parallel job's ranks go into <project>/prof/rank<R>/: the folders of ranks past this
+// run's world size, left by an earlier and larger run, would make the folder two runs (the
+// folder reader refuses mixed world sizes), so they go, each said.
+void RemoveOtherRuns(const std::string& project, int world_size, std::ostream& err, bool json) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path prof = fs::path(project) / "prof";
+  for (const fs::directory_entry& e : fs::directory_iterator(prof, ec)) {
+    const std::string name = e.path().filename().string();
+    int rank = -1;
+    if (!e.is_directory(ec) || !absl::StartsWith(name, "rank") ||
+        !absl::SimpleAtoi(name.substr(4), &rank) || rank < world_size) {
+      continue;
+    }
+    fs::remove_all(e.path(), ec);
+    const std::string what = absl::StrCat("removed ", e.path().string(),
+                                          " (an earlier run's rank; this run has ", world_size,
+                                          ")");
+    if (json) {
+      JsonLine(err, "removed", {{"path", e.path().string()}});
+    } else {
+      err << what << "\n";
+    }
+  }
 }
 
 }  // namespace
@@ -134,11 +161,13 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
                    json);
   }
   const std::string project = a.ValueOr("project", "runs/profile");
+  const bool ranks = job.devices_size() > 1;
+  if (ranks) RemoveOtherRuns(project, job.devices_size(), err, json);
   std::string profile_path;
   std::vector<std::string> written;
   absl::Status fetch_error;  // the first download that failed; the files before it are kept
   for (const v1::Artifact& art : job.artifacts()) {
-    const std::string dest = ArtifactDestination(project, job.kind(), art.name());
+    const std::string dest = ArtifactDestination(project, job, art.name());
     auto got = DownloadArtifact(c, job.id(), art.name(), dest);
     if (!got.ok()) {
       fetch_error = got.status();
@@ -157,7 +186,11 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   }
   // Without the rest, the profile is still read: warn now, fail at the end.
   const int fetch_code = FetchFailed(err, cmd, fetch_error, job.id(), project, json);
-  if (!json) {
+  if (!json && ranks) {
+    err << "job " << job.id() << " (read its ranks again with: libreyolo profile summary "
+        << (std::filesystem::path(project) / "prof").string() << "/; rank 0's profile: job:"
+        << job.id() << ")\n";
+  } else if (!json) {
     err << "job " << job.id() << " (read it again with: libreyolo profile summary job:"
         << job.id() << ")\n";
   }
@@ -189,7 +222,10 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   }
   ReaderInvocation inv;
   inv.reader = "summary";
-  inv.inputs = {profile_path};
+  // A data-parallel job's summary is its ranks' (the cross-rank view of <project>/prof/).
+  inv.inputs = {ranks ? std::filesystem::path(profile_path).parent_path().parent_path().string()
+                      : profile_path};
+  inv.read_folders = ranks;
   auto summary = RunReader(inv, [](const std::string& p) { return LoadProfile(p); });
   if (!summary.ok())
     return FailJob(err, cmd, ExitCodeForStatus(summary.status()),

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/io/atomic_file.h"
+#include "common/io/rank_artifacts.h"
 #include "common/io/sha256.h"
 
 namespace libreyolo::cli {
@@ -23,10 +24,15 @@ void Observe(const std::string& name, int64_t received) {
 
 void SetDownloadObserver(DownloadObserver observer) { g_observer = observer; }
 
-std::string ArtifactDestination(const std::string& project, v1::JobKind kind,
+std::string ArtifactDestination(const std::string& project, const v1::Job& job,
                                 const std::string& name) {
+  const fs::path dir = fs::path(project) / (job.kind() == v1::JOB_KIND_RUN ? "prof" : "infer");
+  if (job.devices_size() > 1) {
+    const RankArtifact file = SplitRankArtifact(name);
+    return (dir / absl::StrCat("rank", file.rank) / file.file).string();
+  }
   if (name == "profile_repeat.json") return (fs::path(project) / name).string();
-  return (fs::path(project) / (kind == v1::JOB_KIND_RUN ? "prof" : "infer") / name).string();
+  return (dir / name).string();
 }
 
 absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string& job_id,

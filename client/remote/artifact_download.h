@@ -24,8 +24,9 @@ void SetDownloadObserver(DownloadObserver observer);
 
 // Where `libreyolo profile run|infer` puts a job's artifact under --project, as the engine
 // lays it out locally: infer -> <project>/infer/<name>; run -> <project>/prof/<name>;
-// profile_repeat.json -> <project>/profile_repeat.json.
-std::string ArtifactDestination(const std::string& project, v1::JobKind kind,
+// profile_repeat.json -> <project>/profile_repeat.json; a data-parallel job's (job.devices) ->
+// <project>/prof/rank<R>/<name> (common/io/rank_artifacts.h), every file of a rank together.
+std::string ArtifactDestination(const std::string& project, const v1::Job& job,
                                 const std::string& name);
 
 }  // namespace libreyolo::cli

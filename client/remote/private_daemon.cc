@@ -198,6 +198,9 @@ absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire() {
       "--allow-local-paths",
       "--unix-socket-mode", "0600",
       "--drain-timeout", "10",
+      // One CPU slot per core, at most 8: the ranks of `profile run --nproc N --device cpu`
+      // (each slot's worker starts at its first job).
+      "--cpu-slots", absl::StrCat(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8)),
       "--lease-dir", paths.leases,
   };
   const pid_t pid = ::fork();

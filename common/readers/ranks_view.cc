@@ -45,19 +45,20 @@ std::string RanksText(const std::vector<int64_t>& ranks) {
 absl::StatusOr<std::vector<std::string>> TraceFiles(const std::string& dir) {
   std::error_code ec;
   std::vector<std::string> files;
+  // Our own ranks' job folders first (<project>/prof/rank<R>/profile_trace.json, job_files.h):
+  // a single-device run's profile_trace.json may sit beside them in the same prof/.
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_regular_file(ec) && IsTraceName(e.path().filename().string())) {
-      files.push_back(e.path().string());
+    const fs::path trace = e.path() / "profile_trace.json";
+    if (e.is_directory(ec) && absl::StartsWith(e.path().filename().string(), "rank") &&
+        fs::is_regular_file(trace, ec)) {
+      files.push_back(trace.string());
     }
   }
   if (ec) return absl::NotFoundError(absl::StrCat("cannot list ", dir, ": ", ec.message()));
   if (files.empty()) {
-    // Our own ranks' job folders (<project>/prof/rank<R>/profile_trace.json, job_files.h).
     for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-      const fs::path trace = e.path() / "profile_trace.json";
-      if (e.is_directory(ec) && absl::StartsWith(e.path().filename().string(), "rank") &&
-          fs::is_regular_file(trace, ec)) {
-        files.push_back(trace.string());
+      if (e.is_regular_file(ec) && IsTraceName(e.path().filename().string())) {
+        files.push_back(e.path().string());
       }
     }
   }

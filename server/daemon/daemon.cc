@@ -81,6 +81,10 @@ std::vector<std::string> ServedDevices(const DaemonConfig& config, int cuda_devi
     for (int i = 0; i < cuda_device_count; ++i) out.push_back(absl::StrCat("cuda:", i));
   }
   if (std::find(out.begin(), out.end(), "cpu") == out.end()) out.push_back("cpu");
+  for (int32_t k = 1; k < config.cpu_slots; ++k) {
+    const std::string slot = absl::StrCat("cpu:", k);
+    if (std::find(out.begin(), out.end(), slot) == out.end()) out.push_back(slot);
+  }
   return out;
 }
 
@@ -131,8 +135,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   // worker's parent-death signal follows the thread that started it). A device whose worker
   // cannot start is served anyway: its jobs try again and fail with the reason, and
   // GetDaemonInfo's description says it.
+  // The slots of cpu_slots start at their first job (a private daemon serves several, most
+  // never used).
   std::vector<std::string> others;
-  for (const std::string& device : devices) {
+  DaemonConfig listed = c;
+  listed.cpu_slots = 1;
+  for (const std::string& device : ServedDevices(listed, d->runner_->Facts().cuda_device_count)) {
     if (device != "cpu") others.push_back(device);
   }
   d->runner_->StartWorkers(others, warnings);

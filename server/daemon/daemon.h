@@ -84,7 +84,8 @@ class Daemon {
 
 // The devices a config serves: its `devices`, else every CUDA device the engine sees
 // (`cuda_device_count`, from the CPU worker's Hello), and always "cpu" (CPU jobs do not hold a
-// GPU). Normalised names, the default first.
+// GPU), then the CPU slots cpu:1 .. cpu:(cpu_slots - 1) not listed. Normalised names, the
+// default first.
 std::vector<std::string> ServedDevices(const DaemonConfig& config, int cuda_device_count);
 
 }  // namespace libreyolo::daemon

@@ -254,6 +254,10 @@ absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
     problems.push_back(
         "unix_socket_mode: the owner needs read and write permission (e.g. 0600 or 0660)");
   }
+  if (config.cpu_slots < 1 || config.cpu_slots > 64) {
+    problems.push_back(
+        absl::StrCat("cpu_slots (--cpu-slots): expected 1..64, got ", config.cpu_slots));
+  }
   if (config.cancel_grace_s < 1 || config.cancel_grace_s > 86400) {
     problems.push_back(absl::StrCat(
         "cancel_grace_s (--cancel-grace): expected 1..86400 seconds, got ", config.cancel_grace_s));

@@ -77,6 +77,10 @@ struct DaemonConfig {
   std::string metrics_textfile;  // node_exporter textfile in an existing folder; empty = none
   int64_t drain_timeout_s = 60;  // SIGTERM: how long a running job may take to stop
   int32_t cpu_threads = 0;       // engine CPU threads for cpu jobs; 0 = all cores
+  // CPU slots served: cpu, cpu:1, ..., cpu:(N-1) (beside any in `devices`), for CPU jobs side
+  // by side and the ranks of a data-parallel CPU run. A slot's engine worker starts at its
+  // first job. 1..64.
+  int32_t cpu_slots = 1;
   // After a cancel (CancelJob, a drain's deadline), how long an engine worker may take to stop
   // before it is killed (a job stuck inside one step: a hung kernel, a dead data loader).
   int64_t cancel_grace_s = 30;

@@ -257,6 +257,7 @@ std::vector<Key> ConfigKeys(DaemonConfig* config) {
       Live(StringKey("metrics_textfile", &config->metrics_textfile)),
       Live(IntKey("drain_timeout_s", &config->drain_timeout_s)),
       IntKey("cpu_threads", &config->cpu_threads),
+      IntKey("cpu_slots", &config->cpu_slots),
       IntKey("cancel_grace_s", &config->cancel_grace_s),
       IntKey("connection_idle_timeout_s", &config->connection_idle_timeout_s),
       IntKey("handshake_timeout_s", &config->handshake_timeout_s),

@@ -198,6 +198,10 @@ const std::vector<Flag>& Flags() {
        }},
       {"threads", "N", "engine CPU threads for cpu jobs, 0 = all cores", "cpu_threads",
        IntFlag(&DaemonConfig::cpu_threads)},
+      {"cpu-slots", "N",
+       "CPU slots to serve: cpu, cpu:1, ..., cpu:N-1 (each its own engine worker, started at "
+       "its first job), default 1 (1..64)",
+       "cpu_slots", IntFlag(&DaemonConfig::cpu_slots)},
       {"cancel-grace", "SECONDS",
        "after a cancel, how long an engine worker may take to stop before it is killed, "
        "default 30 (1..86400)",

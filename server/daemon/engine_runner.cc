@@ -133,6 +133,79 @@ std::string EngineRunner::DescribeDevice(const std::string& device) const {
   return absl::StrCat("engine worker not running: ", it->second.start_error);
 }
 
+absl::Status EngineRunner::EndStatus(const v1::Job& job, const std::string& device, pid_t pid,
+                                     const EngineWorker& worker, const EngineWorker::JobEnd& end,
+                                     const DaemonConfig& config, std::string* cancel_note) {
+  if (!end.done) {
+    // The worker died with the job: only this job fails; the next one starts a fresh worker.
+    const std::string what = absl::StrCat("the engine worker for ", device, " (pid ", pid, ") ",
+                                          end.death, " ", worker.LastStage());
+    RecordDeath(absl::StrCat("job ", job.id(), ": ", what, "; a fresh worker runs the next job"));
+    if (end.cancelled_by_kill) {
+      *cancel_note = what;
+      return absl::CancelledError(what);
+    }
+    if (end.wall_limit_reached) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          what, "; ask for more time (--time-limit, max_wall_seconds; at most the daemon's ",
+          "limits.max_job_seconds ", config.limits.max_job_seconds, " s) or a shorter job"));
+    }
+    if (end.stalled) {
+      return absl::InternalError(absl::StrCat(
+          what, " (a stopped or hung engine worker: SIGSTOP, a stuck kernel, a dead data ",
+          "loader); the daemon starts a fresh worker for the next job"));
+    }
+    return absl::InternalError(
+        absl::StrCat(what, "; the daemon starts a fresh worker for the next job"));
+  }
+  const wv1::Done& done = *end.done;
+  if (done.context_lost()) {
+    RecordDeath(absl::StrCat("job ", job.id(), ": the CUDA context of ", device,
+                             " is unusable (", done.context_error(), "); its worker (pid ", pid,
+                             ") was ended, a fresh one runs the next job"));
+  }
+  if (done.code() == 0) return absl::OkStatus();
+  std::string message = done.error();
+  if (done.context_lost()) {
+    absl::StrAppend(&message, " (the CUDA context was lost: ", done.context_error(),
+                    "; the daemon starts a fresh worker for the next job)");
+  }
+  return absl::Status(static_cast<absl::StatusCode>(done.code()), message);
+}
+
+absl::Status EngineRunner::Publish(const v1::Job& job, const std::string& job_dir,
+                                   const std::string& scratch, const std::string& prefix,
+                                   const DaemonConfig& config,
+                                   const std::function<void(const RunProgress&)>& progress,
+                                   RunOutcome* out) {
+  // Publish what the worker wrote, as it wrote it (job_files.h: profile.json records its files
+  // relative to the job's output folder, report.html drawn from the job's memory): the job
+  // directory's JSON files, metrics.jsonl and report.html, and profile_repeat.json from the
+  // project root.
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(job_dir, ec)) {
+    const fs::path& f = entry.path();
+    if (entry.is_regular_file() && (f.extension() == ".json" || f.extension() == ".jsonl" ||
+                                    f.filename() == "report.html"))
+      files.push_back(f);
+  }
+  if (ec) {
+    return absl::UnavailableError(absl::StrCat("cannot list ", job_dir, ": ", ec.message()));
+  }
+  const fs::path repeat = fs::path(scratch) / "profile_repeat.json";
+  if (prefix.empty() && fs::exists(repeat, ec)) files.push_back(repeat);
+  std::sort(files.begin(), files.end());
+  if (progress) progress(RunProgress{"storing", 0, static_cast<int64_t>(files.size()), ""});
+  for (const fs::path& f : files) {
+    auto a = store_->PublishArtifact(job.id(), f.string(), prefix + f.filename().string(),
+                                     config.limits.max_artifact_bytes);
+    if (!a.ok()) return a.status();
+    out->artifacts.push_back(*a);
+  }
+  return absl::OkStatus();
+}
+
 RunOutcome EngineRunner::Run(const v1::Job& job,
                              const std::function<void(const RunProgress&)>& progress,
                              const engine::CancelToken& cancel) {
@@ -152,10 +225,36 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
   if (!scratch.ok()) return fail(scratch.status());
   auto resolved = ResolveJobInputs(job, config, *scratch);
   if (!resolved.ok()) return fail(resolved.status());
+  if (job.devices_size() > 1) {
+    absl::Status s = RunRanks(job, *resolved, *scratch, config, progress, cancel, &out);
+    if (!s.ok()) return fail(std::move(s));
+    store_->DiscardScratch(job.id());
+    return out;
+  }
 
   absl::StatusOr<EngineWorker*> worker = EnsureWorker(job.device());
   if (!worker.ok()) return fail(worker.status());
   const pid_t pid = (*worker)->pid();
+  EngineWorker::JobEnd end =
+      (*worker)->RunJob(*resolved, *scratch, progress, cancel, Watch(job, config));
+  if (absl::Status s = EndStatus(job, job.device(), pid, **worker, end, config, &out.cancel_note);
+      !s.ok()) {
+    return fail(std::move(s));
+  }
+  const wv1::Done& done = *end.done;
+  if (absl::Status s = Publish(job, done.job_dir(), *scratch, "", config, progress, &out);
+      !s.ok()) {
+    return fail(std::move(s));
+  }
+  store_->DiscardScratch(job.id());
+  out.step_ms = done.step_ms();
+  out.img_per_s = done.img_per_s();
+  out.bound = done.bound();
+  return out;
+}
+
+EngineWorker::Supervision EngineRunner::Watch(const v1::Job& job,
+                                              const DaemonConfig& config) const {
   EngineWorker::Supervision watch;
   watch.cancel_grace = cancel_grace_;
   watch.progress_timeout =
@@ -163,74 +262,7 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
   // A job recorded before it had a limit of its own (0) runs under the daemon's.
   watch.wall_limit = std::chrono::seconds(
       JobWallSeconds(job.max_wall_seconds(), config.limits.max_job_seconds));
-  EngineWorker::JobEnd end = (*worker)->RunJob(*resolved, *scratch, progress, cancel, watch);
-  if (!end.done) {
-    // The worker died with the job: only this job fails; the next one starts a fresh worker.
-    const std::string what =
-        absl::StrCat("the engine worker for ", job.device(), " (pid ", pid, ") ", end.death, " ",
-                     (*worker)->LastStage());
-    RecordDeath(absl::StrCat("job ", job.id(), ": ", what, "; a fresh worker runs the next job"));
-    if (end.cancelled_by_kill) {
-      out.cancel_note = what;
-      return fail(absl::CancelledError(what));
-    }
-    if (end.wall_limit_reached) {
-      return fail(absl::DeadlineExceededError(absl::StrCat(
-          what, "; ask for more time (--time-limit, max_wall_seconds; at most the daemon's ",
-          "limits.max_job_seconds ", config.limits.max_job_seconds, " s) or a shorter job")));
-    }
-    if (end.stalled) {
-      return fail(absl::InternalError(absl::StrCat(
-          what, " (a stopped or hung engine worker: SIGSTOP, a stuck kernel, a dead data ",
-          "loader); the daemon starts a fresh worker for the next job")));
-    }
-    return fail(absl::InternalError(absl::StrCat(what, "; the daemon starts a fresh worker for the next job")));
-  }
-  const wv1::Done& done = *end.done;
-  if (done.context_lost()) {
-    RecordDeath(absl::StrCat("job ", job.id(), ": the CUDA context of ", job.device(),
-                             " is unusable (", done.context_error(), "); its worker (pid ", pid,
-                             ") was ended, a fresh one runs the next job"));
-  }
-  if (done.code() != 0) {
-    std::string message = done.error();
-    if (done.context_lost()) {
-      absl::StrAppend(&message, " (the CUDA context was lost: ", done.context_error(),
-                      "; the daemon starts a fresh worker for the next job)");
-    }
-    return fail(absl::Status(static_cast<absl::StatusCode>(done.code()), message));
-  }
-  const std::string job_dir = done.job_dir();
-
-  // Publish what the worker wrote, as it wrote it (job_files.h: profile.json records its files
-  // relative to the job's output folder, report.html drawn from the job's memory): the job
-  // directory's JSON files, metrics.jsonl and report.html, and profile_repeat.json from the
-  // project root.
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(job_dir, ec)) {
-    const fs::path& f = entry.path();
-    if (entry.is_regular_file() && (f.extension() == ".json" || f.extension() == ".jsonl" ||
-                                    f.filename() == "report.html"))
-      files.push_back(f);
-  }
-  if (ec)
-    return fail(absl::UnavailableError(absl::StrCat("cannot list ", job_dir, ": ", ec.message())));
-  const fs::path repeat = fs::path(*scratch) / "profile_repeat.json";
-  if (fs::exists(repeat, ec)) files.push_back(repeat);
-  std::sort(files.begin(), files.end());
-  if (progress) progress(RunProgress{"storing", 0, static_cast<int64_t>(files.size()), ""});
-  for (const fs::path& f : files) {
-    auto a = store_->PublishArtifact(job.id(), f.string(), f.filename().string(),
-                                     config.limits.max_artifact_bytes);
-    if (!a.ok()) return fail(a.status());
-    out.artifacts.push_back(*a);
-  }
-  store_->DiscardScratch(job.id());
-  out.step_ms = done.step_ms();
-  out.img_per_s = done.img_per_s();
-  out.bound = done.bound();
-  return out;
+  return watch;
 }
 
 }  // namespace libreyolo::daemon

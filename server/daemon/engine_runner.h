@@ -68,6 +68,28 @@ class EngineRunner : public JobRunner {
   // Counts a worker's death and, with `log`, writes its line ("libreyolod: <what>; N worker
   // deaths since start").
   void RecordDeath(const std::string& what, bool log = true);
+  // The deadlines a job's worker is watched with.
+  EngineWorker::Supervision Watch(const v1::Job& job, const DaemonConfig& config) const;
+  // What a worker's end of a job means: OK (its Done said so), or why the job failed ("the
+  // engine worker for cpu (pid N) was killed by signal 9 ... during measuring, step 3/150"),
+  // counting a death. A worker killed after ignoring a cancel sets `cancel_note`.
+  absl::Status EndStatus(const v1::Job& job, const std::string& device, pid_t pid,
+                         const EngineWorker& worker, const EngineWorker::JobEnd& end,
+                         const DaemonConfig& config, std::string* cancel_note);
+  // Stores the files a worker wrote in `job_dir` (and the project's profile_repeat.json for a
+  // job without `prefix`) as the job's artifacts, each named `prefix` + its file name.
+  absl::Status Publish(const v1::Job& job, const std::string& job_dir, const std::string& scratch,
+                       const std::string& prefix, const DaemonConfig& config,
+                       const std::function<void(const RunProgress&)>& progress, RunOutcome* out);
+  // engine_runner_ranks.cc: a data-parallel job, one rank per device of job.devices on that
+  // device's worker, all at once; rank 0 serves the rendezvous on a free loopback port. The
+  // first rank to fail stops the others (a cancel; their workers are killed past the grace),
+  // and the job fails with that rank's reason, "rank R of N (device): ...". On success every
+  // rank's files are published (common/io/rank_artifacts.h names them).
+  absl::Status RunRanks(const v1::Job& job, const v1::Job& resolved, const std::string& scratch,
+                        const DaemonConfig& config,
+                        const std::function<void(const RunProgress&)>& progress,
+                        const engine::CancelToken& cancel, RunOutcome* out);
 
   const LiveConfig& config_;
   JobStore* store_;

@@ -184,7 +184,8 @@ EngineWorker::JobEnd EngineWorker::RunJob(const v1::Job& resolved_job,
                                           const std::string& project_dir,
                                           const std::function<void(const RunProgress&)>& progress,
                                           const engine::CancelToken& cancel,
-                                          const Supervision& supervision) {
+                                          const Supervision& supervision,
+                                          const wv1::RankPlacement& rank) {
   JobEnd end;
   last_progress_ = RunProgress{};
   if (pid_ <= 0) {
@@ -194,6 +195,7 @@ EngineWorker::JobEnd EngineWorker::RunJob(const v1::Job& resolved_job,
   wv1::DaemonToWorker run;
   *run.mutable_run()->mutable_job() = resolved_job;
   run.mutable_run()->set_project_dir(project_dir);
+  if (rank.world_size() > 1) *run.mutable_run()->mutable_rank() = rank;
   if (!worker::WriteFrame(fd_, run).ok()) {
     end.death = Reap(milliseconds(5000));
     return end;

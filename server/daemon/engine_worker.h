@@ -79,9 +79,11 @@ class EngineWorker {
   // `cancel` are forwarded (observed between the engine's steps); a worker still running
   // `cancel_grace` after the first one is killed, and so is one silent for `progress_timeout`
   // (stopped, hung) or still running at `wall_limit`. The last progress seen is in LastStage().
+  // `rank`: this worker's place in a data-parallel job (world size 1 or unset: none).
   JobEnd RunJob(const v1::Job& resolved_job, const std::string& project_dir,
                 const std::function<void(const RunProgress&)>& progress,
-                const engine::CancelToken& cancel, const Supervision& supervision);
+                const engine::CancelToken& cancel, const Supervision& supervision,
+                const wv1::RankPlacement& rank = {});
 
   // Asks the worker to stop, kills it after `grace`, reaps it. Idempotent.
   void Stop(std::chrono::milliseconds grace);

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/io/image_extensions.h"
 #include "server/daemon/request_validation.h"
@@ -67,7 +69,14 @@ absl::StatusOr<v1::Job> ResolveJobInputs(const v1::Job& job, const DaemonConfig&
       r->set_source((fs::path(config.images_dir) / r->source()).string());
     }  // else empty (the sample image) or an allowed local path
   } else if (request->has_run()) {
-    ResolveModel(config, request->mutable_run()->mutable_model());
+    v1::ModelOptions* m = request->mutable_run()->mutable_model();
+    ResolveModel(config, m);
+    // The ranks of a data-parallel CPU run share the host's cores: each takes its share (all
+    // cores each would oversubscribe them N times).
+    if (m->threads() <= 0 && out.devices_size() > 1 && absl::StartsWith(out.device(), "cpu")) {
+      const auto cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+      m->set_threads(std::max<int32_t>(1, cores / out.devices_size()));
+    }
   }
   return out;
 }

@@ -128,10 +128,14 @@ absl::Status JobManager::Recover(std::vector<std::string>* warnings) {
       if (absl::Status st = store_->PutJob(e->job); !st.ok()) return RecoveryError(id, st);
       AppendEventLocked(*e, "failed", 0, 0, e->job.error());
     } else if (e->job.state() == v1::JOB_STATE_QUEUED) {
-      if (device_state_.count(e->job.device()) == 0) {
+      const std::vector<std::string> slots = JobDevices(e->job);
+      auto unserved = std::find_if(slots.begin(), slots.end(), [&](const std::string& d) {
+        return device_state_.count(d) == 0;
+      });
+      if (unserved != slots.end()) {
         e->job.set_state(v1::JOB_STATE_FAILED);
         e->job.set_error(
-            absl::StrCat("device ", e->job.device(), " is no longer served by this daemon"));
+            absl::StrCat("device ", *unserved, " is no longer served by this daemon"));
         e->job.set_exit_code(ExitCodeForStatus(absl::FailedPreconditionError("")));
         e->job.set_finish_time_unix_ms(NowMs());
         if (absl::Status st = store_->PutJob(e->job); !st.ok()) return RecoveryError(id, st);
@@ -145,7 +149,7 @@ absl::Status JobManager::Recover(std::vector<std::string>* warnings) {
     }
     jobs_[id] = std::move(e);
   }
-  for (const std::string& d : devices_) RefreshQueuePositionsLocked(d);
+  RefreshQueuePositionsLocked();
   return absl::OkStatus();
 }
 
@@ -242,7 +246,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   std::set<std::string> active_users;
   for (const auto& [id, e] : jobs_) {
     const v1::JobState s = e->job.state();
-    if (s == v1::JOB_STATE_QUEUED && e->job.device() == device) ++queued_here;
+    if (s == v1::JOB_STATE_QUEUED && OnDevice(e->job, device)) ++queued_here;
     if (s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RUNNING) {
       active_users.insert(e->job.owner());
       if (e->job.owner() == who.user) ++users_active;
@@ -258,6 +262,12 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
         absl::StrCat(who.user, " already has ", users_active, " queued or running jobs (limit ",
                      "max_jobs_per_user ", limits_.max_jobs_per_user, "); wait or cancel one"));
   }
+  std::vector<std::string> ranks;  // a data-parallel job's slots
+  if (request.has_run()) {
+    auto placed = PlaceRanksLocked(request.run(), device);
+    if (!placed.ok()) return placed.status();
+    ranks = *std::move(placed);
+  }
   auto e = std::make_unique<Entry>();
   v1::Job& job = e->job;
   job.set_id(NewJobId());
@@ -267,7 +277,8 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   *job.mutable_labels() = request.labels();
   job.set_priority(request.priority());
   job.set_max_wall_seconds(JobWallSeconds(request.max_wall_seconds(), limits_.max_job_seconds));
-  job.set_device(device);
+  job.set_device(ranks.empty() ? device : ranks.front());
+  for (const std::string& r : ranks) job.add_devices(r);
   *job.mutable_request() = request;
   job.set_create_time_unix_ms(NowMs());
   // Durable before it is accepted: a job the caller was told about must survive a restart. A
@@ -305,7 +316,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   }
   ++submitted_total_;
   // A new job's position goes from 0 to its place: this appends its first "queued" event.
-  RefreshQueuePositionsLocked(device);
+  RefreshQueuePositionsLocked();
   work_cv_.notify_all();
   return ref.job;
 }
@@ -380,7 +391,8 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const Identity& who, const std::strin
           "); it stays queued and does not start while the state filesystem is full"));
     }
     AppendEventLocked(e, "cancelled", 0, 0, e.job.error());
-    RefreshQueuePositionsLocked(e.job.device());
+    ReleaseGangLocked(e.job.id());  // a forming gang's held devices go back to their queues
+    RefreshQueuePositionsLocked();
   } else if (e.job.state() == v1::JOB_STATE_RUNNING) {
     e.cancel.cancelled = true;  // the worker sees it at the next step and records the outcome
     e.job.set_error(absl::StrCat("cancelled by ", who.user));
@@ -486,7 +498,7 @@ int32_t JobManager::QueueLength(const std::string& device) const {
   std::lock_guard<std::mutex> lock(mu_);
   int32_t n = 0;
   for (const auto& [id, e] : jobs_) {
-    if (e->job.state() == v1::JOB_STATE_QUEUED && e->job.device() == device) ++n;
+    if (e->job.state() == v1::JOB_STATE_QUEUED && OnDevice(e->job, device)) ++n;
   }
   return n;
 }
@@ -516,7 +528,9 @@ MetricsSnapshot JobManager::Metrics() const {
   for (const auto& [id, e] : jobs_) {
     const v1::Job& j = e->job;
     ++m.jobs_by_state[StateLabel(j.state())];
-    if (j.state() == v1::JOB_STATE_QUEUED) ++queued[j.device()];
+    if (j.state() == v1::JOB_STATE_QUEUED) {
+      for (const std::string& d : JobDevices(j)) ++queued[d];
+    }
     if (Terminal(j.state()) && j.start_time_unix_ms() > 0) {
       m.job_durations_s[j.kind() == v1::JOB_KIND_RUN ? "run" : "infer"].push_back(
           static_cast<double>(j.finish_time_unix_ms() - j.start_time_unix_ms()) / 1000.0);

@@ -119,6 +119,9 @@ class JobManager {
   struct DeviceState {
     std::thread worker;
     std::string running;  // job id
+    // The forming gang (a data-parallel job) this idle device is held for until all of the
+    // gang's devices are; its job thread waits meanwhile (job_manager_gang.cc).
+    std::string reserved;
   };
 
   bool Visible(const Identity& who, const v1::Job& job) const;
@@ -133,9 +136,25 @@ class JobManager {
   bool CommitLocked(Entry& e, const v1::Job& next);
   void StoreFailedLocked(const absl::Status& status);
   bool RetryStoreLocked();
-  void RefreshQueuePositionsLocked(const std::string& device);
+  // Every queued job's position: its place in its device's order; a gang's, the largest over
+  // its devices (it starts when the last of them comes to it).
+  void RefreshQueuePositionsLocked();
   void WorkerLoop(const std::string& device);
-  void RunOne(const std::string& device, Entry& e);
+  // job_manager_gang.cc. The job `device`'s thread takes next: the forming gang when it holds
+  // this device, else the first of the device's order that is not a gang waiting behind
+  // another (a gang found first becomes the forming one). nullptr when there is none.
+  Entry* NextForLocked(const std::string& device);
+  // Holds `device` for the gang `e`; true when every device of the gang is now held (the
+  // caller then starts it), false when the caller must wait for the gang to start and end.
+  bool ReserveForGangLocked(Entry& e, const std::string& device);
+  // Lets go of every device held for gang `id` (it ran, or was cancelled while forming).
+  void ReleaseGangLocked(const std::string& id);
+  // Where a data-parallel request's ranks run: the first nproc slots of `device`'s kind, or
+  // the slots it names. INVALID_ARGUMENT / FAILED_PRECONDITION naming what this daemon has.
+  absl::StatusOr<std::vector<std::string>> PlaceRanksLocked(const v1::RunSpec& run,
+                                                            const std::string& device) const;
+  // Runs `e` on its devices (the caller's thread, for a gang the one that held its last).
+  void RunOne(Entry& e);
   // The record of `job` after `out`, and the stage of its final event.
   v1::Job FinishedRecord(const Entry& e, const RunOutcome& out, std::string* stage) const;
   void SweepRetention();
@@ -152,6 +171,9 @@ class JobManager {
   std::map<std::string, std::unique_ptr<Entry>> jobs_;
   std::map<std::string, DeviceState> device_state_;
   std::map<std::string, std::string> request_ids_;  // owner + "/" + request_id -> job id
+  // The one gang whose devices are being held for it (empty: none). One at a time, so that two
+  // gangs never each hold part of what the other needs.
+  std::string forming_gang_;
   int64_t next_submit_order_ = 0;
   int64_t starts_ = 0;
   int64_t submitted_total_ = 0;
@@ -181,6 +203,10 @@ class JobManager {
   std::mutex verified_mu_;
   std::map<std::string, std::string> verified_ ABSL_GUARDED_BY(verified_mu_);
 };
+
+// The device slots a job runs on: a data-parallel job's devices (rank order), else its device.
+std::vector<std::string> JobDevices(const v1::Job& job);
+bool OnDevice(const v1::Job& job, const std::string& device);
 
 // "cpu" -> "cpu"; "0" / "cuda:0" -> "cuda:0"; anything else INVALID_ARGUMENT.
 absl::StatusOr<std::string> NormaliseDevice(const std::string& device);

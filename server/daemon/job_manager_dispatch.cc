@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status/exit_code.h"
@@ -49,7 +50,7 @@ std::vector<JobManager::Entry*> JobManager::QueueOrderLocked(const std::string& 
   // Each user's queued jobs, priority first, then in submission order.
   std::map<std::string, std::vector<Entry*>> by_user;
   for (const auto& [id, e] : jobs_) {
-    if (e->job.state() == v1::JOB_STATE_QUEUED && e->job.device() == device) {
+    if (e->job.state() == v1::JOB_STATE_QUEUED && OnDevice(e->job, device)) {
       by_user[e->job.owner()].push_back(e.get());
     }
   }
@@ -94,11 +95,17 @@ std::vector<JobManager::Entry*> JobManager::QueueOrderLocked(const std::string& 
   return order;
 }
 
-void JobManager::RefreshQueuePositionsLocked(const std::string& device) {
-  const std::vector<Entry*> order = QueueOrderLocked(device);
-  for (size_t i = 0; i < order.size(); ++i) {
-    Entry& e = *order[i];
-    const auto pos = static_cast<int32_t>(i + 1);
+void JobManager::RefreshQueuePositionsLocked() {
+  std::map<Entry*, int32_t> positions;
+  for (const std::string& device : devices_) {
+    const std::vector<Entry*> order = QueueOrderLocked(device);
+    for (size_t i = 0; i < order.size(); ++i) {
+      int32_t& pos = positions[order[i]];
+      pos = std::max(pos, static_cast<int32_t>(i + 1));
+    }
+  }
+  for (auto& [entry, pos] : positions) {
+    Entry& e = *entry;
     if (e.job.queue_position() == pos) continue;
     e.job.set_queue_position(pos);
     // Positions are recomputed on recovery, so the record is not rewritten for them: the event
@@ -198,10 +205,20 @@ void JobManager::WorkerLoop(const std::string& device) {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, [&] {
         if (stopping_) return true;
-        return store_error_.empty() && !QueueOrderLocked(device).empty();
+        return store_error_.empty() && NextForLocked(device) != nullptr;
       });
       if (stopping_) return;
-      next = QueueOrderLocked(device).front();
+      next = NextForLocked(device);
+      if (next->job.devices_size() > 0 && !ReserveForGangLocked(*next, device)) {
+        // Held for a gang that others of its devices have still to reach: wait until it has
+        // run (or was cancelled), then look again.
+        const std::string gang = next->job.id();
+        work_cv_.wait(lock, [&] {
+          const DeviceState& ds = device_state_.at(device);
+          return stopping_ || (ds.reserved != gang && ds.running != gang);
+        });
+        continue;
+      }
       // Durable before it runs: a job whose RUNNING record cannot be written stays queued (and
       // the manager out of service), so a restart never runs a job that already ran.
       v1::Job running = next->job;
@@ -210,18 +227,22 @@ void JobManager::WorkerLoop(const std::string& device) {
       running.set_start_time_unix_ms(NowMs());
       if (!CommitLocked(*next, running)) {
         // The RUNNING record may be in place without being durable (a failed directory
-        // fsync): RetryStore writes the QUEUED one again before the job may start.
+        // fsync): RetryStore writes the QUEUED one again before the job may start. A gang's
+        // devices stay held for it meanwhile.
         next->pending = next->job;
         next->pending_stage.clear();
         continue;
       }
-      DeviceState& ds = device_state_.at(device);
-      ds.running = next->job.id();
+      for (const std::string& d : JobDevices(next->job)) {
+        device_state_.at(d).running = next->job.id();
+      }
+      if (forming_gang_ == next->job.id()) forming_gang_.clear();
       last_start_by_user_[next->job.owner()] = ++starts_;
-      AppendEventLocked(*next, "starting", 0, 0, absl::StrCat("on ", device));
-      RefreshQueuePositionsLocked(device);
+      AppendEventLocked(*next, "starting", 0, 0,
+                        absl::StrCat("on ", absl::StrJoin(JobDevices(next->job), ", ")));
+      RefreshQueuePositionsLocked();
     }
-    RunOne(device, *next);
+    RunOne(*next);
   }
 }
 
@@ -254,7 +275,7 @@ v1::Job JobManager::FinishedRecord(const Entry& e, const RunOutcome& out,
   return job;
 }
 
-void JobManager::RunOne(const std::string& device, Entry& e) {
+void JobManager::RunOne(Entry& e) {
   v1::Job snapshot;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -277,7 +298,9 @@ void JobManager::RunOne(const std::string& device, Entry& e) {
   const v1::Job finished = FinishedRecord(e, out, &stage);
   const int64_t ran_ms =
       std::max<int64_t>(0, finished.finish_time_unix_ms() - finished.start_time_unix_ms());
-  usage_ms_[finished.owner()] += ran_ms;
+  // Device time: a gang held each of its devices for the whole run.
+  const std::vector<std::string> slots = JobDevices(finished);
+  usage_ms_[finished.owner()] += ran_ms * static_cast<int64_t>(slots.size());
   ++finished_runs_;
   finished_run_ms_ += ran_ms;
   if (CommitLocked(e, finished)) {
@@ -289,8 +312,10 @@ void JobManager::RunOne(const std::string& device, Entry& e) {
     e.pending = finished;
     e.pending_stage = stage;
   }
-  device_state_.at(device).running.clear();
+  for (const std::string& d : slots) device_state_.at(d).running.clear();
+  ReleaseGangLocked(e.job.id());
   events_cv_.notify_all();
+  work_cv_.notify_all();  // the gang's other devices wait for this
 }
 
 }  // namespace libreyolo::daemon

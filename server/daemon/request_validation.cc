@@ -267,6 +267,11 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& c
     return CheckInfer(r.infer(), config, local_ok, *device);
   }
   if (auto s = CheckModel(r.run().model(), config, local_ok, device); !s.ok()) return s;
+  // The ranks' slots say the device when the request does not (rpc.md, "Data-parallel jobs").
+  const v1::DataParallelOptions& dp = r.run().data_parallel();
+  if (r.run().model().device().empty() && !dp.devices().empty()) {
+    if (auto d = NormaliseDevice(dp.devices(0)); d.ok()) *device = *d;
+  }
   return CheckRun(r.run(), config, local_ok, *device);
 }
 

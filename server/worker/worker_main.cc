@@ -178,7 +178,15 @@ class Worker {
         result = engine::RunInferJob(spec, progress, &cancel_);
       } else if (request.has_run()) {
         done.set_job_dir((fs::path(run.project_dir()) / "prof").string());
-        engine::TrainJobSpec spec = ToEngineTrainSpec(request.run(), device_, run.project_dir());
+        RankPlacement placement;  // one rank of a data-parallel job, or world size 1
+        if (run.has_rank()) {
+          placement.rank = run.rank().rank();
+          placement.world_size = run.rank().world_size();
+          placement.master_addr = run.rank().master_addr();
+          placement.master_port = run.rank().master_port();
+        }
+        engine::TrainJobSpec spec =
+            ToEngineTrainSpec(request.run(), device_, run.project_dir(), placement);
         spec.output = output;
         result = engine::RunTrainJob(spec, progress, &cancel_);
       } else {
@@ -188,6 +196,8 @@ class Worker {
       result = absl::InternalError(absl::StrCat("the engine failed: ", e.what()));
     }
     if (result.ok()) {
+      // Where the engine put the job's files (a rank's: prof/rank<R>/, job_files.h).
+      done.set_job_dir(fs::path(result->profile_path).parent_path().string());
       done.set_step_ms(result->profile.step_ms.value_or(0));
       done.set_img_per_s(result->profile.img_per_s.value_or(0));
       done.set_bound(result->profile.bound);

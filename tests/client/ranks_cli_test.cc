@@ -6,11 +6,16 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/io/rank_artifacts.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/test_files.h"
 
 namespace libreyolo::cli {
 namespace {
+
+using ::libreyolo::RankArtifact;
+using ::libreyolo::RankArtifactName;
+using ::libreyolo::SplitRankArtifact;
 
 using testing::Cli;
 
@@ -70,6 +75,37 @@ TEST(RanksCli, SummaryOfAFolderAndRankFlag) {
   const auto remote = Cli({"profile", "summary", "job:abc", "--rank", "0"});
   EXPECT_EQ(remote.code, 2);
   EXPECT_NE(remote.err.find("not a job on a daemon"), std::string::npos) << remote.err;
+}
+
+// A data-parallel job's layout (<project>/prof/rank<R>/, what the engine writes and the client
+// fetches a daemon's gang into): read as the ranks even where a single-device run's
+// profile_trace.json sits beside them in the same prof/.
+TEST(RanksCli, RankFoldersWinOverASingleRunsTraceBesideThem) {
+  libreyolo::test::TempDir d;
+  d.Write("prof/profile_trace.json", R"({"traceEvents": []})");  // an earlier one-device run
+  d.Write("prof/rank0/profile_trace.json", Rank(0, 2, 1, 25));
+  d.Write("prof/rank1/profile_trace.json", Rank(1, 2, 21, 5));
+  const auto json = Cli({"profile", "summary", d.File("prof"), "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"world_size\": 2"), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"straggler\": 1,"), std::string::npos) << json.out;
+}
+
+// The names of a gang's artifacts (common/io/rank_artifacts.h): rank 0's plain, rank R's
+// prefixed, and back.
+TEST(RankArtifacts, NamesRoundTrip) {
+  EXPECT_EQ(RankArtifactName(0, "profile.json"), "profile.json");
+  EXPECT_EQ(RankArtifactName(3, "profile_trace.json"), "rank3.profile_trace.json");
+  for (int64_t rank : {0, 1, 7, 63}) {
+    const RankArtifact back = SplitRankArtifact(RankArtifactName(rank, "profile_trace.12.json"));
+    EXPECT_EQ(back.rank, rank);
+    EXPECT_EQ(back.file, "profile_trace.12.json");
+  }
+  // Names that only look like it are rank 0's files as they are.
+  for (const char* name : {"rank.json", "rankx.json", "rank0.json", "rank3.", "ranking.json"}) {
+    EXPECT_EQ(SplitRankArtifact(name).rank, 0) << name;
+    EXPECT_EQ(SplitRankArtifact(name).file, name) << name;
+  }
 }
 
 TEST(RanksCli, BadFoldersAreExitTwoUnreadableRanksExitOne) {

@@ -202,6 +202,46 @@ TEST(ValidateSubmit, NamesTheFieldOfEveryBadValue) {
   EXPECT_EQ(check(run).code(), absl::StatusCode::kResourceExhausted);
 }
 
+// A data-parallel run's options (issue 21): bounds from the one validator, named by their
+// flags; the slots say the device when the request does not.
+TEST(ValidateSubmit, DataParallelOptions) {
+  DaemonConfig c;
+  std::string device;
+  v1::SubmitJobRequest r;
+  r.mutable_run()->set_data("synthetic:8");
+  r.mutable_run()->mutable_model()->set_device("cpu");
+  r.mutable_run()->mutable_data_parallel()->set_nproc(2);
+  EXPECT_TRUE(ValidateSubmit(r, c, Tcp(), &device).ok());
+  auto bad = [&](auto mutate, const std::string& what) {
+    v1::SubmitJobRequest x = r;
+    mutate(*x.mutable_run()->mutable_data_parallel());
+    const absl::Status s = ValidateSubmit(x, c, Tcp(), &device);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << what << ": " << s;
+    EXPECT_THAT(Message(s), HasSubstr(what));
+  };
+  using Dp = v1::DataParallelOptions;
+  bad([](Dp& d) { d.set_nproc(65); }, "--nproc (run.data_parallel.nproc): 65 is outside 0..64");
+  bad([](Dp& d) { d.set_nproc(-1); }, "--nproc (run.data_parallel.nproc)");
+  bad([](Dp& d) { d.set_nproc(3); d.add_devices("cpu"); d.add_devices("cpu:1"); },
+      "3 ranks but --devices names 2 slots");
+  bad([](Dp& d) { d.set_backend("mpi"); }, "--dist-backend (run.data_parallel.backend): 'mpi'");
+  bad([](Dp& d) { d.set_backend("nccl"); }, "nccl needs CUDA devices");
+  bad([](Dp& d) { d.set_bucket_cap_mb(0); }, "--bucket-cap-mb (run.data_parallel.bucket_cap_mb)");
+  bad([](Dp& d) { d.set_bucket_cap_mb(std::nan("")); }, "--bucket-cap-mb");
+  bad([](Dp& d) { d.set_bucket_cap_mb(1e9); }, "--bucket-cap-mb");
+  bad([](Dp& d) { d.set_timeout_s(0); }, "--dist-timeout (run.data_parallel.timeout_s)");
+  bad([](Dp& d) { d.set_timeout_s(INT64_MAX); }, "--dist-timeout");
+  bad([](Dp& d) { d.set_nproc(0); d.add_devices(std::string(100, 'x')); },
+      "run.data_parallel.devices");
+  // Without model.device, the first slot is the job's device.
+  v1::SubmitJobRequest slots;
+  slots.mutable_run()->set_data("synthetic:8");
+  slots.mutable_run()->mutable_data_parallel()->add_devices("cpu:1");
+  slots.mutable_run()->mutable_data_parallel()->add_devices("cpu");
+  EXPECT_TRUE(ValidateSubmit(slots, c, Tcp(), &device).ok());
+  EXPECT_EQ(device, "cpu:1");
+}
+
 TEST(ValidateSubmit, LocalPathsOnlyForAPrivateDaemonsOwnUid) {
   DaemonConfig c;
   std::string device;

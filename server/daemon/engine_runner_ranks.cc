@@ -1,0 +1,155 @@
+// EngineRunner's data-parallel jobs (engine_runner.h, RunRanks): the ranks of one job on the
+// workers of its device slots, supervised together.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/io/rank_artifacts.h"
+#include "common/io/unique_fd.h"
+#include "server/daemon/engine_runner.h"
+
+namespace libreyolo::daemon {
+namespace {
+
+// A TCP port on loopback that nothing listens on now, for rank 0's TCPStore. Another process
+// may take it before rank 0 binds it: the rendezvous then fails with the reason, and the job
+// with it (it is not retried behind the caller's back).
+absl::StatusOr<int> FreeLoopbackPort() {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return absl::UnavailableError("no socket for the rendezvous port");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return absl::UnavailableError("cannot find a free loopback port for the rendezvous");
+  }
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+// One rank's run, as its thread leaves it.
+struct RankRun {
+  engine::CancelToken cancel;
+  EngineWorker* worker = nullptr;
+  pid_t pid = 0;
+  EngineWorker::JobEnd end;
+  int64_t finished = -1;  // the order in which ranks ended (0 = first); -1 while running
+};
+
+bool Succeeded(const EngineWorker::JobEnd& end) { return end.done && end.done->code() == 0; }
+
+}  // namespace
+
+absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
+                                    const std::string& scratch, const DaemonConfig& config,
+                                    const std::function<void(const RunProgress&)>& progress,
+                                    const engine::CancelToken& cancel, RunOutcome* out) {
+  const int n = job.devices_size();
+  auto rank_name = [&](int r) {
+    return absl::StrCat("rank ", r, " of ", n, " (", job.devices(r), ")");
+  };
+  std::vector<RankRun> runs(static_cast<size_t>(n));
+  auto at = [&](int r) -> RankRun& { return runs[static_cast<size_t>(r)]; };
+  // Every rank's worker, started from this thread (a device's job thread, which lives as long
+  // as the daemon: a worker's parent-death signal follows the thread that started it).
+  for (int r = 0; r < n; ++r) {
+    absl::StatusOr<EngineWorker*> w = EnsureWorker(job.devices(r));
+    if (!w.ok()) {
+      return absl::Status(w.status().code(),
+                          absl::StrCat(rank_name(r), ": ", w.status().message()));
+    }
+    at(r).worker = *w;
+    at(r).pid = (*w)->pid();
+  }
+  auto port = FreeLoopbackPort();
+  if (!port.ok()) return port.status();
+  const EngineWorker::Supervision watch = Watch(job, config);
+  // Rank 0's progress is the job's (every rank runs the same steps).
+  const std::function<void(const RunProgress&)> none;
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t ended = 0;
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      wv1::RankPlacement placement;
+      placement.set_rank(r);
+      placement.set_world_size(n);
+      placement.set_master_addr("127.0.0.1");
+      placement.set_master_port(*port);
+      EngineWorker::JobEnd end = at(r).worker->RunJob(
+          resolved, scratch, r == 0 ? progress : none, at(r).cancel, watch, placement);
+      std::lock_guard<std::mutex> lock(mu);
+      at(r).end = std::move(end);
+      at(r).finished = ended++;
+      cv.notify_all();
+    });
+  }
+  {
+    // The job's cancel goes to every rank; so does the first failure (the others would wait
+    // for it at their next collective until the dist timeout).
+    std::unique_lock<std::mutex> lock(mu);
+    while (ended < n) {
+      cv.wait_for(lock, std::chrono::milliseconds(100));
+      bool stop = cancel.cancelled.load();
+      for (const RankRun& run : runs) stop |= run.finished >= 0 && !Succeeded(run.end);
+      if (stop) {
+        for (RankRun& run : runs) run.cancel.cancelled = true;
+      }
+    }
+  }
+  for (std::thread& t : threads) t.join();
+
+  // The job's outcome: the first rank to fail is the cause (the others failed or were stopped
+  // because of it); a job cancelled by its caller is cancelled.
+  const RankRun* first_failed = nullptr;
+  int first_rank = -1;
+  for (int r = 0; r < n; ++r) {
+    if (Succeeded(at(r).end)) continue;
+    if (first_failed == nullptr || at(r).finished < first_failed->finished) {
+      first_failed = &at(r);
+      first_rank = r;
+    }
+  }
+  for (int r = 0; r < n; ++r) {
+    // Every rank's end is looked at (deaths are counted and logged), the cause's kept.
+    std::string note;
+    absl::Status s = EndStatus(job, job.devices(r), at(r).pid, *at(r).worker, at(r).end,
+                               config, &note);
+    if (r != first_rank) continue;
+    if (cancel.cancelled.load()) {
+      out->cancel_note = note;
+      return absl::CancelledError(absl::StrCat("cancelled while running ", n, " ranks"));
+    }
+    // The engine already names the rank in its own errors ("rank 1 of 2: ...").
+    const std::string said = absl::StrCat("rank ", r, " of ", n, ": ");
+    std::string message(s.message());
+    if (absl::StartsWith(message, said)) message = message.substr(said.size());
+    return absl::Status(s.code(), absl::StrCat(rank_name(r), ": ", message));
+  }
+  for (int r = 0; r < n; ++r) {
+    if (absl::Status s = Publish(job, at(r).end.done->job_dir(), scratch,
+                                 RankArtifactName(r, ""), config, r == 0 ? progress : none, out);
+        !s.ok()) {
+      return s;
+    }
+  }
+  const wv1::Done& done = *runs[0].end.done;
+  out->step_ms = done.step_ms();
+  out->img_per_s = done.img_per_s();
+  out->bound = done.bound();
+  return absl::OkStatus();
+}
+
+}  // namespace libreyolo::daemon

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# ctest daemon_ddp_test (issue 21, section 1): `libreyolo profile run --nproc 2` on a libreyolod
+# with two CPU slots (cpu, cpu:1): one rank per slot's engine worker, Gloo on loopback, run as
+# one gang. Checks:
+#   1. the job succeeds; the client puts each rank's files in <project>/prof/rank<R>/ and prints
+#      the cross-rank summary of that folder (world size 2, gloo, both ranks, all-reduce bytes
+#      per step = the gradients' bytes); the job's record names both slots;
+#   2. more ranks than the daemon has slots is refused at submission, naming the slots it has
+#      (exit 2, nothing queued);
+#   3. a rank whose worker is killed (SIGKILL) mid-run fails the whole job, naming that rank,
+#      its slot and the signal; the daemon replaces the worker and the next gang succeeds.
+set -euo pipefail
+daemon="$1"; cli="$2"; python="$3"; work="$4"
+rm -rf "$work" && mkdir -p "$work"
+sock="$work/d.sock"
+export OMP_WAIT_POLICY=PASSIVE
+"$daemon" --listen "unix:$sock" --device cpu --device cpu:1 --state-dir "$work/state" \
+  --store-dir "$work/store" --threads 1 > "$work/daemon.log" 2>&1 &
+dpid=$!
+cleanup() { kill -TERM "$dpid" 2>/dev/null || true; wait "$dpid" 2>/dev/null || true; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; tail -20 "$work/daemon.log"; exit 1; }
+for _ in $(seq 1 600); do
+  "$cli" jobs list --remote "unix:$sock" > /dev/null 2>&1 && break
+  kill -0 "$dpid" 2>/dev/null || fail "libreyolod exited before answering"
+  sleep 0.2
+done
+job=(synthetic:16 --device cpu --imgsz 64 --batch 2 --steps 2 --warmup 1 --workers 0
+     --threads 1 --no-probe-overhead --remote "unix:$sock")
+
+# 1. Two ranks, end to end.
+rc=0
+"$cli" profile run "${job[@]}" --nproc 2 --project "$work/p" --json > "$work/run.json" \
+  2> "$work/run.err" || rc=$?
+[ "$rc" -eq 0 ] || { cat "$work/run.err"; fail "profile run --nproc 2 exited $rc"; }
+"$python" - "$work" <<'EOF'
+import json, os, sys
+work = sys.argv[1]
+fails = []
+def check(ok, what):
+    if not ok:
+        fails.append(what)
+v = json.load(open(f"{work}/run.json"))
+check(v.get("world_size") == 2 and v.get("backend") == "gloo",
+      f"summary: world size {v.get('world_size')}, backend {v.get('backend')}")
+check(len(v.get("ranks", [])) == 2, f"summary: {len(v.get('ranks', []))} ranks")
+grads = None
+for rank in (0, 1):
+    d = f"{work}/p/prof/rank{rank}"
+    for f in ("profile.json", "profile_trace.json"):
+        check(os.path.isfile(f"{d}/{f}"), f"no {d}/{f}")
+    if not os.path.isfile(f"{d}/profile.json"):
+        continue
+    dp = json.load(open(f"{d}/profile.json"))["config"].get("data_parallel") or {}
+    check(dp.get("rank") == rank and dp.get("world_size") == 2,
+          f"rank {rank}: data_parallel {dp}")
+    check(dp.get("replica_divergence") == 0, f"rank {rank}: replicas diverged")
+    grads = dp.get("gradient_bytes")
+check(grads is not None and v.get("allreduce_bytes") == grads,
+      f"all-reduce bytes per step {v.get('allreduce_bytes')}, gradients {grads}")
+if fails:
+    print("FAIL:\n  " + "\n  ".join(fails))
+    sys.exit(1)
+print("ok: two ranks through the daemon, read as one run")
+EOF
+id="$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["job_id"])' "$work/run.json")"
+"$cli" jobs show "$id" --remote "unix:$sock" > "$work/show.txt"
+grep -q "^device    cpu, cpu:1 (2 ranks)" "$work/show.txt" || { cat "$work/show.txt"; fail "jobs show"; }
+echo "ok: job $id ran on cpu, cpu:1"
+
+# 2. More ranks than slots.
+rc=0
+"$cli" profile run "${job[@]}" --nproc 3 --project "$work/p3" > /dev/null 2> "$work/three.err" || rc=$?
+if [ "$rc" -ne 2 ] || ! grep -q "3 ranks, but this daemon has 2 CPU slots (cpu, cpu:1)" "$work/three.err"; then
+  cat "$work/three.err"; fail "--nproc 3 on two slots exited $rc"
+fi
+echo "ok: --nproc 3 on two slots refused (exit 2)"
+
+# 3. Rank 1's worker killed mid-run.
+id="$("$cli" profile run synthetic:400 --device cpu --imgsz 64 --batch 2 --steps 80 --warmup 1 \
+  --workers 0 --threads 1 --no-probe-overhead --remote "unix:$sock" --nproc 2 --detach)"
+worker=""
+for _ in $(seq 1 600); do
+  if "$cli" jobs show "$id" --remote "unix:$sock" --json 2>/dev/null | grep -q '"JOB_STATE_RUNNING"'; then
+    worker="$(pgrep -P "$dpid" -f -- "--device cpu:1" | head -1 || true)"
+    [ -n "$worker" ] && break
+  fi
+  sleep 0.2
+done
+[ -n "$worker" ] || fail "rank 1's worker not found"
+sleep 3  # into its steps
+kill -9 "$worker"
+rc=0
+timeout 120 "$cli" jobs watch "$id" --remote "unix:$sock" > /dev/null 2>&1 || rc=$?
+"$cli" jobs show "$id" --remote "unix:$sock" > "$work/killed.txt"
+grep -q "^state     failed" "$work/killed.txt" || { cat "$work/killed.txt"; fail "killed rank: not failed"; }
+grep -Eq "rank 1 of 2 \(cpu:1\): the engine worker for cpu:1 \(pid $worker\) (was )?killed by signal 9" \
+  "$work/killed.txt" || { cat "$work/killed.txt"; fail "killed rank: the error does not name it"; }
+grep "^error" "$work/killed.txt" | cut -c1-240
+rc=0
+"$cli" profile run "${job[@]}" --nproc 2 --project "$work/again" > /dev/null 2> "$work/again.err" || rc=$?
+[ "$rc" -eq 0 ] || { cat "$work/again.err"; fail "the gang after the killed rank exited $rc"; }
+echo "ok: a killed rank fails the job, naming it; the next gang succeeds"
