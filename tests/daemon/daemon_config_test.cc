@@ -385,8 +385,8 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
     }
     EXPECT_TRUE(ApplyDaemonFlags(args, &c).ok()) << name;
   }
-  // With --worker-binary, --connection-idle-timeout and --handshake-timeout.
-  EXPECT_EQ(documented, 41);
+  // With --worker-binary, --connection-idle-timeout, --handshake-timeout and --cpu-slots.
+  EXPECT_EQ(documented, 42);
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {

@@ -212,8 +212,40 @@ TEST_F(JobOptions, EveryRunFieldFromTheFlagToProfileJsonAndBack) {
   auto p = LoadProfile(r->profile_path);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(ProfileValue(*p, "config.data"), "\"synthetic:16\"");  // the positional
+  // The data-parallel options: a single-device run's profile has no data_parallel block
+  // (engine_ddp_test and daemon_ddp_test check it on real ranks), so they are walked from the
+  // flag to the spec and into the engine's options here.
   ExpectWalked(walk, *p, ProtoFields(v1::RunSpec::descriptor()),
-               {"RunSpec.data", "ProfilerOptions.with_stack"});
+               {"RunSpec.data", "ProfilerOptions.with_stack", "DataParallelOptions.nproc",
+                "DataParallelOptions.devices", "DataParallelOptions.backend",
+                "DataParallelOptions.bucket_cap_mb",
+                "DataParallelOptions.gradient_as_bucket_view",
+                "DataParallelOptions.broadcast_buffers", "DataParallelOptions.timeout_s"});
+  const cli::ParsedArgs dp_args =
+      Parse("run", {},
+            {"synthetic:16", "--devices", "cpu,cpu:1", "--nproc", "2", "--dist-backend", "GLOO",
+             "--bucket-cap-mb", "5", "--gradient-as-bucket-view", "--no-broadcast-buffers",
+             "--dist-timeout", "9"});
+  v1::RunSpec dp_spec;
+  ASSERT_TRUE(cli::ReadRunSpec(dp_args, &dp_spec).ok());
+  const v1::DataParallelOptions& d = dp_spec.data_parallel();
+  EXPECT_EQ(d.nproc(), 2);
+  ASSERT_EQ(d.devices_size(), 2);
+  EXPECT_EQ(d.devices(1), "cpu:1");
+  EXPECT_EQ(dp_spec.model().device(), "cpu");  // the first slot, --device not given
+  EXPECT_TRUE(jobspec::ValidateRunSpec(dp_spec, {}, /*cpu=*/true).ok());
+  worker::RankPlacement placement;
+  placement.rank = 1;
+  placement.world_size = 2;
+  const engine::TrainJobSpec de =
+      worker::ToEngineTrainSpec(dp_spec, "cpu", dir_.string(), placement);
+  EXPECT_EQ(de.data_parallel.backend, "gloo");
+  EXPECT_EQ(de.data_parallel.bucket_cap_mb, 5);
+  EXPECT_TRUE(de.data_parallel.gradient_as_bucket_view);
+  EXPECT_FALSE(de.data_parallel.broadcast_buffers);
+  EXPECT_EQ(de.data_parallel.timeout_s, 9);
+  EXPECT_EQ(de.data_parallel.rank, 1);
+  EXPECT_EQ(de.data_parallel.world_size, 2);
 }
 
 // Unset fields: the spec's defaults (job_defaults.h) reach the engine, whichever way a job
