@@ -113,30 +113,32 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
 
   // The job's outcome: the first rank to fail is the cause (the others failed or were stopped
   // because of it); a job cancelled by its caller is cancelled.
-  const RankRun* first_failed = nullptr;
   int first_rank = -1;
   for (int r = 0; r < n; ++r) {
     if (Succeeded(at(r).end)) continue;
-    if (first_failed == nullptr || at(r).finished < first_failed->finished) {
-      first_failed = &at(r);
-      first_rank = r;
-    }
+    if (first_rank < 0 || at(r).finished < at(first_rank).finished) first_rank = r;
   }
+  // Every rank's end is looked at (each death is counted and logged); the cause's is kept.
+  absl::Status cause;
+  std::string cause_note;
   for (int r = 0; r < n; ++r) {
-    // Every rank's end is looked at (deaths are counted and logged), the cause's kept.
     std::string note;
     absl::Status s = EndStatus(job, job.devices(r), at(r).pid, *at(r).worker, at(r).end,
                                config, &note);
     if (r != first_rank) continue;
+    cause = std::move(s);
+    cause_note = std::move(note);
+  }
+  if (first_rank >= 0) {
     if (cancel.cancelled.load()) {
-      out->cancel_note = note;
+      out->cancel_note = cause_note;
       return absl::CancelledError(absl::StrCat("cancelled while running ", n, " ranks"));
     }
     // The engine already names the rank in its own errors ("rank 1 of 2: ...").
-    const std::string said = absl::StrCat("rank ", r, " of ", n, ": ");
-    std::string message(s.message());
+    const std::string said = absl::StrCat("rank ", first_rank, " of ", n, ": ");
+    std::string message(cause.message());
     if (absl::StartsWith(message, said)) message = message.substr(said.size());
-    return absl::Status(s.code(), absl::StrCat(rank_name(r), ": ", message));
+    return absl::Status(cause.code(), absl::StrCat(rank_name(first_rank), ": ", message));
   }
   for (int r = 0; r < n; ++r) {
     if (absl::Status s = Publish(job, at(r).end.done->job_dir(), scratch,
