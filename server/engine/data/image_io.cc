@@ -114,7 +114,12 @@ absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, const std::st
   try {
     // Wrap without copying; imdecode only reads the buffer.
     const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
-    image = cv::imdecode(raw, cv::IMREAD_COLOR);
+    // Pixels as stored, as the Python LibreYOLO reads them (PIL's Image.open().convert("RGB") for
+    // inference, cv2.imread(IMREAD_UNCHANGED) for training: neither applies an EXIF orientation;
+    // its `doctor` warns about such images). OpenCV's IMREAD_COLOR alone would rotate them, so
+    // a rotated photo would give other detections than the Python tool's and boxes that no
+    // longer fit its labels.
+    image = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
   } catch (const cv::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("image '", what, "' cannot be decoded (",
                                                    e.what(), "); replace or delete the file"));

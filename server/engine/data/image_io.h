@@ -35,7 +35,8 @@ absl::StatusOr<std::vector<std::string>> ListSplitImages(const std::vector<std::
 // label sits beside the image.
 std::string LabelPathForImage(const std::string& image_path);
 
-// Reads and decodes an image as 3-channel BGR uint8. NOT_FOUND for a missing file,
+// Reads and decodes an image as 3-channel BGR uint8, its pixels as stored: an EXIF orientation
+// is not applied (the Python LibreYOLO does not apply it either). NOT_FOUND for a missing file,
 // INVALID_ARGUMENT naming the file for one OpenCV cannot decode (corrupt or unsupported).
 absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path);
 absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, const std::string& what);

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
+
+#include <opencv2/imgcodecs.hpp>
 
 #include "server/engine/data/dataset.h"
 #include "server/engine/data/image_io.h"
@@ -96,6 +100,47 @@ TEST(ImageIoTest, LabelPathForImage) {
   EXPECT_EQ(LabelPathForImage("/d/images/train/a.jpg"), "/d/labels/train/a.txt");
   EXPECT_EQ(LabelPathForImage("/images/x/images/b.PNG"), "/images/x/labels/b.txt");
   EXPECT_EQ(LabelPathForImage("/d/pics/c.jpeg"), "/d/pics/c.txt");
+}
+
+// A JPEG whose EXIF says "rotate 90 degrees clockwise to display" (Orientation = 6), as phones
+// write them: an APP1 segment put after SOI. The TIFF block is big-endian with one IFD entry.
+std::string WithExifOrientation(const std::vector<uchar>& jpeg, uint16_t orientation) {
+  const std::string tiff = std::string("MM\x00\x2a\x00\x00\x00\x08", 8) +
+                           std::string("\x00\x01", 2) +              // one entry
+                           std::string("\x01\x12\x00\x03", 4) +      // Orientation, SHORT
+                           std::string("\x00\x00\x00\x01", 4) +      // count 1
+                           std::string(1, '\0') + std::string(1, static_cast<char>(orientation)) +
+                           std::string("\x00\x00", 2) + std::string(4, '\0');  // no next IFD
+  const std::string payload = std::string("Exif\0\0", 6) + tiff;
+  const size_t length = payload.size() + 2;
+  std::string app1 = std::string("\xFF\xE1", 2) + static_cast<char>(length >> 8) +
+                     static_cast<char>(length & 0xFF) + payload;
+  std::string out(jpeg.begin(), jpeg.end());
+  out.insert(2, app1);  // after SOI (FF D8)
+  return out;
+}
+
+TEST(ImageIoTest, ExifOrientationIsNotAppliedAsInThePythonTool) {
+  // 40 wide, 20 tall: the left half red, the right half blue (BGR).
+  cv::Mat image(20, 40, CV_8UC3, cv::Scalar(0, 0, 255));
+  image(cv::Rect(20, 0, 20, 20)).setTo(cv::Scalar(255, 0, 0));
+  std::vector<uchar> jpeg;
+  ASSERT_TRUE(cv::imencode(".jpg", image, jpeg, {cv::IMWRITE_JPEG_QUALITY, 100}));
+  const std::string rotated = WithExifOrientation(jpeg, 6);
+  // The file really is flagged: OpenCV's default reading turns it to 20 x 40.
+  const cv::Mat raw(1, static_cast<int>(rotated.size()), CV_8UC1,
+                    const_cast<char*>(rotated.data()));
+  ASSERT_EQ(cv::imdecode(raw, cv::IMREAD_COLOR).size(), cv::Size(20, 40));
+
+  TempDir dir;
+  const std::string path = dir.Write("images/train/phone.jpg", rotated);
+  for (const auto& decoded : {DecodeImageFile(path), DecodeImageBytes(rotated, "phone.jpg")}) {
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_EQ(decoded->size(), cv::Size(40, 20));  // as stored, as PIL and cv2's UNCHANGED read it
+    const cv::Vec3b left = decoded->at<cv::Vec3b>(10, 5), right = decoded->at<cv::Vec3b>(10, 35);
+    EXPECT_GT(left[2], 200);  // red stays left
+    EXPECT_GT(right[0], 200);  // blue stays right
+  }
 }
 
 TEST(ImageIoTest, CorruptAndMissingImages) {
