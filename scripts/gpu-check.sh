@@ -27,6 +27,8 @@
 #   kineto    libreyolo-engine infer --kineto-trace ...     (LibTorch's own trace, same window)
 #   infer_lt  infer again with --collector libtorch         (the CPU collector native replaced)
 #   run_lt    run again with --collector libtorch
+#   twice     two identical `profile infer` jobs on one libreyolod, so in one engine worker (one
+#             process, two CUPTI collections): their kernel times must agree (issue 23 item 10)
 #   python    the Python LibreYOLO's `profile infer` on the same device (wheels carried along)
 #   report    scripts/gpu_report.py -> gpu-report.md
 set -uo pipefail
@@ -173,6 +175,33 @@ step infer_lt "$bin/libreyolo" profile infer "${common[@]}" --collector libtorch
 step run_lt "$bin/libreyolo" profile run synthetic --device "$device" --weights "$weights" \
   --imgsz "$imgsz" --batch "$batch" --steps "$steps" --warmup 3 --workers 2 \
   --collector libtorch --project "$out/run_lt"
+# Two identical jobs in one engine worker: a daemon serving the device, the same job twice back to
+# back; gpu_report.py compares their kernel times and counts (issue 23 item 10).
+twice() {
+  local sock="$XDG_RUNTIME_DIR/twice.sock" rc=0 i dpid
+  mkdir -p "$out/twice"
+  "$bin/libreyolod" --listen "unix:$sock" --device "$device" --state-dir "$out/twice/state" \
+    --store-dir "$out/twice/store" --models-dir "$(dirname "$weights")" \
+    > "$out/twice/daemon.log" 2>&1 &
+  dpid=$!
+  for _ in $(seq 1 600); do
+    "$bin/libreyolo" jobs list --remote "unix:$sock" > /dev/null 2>&1 && break
+    kill -0 "$dpid" 2>/dev/null || { echo "libreyolod exited"; return 1; }
+    sleep 0.2
+  done
+  for i in 1 2; do
+    "$bin/libreyolo" profile infer --device "$device" --weights "$(basename "$weights")" \
+      --imgsz "$imgsz" --warmup 10 --runs "$runs" --remote "unix:$sock" \
+      --project "$out/twice/job$i" || rc=1
+  done
+  kill -TERM "$dpid"; wait "$dpid" || true
+  # One worker for both: a restart would start a second process.
+  if grep -qi "restart\|died\|killed" "$out/twice/daemon.log"; then
+    echo "the engine worker was replaced between the jobs"; rc=1
+  fi
+  return $rc
+}
+step twice twice
 # The Python LibreYOLO on the same device, weights and size (wheels carried in gpu-extra).
 if ! "$py" -c 'import libreyolo' 2>/dev/null && ls "$extra"/wheels/*.whl >/dev/null 2>&1; then
   "$py" -m pip install -q --no-index --no-deps --target "$out/site" "$extra"/wheels/*.whl \

@@ -86,6 +86,8 @@ def main():
     ours_k = summary(a.libreyolo, first(f"{out}/kineto/**/profile_trace.json"))
     kineto = summary(a.libreyolo, first(f"{out}/kineto/**/kineto_trace.json"))
     python = load(first(f"{out}/python/**/profile.json"))
+    twice1 = load(first(f"{out}/twice/job1/**/profile.json"))
+    twice2 = load(first(f"{out}/twice/job2/**/profile.json"))
     unit = load(f"{out}/unit.json")
 
     rows = []
@@ -127,6 +129,15 @@ def main():
             f"{prof(native, 'overhead_ci_pct') or ''} vs "
             f"{fmt(num(libtorch, 'profiler', 'overhead_pct'), ' %', 1)} "
             f"{prof(libtorch, 'overhead_ci_pct') or ''}", goal)
+    # Two jobs in one worker (two CUPTI collections in one process): the second must measure what
+    # the first did (PyTorch's profiler gets a process's second session wrong).
+    t1, t2 = num(twice1, "gpu_kernel_ms_per_step"), num(twice2, "gpu_kernel_ms_per_step")
+    row("two jobs in one worker: kernel ms/step, job 1 vs job 2",
+        f"{fmt(t1, ' ms', 3)} vs {fmt(t2, ' ms', 3)} ({fmt(pct_diff(t2, t1), ' %', 1)})",
+        "within 5 %")
+    row("two jobs in one worker: kernels/step, job 1 vs job 2",
+        f"{fmt(num(twice1, 'kernels_per_step'), '', 1)} vs {fmt(num(twice2, 'kernels_per_step'), '', 1)}",
+        "equal")
     ours_p50 = num(infer, "latency", "p50_ms")
     py_p50 = num(python, "latency", "p50_ms")
     row("latency p50: ours vs Python LibreYOLO (fp32)",

@@ -11,7 +11,7 @@ bash "$root/scripts/gpu-check.sh" --device cpu --quick --build "$build" --out "$
 report="$out/gpu-report.md"
 fail() { echo "gpu_check_dry_run: $*" >&2; cat "$report" >&2 || true; exit 1; }
 [ -s "$report" ] || fail "no report"
-for step in infer run kineto report; do
+for step in infer run kineto twice report; do
   awk -F'\t' -v s="$step" '$1 == s && $2 == 0 {found=1} END {exit !found}' "$out/steps.tsv" ||
     fail "step $step did not exit 0"
 done
@@ -23,5 +23,7 @@ grep -Eq '\| latency p50: ours vs Python LibreYOLO \(fp32\) \| [0-9]+\.[0-9]+ ms
   fail "latency row"
 grep -q '| kernels/step: ours vs Kineto | n/a vs n/a | equal |' "$report" || fail "a CPU run's kernels are n/a"
 grep -q '| infer --half: Tensor Core share | n/a | > 0 |' "$report" || fail "no --half step on a CPU"
+grep -q '| two jobs in one worker: kernels/step, job 1 vs job 2 | n/a vs n/a | equal |' "$report" ||
+  fail "two jobs in one worker: a CPU run's kernels are n/a"
 grep -Eq '\| engine_cuda_runtime_test \| ([0-9]+)/\1 passed' "$report" || fail "CUDA runtime unit test"
 echo "gpu_check_dry_run: ok"

@@ -13,19 +13,17 @@
 #include <atomic>
 #include <cstdlib>
 #include <ctime>
-#include <iterator>
 #include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "server/engine/collect/cupti_adapter.h"
 #include "server/engine/collect/cupti_convert.h"
+#include "server/engine/collect/cupti_session.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -34,38 +32,10 @@ std::atomic<bool> g_running{false};
 std::atomic<size_t> g_buffer_bytes{size_t{8} << 20};
 std::atomic<uint64_t> g_callback_failures{0};
 
-struct Sink {
-  absl::Mutex mu;
-  CuptiRecords records ABSL_GUARDED_BY(mu);
-};
-
-Sink& TheSink() {
-  static Sink* sink = new Sink();  // never destroyed: CUPTI may call back during exit
+// Never destroyed: CUPTI may call back during exit.
+CuptiSessionSink& TheSink() {
+  static CuptiSessionSink* sink = new CuptiSessionSink();
   return *sink;
-}
-
-template <typename T>
-void MoveAppend(std::vector<T>& to, std::vector<T>& from) {
-  to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
-}
-
-void MoveAppend(CuptiRecords& to, CuptiRecords& from) {
-  MoveAppend(to.kernels, from.kernels);
-  MoveAppend(to.memcpys, from.memcpys);
-  MoveAppend(to.memsets, from.memsets);
-  MoveAppend(to.api_calls, from.api_calls);
-  MoveAppend(to.devices, from.devices);
-  MoveAppend(to.memory, from.memory);
-  to.dropped += from.dropped;
-  to.other += from.other;
-}
-
-CuptiRecords TakeRecords() {
-  Sink& s = TheSink();
-  absl::MutexLock lock(&s.mu);
-  CuptiRecords out = std::move(s.records);
-  s.records = CuptiRecords();
-  return out;
 }
 
 void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -84,9 +54,7 @@ void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffe
     if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS) {
       local.dropped += dropped;
     }
-    Sink& s = TheSink();
-    absl::MutexLock lock(&s.mu);
-    MoveAppend(s.records, local);
+    TheSink().Deliver(std::move(local));
   } catch (...) {
     ++g_callback_failures;
   }
@@ -125,11 +93,20 @@ void DisableKinds(const std::vector<Kind>& kinds) {
   for (const Kind& k : kinds) (void)cuptiActivityDisable(k.kind);
 }
 
+// Once per process: the callbacks are the same functions for every collection (the sink tells
+// the collections apart), and re-registering them per session is what trips PyTorch's profiler
+// on its second session.
+absl::Status RegisterCallbacksOnce() {
+  static const absl::Status* registered = new absl::Status(
+      CuptiStatus(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted),
+                  "cuptiActivityRegisterCallbacks"));
+  return *registered;
+}
+
 absl::Status EnableActivity(const CuptiOptions& o) {
   g_buffer_bytes = std::max<size_t>(o.buffer_bytes / ACTIVITY_RECORD_ALIGNMENT, 1024) *
                    ACTIVITY_RECORD_ALIGNMENT;
-  absl::Status s = CuptiStatus(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted),
-                               "cuptiActivityRegisterCallbacks");
+  absl::Status s = RegisterCallbacksOnce();
   if (!s.ok()) return s;
   std::vector<Kind> enabled;
   for (const Kind& k : KindsFor(o)) {
@@ -150,7 +127,8 @@ int64_t RealtimeNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-void SampleClocks(const std::function<int64_t()>& cpu_clock, std::vector<ClockSample>* out) {
+std::vector<ClockSample> SampleClocks(const std::function<int64_t()>& cpu_clock) {
+  std::vector<ClockSample> out;
   for (int i = 0; i < 5; ++i) {
     ClockSample s;
     uint64_t cupti = 0;
@@ -158,8 +136,9 @@ void SampleClocks(const std::function<int64_t()>& cpu_clock, std::vector<ClockSa
     const CUptiResult r = cuptiGetTimestamp(&cupti);
     s.cpu_after_ns = cpu_clock();
     s.other_ns = static_cast<int64_t>(cupti);
-    if (r == CUPTI_SUCCESS) out->push_back(s);
+    if (r == CUPTI_SUCCESS) out.push_back(s);
   }
+  return out;
 }
 
 // The driver entry points we use, from the already opened libcuda.so.1.
@@ -301,14 +280,15 @@ absl::StatusOr<std::unique_ptr<CuptiCollector>> CuptiCollector::Start(const Cupt
     c->inactive_note_ = absl::StrCat("CUPTI: ", problem, "; GPU activity not recorded");
     return c;
   }
-  (void)TakeRecords();  // nothing left over from an earlier collection
   g_callback_failures = 0;
+  // Opened before the kinds are enabled, so a buffer that fills at once is this collection's.
+  TheSink().Open(SampleClocks(c->options_.cpu_clock_ns));
   if (const absl::Status s = EnableActivity(c->options_); !s.ok()) {
+    (void)TheSink().Close({});
     c->inactive_note_ = absl::StrCat("CUPTI: cannot start activity tracing (", s.message(),
                                      "); GPU activity not recorded");
     return c;
   }
-  SampleClocks(c->options_.cpu_clock_ns, &c->clock_samples_);
   c->active_ = true;
   return c;
 }
@@ -318,7 +298,7 @@ CuptiCollector::~CuptiCollector() {
   if (active_) {
     DisableKinds(KindsFor(options_));
     (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    (void)TakeRecords();
+    (void)TheSink().Close({});
   }
   g_running = false;
 }
@@ -333,17 +313,16 @@ absl::StatusOr<CollectedTrace> CuptiCollector::Stop() {
     return trace;
   }
   active_ = false;
-  SampleClocks(options_.cpu_clock_ns, &clock_samples_);
+  std::vector<ClockSample> stop_samples = SampleClocks(options_.cpu_clock_ns);
   DisableKinds(KindsFor(options_));
   const absl::Status flushed =
       CuptiStatus(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
-  CuptiRecords records = TakeRecords();
+  CuptiSessionRecords session = TheSink().Close(std::move(stop_samples));
   const uint64_t failures = g_callback_failures.exchange(0);
   g_running = false;
 
-  CompleteDevices(libcuda_, &records);
-  trace = ConvertCuptiRecords(records, ApiName);
-  trace.clock_samples = std::move(clock_samples_);
+  CompleteDevices(libcuda_, &session.records);
+  trace = ConvertCuptiSession(session, ApiName);
   if (!flushed.ok()) {
     trace.notes.push_back(
         absl::StrCat("CUPTI: ", flushed.message(), "; GPU activity may be incomplete"));

@@ -58,7 +58,6 @@ class CuptiCollector {
   bool stopped_ = false;
   std::string inactive_note_;
   CuptiOptions options_;
-  std::vector<ClockSample> clock_samples_;
   void* libcuda_ = nullptr;  // dlopen handle of the driver, for device attributes
 };
 
