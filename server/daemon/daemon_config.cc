@@ -292,6 +292,10 @@ absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
       {"limits.max_artifact_bytes", limits.max_artifact_bytes},
       {"limits.max_watchers", limits.max_watchers},
       {"limits.max_watchers_per_user", limits.max_watchers_per_user},
+      {"limits.max_reads", limits.max_reads},
+      {"limits.max_reads_per_user", limits.max_reads_per_user},
+      {"limits.max_downloads", limits.max_downloads},
+      {"limits.max_downloads_per_user", limits.max_downloads_per_user},
       {"limits.max_job_seconds (--max-job-seconds)", limits.max_job_seconds},
   };
   for (const auto& [key, value] : positive) {

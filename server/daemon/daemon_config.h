@@ -31,6 +31,12 @@ struct Limits {
   int64_t max_artifact_bytes = int64_t{2} << 30;
   int32_t max_watchers = 256;  // concurrent WatchJob streams
   int32_t max_watchers_per_user = 32;  // concurrent WatchJob streams of one user
+  // Reader calls (Summary, Get, Phases, Kernels, Ops, Compare, WhatIf) in flight: each parses
+  // a stored profile or trace on the daemon's cores.
+  int32_t max_reads = 16;
+  int32_t max_reads_per_user = 4;
+  int32_t max_downloads = 64;  // ReadArtifact streams in flight
+  int32_t max_downloads_per_user = 8;
   // A job's wall-time limit, from its start (seconds): the submitter's max_wall_seconds is
   // capped at it, and 0 there means this. A job still running then is stopped and FAILED.
   int64_t max_job_seconds = 86400;

@@ -403,31 +403,14 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const Identity& who, const std::strin
 absl::Status JobManager::Watch(const Identity& who, const std::string& id, int64_t from,
                                const std::function<bool(const v1::JobEvent&)>& send,
                                const std::function<bool()>& stop) {
+  int64_t total_cap = 0, per_user_cap = 0;
   {
-    // Both caps under one lock: the shared one, and each user's share of it.
     std::lock_guard<std::mutex> lock(mu_);
-    if (watchers_.load() >= limits_.max_watchers) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "too many watchers (limit max_watchers ", limits_.max_watchers, "); retry later"));
-    }
-    if (watchers_by_user_[who.user] >= limits_.max_watchers_per_user) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(who.user, " already has ", watchers_by_user_[who.user],
-                       " open watchers (limit max_watchers_per_user ",
-                       limits_.max_watchers_per_user, "); close one or retry later"));
-    }
-    ++watchers_;
-    ++watchers_by_user_[who.user];
+    total_cap = limits_.max_watchers;
+    per_user_cap = limits_.max_watchers_per_user;
   }
-  struct Release {
-    JobManager* m;
-    const std::string& user;
-    ~Release() {
-      std::lock_guard<std::mutex> lock(m->mu_);
-      --m->watchers_;
-      if (--m->watchers_by_user_[user] <= 0) m->watchers_by_user_.erase(user);
-    }
-  } release{this, who.user};
+  auto slot = watchers_.Acquire(who.user, total_cap, per_user_cap);
+  if (!slot.ok()) return slot.status();
   int64_t next = std::max<int64_t>(from, 1);
   std::unique_lock<std::mutex> lock(mu_);
   for (bool first = true;; first = false) {
@@ -545,7 +528,7 @@ MetricsSnapshot JobManager::Metrics() const {
   }
   m.jobs_submitted_total = submitted_total_;
   m.worker_restarts_total = runner_->WorkerRestarts();
-  m.watchers = watchers_.load();
+  m.watchers = watchers_.in_use();
   m.store_ok = store_error_.empty();
   m.store_write_failures_total = store_write_failures_;
   m.artifacts_corrupt_total = artifacts_corrupt_;

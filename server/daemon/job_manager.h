@@ -32,6 +32,7 @@
 #include "server/daemon/job_runner.h"
 #include "server/daemon/job_store.h"
 #include "server/daemon/prometheus.h"
+#include "server/daemon/user_slots.h"
 
 namespace libreyolo::daemon {
 
@@ -182,7 +183,7 @@ class JobManager {
   bool drained_ = false;  // the drain is over: open streams end UNAVAILABLE
   std::thread retention_thread_;
   std::condition_variable retention_cv_;
-  std::atomic<int64_t> watchers_{0};
+  UserSlots watchers_{"open watchers", "max_watchers"};  // WatchJob streams
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::vector<std::string> persist_errors_;  // retention's failed deletions (tried again)
   std::string store_error_ ABSL_GUARDED_BY(mu_);  // out of service when not empty
@@ -197,7 +198,6 @@ class JobManager {
   int64_t finished_runs_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t finished_run_ms_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t artifacts_corrupt_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<std::string, int32_t> watchers_by_user_ ABSL_GUARDED_BY(mu_);  // open streams
   // "<job>/<artifact>" -> the identity of the file last verified intact (its own lock:
   // hashing runs outside mu_).
   std::mutex verified_mu_;

@@ -165,6 +165,9 @@ grpc::Status ProfilerServiceImpl::ReadArtifact(grpc::ServerContext* ctx,
   }
   if (req->offset() < 0) return Finish(absl::InvalidArgumentError("offset: must be >= 0"));
   if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
+  const auto limits = config_.Get()->limits;
+  auto slot = downloads_.Acquire(who->user, limits.max_downloads, limits.max_downloads_per_user);
+  if (!slot.ok()) return Finish(slot.status());
   auto job = jobs_->Readable(*who, req->job_id());
   if (!job.ok()) return Finish(job.status());
   auto path = jobs_->VerifiedArtifactPath(*job, req->name());
@@ -210,6 +213,9 @@ grpc::Status ProfilerServiceImpl::RunReaderRpc(grpc::ServerContext* ctx, const R
   auto who = auth_->Identify(*ctx);
   if (!who.ok()) return Finish(who.status());
   if (!call.valid.ok()) return Finish(call.valid);
+  const auto limits = config_.Get()->limits;
+  auto slot = reads_.Acquire(who->user, limits.max_reads, limits.max_reads_per_user);
+  if (!slot.ok()) return Finish(slot.status());
   ReaderInvocation inv = call.invocation;
   for (const v1::ProfileRef* ref : call.refs) {
     inv.inputs.push_back(absl::StrCat(ref->job_id(), "/",
@@ -357,6 +363,8 @@ grpc::Status ProfilerServiceImpl::GetMetrics(grpc::ServerContext* ctx, const v1:
 MetricsSnapshot ProfilerServiceImpl::Metrics() const {
   MetricsSnapshot m = jobs_->Metrics();
   m.rpc_errors_total = rpc_errors_.load();
+  m.reads_in_flight = reads_.in_use();
+  m.downloads_in_flight = downloads_.in_use();
   m.resident_memory_bytes = ResidentBytes();
   return m;
 }

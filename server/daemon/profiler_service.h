@@ -12,6 +12,7 @@
 #include "server/daemon/job_manager.h"
 #include "server/daemon/job_store.h"
 #include "server/daemon/rpc_edge.h"
+#include "server/daemon/user_slots.h"
 
 namespace libreyolo::daemon {
 
@@ -72,6 +73,9 @@ class ProfilerServiceImpl final : public v1::ProfilerService::Service {
   JobManager* jobs_;
   JobStore* store_;
   int64_t start_time_unix_ms_;
+  // Shared by every caller, capped in all and per user (limits.max_reads*, max_downloads*).
+  UserSlots reads_{"reader calls in flight", "max_reads"};
+  UserSlots downloads_{"artifact downloads in flight", "max_downloads"};
   std::atomic<int64_t> rpc_errors_{0};
 };
 

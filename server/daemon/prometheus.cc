@@ -156,6 +156,11 @@ std::string RenderPrometheus(const MetricsSnapshot& snapshot) {
   out.Sample("libreyolod_worker_restarts_total", "", "", FormatValue(snapshot.worker_restarts_total));
   out.Family("libreyolod_watchers", "gauge", "Open WatchJob streams.");
   out.Sample("libreyolod_watchers", "", "", FormatValue(snapshot.watchers));
+  out.Family("libreyolod_reads_in_flight", "gauge",
+             "Reader calls (Summary, Get, Phases, Kernels, Ops, Compare, WhatIf) in flight.");
+  out.Sample("libreyolod_reads_in_flight", "", "", FormatValue(snapshot.reads_in_flight));
+  out.Family("libreyolod_downloads_in_flight", "gauge", "ReadArtifact streams in flight.");
+  out.Sample("libreyolod_downloads_in_flight", "", "", FormatValue(snapshot.downloads_in_flight));
   out.Family("libreyolod_store_ok", "gauge",
              "1 while every job state change is durable; 0 while the daemon accepts no work "
              "because one could not be written (a full state filesystem).");

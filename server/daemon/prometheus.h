@@ -29,6 +29,8 @@ struct MetricsSnapshot {
   int64_t rpc_errors_total = 0;
   int64_t worker_restarts_total = 0;  // engine worker deaths, each replaced (JobRunner)
   int64_t watchers = 0;
+  int64_t reads_in_flight = 0;      // reader calls
+  int64_t downloads_in_flight = 0;  // ReadArtifact streams
   // False while the daemon is out of service because a job's state could not be made durable
   // (a full state filesystem); failed store writes since the start.
   bool store_ok = true;

@@ -385,8 +385,9 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
     }
     EXPECT_TRUE(ApplyDaemonFlags(args, &c).ok()) << name;
   }
-  // With --worker-binary, --connection-idle-timeout, --handshake-timeout and --cpu-slots.
-  EXPECT_EQ(documented, 42);
+  // With --worker-binary, --connection-idle-timeout, --handshake-timeout, --cpu-slots and the
+  // per-user caps of reads and downloads (--max-reads, --max-downloads and their _per_user).
+  EXPECT_EQ(documented, 46);
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {

@@ -42,6 +42,8 @@ TEST(PrometheusTest, GoldenRendering) {
   s.worker_restarts_total = 2;
   s.rpc_errors_total = 3;
   s.watchers = 1;
+  s.reads_in_flight = 2;
+  s.downloads_in_flight = 3;
   s.resident_memory_bytes = 123456789;
   s.uptime_s = 61.25;
   EXPECT_EQ(RenderPrometheus(s),
@@ -95,6 +97,12 @@ libreyolod_worker_restarts_total 2
 # HELP libreyolod_watchers Open WatchJob streams.
 # TYPE libreyolod_watchers gauge
 libreyolod_watchers 1
+# HELP libreyolod_reads_in_flight Reader calls (Summary, Get, Phases, Kernels, Ops, Compare, WhatIf) in flight.
+# TYPE libreyolod_reads_in_flight gauge
+libreyolod_reads_in_flight 2
+# HELP libreyolod_downloads_in_flight ReadArtifact streams in flight.
+# TYPE libreyolod_downloads_in_flight gauge
+libreyolod_downloads_in_flight 3
 # HELP libreyolod_store_ok 1 while every job state change is durable; 0 while the daemon accepts no work because one could not be written (a full state filesystem).
 # TYPE libreyolod_store_ok gauge
 libreyolod_store_ok 1
