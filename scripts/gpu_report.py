@@ -136,7 +136,8 @@ def main():
         f"{fmt(t1, ' ms', 3)} vs {fmt(t2, ' ms', 3)} ({fmt(pct_diff(t2, t1), ' %', 1)})",
         "within 5 %")
     row("two jobs in one worker: kernels/step, job 1 vs job 2",
-        f"{fmt(num(twice1, 'kernels_per_step'), '', 1)} vs {fmt(num(twice2, 'kernels_per_step'), '', 1)}",
+        f"{fmt(num(twice1, 'kernels_per_step'), '', 1)} vs "
+        f"{fmt(num(twice2, 'kernels_per_step'), '', 1)}",
         "equal")
     ours_p50 = num(infer, "latency", "p50_ms")
     py_p50 = num(python, "latency", "p50_ms")
