@@ -124,11 +124,6 @@ int RunOps(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
 
 int RunModules(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   ReaderInvocation inv = Inputs(a, 1);
-  if (UsesDaemon(inv.inputs, a)) {
-    return Fail(err, "modules", kExitUsage,
-                "modules reads the Chrome trace itself; download the job first (`libreyolo "
-                "jobs download ID`) and give its profile_trace.json");
-  }
   ModulesOptions& o = inv.modules;
   if (auto depth = a.Value("depth")) {
     auto n = ParseIntFlag("depth", *depth);

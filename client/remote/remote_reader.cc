@@ -11,6 +11,7 @@
 #include "client/remote/daemon_session.h"
 #include "common/load/load_profile.h"
 #include "common/render/terminal_text.h"
+#include "proto/reader_spec/reader_request.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -135,54 +136,17 @@ absl::StatusOr<ReaderOutput> RunRemoteReader(const ReaderInvocation& inv, const 
   auto session = DaemonSession::Open(args);
   if (!session.ok()) return session.status();
   DaemonConnection& c = (*session)->connection();
+  std::vector<v1::ProfileRef> job_refs;
+  for (const auto& r : refs) job_refs.push_back(ToRef(*r));
+  auto req = readerspec::ToReadRequest(inv, job_refs);
+  if (!req.ok()) return req.status();
   auto ctx = c.Context(std::chrono::seconds(120));
   v1::ReaderResponse resp;
-  grpc::Status s;
-  const std::string& r = inv.reader;
-  if (r == "summary") {
-    v1::SummaryRequest q;
-    *q.mutable_profile() = ToRef(*refs[0]);
-    s = c.stub().Summary(ctx.get(), q, &resp);
-  } else if (r == "get") {
-    v1::GetRequest q;
-    *q.mutable_profile() = ToRef(*refs[0]);
-    if (inv.field) q.set_field(*inv.field);
-    s = c.stub().Get(ctx.get(), q, &resp);
-  } else if (r == "phases") {
-    v1::PhasesRequest q;
-    *q.mutable_profile() = ToRef(*refs[0]);
-    s = c.stub().Phases(ctx.get(), q, &resp);
-  } else if (r == "kernels") {
-    v1::KernelsRequest q;
-    *q.mutable_profile() = ToRef(*refs[0]);
-    q.set_top(inv.kernels.top);
-    if (inv.kernels.category) q.set_category(*inv.kernels.category);
-    if (inv.kernels.grep) q.set_grep(*inv.kernels.grep);
-    q.set_tensorcore(inv.kernels.tensorcore_only);
-    q.set_sort(inv.kernels.sort);
-    if (inv.kernels.phase) q.set_phase(*inv.kernels.phase);
-    s = c.stub().Kernels(ctx.get(), q, &resp);
-  } else if (r == "ops") {
-    v1::OpsRequest q;
-    *q.mutable_profile() = ToRef(*refs[0]);
-    q.set_top(inv.ops.top);
-    if (inv.ops.phase) q.set_phase(*inv.ops.phase);
-    q.set_sort(inv.ops.sort);
-    q.set_group_by_input_shape(inv.ops.group_by_input_shape);
-    s = c.stub().Ops(ctx.get(), q, &resp);
-  } else if (r == "compare") {
-    v1::CompareRequest q;
-    *q.mutable_before() = ToRef(*refs[0]);
-    *q.mutable_after() = ToRef(*refs[1]);
-    s = c.stub().Compare(ctx.get(), q, &resp);
-  } else if (r == "what-if") {
-    v1::WhatIfRequest q;
-    *q.mutable_profile() = ToRef(*refs[0]);
-    if (inv.what_if.remove_category) q.set_remove_category(*inv.what_if.remove_category);
-    if (inv.what_if.remove_launches) q.set_remove_launches(*inv.what_if.remove_launches);
-    s = c.stub().WhatIf(ctx.get(), q, &resp);
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown reader ", r));
+  const grpc::Status s = c.stub().Read(ctx.get(), *req, &resp);
+  if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        c.address(), " predates the Read RPC (an older libreyolod): upgrade it, or download the "
+                     "job (`libreyolo jobs download ID`) and read its files here"));
   }
   if (!s.ok()) return FromGrpc(s, c.address());
   return ReaderOutput{resp.text(), resp.json()};

@@ -54,6 +54,16 @@ absl::StatusOr<ReaderOutput> RunFolderReader(ReaderInvocation in, const ProfileL
   return ReaderOutput{RenderRanksText(*v), RenderRanksJson(*v)};
 }
 
+absl::StatusOr<TraceInput> LocalTrace(const std::string& input, const Profile& p) {
+  std::string why_not;
+  const std::optional<std::string> trace = ProfileTracePath(input, p, &why_not);
+  if (!trace) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("modules reads the Chrome trace, and ", why_not));
+  }
+  return TraceInput{*trace, *trace};
+}
+
 }  // namespace
 
 absl::StatusOr<Profile> LoadReaderInput(const ProfileLoader& load, const std::string& input) {
@@ -77,7 +87,8 @@ const std::vector<std::string>& ReaderNames() {
   return *names;
 }
 
-absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const ProfileLoader& load) {
+absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const ProfileLoader& load,
+                                       const TraceLocator& locate) {
   const size_t want = in.reader == "compare" ? 2 : 1;
   if (in.inputs.size() != want) {
     return absl::InvalidArgumentError(
@@ -120,18 +131,14 @@ absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const Profile
     return Render(*v, RenderOpsText, RenderOpsJson);
   }
   if (in.reader == "modules") {
-    std::string why_not;
-    const std::optional<std::string> trace = ProfileTracePath(in.inputs[0], *p, &why_not);
-    if (!trace) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("modules reads the Chrome trace, and ", why_not));
-    }
-    auto data = ReadTraceFile(*trace);
+    auto trace = locate ? locate(in.inputs[0], *p) : LocalTrace(in.inputs[0], *p);
+    if (!trace.ok()) return trace.status();
+    auto data = ReadTraceFile(trace->path);
     if (!data.ok()) {
       return absl::DataLossError(
-          absl::StrCat("cannot read the trace ", *trace, ": ", data.status().message()));
+          absl::StrCat("cannot read the trace ", trace->label, ": ", data.status().message()));
     }
-    auto v = BuildModules(*data, in.modules, label(0), *trace);
+    auto v = BuildModules(*data, in.modules, label(0), trace->label);
     if (!v.ok()) return v.status();
     return Render(*v, RenderModulesText, RenderModulesJson);
   }

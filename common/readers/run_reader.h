@@ -44,6 +44,17 @@ struct ReaderOutput {
 
 using ProfileLoader = std::function<absl::StatusOr<Profile>(const std::string& input)>;
 
+// Where `modules` finds the Chrome trace of an input: the file to read and the name the view
+// shows for it. Local reads find it beside the profile (ProfileTracePath); the daemon resolves
+// the job's trace artifact through its store (verified, and shown as job:<id>/<artifact>, never
+// a path on the daemon).
+struct TraceInput {
+  std::string path;
+  std::string label;
+};
+using TraceLocator =
+    std::function<absl::StatusOr<TraceInput>(const std::string& input, const Profile& profile)>;
+
 // Loads the inputs and builds, then renders, the reader's view.
 // Errors keep their meaning for the exit code (cli.md):
 // - the loader's NOT_FOUND / PERMISSION_DENIED / UNAUTHENTICATED / UNAVAILABLE /
@@ -54,8 +65,10 @@ using ProfileLoader = std::function<absl::StatusOr<Profile>(const std::string& i
 //   as INVALID_ARGUMENT, NOT_FOUND or FAILED_PRECONDITION (exit 2).
 // `modules` reads the trace itself: the input when it is a trace, else the profile's trace
 // beside it (ProfileTracePath); a trace that cannot be parsed is DATA_LOSS (exit 1).
+// `locate` unset: the local rule (ProfileTracePath).
 absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& invocation,
-                                       const ProfileLoader& load);
+                                       const ProfileLoader& load,
+                                       const TraceLocator& locate = nullptr);
 
 // Loads one input with the error mapping above (NOT_FOUND & co. pass through, any other load
 // failure becomes DATA_LOSS): for commands that build their own output from the loaded profile

@@ -6,11 +6,13 @@
 #include <fstream>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/load/load_profile.h"
 #include "common/readers/run_reader.h"
+#include "proto/reader_spec/reader_request.h"
 #include "server/daemon/prometheus.h"
 #include "server/daemon/request_validation.h"
 
@@ -64,11 +66,6 @@ grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
-struct ProfilerServiceImpl::ReaderCall {
-  ReaderInvocation invocation;
-  std::vector<const v1::ProfileRef*> refs;
-  absl::Status valid;  // ValidateRequest of the request, reported after authentication
-};
 
 ProfilerServiceImpl::ProfilerServiceImpl(const LiveConfig& config, const Authenticator* auth,
                                          JobManager* jobs, JobStore* store)
@@ -208,121 +205,120 @@ grpc::Status ProfilerServiceImpl::ReadArtifact(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status ProfilerServiceImpl::RunReaderRpc(grpc::ServerContext* ctx, const ReaderCall& call,
-                                               v1::ReaderResponse* resp) {
+grpc::Status ProfilerServiceImpl::Read(grpc::ServerContext* ctx, const v1::ReadRequest* req,
+                                       v1::ReaderResponse* resp) {
   auto who = auth_->Identify(*ctx);
   if (!who.ok()) return Finish(who.status());
-  if (!call.valid.ok()) return Finish(call.valid);
+  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
+  auto call = readerspec::FromReadRequest(*req);
+  if (!call.ok()) return Finish(call.status());
   const auto limits = config_.Get()->limits;
   auto slot = reads_.Acquire(who->user, limits.max_reads, limits.max_reads_per_user);
   if (!slot.ok()) return Finish(slot.status());
-  ReaderInvocation inv = call.invocation;
-  for (const v1::ProfileRef* ref : call.refs) {
-    inv.inputs.push_back(absl::StrCat(ref->job_id(), "/",
-                                      ref->artifact().empty() ? "profile.json" : ref->artifact()));
+  ReaderInvocation inv = call->invocation;
+  for (const v1::ProfileRef& ref : call->refs) {
+    inv.inputs.push_back(absl::StrCat(ref.job_id(), "/",
+                                      ref.artifact().empty() ? "profile.json" : ref.artifact()));
     inv.labels.push_back(
-        absl::StrCat("job:", ref->job_id(), ref->artifact().empty() ? "" : "/" + ref->artifact()));
+        absl::StrCat("job:", ref.job_id(), ref.artifact().empty() ? "" : "/" + ref.artifact()));
   }
   // Inputs are "<job id>/<artifact>", resolved through the store: never a path from a request.
-  auto load = [&](const std::string& input) -> absl::StatusOr<Profile> {
-    const size_t slash = input.find('/');
-    auto job = jobs_->Readable(*who, input.substr(0, slash));
+  auto artifact = [&](const std::string& input,
+                      const std::string& name) -> absl::StatusOr<std::string> {
+    auto job = jobs_->Readable(*who, input.substr(0, input.find('/')));
     if (!job.ok()) return job.status();
     if (job->artifacts_size() == 0) {
       return absl::NotFoundError(absl::StrCat("job ", job->id(), " has no profile (state ",
                                               v1::JobState_Name(job->state()), ")"));
     }
-    auto path = jobs_->VerifiedArtifactPath(*job, input.substr(slash + 1));
+    return jobs_->VerifiedArtifactPath(*job, name);
+  };
+  auto load = [&](const std::string& input) -> absl::StatusOr<Profile> {
+    auto path = artifact(input, input.substr(input.find('/') + 1));
     if (!path.ok()) return path.status();
     return LoadProfile(*path);
   };
-  auto out = RunReader(inv, load);
+  // modules: the job's trace artifact beside the profile read ("rank1.profile.json" ->
+  // "rank1.profile_trace.json"), or the artifact itself when it is a trace.
+  auto locate = [&](const std::string& input, const Profile&) -> absl::StatusOr<TraceInput> {
+    const size_t slash = input.find('/');
+    std::string name = input.substr(slash + 1);
+    if (absl::EndsWith(name, "profile.json")) {
+      name = absl::StrCat(name.substr(0, name.size() - 5), "_trace.json");
+    }
+    auto path = artifact(input, name);
+    if (!path.ok()) {
+      if (path.status().code() != absl::StatusCode::kNotFound) return path.status();
+      return absl::FailedPreconditionError(
+          absl::StrCat("modules reads the Chrome trace, and job ", input.substr(0, slash),
+                       " has no ", name, " (", path.status().message(), ")"));
+    }
+    return TraceInput{*path, absl::StrCat("job:", input.substr(0, slash), "/", name)};
+  };
+  auto out = RunReader(inv, load, locate);
   if (!out.ok()) return Finish(out.status());
   resp->set_json(out->json);
   resp->set_text(out->text);
   return grpc::Status::OK;
 }
 
+// The v1 reader RPCs: each is Read with its own request in the oneof.
 grpc::Status ProfilerServiceImpl::Summary(grpc::ServerContext* ctx, const v1::SummaryRequest* req,
                                           v1::ReaderResponse* resp) {
-  ReaderCall c;
-  c.valid = ValidateRequest(*req);
-  c.invocation.reader = "summary";
-  c.refs = {&req->profile()};
-  return RunReaderRpc(ctx, c, resp);
+  v1::ReadRequest read;
+  *read.mutable_summary() = *req;
+  return Read(ctx, &read, resp);
 }
 
 grpc::Status ProfilerServiceImpl::Get(grpc::ServerContext* ctx, const v1::GetRequest* req,
                                       v1::ReaderResponse* resp) {
-  ReaderCall c;
-  c.valid = ValidateRequest(*req);
-  c.invocation.reader = "get";
-  if (!req->field().empty()) c.invocation.field = req->field();
-  c.refs = {&req->profile()};
-  return RunReaderRpc(ctx, c, resp);
+  v1::ReadRequest read;
+  *read.mutable_get() = *req;
+  return Read(ctx, &read, resp);
 }
 
 grpc::Status ProfilerServiceImpl::Phases(grpc::ServerContext* ctx, const v1::PhasesRequest* req,
                                          v1::ReaderResponse* resp) {
-  ReaderCall c;
-  c.valid = ValidateRequest(*req);
-  c.invocation.reader = "phases";
-  c.refs = {&req->profile()};
-  return RunReaderRpc(ctx, c, resp);
+  v1::ReadRequest read;
+  *read.mutable_phases() = *req;
+  return Read(ctx, &read, resp);
 }
 
 grpc::Status ProfilerServiceImpl::Kernels(grpc::ServerContext* ctx, const v1::KernelsRequest* req,
                                           v1::ReaderResponse* resp) {
-  ReaderCall c;
-  c.valid = ValidateRequest(*req);
-  c.invocation.reader = "kernels";
-  KernelsOptions& o = c.invocation.kernels;
-  if (req->has_top()) o.top = req->top();
-  if (!req->category().empty()) o.category = req->category();
-  if (!req->grep().empty()) o.grep = req->grep();
-  o.tensorcore_only = req->tensorcore();
-  if (!req->sort().empty()) o.sort = req->sort();
-  if (!req->phase().empty()) o.phase = req->phase();
-  c.refs = {&req->profile()};
-  return RunReaderRpc(ctx, c, resp);
+  v1::ReadRequest read;
+  *read.mutable_kernels() = *req;
+  return Read(ctx, &read, resp);
 }
 
 grpc::Status ProfilerServiceImpl::Ops(grpc::ServerContext* ctx, const v1::OpsRequest* req,
                                       v1::ReaderResponse* resp) {
-  ReaderCall c;
-  c.valid = ValidateRequest(*req);
-  c.invocation.reader = "ops";
-  OpsOptions& o = c.invocation.ops;
-  if (req->has_top()) o.top = req->top();
-  if (!req->phase().empty()) o.phase = req->phase();
-  if (!req->sort().empty()) o.sort = req->sort();
-  o.group_by_input_shape = req->group_by_input_shape();
-  c.refs = {&req->profile()};
-  return RunReaderRpc(ctx, c, resp);
+  v1::ReadRequest read;
+  *read.mutable_ops() = *req;
+  return Read(ctx, &read, resp);
+}
+
+grpc::Status ProfilerServiceImpl::Modules(grpc::ServerContext* ctx, const v1::ModulesRequest* req,
+                                          v1::ReaderResponse* resp) {
+  v1::ReadRequest read;
+  *read.mutable_modules() = *req;
+  return Read(ctx, &read, resp);
 }
 
 grpc::Status ProfilerServiceImpl::Compare(grpc::ServerContext* ctx, const v1::CompareRequest* req,
                                           v1::ReaderResponse* resp) {
-  ReaderCall c;
-  c.valid = ValidateRequest(*req);
-  c.invocation.reader = "compare";
-  c.refs = {&req->before(), &req->after()};
-  return RunReaderRpc(ctx, c, resp);
+  v1::ReadRequest read;
+  *read.mutable_compare() = *req;
+  return Read(ctx, &read, resp);
 }
 
 grpc::Status ProfilerServiceImpl::WhatIf(grpc::ServerContext* ctx, const v1::WhatIfRequest* req,
                                          v1::ReaderResponse* resp) {
-  ReaderCall c;
-  c.valid = ValidateRequest(*req);
-  c.invocation.reader = "what-if";
-  if (req->change_case() == v1::WhatIfRequest::kRemoveCategory) {
-    c.invocation.what_if.remove_category = req->remove_category();
-  } else if (req->change_case() == v1::WhatIfRequest::kRemoveLaunches) {
-    c.invocation.what_if.remove_launches = req->remove_launches();
-  }
-  c.refs = {&req->profile()};
-  return RunReaderRpc(ctx, c, resp);
+  v1::ReadRequest read;
+  *read.mutable_what_if() = *req;
+  return Read(ctx, &read, resp);
 }
+
 
 grpc::Status ProfilerServiceImpl::GetDaemonInfo(grpc::ServerContext* ctx,
                                                 const v1::GetDaemonInfoRequest*,

@@ -49,6 +49,11 @@ class ProfilerServiceImpl final : public v1::ProfilerService::Service {
                        v1::ReaderResponse* resp) override;
   grpc::Status WhatIf(grpc::ServerContext* ctx, const v1::WhatIfRequest* req,
                       v1::ReaderResponse* resp) override;
+  grpc::Status Modules(grpc::ServerContext* ctx, const v1::ModulesRequest* req,
+                       v1::ReaderResponse* resp) override;
+  // Every reader; the RPCs above wrap their request into this one.
+  grpc::Status Read(grpc::ServerContext* ctx, const v1::ReadRequest* req,
+                    v1::ReaderResponse* resp) override;
   grpc::Status GetDaemonInfo(grpc::ServerContext* ctx, const v1::GetDaemonInfoRequest* req,
                              v1::DaemonInfo* resp) override;
   grpc::Status GetMetrics(grpc::ServerContext* ctx, const v1::GetMetricsRequest* req,
@@ -63,9 +68,6 @@ class ProfilerServiceImpl final : public v1::ProfilerService::Service {
   grpc::Status Finish(const absl::Status& s);
   // The redactor for a caller's job errors and event messages; null when it may see paths.
   const PathRedactor* RedactorFor(const Identity& who) const;
-  struct ReaderCall;
-  grpc::Status RunReaderRpc(grpc::ServerContext* ctx, const ReaderCall& call,
-                            v1::ReaderResponse* resp);
 
   const LiveConfig& config_;
   const PathRedactor redactor_;

@@ -350,6 +350,41 @@ absl::Status ValidateRequest(const v1::WhatIfRequest& r) {
                      r.remove_launches(), 0, kMaxRemoveLaunches);
 }
 
+absl::Status ValidateRequest(const v1::ModulesRequest& r) {
+  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
+  if (r.has_depth() && (r.depth() < 1 || r.depth() > kMaxModuleDepth)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("depth: ", r.depth(), " is outside 1..", kMaxModuleDepth));
+  }
+  if (auto s = MaxBytes("sort", r.sort(), kMaxShortStringBytes); !s.ok()) return s;
+  return MaxBytes("format", r.format(), kMaxShortStringBytes);
+}
+
+absl::Status ValidateRequest(const v1::ReadRequest& r) {
+  switch (r.reader_case()) {
+    case v1::ReadRequest::kSummary:
+      return ValidateRequest(r.summary());
+    case v1::ReadRequest::kGet:
+      return ValidateRequest(r.get());
+    case v1::ReadRequest::kPhases:
+      return ValidateRequest(r.phases());
+    case v1::ReadRequest::kKernels:
+      return ValidateRequest(r.kernels());
+    case v1::ReadRequest::kOps:
+      return ValidateRequest(r.ops());
+    case v1::ReadRequest::kModules:
+      return ValidateRequest(r.modules());
+    case v1::ReadRequest::kCompare:
+      return ValidateRequest(r.compare());
+    case v1::ReadRequest::kWhatIf:
+      return ValidateRequest(r.what_if());
+    case v1::ReadRequest::READER_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "reader: set one of summary, get, phases, kernels, ops, modules, compare, what_if");
+}
+
 absl::Status CheckInputsExist(const v1::SubmitJobRequest& r, const DaemonConfig& config) {
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -31,6 +31,7 @@ inline constexpr size_t kMaxJobIdBytes = 64;        // ids are "YYYYMMDD-<16 hex
 inline constexpr size_t kMaxShortStringBytes = 64;  // device, size, sort, phase, category, ...
 inline constexpr size_t kMaxTextBytes = 256;        // label values, owner, grep, field, ...
 inline constexpr size_t kMaxRequestIdBytes = 128;
+inline constexpr int32_t kMaxModuleDepth = 1024;  // modules --depth: path components
 inline constexpr int kMaxLabels = 32;
 inline constexpr size_t kMaxLabelKeyBytes = 63;
 inline constexpr int kMaxInlineImages = 1000;
@@ -72,6 +73,8 @@ absl::Status ValidateRequest(const v1::KernelsRequest& r);
 absl::Status ValidateRequest(const v1::OpsRequest& r);
 absl::Status ValidateRequest(const v1::CompareRequest& r);
 absl::Status ValidateRequest(const v1::WhatIfRequest& r);
+absl::Status ValidateRequest(const v1::ModulesRequest& r);
+absl::Status ValidateRequest(const v1::ReadRequest& r);  // the reader's own request's rules
 
 // After ValidateSubmit: the named weights (other than the default name, which falls back to a
 // seeded random initialisation), dataset and image source exist in the daemon's directories, or

@@ -129,8 +129,9 @@ void CheckReadersRemoteEqualLocal(const Remote& r, const v1::Job& job,
     }
   }
   // modules reads the downloaded trace (beside profile.json): the per-layer table of the job's
-  // module scopes (on by default), in text, JSON and folded stacks; a job: reference is told to
-  // download first (exit 2).
+  // module scopes (on by default), in text, JSON and folded stacks; and the same from the daemon
+  // (issue 22 §2: `modules job:<id>` was refused): the job's trace artifact, read through the
+  // store, named job:<id>/profile_trace.json.
   {
     const CommandResult table = RunClient({"profile", "modules", local_profile});
     ASSERT_EQ(table.exit_code, 0) << table.Describe();
@@ -146,10 +147,28 @@ void CheckReadersRemoteEqualLocal(const Remote& r, const v1::Job& job,
         RunClient({"profile", "modules", local_profile, "--format", "folded"});
     ASSERT_EQ(folded.exit_code, 0) << folded.Describe();
     EXPECT_THAT(folded.out, HasSubstr("backbone;backbone.conv0;aten::conv2d"));
-    const CommandResult remote_modules =
-        RunClient(Concat({"profile", "modules", ref}, r.cli_flags));
-    EXPECT_EQ(remote_modules.exit_code, 2) << remote_modules.Describe();
-    EXPECT_THAT(remote_modules.err, HasSubstr("jobs download"));
+
+    for (const std::vector<std::string>& flags :
+         std::vector<std::vector<std::string>>{{"--json"}, {"--depth", "1", "--json"},
+                                               {"--sort", "self_cpu", "--json"}}) {
+      SCOPED_TRACE("modules " + flags[0]);
+      const CommandResult remote =
+          RunClient(Concat(Concat({"profile", "modules", ref}, flags), r.cli_flags));
+      const CommandResult local = RunClient(Concat({"profile", "modules", local_profile}, flags));
+      ASSERT_EQ(remote.exit_code, 0) << remote.Describe();
+      ASSERT_EQ(local.exit_code, 0) << local.Describe();
+      EXPECT_EQ(JsonDiffIgnoringSource(remote.out, local.out, {"trace"}), "");
+      EXPECT_THAT(remote.out, HasSubstr("\"job:" + job.id() + "/profile_trace.json\""));
+    }
+    const CommandResult remote_folded =
+        RunClient(Concat({"profile", "modules", ref, "--format", "folded"}, r.cli_flags));
+    ASSERT_EQ(remote_folded.exit_code, 0) << remote_folded.Describe();
+    EXPECT_EQ(remote_folded.out, folded.out);
+    // A bad option is refused by the daemon as locally (exit 2), naming the option.
+    const CommandResult bad =
+        RunClient(Concat({"profile", "modules", ref, "--sort", "bogus"}, r.cli_flags));
+    EXPECT_EQ(bad.exit_code, 2) << bad.Describe();
+    EXPECT_THAT(bad.err, HasSubstr("sort"));
   }
 
   // compare takes two profiles: the job against itself, both ways.
