@@ -1,0 +1,104 @@
+// The reader's call on the wire (proto/reader_spec): every reader the command line knows has a
+// request, and a request carries every option back unchanged, so a reader read through the
+// daemon is the reader read here (issue 22 §2).
+#include "proto/reader_spec/reader_request.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/daemon/request_validation.h"
+
+namespace libreyolo::readerspec {
+namespace {
+
+v1::ProfileRef Ref(const std::string& job, const std::string& artifact = "") {
+  v1::ProfileRef r;
+  r.set_job_id(job);
+  r.set_artifact(artifact);
+  return r;
+}
+
+TEST(ReaderRequest, EveryReaderRoundTripsWithEveryOption) {
+  for (const std::string& name : ReaderNames()) {
+    SCOPED_TRACE(name);
+    ReaderInvocation inv;
+    inv.reader = name;
+    inv.field = "step_ms";
+    inv.kernels = {.top = 7, .category = "gemm", .grep = "sm9.", .tensorcore_only = true,
+                   .sort = "count", .phase = "forward"};
+    inv.ops.top = 0;
+    inv.ops.phase = "backward";
+    inv.ops.sort = "flops";
+    inv.ops.group_by_input_shape = true;
+    inv.modules = {.depth = 2, .sort = "self_cpu", .format = "folded"};
+    inv.what_if.remove_launches = 12.5;
+    std::vector<v1::ProfileRef> refs = {Ref("20261202-0123456789abcdef", "rank1.profile.json")};
+    if (name == "compare") refs.push_back(Ref("20261202-fedcba9876543210"));
+    auto req = ToReadRequest(inv, refs);
+    ASSERT_TRUE(req.ok()) << req.status();
+    EXPECT_TRUE(daemon::ValidateRequest(*req).ok()) << daemon::ValidateRequest(*req);
+    auto back = FromReadRequest(*req);
+    ASSERT_TRUE(back.ok()) << back.status();
+    const ReaderInvocation& got = back->invocation;
+    EXPECT_EQ(got.reader, name);
+    ASSERT_EQ(back->refs.size(), refs.size());
+    for (size_t i = 0; i < refs.size(); ++i) {
+      EXPECT_EQ(back->refs[i].job_id(), refs[i].job_id());
+      EXPECT_EQ(back->refs[i].artifact(), refs[i].artifact());
+    }
+    // Each reader carries its own options, and only those.
+    if (name == "get") {
+      EXPECT_EQ(got.field, inv.field);
+    } else {
+      EXPECT_FALSE(got.field.has_value());
+    }
+    if (name == "kernels") {
+      EXPECT_EQ(got.kernels.top, 7);
+      EXPECT_EQ(got.kernels.category, inv.kernels.category);
+      EXPECT_EQ(got.kernels.grep, inv.kernels.grep);
+      EXPECT_TRUE(got.kernels.tensorcore_only);
+      EXPECT_EQ(got.kernels.sort, "count");
+      EXPECT_EQ(got.kernels.phase, inv.kernels.phase);
+    }
+    if (name == "ops") {
+      EXPECT_EQ(got.ops.top, 0);
+      EXPECT_EQ(got.ops.phase, inv.ops.phase);
+      EXPECT_EQ(got.ops.sort, "flops");
+      EXPECT_TRUE(got.ops.group_by_input_shape);
+    }
+    if (name == "modules") {
+      EXPECT_EQ(got.modules.depth, 2);
+      EXPECT_EQ(got.modules.sort, "self_cpu");
+      EXPECT_EQ(got.modules.format, "folded");
+    }
+    if (name == "what-if") {
+      EXPECT_EQ(got.what_if.remove_launches, 12.5);
+    }
+  }
+}
+
+TEST(ReaderRequest, DefaultsStayDefaultsAndBadRequestsAreRefused) {
+  ReaderInvocation inv;
+  inv.reader = "modules";  // depth 0: every path; not sent
+  auto req = ToReadRequest(inv, {Ref("j")});
+  ASSERT_TRUE(req.ok());
+  EXPECT_FALSE(req->modules().has_depth());
+  EXPECT_EQ(FromReadRequest(*req)->invocation.modules.depth, 0);
+  EXPECT_EQ(ToReadRequest(inv, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  inv.reader = "report";
+  EXPECT_THAT(std::string(ToReadRequest(inv, {Ref("j")}).status().message()),
+              ::testing::HasSubstr("no remote form"));
+  EXPECT_EQ(FromReadRequest(v1::ReadRequest()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(daemon::ValidateRequest(v1::ReadRequest()).code(), absl::StatusCode::kInvalidArgument);
+  v1::ReadRequest deep;
+  deep.mutable_modules()->mutable_profile()->set_job_id("20261202-0123456789abcdef");
+  deep.mutable_modules()->set_depth(0);
+  EXPECT_THAT(std::string(daemon::ValidateRequest(deep).message()),
+              ::testing::HasSubstr("depth: 0 is outside 1..1024"));
+  deep.mutable_modules()->set_depth(2147483647);
+  EXPECT_EQ(daemon::ValidateRequest(deep).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace libreyolo::readerspec
