@@ -1,0 +1,456 @@
+#!/usr/bin/python3
+"""A bounded soak of libreyolod under faults (not a test; run by hand, see bench/README.md).
+
+One daemon with two CPU slots (cpu, cpu:1), a Unix socket for the admin and loopback TCP
+(--insecure-tcp, one token per user) for the users. --users users submit tiny CPU infer jobs,
+user0 twice as many as the others, so that every user is backlogged at once; then, while the
+jobs run, in this order:
+
+  worker kill    SIGKILL of one engine worker mid-job (its job fails, a fresh worker follows)
+  daemon kill -9 the daemon dies mid-job and is started again on the same state
+  flood          --flood TCP connections that send only the HTTP/2 preface and then nothing,
+                 while a user's RPC must still answer; they are closed after the idle timeout
+  SIGTERM        the daemon drains and is started again
+  full state     the state filesystem (a tmpfs of --state-mib, where this process may mount one:
+                 it re-runs itself under `unshare -m` as root) filled to --free-kib free bytes:
+                 SubmitJob is refused while it lasts, nothing stored is lost; then freed
+
+Users resubmit a refused or unanswered SubmitJob with the same request_id (idempotent), as a
+scheduler would. At the end it prints jobs submitted / succeeded / failed (each reason) / lost
+(acknowledged but missing or not terminal) / run twice (more than one terminal event, or an
+artifact whose digest changed across a restart), per-user completions and waits, the device
+time per user while all users were backlogged (goal: within 1.25x), and the daemon's and the
+workers' RSS and open descriptors at the start and the end of the last daemon (goal: within 5 %).
+Exit 1 when a job is lost or ran twice. Needs /usr/bin/python3 with python3-grpcio and
+python3-protobuf, and protoc (the message classes come from deploy/python).
+"""
+
+import argparse
+import collections
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+load_bench = load("daemon_load", os.path.join(HERE, "daemon_load.py"))
+
+
+def children(pid):
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                out.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+def fds(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
+
+
+def can_mount_tmpfs(path, mib):
+    os.makedirs(path, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mib}m,mode=0700", "tmpfs", path],
+                       capture_output=True, text=True)
+    return r.returncode == 0, r.stderr.strip()
+
+
+class Soak:
+    def __init__(self, a, sc, grpc, pb, tmp):
+        self.a, self.sc, self.grpc, self.pb, self.tmp = a, sc, grpc, pb, tmp
+        self.lock = threading.Lock()
+        self.acked = {}          # request_id -> job id (SubmitJob answered)
+        self.user_of = {}        # request_id -> user
+        self.refusals = collections.Counter()  # why SubmitJob was refused (before a retry)
+        self.digests = {}        # job id -> {artifact: sha256} as first seen finished
+        self.notes = []
+        self.state_dir = os.path.join(tmp, "statefs", "state")
+        self.port = load_bench.free_port()
+        self.sock = os.path.join(tmp, "d.sock")
+        self.tokens = {f"user{u}": f"soak-{u}-{uuid.uuid4().hex}" for u in range(a.users)}
+        self.daemon = None
+        self.incarnations = 0
+
+    # ---- the daemon -------------------------------------------------------------------------
+
+    def start(self):
+        tokens_file = os.path.join(self.tmp, "tokens")
+        if not os.path.exists(tokens_file):
+            fd = os.open(tokens_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                for user, token in self.tokens.items():
+                    f.write(f"{token} {user}\n")
+        cmd = [self.a.daemon, "--listen", f"unix:{self.sock}",
+               "--listen", f"127.0.0.1:{self.port}", "--insecure-tcp",
+               "--tokens-file", tokens_file, "--state-dir", self.state_dir,
+               "--store-dir", os.path.join(self.tmp, "store"), "--device", "cpu",
+               "--cpu-slots", "2", "--threads", "1", "--max-jobs-per-user", "100",
+               "--max-queue-length", "400", "--connection-idle-timeout", "5",
+               "--handshake-timeout", "3"]
+        self.incarnations += 1
+        log = open(os.path.join(self.tmp, f"daemon.{self.incarnations}.log"), "w")
+        self.daemon = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if self.daemon.poll() is not None:
+                raise RuntimeError(f"libreyolod exited {self.daemon.returncode} at start")
+            try:
+                self.admin = self.client(f"unix:{self.sock}", None)
+                self.admin.unary("ListJobs", self.pb.ListJobsRequest(), self.pb.ListJobsResponse)
+                return
+            except Exception:
+                time.sleep(0.2)
+        raise RuntimeError("libreyolod did not answer within 90 s")
+
+    def client(self, target, token):
+        channel = self.grpc.insecure_channel(target)
+        self.grpc.channel_ready_future(channel).result(timeout=5)
+        return self.sc.Client(self.grpc, channel, self.pb, token, 30)
+
+    def stats(self):
+        pid = self.daemon.pid
+        workers = children(pid)
+        return {"daemon_rss_kib": load_bench.vm_rss_kib(pid), "daemon_fds": fds(pid),
+                "workers": len(workers),
+                "worker_rss_kib": sum(load_bench.vm_rss_kib(w) or 0 for w in workers),
+                "worker_fds": sum(fds(w) or 0 for w in workers)}
+
+    def signal_daemon(self, sig, why):
+        self.notes.append(f"{why}: {signal.Signals(sig).name} to libreyolod pid {self.daemon.pid}")
+        self.daemon.send_signal(sig)
+        rc = self.daemon.wait(timeout=120)
+        if sig == signal.SIGTERM and rc != 0:
+            self.notes.append(f"SIGTERM: libreyolod exited {rc}, not 0")
+        self.start()
+
+    # ---- users ------------------------------------------------------------------------------
+
+    def submit_all(self, user, count):
+        token = self.tokens[user]
+        for i in range(count):
+            rid = f"{user}-{i}-{uuid.uuid4().hex[:8]}"
+            with self.lock:
+                self.user_of[rid] = user
+            # Both slots: the daemon queues a single-device job on the slot it names.
+            device = "cpu" if i % 2 == 0 else "cpu:1"
+            infer = self.pb.InferSpec(model=self.pb.ModelOptions(device=device, threads=1),
+                                      imgsz=64, warmup=1, runs=self.a.runs)
+            request = self.pb.SubmitJobRequest(infer=infer, request_id=rid,
+                                               labels={"soak": "1", "user": user})
+            for _ in range(600):  # the same request until answered (idempotent by request_id)
+                try:
+                    c = self.client(f"127.0.0.1:{self.port}", token)
+                    job = c.unary("SubmitJob", request, self.pb.Job)
+                    with self.lock:
+                        self.acked[rid] = job.id
+                    break
+                except Exception as e:  # refused (full state), or the daemon is restarting
+                    with self.lock:
+                        self.refusals[str(e).split(":")[1].strip() if ":" in str(e) else
+                                      type(e).__name__] += 1
+                    time.sleep(0.5)
+
+    def jobs(self):
+        out, token = [], ""
+        while True:
+            r = self.admin.unary("ListJobs", self.pb.ListJobsRequest(page_size=500,
+                                                                    page_token=token),
+                                 self.pb.ListJobsResponse)
+            out.extend(r.jobs)
+            token = r.next_page_token
+            if not token:
+                return out
+
+    def remember_digests(self):
+        for j in self.jobs():
+            if self.sc.state_name(self.pb, j.state) in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                seen = self.digests.setdefault(j.id, {})
+                for art in j.artifacts:
+                    if seen.setdefault(art.name, art.sha256) != art.sha256:
+                        seen["changed"] = art.name
+
+    def wait_running(self, n=1, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            running = [j for j in self.jobs()
+                       if self.sc.state_name(self.pb, j.state) == "RUNNING"]
+            if len(running) >= n:
+                return running
+            time.sleep(0.2)
+        return []
+
+    # ---- faults -----------------------------------------------------------------------------
+
+    def kill_worker(self):
+        if not self.wait_running():
+            self.notes.append("worker kill: no job was running")
+            return
+        time.sleep(0.5)
+        workers = children(self.daemon.pid)
+        if workers:
+            os.kill(workers[0], signal.SIGKILL)
+            self.notes.append(f"worker kill: SIGKILL to engine worker pid {workers[0]}")
+
+    def flood(self):
+        conns = []
+        before = fds(self.daemon.pid)
+        for _ in range(self.a.flood):
+            try:
+                s = socket.create_connection(("127.0.0.1", self.port), timeout=2)
+                s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+                conns.append(s)
+            except OSError as e:
+                self.notes.append(f"flood: connection {len(conns)} failed: {e}")
+                break
+        peak = fds(self.daemon.pid)
+        t0 = time.monotonic()
+        try:
+            c = self.client(f"127.0.0.1:{self.port}", self.tokens["user1"])
+            c.unary("ListJobs", self.pb.ListJobsRequest(page_size=1), self.pb.ListJobsResponse)
+            answered = f"a user's ListJobs answered in {1000 * (time.monotonic() - t0):.0f} ms"
+        except Exception as e:
+            answered = f"a user's ListJobs FAILED during the flood: {e}"
+        time.sleep(8)  # past the idle and handshake timeouts
+        after = fds(self.daemon.pid)
+        for s in conns:
+            s.close()
+        self.notes.append(f"flood: {len(conns)} preface-only connections; daemon fds {before} -> "
+                          f"{peak} -> {after} 8 s later; {answered}")
+
+    def fill_state(self, seconds):
+        st = os.statvfs(self.state_dir)
+        free = st.f_bavail * st.f_frsize
+        filler = os.path.join(os.path.dirname(self.state_dir), "filler")
+        keep = self.a.free_kib * 1024
+        with open(filler, "wb") as f:
+            left = free - keep
+            while left > 0:
+                n = min(left, 1 << 20)
+                try:
+                    f.write(b"\0" * n)
+                    f.flush()
+                except OSError:
+                    break
+                left -= n
+        st = os.statvfs(self.state_dir)
+        left_kib = st.f_bavail * st.f_frsize // 1024
+        # A user submits meanwhile: refused (nothing half-recorded), then accepted once freed.
+        infer = self.pb.InferSpec(model=self.pb.ModelOptions(device="cpu", threads=1),
+                                  imgsz=64, warmup=1, runs=1)
+        rid = f"user1-full-{uuid.uuid4().hex[:8]}"
+        request = self.pb.SubmitJobRequest(infer=infer, request_id=rid, labels={"user": "user1"})
+        c = self.client(f"127.0.0.1:{self.port}", self.tokens["user1"])
+        try:
+            job = c.unary("SubmitJob", request, self.pb.Job)
+            during = f"SubmitJob ACCEPTED as {job.id}"
+        except Exception as e:
+            during = f"SubmitJob refused: {str(e)[:160]}"
+        time.sleep(seconds)
+        os.unlink(filler)
+        with self.lock:
+            self.user_of[rid] = "user1"
+        after = "never accepted"
+        for _ in range(60):
+            try:
+                job = c.unary("SubmitJob", request, self.pb.Job)
+                with self.lock:
+                    self.acked[rid] = job.id
+                after = "accepted once freed"
+                break
+            except Exception as e:
+                after = f"still refused once freed: {str(e)[:100]}"
+                time.sleep(1)
+        self.notes.append(f"full state: {left_kib} KiB left free for {seconds} s; {during}; "
+                          f"{after}")
+
+
+def inject_faults(soak, mounted, why):
+    soak.kill_worker()
+    soak.remember_digests()
+    if soak.wait_running():
+        time.sleep(1)
+        soak.signal_daemon(signal.SIGKILL, "daemon kill -9 mid-job")
+    soak.flood()
+    soak.remember_digests()
+    if soak.wait_running():
+        soak.signal_daemon(signal.SIGTERM, "SIGTERM mid-job")
+    if mounted:
+        soak.fill_state(5)
+    else:
+        soak.notes.append(f"full state: skipped, no tmpfs could be mounted ({why})")
+
+
+def report(soak, backlog_window, stats):
+    pb, sc = soak.pb, soak.sc
+    jobs = {j.id: j for j in soak.jobs()}
+    states = collections.Counter()
+    reasons = collections.Counter()
+    lost, twice = [], []
+    per_user = collections.defaultdict(lambda: {"done": 0, "wait_s": [], "device_s": 0.0})
+    lo, hi = backlog_window
+    for rid, job_id in soak.acked.items():
+        j = jobs.get(job_id)
+        user = soak.user_of[rid]
+        if j is None or sc.state_name(pb, j.state) not in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            lost.append(job_id)
+            continue
+        state = sc.state_name(pb, j.state)
+        states[state] += 1
+        if state != "SUCCEEDED":
+            reasons[(state, j.error[:110])] += 1
+        terminal = [e for e in soak.admin.watch(job_id, 0, 30)
+                    if e.stage in ("done", "failed", "cancelled")]
+        if len(terminal) > 1 or "changed" in soak.digests.get(job_id, {}):
+            twice.append(job_id)
+        u = per_user[user]
+        u["done"] += state == "SUCCEEDED"
+        if j.start_time_unix_ms:
+            u["wait_s"].append((j.start_time_unix_ms - j.create_time_unix_ms) / 1000)
+            start, end = j.start_time_unix_ms / 1000, j.finish_time_unix_ms / 1000
+            u["device_s"] += max(0.0, min(end, hi) - max(start, lo))
+    print(f"\nsubmitted {len(soak.user_of)} (acknowledged {len(soak.acked)}), "
+          + ", ".join(f"{k.lower()} {v}" for k, v in sorted(states.items()))
+          + f", lost {len(lost)}, run twice {len(twice)}")
+    for (state, why), n in sorted(reasons.items()):
+        print(f"  {n} x {state}: {why}")
+    if soak.refusals:
+        print("SubmitJob refused before a retry succeeded: "
+              + ", ".join(f"{n} x {k}" for k, n in soak.refusals.most_common()))
+    print(f"\n| user | succeeded | wait p50 s | wait max s | device s while all backlogged "
+          f"({hi - lo:.1f} s) |\n|---|---|---|---|---|")
+    shares = []
+    for user in sorted(per_user):
+        u = per_user[user]
+        waits = u["wait_s"]
+        shares.append(u["device_s"])
+        print(f"| {user} | {u['done']} | {load_bench.fmt(load_bench.percentile(waits, 50))} | "
+              f"{load_bench.fmt(max(waits) if waits else None)} | {u['device_s']:.1f} |")
+    ratio = max(shares) / min(shares) if shares and min(shares) > 0 else None
+    print(f"device time per user, max / min while all were backlogged: "
+          f"{load_bench.fmt(ratio, 2)} (goal <= 1.25)")
+    print("\n| | daemon RSS MiB | daemon fds | workers | workers RSS MiB | workers fds |\n"
+          "|---|---|---|---|---|---|")
+    for name, s in stats:
+        print(f"| {name} | {s['daemon_rss_kib'] / 1024:.1f} | {s['daemon_fds']} | "
+              f"{s['workers']} | {s['worker_rss_kib'] / 1024:.1f} | {s['worker_fds']} |")
+    print("\nfaults:\n" + "\n".join(f"  {n}" for n in soak.notes))
+    return 1 if lost or twice else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--daemon", default=os.path.join(ROOT, "build/server/daemon/libreyolod"))
+    p.add_argument("--users", type=int, default=4)
+    p.add_argument("--jobs-per-user", type=int, default=12, help="user0 submits twice as many")
+    p.add_argument("--runs", type=int, default=40, help="measured iterations per infer job")
+    p.add_argument("--flood", type=int, default=300)
+    p.add_argument("--state-mib", type=int, default=16)
+    p.add_argument("--free-kib", type=int, default=8)
+    p.add_argument("--protoc", default="protoc")
+    p.add_argument("--keep", action="store_true")
+    p.add_argument("--no-faults", action="store_true", help="the same load without any fault")
+    p.add_argument("--in-namespace", action="store_true", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if os.geteuid() == 0 and not a.in_namespace and shutil.which("unshare"):
+        # A private mount namespace, so the tmpfs of the state goes away with this process.
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", sys.executable,
+                            *sys.argv, "--in-namespace"])
+        if r.returncode != 125:
+            return r.returncode
+    import grpc
+    sc = load_bench.load_scheduler_client()
+    tmp = tempfile.mkdtemp(prefix="lysoak-")
+    try:
+        os.makedirs(os.path.join(tmp, "pb"))
+        sc.generate_modules(os.path.join(tmp, "pb"), os.path.join(ROOT, "proto"), a.protoc)
+        pb, _ = sc.load_modules(os.path.join(tmp, "pb"))
+        soak = Soak(a, sc, grpc, pb, tmp)
+        mounted, why = (can_mount_tmpfs(os.path.join(tmp, "statefs"), a.state_mib)
+                        if a.in_namespace else (False, "not root"))
+        os.makedirs(soak.state_dir, exist_ok=True)
+        soak.start()
+        first_stats = None
+        users = [threading.Thread(target=soak.submit_all,
+                                  args=(f"user{u}", a.jobs_per_user * (2 if u == 0 else 1)))
+                 for u in range(a.users)]
+        for t in users:
+            t.start()
+        soak.wait_running(2)
+        first_stats = soak.stats()
+        if not a.no_faults:
+            inject_faults(soak, mounted, why)
+        for t in users:
+            t.join()
+        last_stats = soak.stats()
+        # Every user stays backlogged until the first user's last job starts.
+        deadline = time.monotonic() + 1800
+        growth = []  # (jobs ended, workers' RSS MiB) of the last daemon, to tell a leak from warm-up
+        while time.monotonic() < deadline:
+            jobs = soak.jobs()
+            ended = sum(sc.state_name(pb, j.state) in ("SUCCEEDED", "FAILED", "CANCELLED")
+                        for j in jobs)
+            growth.append((ended, soak.stats()["worker_rss_kib"] / 1024))
+            if ended == len(jobs):
+                break
+            time.sleep(1)
+        soak.remember_digests()
+        jobs = soak.jobs()
+        # All users are backlogged from the moment the last one has a job queued until the
+        # first one's last job starts.
+        first_create, last_start = {}, collections.defaultdict(int)
+        for j in jobs:
+            user = j.labels.get("user", "")
+            t = j.create_time_unix_ms / 1000
+            first_create[user] = min(first_create.get(user, t), t)
+            last_start[user] = max(last_start[user], j.start_time_unix_ms / 1000)
+        backlog = (max(first_create.values()), min(last_start.values()))
+        end_stats = soak.stats()
+        marks = sorted({g[0] for g in growth})
+        picks = [m for i, m in enumerate(marks) if i % max(1, len(marks) // 6) == 0] + marks[-1:]
+        soak.notes.append("workers' RSS by jobs ended (last daemon): " + ", ".join(
+            f"{m}: {max(r for e, r in growth if e == m):.0f} MiB" for m in sorted(set(picks))))
+        rc = report(soak, backlog, [("first daemon, 2 jobs running", first_stats),
+                                    ("last daemon, users done submitting", last_stats),
+                                    ("last daemon, all jobs ended", end_stats)])
+        soak.daemon.send_signal(signal.SIGTERM)
+        soak.daemon.wait(timeout=120)
+        if mounted:
+            subprocess.run(["umount", "-l", os.path.join(tmp, "statefs")])
+        return rc
+    finally:
+        if a.keep:
+            print(f"kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
