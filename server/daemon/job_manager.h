@@ -193,6 +193,7 @@ class JobManager {
   // Fair share: device time (ms) each user's finished jobs used, and when each user last
   // started a job (ties).
   std::map<std::string, int64_t> usage_ms_ ABSL_GUARDED_BY(mu_);
+  void RebuildUsageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // at Recover, from the records
   std::map<std::string, int64_t> last_start_by_user_ ABSL_GUARDED_BY(mu_);
   // The mean run, for queue positions.
   int64_t finished_runs_ ABSL_GUARDED_BY(mu_) = 0;
