@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -147,10 +148,17 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
       return s;
     }
   }
-  const wv1::Done& done = *runs[0].end.done;
-  out->step_ms = done.step_ms();
-  out->img_per_s = done.img_per_s();
-  out->bound = done.bound();
+  // The job's headline numbers are the run's, not rank 0's: every rank trains its own batch, so
+  // the throughput is their sum (DDP's global img/s), and a synchronous step lasts as long as
+  // the slowest rank's.
+  out->step_ms = 0;
+  out->img_per_s = 0;
+  for (int r = 0; r < n; ++r) {
+    const wv1::Done& d = *at(r).end.done;
+    out->step_ms = std::max(out->step_ms, d.step_ms());
+    out->img_per_s += d.img_per_s();
+  }
+  out->bound = runs[0].end.done->bound();
   return absl::OkStatus();
 }
 

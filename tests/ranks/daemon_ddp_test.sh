@@ -67,6 +67,24 @@ id="$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["job_id"
 "$cli" jobs show "$id" --remote "unix:$sock" > "$work/show.txt"
 grep -q "^device    cpu, cpu:1 (2 ranks)" "$work/show.txt" || { cat "$work/show.txt"; fail "jobs show"; }
 echo "ok: job $id ran on cpu, cpu:1"
+# The job record's headline: the run's global throughput (the ranks' img/s summed) and the
+# slowest rank's step.
+"$cli" jobs show "$id" --remote "unix:$sock" --json > "$work/show.json"
+"$python" - "$work" <<'EOF'
+import json, sys
+work = sys.argv[1]
+job = json.load(open(f"{work}/show.json"))
+ranks = [json.load(open(f"{work}/p/prof/rank{r}/profile.json")) for r in (0, 1)]
+total = sum(p["img_per_s"] for p in ranks)
+slowest = max(p["step_ms"] for p in ranks)
+got_ips = float(job.get("imgPerS", job.get("img_per_s", 0)))
+got_ms = float(job.get("stepMs", job.get("step_ms", 0)))
+if abs(got_ips - total) > 1e-3 * total or abs(got_ms - slowest) > 1e-3 * slowest:
+    print(f"FAIL: the job record says {got_ips} img/s, {got_ms} ms; the ranks sum to {total} "
+          f"img/s, the slowest step is {slowest} ms")
+    sys.exit(1)
+print(f"ok: the job's {got_ips:.2f} img/s is both ranks' together, {got_ms:.2f} ms the slowest")
+EOF
 
 # 2. More ranks than slots.
 rc=0
