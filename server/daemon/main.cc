@@ -31,7 +31,6 @@
 #include "server/daemon/daemon_signals.h"
 #include "server/daemon/engine_worker.h"
 #include "server/daemon/job_store_scrub.h"
-#include "server/daemon/log_limiter.h"
 
 // The engine worker executable this daemon starts (FindWorkerExecutable): the test build of the
 // daemon starts the worker built with the fault hook (server/worker/fault_hook.h).
@@ -84,7 +83,6 @@ void RaiseDescriptorLimit() {
 
 int main(int argc, char** argv) {
   RaiseDescriptorLimit();
-  libreyolo::daemon::InstallGrpcLogLimiter();
   const std::vector<std::string> args(argv + 1, argv + argc);
   // Checks the store offline (docs/deploy.md): server/daemon/job_store_scrub.h.
   if (!args.empty() && args[0] == "scrub") {
