@@ -71,8 +71,8 @@ std::vector<MetricValue> FlatMetrics(const Profile& p) {
   for (const PhaseRow& r : p.phases) {
     out.push_back(Num(r.phase + "_gpu_ms", "ms", r.gpu_ms_per_step));
     out.push_back(Num(r.phase + "_wall_ms", "ms", r.wall_ms_per_step));
-    out.push_back(Count(r.phase + "_kernels", PerStepCountOf(r.kernels_per_step)));
-    out.push_back(Count(r.phase + "_ops", PerStepCountOf(r.ops_per_step)));
+    out.push_back(Count(r.phase + "_kernels", CountFromDouble(r.kernels_per_step)));
+    out.push_back(Count(r.phase + "_ops", CountFromDouble(r.ops_per_step)));
     if (r.cpu_ms_per_step) out.push_back(Num(r.phase + "_cpu_ms", "ms", r.cpu_ms_per_step));
   }
   if (p.repeat.img_per_s_n.has_value()) {

@@ -29,9 +29,6 @@ struct MetricValue {
 
 MetricValue MetricValueFromCell(const MetricDef& def, const MetricCell& c);
 
-// A per-step count the model keeps as a double (integral by PerStepCount) as an integer.
-inline int64_t PerStepCountOf(double v) { return static_cast<int64_t>(std::floor(v)); }
-
 // The value as JSON: a string, bool, integer, number, the file's raw JSON, or null.
 void WriteMetricValue(JsonWriter& w, const MetricValue& m);
 // The same for a table cell (no raw JSON).

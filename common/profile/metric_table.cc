@@ -1,6 +1,7 @@
 #include "common/profile/metric_table.h"
 
 #include <array>
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 
@@ -24,7 +25,7 @@ void SetNum(Profile& p, const MetricCell& c) {
 template <OptDouble Profile::*M>
 MetricCell CountOf(const Profile& p) {
   if (!(p.*M).has_value()) return {};
-  return MetricCell::Count(static_cast<int64_t>(std::floor(*(p.*M))));
+  return MetricCell::Count(CountFromDouble(*(p.*M)));
 }
 template <std::optional<int64_t> Profile::*M>
 MetricCell Int(const Profile& p) {
@@ -33,7 +34,7 @@ MetricCell Int(const Profile& p) {
 template <std::optional<int64_t> Profile::*M>
 void SetInt(Profile& p, const MetricCell& c) {
   const std::optional<double> d = c.AsDouble();
-  p.*M = d ? std::optional<int64_t>(static_cast<int64_t>(std::floor(*d))) : std::nullopt;
+  p.*M = d ? std::optional<int64_t>(CountFromDouble(*d)) : std::nullopt;
 }
 template <std::optional<bool> Profile::*M>
 MetricCell Flag(const Profile& p) {
@@ -234,6 +235,11 @@ void ApplyMetricRules(Profile& p) {
     it = d != nullptr && d->applies == MetricApplies::kGpu ? p.repeat.metrics.erase(it)
                                                            : std::next(it);
   }
+}
+
+int64_t CountFromDouble(double v) {
+  if (std::isnan(v)) return 0;
+  return static_cast<int64_t>(std::floor(std::clamp(v, -9e18, 9e18)));
 }
 
 int64_t PerStepCount(int64_t total, int64_t steps, bool row_min_one) {

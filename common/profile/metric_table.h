@@ -99,6 +99,13 @@ void ApplyMetricRules(Profile& p);
 // once shows at least 1: `row_min_one`). Steps <= 0 count as 1.
 int64_t PerStepCount(int64_t total, int64_t steps, bool row_min_one = false);
 
+// A count the model keeps as a double (a per-step count, or one read from a file that wrote
+// 227.0) as the integer every view prints: rounded down, NaN as 0, and saturated at
+// +/-9e18, so that a damaged file's 6.7e83 prints as a huge count instead of being undefined
+// behaviour (the fuzzer's find). The one conversion: profile.json's writer and reader, the
+// metric table and get all use it.
+int64_t CountFromDouble(double v);
+
 // docs/metrics.md's generated table (between its metric-table markers).
 std::string MetricTableMarkdown();
 

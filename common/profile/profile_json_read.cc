@@ -63,7 +63,7 @@ class FieldReader {
   std::optional<int64_t> Int(const Value& obj, const char* key, const std::string& ctx = "") {
     const OptDouble d = Double(obj, key, ctx);
     if (!d.has_value()) return std::nullopt;
-    return static_cast<int64_t>(std::llround(*d));
+    return CountFromDouble(std::round(*d));
   }
   std::optional<bool> Bool(const Value& obj, const char* key, const std::string& ctx = "") {
     const Value* v = Find(obj, key);
@@ -116,7 +116,7 @@ MetricCell ReadCell(FieldReader& r, const Value& obj, const MetricDef& d, const 
     case MetricKind::kCount: {
       const OptDouble v = r.Double(obj, key.c_str(), ctx);
       if (!v || !std::isfinite(*v)) return {};
-      return MetricCell::Count(static_cast<int64_t>(std::floor(std::clamp(*v, -9e18, 9e18))));
+      return MetricCell::Count(CountFromDouble(*v));
     }
     case MetricKind::kFlag:
       return MetricCell::Flag(r.Bool(obj, key.c_str(), ctx));

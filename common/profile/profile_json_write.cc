@@ -15,7 +15,7 @@ void WriteKernelRow(JsonWriter& w, const KernelRow& k) {
       .Field("tensorcore", k.tensorcore)
       .Field("ms_per_step", k.ms_per_step)
       .Field("pct_of_gpu", k.pct_of_gpu)
-      .Field("count_per_step", PerStepCountOf(k.count_per_step))
+      .Field("count_per_step", CountFromDouble(k.count_per_step))
       .EndObject();
 }
 
@@ -38,7 +38,7 @@ void WriteOpRows(JsonWriter& w, const std::vector<OpRow>& rows) {
   for (const OpRow& o : rows) {
     w.BeginObject().Field("op", o.op);
     if (!o.input_shapes.empty()) w.Field("input_shapes", o.input_shapes);
-    w.Field("count_per_step", PerStepCountOf(o.count_per_step))
+    w.Field("count_per_step", CountFromDouble(o.count_per_step))
         .Field("ms_per_step", o.ms_per_step)
         .Field("self_cpu_ms_per_step", o.self_cpu_ms_per_step)
         .Field("pct_of_cpu_ops", o.pct_of_cpu_ops)
@@ -73,8 +73,8 @@ void WritePhases(JsonWriter& w, const std::vector<PhaseRow>& phases) {
         .Field("gpu_ms_per_step", r.gpu_ms_per_step)
         .Field("wall_ms_per_step", r.wall_ms_per_step);
     if (r.cpu_ms_per_step) w.Field("cpu_ms_per_step", r.cpu_ms_per_step);
-    w.Field("kernels_per_step", PerStepCountOf(r.kernels_per_step))
-        .Field("ops_per_step", PerStepCountOf(r.ops_per_step))
+    w.Field("kernels_per_step", CountFromDouble(r.kernels_per_step))
+        .Field("ops_per_step", CountFromDouble(r.ops_per_step))
         .Field("unique_kernels", r.unique_kernels)
         .EndObject();
   }

@@ -3,9 +3,11 @@
 
 #include <gmock/gmock.h>
 
+#include <cmath>
 #include <string>
 
 #include "common/analysis/kernel_classify.h"
+#include "common/profile/metric_table.h"
 #include "common/profile/profile_json.h"
 #include "tests/common/trace_builder.h"
 
@@ -343,6 +345,30 @@ TEST(ProfileJson, BadJsonIsAnErrorWithTheByteOffset) {
   auto p = ReadProfileJson(R"({"schema": )", "cut.json");
   ASSERT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(p.status().message(), HasSubstr("byte 11"));
+}
+
+// The fuzzer's find (profile_json_fuzzer, --ci seed 1): a damaged file's count_per_step of
+// 6.7e83 was cast to int64_t (undefined behaviour) when the profile was written back. Counts
+// that do not fit are saturated by the one conversion (CountFromDouble), in rows and metrics.
+TEST(ProfileJson, CountsTooLargeForAnIntegerAreSaturatedNotUndefined) {
+  EXPECT_EQ(CountFromDouble(6.666e83), static_cast<int64_t>(9e18));
+  EXPECT_EQ(CountFromDouble(-1e300), -static_cast<int64_t>(9e18));
+  EXPECT_EQ(CountFromDouble(std::nan("")), 0);
+  EXPECT_EQ(CountFromDouble(227.0), 227);
+  EXPECT_EQ(CountFromDouble(2.9), 2);
+  auto p = ReadProfileJson(
+      R"({"schema": "libreyolo.profile.analysis/v1", "kernels_per_step": 1e300,
+          "top_kernels": [{"kernel": "k", "ms_per_step": 1, "count_per_step": 6.6e83}],
+          "ops": [{"op": "aten::add", "ms_per_step": 1, "count_per_step": -1e200}],
+          "phases": [{"phase": "forward", "kernels_per_step": 1e99, "ops_per_step": 1e99}]})",
+      "huge.json");
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::string out = WriteProfileJson(*p);
+  EXPECT_THAT(out, ::testing::HasSubstr("\"count_per_step\": 9000000000000000000"));
+  EXPECT_THAT(out, ::testing::HasSubstr("\"kernels_per_step\": 9000000000000000000"));
+  auto back = ReadProfileJson(out, "again.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(WriteProfileJson(*back), out);
 }
 
 }  // namespace
