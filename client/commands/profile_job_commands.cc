@@ -221,7 +221,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
         << report.status().message() << "\n";
   }
   ReaderInvocation inv;
-  inv.reader = "summary";
+  inv.reader = ReaderId::kSummary;
   // A data-parallel job's summary is its ranks' (the cross-rank view of <project>/prof/).
   inv.inputs = {ranks ? std::filesystem::path(profile_path).parent_path().parent_path().string()
                       : profile_path};

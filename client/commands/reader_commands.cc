@@ -1,5 +1,7 @@
 #include "client/commands/reader_commands.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -8,7 +10,9 @@
 #include "client/commands/report_command.h"
 #include "client/remote/daemon_connection.h"
 #include "client/remote/remote_reader.h"
+#include "common/analysis/what_if.h"
 #include "common/load/load_profile.h"
+#include "common/readers/modules_view.h"
 #include "common/readers/ops_view.h"
 #include "common/readers/run_reader.h"
 #include "common/readers/top_rows.h"
@@ -39,17 +43,104 @@ int Emit(std::ostream& out, const std::string& text) {
   return kExitOk;
 }
 
+// A reader's command line: its subcommand's text and flags, and how the flags fill the
+// invocation. Its name and the number of profiles it reads are the reader's own row
+// (common/readers/run_reader.h, Readers()); its bounds are the ones the daemon checks.
+struct ReaderFlags {
+  ReaderId id;
+  std::string summary;
+  std::string description;
+  std::vector<PositionalSpec> positionals;
+  std::vector<FlagSpec> flags;
+  absl::Status (*parse)(const ParsedArgs& a, ReaderInvocation& inv);  // nullptr: no options
+};
+
+absl::StatusOr<int> IntFlag(const ParsedArgs& a, const std::string& flag) {
+  return ParseIntFlag(flag, *a.Value(flag));
+}
+
+absl::Status ParseGet(const ParsedArgs& a, ReaderInvocation& inv) {
+  if (a.positionals.size() > 1) inv.field = a.positionals[1];
+  return absl::OkStatus();
+}
+
+absl::Status ParseTop(const ParsedArgs& a, int* top) {
+  if (!a.Value("top")) return absl::OkStatus();
+  auto n = IntFlag(a, "top");
+  if (!n.ok()) return n.status();
+  if (auto s = CheckTop(*n); !s.ok()) return s;
+  *top = *n;
+  return absl::OkStatus();
+}
+
+absl::Status ParseKernels(const ParsedArgs& a, ReaderInvocation& inv) {
+  KernelsOptions& o = inv.kernels;
+  if (auto s = ParseTop(a, &o.top); !s.ok()) return s;
+  o.category = a.Value("category");
+  o.grep = a.Value("grep");
+  o.tensorcore_only = a.Switch("tensorcore");
+  o.sort = a.ValueOr("sort", "time");
+  o.phase = a.Value("phase");
+  return absl::OkStatus();
+}
+
+absl::Status ParseOps(const ParsedArgs& a, ReaderInvocation& inv) {
+  OpsOptions& o = inv.ops;
+  if (auto s = ParseTop(a, &o.top); !s.ok()) return s;
+  o.phase = a.Value("phase");
+  o.sort = a.ValueOr("sort", "cpu_time_total");
+  o.group_by_input_shape = a.Switch("group-by-input-shape");
+  return absl::OkStatus();
+}
+
+absl::Status ParseModules(const ParsedArgs& a, ReaderInvocation& inv) {
+  ModulesOptions& o = inv.modules;
+  if (a.Value("depth")) {
+    auto n = IntFlag(a, "depth");
+    if (!n.ok()) return n.status();
+    if (auto s = CheckModuleDepth(*n); !s.ok()) return s;
+    o.depth = *n;
+  }
+  o.sort = a.ValueOr("sort", "order");
+  o.format = a.ValueOr("format", "table");
+  if (o.format == "folded" && a.Switch("json")) {
+    return absl::InvalidArgumentError(
+        "--format folded is plain text for flame-graph tools; drop --json");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseWhatIf(const ParsedArgs& a, ReaderInvocation& inv) {
+  inv.what_if.remove_category = a.Value("remove-category");
+  if (auto n = a.Value("remove-launches")) {
+    auto v = ParseDoubleFlag("remove-launches", *n);
+    if (!v.ok()) return v.status();
+    if (auto s = CheckRemoveLaunches(*v); !s.ok()) return s;
+    inv.what_if.remove_launches = *v;
+  }
+  return absl::OkStatus();
+}
+
 // Builds the view through the one reader path shared with the daemon (common/readers/
 // run_reader.h): local files are loaded here; `job:<id>` inputs are answered by a daemon.
-int Execute(const std::string& cmd, ReaderInvocation inv, const ParsedArgs& a, std::ostream& out,
-            std::ostream& err) {
-  inv.reader = cmd;
-  absl::StatusOr<ReaderOutput> result;
+int Execute(const ReaderFlags& r, const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  const ReaderDef& def = Reader(r.id);
+  const std::string cmd = def.name;
+  ReaderInvocation inv;
+  inv.reader = r.id;
+  const size_t n = std::min(def.inputs, a.positionals.size());
+  inv.inputs.assign(a.positionals.begin(), a.positionals.begin() + static_cast<long>(n));
+  if (r.parse != nullptr) {
+    if (absl::Status s = r.parse(a, inv); !s.ok()) {
+      return Fail(err, cmd, kExitUsage, std::string(s.message()));
+    }
+  }
   if (auto rank = a.Value("rank")) {
     auto k = ParseIntFlag("rank", *rank);
     if (!k.ok()) return Fail(err, cmd, kExitUsage, std::string(k.status().message()));
     inv.rank = *k;
   }
+  absl::StatusOr<ReaderOutput> result;
   if (UsesDaemon(inv.inputs, a)) {
     if (inv.rank) {
       return Fail(err, cmd, kExitUsage,
@@ -66,111 +157,12 @@ int Execute(const std::string& cmd, ReaderInvocation inv, const ParsedArgs& a, s
   return Emit(out, a.Switch("json") ? result->json : TerminalSafe(result->text, /*multiline=*/true));
 }
 
-ReaderInvocation Inputs(const ParsedArgs& a, size_t n) {
-  ReaderInvocation inv;
-  inv.inputs.assign(a.positionals.begin(), a.positionals.begin() + static_cast<long>(n));
-  return inv;
-}
-
-int RunSummary(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  return Execute("summary", Inputs(a, 1), a, out, err);
-}
-
-int RunGet(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  ReaderInvocation inv = Inputs(a, 1);
-  if (a.positionals.size() > 1) inv.field = a.positionals[1];
-  return Execute("get", std::move(inv), a, out, err);
-}
-
-int RunPhases(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  return Execute("phases", Inputs(a, 1), a, out, err);
-}
-
-int RunKernels(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  ReaderInvocation inv = Inputs(a, 1);
-  KernelsOptions& o = inv.kernels;
-  if (auto top = a.Value("top")) {
-    auto n = ParseIntFlag("top", *top);
-    if (!n.ok()) return Fail(err, "kernels", kExitUsage, std::string(n.status().message()));
-    if (auto s = CheckTop(*n); !s.ok()) {
-      return Fail(err, "kernels", kExitUsage, std::string(s.message()));
-    }
-    o.top = *n;
-  }
-  o.category = a.Value("category");
-  o.grep = a.Value("grep");
-  o.tensorcore_only = a.Switch("tensorcore");
-  o.sort = a.ValueOr("sort", "time");
-  o.phase = a.Value("phase");
-  return Execute("kernels", std::move(inv), a, out, err);
-}
-
-int RunOps(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  ReaderInvocation inv = Inputs(a, 1);
-  OpsOptions& o = inv.ops;
-  if (auto top = a.Value("top")) {
-    auto n = ParseIntFlag("top", *top);
-    if (!n.ok()) return Fail(err, "ops", kExitUsage, std::string(n.status().message()));
-    if (auto s = CheckTop(*n); !s.ok()) {
-      return Fail(err, "ops", kExitUsage, std::string(s.message()));
-    }
-    o.top = *n;
-  }
-  o.phase = a.Value("phase");
-  o.sort = a.ValueOr("sort", "cpu_time_total");
-  o.group_by_input_shape = a.Switch("group-by-input-shape");
-  return Execute("ops", std::move(inv), a, out, err);
-}
-
-int RunModules(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  ReaderInvocation inv = Inputs(a, 1);
-  ModulesOptions& o = inv.modules;
-  if (auto depth = a.Value("depth")) {
-    auto n = ParseIntFlag("depth", *depth);
-    if (!n.ok()) return Fail(err, "modules", kExitUsage, std::string(n.status().message()));
-    if (*n < 1) return Fail(err, "modules", kExitUsage, "--depth must be 1 or more");
-    o.depth = *n;
-  }
-  o.sort = a.ValueOr("sort", "order");
-  o.format = a.ValueOr("format", "table");
-  if (o.format == "folded" && a.Switch("json")) {
-    return Fail(err, "modules", kExitUsage,
-                "--format folded is plain text for flame-graph tools; drop --json");
-  }
-  return Execute("modules", std::move(inv), a, out, err);
-}
-
-int RunCompare(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  if (a.Value("fail-if-slower")) return RunCompareGate(a, out, err);
-  return Execute("compare", Inputs(a, 2), a, out, err);
-}
-
-int RunWhatIf(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  ReaderInvocation inv = Inputs(a, 1);
-  inv.what_if.remove_category = a.Value("remove-category");
-  if (auto n = a.Value("remove-launches")) {
-    auto v = ParseDoubleFlag("remove-launches", *n);
-    if (!v.ok()) return Fail(err, "what-if", kExitUsage, std::string(v.status().message()));
-    inv.what_if.remove_launches = *v;
-  }
-  return Execute("what-if", std::move(inv), a, out, err);
-}
-
-// Every reader can read `job:<id>` from a daemon, so each takes the connection flags.
-std::vector<ReaderCommand>* WithRemoteFlags(std::vector<ReaderCommand>* commands) {
-  for (ReaderCommand& c : *commands) {
-    for (const FlagSpec& f : RemoteFlagSpecs()) c.spec.flags.push_back(f);
-  }
-  return commands;
-}
-
 std::string SortKeysText() { return absl::StrJoin(OpSortKeys(), "|"); }
 
-}  // namespace
-
-const std::vector<ReaderCommand>& ReaderCommands() {
-  static const auto* commands = WithRemoteFlags(new std::vector<ReaderCommand>{
-      {{"summary",
+// In ReaderId order (Readers()).
+const std::vector<ReaderFlags>& ReaderFlagTable() {
+  static const auto* table = new std::vector<ReaderFlags>{
+      {ReaderId::kSummary,
         "step time, throughput, GPU utilisation, host overhead and the bottleneck verdict",
         "Shows the headline numbers of a profile, verdict first: step time, throughput, GPU\n"
         "utilisation, Tensor Core share, peak VRAM, host overhead, launches per step, kernel\n"
@@ -179,22 +171,22 @@ const std::vector<ReaderCommand>& ReaderCommands() {
         "A folder of per-rank traces (DDP under torch.profiler) gives the cross-rank view:\n"
         "per-rank steps, the straggler, exposed communication, all-reduce bandwidth.",
         {kTraceArg},
-        {kRankFlag, kJsonFlag}},
-       RunSummary},
-      {{"get", "one metric and nothing else (no field: list the metrics)",
+        {kRankFlag, kJsonFlag},
+       nullptr},
+      {ReaderId::kGet, "one metric and nothing else (no field: list the metrics)",
         "Prints one metric's value and nothing else, for scripts. Without a field it lists\n"
         "every metric with its value. An unknown field exits 2.",
         {kTraceArg, {"field", false, "metric name, e.g. step_ms, gpu_util, forward_gpu_ms"}},
-        {kJsonFlag}},
-       RunGet},
-      {{"phases", "GPU ms, wall ms, kernels and ops per phase (forward, backward, ...)",
+        {kJsonFlag},
+       ParseGet},
+      {ReaderId::kPhases, "GPU ms, wall ms, kernels and ops per phase (forward, backward, ...)",
         "Per phase (dataload, to_device, forward, backward, optimizer; preprocess and\n"
         "postprocess for inference): GPU ms, wall ms, kernel count and op count per step.\n"
         "Kernels are attributed through their launch's correlation id.",
         {kTraceArg},
-        {kRankFlag, kJsonFlag}},
-       RunPhases},
-      {{"kernels", "individual GPU kernels: share of GPU time, ms and calls per step",
+        {kRankFlag, kJsonFlag},
+       nullptr},
+      {ReaderId::kKernels, "individual GPU kernels: share of GPU time, ms and calls per step",
         "Lists GPU kernels with their share of GPU time, ms per step, calls per step, Tensor\n"
         "Core use and category.",
         {kTraceArg},
@@ -205,9 +197,9 @@ const std::vector<ReaderCommand>& ReaderCommands() {
          {"tensorcore", "", "", "keep only Tensor Core kernels"},
          {"sort", "KEY", "time", "order by time, count or name"},
          {"phase", "P", "", "only kernels launched in phase P (unknown P exits 2)"},
-         kRankFlag, kJsonFlag}},
-       RunKernels},
-      {{"ops", "framework ops ranked by CPU time (the key_averages table)",
+         kRankFlag, kJsonFlag},
+       ParseKernels},
+      {ReaderId::kOps, "framework ops ranked by CPU time (the key_averages table)",
         "The framework view: aten and autograd ops ranked by CPU time, with self CPU time,\n"
         "calls, memory and FLOPs columns where the profile has them, and the \"Self CPU time\n"
         "total\" footer. This is where host cost shows.",
@@ -216,9 +208,9 @@ const std::vector<ReaderCommand>& ReaderCommands() {
          {"phase", "P", "", "only ops run in phase P (unknown P exits 2)"},
          {"sort", "KEY", "cpu_time_total", SortKeysText()},
          {"group-by-input-shape", "", "", "one row per (op, input shapes); needs shapes"},
-         kRankFlag, kJsonFlag}},
-       RunOps},
-      {{"modules", "per-layer table of the model's module scopes (self/total CPU, GPU, FLOPs)",
+         kRankFlag, kJsonFlag},
+       ParseOps},
+      {ReaderId::kModules, "per-layer table of the model's module scopes (self/total CPU, GPU, FLOPs)",
         "The per-layer view of a trace recorded with --with-modules (the default): one row\n"
         "per LibreYOLO9 module path (backbone.conv0, neck.elan_up1, head.cv2.0, ...) with\n"
         "calls, total and self CPU time, GPU time of the kernels launched inside (by launch\n"
@@ -231,9 +223,9 @@ const std::vector<ReaderCommand>& ReaderCommands() {
                                 "head)"},
          {"sort", "KEY", "order", absl::StrJoin(ModuleSortKeys(), "|")},
          {"format", "F", "table", "table, or folded (flame-graph stacks, weights in us)"},
-         kJsonFlag}},
-       RunModules},
-      {{"compare", "deltas between two profiles, with a significance call",
+         kJsonFlag},
+       ParseModules},
+      {ReaderId::kCompare, "deltas between two profiles, with a significance call",
         "Deltas in throughput, ms per image, GPU utilisation, host overhead, launches per step\n"
         "and the verdict. With n >= 2 trials on both sides (profile_repeat.json), a difference\n"
         "in img/s is significant when it exceeds twice the combined standard error.\n"
@@ -243,9 +235,9 @@ const std::vector<ReaderCommand>& ReaderCommands() {
         "straddles the threshold or either side is a single run.",
         {{"before", true, "the baseline profile or trace"},
          {"after", true, "the profile or trace after the change"}},
-        {FailIfSlowerFlagSpec(), kJsonFlag}},
-       RunCompare},
-      {{"what-if", "estimate the gain of removing a kernel category or launches",
+        {FailIfSlowerFlagSpec(), kJsonFlag},
+       nullptr},
+      {ReaderId::kWhatIf, "estimate the gain of removing a kernel category or launches",
         "Estimates the step time after removing a kernel category's GPU time or some kernel\n"
         "launches, before writing the change. Below 80% GPU utilisation the saving is\n"
         "launches removed x measured host cost per launch; above it, the GPU work removed.\n"
@@ -253,10 +245,35 @@ const std::vector<ReaderCommand>& ReaderCommands() {
         {kTraceArg},
         {{"remove-category", "C", "", "remove the kernels of categories containing C"},
          {"remove-launches", "N", "", "remove N kernel launches per step"},
-         kJsonFlag}},
-       RunWhatIf},
-      {ReportCommandSpec(), RunReport},
-  });
+         kJsonFlag},
+       ParseWhatIf},
+  };
+  return *table;
+}
+
+}  // namespace
+
+const std::vector<ReaderCommand>& ReaderCommands() {
+  static const auto* commands = [] {
+    auto* c = new std::vector<ReaderCommand>;
+    for (const ReaderFlags& r : ReaderFlagTable()) {
+      CommandSpec spec{Reader(r.id).name, r.summary, r.description, r.positionals, r.flags};
+      // Every reader can read `job:<id>` from a daemon, so each takes the connection flags.
+      for (const FlagSpec& f : RemoteFlagSpecs()) spec.flags.push_back(f);
+      if (r.id == ReaderId::kCompare) {
+        // --fail-if-slower turns compare into the CI gate (compare_gate_command.h).
+        c->push_back({std::move(spec), [&r](const ParsedArgs& a, std::ostream& o, std::ostream& e) {
+                        return a.Value("fail-if-slower") ? RunCompareGate(a, o, e)
+                                                         : Execute(r, a, o, e);
+                      }});
+      } else {
+        c->push_back({std::move(spec), [&r](const ParsedArgs& a, std::ostream& o,
+                                            std::ostream& e) { return Execute(r, a, o, e); }});
+      }
+    }
+    c->push_back({ReportCommandSpec(), RunReport});
+    return c;
+  }();
   return *commands;
 }
 

@@ -1,6 +1,7 @@
 #include "common/analysis/what_if.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,15 @@
 #include "common/render/terminal_text.h"
 
 namespace libreyolo {
+
+absl::Status CheckRemoveLaunches(double launches) {
+  if (std::isfinite(launches) && launches >= 0 && launches <= kMaxRemoveLaunches) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("remove_launches: ", launches,
+                                                 " is not a number in [0, ", kMaxRemoveLaunches,
+                                                 "]"));
+}
 
 absl::StatusOr<WhatIfResult> WhatIf(const Profile& p, const WhatIfRequest& req) {
   if (req.remove_category.has_value() == req.remove_launches.has_value()) {

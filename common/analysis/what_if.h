@@ -11,6 +11,11 @@
 
 namespace libreyolo {
 
+// `--remove-launches N` and the WhatIf RPC's `remove_launches`: launches per step, the one
+// bound for the command line and the daemon alike (NaN and infinities included).
+inline constexpr double kMaxRemoveLaunches = 1e9;
+absl::Status CheckRemoveLaunches(double launches);
+
 struct WhatIfRequest {
   std::optional<std::string> remove_category;  // substring of a category name
   std::optional<double> remove_launches;       // launches per step

@@ -23,6 +23,12 @@ bool Known(const std::string& key) {
 
 }  // namespace
 
+absl::Status CheckModuleDepth(int64_t depth) {
+  if (depth >= 1 && depth <= kMaxModuleDepth) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("depth: ", depth, " is outside 1..", kMaxModuleDepth));
+}
+
 const std::vector<std::string>& ModuleSortKeys() {
   static const auto* keys = new std::vector<std::string>{
       "order", "cpu_total", "self_cpu", "gpu_total", "self_gpu", "calls", "flops", "name"};

@@ -12,6 +12,11 @@
 
 namespace libreyolo {
 
+// `--depth N` of `modules` and the Modules RPC's `depth`: path components, the one bound for
+// the command line and the daemon alike. INVALID_ARGUMENT "depth: 0 is outside 1..1024".
+inline constexpr int32_t kMaxModuleDepth = 1024;
+absl::Status CheckModuleDepth(int64_t depth);
+
 struct ModulesOptions {
   int depth = 0;                 // <= 0: every module path; N: aggregated to N path components
   std::string sort = "order";    // ModuleSortKeys()

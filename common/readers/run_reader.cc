@@ -12,7 +12,6 @@
 #include "common/readers/ranks_view.h"
 #include "common/readers/summary_view.h"
 #include "common/readers/what_if_view.h"
-#include "common/render/terminal_text.h"
 #include "common/trace/trace_reader.h"
 
 namespace libreyolo {
@@ -24,6 +23,72 @@ ReaderOutput Render(const View& v, std::string (*text)(const View&),
   return ReaderOutput{text(v), json(v)};
 }
 
+template <typename View>
+absl::StatusOr<ReaderOutput> Render(const absl::StatusOr<View>& v,
+                                    std::string (*text)(const View&),
+                                    std::string (*json)(const View&)) {
+  if (!v.ok()) return v.status();
+  return Render(*v, text, json);
+}
+
+// The readers' rows: each builds its view from the loaded profiles and renders it.
+absl::StatusOr<ReaderOutput> ReadSummary(const ReaderCall& c) {
+  return Render(BuildSummary(c.profiles[0], c.labels[0]), RenderSummaryText, RenderSummaryJson);
+}
+
+absl::StatusOr<ReaderOutput> ReadGet(const ReaderCall& c) {
+  return Render(BuildGet(c.profiles[0], c.invocation.field, c.labels[0]), RenderGetText,
+                RenderGetJson);
+}
+
+absl::StatusOr<ReaderOutput> ReadPhases(const ReaderCall& c) {
+  return Render(BuildPhases(c.profiles[0], c.labels[0]), RenderPhasesText, RenderPhasesJson);
+}
+
+absl::StatusOr<ReaderOutput> ReadKernels(const ReaderCall& c) {
+  return Render(BuildKernels(c.profiles[0], c.invocation.kernels, c.labels[0]),
+                RenderKernelsText, RenderKernelsJson);
+}
+
+absl::StatusOr<ReaderOutput> ReadOps(const ReaderCall& c) {
+  return Render(BuildOps(c.profiles[0], c.invocation.ops, c.labels[0]), RenderOpsText,
+                RenderOpsJson);
+}
+
+absl::StatusOr<ReaderOutput> ReadModules(const ReaderCall& c) {
+  const std::string& input = c.invocation.inputs[0];
+  auto trace = c.locate ? c.locate(input, c.profiles[0]) : LocalTrace(input, c.profiles[0]);
+  if (!trace.ok()) return trace.status();
+  auto data = ReadTraceFile(trace->path);
+  if (!data.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("cannot read the trace ", trace->label, ": ", data.status().message()));
+  }
+  return Render(BuildModules(*data, c.invocation.modules, c.labels[0], trace->label),
+                RenderModulesText, RenderModulesJson);
+}
+
+absl::StatusOr<ReaderOutput> ReadCompare(const ReaderCall& c) {
+  return Render(Compare(c.profiles[0], c.profiles[1], c.labels[0], c.labels[1]),
+                RenderCompareText, RenderCompareJson);
+}
+
+absl::Status CheckWhatIf(const ReaderInvocation& in) {
+  if (in.what_if.remove_category.has_value() != in.what_if.remove_launches.has_value()) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      "give exactly one of --remove-category C or --remove-launches N "
+      "(e.g. --remove-category layout)");
+}
+
+absl::StatusOr<ReaderOutput> ReadWhatIf(const ReaderCall& c) {
+  auto r = WhatIf(c.profiles[0], c.invocation.what_if);
+  if (!r.ok()) return r.status();
+  if (r->trace.empty()) r->trace = c.labels[0];
+  return Render(*r, RenderWhatIfText, RenderWhatIfJson);
+}
+
 // A folder of per-rank traces: `summary DIR` is the cross-rank view; `--rank k` reads rank k's
 // trace through the ordinary single-trace path.
 absl::StatusOr<ReaderOutput> RunFolderReader(ReaderInvocation in, const ProfileLoader& load) {
@@ -32,8 +97,9 @@ absl::StatusOr<ReaderOutput> RunFolderReader(ReaderInvocation in, const ProfileL
     return absl::InvalidArgumentError(absl::StrCat(
         "--rank reads a folder of per-rank traces, and ", dir, " is not a folder"));
   }
-  if (in.reader == "compare") {
-    return absl::InvalidArgumentError("compare reads two profiles, not a folder of rank traces");
+  if (Reader(in.reader).inputs != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Reader(in.reader).name, " reads two profiles, not a folder of rank traces"));
   }
   if (in.rank) {
     auto path = RankTracePath(dir, *in.rank);
@@ -44,24 +110,14 @@ absl::StatusOr<ReaderOutput> RunFolderReader(ReaderInvocation in, const ProfileL
     in.read_folders = false;
     return RunReader(in, load);
   }
-  if (in.reader != "summary") {
+  if (in.reader != ReaderId::kSummary) {
     return absl::InvalidArgumentError(absl::StrCat(
-        in.reader, " reads one rank's trace: add --rank K to read rank K of ", dir,
+        Reader(in.reader).name, " reads one rank's trace: add --rank K to read rank K of ", dir,
         " (summary DIR gives the cross-rank view)"));
   }
   auto v = BuildRanksView(dir);
   if (!v.ok()) return v.status();
   return ReaderOutput{RenderRanksText(*v), RenderRanksJson(*v)};
-}
-
-absl::StatusOr<TraceInput> LocalTrace(const std::string& input, const Profile& p) {
-  std::string why_not;
-  const std::optional<std::string> trace = ProfileTracePath(input, p, &why_not);
-  if (!trace) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("modules reads the Chrome trace, and ", why_not));
-  }
-  return TraceInput{*trace, *trace};
 }
 
 }  // namespace
@@ -81,80 +137,51 @@ absl::StatusOr<Profile> LoadReaderInput(const ProfileLoader& load, const std::st
   }
 }
 
-const std::vector<std::string>& ReaderNames() {
-  static const auto* names = new std::vector<std::string>{
-      "summary", "get", "phases", "kernels", "ops", "modules", "compare", "what-if"};
-  return *names;
+const std::vector<ReaderDef>& Readers() {
+  static const auto* readers = new std::vector<ReaderDef>{
+      {ReaderId::kSummary, "summary", 1, nullptr, ReadSummary},
+      {ReaderId::kGet, "get", 1, nullptr, ReadGet},
+      {ReaderId::kPhases, "phases", 1, nullptr, ReadPhases},
+      {ReaderId::kKernels, "kernels", 1, nullptr, ReadKernels},
+      {ReaderId::kOps, "ops", 1, nullptr, ReadOps},
+      {ReaderId::kModules, "modules", 1, nullptr, ReadModules},
+      {ReaderId::kCompare, "compare", 2, nullptr, ReadCompare},
+      {ReaderId::kWhatIf, "what-if", 1, CheckWhatIf, ReadWhatIf},
+  };
+  return *readers;
+}
+
+const ReaderDef& Reader(ReaderId id) { return Readers()[static_cast<size_t>(id)]; }
+
+const ReaderDef* FindReader(std::string_view name) {
+  for (const ReaderDef& d : Readers()) {
+    if (name == d.name) return &d;
+  }
+  return nullptr;
 }
 
 absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const ProfileLoader& load,
                                        const TraceLocator& locate) {
-  const size_t want = in.reader == "compare" ? 2 : 1;
-  if (in.inputs.size() != want) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(in.reader, " reads ", want, " profile", want == 1 ? "" : "s", ", got ",
-                     in.inputs.size()));
+  const ReaderDef& def = Reader(in.reader);
+  if (in.inputs.size() != def.inputs) {
+    return absl::InvalidArgumentError(absl::StrCat(def.name, " reads ", def.inputs, " profile",
+                                                   def.inputs == 1 ? "" : "s", ", got ",
+                                                   in.inputs.size()));
   }
-  auto label = [&](size_t i) -> const std::string& {
-    return i < in.labels.size() ? in.labels[i] : in.inputs[i];
-  };
-  if (in.reader == "what-if" &&
-      in.what_if.remove_category.has_value() == in.what_if.remove_launches.has_value()) {
-    return absl::InvalidArgumentError(
-        "give exactly one of --remove-category C or --remove-launches N "
-        "(e.g. --remove-category layout)");
+  if (def.check != nullptr) {
+    if (absl::Status s = def.check(in); !s.ok()) return s;
   }
   if (in.read_folders && (in.rank || IsDirectory(in.inputs[0]))) return RunFolderReader(in, load);
   if (in.rank) return absl::InvalidArgumentError("--rank reads a folder of per-rank traces");
-  auto p = LoadReaderInput(load, in.inputs[0]);
-  if (!p.ok()) return p.status();
-
-  if (in.reader == "summary") {
-    return Render(BuildSummary(*p, label(0)), RenderSummaryText, RenderSummaryJson);
+  std::vector<Profile> profiles;
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < in.inputs.size(); ++i) {
+    auto p = LoadReaderInput(load, in.inputs[i]);
+    if (!p.ok()) return p.status();
+    profiles.push_back(*std::move(p));
+    labels.push_back(i < in.labels.size() ? in.labels[i] : in.inputs[i]);
   }
-  if (in.reader == "get") {
-    auto v = BuildGet(*p, in.field, label(0));
-    if (!v.ok()) return v.status();
-    return Render(*v, RenderGetText, RenderGetJson);
-  }
-  if (in.reader == "phases") {
-    return Render(BuildPhases(*p, label(0)), RenderPhasesText, RenderPhasesJson);
-  }
-  if (in.reader == "kernels") {
-    auto v = BuildKernels(*p, in.kernels, label(0));
-    if (!v.ok()) return v.status();
-    return Render(*v, RenderKernelsText, RenderKernelsJson);
-  }
-  if (in.reader == "ops") {
-    auto v = BuildOps(*p, in.ops, label(0));
-    if (!v.ok()) return v.status();
-    return Render(*v, RenderOpsText, RenderOpsJson);
-  }
-  if (in.reader == "modules") {
-    auto trace = locate ? locate(in.inputs[0], *p) : LocalTrace(in.inputs[0], *p);
-    if (!trace.ok()) return trace.status();
-    auto data = ReadTraceFile(trace->path);
-    if (!data.ok()) {
-      return absl::DataLossError(
-          absl::StrCat("cannot read the trace ", trace->label, ": ", data.status().message()));
-    }
-    auto v = BuildModules(*data, in.modules, label(0), trace->label);
-    if (!v.ok()) return v.status();
-    return Render(*v, RenderModulesText, RenderModulesJson);
-  }
-  if (in.reader == "compare") {
-    auto after = LoadReaderInput(load, in.inputs[1]);
-    if (!after.ok()) return after.status();
-    const CompareResult r = Compare(*p, *after, label(0), label(1));
-    return Render(r, RenderCompareText, RenderCompareJson);
-  }
-  if (in.reader == "what-if") {
-    auto r = WhatIf(*p, in.what_if);
-    if (!r.ok()) return r.status();
-    if (r->trace.empty()) r->trace = label(0);
-    return Render(*r, RenderWhatIfText, RenderWhatIfJson);
-  }
-  return absl::InvalidArgumentError(absl::StrCat("unknown reader '", Excerpt(in.reader), "'"));
+  return def.read(ReaderCall{in, profiles, labels, locate});
 }
 
 }  // namespace libreyolo

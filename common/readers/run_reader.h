@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,8 +20,14 @@
 
 namespace libreyolo {
 
+// The readers of `libreyolo profile`, in the order it lists them. Each has one row in
+// Readers() (below): its name, the profiles it reads and the function that builds and renders
+// its view. The command line (client/commands/reader_commands.cc: flags), the wire
+// (proto/reader_spec: one request per reader) and the daemon all go through that row.
+enum class ReaderId { kSummary, kGet, kPhases, kKernels, kOps, kModules, kCompare, kWhatIf };
+
 struct ReaderInvocation {
-  std::string reader;  // summary | get | phases | kernels | ops | modules | compare | what-if
+  ReaderId reader = ReaderId::kSummary;
   // What to load (a path, or a job reference the loader understands), and how each is named in
   // the view's `source` fields. compare takes two; every other reader one.
   std::vector<std::string> inputs;
@@ -75,8 +82,29 @@ absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& invocation,
 // (`report`), so their exit codes are the readers'.
 absl::StatusOr<Profile> LoadReaderInput(const ProfileLoader& load, const std::string& input);
 
-// The reader names in the order `libreyolo profile` lists them.
-const std::vector<std::string>& ReaderNames();
+// One reader, whole: what RunReader needs of it once its inputs are loaded. `profiles` holds
+// the loaded inputs (`inputs` of them) and `labels` their names.
+struct ReaderCall {
+  const ReaderInvocation& invocation;
+  const std::vector<Profile>& profiles;
+  const std::vector<std::string>& labels;
+  const TraceLocator& locate;  // unset: the local rule
+};
+struct ReaderDef {
+  ReaderId id;
+  const char* name;  // the subcommand, e.g. "what-if"
+  size_t inputs;     // the profiles it reads
+  // What the options must satisfy before anything is loaded (nullptr: nothing); its error is
+  // INVALID_ARGUMENT.
+  absl::Status (*check)(const ReaderInvocation&);
+  absl::StatusOr<ReaderOutput> (*read)(const ReaderCall&);
+};
+
+// Every reader, in ReaderId order (the order `libreyolo profile` lists them).
+const std::vector<ReaderDef>& Readers();
+const ReaderDef& Reader(ReaderId id);
+// By subcommand name; nullptr for a name that is no reader.
+const ReaderDef* FindReader(std::string_view name);
 
 }  // namespace libreyolo
 

@@ -6,11 +6,11 @@
 namespace libreyolo::readerspec {
 namespace {
 
-absl::Status WantRefs(const ReaderInvocation& inv, const std::vector<v1::ProfileRef>& refs,
-                      size_t n) {
+absl::Status WantRefs(const ReaderDef& def, const std::vector<v1::ProfileRef>& refs) {
+  const size_t n = def.inputs;
   if (refs.size() == n) return absl::OkStatus();
   return absl::InvalidArgumentError(
-      absl::StrCat(inv.reader, " reads ", n, " profile", n == 1 ? "" : "s", ", got ", refs.size()));
+      absl::StrCat(def.name, " reads ", n, " profile", n == 1 ? "" : "s", ", got ", refs.size()));
 }
 
 }  // namespace
@@ -18,52 +18,62 @@ absl::Status WantRefs(const ReaderInvocation& inv, const std::vector<v1::Profile
 absl::StatusOr<v1::ReadRequest> ToReadRequest(const ReaderInvocation& inv,
                                               const std::vector<v1::ProfileRef>& refs) {
   v1::ReadRequest r;
-  const size_t want = inv.reader == "compare" ? 2 : 1;
-  if (auto s = WantRefs(inv, refs, want); !s.ok()) return s;
-  const std::string& n = inv.reader;
-  if (n == "summary") {
-    *r.mutable_summary()->mutable_profile() = refs[0];
-  } else if (n == "get") {
-    v1::GetRequest& q = *r.mutable_get();
-    *q.mutable_profile() = refs[0];
-    if (inv.field) q.set_field(*inv.field);
-  } else if (n == "phases") {
-    *r.mutable_phases()->mutable_profile() = refs[0];
-  } else if (n == "kernels") {
-    v1::KernelsRequest& q = *r.mutable_kernels();
-    const KernelsOptions& o = inv.kernels;
-    *q.mutable_profile() = refs[0];
-    q.set_top(o.top);
-    if (o.category) q.set_category(*o.category);
-    if (o.grep) q.set_grep(*o.grep);
-    q.set_tensorcore(o.tensorcore_only);
-    q.set_sort(o.sort);
-    if (o.phase) q.set_phase(*o.phase);
-  } else if (n == "ops") {
-    v1::OpsRequest& q = *r.mutable_ops();
-    const OpsOptions& o = inv.ops;
-    *q.mutable_profile() = refs[0];
-    q.set_top(o.top);
-    if (o.phase) q.set_phase(*o.phase);
-    q.set_sort(o.sort);
-    q.set_group_by_input_shape(o.group_by_input_shape);
-  } else if (n == "modules") {
-    v1::ModulesRequest& q = *r.mutable_modules();
-    const ModulesOptions& o = inv.modules;
-    *q.mutable_profile() = refs[0];
-    if (o.depth > 0) q.set_depth(o.depth);
-    q.set_sort(o.sort);
-    q.set_format(o.format);
-  } else if (n == "compare") {
-    *r.mutable_compare()->mutable_before() = refs[0];
-    *r.mutable_compare()->mutable_after() = refs[1];
-  } else if (n == "what-if") {
-    v1::WhatIfRequest& q = *r.mutable_what_if();
-    *q.mutable_profile() = refs[0];
-    if (inv.what_if.remove_category) q.set_remove_category(*inv.what_if.remove_category);
-    if (inv.what_if.remove_launches) q.set_remove_launches(*inv.what_if.remove_launches);
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("the reader '", n, "' has no remote form"));
+  if (auto s = WantRefs(Reader(inv.reader), refs); !s.ok()) return s;
+  switch (inv.reader) {
+    case ReaderId::kSummary:
+      *r.mutable_summary()->mutable_profile() = refs[0];
+      break;
+    case ReaderId::kGet: {
+      v1::GetRequest& q = *r.mutable_get();
+      *q.mutable_profile() = refs[0];
+      if (inv.field) q.set_field(*inv.field);
+      break;
+    }
+    case ReaderId::kPhases:
+      *r.mutable_phases()->mutable_profile() = refs[0];
+      break;
+    case ReaderId::kKernels: {
+      v1::KernelsRequest& q = *r.mutable_kernels();
+      const KernelsOptions& o = inv.kernels;
+      *q.mutable_profile() = refs[0];
+      q.set_top(o.top);
+      if (o.category) q.set_category(*o.category);
+      if (o.grep) q.set_grep(*o.grep);
+      q.set_tensorcore(o.tensorcore_only);
+      q.set_sort(o.sort);
+      if (o.phase) q.set_phase(*o.phase);
+      break;
+    }
+    case ReaderId::kOps: {
+      v1::OpsRequest& q = *r.mutable_ops();
+      const OpsOptions& o = inv.ops;
+      *q.mutable_profile() = refs[0];
+      q.set_top(o.top);
+      if (o.phase) q.set_phase(*o.phase);
+      q.set_sort(o.sort);
+      q.set_group_by_input_shape(o.group_by_input_shape);
+      break;
+    }
+    case ReaderId::kModules: {
+      v1::ModulesRequest& q = *r.mutable_modules();
+      const ModulesOptions& o = inv.modules;
+      *q.mutable_profile() = refs[0];
+      if (o.depth > 0) q.set_depth(o.depth);
+      q.set_sort(o.sort);
+      q.set_format(o.format);
+      break;
+    }
+    case ReaderId::kCompare:
+      *r.mutable_compare()->mutable_before() = refs[0];
+      *r.mutable_compare()->mutable_after() = refs[1];
+      break;
+    case ReaderId::kWhatIf: {
+      v1::WhatIfRequest& q = *r.mutable_what_if();
+      *q.mutable_profile() = refs[0];
+      if (inv.what_if.remove_category) q.set_remove_category(*inv.what_if.remove_category);
+      if (inv.what_if.remove_launches) q.set_remove_launches(*inv.what_if.remove_launches);
+      break;
+    }
   }
   return r;
 }
@@ -73,22 +83,22 @@ absl::StatusOr<ReadCall> FromReadRequest(const v1::ReadRequest& req) {
   ReaderInvocation& inv = c.invocation;
   switch (req.reader_case()) {
     case v1::ReadRequest::kSummary:
-      inv.reader = "summary";
+      inv.reader = ReaderId::kSummary;
       c.refs = {req.summary().profile()};
       break;
     case v1::ReadRequest::kGet:
-      inv.reader = "get";
+      inv.reader = ReaderId::kGet;
       if (!req.get().field().empty()) inv.field = req.get().field();
       c.refs = {req.get().profile()};
       break;
     case v1::ReadRequest::kPhases:
-      inv.reader = "phases";
+      inv.reader = ReaderId::kPhases;
       c.refs = {req.phases().profile()};
       break;
     case v1::ReadRequest::kKernels: {
       const v1::KernelsRequest& q = req.kernels();
       KernelsOptions& o = inv.kernels;
-      inv.reader = "kernels";
+      inv.reader = ReaderId::kKernels;
       if (q.has_top()) o.top = q.top();
       if (!q.category().empty()) o.category = q.category();
       if (!q.grep().empty()) o.grep = q.grep();
@@ -101,7 +111,7 @@ absl::StatusOr<ReadCall> FromReadRequest(const v1::ReadRequest& req) {
     case v1::ReadRequest::kOps: {
       const v1::OpsRequest& q = req.ops();
       OpsOptions& o = inv.ops;
-      inv.reader = "ops";
+      inv.reader = ReaderId::kOps;
       if (q.has_top()) o.top = q.top();
       if (!q.phase().empty()) o.phase = q.phase();
       if (!q.sort().empty()) o.sort = q.sort();
@@ -112,7 +122,7 @@ absl::StatusOr<ReadCall> FromReadRequest(const v1::ReadRequest& req) {
     case v1::ReadRequest::kModules: {
       const v1::ModulesRequest& q = req.modules();
       ModulesOptions& o = inv.modules;
-      inv.reader = "modules";
+      inv.reader = ReaderId::kModules;
       if (q.has_depth()) o.depth = q.depth();
       if (!q.sort().empty()) o.sort = q.sort();
       if (!q.format().empty()) o.format = q.format();
@@ -120,12 +130,12 @@ absl::StatusOr<ReadCall> FromReadRequest(const v1::ReadRequest& req) {
       break;
     }
     case v1::ReadRequest::kCompare:
-      inv.reader = "compare";
+      inv.reader = ReaderId::kCompare;
       c.refs = {req.compare().before(), req.compare().after()};
       break;
     case v1::ReadRequest::kWhatIf: {
       const v1::WhatIfRequest& q = req.what_if();
-      inv.reader = "what-if";
+      inv.reader = ReaderId::kWhatIf;
       if (q.change_case() == v1::WhatIfRequest::kRemoveCategory) {
         inv.what_if.remove_category = q.remove_category();
       } else if (q.change_case() == v1::WhatIfRequest::kRemoveLaunches) {

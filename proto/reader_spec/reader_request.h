@@ -16,8 +16,9 @@ namespace libreyolo::readerspec {
 
 namespace v1 = ::libreyolo::profiler::v1;
 
-// The request for `inv.reader` over `refs` (compare: before, after). INVALID_ARGUMENT for a
-// reader that has no request or the wrong number of refs.
+// The request for `inv.reader` over `refs` (compare: before, after). INVALID_ARGUMENT for the
+// wrong number of refs. Every reader has a request (a switch over ReaderId: a reader added to
+// the table and not here does not compile cleanly).
 absl::StatusOr<v1::ReadRequest> ToReadRequest(const ReaderInvocation& inv,
                                               const std::vector<v1::ProfileRef>& refs);
 

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <utility>
@@ -13,6 +12,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/analysis/what_if.h"
+#include "common/readers/modules_view.h"
 #include "common/readers/top_rows.h"
 #include "common/render/terminal_text.h"
 #include "proto/job_spec/job_spec.h"
@@ -38,11 +39,6 @@ absl::Status Range(const std::string& field, int64_t v, int64_t lo, int64_t hi) 
 absl::Status MaxBytes(const std::string& field, const std::string& v, size_t max) {
   if (v.size() <= max) return absl::OkStatus();
   return Bad(field, absl::StrCat("'", Excerpt(v), "' is longer than ", max, " bytes"));
-}
-
-absl::Status CheckDouble(const std::string& field, bool has, double v, double lo, double hi) {
-  if (!has || (std::isfinite(v) && v >= lo && v <= hi)) return absl::OkStatus();
-  return Bad(field, absl::StrCat(v, " is not a number in [", lo, ", ", hi, "]"));
 }
 
 // A name in a daemon directory, or (when allowed) an absolute local path.
@@ -346,15 +342,14 @@ absl::Status ValidateRequest(const v1::WhatIfRequest& r) {
   if (auto s = MaxBytes("remove_category", r.remove_category(), kMaxShortStringBytes); !s.ok()) {
     return s;
   }
-  return CheckDouble("remove_launches", r.change_case() == v1::WhatIfRequest::kRemoveLaunches,
-                     r.remove_launches(), 0, kMaxRemoveLaunches);
+  if (r.change_case() != v1::WhatIfRequest::kRemoveLaunches) return absl::OkStatus();
+  return CheckRemoveLaunches(r.remove_launches());
 }
 
 absl::Status ValidateRequest(const v1::ModulesRequest& r) {
   if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
-  if (r.has_depth() && (r.depth() < 1 || r.depth() > kMaxModuleDepth)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("depth: ", r.depth(), " is outside 1..", kMaxModuleDepth));
+  if (r.has_depth()) {
+    if (auto s = CheckModuleDepth(r.depth()); !s.ok()) return s;
   }
   if (auto s = MaxBytes("sort", r.sort(), kMaxShortStringBytes); !s.ok()) return s;
   return MaxBytes("format", r.format(), kMaxShortStringBytes);

@@ -31,13 +31,11 @@ inline constexpr size_t kMaxJobIdBytes = 64;        // ids are "YYYYMMDD-<16 hex
 inline constexpr size_t kMaxShortStringBytes = 64;  // device, size, sort, phase, category, ...
 inline constexpr size_t kMaxTextBytes = 256;        // label values, owner, grep, field, ...
 inline constexpr size_t kMaxRequestIdBytes = 128;
-inline constexpr int32_t kMaxModuleDepth = 1024;  // modules --depth: path components
 inline constexpr int kMaxLabels = 32;
 inline constexpr size_t kMaxLabelKeyBytes = 63;
 inline constexpr int kMaxInlineImages = 1000;
 inline constexpr int kMaxStates = 16;
 inline constexpr int64_t kMaxSyntheticImages = 1000000;
-inline constexpr double kMaxRemoveLaunches = 1e9;
 
 // A file or directory name in one of the daemon's directories: [A-Za-z0-9._-], not starting
 // with '.', at most 255 bytes.

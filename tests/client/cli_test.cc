@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <cstdlib>
 #include <fstream>
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include "client/cli/cli.h"
+#include "client/commands/reader_commands.h"
+#include "common/readers/run_reader.h"
 #include "tests/support/cli_run.h"
 #include "client/commands/job_commands.h"
 #include "client/remote/progress_display.h"
@@ -70,6 +73,45 @@ TEST(CliContract, TopOutsideItsBoundIsExitTwoLocally) {
       EXPECT_TRUE(r.out.empty());
     }
   }
+}
+
+// The other readers' bounds are the daemon's too (issue 22: `--remove-launches -1` and 1e300
+// were read locally while the daemon refused them): common/readers' checks, one message.
+TEST(CliContract, DepthAndRemoveLaunchesHaveTheDaemonsBoundsLocally) {
+  for (const char* depth : {"0", "1025", "-2"}) {
+    const Result r = Cli({"profile", "modules", kAmd, "--depth", depth});
+    EXPECT_EQ(r.code, 2) << depth;
+    EXPECT_NE(r.err.find(std::string("depth: ") + depth + " is outside 1..1024"),
+              std::string::npos) << r.err;
+  }
+  for (const char* n : {"-1", "1e10"}) {
+    const Result r = Cli({"profile", "what-if", kAmd, "--remove-launches", n});
+    EXPECT_EQ(r.code, 2) << n;
+    EXPECT_NE(r.err.find("remove_launches: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("is not a number in [0, 1e+09]"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+  EXPECT_EQ(Cli({"profile", "what-if", kAmd, "--remove-launches", "1e9"}).code, 0);
+}
+
+// One row per reader (common/readers/run_reader.h): its place is its id, its name is the
+// subcommand's, and `libreyolo profile` lists the readers in the table's order, then report.
+TEST(CliContract, TheReaderTableDrivesTheSubcommands) {
+  const std::vector<ReaderDef>& table = Readers();
+  const std::vector<ReaderCommand>& commands = ReaderCommands();
+  ASSERT_EQ(commands.size(), table.size() + 1);
+  for (size_t i = 0; i < table.size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(table[i].id), i);
+    EXPECT_EQ(&Reader(table[i].id), &table[i]);
+    EXPECT_EQ(FindReader(table[i].name), &table[i]);
+    EXPECT_EQ(commands[i].spec.name, table[i].name);
+    const size_t required = static_cast<size_t>(std::count_if(
+        commands[i].spec.positionals.begin(), commands[i].spec.positionals.end(),
+        [](const PositionalSpec& p) { return p.required; }));
+    EXPECT_EQ(required, table[i].inputs) << table[i].name;
+  }
+  EXPECT_EQ(commands.back().spec.name, "report");
+  EXPECT_EQ(FindReader("report"), nullptr);
 }
 
 TEST(CliContract, ProfileAloneListsSubcommands) {
@@ -193,7 +235,7 @@ TEST(CliContract, ModulesReaderTableJsonFoldedAndNoScopes) {
   EXPECT_EQ(r.code, 2);
   r = Cli({"profile", "modules", trace, "--depth", "0"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("--depth"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("depth: 0 is outside 1..1024"), std::string::npos) << r.err;
   r = Cli({"profile", "modules", trace, "--sort", "gpu_total"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("no GPU kernels"), std::string::npos) << r.err;

@@ -438,15 +438,15 @@ TEST(RankFolder, ReaderDispatch) {
   d.Write("r1.json", RankTrace(1, 2, CpuRankEvents(30)));
   auto load = [](const std::string& p) { return LoadProfile(p); };
   ReaderInvocation in;
-  in.reader = "summary";
+  in.reader = ReaderId::kSummary;
   in.inputs = {d.path()};
   in.read_folders = true;
   auto cross = RunReader(in, load);
   ASSERT_TRUE(cross.ok()) << cross.status();
   EXPECT_NE(cross->json.find("\"world_size\": 2"), std::string::npos);
-  in.reader = "kernels";
+  in.reader = ReaderId::kKernels;
   EXPECT_EQ(RunReader(in, load).status().code(), absl::StatusCode::kInvalidArgument);
-  in.reader = "phases";
+  in.reader = ReaderId::kPhases;
   in.rank = 1;
   auto phases = RunReader(in, load);
   ASSERT_TRUE(phases.ok()) << phases.status();

@@ -19,10 +19,11 @@ v1::ProfileRef Ref(const std::string& job, const std::string& artifact = "") {
 }
 
 TEST(ReaderRequest, EveryReaderRoundTripsWithEveryOption) {
-  for (const std::string& name : ReaderNames()) {
+  for (const ReaderDef& def : Readers()) {
+    const std::string name = def.name;
     SCOPED_TRACE(name);
     ReaderInvocation inv;
-    inv.reader = name;
+    inv.reader = def.id;
     inv.field = "step_ms";
     inv.kernels = {.top = 7, .category = "gemm", .grep = "sm9.", .tensorcore_only = true,
                    .sort = "count", .phase = "forward"};
@@ -33,14 +34,14 @@ TEST(ReaderRequest, EveryReaderRoundTripsWithEveryOption) {
     inv.modules = {.depth = 2, .sort = "self_cpu", .format = "folded"};
     inv.what_if.remove_launches = 12.5;
     std::vector<v1::ProfileRef> refs = {Ref("20261202-0123456789abcdef", "rank1.profile.json")};
-    if (name == "compare") refs.push_back(Ref("20261202-fedcba9876543210"));
+    if (def.inputs == 2) refs.push_back(Ref("20261202-fedcba9876543210"));
     auto req = ToReadRequest(inv, refs);
     ASSERT_TRUE(req.ok()) << req.status();
     EXPECT_TRUE(daemon::ValidateRequest(*req).ok()) << daemon::ValidateRequest(*req);
     auto back = FromReadRequest(*req);
     ASSERT_TRUE(back.ok()) << back.status();
     const ReaderInvocation& got = back->invocation;
-    EXPECT_EQ(got.reader, name);
+    EXPECT_EQ(got.reader, def.id);
     ASSERT_EQ(back->refs.size(), refs.size());
     for (size_t i = 0; i < refs.size(); ++i) {
       EXPECT_EQ(back->refs[i].job_id(), refs[i].job_id());
@@ -79,15 +80,15 @@ TEST(ReaderRequest, EveryReaderRoundTripsWithEveryOption) {
 
 TEST(ReaderRequest, DefaultsStayDefaultsAndBadRequestsAreRefused) {
   ReaderInvocation inv;
-  inv.reader = "modules";  // depth 0: every path; not sent
+  inv.reader = ReaderId::kModules;  // depth 0: every path; not sent
   auto req = ToReadRequest(inv, {Ref("j")});
   ASSERT_TRUE(req.ok());
   EXPECT_FALSE(req->modules().has_depth());
   EXPECT_EQ(FromReadRequest(*req)->invocation.modules.depth, 0);
   EXPECT_EQ(ToReadRequest(inv, {}).status().code(), absl::StatusCode::kInvalidArgument);
-  inv.reader = "report";
+  inv.reader = ReaderId::kCompare;
   EXPECT_THAT(std::string(ToReadRequest(inv, {Ref("j")}).status().message()),
-              ::testing::HasSubstr("no remote form"));
+              ::testing::HasSubstr("compare reads 2 profiles, got 1"));
   EXPECT_EQ(FromReadRequest(v1::ReadRequest()).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(daemon::ValidateRequest(v1::ReadRequest()).code(), absl::StatusCode::kInvalidArgument);

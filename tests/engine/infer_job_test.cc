@@ -167,7 +167,7 @@ TEST_F(InferJob, ModuleScopesAreRecordedAndTheProfileSaysSoTruthfully) {
 
   // The reader, from profile.json (its trace beside it).
   ReaderInvocation inv;
-  inv.reader = "modules";
+  inv.reader = ReaderId::kModules;
   inv.inputs = {r->profile_path};
   inv.modules.depth = 2;
   auto out = RunReader(inv, [](const std::string& p) { return LoadProfile(p); });

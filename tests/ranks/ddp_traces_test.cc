@@ -58,7 +58,7 @@ TEST(DdpTraces, OneThreadAndManyAgree) {
 TEST(DdpTraces, RankFlagReadsThatRanksTrace) {
   if (Folder("slow").empty()) GTEST_SKIP() << "LIBREYOLO_DDP_TRACES is not set";
   ReaderInvocation in;
-  in.reader = "summary";
+  in.reader = ReaderId::kSummary;
   in.inputs = {Folder("slow")};
   in.read_folders = true;
   in.rank = 1;
