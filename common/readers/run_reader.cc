@@ -31,6 +31,16 @@ absl::StatusOr<ReaderOutput> Render(const absl::StatusOr<View>& v,
   return Render(*v, text, json);
 }
 
+absl::StatusOr<TraceInput> LocalTrace(const std::string& input, const Profile& p) {
+  std::string why_not;
+  const std::optional<std::string> trace = ProfileTracePath(input, p, &why_not);
+  if (!trace) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("modules reads the Chrome trace, and ", why_not));
+  }
+  return TraceInput{*trace, *trace};
+}
+
 // The readers' rows: each builds its view from the loaded profiles and renders it.
 absl::StatusOr<ReaderOutput> ReadSummary(const ReaderCall& c) {
   return Render(BuildSummary(c.profiles[0], c.labels[0]), RenderSummaryText, RenderSummaryJson);
