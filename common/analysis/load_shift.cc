@@ -1,8 +1,6 @@
 #include "common/analysis/load_shift.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <vector>
@@ -10,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/json/json_writer.h"
 
 namespace libreyolo {
 namespace {
@@ -75,28 +74,32 @@ std::optional<LoadShift> DetectLoadShift(const Profile& p) {
 void RecordLoadShift(Profile* p) {
   const std::optional<LoadShift> s = DetectLoadShift(*p);
   if (!s) return;
+  // Read only, to see what the record is added to: re-writing the whole object from
+  // RapidJSON's DOM would move some of its numbers by an ulp (its default parse is not exact),
+  // so that a job with a load shift and an identical one without would print different
+  // overheads. The record is spliced in before the object's closing brace instead.
   rapidjson::Document d;
   d.Parse(p->profiler_json.data(), p->profiler_json.size());
-  if (d.HasParseError() || !d.IsObject()) d.SetObject();
-  auto& a = d.GetAllocator();
-  rapidjson::Value o(rapidjson::kObjectType);
-  auto opt = [&](const char* key, const std::optional<double>& v) {
-    rapidjson::Value val;
-    if (v) val.SetDouble(*v);
-    o.AddMember(rapidjson::StringRef(key), val, a);
-  };
-  o.AddMember("step_ms", s->step_ms, a);
-  opt("probe_baseline_ms", s->probe_baseline_ms);
-  opt("profiled_step_ms", s->profiled_step_ms);
-  opt("overhead_ci_high_pct", s->overhead_ci_high_pct);
-  o.AddMember("factor", kLoadShiftFactor, a);
-  o.AddMember("note", rapidjson::Value(s->note.c_str(), a), a);
-  d.RemoveMember("load_shift");
-  d.AddMember("load_shift", o, a);
-  rapidjson::StringBuffer out;
-  rapidjson::Writer<rapidjson::StringBuffer> w(out);
-  d.Accept(w);
-  p->profiler_json.assign(out.GetString(), out.GetSize());
+  const bool object = !d.HasParseError() && d.IsObject();
+  if (object && d.HasMember("load_shift")) return;  // recorded once
+  JsonWriter w(/*pretty=*/false);
+  w.BeginObject()
+      .Field("step_ms", s->step_ms)
+      .Field("probe_baseline_ms", s->probe_baseline_ms)
+      .Field("profiled_step_ms", s->profiled_step_ms)
+      .Field("overhead_ci_high_pct", s->overhead_ci_high_pct)
+      .Field("factor", kLoadShiftFactor)
+      .Field("note", s->note)
+      .EndObject();
+  std::string record = w.Take();
+  while (!record.empty() && (record.back() == '\n' || record.back() == ' ')) record.pop_back();
+  if (!object) {
+    p->profiler_json = absl::StrCat("{\"load_shift\":", record, "}");
+    return;
+  }
+  const size_t close = p->profiler_json.rfind('}');
+  p->profiler_json.insert(close, absl::StrCat(d.ObjectEmpty() ? "" : ",", "\"load_shift\":",
+                                              record));
 }
 
 std::string RecordedLoadShiftNote(const Profile& p) {
