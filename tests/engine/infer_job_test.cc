@@ -46,6 +46,9 @@ class InferJob : public ::testing::Test {
     spec_.project = (dir_ / "runs").string();
     // Every test decides its own switches (a whole binary in one process would share them).
     BudgetDecisionCache::Process().Clear();
+    // Probing (tens of interleaved windows) only in the tests of probing, which turn it on
+    // (issue 22 §5): the others test what a job writes, with its switches as given.
+    spec_.profiler.probe_overhead = false;
   }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
@@ -256,6 +259,7 @@ TEST_F(InferJob, MissingDevicesAndSources) {
 const std::vector<std::string> kAllAuto = {"record_shapes", "with_flops", "profile_memory"};
 
 TEST_F(InferJob, AutoSwitchesAreProbedAndTheOutcomeRecorded) {
+  spec_.profiler.probe_overhead = true;
   spec_.model.weights = "LibreYOLO9t.pt";
   int64_t probing = 0;
   auto r = RunInferJob(
@@ -280,6 +284,7 @@ TEST_F(InferJob, AutoSwitchesAreProbedAndTheOutcomeRecorded) {
 // Same job, same choice (issue 11 item 4): in one process (a daemon's worker) an identical job
 // reuses the first job's decision without probing and says so; another imgsz is probed anew.
 TEST_F(InferJob, AnIdenticalJobReusesTheSwitchDecisionAndAnotherImgszIsProbed) {
+  spec_.profiler.probe_overhead = true;
   spec_.model.weights = "LibreYOLO9t.pt";
   int64_t probing = 0;
   auto count = [&](const JobProgress& p) { probing += p.stage == "probing"; };
@@ -325,6 +330,7 @@ TEST_F(InferJob, AnIdenticalJobReusesTheSwitchDecisionAndAnotherImgszIsProbed) {
 }
 
 TEST_F(InferJob, AGenerousBudgetKeepsEveryAutoSwitchOn) {
+  spec_.profiler.probe_overhead = true;
   spec_.model.weights = "LibreYOLO9t.pt";
   spec_.profiler.overhead_budget_pct = 1000;
   auto r = RunInferJob(spec_, nullptr, nullptr);
@@ -344,6 +350,7 @@ TEST_F(InferJob, AGenerousBudgetKeepsEveryAutoSwitchOn) {
 }
 
 TEST_F(InferJob, ExplicitSwitchesAreHonoured) {
+  spec_.profiler.probe_overhead = true;
   spec_.model.weights = "LibreYOLO9t.pt";
   // LibTorch's profiler, the fallback collector, honours the same switches (the default, our
   // collector, is WritesAProfileEveryReaderAccepts').
