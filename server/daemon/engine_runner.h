@@ -25,6 +25,15 @@
 
 namespace libreyolo::daemon {
 
+// A failed data-parallel job's cause, from its ranks' ends (`finished[r]`: the order in which
+// rank r ended, 0 first): a rank whose worker died on its own (a signal, an exit; not a kill of
+// the daemon's: cancel grace, watchdog, wall-time limit) is the cause, the first of them to end;
+// else the first rank to fail. A dead rank's peers report "Connection closed by peer" from c10d
+// at once, often before the daemon has read the death from the worker's pipe, so the order of
+// the ends alone would blame a survivor. -1 when every rank succeeded.
+int GangCauseRank(const std::vector<EngineWorker::JobEnd>& ends,
+                  const std::vector<int64_t>& finished);
+
 class EngineRunner : public JobRunner {
  public:
   // `worker_executable`: the daemon's own binary ("/proc/self/exe").
@@ -84,7 +93,7 @@ class EngineRunner : public JobRunner {
   // engine_runner_ranks.cc: a data-parallel job, one rank per device of job.devices on that
   // device's worker, all at once; rank 0 serves the rendezvous on a free loopback port. The
   // first rank to fail stops the others (a cancel; their workers are killed past the grace),
-  // and the job fails with that rank's reason, "rank R of N (device): ...". On success every
+  // and the job fails with its cause's reason (GangCauseRank), "rank R of N (device): ...". On success every
   // rank's files are published (common/io/rank_artifacts.h names them).
   absl::Status RunRanks(const v1::Job& job, const v1::Job& resolved, const std::string& scratch,
                         const DaemonConfig& config,

@@ -49,7 +49,28 @@ struct RankRun {
 
 bool Succeeded(const EngineWorker::JobEnd& end) { return end.done && end.done->code() == 0; }
 
+bool DiedOnItsOwn(const EngineWorker::JobEnd& e) {
+  return !e.done && !e.cancelled_by_kill && !e.stalled && !e.wall_limit_reached;
+}
+
 }  // namespace
+
+int GangCauseRank(const std::vector<EngineWorker::JobEnd>& ends,
+                  const std::vector<int64_t>& finished) {
+  int cause = -1;
+  for (int r = 0; r < static_cast<int>(ends.size()); ++r) {
+    const auto i = static_cast<size_t>(r);
+    if (Succeeded(ends[i])) continue;
+    if (cause < 0) {
+      cause = r;
+      continue;
+    }
+    const auto c = static_cast<size_t>(cause);
+    const bool dead = DiedOnItsOwn(ends[i]);
+    if (dead != DiedOnItsOwn(ends[c]) ? dead : finished[i] < finished[c]) cause = r;
+  }
+  return cause;
+}
 
 absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
                                     const std::string& scratch, const DaemonConfig& config,
@@ -112,13 +133,14 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
   }
   for (std::thread& t : threads) t.join();
 
-  // The job's outcome: the first rank to fail is the cause (the others failed or were stopped
-  // because of it); a job cancelled by its caller is cancelled.
-  int first_rank = -1;
-  for (int r = 0; r < n; ++r) {
-    if (Succeeded(at(r).end)) continue;
-    if (first_rank < 0 || at(r).finished < at(first_rank).finished) first_rank = r;
+  // The job's outcome (GangCauseRank); a job cancelled by its caller is cancelled.
+  std::vector<EngineWorker::JobEnd> ends;
+  std::vector<int64_t> finished;
+  for (const RankRun& run : runs) {
+    ends.push_back(run.end);
+    finished.push_back(run.finished);
   }
+  const int first_rank = GangCauseRank(ends, finished);
   // Every rank's end is looked at (each death is counted and logged); the cause's is kept.
   absl::Status cause;
   std::string cause_note;

@@ -216,6 +216,28 @@ TEST_F(EngineRunnerDeadlines, AJobStillReportingAtItsWallTimeLimitIsStopped) {
   EXPECT_EQ(runner.WorkerRestarts(), 1);
 }
 
+// The cause of a failed gang (CI, 2026-12-03: rank 1's worker SIGKILLed, and the job blamed
+// rank 0, whose Gloo saw "Connection closed by peer" and ended first).
+TEST(GangCauseRank, ADeadRankIsTheCauseEvenWhenASurvivorEndedFirst) {
+  EngineWorker::JobEnd ok, failed, killed, grace, stalled;
+  ok.done.emplace();
+  failed.done.emplace();
+  failed.done->set_code(1);
+  failed.done->set_error("training failed: Connection closed by peer [127.0.0.1]:11957");
+  killed.death = "killed by signal 9 (Killed)";
+  grace.death = "killed after not stopping within 3 s of the cancel";
+  grace.cancelled_by_kill = true;
+  stalled.death = "killed: no progress for 600 s";
+  stalled.stalled = true;
+  EXPECT_EQ(GangCauseRank({failed, killed}, {0, 1}), 1);
+  EXPECT_EQ(GangCauseRank({killed, failed}, {1, 0}), 0);
+  EXPECT_EQ(GangCauseRank({failed, failed}, {1, 0}), 1) << "no death: the first to fail";
+  EXPECT_EQ(GangCauseRank({failed, grace}, {0, 1}), 0) << "the daemon's own kill is no cause";
+  EXPECT_EQ(GangCauseRank({stalled, failed}, {0, 1}), 0) << "neither died: the first";
+  EXPECT_EQ(GangCauseRank({ok, killed, killed}, {0, 2, 1}), 2) << "the first death";
+  EXPECT_EQ(GangCauseRank({ok, ok}, {0, 1}), -1);
+}
+
 TEST(JobWallSeconds, TheRequestIsCappedByTheDaemonAndZeroMeansTheDaemons) {
   EXPECT_EQ(JobWallSeconds(0, 3600), 3600);
   EXPECT_EQ(JobWallSeconds(60, 3600), 60);
