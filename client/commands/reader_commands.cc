@@ -232,10 +232,12 @@ const std::vector<ReaderFlags>& ReaderFlagTable() {
         "--fail-if-slower PCT answers PASS (exit 0), FAIL (exit 4) or INCONCLUSIVE (exit 5)\n"
         "for CI: FAIL when the whole interval of the img/s difference (+/- 2*SE) is slower\n"
         "than PCT % of the before img/s, PASS when all of it is within, INCONCLUSIVE when it\n"
-        "straddles the threshold or either side is a single run.",
+        "straddles the threshold or either side is a single run.\n"
+        "Two folders of per-rank traces compare the runs' cross-rank figures and each rank's\n"
+        "step (docs/cli.md); with --rank K, rank K's traces.",
         {{"before", true, "the baseline profile or trace"},
          {"after", true, "the profile or trace after the change"}},
-        {FailIfSlowerFlagSpec(), kJsonFlag},
+        {FailIfSlowerFlagSpec(), kRankFlag, kJsonFlag},
        nullptr},
       {ReaderId::kWhatIf, "estimate the gain of removing a kernel category or launches",
         "Estimates the step time after removing a kernel category's GPU time or some kernel\n"

@@ -16,6 +16,9 @@ struct CompareDelta {
   std::string unit;
   bool higher_is_better = false;
   OptDouble before, after;
+  // false: a change is neither better nor worse (a folder comparison's all-reduce bytes: the
+  // model's gradients); the views then name no direction (JSON higher_is_better null).
+  bool directional = true;
   OptDouble delta() const;
   OptDouble pct() const;  // relative change in percent
 };

@@ -10,7 +10,7 @@ namespace {
 
 std::string Verdict(const CompareDelta& d) {
   const OptDouble delta = d.delta();
-  if (!delta || *delta == 0) return "";
+  if (!delta || *delta == 0 || !d.directional) return "";
   const bool better = d.higher_is_better ? *delta > 0 : *delta < 0;
   return better ? "better" : "worse";
 }
@@ -53,7 +53,13 @@ std::string RenderCompareJson(const CompareResult& r) {
   for (const CompareDelta& d : r.deltas) {
     w.BeginObject().Field("metric", d.metric).Field("unit", d.unit).Field("before", d.before)
         .Field("after", d.after).Field("delta", d.delta()).Field("pct", d.pct())
-        .Field("higher_is_better", d.higher_is_better).EndObject();
+        .Key("higher_is_better");
+    if (d.directional) {
+      w.Bool(d.higher_is_better);
+    } else {
+      w.Null();
+    }
+    w.EndObject();
   }
   w.EndArray();
   w.Key("bound").BeginObject().Field("before", r.bound_before).Field("after", r.bound_after)

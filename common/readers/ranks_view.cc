@@ -212,6 +212,76 @@ std::string Opt(const std::optional<int64_t>& v) {
 
 }  // namespace
 
+const std::vector<CrossRankMetric>& CrossRankMetrics() {
+  using R = CrossRankResult;
+  static const auto* m = new std::vector<CrossRankMetric>{
+      {"step_ms_mean", "ms", false, [](const R& r) -> std::optional<double> {
+         return r.step_ms_mean;
+       }},
+      {"step_spread_ms", "ms", false, [](const R& r) -> std::optional<double> {
+         return r.step_spread_ms;
+       }},
+      {"collective_wait_ms", "ms", false, [](const R& r) { return r.collective_wait_ms; }},
+      {"collective_wait_median_ms", "ms", false,
+       [](const R& r) { return r.collective_wait_median_ms; }},
+      {"comm_ms", "ms", false, [](const R& r) -> std::optional<double> { return r.comm_ms; }},
+      {"exposed_comm_ms", "ms", false, [](const R& r) -> std::optional<double> {
+         return r.exposed_comm_ms;
+       }},
+      {"comm_overlap_pct", "%", true, [](const R& r) { return r.comm_overlap_pct; }},
+      {"allreduce_bytes", "B", false, [](const R& r) { return r.allreduce_bytes; }, false},
+      {"algbw_gbps", "GB/s", true, [](const R& r) { return r.algbw_gbps; }},
+      {"busbw_gbps", "GB/s", true, [](const R& r) { return r.busbw_gbps; }},
+      {"load_imbalance_pct", "%", false, [](const R& r) { return r.load_imbalance_pct; }},
+  };
+  return *m;
+}
+
+namespace {
+
+// The verdict's headline: "rank 1 is a straggler", "communication-bound", "balanced".
+std::string Headline(const std::string& verdict) { return verdict.substr(0, verdict.find(':')); }
+
+}  // namespace
+
+CompareResult CompareRanks(const RanksView& before, const RanksView& after) {
+  const CrossRankResult& b = before.result;
+  const CrossRankResult& a = after.result;
+  CompareResult r;
+  r.before_label = before.source;
+  r.after_label = after.source;
+  if (b.world_size != a.world_size) {
+    r.warnings.push_back(absl::StrCat("different world_size: ", b.world_size, " before, ",
+                                      a.world_size, " after; the numbers are not like for like"));
+  }
+  if (b.backend != a.backend) {
+    r.warnings.push_back(absl::StrCat("different backend: ", b.backend, " before, ", a.backend,
+                                      " after; the numbers are not like for like"));
+  }
+  for (const CrossRankMetric& m : CrossRankMetrics()) {
+    CompareDelta d{m.name, m.unit, m.higher_is_better, m.value(b), m.value(a)};
+    d.directional = m.directional;
+    r.deltas.push_back(std::move(d));
+  }
+  const size_t shared = std::min(b.ranks.size(), a.ranks.size());
+  for (size_t k = 0; k < shared; ++k) {
+    const RankFigures& x = b.ranks[k];
+    const RankFigures& y = a.ranks[k];
+    const std::string rank = absl::StrCat("rank ", k, " ");
+    r.deltas.push_back({rank + "step_ms", "ms", false, x.step_ms, y.step_ms});
+    r.deltas.push_back({rank + "compute_ms", "ms", false, x.compute_ms, y.compute_ms});
+    r.deltas.push_back({rank + "dataload_ms", "ms", false, x.dataload_ms, y.dataload_ms});
+    r.deltas.push_back(
+        {rank + "exposed_comm_ms", "ms", false, x.exposed_comm_ms, y.exposed_comm_ms});
+  }
+  r.bound_before = Headline(b.verdict);
+  r.bound_after = Headline(a.verdict);
+  r.significance.text =
+      "one run on each side (a folder of rank traces each): a single run cannot support a "
+      "significance call";
+  return r;
+}
+
 std::string RenderRanksText(const RanksView& v) {
   const CrossRankResult& r = v.result;
   std::string out = absl::StrFormat("%s: %d ranks (%s)\nverdict: %s\n", v.source, r.world_size,

@@ -5,10 +5,12 @@
 #define LIBREYOLO_COMMON_READERS_RANKS_VIEW_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/analysis/compare.h"
 #include "common/analysis/cross_rank.h"
 
 namespace libreyolo {
@@ -40,6 +42,26 @@ absl::StatusOr<std::string> RankTracePath(const std::string& dir, int64_t rank);
 // Scans, then analyses every rank's trace, one task per rank on at most `threads` threads (0:
 // std::thread::hardware_concurrency()); only each rank's figures outlive its task.
 absl::StatusOr<RanksView> BuildRanksView(const std::string& dir, int threads = 0);
+
+// `compare BEFORE/ AFTER/`: two runs' folders, as compare shows two profiles (the same
+// CompareResult and renderers): the cross-rank figures of CrossRankMetrics() and each rank's
+// step, compute, dataload and exposed communication before and after, the verdicts' headlines
+// as the bound row, and a warning when the world size or the backend differs. One run on each
+// side: no significance call.
+CompareResult CompareRanks(const RanksView& before, const RanksView& after);
+
+// The cross-rank figures a comparison shows, each once: its JSON name (as RenderRanksJson
+// writes it), unit, direction and value (nullopt: n/a).
+struct CrossRankMetric {
+  const char* name;
+  const char* unit;
+  bool higher_is_better;
+  std::optional<double> (*value)(const CrossRankResult&);
+  // false: a change is neither better nor worse (all-reduce bytes are the model's gradients: a
+  // change says the runs trained different models, or bucketed them differently).
+  bool directional = true;
+};
+const std::vector<CrossRankMetric>& CrossRankMetrics();
 
 std::string RenderRanksText(const RanksView& v);
 std::string RenderRanksJson(const RanksView& v);

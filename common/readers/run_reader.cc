@@ -1,5 +1,6 @@
 #include "common/readers/run_reader.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -99,33 +100,45 @@ absl::StatusOr<ReaderOutput> ReadWhatIf(const ReaderCall& c) {
   return Render(*r, RenderWhatIfText, RenderWhatIfJson);
 }
 
-// A folder of per-rank traces: `summary DIR` is the cross-rank view; `--rank k` reads rank k's
-// trace through the ordinary single-trace path.
+// Folders of per-rank traces: `summary DIR` is the cross-rank view, `compare DIR DIR` compares
+// two runs' views; with `--rank k`, any reader reads rank k's trace of each folder through the
+// ordinary single-trace path.
 absl::StatusOr<ReaderOutput> RunFolderReader(ReaderInvocation in, const ProfileLoader& load) {
-  const std::string dir = in.inputs[0];
-  if (!IsDirectory(dir)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--rank reads a folder of per-rank traces, and ", dir, " is not a folder"));
-  }
-  if (Reader(in.reader).inputs != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Reader(in.reader).name, " reads two profiles, not a folder of rank traces"));
+  const ReaderDef& def = Reader(in.reader);
+  for (const std::string& input : in.inputs) {
+    if (IsDirectory(input)) continue;
+    return absl::InvalidArgumentError(
+        in.rank ? absl::StrCat("--rank reads a folder of per-rank traces, and ", input,
+                               " is not a folder")
+                : absl::StrCat(def.name, " reads two folders of per-rank traces or two "
+                                         "profiles, and ",
+                               input, " is not a folder"));
   }
   if (in.rank) {
-    auto path = RankTracePath(dir, *in.rank);
-    if (!path.ok()) return path.status();
-    if (in.labels.empty()) in.labels = {absl::StrCat(*path, " (rank ", *in.rank, ")")};
-    in.inputs[0] = *path;
+    const bool named = !in.labels.empty();
+    for (size_t i = 0; i < in.inputs.size(); ++i) {
+      auto path = RankTracePath(in.inputs[i], *in.rank);
+      if (!path.ok()) return path.status();
+      if (!named) in.labels.push_back(absl::StrCat(*path, " (rank ", *in.rank, ")"));
+      in.inputs[i] = *path;
+    }
     in.rank.reset();
     in.read_folders = false;
     return RunReader(in, load);
   }
+  if (in.reader == ReaderId::kCompare) {
+    auto before = BuildRanksView(in.inputs[0]);
+    if (!before.ok()) return before.status();
+    auto after = BuildRanksView(in.inputs[1]);
+    if (!after.ok()) return after.status();
+    return Render(CompareRanks(*before, *after), RenderCompareText, RenderCompareJson);
+  }
   if (in.reader != ReaderId::kSummary) {
     return absl::InvalidArgumentError(absl::StrCat(
-        Reader(in.reader).name, " reads one rank's trace: add --rank K to read rank K of ", dir,
-        " (summary DIR gives the cross-rank view)"));
+        def.name, " reads one rank's trace: add --rank K to read rank K of ", in.inputs[0],
+        " (summary DIR gives the cross-rank view, compare DIR DIR compares two runs)"));
   }
-  auto v = BuildRanksView(dir);
+  auto v = BuildRanksView(in.inputs[0]);
   if (!v.ok()) return v.status();
   return ReaderOutput{RenderRanksText(*v), RenderRanksJson(*v)};
 }
@@ -181,7 +194,10 @@ absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const Profile
   if (def.check != nullptr) {
     if (absl::Status s = def.check(in); !s.ok()) return s;
   }
-  if (in.read_folders && (in.rank || IsDirectory(in.inputs[0]))) return RunFolderReader(in, load);
+  if (in.read_folders &&
+      (in.rank || std::any_of(in.inputs.begin(), in.inputs.end(), IsDirectory))) {
+    return RunFolderReader(in, load);
+  }
   if (in.rank) return absl::InvalidArgumentError("--rank reads a folder of per-rank traces");
   std::vector<Profile> profiles;
   std::vector<std::string> labels;

@@ -1,6 +1,7 @@
 // `libreyolo profile summary DIR/` and `--rank K` through the whole command line: exit codes
 // (docs/cli.md), the flag's checks, and the fixture traces of one rank of a large job.
 #include <gtest/gtest.h>
+#include <rapidjson/document.h>
 
 #include <filesystem>
 #include <string>
@@ -75,6 +76,74 @@ TEST(RanksCli, SummaryOfAFolderAndRankFlag) {
   const auto remote = Cli({"profile", "summary", "job:abc", "--rank", "0"});
   EXPECT_EQ(remote.code, 2);
   EXPECT_NE(remote.err.find("not a job on a daemon"), std::string::npos) << remote.err;
+}
+
+// `compare BEFORE/ AFTER/` (issue 21 §2): two runs' folders side by side, as compare shows two
+// profiles; `--rank K` compares rank K's traces; a folder against a file is refused.
+TEST(RanksCli, CompareTwoRunsFolders) {
+  libreyolo::test::TempDir slow, fixed, wide;
+  slow.Write("rank0.json", Rank(0, 2, 1, 25));
+  slow.Write("rank1.json", Rank(1, 2, 21, 5));
+  fixed.Write("rank0.json", Rank(0, 2, 1, 5));
+  fixed.Write("rank1.json", Rank(1, 2, 1, 5));
+  const auto text = Cli({"profile", "compare", slow.path(), fixed.path()});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("a single run cannot support a significance call"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("rank 1 is a straggler"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("balanced"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("rank 1 dataload_ms"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("warning:"), std::string::npos) << text.out;
+  const auto json = Cli({"profile", "compare", slow.path(), fixed.path(), "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  // The others waited 20 ms per step for rank 1 before, nothing after; the same names as the
+  // folder's summary --json.
+  rapidjson::Document d;
+  d.Parse(json.out.c_str());
+  ASSERT_TRUE(d.IsObject() && d.HasMember("deltas")) << json.out;
+  auto delta = [&](const std::string& metric) -> const rapidjson::Value* {
+    for (const auto& row : d["deltas"].GetArray()) {
+      if (row["metric"].GetString() == metric) return &row;
+    }
+    ADD_FAILURE() << "no delta " << metric << " in " << json.out;
+    return nullptr;
+  };
+  const rapidjson::Value* wait = delta("collective_wait_ms");
+  ASSERT_NE(wait, nullptr);
+  EXPECT_DOUBLE_EQ((*wait)["before"].GetDouble(), 20.0);
+  EXPECT_DOUBLE_EQ((*wait)["after"].GetDouble(), 0.0);
+  EXPECT_DOUBLE_EQ((*wait)["pct"].GetDouble(), -100.0);
+  EXPECT_FALSE((*wait)["higher_is_better"].GetBool());
+  const rapidjson::Value* dataload = delta("rank 1 dataload_ms");
+  ASSERT_NE(dataload, nullptr);
+  EXPECT_DOUBLE_EQ((*dataload)["before"].GetDouble(), 21.0);
+  EXPECT_DOUBLE_EQ((*dataload)["after"].GetDouble(), 1.0);
+  const rapidjson::Value* bytes = delta("allreduce_bytes");
+  ASSERT_NE(bytes, nullptr);
+  EXPECT_DOUBLE_EQ((*bytes)["before"].GetDouble(), 1024.0);
+  EXPECT_TRUE((*bytes)["higher_is_better"].IsNull()) << "gradients are neither better nor worse";
+  EXPECT_STREQ(d["bound"]["before"].GetString(), "rank 1 is a straggler");
+  EXPECT_STREQ(d["bound"]["after"].GetString(), "balanced");
+
+  const auto one = Cli({"profile", "compare", slow.path(), fixed.path(), "--rank", "1"});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("rank1.json (rank 1)"), std::string::npos) << one.out;
+
+  wide.Write("rank0.json", Rank(0, 3, 1, 5));
+  wide.Write("rank1.json", Rank(1, 3, 1, 5));
+  wide.Write("rank2.json", Rank(2, 3, 1, 5));
+  const auto mixed = Cli({"profile", "compare", slow.path(), wide.path()});
+  ASSERT_EQ(mixed.code, 0) << mixed.err;
+  EXPECT_NE(mixed.out.find("warning: different world_size: 2 before, 3 after; the numbers are "
+                           "not like for like"),
+            std::string::npos)
+      << mixed.out;
+
+  const auto file = Cli({"profile", "compare", slow.path(), slow.File("rank0.json")});
+  EXPECT_EQ(file.code, 2);
+  EXPECT_NE(file.err.find("compare reads two folders of per-rank traces or two profiles"),
+            std::string::npos)
+      << file.err;
 }
 
 // A data-parallel job's layout (<project>/prof/rank<R>/, what the engine writes and the client

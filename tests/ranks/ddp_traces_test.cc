@@ -67,5 +67,32 @@ TEST(DdpTraces, RankFlagReadsThatRanksTrace) {
   EXPECT_NE(out->json.find("rank1.pt.trace.json"), std::string::npos) << out->json.substr(0, 400);
 }
 
+// compare BALANCED/ SLOW/ on PyTorch's own DDP folders (issue 21 §2): the slowed run's wait
+// for rank 1 and rank 1's dataload are the change, by the same numbers as each folder's view.
+TEST(DdpTraces, CompareNamesWhatTheSlowedRunChanged) {
+  if (Folder("slow").empty()) GTEST_SKIP() << "LIBREYOLO_DDP_TRACES is not set";
+  auto balanced = BuildRanksView(Folder("balanced"));
+  auto slow = BuildRanksView(Folder("slow"));
+  ASSERT_TRUE(balanced.ok() && slow.ok());
+  const CompareResult c = CompareRanks(*balanced, *slow);
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_EQ(c.bound_after, "rank 1 is a straggler");
+  auto find = [&](const std::string& metric) -> const CompareDelta* {
+    for (const CompareDelta& d : c.deltas) {
+      if (d.metric == metric) return &d;
+    }
+    return nullptr;
+  };
+  const CompareDelta* wait = find("collective_wait_ms");
+  ASSERT_NE(wait, nullptr);
+  EXPECT_EQ(wait->before, balanced->result.collective_wait_ms);
+  EXPECT_EQ(wait->after, slow->result.collective_wait_ms);
+  EXPECT_GE(*wait->delta(), kDelayMs / 2);
+  const CompareDelta* dataload = find("rank 1 dataload_ms");
+  ASSERT_NE(dataload, nullptr);
+  EXPECT_GE(*dataload->delta(), kDelayMs / 2);
+  EXPECT_EQ(*dataload->after, slow->result.ranks[1].dataload_ms);
+}
+
 }  // namespace
 }  // namespace libreyolo
