@@ -152,9 +152,11 @@ int Execute(const ReaderFlags& r, const ParsedArgs& a, std::ostream& out, std::o
     result = RunReader(inv, [](const std::string& path) { return LoadProfile(path); });
   }
   if (!result.ok()) {
-    return Fail(err, cmd, ExitCodeForStatus(result.status()), std::string(result.status().message()));
+    return Fail(err, cmd, ExitCodeForStatus(result.status()),
+                std::string(result.status().message()));
   }
-  return Emit(out, a.Switch("json") ? result->json : TerminalSafe(result->text, /*multiline=*/true));
+  return Emit(out,
+              a.Switch("json") ? result->json : TerminalSafe(result->text, /*multiline=*/true));
 }
 
 std::string SortKeysText() { return absl::StrJoin(OpSortKeys(), "|"); }
@@ -163,91 +165,102 @@ std::string SortKeysText() { return absl::StrJoin(OpSortKeys(), "|"); }
 const std::vector<ReaderFlags>& ReaderFlagTable() {
   static const auto* table = new std::vector<ReaderFlags>{
       {ReaderId::kSummary,
-        "step time, throughput, GPU utilisation, host overhead and the bottleneck verdict",
-        "Shows the headline numbers of a profile, verdict first: step time, throughput, GPU\n"
-        "utilisation, Tensor Core share, peak VRAM, host overhead, launches per step, kernel\n"
-        "composition by category and the top kernels; for inference profiles also latency\n"
-        "percentiles and stage shares. A profile taken under memory pressure is flagged.\n"
-        "A folder of per-rank traces (DDP under torch.profiler) gives the cross-rank view:\n"
-        "per-rank steps, the straggler, exposed communication, all-reduce bandwidth.",
-        {kTraceArg},
-        {kRankFlag, kJsonFlag},
+       "step time, throughput, GPU utilisation, host overhead and the bottleneck verdict",
+       "Shows the headline numbers of a profile, verdict first: step time, throughput, GPU\n"
+       "utilisation, Tensor Core share, peak VRAM, host overhead, launches per step, kernel\n"
+       "composition by category and the top kernels; for inference profiles also latency\n"
+       "percentiles and stage shares. A profile taken under memory pressure is flagged.\n"
+       "A folder of per-rank traces (DDP under torch.profiler) gives the cross-rank view:\n"
+       "per-rank steps, the straggler, exposed communication, all-reduce bandwidth.",
+       {kTraceArg},
+       {kRankFlag, kJsonFlag},
        nullptr},
-      {ReaderId::kGet, "one metric and nothing else (no field: list the metrics)",
-        "Prints one metric's value and nothing else, for scripts. Without a field it lists\n"
-        "every metric with its value. An unknown field exits 2.",
-        {kTraceArg, {"field", false, "metric name, e.g. step_ms, gpu_util, forward_gpu_ms"}},
-        {kJsonFlag},
+      {ReaderId::kGet,
+       "one metric and nothing else (no field: list the metrics)",
+       "Prints one metric's value and nothing else, for scripts. Without a field it lists\n"
+       "every metric with its value. An unknown field exits 2.",
+       {kTraceArg, {"field", false, "metric name, e.g. step_ms, gpu_util, forward_gpu_ms"}},
+       {kJsonFlag},
        ParseGet},
-      {ReaderId::kPhases, "GPU ms, wall ms, kernels and ops per phase (forward, backward, ...)",
-        "Per phase (dataload, to_device, forward, backward, optimizer; preprocess and\n"
-        "postprocess for inference): GPU ms, wall ms, kernel count and op count per step.\n"
-        "Kernels are attributed through their launch's correlation id.",
-        {kTraceArg},
-        {kRankFlag, kJsonFlag},
+      {ReaderId::kPhases,
+       "GPU ms, wall ms, kernels and ops per phase (forward, backward, ...)",
+       "Per phase (dataload, to_device, forward, backward, optimizer; preprocess and\n"
+       "postprocess for inference): GPU ms, wall ms, kernel count and op count per step.\n"
+       "Kernels are attributed through their launch's correlation id.",
+       {kTraceArg},
+       {kRankFlag, kJsonFlag},
        nullptr},
-      {ReaderId::kKernels, "individual GPU kernels: share of GPU time, ms and calls per step",
-        "Lists GPU kernels with their share of GPU time, ms per step, calls per step, Tensor\n"
-        "Core use and category.",
-        {kTraceArg},
-        {{"top", "N", "20", "show the first N kernels (0 = all)"},
-         {"category", "C", "", "keep categories containing C (gemm, layout, norm, elementwise, "
-                               "communication, other)"},
-         {"grep", "REGEX", "", "keep kernels whose name matches REGEX (case-insensitive)"},
-         {"tensorcore", "", "", "keep only Tensor Core kernels"},
-         {"sort", "KEY", "time", "order by time, count or name"},
-         {"phase", "P", "", "only kernels launched in phase P (unknown P exits 2)"},
-         kRankFlag, kJsonFlag},
+      {ReaderId::kKernels,
+       "individual GPU kernels: share of GPU time, ms and calls per step",
+       "Lists GPU kernels with their share of GPU time, ms per step, calls per step, Tensor\n"
+       "Core use and category.",
+       {kTraceArg},
+       {{"top", "N", "20", "show the first N kernels (0 = all)"},
+        {"category", "C", "",
+         "keep categories containing C (gemm, layout, norm, elementwise, "
+         "communication, other)"},
+        {"grep", "REGEX", "", "keep kernels whose name matches REGEX (case-insensitive)"},
+        {"tensorcore", "", "", "keep only Tensor Core kernels"},
+        {"sort", "KEY", "time", "order by time, count or name"},
+        {"phase", "P", "", "only kernels launched in phase P (unknown P exits 2)"},
+        kRankFlag,
+        kJsonFlag},
        ParseKernels},
-      {ReaderId::kOps, "framework ops ranked by CPU time (the key_averages table)",
-        "The framework view: aten and autograd ops ranked by CPU time, with self CPU time,\n"
-        "calls, memory and FLOPs columns where the profile has them, and the \"Self CPU time\n"
-        "total\" footer. This is where host cost shows.",
-        {kTraceArg},
-        {{"top", "N", "20", "show the first N ops (0 = all)"},
-         {"phase", "P", "", "only ops run in phase P (unknown P exits 2)"},
-         {"sort", "KEY", "cpu_time_total", SortKeysText()},
-         {"group-by-input-shape", "", "", "one row per (op, input shapes); needs shapes"},
-         kRankFlag, kJsonFlag},
+      {ReaderId::kOps,
+       "framework ops ranked by CPU time (the key_averages table)",
+       "The framework view: aten and autograd ops ranked by CPU time, with self CPU time,\n"
+       "calls, memory and FLOPs columns where the profile has them, and the \"Self CPU time\n"
+       "total\" footer. This is where host cost shows.",
+       {kTraceArg},
+       {{"top", "N", "20", "show the first N ops (0 = all)"},
+        {"phase", "P", "", "only ops run in phase P (unknown P exits 2)"},
+        {"sort", "KEY", "cpu_time_total", SortKeysText()},
+        {"group-by-input-shape", "", "", "one row per (op, input shapes); needs shapes"},
+        kRankFlag,
+        kJsonFlag},
        ParseOps},
-      {ReaderId::kModules, "per-layer table of the model's module scopes (self/total CPU, GPU, FLOPs)",
-        "The per-layer view of a trace recorded with --with-modules (the default): one row\n"
-        "per LibreYOLO9 module path (backbone.conv0, neck.elan_up1, head.cv2.0, ...) with\n"
-        "calls, total and self CPU time, GPU time of the kernels launched inside (by launch\n"
-        "correlation), FLOPs of the ops inside and share of the profiled step, per step.\n"
-        "Self = total minus the module scopes directly inside. --format folded writes folded\n"
-        "stacks (module;module;op <us>) for flamegraph.pl or speedscope. Reads the trace\n"
-        "(a profile.json's profile_trace.json beside it).",
-        {kTraceArg},
-        {{"depth", "N", "all", "aggregate by the first N path components (1: backbone, neck, "
-                                "head)"},
-         {"sort", "KEY", "order", absl::StrJoin(ModuleSortKeys(), "|")},
-         {"format", "F", "table", "table, or folded (flame-graph stacks, weights in us)"},
-         kJsonFlag},
+      {ReaderId::kModules,
+       "per-layer table of the model's module scopes (self/total CPU, GPU, FLOPs)",
+       "The per-layer view of a trace recorded with --with-modules (the default): one row\n"
+       "per LibreYOLO9 module path (backbone.conv0, neck.elan_up1, head.cv2.0, ...) with\n"
+       "calls, total and self CPU time, GPU time of the kernels launched inside (by launch\n"
+       "correlation), FLOPs of the ops inside and share of the profiled step, per step.\n"
+       "Self = total minus the module scopes directly inside. --format folded writes folded\n"
+       "stacks (module;module;op <us>) for flamegraph.pl or speedscope. Reads the trace\n"
+       "(a profile.json's profile_trace.json beside it).",
+       {kTraceArg},
+       {{"depth", "N", "all",
+         "aggregate by the first N path components (1: backbone, neck, "
+         "head)"},
+        {"sort", "KEY", "order", absl::StrJoin(ModuleSortKeys(), "|")},
+        {"format", "F", "table", "table, or folded (flame-graph stacks, weights in us)"},
+        kJsonFlag},
        ParseModules},
-      {ReaderId::kCompare, "deltas between two profiles, with a significance call",
-        "Deltas in throughput, ms per image, GPU utilisation, host overhead, launches per step\n"
-        "and the verdict. With n >= 2 trials on both sides (profile_repeat.json), a difference\n"
-        "in img/s is significant when it exceeds twice the combined standard error.\n"
-        "--fail-if-slower PCT answers PASS (exit 0), FAIL (exit 4) or INCONCLUSIVE (exit 5)\n"
-        "for CI: FAIL when the whole interval of the img/s difference (+/- 2*SE) is slower\n"
-        "than PCT % of the before img/s, PASS when all of it is within, INCONCLUSIVE when it\n"
-        "straddles the threshold or either side is a single run.\n"
-        "Two folders of per-rank traces compare the runs' cross-rank figures and each rank's\n"
-        "step (docs/cli.md); with --rank K, rank K's traces.",
-        {{"before", true, "the baseline profile or trace"},
-         {"after", true, "the profile or trace after the change"}},
-        {FailIfSlowerFlagSpec(), kRankFlag, kJsonFlag},
+      {ReaderId::kCompare,
+       "deltas between two profiles, with a significance call",
+       "Deltas in throughput, ms per image, GPU utilisation, host overhead, launches per step\n"
+       "and the verdict. With n >= 2 trials on both sides (profile_repeat.json), a difference\n"
+       "in img/s is significant when it exceeds twice the combined standard error.\n"
+       "--fail-if-slower PCT answers PASS (exit 0), FAIL (exit 4) or INCONCLUSIVE (exit 5)\n"
+       "for CI: FAIL when the whole interval of the img/s difference (+/- 2*SE) is slower\n"
+       "than PCT % of the before img/s, PASS when all of it is within, INCONCLUSIVE when it\n"
+       "straddles the threshold or either side is a single run.\n"
+       "Two folders of per-rank traces compare the runs' cross-rank figures and each rank's\n"
+       "step (docs/cli.md); with --rank K, rank K's traces.",
+       {{"before", true, "the baseline profile or trace"},
+        {"after", true, "the profile or trace after the change"}},
+       {FailIfSlowerFlagSpec(), kRankFlag, kJsonFlag},
        nullptr},
-      {ReaderId::kWhatIf, "estimate the gain of removing a kernel category or launches",
-        "Estimates the step time after removing a kernel category's GPU time or some kernel\n"
-        "launches, before writing the change. Below 80% GPU utilisation the saving is\n"
-        "launches removed x measured host cost per launch; above it, the GPU work removed.\n"
-        "Exactly one option is required.",
-        {kTraceArg},
-        {{"remove-category", "C", "", "remove the kernels of categories containing C"},
-         {"remove-launches", "N", "", "remove N kernel launches per step"},
-         kJsonFlag},
+      {ReaderId::kWhatIf,
+       "estimate the gain of removing a kernel category or launches",
+       "Estimates the step time after removing a kernel category's GPU time or some kernel\n"
+       "launches, before writing the change. Below 80% GPU utilisation the saving is\n"
+       "launches removed x measured host cost per launch; above it, the GPU work removed.\n"
+       "Exactly one option is required.",
+       {kTraceArg},
+       {{"remove-category", "C", "", "remove the kernels of categories containing C"},
+        {"remove-launches", "N", "", "remove N kernel launches per step"},
+        kJsonFlag},
        ParseWhatIf},
   };
   return *table;
@@ -269,8 +282,9 @@ const std::vector<ReaderCommand>& ReaderCommands() {
                                                          : Execute(r, a, o, e);
                       }});
       } else {
-        c->push_back({std::move(spec), [&r](const ParsedArgs& a, std::ostream& o,
-                                            std::ostream& e) { return Execute(r, a, o, e); }});
+        c->push_back({std::move(spec), [&r](const ParsedArgs& a, std::ostream& o, std::ostream& e) {
+                        return Execute(r, a, o, e);
+                      }});
       }
     }
     c->push_back({ReportCommandSpec(), RunReport});

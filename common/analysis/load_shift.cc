@@ -98,8 +98,8 @@ void RecordLoadShift(Profile* p) {
     return;
   }
   const size_t close = p->profiler_json.rfind('}');
-  p->profiler_json.insert(close, absl::StrCat(d.ObjectEmpty() ? "" : ",", "\"load_shift\":",
-                                              record));
+  p->profiler_json.insert(close,
+                          absl::StrCat(d.ObjectEmpty() ? "" : ",", "\"load_shift\":", record));
 }
 
 std::string RecordedLoadShiftNote(const Profile& p) {

@@ -15,9 +15,8 @@ absl::Status CheckRemoveLaunches(double launches) {
   if (std::isfinite(launches) && launches >= 0 && launches <= kMaxRemoveLaunches) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat("remove_launches: ", launches,
-                                                 " is not a number in [0, ", kMaxRemoveLaunches,
-                                                 "]"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "remove_launches: ", launches, " is not a number in [0, ", kMaxRemoveLaunches, "]"));
 }
 
 absl::StatusOr<WhatIfResult> WhatIf(const Profile& p, const WhatIfRequest& req) {

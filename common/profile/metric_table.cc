@@ -1,10 +1,9 @@
 #include "common/profile/metric_table.h"
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <iterator>
-
 
 namespace libreyolo {
 namespace {

@@ -51,8 +51,13 @@ std::string RenderCompareJson(const CompareResult& r) {
   w.EndArray();
   w.Key("deltas").BeginArray();
   for (const CompareDelta& d : r.deltas) {
-    w.BeginObject().Field("metric", d.metric).Field("unit", d.unit).Field("before", d.before)
-        .Field("after", d.after).Field("delta", d.delta()).Field("pct", d.pct())
+    w.BeginObject()
+        .Field("metric", d.metric)
+        .Field("unit", d.unit)
+        .Field("before", d.before)
+        .Field("after", d.after)
+        .Field("delta", d.delta())
+        .Field("pct", d.pct())
         .Key("higher_is_better");
     if (d.directional) {
       w.Bool(d.higher_is_better);

@@ -215,19 +215,16 @@ std::string Opt(const std::optional<int64_t>& v) {
 const std::vector<CrossRankMetric>& CrossRankMetrics() {
   using R = CrossRankResult;
   static const auto* m = new std::vector<CrossRankMetric>{
-      {"step_ms_mean", "ms", false, [](const R& r) -> std::optional<double> {
-         return r.step_ms_mean;
-       }},
-      {"step_spread_ms", "ms", false, [](const R& r) -> std::optional<double> {
-         return r.step_spread_ms;
-       }},
+      {"step_ms_mean", "ms", false,
+       [](const R& r) -> std::optional<double> { return r.step_ms_mean; }},
+      {"step_spread_ms", "ms", false,
+       [](const R& r) -> std::optional<double> { return r.step_spread_ms; }},
       {"collective_wait_ms", "ms", false, [](const R& r) { return r.collective_wait_ms; }},
       {"collective_wait_median_ms", "ms", false,
        [](const R& r) { return r.collective_wait_median_ms; }},
       {"comm_ms", "ms", false, [](const R& r) -> std::optional<double> { return r.comm_ms; }},
-      {"exposed_comm_ms", "ms", false, [](const R& r) -> std::optional<double> {
-         return r.exposed_comm_ms;
-       }},
+      {"exposed_comm_ms", "ms", false,
+       [](const R& r) -> std::optional<double> { return r.exposed_comm_ms; }},
       {"comm_overlap_pct", "%", true, [](const R& r) { return r.comm_overlap_pct; }},
       {"allreduce_bytes", "B", false, [](const R& r) { return r.allreduce_bytes; }, false},
       {"algbw_gbps", "GB/s", true, [](const R& r) { return r.algbw_gbps; }},

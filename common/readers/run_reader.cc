@@ -25,8 +25,7 @@ ReaderOutput Render(const View& v, std::string (*text)(const View&),
 }
 
 template <typename View>
-absl::StatusOr<ReaderOutput> Render(const absl::StatusOr<View>& v,
-                                    std::string (*text)(const View&),
+absl::StatusOr<ReaderOutput> Render(const absl::StatusOr<View>& v, std::string (*text)(const View&),
                                     std::string (*json)(const View&)) {
   if (!v.ok()) return v.status();
   return Render(*v, text, json);
@@ -57,8 +56,8 @@ absl::StatusOr<ReaderOutput> ReadPhases(const ReaderCall& c) {
 }
 
 absl::StatusOr<ReaderOutput> ReadKernels(const ReaderCall& c) {
-  return Render(BuildKernels(c.profiles[0], c.invocation.kernels, c.labels[0]),
-                RenderKernelsText, RenderKernelsJson);
+  return Render(BuildKernels(c.profiles[0], c.invocation.kernels, c.labels[0]), RenderKernelsText,
+                RenderKernelsJson);
 }
 
 absl::StatusOr<ReaderOutput> ReadOps(const ReaderCall& c) {
@@ -80,8 +79,8 @@ absl::StatusOr<ReaderOutput> ReadModules(const ReaderCall& c) {
 }
 
 absl::StatusOr<ReaderOutput> ReadCompare(const ReaderCall& c) {
-  return Render(Compare(c.profiles[0], c.profiles[1], c.labels[0], c.labels[1]),
-                RenderCompareText, RenderCompareJson);
+  return Render(Compare(c.profiles[0], c.profiles[1], c.labels[0], c.labels[1]), RenderCompareText,
+                RenderCompareJson);
 }
 
 absl::Status CheckWhatIf(const ReaderInvocation& in) {
@@ -110,8 +109,9 @@ absl::StatusOr<ReaderOutput> RunFolderReader(ReaderInvocation in, const ProfileL
     return absl::InvalidArgumentError(
         in.rank ? absl::StrCat("--rank reads a folder of per-rank traces, and ", input,
                                " is not a folder")
-                : absl::StrCat(def.name, " reads two folders of per-rank traces or two "
-                                         "profiles, and ",
+                : absl::StrCat(def.name,
+                               " reads two folders of per-rank traces or two "
+                               "profiles, and ",
                                input, " is not a folder"));
   }
   if (in.rank) {

@@ -93,8 +93,8 @@ class EngineRunner : public JobRunner {
   // engine_runner_ranks.cc: a data-parallel job, one rank per device of job.devices on that
   // device's worker, all at once; rank 0 serves the rendezvous on a free loopback port. The
   // first rank to fail stops the others (a cancel; their workers are killed past the grace),
-  // and the job fails with its cause's reason (GangCauseRank), "rank R of N (device): ...". On success every
-  // rank's files are published (common/io/rank_artifacts.h names them).
+  // and the job fails with its cause's reason (GangCauseRank), "rank R of N (device): ...". On
+  // success every rank's files are published (common/io/rank_artifacts.h names them).
   absl::Status RunRanks(const v1::Job& job, const v1::Job& resolved, const std::string& scratch,
                         const DaemonConfig& config,
                         const std::function<void(const RunProgress&)>& progress,

@@ -1,22 +1,23 @@
 // The `libreyolo profile` command contract (shared/spec/cli.md): every reader, --help, --json,
 // exit codes and error messages, driven through RunCli exactly as main() does.
+#include "client/cli/cli.h"
+
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "client/cli/cli.h"
+#include "client/commands/job_commands.h"
 #include "client/commands/reader_commands.h"
+#include "client/remote/progress_display.h"
 #include "common/readers/run_reader.h"
 #include "tests/support/cli_run.h"
-#include "client/commands/job_commands.h"
-#include "client/remote/progress_display.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -81,8 +82,8 @@ TEST(CliContract, DepthAndRemoveLaunchesHaveTheDaemonsBoundsLocally) {
   for (const char* depth : {"0", "1025", "-2"}) {
     const Result r = Cli({"profile", "modules", kAmd, "--depth", depth});
     EXPECT_EQ(r.code, 2) << depth;
-    EXPECT_NE(r.err.find(std::string("depth: ") + depth + " is outside 1..1024"),
-              std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(std::string("depth: ") + depth + " is outside 1..1024"), std::string::npos)
+        << r.err;
   }
   for (const char* n : {"-1", "1e10"}) {
     const Result r = Cli({"profile", "what-if", kAmd, "--remove-launches", n});
@@ -105,9 +106,9 @@ TEST(CliContract, TheReaderTableDrivesTheSubcommands) {
     EXPECT_EQ(&Reader(table[i].id), &table[i]);
     EXPECT_EQ(FindReader(table[i].name), &table[i]);
     EXPECT_EQ(commands[i].spec.name, table[i].name);
-    const size_t required = static_cast<size_t>(std::count_if(
-        commands[i].spec.positionals.begin(), commands[i].spec.positionals.end(),
-        [](const PositionalSpec& p) { return p.required; }));
+    const size_t required = static_cast<size_t>(
+        std::count_if(commands[i].spec.positionals.begin(), commands[i].spec.positionals.end(),
+                      [](const PositionalSpec& p) { return p.required; }));
     EXPECT_EQ(required, table[i].inputs) << table[i].name;
   }
   EXPECT_EQ(commands.back().spec.name, "report");

@@ -1,14 +1,14 @@
 // profile.json: WriteProfileJson -> ReadProfileJson round trips, and reading errors.
-#include <gtest/gtest.h>
+#include "common/profile/profile_json.h"
 
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
 #include "common/analysis/kernel_classify.h"
 #include "common/profile/metric_table.h"
-#include "common/profile/profile_json.h"
 #include "tests/common/trace_builder.h"
 
 namespace libreyolo::testing {
