@@ -40,6 +40,14 @@ using libreyolo::cli::ParsedArgs;
 // profile infer|run`); these are the tool's own.
 std::vector<FlagSpec> WithToolFlags(std::vector<FlagSpec> flags, bool infer) {
   const libreyolo::worker::RankPlacement dp;  // the defaults, stated once (job_defaults.h)
+  // One rank, placed by its launcher: a daemon's rendezvous across hosts is not this tool's
+  // (its --master-addr and --master-port, below, are the rank's own).
+  std::erase_if(flags, [](const FlagSpec& f) {
+    for (const char* host : {"nnodes", "node-rank", "master-addr", "master-port", "group-id"}) {
+      if (f.name == host) return true;
+    }
+    return false;
+  });
   if (infer) {
     flags.push_back({"profiled-runs", "N",
                      absl::StrCat(libreyolo::jobspec::defaults::kProfiledRuns),
@@ -219,6 +227,7 @@ int RunInfer(const ParsedArgs& a) {
 int RunTrain(const ParsedArgs& a) {
   v1::RunSpec spec;
   if (auto st = libreyolo::cli::ReadRunSpec(a, &spec); !st.ok()) return UsageError("run", st);
+  spec.mutable_data_parallel()->clear_rendezvous();  // RankPlacementOf reads the rank's flags
   const std::string device = spec.model().device();
   if (auto st = libreyolo::jobspec::ValidateRunSpec(spec, {}, device == "cpu"); !st.ok()) {
     return UsageError("run", st);

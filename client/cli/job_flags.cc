@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -77,6 +80,15 @@ std::vector<FlagSpec> DataParallelFlags() {
        "broadcast rank 0's buffers before every forward (DDP's default)", true},
       {"dist-timeout", "S", Num(def::kDistTimeoutS),
        "seconds the rendezvous and each collective may take"},
+      {"nnodes", "N", "1",
+       "hosts in the run, one daemon each running --nproc ranks (torchrun's --nnodes); the "
+       "rest of the rendezvous comes from the flags below or the scheduler's environment"},
+      {"node-rank", "K", "$NODE_RANK, $SLURM_NODEID or $JOB_COMPLETION_INDEX",
+       "this host's index 0..N-1 (its ranks are K*nproc ..)"},
+      {"master-addr", "HOST", "$MASTER_ADDR", "node 0's host; its rank 0 serves the rendezvous"},
+      {"master-port", "PORT", "$MASTER_PORT", "the rendezvous port on --master-addr"},
+      {"group-id", "ID", "slurm-$SLURM_JOB_ID, else HOST:PORT",
+       "ties the hosts' jobs together (jobs show names it)"},
   };
 }
 
@@ -267,9 +279,79 @@ absl::Status ReadDataParallel(const ParsedArgs& a, v1::DataParallelOptions* d,
     d->set_broadcast_buffers(a.Switch("broadcast-buffers"));
   }
   err(MaybeInt(a, "dist-timeout", [&](int64_t v) { d->set_timeout_s(v); }));
+  err(ReadRendezvous(
+      a, [](const char* name) { return std::getenv(name); }, d->mutable_rendezvous()));
+  if (d->rendezvous().ByteSizeLong() == 0) d->clear_rendezvous();
   return err.status();
 }
 
+int32_t Clamp32(int64_t v) {
+  return static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
+}
+
+// A rendezvous value: the flag, else the first of `vars` set in the environment.
+struct FromEnv {
+  std::optional<std::string> value;
+  std::string source;  // "--node-rank" or "$SLURM_NODEID"
+};
+
+FromEnv Lookup(const ParsedArgs& a, const std::string& flag,
+               const std::function<const char*(const char*)>& env,
+               std::initializer_list<const char*> vars) {
+  if (auto v = a.Value(flag)) return {*v, "--" + flag};
+  for (const char* var : vars) {
+    const char* v = env(var);
+    if (v != nullptr && *v != '\0') return {std::string(v), absl::StrCat("$", var)};
+  }
+  return {};
+}
+
+absl::Status IntFrom(const FromEnv& v, int64_t* out) {
+  if (!absl::SimpleAtoi(*v.value, out)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(v.source, " needs an integer, got '", Excerpt(*v.value), "'"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status ReadRendezvous(const ParsedArgs& a, const std::function<const char*(const char*)>& env,
+                            v1::Rendezvous* r) {
+  int64_t nnodes = 0;
+  bool given = false;
+  if (auto s = ReadInt(a, "nnodes", &nnodes, &given); !s.ok()) return s;
+  // Without --nnodes > 1 only the flags given are read: the spec's validator refuses them
+  // there, naming --nnodes.
+  const std::function<const char*(const char*)> from =
+      given && nnodes > 1 ? env : [](const char*) -> const char* { return nullptr; };
+  if (given) r->set_nnodes(Clamp32(nnodes));
+  const FromEnv node =
+      Lookup(a, "node-rank", from, {"NODE_RANK", "SLURM_NODEID", "JOB_COMPLETION_INDEX"});
+  if (!node.value && nnodes > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--node-rank: required with --nnodes ", nnodes, " (this host's index 0..", nnodes - 1,
+        "; a scheduler gives it as NODE_RANK, SLURM_NODEID or "
+        "JOB_COMPLETION_INDEX)"));
+  }
+  int64_t v = 0;
+  if (node.value) {
+    if (auto s = IntFrom(node, &v); !s.ok()) return s;
+    r->set_node_rank(Clamp32(v));
+  }
+  if (const FromEnv addr = Lookup(a, "master-addr", from, {"MASTER_ADDR"}); addr.value) {
+    r->set_master_addr(*addr.value);
+  }
+  if (const FromEnv port = Lookup(a, "master-port", from, {"MASTER_PORT"}); port.value) {
+    if (auto s = IntFrom(port, &v); !s.ok()) return s;
+    r->set_master_port(Clamp32(v));
+  }
+  if (auto g = a.Value("group-id")) {
+    r->set_group_id(*g);
+  } else if (const char* job = from("SLURM_JOB_ID"); job != nullptr && *job != '\0') {
+    r->set_group_id(absl::StrCat("slurm-", job));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace libreyolo::cli

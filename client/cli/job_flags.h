@@ -8,6 +8,7 @@
 #ifndef LIBREYOLO_CLIENT_CLI_JOB_FLAGS_H_
 #define LIBREYOLO_CLIENT_CLI_JOB_FLAGS_H_
 
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -25,6 +26,16 @@ std::vector<FlagSpec> RunSpecFlags();
 // flag for a value that is not a number, or --steps and --active that disagree.
 absl::Status ReadInferSpec(const ParsedArgs& args, ::libreyolo::profiler::v1::InferSpec* spec);
 absl::Status ReadRunSpec(const ParsedArgs& args, ::libreyolo::profiler::v1::RunSpec* spec);
+
+// A run across hosts (--nnodes N, N > 1): the rendezvous from the flags, or where a flag is
+// absent from the scheduler's environment, torchrun's and Slurm's conventions and a
+// Kubernetes Indexed Job's: --node-rank from NODE_RANK, SLURM_NODEID or JOB_COMPLETION_INDEX;
+// --master-addr and --master-port from MASTER_ADDR and MASTER_PORT; --group-id from
+// SLURM_JOB_ID ("slurm-<id>"). Without --nnodes the environment is not read (a single-host
+// profile inside a multi-node allocation stays single-host). `env` is getenv in the CLI.
+absl::Status ReadRendezvous(const ParsedArgs& args,
+                            const std::function<const char*(const char*)>& env,
+                            ::libreyolo::profiler::v1::Rendezvous* rendezvous);
 
 }  // namespace libreyolo::cli
 

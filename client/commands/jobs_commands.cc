@@ -10,8 +10,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "client/cli/exit_codes.h"
 #include "client/commands/command_output.h"
@@ -21,6 +21,7 @@
 #include "client/remote/job_watch.h"
 #include "client/remote/progress_display.h"
 #include "common/render/terminal_text.h"
+#include "proto/job_spec/job_spec.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -130,14 +131,22 @@ int JobsShow(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   // Every string of the job comes from the daemon: printed through TerminalSafe.
   out << "job       " << TerminalSafe(job.id()) << "\nkind      "
       << (job.kind() == v1::JOB_KIND_RUN ? "run" : "infer") << "\nstate     "
-      << StateName(job.state()) << "\nowner     " << TerminalSafe(job.owner())
-      << "\ndevice    "
-      << TerminalSafe(job.devices_size() > 1
+      << StateName(job.state()) << "\nowner     " << TerminalSafe(job.owner()) << "\ndevice    "
+      << TerminalSafe(jobspec::DataParallelJob(job)
                           ? absl::StrCat(absl::StrJoin(job.devices(), ", "), " (",
-                                         job.devices_size(), " ranks)")
+                                         job.devices_size(),
+                                         job.devices_size() == 1 ? " rank)" : " ranks)")
                           : job.device())
       << "\ncreated   " << Age(job.create_time_unix_ms()) << "\nstarted   "
       << Age(job.start_time_unix_ms()) << "\nfinished  " << Age(job.finish_time_unix_ms()) << "\n";
+  if (job.world().nnodes() > 1) {
+    const v1::JobWorld& w = job.world();
+    out << "world     "
+        << absl::StrFormat("ranks %d-%d of %d, host %d of %d", w.first_rank(),
+                           w.first_rank() + job.devices_size() - 1, w.world_size(), w.node_rank(),
+                           w.nnodes())
+        << ", group " << TerminalSafe(w.group_id()) << "\n";
+  }
   if (job.queue_position() > 0) out << "position  " << job.queue_position() << "\n";
   if (!job.error().empty()) out << "error     " << TerminalSafe(job.error()) << "\n";
   if (job.step_ms() > 0) {

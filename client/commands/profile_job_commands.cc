@@ -27,6 +27,7 @@
 #include "common/load/load_profile.h"
 #include "common/readers/run_reader.h"
 #include "common/status/exit_code.h"
+#include "proto/job_spec/job_spec.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -75,6 +76,17 @@ void RemoveOtherRuns(const std::string& project, int world_size, std::ostream& e
       err << what << "\n";
     }
   }
+}
+
+// Whether <prof>/rank0 .. rank<world-1> each hold a trace: the whole run's folder.
+bool HoldsEveryRank(const std::string& prof, int64_t world) {
+  std::error_code ec;
+  for (int64_t r = 0; r < world; ++r) {
+    const std::filesystem::path trace =
+        std::filesystem::path(prof) / absl::StrCat("rank", r) / "profile_trace.json";
+    if (!std::filesystem::is_regular_file(trace, ec)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -161,8 +173,8 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
                    json);
   }
   const std::string project = a.ValueOr("project", "runs/profile");
-  const bool ranks = job.devices_size() > 1;
-  if (ranks) RemoveOtherRuns(project, job.devices_size(), err, json);
+  const bool ranks = jobspec::DataParallelJob(job);
+  if (ranks) RemoveOtherRuns(project, static_cast<int>(jobspec::JobWorldSize(job)), err, json);
   std::string profile_path;
   std::vector<std::string> written;
   absl::Status fetch_error;  // the first download that failed; the files before it are kept
@@ -222,10 +234,29 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   }
   ReaderInvocation inv;
   inv.reader = ReaderId::kSummary;
-  // A data-parallel job's summary is its ranks' (the cross-rank view of <project>/prof/).
-  inv.inputs = {ranks ? std::filesystem::path(profile_path).parent_path().parent_path().string()
-                      : profile_path};
-  inv.read_folders = ranks;
+  // A data-parallel job's summary is its ranks' (the cross-rank view of <project>/prof/). Across
+  // hosts, the folder has every rank only where the hosts share it (a shared file system, the
+  // other hosts done); else this host's first rank is summarised, and the way to the whole run
+  // is said.
+  const std::string prof = std::filesystem::path(profile_path).parent_path().parent_path().string();
+  const bool whole =
+      ranks && (job.world().nnodes() <= 1 || HoldsEveryRank(prof, jobspec::JobWorldSize(job)));
+  if (ranks && !whole) {
+    const std::string note =
+        absl::StrCat("this host ran ranks ", job.world().first_rank(), "..",
+                     job.world().first_rank() + job.devices_size() - 1, " of ",
+                     jobspec::JobWorldSize(job), " (group ", job.world().group_id(),
+                     "); the summary below is rank ", job.world().first_rank(),
+                     "'s. For the whole run, put every host's prof/rank*/ in one "
+                     "folder and read it: libreyolo profile summary DIR/");
+    if (json) {
+      JsonLine(err, "note", {{"message", note}});
+    } else {
+      err << note << "\n";
+    }
+  }
+  inv.inputs = {whole ? prof : profile_path};
+  inv.read_folders = whole;
   auto summary = RunReader(inv, [](const std::string& p) { return LoadProfile(p); });
   if (!summary.ok())
     return FailJob(err, cmd, ExitCodeForStatus(summary.status()),

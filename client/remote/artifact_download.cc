@@ -8,6 +8,7 @@
 #include "common/io/atomic_file.h"
 #include "common/io/rank_artifacts.h"
 #include "common/io/sha256.h"
+#include "proto/job_spec/job_spec.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -27,9 +28,10 @@ void SetDownloadObserver(DownloadObserver observer) { g_observer = observer; }
 std::string ArtifactDestination(const std::string& project, const v1::Job& job,
                                 const std::string& name) {
   const fs::path dir = fs::path(project) / (job.kind() == v1::JOB_KIND_RUN ? "prof" : "infer");
-  if (job.devices_size() > 1) {
+  if (jobspec::DataParallelJob(job)) {
+    // The run's rank: across hosts, this daemon's names count from its first rank.
     const RankArtifact file = SplitRankArtifact(name);
-    return (dir / absl::StrCat("rank", file.rank) / file.file).string();
+    return (dir / absl::StrCat("rank", job.world().first_rank() + file.rank) / file.file).string();
   }
   if (name == "profile_repeat.json") return (fs::path(project) / name).string();
   return (dir / name).string();

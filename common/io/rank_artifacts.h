@@ -4,6 +4,9 @@
 // names are plain file names (no '/'), so the rank goes into the name; a client puts each
 // file back into <project>/prof/rank<R>/<name>, the layout the engine writes and the folder
 // reader reads. The daemon (publishing) and the client (fetching) share this one definition.
+// The rank in a name is the daemon's own (its first rank's files have the plain names): on one
+// host it is the run's rank; across hosts, the run's rank is Job.world.first_rank plus it, so
+// that `summary job:<id>` reads each host's first rank as it reads rank 0 on one host.
 #ifndef LIBREYOLO_COMMON_IO_RANK_ARTIFACTS_H_
 #define LIBREYOLO_COMMON_IO_RANK_ARTIFACTS_H_
 

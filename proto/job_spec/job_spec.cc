@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/render/terminal_text.h"
@@ -25,12 +26,13 @@ std::string FlagOf(const std::string& field) {
   static const std::vector<std::pair<std::string, std::string>> kRenamed = {
       {"run.data_parallel.backend", "--dist-backend"},
       {"run.data_parallel.timeout_s", "--dist-timeout"}};
+  // The rendezvous's fields are torchrun's flags: --nnodes, --node-rank, --master-addr, ...
   for (const auto& [f, flag] : kRenamed) {
     if (field == f) return flag;
   }
   std::string rest = field;
-  for (const char* prefix : {"infer.profiler.", "run.profiler.", "run.data_parallel.", "infer.",
-                             "run.", "model."}) {
+  for (const char* prefix : {"infer.profiler.", "run.profiler.", "run.data_parallel.rendezvous.",
+                             "run.data_parallel.", "infer.", "run.", "model."}) {
     if (absl::StartsWith(rest, prefix)) {
       rest = rest.substr(std::string(prefix).size());
       break;
@@ -136,6 +138,54 @@ absl::Status Profiler(const std::string& field, const v1::ProfilerOptions& p, bo
   return absl::OkStatus();
 }
 
+bool AllOf(const std::string& s, absl::string_view extra) {
+  return std::all_of(s.begin(), s.end(), [&](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || extra.find(c) != extra.npos;
+  });
+}
+
+// Across hosts (Rendezvous): the scheduler's values, checked before any rank starts.
+absl::Status CheckRendezvous(const v1::DataParallelOptions& d) {
+  const v1::Rendezvous& r = d.rendezvous();
+  const std::string f = "run.data_parallel.rendezvous.";
+  if (auto s = Range(f + "nnodes", r.nnodes(), 0, bounds::kMaxWorldSize); !s.ok()) return s;
+  if (r.nnodes() <= 1) {
+    if (r.node_rank() != 0 || !r.master_addr().empty() || r.master_port() != 0 ||
+        !r.group_id().empty()) {
+      return FieldError(f + "nnodes", absl::StrCat(r.nnodes(),
+                                                   " hosts, but a rendezvous across hosts was "
+                                                   "given; give the run's host count (2 or "
+                                                   "more), or leave the rendezvous out"));
+    }
+    return absl::OkStatus();
+  }
+  if (auto s = Range(f + "node_rank", r.node_rank(), 0, r.nnodes() - 1); !s.ok()) return s;
+  if (r.master_addr().empty()) {
+    return FieldError(f + "master_addr",
+                      "required across hosts: node 0's host name or address (MASTER_ADDR)");
+  }
+  if (r.master_addr().size() > 253 || !AllOf(r.master_addr(), ".-:_")) {
+    return FieldError(f + "master_addr", absl::StrCat("'", Excerpt(r.master_addr()),
+                                                      "' is not a host name or address"));
+  }
+  if (r.master_port() == 0) {
+    return FieldError(f + "master_port",
+                      "required across hosts: the port node 0 serves the rendezvous on "
+                      "(MASTER_PORT)");
+  }
+  if (auto s = Range(f + "master_port", r.master_port(), 1, 65535); !s.ok()) return s;
+  if (r.group_id().size() > 128 || !AllOf(r.group_id(), "_.:@-")) {
+    return FieldError(f + "group_id",
+                      absl::StrCat("'", Excerpt(r.group_id()), "' is not [A-Za-z0-9_.:@-]{1,128}"));
+  }
+  const int64_t world = WorldSize(d);
+  if (world > bounds::kMaxWorldSize) {
+    return FieldError(f + "nnodes", absl::StrCat(r.nnodes(), " hosts of ", Ranks(d), " ranks are ",
+                                                 world, " ranks; at most ", bounds::kMaxWorldSize));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DataParallel(const v1::DataParallelOptions& d, bool cpu) {
   if (auto s = Range("run.data_parallel.nproc", d.nproc(), 0, bounds::kMaxRanks); !s.ok()) {
     return s;
@@ -173,6 +223,7 @@ absl::Status DataParallel(const v1::DataParallelOptions& d, bool cpu) {
       !s.ok()) {
     return s;
   }
+  if (auto s = CheckRendezvous(d); !s.ok()) return s;
   return Range("run.data_parallel.timeout_s", d.timeout_s(), 1, bounds::kMaxDistTimeoutS);
 }
 
@@ -180,6 +231,25 @@ absl::Status DataParallel(const v1::DataParallelOptions& d, bool cpu) {
 
 int64_t Ranks(const v1::DataParallelOptions& d) {
   return std::max<int64_t>({1, d.nproc(), d.devices_size()});
+}
+
+bool AcrossHosts(const v1::DataParallelOptions& d) { return d.rendezvous().nnodes() > 1; }
+
+int64_t WorldSize(const v1::DataParallelOptions& d) {
+  return Ranks(d) * std::max<int64_t>(1, d.rendezvous().nnodes());
+}
+
+std::string GroupId(const v1::Rendezvous& r) {
+  if (!r.group_id().empty()) return r.group_id();
+  return absl::StrCat(r.master_addr(), ":", r.master_port());
+}
+
+bool DataParallelJob(const v1::Job& job) {
+  return job.devices_size() > 1 || job.world().world_size() > 1;
+}
+
+int64_t JobWorldSize(const v1::Job& job) {
+  return job.world().world_size() > 0 ? job.world().world_size() : job.devices_size();
 }
 
 std::string NamedField(const std::string& field) {
@@ -243,6 +313,9 @@ void ApplyDefaults(v1::DataParallelOptions* d) {
   if (!d->has_bucket_cap_mb()) d->set_bucket_cap_mb(defaults::kBucketCapMb);
   if (!d->has_broadcast_buffers()) d->set_broadcast_buffers(defaults::kBroadcastBuffers);
   if (!d->has_timeout_s()) d->set_timeout_s(defaults::kDistTimeoutS);
+  if (AcrossHosts(*d) && d->rendezvous().group_id().empty()) {
+    d->mutable_rendezvous()->set_group_id(GroupId(d->rendezvous()));
+  }
 }
 
 absl::Status ValidateInferSpec(const v1::InferSpec& spec, const JobLimits& l, bool cpu) {

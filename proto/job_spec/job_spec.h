@@ -33,6 +33,16 @@ void ApplyDefaults(v1::DataParallelOptions* d);
 
 // The ranks a run asks for: nproc, or the count of its devices; 1 for a single-device run.
 int64_t Ranks(const v1::DataParallelOptions& d);
+// A run across hosts (rendezvous.nnodes > 1); its ranks on every host together; the group
+// that ties its hosts' jobs (the given one, or master_addr:master_port).
+bool AcrossHosts(const v1::DataParallelOptions& d);
+int64_t WorldSize(const v1::DataParallelOptions& d);
+std::string GroupId(const v1::Rendezvous& r);
+
+// A job record's data-parallel facts (Job.devices and Job.world; a record stored before
+// Job.world existed has only devices).
+bool DataParallelJob(const v1::Job& job);
+int64_t JobWorldSize(const v1::Job& job);
 
 // The limits a caller may set below the fixed bounds: the daemon's configured `limits`
 // (daemon_config.h); the engine tool runs with these defaults (no limit beyond the bounds).

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status/exit_code.h"
+#include "proto/job_spec/job_spec.h"
 #include "server/daemon/job_inputs.h"
 
 namespace libreyolo::daemon {
@@ -225,7 +226,7 @@ RunOutcome EngineRunner::Run(const v1::Job& job,
   if (!scratch.ok()) return fail(scratch.status());
   auto resolved = ResolveJobInputs(job, config, *scratch);
   if (!resolved.ok()) return fail(resolved.status());
-  if (job.devices_size() > 1) {
+  if (jobspec::DataParallelJob(job)) {
     absl::Status s = RunRanks(job, *resolved, *scratch, config, progress, cancel, &out);
     if (!s.ok()) return fail(std::move(s));
     store_->DiscardScratch(job.id());

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/io/rank_artifacts.h"
 #include "common/io/unique_fd.h"
+#include "proto/job_spec/job_spec.h"
 #include "server/daemon/engine_runner.h"
 
 namespace libreyolo::daemon {
@@ -76,9 +77,13 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
                                     const std::string& scratch, const DaemonConfig& config,
                                     const std::function<void(const RunProgress&)>& progress,
                                     const engine::CancelToken& cancel, RunOutcome* out) {
+  // This daemon's ranks: all of the run's on one host; across hosts, node_rank's part of it
+  // (global ranks first_rank .. first_rank + n - 1).
   const int n = job.devices_size();
+  const int first = job.world().first_rank();
+  const int world = static_cast<int>(jobspec::JobWorldSize(job));
   auto rank_name = [&](int r) {
-    return absl::StrCat("rank ", r, " of ", n, " (", job.devices(r), ")");
+    return absl::StrCat("rank ", first + r, " of ", world, " (", job.devices(r), ")");
   };
   std::vector<RankRun> runs(static_cast<size_t>(n));
   auto at = [&](int r) -> RankRun& { return runs[static_cast<size_t>(r)]; };
@@ -93,8 +98,14 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
     at(r).worker = *w;
     at(r).pid = (*w)->pid();
   }
-  auto port = FreeLoopbackPort();
+  // One host: a rendezvous on the loopback, at a port free now. Across hosts: the one the
+  // scheduler gave (node 0's rank 0 serves it).
+  const v1::Rendezvous& rdv = job.request().run().data_parallel().rendezvous();
+  const bool hosts = jobspec::AcrossHosts(job.request().run().data_parallel());
+  const std::string master_addr = hosts ? rdv.master_addr() : "127.0.0.1";
+  absl::StatusOr<int> port = hosts ? absl::StatusOr<int>(rdv.master_port()) : FreeLoopbackPort();
   if (!port.ok()) return port.status();
+  const std::string group = hosts ? jobspec::GroupId(rdv) : job.id();
   const EngineWorker::Supervision watch = Watch(job, config);
   // Rank 0's progress is the job's (every rank runs the same steps).
   const std::function<void(const RunProgress&)> none;
@@ -106,10 +117,11 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       wv1::RankPlacement placement;
-      placement.set_rank(r);
-      placement.set_world_size(n);
-      placement.set_master_addr("127.0.0.1");
+      placement.set_rank(first + r);
+      placement.set_world_size(world);
+      placement.set_master_addr(master_addr);
       placement.set_master_port(*port);
+      placement.set_group_id(group);
       EngineWorker::JobEnd end = at(r).worker->RunJob(
           resolved, scratch, r == 0 ? progress : none, at(r).cancel, watch, placement);
       std::lock_guard<std::mutex> lock(mu);
@@ -140,7 +152,7 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
     ends.push_back(run.end);
     finished.push_back(run.finished);
   }
-  const int first_rank = GangCauseRank(ends, finished);
+  const int cause_rank = GangCauseRank(ends, finished);
   // Every rank's end is looked at (each death is counted and logged); the cause's is kept.
   absl::Status cause;
   std::string cause_note;
@@ -148,20 +160,20 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
     std::string note;
     absl::Status s = EndStatus(job, job.devices(r), at(r).pid, *at(r).worker, at(r).end,
                                config, &note);
-    if (r != first_rank) continue;
+    if (r != cause_rank) continue;
     cause = std::move(s);
     cause_note = std::move(note);
   }
-  if (first_rank >= 0) {
+  if (cause_rank >= 0) {
     if (cancel.cancelled.load()) {
       out->cancel_note = cause_note;
       return absl::CancelledError(absl::StrCat("cancelled while running ", n, " ranks"));
     }
     // The engine already names the rank in its own errors ("rank 1 of 2: ...").
-    const std::string said = absl::StrCat("rank ", first_rank, " of ", n, ": ");
+    const std::string said = absl::StrCat("rank ", first + cause_rank, " of ", world, ": ");
     std::string message(cause.message());
     if (absl::StartsWith(message, said)) message = message.substr(said.size());
-    return absl::Status(cause.code(), absl::StrCat(rank_name(first_rank), ": ", message));
+    return absl::Status(cause.code(), absl::StrCat(rank_name(cause_rank), ": ", message));
   }
   for (int r = 0; r < n; ++r) {
     if (absl::Status s = Publish(job, at(r).end.done->job_dir(), scratch,
@@ -172,7 +184,7 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
   }
   // The job's headline numbers are the run's, not rank 0's: every rank trains its own batch, so
   // the throughput is their sum (DDP's global img/s), and a synchronous step lasts as long as
-  // the slowest rank's.
+  // the slowest rank's. Across hosts: this host's ranks'.
   out->step_ms = 0;
   out->img_per_s = 0;
   for (int r = 0; r < n; ++r) {

@@ -304,6 +304,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   job.set_max_wall_seconds(JobWallSeconds(request.max_wall_seconds(), limits_.max_job_seconds));
   job.set_device(ranks.empty() ? device : ranks.front());
   for (const std::string& r : ranks) job.add_devices(r);
+  if (!ranks.empty()) *job.mutable_world() = JobWorldOf(request.run().data_parallel());
   *job.mutable_request() = request;
   job.set_create_time_unix_ms(NowMs());
   // Durable before it is accepted: a job the caller was told about must survive a restart. A

@@ -208,6 +208,8 @@ class JobManager {
 // The device slots a job runs on: a data-parallel job's devices (rank order), else its device.
 std::vector<std::string> JobDevices(const v1::Job& job);
 bool OnDevice(const v1::Job& job, const std::string& device);
+// A data-parallel request's place in its run (Job.world): its global ranks, world and group.
+v1::JobWorld JobWorldOf(const v1::DataParallelOptions& dp);
 
 // "cpu" -> "cpu"; "0" / "cuda:0" -> "cuda:0"; anything else INVALID_ARGUMENT.
 absl::StatusOr<std::string> NormaliseDevice(const std::string& device);

@@ -27,6 +27,19 @@ std::vector<std::string> JobDevices(const v1::Job& job) {
   return {job.devices().begin(), job.devices().end()};
 }
 
+v1::JobWorld JobWorldOf(const v1::DataParallelOptions& dp) {
+  v1::JobWorld w;
+  const int64_t ranks = jobspec::Ranks(dp);
+  w.set_world_size(static_cast<int32_t>(jobspec::WorldSize(dp)));
+  w.set_nnodes(std::max<int32_t>(1, dp.rendezvous().nnodes()));
+  if (jobspec::AcrossHosts(dp)) {
+    w.set_node_rank(dp.rendezvous().node_rank());
+    w.set_first_rank(static_cast<int32_t>(dp.rendezvous().node_rank() * ranks));
+    w.set_group_id(jobspec::GroupId(dp.rendezvous()));
+  }
+  return w;
+}
+
 bool OnDevice(const v1::Job& job, const std::string& device) {
   if (job.devices_size() == 0) return job.device() == device;
   return std::find(job.devices().begin(), job.devices().end(), device) != job.devices().end();
@@ -36,7 +49,10 @@ absl::StatusOr<std::vector<std::string>> JobManager::PlaceRanksLocked(
     const v1::RunSpec& run, const std::string& device) const {
   const v1::DataParallelOptions& dp = run.data_parallel();
   const int64_t ranks = jobspec::Ranks(dp);
-  if (ranks <= 1 && dp.devices_size() == 0) return std::vector<std::string>{};
+  // Across hosts, one rank per host is a gang of one here (its rendezvous is the others').
+  if (ranks <= 1 && dp.devices_size() == 0 && !jobspec::AcrossHosts(dp)) {
+    return std::vector<std::string>{};
+  }
   // This daemon's slots of the job's kind, in its order.
   std::vector<std::string> kind;
   for (const std::string& d : devices_) {

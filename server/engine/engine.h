@@ -143,6 +143,9 @@ struct DataParallelSpec {
   int64_t rank = 0;
   std::string master_addr = job_defaults::kMasterAddr;
   int64_t master_port = job_defaults::kMasterPort;
+  // The run's group (its daemon job, or the group id its hosts were given): a rank that checks
+  // in with another one belongs to another run, and the rendezvous refuses it.
+  std::string group;
   std::string backend;  // "gloo" | "nccl"; empty: nccl on CUDA, gloo on the CPU
   double bucket_cap_mb = job_defaults::kBucketCapMb;
   bool gradient_as_bucket_view = job_defaults::kGradientAsBucketView;

@@ -101,6 +101,7 @@ engine::TrainJobSpec ToEngineTrainSpec(const v1::RunSpec& request, const std::st
   s.data_parallel.rank = placement.rank;
   s.data_parallel.master_addr = placement.master_addr;
   s.data_parallel.master_port = placement.master_port;
+  s.data_parallel.group = placement.group;
   s.data_parallel.backend = d.backend();
   s.data_parallel.bucket_cap_mb = d.bucket_cap_mb();
   s.data_parallel.gradient_as_bucket_view = d.gradient_as_bucket_view();

@@ -29,6 +29,7 @@ struct RankPlacement {
   int64_t world_size = 1;
   std::string master_addr = jobspec::defaults::kMasterAddr;
   int64_t master_port = jobspec::defaults::kMasterPort;
+  std::string group;  // the run's group: every rank checks in with it
 };
 
 // The run's data_parallel options (backend, buckets, timeouts) with `placement` become the

@@ -184,6 +184,7 @@ class Worker {
           placement.world_size = run.rank().world_size();
           placement.master_addr = run.rank().master_addr();
           placement.master_port = run.rank().master_port();
+          placement.group = run.rank().group_id();
         }
         engine::TrainJobSpec spec =
             ToEngineTrainSpec(request.run(), device_, run.project_dir(), placement);

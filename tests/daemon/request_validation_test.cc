@@ -233,6 +233,46 @@ TEST(ValidateSubmit, DataParallelOptions) {
   bad([](Dp& d) { d.set_timeout_s(INT64_MAX); }, "--dist-timeout");
   bad([](Dp& d) { d.set_nproc(0); d.add_devices(std::string(100, 'x')); },
       "run.data_parallel.devices");
+  // Across hosts: the scheduler's rendezvous, every value bounded and named by its flag.
+  auto hosts = [](Dp& d) {
+    v1::Rendezvous* h = d.mutable_rendezvous();
+    h->set_nnodes(2);
+    h->set_node_rank(1);
+    h->set_master_addr("node0.cluster");
+    h->set_master_port(29500);
+  };
+  {
+    v1::SubmitJobRequest x = r;
+    hosts(*x.mutable_run()->mutable_data_parallel());
+    EXPECT_TRUE(ValidateSubmit(x, c, Tcp(), &device).ok());
+  }
+  using Rv = v1::Rendezvous;
+  auto bad_host = [&](void (*mutate)(Rv&), const std::string& what) {
+    bad(
+        [&](Dp& d) {
+          hosts(d);
+          mutate(*d.mutable_rendezvous());
+        },
+        what);
+  };
+  bad_host([](Rv& h) { h.set_node_rank(2); },
+           "--node-rank (run.data_parallel.rendezvous.node_rank): 2 is outside 0..1");
+  bad_host([](Rv& h) { h.set_node_rank(-1); }, "--node-rank");
+  bad_host([](Rv& h) { h.set_nnodes(INT32_MAX); },
+           "--nnodes (run.data_parallel.rendezvous.nnodes): 2147483647 is outside 0..1024");
+  bad_host([](Rv& h) { h.set_nnodes(600); }, "600 hosts of 2 ranks are 1200 ranks; at most 1024");
+  bad_host([](Rv& h) { h.set_master_addr(""); }, "--master-addr");
+  bad_host([](Rv& h) { h.set_master_addr(std::string(300, 'a')); }, "--master-addr");
+  bad_host([](Rv& h) { h.set_master_addr("evil\x1b[2J;rm"); }, "is not a host name or address");
+  bad_host([](Rv& h) { h.set_master_port(0); },
+           "--master-port (run.data_parallel.rendezvous.master_port): required");
+  bad_host([](Rv& h) { h.set_master_port(65536); }, "65536 is outside 1..65535");
+  bad_host([](Rv& h) { h.set_master_port(-5); }, "--master-port");
+  bad_host([](Rv& h) { h.set_group_id(std::string(129, 'g')); }, "--group-id");
+  bad_host([](Rv& h) { h.set_group_id("a b"); }, "--group-id");
+  // A rendezvous without a host count is refused, not ignored.
+  bad([](Dp& d) { d.mutable_rendezvous()->set_master_addr("node0"); },
+      "--nnodes (run.data_parallel.rendezvous.nnodes): 0 hosts, but a rendezvous across hosts");
   // Without model.device, the first slot is the job's device.
   v1::SubmitJobRequest slots;
   slots.mutable_run()->set_data("synthetic:8");

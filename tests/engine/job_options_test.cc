@@ -5,6 +5,9 @@
 // read each value back from the written profile.json (common/load's reader): what was asked is
 // what ran and what the profile says. A field added to the proto without a flag and a profile
 // key fails the coverage check.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,9 +15,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <rapidjson/document.h>
 
 #include "absl/strings/str_split.h"
 #include "client/cli/args.h"
@@ -29,6 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace v1 = ::libreyolo::profiler::v1;
+using ::testing::HasSubstr;
 
 // One field: its flag words on the command line, and where its value shows in the profile
 // ("config.imgsz", "profiler.record_shapes") with the JSON text expected there.
@@ -218,9 +219,10 @@ TEST_F(JobOptions, EveryRunFieldFromTheFlagToProfileJsonAndBack) {
   ExpectWalked(walk, *p, ProtoFields(v1::RunSpec::descriptor()),
                {"RunSpec.data", "ProfilerOptions.with_stack", "DataParallelOptions.nproc",
                 "DataParallelOptions.devices", "DataParallelOptions.backend",
-                "DataParallelOptions.bucket_cap_mb",
-                "DataParallelOptions.gradient_as_bucket_view",
-                "DataParallelOptions.broadcast_buffers", "DataParallelOptions.timeout_s"});
+                "DataParallelOptions.bucket_cap_mb", "DataParallelOptions.gradient_as_bucket_view",
+                "DataParallelOptions.broadcast_buffers", "DataParallelOptions.timeout_s",
+                "Rendezvous.nnodes", "Rendezvous.node_rank", "Rendezvous.master_addr",
+                "Rendezvous.master_port", "Rendezvous.group_id"});
   const cli::ParsedArgs dp_args =
       Parse("run", {},
             {"synthetic:16", "--devices", "cpu,cpu:1", "--nproc", "2", "--dist-backend", "GLOO",
@@ -246,6 +248,71 @@ TEST_F(JobOptions, EveryRunFieldFromTheFlagToProfileJsonAndBack) {
   EXPECT_EQ(de.data_parallel.timeout_s, 9);
   EXPECT_EQ(de.data_parallel.rank, 1);
   EXPECT_EQ(de.data_parallel.world_size, 2);
+  EXPECT_FALSE(d.has_rendezvous());  // one host: no rendezvous in the request
+}
+
+// Across hosts: the rendezvous from the flags, or from the scheduler's environment where a
+// flag is absent (torchrun's, Slurm's, a Kubernetes Indexed Job's); without --nnodes the
+// environment is not read.
+TEST_F(JobOptions, TheRendezvousComesFromTheFlagsOrTheSchedulersEnvironment) {
+  std::map<std::string, std::string> vars;
+  const auto env = [&](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+  auto read = [&](const std::vector<std::string>& words, v1::Rendezvous* r) {
+    std::vector<FieldWalk> none;
+    const cli::ParsedArgs args = Parse("run", none, words);
+    return cli::ReadRendezvous(args, env, r);
+  };
+  vars = {{"SLURM_NODEID", "1"},
+          {"SLURM_JOB_ID", "4242"},
+          {"MASTER_ADDR", "node0"},
+          {"MASTER_PORT", "29511"},
+          {"JOB_COMPLETION_INDEX", "7"}};
+  v1::Rendezvous r;
+  ASSERT_TRUE(read({"synthetic", "--nnodes", "2"}, &r).ok());
+  EXPECT_EQ(r.nnodes(), 2);
+  EXPECT_EQ(r.node_rank(), 1);  // SLURM_NODEID before JOB_COMPLETION_INDEX
+  EXPECT_EQ(r.master_addr(), "node0");
+  EXPECT_EQ(r.master_port(), 29511);
+  EXPECT_EQ(r.group_id(), "slurm-4242");
+  // A flag wins over the environment; NODE_RANK (torchrun) over SLURM_NODEID.
+  vars["NODE_RANK"] = "0";
+  r.Clear();
+  ASSERT_TRUE(
+      read({"synthetic", "--nnodes", "2", "--master-port", "1234", "--group-id", "g1"}, &r).ok());
+  EXPECT_EQ(r.node_rank(), 0);
+  EXPECT_EQ(r.master_port(), 1234);
+  EXPECT_EQ(r.group_id(), "g1");
+  // A Kubernetes Indexed Job: only its index.
+  vars = {{"JOB_COMPLETION_INDEX", "3"}, {"MASTER_ADDR", "svc-0"}, {"MASTER_PORT", "1"}};
+  r.Clear();
+  ASSERT_TRUE(read({"synthetic", "--nnodes", "4"}, &r).ok());
+  EXPECT_EQ(r.node_rank(), 3);
+  EXPECT_EQ(r.group_id(), "");  // the daemon's default: master_addr:master_port
+  // No node rank anywhere: said, with where a scheduler puts it.
+  vars.clear();
+  r.Clear();
+  absl::Status s = read({"synthetic", "--nnodes", "2"}, &r);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("--node-rank: required with --nnodes 2"));
+  vars = {{"MASTER_PORT", "eighty"}};
+  r.Clear();
+  s = read({"synthetic", "--nnodes", "2", "--node-rank", "1"}, &r);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("$MASTER_PORT needs an integer, got 'eighty'"));
+  // Without --nnodes the environment stays unread; a rendezvous flag alone goes to the
+  // validator, which refuses it naming --nnodes.
+  vars = {{"NODE_RANK", "1"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}};
+  r.Clear();
+  ASSERT_TRUE(read({"synthetic"}, &r).ok());
+  EXPECT_EQ(r.ByteSizeLong(), 0u);
+  v1::RunSpec spec;
+  const cli::ParsedArgs alone = Parse("run", {}, {"synthetic:8", "--master-port", "29500"});
+  ASSERT_TRUE(cli::ReadRunSpec(alone, &spec).ok());
+  s = jobspec::ValidateRunSpec(spec, {}, /*cpu=*/true);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("--nnodes (run.data_parallel.rendezvous.nnodes)"));
 }
 
 // Unset fields: the spec's defaults (job_defaults.h) reach the engine, whichever way a job

@@ -71,24 +71,50 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const DataParallelSpec
   }
 }
 
-// Every rank checks in under its own key and waits for the others'.
+// Every rank checks in under its own key with the run it belongs to (its group and world
+// size) and waits for the others'. A rank that checks in twice (two hosts given one node rank)
+// or with another run (two runs given one rendezvous) is refused, naming both.
 absl::Status CheckIn(c10d::Store& store, const DataParallelSpec& spec) {
+  const std::string where = absl::StrCat(spec.master_addr, ":", spec.master_port);
+  const std::string mine = absl::StrCat("run ", spec.group, " of world size ", spec.world_size);
   std::vector<std::string> keys;
   for (int64_t r = 0; r < spec.world_size; ++r) keys.push_back(JoinKey(r));
   try {
-    store.set(JoinKey(spec.rank), std::vector<uint8_t>{1});
+    if (store.add(absl::StrCat(JoinKey(spec.rank), "/times"), 1) > 1) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rank ", spec.rank, " joined the rendezvous at ", where,
+          " twice: two hosts were given the same --node-rank, or two runs the same rendezvous; "
+          "give each host its own --node-rank (0..nnodes-1) and each run its own "
+          "--master-port"));
+    }
+    store.set(JoinKey(spec.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
     store.wait(keys, seconds(spec.timeout_s));
-    return absl::OkStatus();
   } catch (const std::exception& e) {
     const std::vector<int64_t> missing = MissingRanks(store, spec.world_size);
     if (missing.empty()) {
       return absl::UnavailableError(absl::StrCat("the rendezvous failed: ", e.what()));
     }
-    return absl::DeadlineExceededError(absl::StrCat(
-        "rank", missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
-        " never joined the rendezvous at ", spec.master_addr, ":", spec.master_port, " within ",
-        spec.timeout_s, " s"));
+    return absl::DeadlineExceededError(
+        absl::StrCat("rank", missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
+                     " never joined the rendezvous at ", where, " within ", spec.timeout_s, " s"));
   }
+  for (int64_t r = 0; r < spec.world_size; ++r) {
+    std::string theirs;
+    try {
+      const std::vector<uint8_t> v = store.get(JoinKey(r));
+      theirs.assign(v.begin(), v.end());
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrCat("the rendezvous failed: ", e.what()));
+    }
+    if (theirs != mine) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rank ", r, " joined the rendezvous at ", where, " as part of ", theirs,
+          ", this rank as part of ", mine,
+          ": every host must run the same --nproc with the same --nnodes and --group-id, and "
+          "two runs need two --master-port"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> BackendFor(const DataParallelSpec& spec, const DeviceChoice& device) {
