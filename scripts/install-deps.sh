@@ -20,6 +20,7 @@ packages=(
   python3 python3-venv python3-grpcio    # the Python environment; the Python client example
   openssl time
   chromium                               # headless browser tests of the HTML report
+  slurm-wlm munge                        # deploy/slurm's recipes under a real one-node Slurm
 )
 
 missing=()
