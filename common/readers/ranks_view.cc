@@ -210,6 +210,11 @@ std::string Opt(const std::optional<int64_t>& v) {
   return v ? absl::StrCat(*v) : std::string("n/a");
 }
 
+std::optional<double> AsDouble(const std::optional<int64_t>& v) {
+  if (!v) return std::nullopt;
+  return static_cast<double>(*v);
+}
+
 }  // namespace
 
 const std::vector<CrossRankMetric>& CrossRankMetrics() {
@@ -219,9 +224,19 @@ const std::vector<CrossRankMetric>& CrossRankMetrics() {
        [](const R& r) -> std::optional<double> { return r.step_ms_mean; }},
       {"step_spread_ms", "ms", false,
        [](const R& r) -> std::optional<double> { return r.step_spread_ms; }},
+      {"step_spread_pct", "%", false,
+       [](const R& r) -> std::optional<double> { return r.step_spread_pct; }, true, false},
+      {"straggler", "", false, [](const R& r) { return AsDouble(r.straggler); }, false, false,
+       true},
+      {"wait_for_rank", "", false, [](const R& r) { return AsDouble(r.wait_for_rank); }, false,
+       false, true},
       {"collective_wait_ms", "ms", false, [](const R& r) { return r.collective_wait_ms; }},
       {"collective_wait_median_ms", "ms", false,
        [](const R& r) { return r.collective_wait_median_ms; }},
+      {"straggler_extra_dataload_ms", "ms", false,
+       [](const R& r) { return r.straggler_extra_dataload_ms; }, true, false},
+      {"straggler_extra_compute_ms", "ms", false,
+       [](const R& r) { return r.straggler_extra_compute_ms; }, true, false},
       {"comm_ms", "ms", false, [](const R& r) -> std::optional<double> { return r.comm_ms; }},
       {"exposed_comm_ms", "ms", false,
        [](const R& r) -> std::optional<double> { return r.exposed_comm_ms; }},
@@ -256,6 +271,7 @@ CompareResult CompareRanks(const RanksView& before, const RanksView& after) {
                                       " after; the numbers are not like for like"));
   }
   for (const CrossRankMetric& m : CrossRankMetrics()) {
+    if (!m.compared) continue;
     CompareDelta d{m.name, m.unit, m.higher_is_better, m.value(b), m.value(a)};
     d.directional = m.directional;
     r.deltas.push_back(std::move(d));
@@ -339,24 +355,16 @@ std::string RenderRanksJson(const RanksView& v) {
         .Field("comm_timed_on", f.gpu_comm ? "gpu kernels" : "cpu spans")
         .EndObject();
   }
-  w.EndArray()
-      .Field("step_ms_mean", r.step_ms_mean)
-      .Field("step_spread_ms", r.step_spread_ms)
-      .Field("step_spread_pct", r.step_spread_pct)
-      .Field("straggler", r.straggler)
-      .Field("wait_for_rank", r.wait_for_rank)
-      .Field("collective_wait_ms", r.collective_wait_ms)
-      .Field("collective_wait_median_ms", r.collective_wait_median_ms)
-      .Field("straggler_extra_dataload_ms", r.straggler_extra_dataload_ms)
-      .Field("straggler_extra_compute_ms", r.straggler_extra_compute_ms)
-      .Field("comm_ms", r.comm_ms)
-      .Field("exposed_comm_ms", r.exposed_comm_ms)
-      .Field("comm_overlap_pct", r.comm_overlap_pct)
-      .Field("allreduce_bytes", r.allreduce_bytes)
-      .Field("algbw_gbps", r.algbw_gbps)
-      .Field("busbw_gbps", r.busbw_gbps)
-      .Field("load_imbalance_pct", r.load_imbalance_pct)
-      .Field("verdict", r.verdict);
+  w.EndArray();
+  for (const CrossRankMetric& m : CrossRankMetrics()) {
+    const std::optional<double> x = m.value(r);
+    if (m.integer) {
+      w.Field(m.name, x ? std::optional<int64_t>(static_cast<int64_t>(*x)) : std::nullopt);
+    } else {
+      w.Field(m.name, x);
+    }
+  }
+  w.Field("verdict", r.verdict);
   w.Key("levers").BeginArray();
   for (const std::string& l : r.levers) w.String(l);
   w.EndArray().EndObject();

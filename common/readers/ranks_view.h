@@ -50,8 +50,8 @@ absl::StatusOr<RanksView> BuildRanksView(const std::string& dir, int threads = 0
 // side: no significance call.
 CompareResult CompareRanks(const RanksView& before, const RanksView& after);
 
-// The cross-rank figures a comparison shows, each once: its JSON name (as RenderRanksJson
-// writes it), unit, direction and value (nullopt: n/a).
+// The run's cross-rank figures, each once, in the order RenderRanksJson writes them: its JSON
+// name, unit, direction and value (nullopt: n/a, null in JSON).
 struct CrossRankMetric {
   const char* name;
   const char* unit;
@@ -60,6 +60,10 @@ struct CrossRankMetric {
   // false: a change is neither better nor worse (all-reduce bytes are the model's gradients: a
   // change says the runs trained different models, or bucketed them differently).
   bool directional = true;
+  // false: not a row of `compare` (a rank number; the straggler's own excess, which the
+  // verdict's headline row already compares).
+  bool compared = true;
+  bool integer = false;  // written as a JSON integer (a rank)
 };
 const std::vector<CrossRankMetric>& CrossRankMetrics();
 

@@ -5,15 +5,19 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/io/rank_artifacts.h"
+#include "common/readers/ranks_view.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/test_files.h"
 
 namespace libreyolo::cli {
 namespace {
 
+using ::libreyolo::CrossRankMetric;
+using ::libreyolo::CrossRankMetrics;
 using ::libreyolo::RankArtifact;
 using ::libreyolo::RankArtifactName;
 using ::libreyolo::SplitRankArtifact;
@@ -62,6 +66,21 @@ TEST(RanksCli, SummaryOfAFolderAndRankFlag) {
   EXPECT_NE(json.out.find("\"collectives\": 2,"), std::string::npos);  // an integer
   EXPECT_NE(json.out.find("\"straggler_extra_compute_ms\": 0.0"), std::string::npos);
   EXPECT_NE(json.out.find("\"allreduce_bytes\": 1024.0"), std::string::npos);
+  // Every figure of the run is a row of the one table (CrossRankMetrics), in its order: the
+  // JSON's top-level numbers are written from it, nothing beside it.
+  rapidjson::Document doc;
+  doc.Parse(json.out.c_str());
+  ASSERT_TRUE(doc.IsObject());
+  std::vector<std::string> figures;
+  for (const auto& m : doc.GetObject()) {
+    const std::string key = m.name.GetString();
+    if ((m.value.IsNumber() || m.value.IsNull()) && key != "world_size" && key != "threads") {
+      figures.push_back(key);
+    }
+  }
+  std::vector<std::string> table;
+  for (const CrossRankMetric& m : CrossRankMetrics()) table.push_back(m.name);
+  EXPECT_EQ(figures, table);
 
   EXPECT_EQ(Cli({"profile", "kernels", d.path()}).code, 2);
   for (const char* reader : {"summary", "phases", "kernels", "ops"}) {
