@@ -53,6 +53,10 @@ struct ReaderFlags {
   std::vector<PositionalSpec> positionals;
   std::vector<FlagSpec> flags;
   absl::Status (*parse)(const ParsedArgs& a, ReaderInvocation& inv);  // nullptr: no options
+  // A command that takes the reader's place when its flag is given (nullptr: none): compare's
+  // --fail-if-slower is the CI gate (compare_gate_command.h).
+  const char* instead_flag = nullptr;
+  int (*instead)(const ParsedArgs& a, std::ostream& out, std::ostream& err) = nullptr;
 };
 
 absl::StatusOr<int> IntFlag(const ParsedArgs& a, const std::string& flag) {
@@ -250,7 +254,9 @@ const std::vector<ReaderFlags>& ReaderFlagTable() {
        {{"before", true, "the baseline profile or trace"},
         {"after", true, "the profile or trace after the change"}},
        {FailIfSlowerFlagSpec(), kRankFlag, kJsonFlag},
-       nullptr},
+       nullptr,
+       "fail-if-slower",
+       RunCompareGate},
       {ReaderId::kWhatIf,
        "estimate the gain of removing a kernel category or launches",
        "Estimates the step time after removing a kernel category's GPU time or some kernel\n"
@@ -275,17 +281,11 @@ const std::vector<ReaderCommand>& ReaderCommands() {
       CommandSpec spec{Reader(r.id).name, r.summary, r.description, r.positionals, r.flags};
       // Every reader can read `job:<id>` from a daemon, so each takes the connection flags.
       for (const FlagSpec& f : RemoteFlagSpecs()) spec.flags.push_back(f);
-      if (r.id == ReaderId::kCompare) {
-        // --fail-if-slower turns compare into the CI gate (compare_gate_command.h).
-        c->push_back({std::move(spec), [&r](const ParsedArgs& a, std::ostream& o, std::ostream& e) {
-                        return a.Value("fail-if-slower") ? RunCompareGate(a, o, e)
-                                                         : Execute(r, a, o, e);
-                      }});
-      } else {
-        c->push_back({std::move(spec), [&r](const ParsedArgs& a, std::ostream& o, std::ostream& e) {
-                        return Execute(r, a, o, e);
-                      }});
-      }
+      c->push_back({std::move(spec), [&r](const ParsedArgs& a, std::ostream& o, std::ostream& e) {
+                      if (r.instead != nullptr && a.Value(r.instead_flag))
+                        return r.instead(a, o, e);
+                      return Execute(r, a, o, e);
+                    }});
     }
     c->push_back({ReportCommandSpec(), RunReport});
     return c;
