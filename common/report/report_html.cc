@@ -12,6 +12,7 @@
 #include "common/render/text_table.h"
 #include "common/report/html_page.h"
 #include "common/report/profiler_record.h"
+#include "common/report/ranks_report.h"
 #include "common/report/report_sections.h"
 #include "common/report/svg_charts.h"
 
@@ -114,6 +115,20 @@ absl::StatusOr<std::string> RenderReportFiles(const std::vector<std::string>& pa
                                               const std::vector<std::string>& labels) {
   if (paths.empty() || paths.size() > 2) {
     return absl::InvalidArgumentError("a report takes one input, or two to compare");
+  }
+  // A folder of per-rank traces: the cross-rank page.
+  for (const std::string& p : paths) {
+    if (!IsDirectory(p)) continue;
+    if (paths.size() == 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a report compares two profiles, not two runs' folders (", p,
+          " is one): compare the folders with libreyolo profile compare BEFORE/ AFTER/, or draw "
+          "each with libreyolo profile report DIR/"));
+    }
+    auto view = BuildRanksView(p);
+    if (!view.ok()) return view.status();
+    if (!labels.empty()) view->source = labels[0];
+    return RenderRanksReportHtml(*view);
   }
   const ProfileLoader load = [](const std::string& p) { return LoadProfile(p); };
   std::vector<ReportInput> inputs;

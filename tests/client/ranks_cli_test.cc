@@ -82,6 +82,25 @@ TEST(RanksCli, SummaryOfAFolderAndRankFlag) {
   for (const CrossRankMetric& m : CrossRankMetrics()) table.push_back(m.name);
   EXPECT_EQ(figures, table);
 
+  // `report DIR/` (issue 21 §2): the cross-rank page, its figures the same numbers as --json.
+  const std::string html_path = d.File("ranks.html");
+  const auto report = Cli({"profile", "report", d.path(), "-o", html_path});
+  ASSERT_EQ(report.code, 0) << report.err;
+  const std::string html = libreyolo::test::ReadFile(html_path);
+  EXPECT_NE(html.find("rank 1 is a straggler"), std::string::npos);
+  EXPECT_NE(html.find("<svg"), std::string::npos);  // the per-rank chart
+  for (const std::string& name : table) {
+    const std::string cell = absl::StrCat("<td class=\"t\">", name, "</td><td data-v=\"");
+    const size_t at = html.find(cell);
+    ASSERT_NE(at, std::string::npos) << name;
+    const rapidjson::Value& want = doc[name.c_str()];
+    if (!want.IsNumber()) continue;
+    const size_t from = at + cell.size();
+    EXPECT_DOUBLE_EQ(std::stod(html.substr(from, html.find('"', from) - from)), want.GetDouble())
+        << name;
+  }
+  EXPECT_EQ(Cli({"profile", "report", d.path(), d.path(), "-o", html_path}).code, 2);
+
   EXPECT_EQ(Cli({"profile", "kernels", d.path()}).code, 2);
   for (const char* reader : {"summary", "phases", "kernels", "ops"}) {
     const auto r = Cli({"profile", reader, d.path(), "--rank", "1"});
