@@ -18,13 +18,17 @@ skip() { echo "SKIP: $*"; exit 77; }
 for b in munged mungekey slurmctld slurmd sbatch srun scancel squeue; do
   command -v "$b" > /dev/null || skip "no $b (Debian's slurm-wlm and munge: scripts/install-deps.sh)"
 done
-rm -rf "$work" && mkdir -p "$work"/{munge,state,spool,log,run}
-chmod 700 "$work/munge"
+rm -rf "$work" && mkdir -p "$work"/{state,spool,log,run}
+# munged wants every directory above its socket searchable by all, which a checkout under a
+# private home is not: its key and socket live in a directory of their own under /tmp.
+munge="$(mktemp -d /tmp/libreyolo-munge.XXXXXX)"
+chmod 755 "$munge"
 export OMP_WAIT_POLICY=PASSIVE
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$munge"
 }
 trap cleanup EXIT
 fail() {
@@ -46,10 +50,10 @@ for n in 0 1; do
 done
 
 # The cluster.
-mungekey -c -f -k "$work/munge/munge.key" > /dev/null 2>&1 || skip "mungekey failed"
-munged --key-file="$work/munge/munge.key" --socket="$work/run/munge.sock" \
-  --pid-file="$work/munge/munged.pid" --log-file="$work/log/munged.log" \
-  --seed-file="$work/munge/seed" --foreground > /dev/null 2>&1 &
+mungekey -c -f -k "$munge/munge.key" > /dev/null 2>&1 || skip "mungekey failed"
+munged --key-file="$munge/munge.key" --socket="$munge/munge.sock" \
+  --pid-file="$munge/munged.pid" --log-file="$munge/munged.log" \
+  --seed-file="$munge/seed" --foreground > "$work/log/munged.out" 2>&1 &
 pids+=($!)
 host="$(hostname -s)"
 # slurmd runs the Prolog and Epilog as root with its own environment: wrappers point the
@@ -71,7 +75,7 @@ SlurmctldHost=$host
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket=$work/run/munge.sock
+AuthInfo=socket=$munge/munge.sock
 CredType=cred/munge
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
