@@ -254,12 +254,14 @@ absl::Status ReadRunSpec(const ParsedArgs& a, v1::RunSpec* s) {
 
 namespace {
 
+int32_t Clamp32(int64_t v) {
+  return static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
+}
+
 absl::Status ReadDataParallel(const ParsedArgs& a, v1::DataParallelOptions* d,
                               v1::ModelOptions* m) {
   FirstError err;
-  err(MaybeInt(a, "nproc", [&](int64_t v) {
-    d->set_nproc(static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX)));
-  }));
+  err(MaybeInt(a, "nproc", [&](int64_t v) { d->set_nproc(Clamp32(v)); }));
   if (auto list = a.Value("devices")) {
     for (auto part : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
       d->add_devices(std::string(absl::StripAsciiWhitespace(part)));
@@ -283,10 +285,6 @@ absl::Status ReadDataParallel(const ParsedArgs& a, v1::DataParallelOptions* d,
       a, [](const char* name) { return std::getenv(name); }, d->mutable_rendezvous()));
   if (d->rendezvous().ByteSizeLong() == 0) d->clear_rendezvous();
   return err.status();
-}
-
-int32_t Clamp32(int64_t v) {
-  return static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
 }
 
 // A rendezvous value: the flag, else the first of `vars` set in the environment.

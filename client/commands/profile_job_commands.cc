@@ -25,6 +25,7 @@
 #include "client/remote/progress_display.h"
 #include "common/json/json_writer.h"
 #include "common/load/load_profile.h"
+#include "common/readers/ranks_view.h"
 #include "common/readers/run_reader.h"
 #include "common/status/exit_code.h"
 #include "proto/job_spec/job_spec.h"
@@ -76,17 +77,6 @@ void RemoveOtherRuns(const std::string& project, int world_size, std::ostream& e
       err << what << "\n";
     }
   }
-}
-
-// Whether <prof>/rank0 .. rank<world-1> each hold a trace: the whole run's folder.
-bool HoldsEveryRank(const std::string& prof, int64_t world) {
-  std::error_code ec;
-  for (int64_t r = 0; r < world; ++r) {
-    const std::filesystem::path trace =
-        std::filesystem::path(prof) / absl::StrCat("rank", r) / "profile_trace.json";
-    if (!std::filesystem::is_regular_file(trace, ec)) return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -239,8 +229,9 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   // other hosts done); else this host's first rank is summarised, and the way to the whole run
   // is said.
   const std::string prof = std::filesystem::path(profile_path).parent_path().parent_path().string();
+  // The folder reader's own test of a whole run (every rank of one world, by its traces).
   const bool whole =
-      ranks && (job.world().nnodes() <= 1 || HoldsEveryRank(prof, jobspec::JobWorldSize(job)));
+      ranks && (job.world().nnodes() <= 1 || ScanRankFolder(prof, /*require_all=*/true).ok());
   if (ranks && !whole) {
     const std::string note =
         absl::StrCat("this host ran ranks ", job.world().first_rank(), "..",
