@@ -151,7 +151,7 @@ absl::Status EngineRunner::EndStatus(const v1::Job& job, const std::string& devi
           what, "; ask for more time (--time-limit, max_wall_seconds; at most the daemon's ",
           "limits.max_job_seconds ", config.limits.max_job_seconds, " s) or a shorter job"));
     }
-    if (end.stalled) {
+    if (end.stalled && !end.stopped) {
       return absl::InternalError(absl::StrCat(
           what, " (a stopped or hung engine worker: SIGSTOP, a stuck kernel, a dead data ",
           "loader); the daemon starts a fresh worker for the next job"));

@@ -54,6 +54,14 @@ bool DiedOnItsOwn(const EngineWorker::JobEnd& e) {
   return !e.done && !e.cancelled_by_kill && !e.stalled && !e.wall_limit_reached;
 }
 
+// How surely a failed rank is the gang's cause: one that died on its own, then one found
+// stopped by a signal when the daemon killed it (by the watchdog, or past the cancel grace when
+// a peer's collective timed out waiting for it first), then any other.
+int CauseWeight(const EngineWorker::JobEnd& e) {
+  if (DiedOnItsOwn(e)) return 2;
+  return e.stopped ? 1 : 0;
+}
+
 }  // namespace
 
 int GangCauseRank(const std::vector<EngineWorker::JobEnd>& ends,
@@ -67,8 +75,9 @@ int GangCauseRank(const std::vector<EngineWorker::JobEnd>& ends,
       continue;
     }
     const auto c = static_cast<size_t>(cause);
-    const bool dead = DiedOnItsOwn(ends[i]);
-    if (dead != DiedOnItsOwn(ends[c]) ? dead : finished[i] < finished[c]) cause = r;
+    const int weight = CauseWeight(ends[i]);
+    const int best = CauseWeight(ends[c]);
+    if (weight != best ? weight > best : finished[i] < finished[c]) cause = r;
   }
   return cause;
 }
@@ -173,6 +182,13 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
     const std::string said = absl::StrCat("rank ", first + cause_rank, " of ", world, ": ");
     std::string message(cause.message());
     if (absl::StartsWith(message, said)) message = message.substr(said.size());
+    if (cause.code() == absl::StatusCode::kCancelled) {
+      // Not the caller's cancel: the gang's, after a peer failed waiting for this rank, which
+      // was stopped and could not stop when asked. It failed the job.
+      return absl::InternalError(absl::StrCat(
+          rank_name(cause_rank), ": ", message, "; the other ranks' collectives timed out ",
+          "waiting for it (--dist-timeout); the daemon starts a fresh worker for the next job"));
+    }
     return absl::Status(cause.code(), absl::StrCat(rank_name(cause_rank), ": ", message));
   }
   for (int r = 0; r < n; ++r) {

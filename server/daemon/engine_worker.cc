@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -24,6 +25,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+
+// Whether `pid` is stopped by a signal (SIGSTOP, SIGTSTP) or a debugger: state T or t in
+// /proc/<pid>/stat ("pid (comm) S ..."; comm may hold spaces and parentheses, so the state
+// follows the last ')').
+bool ProcessStopped(pid_t pid) {
+  const int fd = ::open(absl::StrCat("/proc/", pid, "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  const ssize_t got = ::read(fd, buf, sizeof(buf));
+  ::close(fd);
+  if (got <= 0) return false;
+  const std::string_view stat(buf, static_cast<size_t>(got));
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
+  const char state = stat[paren + 2];
+  return state == 'T' || state == 't';
+}
 
 // The fd number the worker finds its end of the socketpair on.
 constexpr int kWorkerFd = 3;
@@ -205,10 +223,15 @@ EngineWorker::JobEnd EngineWorker::RunJob(const v1::Job& resolved_job,
   Clock::time_point last_heard = started;
   // SIGKILL works on a stopped process too (SIGSTOP, a debugger): the job's end never waits for
   // the worker to be continued.
+  // A worker found stopped when it is killed is said to be (a data-parallel job's peers wait
+  // for it in a collective: GangCauseRank takes the stopped one as the cause).
   auto kill_now = [&](std::string why) {
+    end.stopped = ProcessStopped(pid_);
     ::kill(pid_, SIGKILL);
     (void)Reap(milliseconds(0));
-    end.death = std::move(why);
+    end.death = end.stopped ? absl::StrCat(why, "; it was stopped by a signal (SIGSTOP, "
+                                                "SIGTSTP) or a debugger")
+                            : std::move(why);
     return end;
   };
   for (;;) {

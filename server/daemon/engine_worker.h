@@ -74,6 +74,7 @@ class EngineWorker {
     bool cancelled_by_kill = false;  // it ignored a cancel past the grace and was killed
     bool wall_limit_reached = false;  // killed at the job's wall-time limit
     bool stalled = false;             // killed by the progress watchdog
+    bool stopped = false;             // it was stopped (state T: SIGSTOP, a debugger) when killed
   };
   // Sends the job and relays its progress until the worker's Done or its death. Sets of
   // `cancel` are forwarded (observed between the engine's steps); a worker still running

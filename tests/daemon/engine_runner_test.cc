@@ -238,6 +238,29 @@ TEST(GangCauseRank, ADeadRankIsTheCauseEvenWhenASurvivorEndedFirst) {
   EXPECT_EQ(GangCauseRank({ok, ok}, {0, 1}), -1);
 }
 
+// A stopped rank (SIGSTOP) and its peer waiting for it in an all-reduce both fall silent; the
+// watchdog ends both, in either order. The stopped one is the cause, whichever ended first.
+TEST(GangCauseRank, AStoppedRankIsTheCauseOverAPeerWaitingForIt) {
+  EngineWorker::JobEnd waiting, stopped, failed, killed;
+  waiting.death = "killed: no progress for 6 s during training, step 4/80";
+  waiting.stalled = true;
+  stopped = waiting;
+  stopped.stopped = true;
+  failed.done.emplace();
+  failed.done->set_code(1);
+  killed.death = "killed by signal 9 (Killed)";
+  EXPECT_EQ(GangCauseRank({waiting, stopped}, {0, 1}), 1);
+  EXPECT_EQ(GangCauseRank({stopped, waiting}, {1, 0}), 0);
+  EXPECT_EQ(GangCauseRank({failed, stopped}, {0, 1}), 1) << "its peer's Gloo error came first";
+  EXPECT_EQ(GangCauseRank({stopped, killed}, {0, 1}), 1) << "a death on its own still wins";
+  EngineWorker::JobEnd grace_stopped;
+  grace_stopped.death = "killed after not stopping within 3 s of the cancel";
+  grace_stopped.cancelled_by_kill = true;
+  grace_stopped.stopped = true;
+  EXPECT_EQ(GangCauseRank({failed, grace_stopped}, {0, 1}), 1)
+      << "its peer's collective timed out first; it was killed stopped at the cancel grace";
+}
+
 TEST(JobWallSeconds, TheRequestIsCappedByTheDaemonAndZeroMeansTheDaemons) {
   EXPECT_EQ(JobWallSeconds(0, 3600), 3600);
   EXPECT_EQ(JobWallSeconds(60, 3600), 60);

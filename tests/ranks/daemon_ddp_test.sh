@@ -8,14 +8,18 @@
 #   2. more ranks than the daemon has slots is refused at submission, naming the slots it has
 #      (exit 2, nothing queued);
 #   3. a rank whose worker is killed (SIGKILL) mid-run fails the whole job, naming that rank,
-#      its slot and the signal; the daemon replaces the worker and the next gang succeeds.
+#      its slot and the signal; the daemon replaces the worker and the next gang succeeds;
+#   4. a rank whose worker hangs (SIGSTOP) mid-run fails the whole job within a bounded time
+#      (its peer's all-reduce times out at --dist-timeout, the stopped worker is killed at the
+#      cancel grace), naming the stopped rank, not the peer that waited for it; the next gang
+#      succeeds.
 set -euo pipefail
 daemon="$1"; cli="$2"; python="$3"; work="$4"
 rm -rf "$work" && mkdir -p "$work"
 sock="$work/d.sock"
 export OMP_WAIT_POLICY=PASSIVE
 "$daemon" --listen "unix:$sock" --device cpu --device cpu:1 --state-dir "$work/state" \
-  --store-dir "$work/store" --threads 1 > "$work/daemon.log" 2>&1 &
+  --store-dir "$work/store" --threads 1 --cancel-grace 3 > "$work/daemon.log" 2>&1 &
 dpid=$!
 cleanup() { kill -TERM "$dpid" 2>/dev/null || true; wait "$dpid" 2>/dev/null || true; }
 trap cleanup EXIT
@@ -119,3 +123,33 @@ rc=0
 "$cli" profile run "${job[@]}" --nproc 2 --project "$work/again" > /dev/null 2> "$work/again.err" || rc=$?
 [ "$rc" -eq 0 ] || { cat "$work/again.err"; fail "the gang after the killed rank exited $rc"; }
 echo "ok: a killed rank fails the job, naming it; the next gang succeeds"
+
+# 4. Rank 1's worker stopped mid-run (a hung rank): rank 0 waits for it in the all-reduce.
+id="$("$cli" profile run synthetic:400 --device cpu --imgsz 64 --batch 2 --steps 80 --warmup 1 \
+  --workers 0 --threads 1 --no-probe-overhead --remote "unix:$sock" --nproc 2 --dist-timeout 5 \
+  --detach)"
+worker=""
+for _ in $(seq 1 600); do
+  if "$cli" jobs show "$id" --remote "unix:$sock" --json 2>/dev/null | grep -q '"JOB_STATE_RUNNING"'; then
+    worker="$(pgrep -P "$dpid" -f -- "--device cpu:1" | head -1 || true)"
+    [ -n "$worker" ] && break
+  fi
+  sleep 0.2
+done
+[ -n "$worker" ] || fail "rank 1's worker not found"
+sleep 3  # into its steps
+kill -STOP "$worker"
+stopped_at=$SECONDS
+rc=0
+timeout 120 "$cli" jobs watch "$id" --remote "unix:$sock" > /dev/null 2>&1 || rc=$?
+took=$((SECONDS - stopped_at))
+"$cli" jobs show "$id" --remote "unix:$sock" > "$work/stopped.txt"
+grep -q "^state     failed" "$work/stopped.txt" || { cat "$work/stopped.txt"; fail "stopped rank: not failed"; }
+grep -Eq "rank 1 of 2 \(cpu:1\): the engine worker for cpu:1 \(pid $worker\) .*stopped by a signal" \
+  "$work/stopped.txt" || { cat "$work/stopped.txt"; fail "stopped rank: the error does not name it"; }
+grep "^error" "$work/stopped.txt" | cut -c1-300
+rc=0
+"$cli" profile run "${job[@]}" --nproc 2 --project "$work/after-stop" > /dev/null \
+  2> "$work/after-stop.err" || rc=$?
+[ "$rc" -eq 0 ] || { cat "$work/after-stop.err"; fail "the gang after the stopped rank exited $rc"; }
+echo "ok: a stopped rank fails the job in ${took} s (dist timeout 5 s, cancel grace 3 s), naming it; the next gang succeeds"
