@@ -19,6 +19,11 @@
 
 namespace libreyolo {
 
+// A job's profile and its trace, as the engine writes them into its job folder and as they are
+// published.
+inline constexpr char kProfileFileName[] = "profile.json";
+inline constexpr char kTraceFileName[] = "profile_trace.json";
+
 inline std::string RankArtifactName(int64_t rank, absl::string_view file) {
   return rank == 0 ? std::string(file) : absl::StrCat("rank", rank, ".", file);
 }

@@ -170,6 +170,9 @@ struct Profile {
   // The profiler's settings and measured cost ({activities, record_shapes, profile_memory,
   // with_flops, with_stack, profiled_iterations, overhead_pct}), verbatim JSON; empty for traces.
   std::string profiler_json;
+  // A data-parallel job's cross-rank analysis (RenderRanksJson's object: the per-rank table and
+  // the run's figures), verbatim JSON; empty for any other profile.
+  std::string ranks_json;
   std::optional<std::string> created_at;
   ParseStats parse_stats;
 

@@ -18,6 +18,12 @@ std::string WriteProfileJson(const Profile& p);
 // value of the wrong type (the message names the key). `what` names the source in messages.
 absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string& what);
 
+// The profile's text with member `key` = `json` added before its closing brace; every other
+// byte stays as written (numbers are not re-printed). INVALID_ARGUMENT when the text is not a
+// JSON object, already has the key, or `json` is not JSON. Keys are plain names (not escaped).
+absl::StatusOr<std::string> AddProfileMember(std::string text, std::string_view key,
+                                             std::string_view json);
+
 }  // namespace libreyolo
 
 #endif  // LIBREYOLO_COMMON_PROFILE_PROFILE_JSON_H_

@@ -206,7 +206,8 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
         what, ": nested deeper than ", kMaxProfileDepth, " levels; not a libreyolo profile"));
   }
   rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseNanAndInfFlag | rapidjson::kParseIterativeFlag>(text.data(),
+  doc.Parse<rapidjson::kParseNanAndInfFlag | rapidjson::kParseIterativeFlag |
+            rapidjson::kParseFullPrecisionFlag>(text.data(),
                                                                               text.size());
   if (doc.HasParseError()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -369,6 +370,7 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
   }
   p.created_at = r.String(doc, "created_at");
   if (const Value* prof = r.Object(doc, "profiler")) p.profiler_json = ToJson(*prof);
+  if (const Value* ranks = r.Object(doc, "ranks")) p.ranks_json = ToJson(*ranks);
   if (!status.ok()) return status;
   ApplyMetricRules(p);  // a CPU job's GPU metrics are n/a, whatever an older file wrote
   return p;

@@ -1,8 +1,10 @@
+#include "absl/strings/str_cat.h"
 #include "common/analysis/kernel_classify.h"
 #include "common/analysis/metric_list.h"
 #include "common/json/json_writer.h"
 #include "common/profile/metric_table.h"
 #include "common/profile/profile_json.h"
+#include "rapidjson/document.h"
 
 namespace libreyolo {
 namespace {
@@ -198,6 +200,7 @@ std::string WriteProfileJson(const Profile& p) {
   if (!p.libtorch_version.empty()) w.Field("libtorch", p.libtorch_version);
   w.EndObject();
   if (!p.profiler_json.empty()) w.Key("profiler").Raw(p.profiler_json);
+  if (!p.ranks_json.empty()) w.Key("ranks").Raw(p.ranks_json);
   if (p.created_at.has_value()) w.Field("created_at", *p.created_at);
   const ParseStats& s = p.parse_stats;
   w.Key("parse_stats").BeginObject().Field("events", s.events)
@@ -206,6 +209,28 @@ std::string WriteProfileJson(const Profile& p) {
       .Field("unattributed_kernels", s.unattributed_kernels).EndObject();
   w.EndObject();
   return w.Take();
+}
+
+absl::StatusOr<std::string> AddProfileMember(std::string text, std::string_view key,
+                                             std::string_view json) {
+  rapidjson::Document doc;
+  doc.Parse(text.data(), text.size());
+  if (doc.HasParseError() || !doc.IsObject()) {
+    return absl::InvalidArgumentError("the profile is not a JSON object");
+  }
+  const std::string name(key);
+  if (doc.HasMember(name.c_str())) {
+    return absl::InvalidArgumentError(absl::StrCat("the profile already has `", name, "`"));
+  }
+  rapidjson::Document value;
+  value.Parse(json.data(), json.size());
+  if (value.HasParseError()) {
+    return absl::InvalidArgumentError(absl::StrCat("`", name, "` is not JSON"));
+  }
+  const size_t close = text.rfind('}');  // the object's own: only blanks follow it
+  const bool empty = doc.MemberCount() == 0;
+  text.insert(close, absl::StrCat(empty ? "" : ",", "\"", name, "\":", std::string(json)));
+  return text;
 }
 
 }  // namespace libreyolo

@@ -8,14 +8,18 @@
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/io/rank_artifacts.h"
 #include "common/json/json_writer.h"
 #include "common/render/text_table.h"
+#include "rapidjson/document.h"
 
 namespace libreyolo {
 namespace {
@@ -48,7 +52,7 @@ absl::StatusOr<std::vector<std::string>> TraceFiles(const std::string& dir) {
   // Our own ranks' job folders first (<project>/prof/rank<R>/profile_trace.json, job_files.h):
   // a single-device run's profile_trace.json may sit beside them in the same prof/.
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    const fs::path trace = e.path() / "profile_trace.json";
+    const fs::path trace = e.path() / kTraceFileName;
     if (e.is_directory(ec) && absl::StartsWith(e.path().filename().string(), "rank") &&
         fs::is_regular_file(trace, ec)) {
       files.push_back(trace.string());
@@ -139,8 +143,14 @@ bool IsDirectory(const std::string& path) {
 absl::StatusOr<std::vector<RankFile>> ScanRankFolder(const std::string& dir, bool require_all) {
   auto files = TraceFiles(dir);
   if (!files.ok()) return files.status();
+  return ScanRankTraces(dir, *files, require_all);
+}
+
+absl::StatusOr<std::vector<RankFile>> ScanRankTraces(const std::string& dir,
+                                                     const std::vector<std::string>& traces,
+                                                     bool require_all) {
   std::vector<RankFile> out;
-  for (const std::string& path : *files) {
+  for (const std::string& path : traces) {
     auto info = ReadDistributedInfo(path);
     if (!info.ok()) {
       if (info.status().code() == absl::StatusCode::kNotFound) return info.status();
@@ -175,7 +185,15 @@ absl::StatusOr<std::string> RankTracePath(const std::string& dir, int64_t rank) 
 }
 
 absl::StatusOr<RanksView> BuildRanksView(const std::string& dir, int threads) {
-  auto files = ScanRankFolder(dir, /*require_all=*/true);
+  auto files = TraceFiles(dir);
+  if (!files.ok()) return files.status();
+  return BuildRanksViewOfTraces(dir, *files, threads);
+}
+
+absl::StatusOr<RanksView> BuildRanksViewOfTraces(const std::string& dir,
+                                                 const std::vector<std::string>& traces,
+                                                 int threads) {
+  auto files = ScanRankTraces(dir, traces, /*require_all=*/true);
   if (!files.ok()) return files.status();
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const size_t n = files->size();
@@ -210,43 +228,60 @@ std::string Opt(const std::optional<int64_t>& v) {
   return v ? absl::StrCat(*v) : std::string("n/a");
 }
 
-std::optional<double> AsDouble(const std::optional<int64_t>& v) {
-  if (!v) return std::nullopt;
-  return static_cast<double>(*v);
-}
-
 }  // namespace
 
 const std::vector<CrossRankMetric>& CrossRankMetrics() {
   using R = CrossRankResult;
   static const auto* m = new std::vector<CrossRankMetric>{
-      {"step_ms_mean", "ms", false,
-       [](const R& r) -> std::optional<double> { return r.step_ms_mean; }},
-      {"step_spread_ms", "ms", false,
-       [](const R& r) -> std::optional<double> { return r.step_spread_ms; }},
-      {"step_spread_pct", "%", false,
-       [](const R& r) -> std::optional<double> { return r.step_spread_pct; }, true, false},
-      {"straggler", "", false, [](const R& r) { return AsDouble(r.straggler); }, false, false,
-       true},
-      {"wait_for_rank", "", false, [](const R& r) { return AsDouble(r.wait_for_rank); }, false,
-       false, true},
-      {"collective_wait_ms", "ms", false, [](const R& r) { return r.collective_wait_ms; }},
-      {"collective_wait_median_ms", "ms", false,
-       [](const R& r) { return r.collective_wait_median_ms; }},
-      {"straggler_extra_dataload_ms", "ms", false,
-       [](const R& r) { return r.straggler_extra_dataload_ms; }, true, false},
-      {"straggler_extra_compute_ms", "ms", false,
-       [](const R& r) { return r.straggler_extra_compute_ms; }, true, false},
-      {"comm_ms", "ms", false, [](const R& r) -> std::optional<double> { return r.comm_ms; }},
-      {"exposed_comm_ms", "ms", false,
-       [](const R& r) -> std::optional<double> { return r.exposed_comm_ms; }},
-      {"comm_overlap_pct", "%", true, [](const R& r) { return r.comm_overlap_pct; }},
-      {"allreduce_bytes", "B", false, [](const R& r) { return r.allreduce_bytes; }, false},
-      {"algbw_gbps", "GB/s", true, [](const R& r) { return r.algbw_gbps; }},
-      {"busbw_gbps", "GB/s", true, [](const R& r) { return r.busbw_gbps; }},
-      {"load_imbalance_pct", "%", false, [](const R& r) { return r.load_imbalance_pct; }},
+      {"step_ms_mean", "ms", false, &R::step_ms_mean},
+      {"step_spread_ms", "ms", false, &R::step_spread_ms},
+      {"step_spread_pct", "%", false, &R::step_spread_pct, true, false},
+      {"straggler", "", false, &R::straggler, false, false, true},
+      {"wait_for_rank", "", false, &R::wait_for_rank, false, false, true},
+      {"collective_wait_ms", "ms", false, &R::collective_wait_ms},
+      {"collective_wait_median_ms", "ms", false, &R::collective_wait_median_ms},
+      {"straggler_extra_dataload_ms", "ms", false, &R::straggler_extra_dataload_ms, true, false},
+      {"straggler_extra_compute_ms", "ms", false, &R::straggler_extra_compute_ms, true, false},
+      {"comm_ms", "ms", false, &R::comm_ms},
+      {"exposed_comm_ms", "ms", false, &R::exposed_comm_ms},
+      {"comm_overlap_pct", "%", true, &R::comm_overlap_pct},
+      {"allreduce_bytes", "B", false, &R::allreduce_bytes, false},
+      {"algbw_gbps", "GB/s", true, &R::algbw_gbps},
+      {"busbw_gbps", "GB/s", true, &R::busbw_gbps},
+      {"load_imbalance_pct", "%", false, &R::load_imbalance_pct},
   };
   return *m;
+}
+
+std::optional<double> CrossRankMetric::Value(const CrossRankResult& r) const {
+  return std::visit(
+      [&](auto member) -> std::optional<double> {
+        const auto& v = r.*member;
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, double>) {
+          return v;
+        } else {
+          if (!v) return std::nullopt;
+          return static_cast<double>(*v);
+        }
+      },
+      field);
+}
+
+void CrossRankMetric::Set(CrossRankResult& r, std::optional<double> x) const {
+  std::visit(
+      [&](auto member) {
+        auto& v = r.*member;
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, double>) {
+          v = x.value_or(0);
+        } else if constexpr (std::is_same_v<V, std::optional<int64_t>>) {
+          v = x ? std::optional<int64_t>(static_cast<int64_t>(*x)) : std::nullopt;
+        } else {
+          v = x;
+        }
+      },
+      field);
 }
 
 namespace {
@@ -272,7 +307,7 @@ CompareResult CompareRanks(const RanksView& before, const RanksView& after) {
   }
   for (const CrossRankMetric& m : CrossRankMetrics()) {
     if (!m.compared) continue;
-    CompareDelta d{m.name, m.unit, m.higher_is_better, m.value(b), m.value(a)};
+    CompareDelta d{m.name, m.unit, m.higher_is_better, m.Value(b), m.Value(a)};
     d.directional = m.directional;
     r.deltas.push_back(std::move(d));
   }
@@ -330,6 +365,96 @@ std::string RenderRanksText(const RanksView& v) {
   return out;
 }
 
+namespace {
+
+constexpr char kGpuComm[] = "gpu kernels";
+constexpr char kCpuComm[] = "cpu spans";
+
+// A rank's row of the JSON form (RenderRanksJson, RanksViewFromJson), after its rank and trace.
+struct RankColumn {
+  const char* name;
+  std::variant<int64_t RankFigures::*, double RankFigures::*,
+               std::optional<double> RankFigures::*>
+      field;
+};
+
+const std::vector<RankColumn>& RankColumns() {
+  using F = RankFigures;
+  static const auto* c = new std::vector<RankColumn>{
+      {"steps", &F::steps},
+      {"step_ms", &F::step_ms},
+      {"compute_ms", &F::compute_ms},
+      {"dataload_ms", &F::dataload_ms},
+      {"comm_ms", &F::comm_ms},
+      {"exposed_comm_ms", &F::exposed_comm_ms},
+      {"allreduce_ms", &F::allreduce_ms},
+      {"collectives", &F::collectives},
+      {"allreduce_bytes", &F::allreduce_bytes},
+  };
+  return *c;
+}
+
+// A JSON number or null as an optional; absent or another type: nullopt.
+std::optional<double> NumberOf(const rapidjson::Value& o, const char* key) {
+  const auto it = o.FindMember(key);
+  if (it == o.MemberEnd() || !it->value.IsNumber()) return std::nullopt;
+  return it->value.GetDouble();
+}
+
+std::string StringOf(const rapidjson::Value& o, const char* key) {
+  const auto it = o.FindMember(key);
+  return it != o.MemberEnd() && it->value.IsString() ? it->value.GetString() : "";
+}
+
+}  // namespace
+
+absl::StatusOr<RanksView> RanksViewFromJson(std::string_view json) {
+  rapidjson::Document d;
+  d.Parse<rapidjson::kParseFullPrecisionFlag>(json.data(), json.size());
+  const auto ranks = d.IsObject() ? d.FindMember("ranks") : rapidjson::Value::MemberIterator();
+  if (!d.IsObject() || ranks == d.MemberEnd() || !ranks->value.IsArray()) {
+    return absl::DataLossError("the profile's `ranks` is not a cross-rank object");
+  }
+  RanksView v;
+  v.source = StringOf(d, "source");
+  CrossRankResult& r = v.result;
+  r.backend = StringOf(d, "backend");
+  r.world_size = static_cast<int64_t>(NumberOf(d, "world_size").value_or(0));
+  v.threads = static_cast<int>(NumberOf(d, "threads").value_or(0));
+  for (const rapidjson::Value& row : ranks->value.GetArray()) {
+    if (!row.IsObject()) return absl::DataLossError("a row of the profile's `ranks` is no object");
+    RankFigures f;
+    f.info.rank = static_cast<int64_t>(NumberOf(row, "rank").value_or(-1));
+    f.info.world_size = r.world_size;
+    f.info.backend = r.backend;
+    f.path = StringOf(row, "trace");
+    for (const RankColumn& c : RankColumns()) {
+      const std::optional<double> x = NumberOf(row, c.name);
+      std::visit(
+          [&](auto field) {
+            auto& dst = f.*field;
+            using V = std::decay_t<decltype(dst)>;
+            if constexpr (std::is_same_v<V, std::optional<double>>) {
+              dst = x;
+            } else {
+              dst = static_cast<V>(x.value_or(0));
+            }
+          },
+          c.field);
+    }
+    f.gpu_comm = StringOf(row, "comm_timed_on") == kGpuComm;
+    r.ranks.push_back(std::move(f));
+  }
+  for (const CrossRankMetric& m : CrossRankMetrics()) m.Set(r, NumberOf(d, m.name));
+  r.verdict = StringOf(d, "verdict");
+  if (const auto l = d.FindMember("levers"); l != d.MemberEnd() && l->value.IsArray()) {
+    for (const rapidjson::Value& x : l->value.GetArray()) {
+      if (x.IsString()) r.levers.push_back(x.GetString());
+    }
+  }
+  return v;
+}
+
 std::string RenderRanksJson(const RanksView& v) {
   const CrossRankResult& r = v.result;
   JsonWriter w;
@@ -340,24 +465,15 @@ std::string RenderRanksJson(const RanksView& v) {
       .Field("threads", static_cast<int64_t>(v.threads));
   w.Key("ranks").BeginArray();
   for (const RankFigures& f : r.ranks) {
-    w.BeginObject()
-        .Field("rank", f.info.rank)
-        .Field("trace", f.path)
-        .Field("steps", f.steps)
-        .Field("step_ms", f.step_ms)
-        .Field("compute_ms", f.compute_ms)
-        .Field("dataload_ms", f.dataload_ms)
-        .Field("comm_ms", f.comm_ms)
-        .Field("exposed_comm_ms", f.exposed_comm_ms)
-        .Field("allreduce_ms", f.allreduce_ms)
-        .Field("collectives", f.collectives)
-        .Field("allreduce_bytes", f.allreduce_bytes)
-        .Field("comm_timed_on", f.gpu_comm ? "gpu kernels" : "cpu spans")
-        .EndObject();
+    w.BeginObject().Field("rank", f.info.rank).Field("trace", f.path);
+    for (const RankColumn& c : RankColumns()) {
+      std::visit([&](auto field) { w.Field(c.name, f.*field); }, c.field);
+    }
+    w.Field("comm_timed_on", f.gpu_comm ? kGpuComm : kCpuComm).EndObject();
   }
   w.EndArray();
   for (const CrossRankMetric& m : CrossRankMetrics()) {
-    const std::optional<double> x = m.value(r);
+    const std::optional<double> x = m.Value(r);
     if (m.integer) {
       w.Field(m.name, x ? std::optional<int64_t>(static_cast<int64_t>(*x)) : std::nullopt);
     } else {

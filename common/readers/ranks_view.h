@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -34,6 +36,11 @@ bool IsDirectory(const std::string& path);
 // a 128-rank job"; not checked when `require_all` is false). A trace that cannot be read is
 // DATA_LOSS (exit 1) naming the file.
 absl::StatusOr<std::vector<RankFile>> ScanRankFolder(const std::string& dir, bool require_all);
+// The same checks over given traces (one job's ranks, wherever they lie); `dir` names them in
+// the errors.
+absl::StatusOr<std::vector<RankFile>> ScanRankTraces(const std::string& dir,
+                                                     const std::vector<std::string>& traces,
+                                                     bool require_all);
 
 // The trace of rank `rank` in the folder (for `--rank k`; other ranks may be missing):
 // INVALID_ARGUMENT naming the ranks the folder holds when it has no trace of that rank.
@@ -42,6 +49,10 @@ absl::StatusOr<std::string> RankTracePath(const std::string& dir, int64_t rank);
 // Scans, then analyses every rank's trace, one task per rank on at most `threads` threads (0:
 // std::thread::hardware_concurrency()); only each rank's figures outlive its task.
 absl::StatusOr<RanksView> BuildRanksView(const std::string& dir, int threads = 0);
+// The same over given traces (ScanRankTraces with every rank required).
+absl::StatusOr<RanksView> BuildRanksViewOfTraces(const std::string& dir,
+                                                 const std::vector<std::string>& traces,
+                                                 int threads = 0);
 
 // `compare BEFORE/ AFTER/`: two runs' folders, as compare shows two profiles (the same
 // CompareResult and renderers): the cross-rank figures of CrossRankMetrics() and each rank's
@@ -56,7 +67,10 @@ struct CrossRankMetric {
   const char* name;
   const char* unit;
   bool higher_is_better;
-  std::optional<double> (*value)(const CrossRankResult&);
+  // The result's field it reads (and a job profile's `ranks` object restores).
+  std::variant<double CrossRankResult::*, std::optional<double> CrossRankResult::*,
+               std::optional<int64_t> CrossRankResult::*>
+      field;
   // false: a change is neither better nor worse (all-reduce bytes are the model's gradients: a
   // change says the runs trained different models, or bucketed them differently).
   bool directional = true;
@@ -64,11 +78,18 @@ struct CrossRankMetric {
   // verdict's headline row already compares).
   bool compared = true;
   bool integer = false;  // written as a JSON integer (a rank)
+
+  std::optional<double> Value(const CrossRankResult& r) const;
+  void Set(CrossRankResult& r, std::optional<double> v) const;
 };
 const std::vector<CrossRankMetric>& CrossRankMetrics();
 
 std::string RenderRanksText(const RanksView& v);
 std::string RenderRanksJson(const RanksView& v);
+// The view back from RenderRanksJson's object (a job profile's `ranks`, docs/profile-json.md):
+// every figure as written; each rank's per-step waits are not kept. DATA_LOSS when it is not
+// such an object.
+absl::StatusOr<RanksView> RanksViewFromJson(std::string_view json);
 
 }  // namespace libreyolo
 

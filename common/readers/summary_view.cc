@@ -11,6 +11,7 @@
 #include "common/analysis/metric_list.h"
 #include "common/json/json_writer.h"
 #include "common/profile/metric_table.h"
+#include "common/readers/ranks_view.h"
 #include "common/render/text_table.h"
 #include "rapidjson/document.h"
 
@@ -387,6 +388,12 @@ std::string RenderSummaryText(const SummaryView& v) {
                           "before the profiler started) and are left out.\n",
                           p.parse_stats.unattributed_kernels);
   }
+  if (!p.ranks_json.empty()) {
+    // A data-parallel job's profile: its ranks side by side, as `summary DIR/` shows the folder.
+    absl::StatusOr<RanksView> ranks = RanksViewFromJson(p.ranks_json);
+    out += ranks.ok() ? absl::StrCat("\nthe job's ranks: ", RenderRanksText(*ranks))
+                      : absl::StrCat("\nnote: ", ranks.status().message(), "\n");
+  }
   return out;
 }
 
@@ -460,6 +467,7 @@ std::string RenderSummaryJson(const SummaryView& v) {
       .Field("skipped_events", p.parse_stats.skipped_events)
       .Field("duplicate_steps", p.parse_stats.duplicate_steps)
       .Field("unattributed_kernels", p.parse_stats.unattributed_kernels).EndObject();
+  if (!p.ranks_json.empty()) w.Key("ranks").Raw(p.ranks_json);  // profile.json's, as written
   w.EndObject();
   return w.Take();
 }

@@ -41,7 +41,7 @@ std::string PerRankChart(const CrossRankResult& r) {
 std::string FiguresTable(const CrossRankResult& r) {
   HtmlTable t({"figure", "value"});
   for (const CrossRankMetric& m : CrossRankMetrics()) {
-    const std::optional<double> v = m.value(r);
+    const std::optional<double> v = m.Value(r);
     t.AddRow({HtmlTable::Text(m.name), HtmlTable::Num(v, Figure(v, m))});
   }
   return t.Render();

@@ -7,19 +7,27 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <iostream>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/io/atomic_file.h"
+#include "common/io/file_reader.h"
 #include "common/io/rank_artifacts.h"
 #include "common/io/unique_fd.h"
+#include "common/profile/profile_json.h"
+#include "common/readers/ranks_view.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/daemon/engine_runner.h"
 
 namespace libreyolo::daemon {
 namespace {
+
+namespace fs = std::filesystem;
 
 // A TCP port on loopback that nothing listens on now, for rank 0's TCPStore. Another process
 // may take it before rank 0 binds it: the rendezvous then fails with the reason, and the job
@@ -60,6 +68,32 @@ bool DiedOnItsOwn(const EngineWorker::JobEnd& e) {
 int CauseWeight(const EngineWorker::JobEnd& e) {
   if (DiedOnItsOwn(e)) return 2;
   return e.stopped ? 1 : 0;
+}
+
+// Rank 0's profile.json gains `ranks`: the cross-rank analysis of every rank's trace (the
+// per-rank table and the run's figures, what `summary DIR/` shows of the run's folder), made
+// once, here, where all the ranks' traces are. Each rank's trace is named by its artifact.
+// Returns why it could not be added ("" when it was).
+std::string AddRanksToProfile(const v1::Job& job, const std::vector<std::string>& job_dirs) {
+  std::vector<std::string> traces;
+  for (const std::string& dir : job_dirs) traces.push_back((fs::path(dir) / kTraceFileName).string());
+  const int threads =
+      static_cast<int>(std::min<size_t>(job_dirs.size(), std::thread::hardware_concurrency()));
+  absl::StatusOr<RanksView> view =
+      BuildRanksViewOfTraces(absl::StrCat("job ", job.id()), traces, threads);
+  if (!view.ok()) return std::string(view.status().message());
+  view->source = absl::StrCat("job:", job.id());
+  for (RankFigures& f : view->result.ranks) f.path = RankArtifactName(f.info.rank, kTraceFileName);
+  const std::string profile = (fs::path(job_dirs.front()) / kProfileFileName).string();
+  absl::StatusOr<std::string> text = ReadWholeFile(profile);
+  if (!text.ok()) return std::string(text.status().message());
+  absl::StatusOr<std::string> with = AddProfileMember(*std::move(text), "ranks",
+                                                      RenderRanksJson(*view));
+  if (!with.ok()) return std::string(with.status().message());
+  if (absl::Status s = WriteFileAtomically(profile, *with); !s.ok()) {
+    return std::string(s.message());
+  }
+  return "";
 }
 
 }  // namespace
@@ -190,6 +224,15 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
           "waiting for it (--dist-timeout); the daemon starts a fresh worker for the next job"));
     }
     return absl::Status(cause.code(), absl::StrCat(rank_name(cause_rank), ": ", message));
+  }
+  if (!hosts) {
+    // Across hosts this daemon holds its own ranks only: `summary` of the gathered folder.
+    std::vector<std::string> dirs;
+    for (const RankRun& run : runs) dirs.push_back(run.end.done->job_dir());
+    if (const std::string why = AddRanksToProfile(job, dirs); !why.empty()) {
+      std::cerr << "libreyolod: job " << job.id() << ": no cross-rank analysis in its "
+                << kProfileFileName << ": " << why << std::endl;
+    }
   }
   for (int r = 0; r < n; ++r) {
     if (absl::Status s = Publish(job, at(r).end.done->job_dir(), scratch,

@@ -382,6 +382,33 @@ TEST(RankFolder, AnalysesEveryRankInParallelAsInOneThread) {
   EXPECT_NE(RenderRanksText(*one).find("straggler            rank 1"), std::string::npos);
 }
 
+// A job profile's `ranks` (RenderRanksJson) read back gives the same view: the same JSON, the
+// same text, every figure of CrossRankMetrics (nulls included) and every rank's column.
+TEST(RankFolder, TheJsonFormReadsBackAsTheSameView) {
+  test::TempDir d;
+  d.Write("rank0.json", RankTrace(0, 2, CpuRankEvents(0, 50)));
+  d.Write("rank1.json", RankTrace(1, 2, CpuRankEvents(60, 20)));
+  auto view = BuildRanksViewOfTraces("job 7", {d.File("rank1.json"), d.File("rank0.json")}, 1);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->result.ranks[0].info.rank, 0) << "in rank order, whatever the order given";
+  view->result.comm_overlap_pct = 2.7123032337068254;  // 17 digits survive
+  const std::string json = RenderRanksJson(*view);
+  auto back = RanksViewFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(RenderRanksJson(*back), json);
+  EXPECT_EQ(RenderRanksText(*back), RenderRanksText(*view));
+  for (const CrossRankMetric& m : CrossRankMetrics()) {
+    EXPECT_EQ(m.Value(back->result), m.Value(view->result)) << m.name;
+  }
+  EXPECT_EQ(*back->result.comm_overlap_pct, 2.7123032337068254);
+  EXPECT_EQ(RanksViewFromJson("[1]").status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(RanksViewFromJson("{\"ranks\": [1]}").status().code(), absl::StatusCode::kDataLoss);
+  // Given traces are checked as a folder's are: a rank missing is named.
+  EXPECT_NE(BuildRanksViewOfTraces("job 7", {d.File("rank1.json")}).status().message().find(
+                "rank 0 is missing"),
+            std::string::npos);
+}
+
 TEST(RankFolder, Errors) {
   {
     test::TempDir d;

@@ -9,6 +9,7 @@
 
 #include "common/analysis/kernel_classify.h"
 #include "common/profile/metric_table.h"
+#include "rapidjson/document.h"
 #include "tests/common/trace_builder.h"
 
 namespace libreyolo::testing {
@@ -292,6 +293,42 @@ TEST(ProfileJson, SmallValuesAndLongFractionsSurviveTheRoundTrip) {
   ASSERT_EQ(b->categories.size(), 1u);
   EXPECT_CLOSE(b->categories[0].pct, 100.0 / 3.0);
   EXPECT_CLOSE(b->categories[0].ms_per_step, 1.0 / 3.0);
+}
+
+// Numbers are read exactly (RapidJSON's default parse can be an ulp off): what a profile says
+// is what every reader prints, and a `ranks` object re-written by a reader equals the file's.
+TEST(ProfileJson, NumbersAreReadExactly) {
+  Profile a;
+  a.step_ms = 2.7123032337068254;
+  a.ranks_json = R"({"ranks":[],"comm_overlap_pct":2.7123032337068254})";
+  auto b = ReadProfileJson(WriteProfileJson(a), "mem");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(*b->step_ms, 2.7123032337068254);
+  // The same values (the digits may differ: 2.7123032337068255 is the same double).
+  rapidjson::Document x, y;
+  x.Parse<rapidjson::kParseFullPrecisionFlag>(b->ranks_json.c_str());
+  y.Parse<rapidjson::kParseFullPrecisionFlag>(a.ranks_json.c_str());
+  EXPECT_TRUE(x == y) << b->ranks_json;
+  EXPECT_EQ(x["comm_overlap_pct"].GetDouble(), 2.7123032337068254);
+}
+
+// The daemon adds a data-parallel job's `ranks` to rank 0's profile.json as written: every
+// other byte stays, the result reads back with it.
+TEST(ProfileJson, AddProfileMemberKeepsEveryOtherByte) {
+  const std::string text = WriteProfileJson(Profile{});
+  auto with = AddProfileMember(text, "ranks", R"({"ranks":[]})");
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_EQ(with->substr(0, text.rfind('}')), text.substr(0, text.rfind('}')));
+  auto read = ReadProfileJson(*with, "mem");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->ranks_json, R"({"ranks":[]})");
+  EXPECT_THAT(AddProfileMember(*with, "ranks", "{}").status().message(),
+              HasSubstr("already has `ranks`"));
+  EXPECT_EQ(AddProfileMember("[1, 2]", "ranks", "{}").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(AddProfileMember("{}", "ranks", "{oops").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*AddProfileMember("{ }\n", "ranks", "{}"), "{ \"ranks\":{}}\n");
 }
 
 TEST(ProfileJson, MinimalProfileLeavesEverythingEmpty) {

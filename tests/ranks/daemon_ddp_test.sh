@@ -62,6 +62,29 @@ for rank in (0, 1):
     grads = dp.get("gradient_bytes")
 check(grads is not None and v.get("allreduce_bytes") == grads,
       f"all-reduce bytes per step {v.get('allreduce_bytes')}, gradients {grads}")
+# The job's profile (rank 0's) carries the cross-rank analysis the daemon made of both ranks'
+# traces: the same figures, to the bit, as the folder reader's of the fetched prof/ folder.
+job = json.load(open(f"{work}/p/prof/rank0/profile.json")).get("ranks")
+check("ranks" not in json.load(open(f"{work}/p/prof/rank1/profile.json")),
+      "rank 1's profile has a `ranks` too")
+if not isinstance(job, dict):
+    fails.append(f"the job's profile.json has no `ranks` object: {job!r}")
+else:
+    for k, x in v.items():
+        if k in ("source", "threads", "ranks", "job_id", "profile_path"):
+            continue
+        check(job.get(k) == x, f"profile.json ranks.{k} = {job.get(k)!r}, the folder's {x!r}")
+    check(len(job.get("ranks", [])) == 2, f"profile.json ranks: {job.get('ranks')}")
+    for mine, theirs in zip(job.get("ranks", []), v.get("ranks", [])):
+        for k, x in theirs.items():
+            if k == "trace":
+                continue
+            check(mine.get(k) == x, f"rank {theirs.get('rank')} {k}: {mine.get(k)!r} vs {x!r}")
+    check([r.get("trace") for r in job.get("ranks", [])] ==
+          ["profile_trace.json", "rank1.profile_trace.json"],
+          f"traces named {[r.get('trace') for r in job.get('ranks', [])]}")
+    with open(f"{work}/job_ranks.json", "w") as f:
+        json.dump(job, f, sort_keys=True)
 if fails:
     print("FAIL:\n  " + "\n  ".join(fails))
     sys.exit(1)
@@ -71,6 +94,18 @@ id="$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["job_id"
 "$cli" jobs show "$id" --remote "unix:$sock" > "$work/show.txt"
 grep -q "^device    cpu, cpu:1 (2 ranks)" "$work/show.txt" || { cat "$work/show.txt"; fail "jobs show"; }
 echo "ok: job $id ran on cpu, cpu:1"
+# summary job:<id> (the daemon's copy) shows the job's ranks; --json has the profile's object.
+"$cli" profile summary "job:$id" --remote "unix:$sock" > "$work/summary.txt"
+grep -q "^the job's ranks: job:$id: 2 ranks (gloo)" "$work/summary.txt" ||
+  { cat "$work/summary.txt"; fail "summary job:<id> shows no ranks"; }
+"$cli" profile summary "job:$id" --remote "unix:$sock" --json > "$work/summary.json"
+"$python" -c '
+import json, sys
+got = json.load(open(sys.argv[1])).get("ranks")
+want = json.load(open(sys.argv[2]))
+sys.exit(0 if got == want else f"summary --json ranks {got} != the profile'"'"'s {want}")
+' "$work/summary.json" "$work/job_ranks.json"
+echo "ok: the job's profile carries both ranks' table and the run's figures"
 # The job record's headline: the run's global throughput (the ranks' img/s summed) and the
 # slowest rank's step.
 "$cli" jobs show "$id" --remote "unix:$sock" --json > "$work/show.json"
