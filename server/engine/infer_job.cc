@@ -213,11 +213,7 @@ absl::StatusOr<JobModel> LoadInferModel(const InferJobSpec& spec, const DeviceCh
       if (!exported.ok()) return exported.status();
       m.exported = *std::move(exported);
       const ExportMetadata& meta = m.exported->metadata();
-      if (spec.batch != 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--batch ", spec.batch, ": ", spec.model.weights, " (", meta.Label(),
-            ") was traced at batch 1 and its metadata says dynamic: false; run it with --batch 1"));
-      }
+      if (absl::Status s = m.exported->CheckBatch(spec.batch); !s.ok()) return s;
       m.label = meta.Label();
       m.weights_label = spec.model.weights;
       m.size = meta.size;

@@ -10,6 +10,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "server/engine/data/pil_resize.h"
 #include "server/engine/data/transforms.h"
 
@@ -136,6 +138,69 @@ torch::IValue TorchScriptModel::Forward(const torch::Tensor& input) {
 }
 
 void TorchScriptModel::To(const torch::Device& device) { module_.to(device); }
+
+namespace {
+
+std::vector<torch::Tensor> OutputTensors(const torch::IValue& output) {
+  std::vector<torch::Tensor> outs;
+  if (output.isTensor()) outs.push_back(output.toTensor());
+  if (output.isTuple()) {
+    for (const torch::IValue& v : output.toTupleRef().elements()) {
+      if (v.isTensor()) outs.push_back(v.toTensor());
+    }
+  }
+  if (output.isList()) {
+    for (const torch::IValue& v : output.toListRef()) {
+      if (v.isTensor()) outs.push_back(v.toTensor());
+    }
+  }
+  for (torch::Tensor& t : outs) t = t.detach().to(torch::kCPU, torch::kDouble);
+  return outs;
+}
+
+}  // namespace
+
+absl::Status TorchScriptModel::CheckBatch(int64_t batch) {
+  if (batch == 1) return absl::OkStatus();
+  const std::string way_out = absl::StrCat(
+      "; a TorchScript export runs at the batch it was traced at: run it with --batch 1, or "
+      "export it again at this batch (`libreyolo export --format torchscript --batch ",
+      batch, "`)");
+  const std::string what =
+      absl::StrCat("--batch ", batch, ": the ", meta_.Label(), " export's traced graph");
+  torch::NoGradGuard no_grad;
+  // Different images, made without touching the global random generator.
+  const int64_t n = 3 * meta_.height * meta_.width;
+  const torch::Tensor pattern = torch::arange(batch * n, torch::kDouble);
+  const torch::Tensor images =
+      (pattern * 0.618033988749895).frac().view({batch, 3, meta_.height, meta_.width}).to(dtype_);
+  std::vector<torch::Tensor> together;
+  try {
+    together = OutputTensors(module_.forward({images}));
+  } catch (const std::exception& e) {  // c10::Error, or the interpreter's JITException
+    // The interpreter's message ends with the failing op's own error ("RuntimeError: shape
+    // '[1, 300, 4]' is invalid ..."): that line, not its "The following operation failed".
+    std::vector<std::string> lines = absl::StrSplit(e.what(), '\n', absl::SkipWhitespace());
+    std::string why = lines.empty() ? "no message" : lines.back();
+    for (const std::string& l : lines) {
+      if (absl::StartsWith(l, "RuntimeError: ")) why = l.substr(14);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(what, " does not run a batch of ", batch,
+                                                   " (LibTorch: ", why.substr(0, 300), ")",
+                                                   way_out));
+  }
+  const std::vector<torch::Tensor> alone = OutputTensors(module_.forward({images.slice(0, 0, 1)}));
+  for (size_t k = 0; k < alone.size() && k < together.size(); ++k) {
+    if (together[k].dim() == 0 || together[k].size(0) != batch ||
+        together[k].sizes().slice(1) != alone[k].sizes().slice(1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " gives output ", k, " of shape ", c10::str(together[k].sizes()),
+          " for a batch of ", batch, " (", c10::str(alone[k].sizes()), " for one image)",
+          way_out));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<Detections>> TorchScriptModel::Postprocess(
     const torch::IValue& output, const PostprocessOptions& o,

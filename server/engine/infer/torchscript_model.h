@@ -48,6 +48,15 @@ class TorchScriptModel {
       const std::vector<ExportGeometry>& geometry) const;
   void To(const torch::Device& device);
 
+  // Whether the traced graph runs a batch of `batch` images: a trace records one batch
+  // size's graph, and run at another it may fail (D-FINE's, DEIM's) or return outputs of another
+  // shape. The probe runs `batch` different images together and one alone, on the CPU before
+  // the model moves to a device: each output must hold `batch` images of the one image's
+  // shape. Values are not compared: a batch runs other kernels (YOLO9's boxes move by ~1e-3
+  // relative), and a DETR's top-k may then pick another query of a near tie. INVALID_ARGUMENT
+  // naming what failed and the way out.
+  absl::Status CheckBatch(int64_t batch);
+
  private:
   TorchScriptModel() = default;
   torch::jit::Module module_;
