@@ -542,7 +542,8 @@ class InferKind final : public JobKindOf<InferJobSpec> {
       const ExportMetadata& meta = model_->exported->metadata();
       config.Field("format", "torchscript")
           .Field("model_family", std::string(meta.family->name))
-          .Field("num_classes", meta.num_classes);
+          .Field("num_classes", meta.num_classes)
+          .Field("export_precision", model_->exported->FloatType());
       if (!meta.libreyolo_version.empty()) {
         config.Field("exported_by_libreyolo", meta.libreyolo_version);
       }

@@ -139,6 +139,15 @@ torch::IValue TorchScriptModel::Forward(const torch::Tensor& input) {
 
 void TorchScriptModel::To(const torch::Device& device) { module_.to(device); }
 
+std::string TorchScriptModel::FloatType() const {
+  switch (dtype_) {
+    case torch::kFloat: return "fp32";
+    case torch::kHalf: return "fp16";
+    case torch::kBFloat16: return "bf16";
+    default: return c10::toString(dtype_);
+  }
+}
+
 namespace {
 
 std::vector<torch::Tensor> OutputTensors(const torch::IValue& output) {

@@ -47,6 +47,9 @@ class TorchScriptModel {
       const torch::IValue& output, const PostprocessOptions& o,
       const std::vector<ExportGeometry>& geometry) const;
   void To(const torch::Device& device);
+  // The float type the graph runs in (its parameters'): "fp32", "fp16" (an export made with
+  // --half), "bf16", or LibTorch's name of another.
+  std::string FloatType() const;
 
   // Whether the traced graph runs a batch of `batch` images: a trace records one batch
   // size's graph, and run at another it may fail (D-FINE's, DEIM's) or return outputs of another

@@ -361,6 +361,25 @@ TEST_F(TorchScriptJob, ProfilesAnExportUnderItsFamilysName) {
   }
 }
 
+// An export made with --half runs in fp16 (on the CPU too, without --half, which is for CUDA's
+// autocast) and its profile says so; an fp32 one says fp32.
+TEST_F(TorchScriptJob, AnFp16ExportRunsInFp16AndTheProfileSaysSo) {
+  for (const char* file : {"yolox.fp16", "yolox"}) {
+    SCOPED_TRACE(file);
+    spec_.model.weights = absl::StrCat(exports_, "/", file, ".torchscript");
+    auto r = RunInferJob(spec_, nullptr, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    rapidjson::Document config;
+    config.Parse(r->profile.config_json.c_str());
+    ASSERT_TRUE(config.IsObject() && config.HasMember("export_precision"))
+        << r->profile.config_json;
+    EXPECT_STREQ(config["export_precision"].GetString(),
+                 std::string(file) == "yolox" ? "fp32" : "fp16");
+    EXPECT_FALSE(config["half"].GetBool());
+    EXPECT_GT(r->profile.step_ms.value_or(0), 0.0);
+  }
+}
+
 TEST_F(TorchScriptJob, ABatchTheExportCannotRunIsRefusedWithTheWayOut) {
   spec_.model.weights = exports_ + "/dfine.torchscript";
   spec_.batch = 4;

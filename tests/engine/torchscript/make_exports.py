@@ -248,6 +248,12 @@ def run_family(name: str, args, out_dir: Path) -> dict:
         "step_seconds": {k: round(v, 3) for k, v in times.items()},
     }
     (out_dir / f"{name}.reference.json").write_text(json.dumps(ref, indent=1))
+    if name in args.half_families:
+        # As `libreyolo export --format torchscript --half`: an fp16 graph (after the fp32
+        # reference, so nothing above sees a half model).
+        model.export(format="torchscript", output_path=str(out_dir / f"{name}.fp16.torchscript"),
+                     imgsz=imgsz, half=True, int8=False, dynamic=False, simplify=True, opset=None,
+                     batch=1, device="auto", verbose=False)
     if not args.no_npy:
         np.save(out_dir / f"{name}.input.npy", captured["blob"])
         for i, o in enumerate(captured["outs"]):
@@ -268,6 +274,8 @@ def main(argv=None) -> int:
     p.add_argument("--max-det", dest="max_det", type=int, default=300)
     p.add_argument("--runs", type=int, default=0, help="timed predict runs (median stored); 0 = skip")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--half-families", dest="half_families", type=lambda v: [f for f in v.split(",") if f], default=[],
+                   help="also export these families with half=True as OUT_DIR/<family>.fp16.torchscript")
     p.add_argument("--native", action="store_true", help="also save OUT_DIR/<family>.pt with the model's own save()")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1: 2 threads on a busy 2-core box is much slower)")
     p.add_argument("--no-npy", action="store_true", help="do not write <family>.input.npy/.output<i>.npy")
