@@ -1,9 +1,22 @@
 #include "common/analysis/verdict.h"
 
+#include <string_view>
+
 #include "absl/strings/str_format.h"
+#include "rapidjson/document.h"
 
 namespace libreyolo {
 namespace {
+
+// A job on a TorchScript export (config.format "torchscript").
+bool IsExport(const Profile& p) {
+  rapidjson::Document d;
+  d.Parse(p.config_json.data(), p.config_json.size());
+  if (!d.IsObject()) return false;
+  const auto it = d.FindMember("format");
+  return it != d.MemberEnd() && it->value.IsString() &&
+         std::string_view(it->value.GetString()) == "torchscript";
+}
 
 constexpr double kComputeUtil = 0.8;
 constexpr double kDataloadFrac = 0.2;
@@ -98,10 +111,16 @@ Verdict InferenceVerdict(const Profile& p) {
   const bool on_cpu = p.kernels_per_step.value_or(0) <= 0;
   const double util = p.gpu_util.value_or(0);
   if (on_cpu || util >= kComputeUtil) {
+    // The levers that apply to this job: --half is CUDA's autocast; an export runs at the size
+    // it was traced at (a smaller one is another export).
+    const bool exported = IsExport(p);
     return {kBoundCompute,
-            absl::StrFormat("the forward pass dominates (%.2f of %.2f ms)%s. Use --half, a "
-                            "smaller --imgsz or model size, or a larger --batch for throughput.",
-                            fwd, step, on_cpu ? " and runs on the CPU" : "")};
+            absl::StrFormat("the forward pass dominates (%.2f of %.2f ms)%s. Use %s%s, or a "
+                            "larger --batch for throughput.",
+                            fwd, step, on_cpu ? " and runs on the CPU" : "",
+                            on_cpu ? "more --threads where cores are free, " : "--half, ",
+                            exported ? "an export at a smaller imgsz or model size"
+                                     : "a smaller --imgsz or model size")};
   }
   return {kBoundHost,
           absl::StrFormat("GPU utilisation %.2f < 0.80 with %.0f launches per iteration: the "

@@ -11,6 +11,7 @@ namespace libreyolo::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(Verdict, MemoryPressureComesFirst) {
   // 5 mallocs in the step and a 25% data-load span: memory pressure wins over dataloader.
@@ -55,6 +56,29 @@ TEST(Verdict, ComputeWithoutAnyKernel) {
   const Profile p = AnalyseEvents({Step(1, 0, 1000), Op("aten::conv2d", 10, 900)});
   EXPECT_EQ(p.bound, kBoundCompute);
   EXPECT_THAT(p.bound_why, HasSubstr("CPU"));
+}
+
+// The levers of a compute-bound inference name only what applies to the job: --half is CUDA's
+// autocast (not for a CPU job), and an export runs at its traced size (--imgsz does not apply).
+TEST(Verdict, InferenceLeversApplyToTheJob) {
+  Profile p;
+  p.mode = "inference";
+  p.step_ms = 100;
+  p.stages_ms = Stages{5.0, 90.0, 5.0};
+  p.kernels_per_step = 0;  // on the CPU
+  p.config_json = R"({"format": "torchscript"})";
+  Verdict v = ComputeVerdict(p);
+  EXPECT_EQ(v.bound, kBoundCompute);
+  EXPECT_THAT(v.why, Not(HasSubstr("--half")));
+  EXPECT_THAT(v.why, Not(HasSubstr("--imgsz")));
+  EXPECT_THAT(v.why, HasSubstr("more --threads"));
+  EXPECT_THAT(v.why, HasSubstr("an export at a smaller imgsz"));
+  p.kernels_per_step = 50;  // a checkpoint on a busy GPU
+  p.gpu_util = 0.9;
+  p.config_json = R"({"format": "checkpoint"})";
+  v = ComputeVerdict(p);
+  EXPECT_EQ(v.bound, kBoundCompute);
+  EXPECT_THAT(v.why, HasSubstr("Use --half, a smaller --imgsz or model size"));
 }
 
 TEST(Verdict, HostLaunchBelow08) {
