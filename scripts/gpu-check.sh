@@ -29,6 +29,12 @@
 #   run_lt    run again with --collector libtorch
 #   twice     two identical `profile infer` jobs on one libreyolod, so in one engine worker (one
 #             process, two CUPTI collections): their kernel times must agree (issue 23 item 10)
+#   ddp       profile run synthetic --devices D: a data-parallel gang of one, c10d's NCCL on a
+#             GPU (Gloo on the CPU) and DDP's Reducer in a world of one; the cross-rank view of
+#             its prof/ folder in the report (issue 21 §4)
+#   export    profile infer --weights yolox.torchscript --device D: a TorchScript export made
+#             with the Python LibreYOLO on the CPU (carried in gpu-extra), run on the device
+#             (issue 20 §2; an export traced on the CPU may bake a "cpu" device into its graph)
 #   python    the Python LibreYOLO's `profile infer` on the same device (wheels carried along)
 #   report    scripts/gpu_report.py -> gpu-report.md
 set -uo pipefail
@@ -89,6 +95,9 @@ if [ "$bundle_only" = 1 ]; then
     --platform manylinux2014_x86_64 -d "$extra/wheels" \
     libreyolo==1.6.0 mss==10.1.0 pycocotools==2.0.10 || echo "gpu-check: wheels not fetched"
   cp "$root/../shared/fixtures/models/libreyolo9t_seed1234.pt" "$extra/" 2>/dev/null || true
+  # A TorchScript export of another family (~3 MB), made with the Python tool's own export.
+  "$venv/bin/python" "$root/tests/engine/torchscript/make_exports.py" "$extra/exports" \
+    --families yolox --no-npy > /dev/null || echo "gpu-check: the yolox export was not made"
   # What travels: the binaries and libraries compressed (OpenCV's codecs pull in GDAL, ICU, x265,
   # ... ~190 MB uncompressed), the weights and the wheels as they are.
   (cd "$bundle" && tar cf - bin lib | xz -9e -T2 > bundle.tar.xz && rm -rf bin lib)
@@ -202,6 +211,20 @@ twice() {
   return $rc
 }
 step twice twice
+# Data-parallel training on the device: one rank per listed slot (a gang of one here, NCCL).
+step ddp "$bin/libreyolo" profile run synthetic --devices "$device" --weights "$weights" \
+  --imgsz "$imgsz" --batch "$batch" --steps "$steps" --warmup 3 --workers 2 --project "$out/ddp" \
+  --json
+# Another family through its TorchScript export (made at --bundle; the dry run makes its own).
+export_file="$extra/exports/yolox.torchscript"
+if [ ! -f "$export_file" ] && [ "$device" = cpu ] && "$py" -c 'import libreyolo' 2>/dev/null; then
+  "$py" "$root/tests/engine/torchscript/make_exports.py" "$out/exports" --families yolox \
+    --no-npy > "$out/logs/make_exports.log" 2>&1 && export_file="$out/exports/yolox.torchscript"
+fi
+if [ -f "$export_file" ]; then
+  step export "$bin/libreyolo" profile infer --weights "$export_file" --device "$device" \
+    --warmup 10 --runs "$runs" --project "$out/export"
+fi
 # The Python LibreYOLO on the same device, weights and size (wheels carried in gpu-extra).
 if ! "$py" -c 'import libreyolo' 2>/dev/null && ls "$extra"/wheels/*.whl >/dev/null 2>&1; then
   "$py" -m pip install -q --no-index --no-deps --target "$out/site" "$extra"/wheels/*.whl \

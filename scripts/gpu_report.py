@@ -88,6 +88,8 @@ def main():
     python = load(first(f"{out}/python/**/profile.json"))
     twice1 = load(first(f"{out}/twice/job1/**/profile.json"))
     twice2 = load(first(f"{out}/twice/job2/**/profile.json"))
+    ddp = summary(a.libreyolo, f"{out}/ddp/prof") if os.path.isdir(f"{out}/ddp/prof") else None
+    export = load(first(f"{out}/export/**/profile.json"))
     unit = load(f"{out}/unit.json")
 
     rows = []
@@ -139,6 +141,24 @@ def main():
         f"{fmt(num(twice1, 'kernels_per_step'), '', 1)} vs "
         f"{fmt(num(twice2, 'kernels_per_step'), '', 1)}",
         "equal")
+    # Data-parallel: the gang's cross-rank view (summary DIR/ of its prof/ folder).
+    row("ddp: world size, backend",
+        f"{(ddp or {}).get('world_size', 'n/a')}, {(ddp or {}).get('backend') or 'n/a'}",
+        "nccl on a GPU")
+    row("ddp: step, time in collectives, exposed (ms/step)",
+        f"{fmt(num(ddp, 'step_ms_mean'), ' ms')}, {fmt(num(ddp, 'comm_ms'), ' ms')}, "
+        f"{fmt(num(ddp, 'exposed_comm_ms'), ' ms')}")
+    row("ddp: all-reduce bytes/step, algbw, busbw",
+        f"{fmt(num(ddp, 'allreduce_bytes'), ' B', 0)}, {fmt(num(ddp, 'algbw_gbps'), ' GB/s', 3)}, "
+        f"{fmt(num(ddp, 'busbw_gbps'), ' GB/s', 3)}")
+    row("ddp: verdict", ((ddp or {}).get("verdict") or "n/a").replace("|", "/"))
+    # Another family through its TorchScript export.
+    row("export (yolox): model, precision",
+        f"{(export or {}).get('model', 'n/a')}, "
+        f"{((export or {}).get('config') or {}).get('export_precision', 'n/a')}")
+    row("export (yolox): latency p50, kernels/step",
+        f"{fmt(num(export, 'latency', 'p50_ms'), ' ms')}, "
+        f"{fmt(num(export, 'kernels_per_step'), '', 1)}")
     ours_p50 = num(infer, "latency", "p50_ms")
     py_p50 = num(python, "latency", "p50_ms")
     row("latency p50: ours vs Python LibreYOLO (fp32)",

@@ -11,7 +11,7 @@ bash "$root/scripts/gpu-check.sh" --device cpu --quick --build "$build" --out "$
 report="$out/gpu-report.md"
 fail() { echo "gpu_check_dry_run: $*" >&2; cat "$report" >&2 || true; exit 1; }
 [ -s "$report" ] || fail "no report"
-for step in infer run kineto twice report; do
+for step in infer run kineto twice ddp export report; do
   awk -F'\t' -v s="$step" '$1 == s && $2 == 0 {found=1} END {exit !found}' "$out/steps.tsv" ||
     fail "step $step did not exit 0"
 done
@@ -25,5 +25,8 @@ grep -q '| kernels/step: ours vs Kineto | n/a vs n/a | equal |' "$report" || fai
 grep -q '| infer --half: Tensor Core share | n/a | > 0 |' "$report" || fail "no --half step on a CPU"
 grep -q '| two jobs in one worker: kernels/step, job 1 vs job 2 | n/a vs n/a | equal |' "$report" ||
   fail "two jobs in one worker: a CPU run's kernels are n/a"
+grep -q '| ddp: world size, backend | 1, gloo | nccl on a GPU |' "$report" || fail "ddp: a gang of one on gloo"
+grep -Eq '\| ddp: all-reduce bytes/step, algbw, busbw \| [0-9]+ B, ' "$report" || fail "ddp: all-reduce bytes"
+grep -q '| export (yolox): model, precision | LibreYOLOXn, fp32 |' "$report" || fail "export row"
 grep -Eq '\| engine_cuda_runtime_test \| ([0-9]+)/\1 passed' "$report" || fail "CUDA runtime unit test"
 echo "gpu_check_dry_run: ok"

@@ -245,7 +245,10 @@ std::string GroupId(const v1::Rendezvous& r) {
 }
 
 bool DataParallelJob(const v1::Job& job) {
-  return job.devices_size() > 1 || job.world().world_size() > 1;
+  // A gang (its slots placed: --nproc N > 1 or an explicit --devices list, even of one slot)
+  // or a part of a run across hosts. `--devices 0` alone is a world of one that still runs
+  // c10d (NCCL on CUDA), as torchrun --nproc-per-node 1 does.
+  return job.devices_size() > 0 || job.world().world_size() > 1;
 }
 
 int64_t JobWorldSize(const v1::Job& job) {

@@ -137,7 +137,8 @@ absl::StatusOr<JobResult> RunInferJob(const InferJobSpec& spec, const ProgressFn
 // backward produces them, as torch.nn.parallel.DistributedDataParallel does (its defaults:
 // bucket_cap_mb 25, a first bucket of 1 MiB, buffers broadcast from rank 0 before every
 // forward). Each rank reads its own shard of every epoch (DistributedSampler's). world_size 1:
-// not distributed, nothing below is used.
+// not distributed, nothing below is used, unless `placed` (a gang of one, `--devices 0`: c10d
+// and DDP's Reducer run in a world of one, as under torchrun --nproc-per-node 1).
 struct DataParallelSpec {
   int64_t world_size = 1;
   int64_t rank = 0;
@@ -153,7 +154,8 @@ struct DataParallelSpec {
   // The rendezvous (every rank joined) and every collective: past it the job fails on every
   // rank, naming the ranks that never joined or the collective that did not finish.
   int64_t timeout_s = job_defaults::kDistTimeoutS;
-  bool distributed() const { return world_size > 1; }
+  bool placed = false;
+  bool distributed() const { return world_size > 1 || placed; }
 };
 
 struct TrainJobSpec {

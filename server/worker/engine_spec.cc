@@ -98,6 +98,7 @@ engine::TrainJobSpec ToEngineTrainSpec(const v1::RunSpec& request, const std::st
   s.cycles = r.cycles();
   const v1::DataParallelOptions& d = r.data_parallel();
   s.data_parallel.world_size = placement.world_size;
+  s.data_parallel.placed = placement.placed;
   s.data_parallel.rank = placement.rank;
   s.data_parallel.master_addr = placement.master_addr;
   s.data_parallel.master_port = placement.master_port;

@@ -30,6 +30,7 @@ struct RankPlacement {
   std::string master_addr = jobspec::defaults::kMasterAddr;
   int64_t master_port = jobspec::defaults::kMasterPort;
   std::string group;  // the run's group: every rank checks in with it
+  bool placed = false;  // the daemon placed this rank (a gang, even of one): c10d runs
 };
 
 // The run's data_parallel options (backend, buckets, timeouts) with `placement` become the

@@ -185,6 +185,7 @@ class Worker {
           placement.master_addr = run.rank().master_addr();
           placement.master_port = run.rank().master_port();
           placement.group = run.rank().group_id();
+          placement.placed = true;
         }
         engine::TrainJobSpec spec =
             ToEngineTrainSpec(request.run(), device_, run.project_dir(), placement);
