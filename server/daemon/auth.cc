@@ -297,7 +297,14 @@ void Authenticator::RecordUnixPeer(const std::string& peer, uid_t uid) {
   std::string name = UserNameOf(uid);  // outside the lock: NSS may be slow
   std::lock_guard<std::mutex> lock(mu_);
   unix_peers_[peer] = uid;
+  tcp_peers_.erase(peer);
   user_names_[uid] = std::move(name);
+}
+
+void Authenticator::RecordTcpPeer(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  unix_peers_.erase(peer);
+  tcp_peers_.insert(peer);
 }
 
 void Authenticator::ForgetUnixPeer(const std::string& peer) {
@@ -339,8 +346,10 @@ absl::StatusOr<Identity> Authenticator::Identify(
 
   std::optional<uid_t> uid;
   std::string uid_name;
+  bool tcp = absl::StartsWith(peer, "ipv4:") || absl::StartsWith(peer, "ipv6:");
   {
     std::lock_guard<std::mutex> lock(mu_);
+    tcp = tcp || tcp_peers_.count(peer) > 0;
     if (const auto it = unix_peers_.find(peer); it != unix_peers_.end()) {
       uid = it->second;
       if (const auto name = user_names_.find(*uid); name != user_names_.end()) {
@@ -362,7 +371,7 @@ absl::StatusOr<Identity> Authenticator::Identify(
     identity.uid = uid;
     return identity;
   }
-  if (absl::StartsWith(peer, "ipv4:") || absl::StartsWith(peer, "ipv6:")) {
+  if (tcp) {
     if (!token_error.ok()) return token_error;
     if (!token.has_value()) {
       return absl::UnauthenticatedError(

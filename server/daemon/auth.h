@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,9 @@ class Authenticator {
   // UnixListener's side: a connection `peer` (ServerContext::peer() of its calls) is uid `uid`.
   void RecordUnixPeer(const std::string& peer, uid_t uid);
   void ForgetUnixPeer(const std::string& peer);
+  // The daemon's own TCP listener's side: connection `peer` ("fd:<N>") came over TCP, so its
+  // calls need a bearer token, as gRPC's own TCP connections' ("ipv4:...") do.
+  void RecordTcpPeer(const std::string& peer);
 
   bool IsAdmin(const std::string& user) const;
 
@@ -88,6 +92,7 @@ class Authenticator {
   TokenTable tokens_;                // guarded by mu_
   std::vector<std::string> admins_;  // guarded by mu_
   std::map<std::string, uid_t> unix_peers_;
+  std::set<std::string> tcp_peers_;
   std::map<uid_t, std::string> user_names_;  // resolved when a connection is recorded
 };
 

@@ -3,8 +3,8 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
-
 #include <netdb.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/daemon/auth.h"
+#include "server/daemon/connection_gate.h"
 #include "server/daemon/dir_lock.h"
 #include "server/daemon/engine_runner.h"
 #include "server/daemon/job_manager.h"
@@ -177,6 +178,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
       continue;
     }
     const std::string hostport = absl::StartsWith(addr, "tcp:") ? addr.substr(4) : addr;
+    if (c.tls.cert_file.empty()) {
+      // Plaintext TCP: our own listener, so that the connection caps apply (gRPC 1.51 has
+      // none); TLS connections cannot be handed over, so TLS stays gRPC's listener.
+      auto l = UnixListener::BindTcp(addr, hostport);
+      if (!l.ok()) return l.status();
+      d->tcp_ports_.push_back((*l)->port());
+      d->own_listeners_.push_back(*std::move(l));
+      continue;
+    }
     if (auto probe = ProbeTcpListen(addr, hostport); !probe.ok()) return probe;
     auto creds = MakeServerCredentials(c.tls);
     if (!creds.ok()) return creds.status();
@@ -186,7 +196,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   for (const std::string& path : unix_paths) {
     auto l = UnixListener::Bind(path, c.unix_socket_mode);
     if (!l.ok()) return l.status();
-    d->unix_listeners_.push_back(*std::move(l));
+    d->own_listeners_.push_back(*std::move(l));
   }
   d->server_ = builder.BuildAndStart();
   if (d->server_ == nullptr) {
@@ -199,7 +209,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
     }
     d->tcp_ports_.push_back(*p);
   }
-  for (auto& l : d->unix_listeners_) l->Serve(d->server_.get(), d->auth_.get());
+  rlimit files{};
+  const int64_t fd_limit =
+      ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
+          ? static_cast<int64_t>(files.rlim_cur)
+          : 0;
+  d->gate_ = std::make_unique<ConnectionGate>(
+      ConnectionCaps{c.max_connections, c.max_connections_per_peer, c.reserved_descriptors},
+      fd_limit);
+  for (auto& l : d->own_listeners_) l->Serve(d->server_.get(), d->auth_.get(), d->gate_.get());
   d->server_->GetHealthCheckService()->SetServingStatus(true);
   // A job state that cannot be made durable (a full state filesystem) takes the daemon out of
   // service: health says NOT_SERVING and the log says why, until the store takes writes again.
@@ -249,7 +267,7 @@ void Daemon::Shutdown() {
                                             : config_.drain_timeout_s));
   }
   if (runner_) runner_->StopWorkers();  // idle after the drain
-  for (auto& l : unix_listeners_) l->Stop();
+  for (auto& l : own_listeners_) l->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   {
     std::lock_guard<std::mutex> lock(mu_);

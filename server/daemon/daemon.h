@@ -27,6 +27,7 @@ class EngineRunner;
 class JobManager;
 class JobStore;
 class ProfilerServiceImpl;
+class ConnectionGate;
 class UnixListener;
 
 class Daemon {
@@ -74,7 +75,8 @@ class Daemon {
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<ProfilerServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
-  std::vector<std::unique_ptr<UnixListener>> unix_listeners_;
+  std::unique_ptr<ConnectionGate> gate_;  // before the listeners: they use it until Stop()
+  std::vector<std::unique_ptr<UnixListener>> own_listeners_;  // the Unix socket, plaintext TCP
   std::vector<int> tcp_ports_;
   std::thread metrics_thread_;
   std::mutex mu_;

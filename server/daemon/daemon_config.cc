@@ -267,6 +267,22 @@ absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
         "connection_idle_timeout_s (--connection-idle-timeout): expected 1..86400 seconds, got ",
         config.connection_idle_timeout_s));
   }
+  if (config.max_connections < 1 || config.max_connections > 1000000) {
+    problems.push_back(
+        absl::StrCat("max_connections (--max-connections): expected 1..1000000, "
+                     "got ",
+                     config.max_connections));
+  }
+  if (config.max_connections_per_peer < 1 ||
+      config.max_connections_per_peer > config.max_connections) {
+    problems.push_back(absl::StrCat(
+        "max_connections_per_peer (--max-connections-per-peer): ", "expected 1..max_connections (",
+        config.max_connections, "), got ", config.max_connections_per_peer));
+  }
+  if (config.reserved_descriptors < 0 || config.reserved_descriptors > 65536) {
+    problems.push_back(absl::StrCat("reserved_descriptors (--reserved-descriptors): expected ",
+                                    "0..65536, got ", config.reserved_descriptors));
+  }
   if (config.handshake_timeout_s < 1 || config.handshake_timeout_s > 3600) {
     problems.push_back(absl::StrCat("handshake_timeout_s (--handshake-timeout): expected 1..3600 ",
                                     "seconds, got ", config.handshake_timeout_s));

@@ -101,6 +101,13 @@ struct DaemonConfig {
   // A TCP connection whose TLS (or HTTP/2 connection) handshake is not done within this long
   // is closed. 1..3600.
   int64_t handshake_timeout_s = 10;
+  // Connections to the daemon's own listeners (the Unix socket, plaintext TCP; not TLS, which
+  // gRPC 1.51 accepts itself): at most max_connections in all and max_connections_per_peer per
+  // peer (a uid, an address); a connection past a cap is closed at once (server/daemon/
+  // connection_gate.h). TCP never takes the last reserved_descriptors of the process's limit.
+  int64_t max_connections = 512;
+  int64_t max_connections_per_peer = 64;
+  int64_t reserved_descriptors = 64;
   // A lease directory (common/io/lease_dir.h): once no job is queued or running and no live
   // process holds a lease there, the daemon stops as on SIGTERM. Empty = never. The private
   // daemon that `libreyolo` starts on demand runs with it (docs/cli.md, "Private daemon").

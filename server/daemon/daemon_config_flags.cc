@@ -130,8 +130,8 @@ const std::vector<Flag>& Flags() {
        "devices", ListFlag(&DaemonConfig::devices), &DaemonConfig::devices},
       {"tls-cert", "FILE", "PEM server certificate chain; enables TLS on TCP", "tls.cert",
        TlsFlag(&TlsConfig::cert_file), nullptr, true},
-      {"tls-key", "FILE", "PEM private key of --tls-cert", "tls.key",
-       TlsFlag(&TlsConfig::key_file), nullptr, true},
+      {"tls-key", "FILE", "PEM private key of --tls-cert", "tls.key", TlsFlag(&TlsConfig::key_file),
+       nullptr, true},
       {"tls-client-ca", "FILE", "PEM CA that signs client certificates", "tls.client_ca",
        TlsFlag(&TlsConfig::client_ca_file), nullptr, true},
       {"require-client-cert", nullptr,
@@ -181,8 +181,8 @@ const std::vector<Flag>& Flags() {
        "limits.max_watchers_per_user", IntFlag(&Limits::max_watchers_per_user)},
       {"max-reads", "N", "reader calls in flight (each parses a stored profile or trace)",
        "limits.max_reads", IntFlag(&Limits::max_reads)},
-      {"max-reads-per-user", "N", "reader calls in flight of one user",
-       "limits.max_reads_per_user", IntFlag(&Limits::max_reads_per_user)},
+      {"max-reads-per-user", "N", "reader calls in flight of one user", "limits.max_reads_per_user",
+       IntFlag(&Limits::max_reads_per_user)},
       {"max-downloads", "N", "ReadArtifact streams in flight", "limits.max_downloads",
        IntFlag(&Limits::max_downloads)},
       {"max-downloads-per-user", "N", "ReadArtifact streams in flight of one user",
@@ -195,8 +195,8 @@ const std::vector<Flag>& Flags() {
       {"retention-max-jobs", "N", "finished jobs kept at most, oldest go first; 0 = no cap",
        "retention.max_jobs", IntFlag(&Retention::max_jobs)},
       {"metrics-textfile", "FILE",
-       "write Prometheus metrics there for node_exporter's textfile collector",
-       "metrics_textfile", StringFlag(&DaemonConfig::metrics_textfile), nullptr, true},
+       "write Prometheus metrics there for node_exporter's textfile collector", "metrics_textfile",
+       StringFlag(&DaemonConfig::metrics_textfile), nullptr, true},
       {"drain-timeout", "SECONDS",
        "on SIGTERM, how long a running job may take to stop, default 60", "drain_timeout_s",
        [](absl::string_view flag, absl::string_view value, DaemonConfig* c) {
@@ -222,6 +222,18 @@ const std::vector<Flag>& Flags() {
        "a TCP connection not through its handshake within this long is closed, default 10 "
        "(1..3600)",
        "handshake_timeout_s", IntFlag(&DaemonConfig::handshake_timeout_s)},
+      {"max-connections", "N",
+       "connections to the Unix socket and plaintext TCP in all; past it a connection is "
+       "closed at once, default 512 (1..1000000)",
+       "max_connections", IntFlag(&DaemonConfig::max_connections)},
+      {"max-connections-per-peer", "N",
+       "connections per peer (a uid on the Unix socket, an address on TCP), default 64 "
+       "(1..max-connections)",
+       "max_connections_per_peer", IntFlag(&DaemonConfig::max_connections_per_peer)},
+      {"reserved-descriptors", "N",
+       "descriptors TCP connections never take (the store, the workers, the Unix socket keep "
+       "them), default 64 (0..65536)",
+       "reserved_descriptors", IntFlag(&DaemonConfig::reserved_descriptors)},
       {"progress-timeout", "SECONDS",
        "a running job whose worker reports no progress for this long is stopped and fails, "
        "default 600 (1..86400)",

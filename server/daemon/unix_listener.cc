@@ -1,7 +1,10 @@
 #include "server/daemon/unix_listener.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_posix.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -17,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/daemon/auth.h"
+#include "server/daemon/connection_gate.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -122,13 +126,67 @@ absl::StatusOr<std::unique_ptr<UnixListener>> UnixListener::Bind(const std::stri
   return std::unique_ptr<UnixListener>(new UnixListener(path, fd, info.st_ino));
 }
 
+absl::StatusOr<std::unique_ptr<UnixListener>> UnixListener::BindTcp(const std::string& address,
+                                                                    const std::string& hostport) {
+  const size_t colon = hostport.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("listen ", address, ": expected HOST:PORT"));
+  }
+  std::string host = hostport.substr(0, colon);
+  const std::string port = hostport.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (const int e =
+          getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found);
+      e != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen ", address, ": cannot resolve ", hostport, ": ", gai_strerror(e)));
+  }
+  absl::Status last = absl::UnavailableError(absl::StrCat("listen ", address, ": no address"));
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));  // TIME_WAIT is fine
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, kBacklog) != 0) {
+      const int error = errno;
+      close(fd);
+      last = error == EADDRINUSE
+                 ? absl::AlreadyExistsError(
+                       absl::StrCat("listen ", address,
+                                    ": address already in use; another libreyolod or "
+                                    "program holds port ",
+                                    port, " (`ss -ltnp 'sport = :", port,
+                                    "'` names it): stop it or choose another port"))
+                 : absl::UnavailableError(absl::StrCat("listen ", address, ": ", ErrnoText(error)));
+      continue;
+    }
+    sockaddr_storage bound{};
+    socklen_t size = sizeof(bound);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &size);
+    const int got =
+        ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                          : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    freeaddrinfo(found);
+    return std::unique_ptr<UnixListener>(new UnixListener(address, fd, 0, true, got));
+  }
+  freeaddrinfo(found);
+  return last;
+}
+
 UnixListener::~UnixListener() { Stop(); }
 
-void UnixListener::Serve(grpc::Server* server, Authenticator* auth) {
+void UnixListener::Serve(grpc::Server* server, Authenticator* auth, ConnectionGate* gate) {
   if (thread_.joinable() || fd_ < 0) return;
-  thread_ = std::thread([this, server, auth] {
+  thread_ = std::thread([this, server, auth, gate] {
     try {
-      AcceptLoop(server, auth);
+      AcceptLoop(server, auth, gate);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "libreyolod: Unix listener on %s stopped: %s\n", path_.c_str(),
                    e.what());
@@ -139,9 +197,42 @@ void UnixListener::Serve(grpc::Server* server, Authenticator* auth) {
   });
 }
 
-void UnixListener::AcceptLoop(grpc::Server* server, Authenticator* auth) {
+bool UnixListener::Identify(int connection, Authenticator* auth, std::string* peer) {
+  const std::string key = absl::StrCat("fd:", connection);
+  if (tcp_) {
+    sockaddr_storage from{};
+    socklen_t size = sizeof(from);
+    char text[INET6_ADDRSTRLEN] = "?";
+    if (getpeername(connection, reinterpret_cast<sockaddr*>(&from), &size) == 0) {
+      const void* a =
+          from.ss_family == AF_INET6
+              ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(&from)->sin6_addr)
+              : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(&from)->sin_addr);
+      inet_ntop(from.ss_family, a, text, sizeof(text));
+    }
+    *peer = text;
+    auth->RecordTcpPeer(key);  // before gRPC sees it: its calls need a token
+    return true;
+  }
+  ucred credentials{};
+  socklen_t size = sizeof(credentials);
+  if (getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0 ||
+      size != sizeof(credentials)) {
+    std::fprintf(stderr, "libreyolod: SO_PEERCRED on %s: %s; connection dropped\n", path_.c_str(),
+                 ErrnoText(errno).c_str());
+    return false;
+  }
+  *peer = absl::StrCat("uid:", credentials.uid);
+  // Recorded before gRPC sees the connection, so its first call finds it (see the header).
+  auth->RecordUnixPeer(key, credentials.uid);
+  return true;
+}
+
+void UnixListener::AcceptLoop(grpc::Server* server, Authenticator* auth, ConnectionGate* gate) {
   std::chrono::steady_clock::time_point last_logged{};
   int64_t failed_since_logged = 0;
+  std::chrono::steady_clock::time_point refusal_logged{};
+  int64_t refused_since_logged = 0;
   while (!stopping_.load()) {
     pollfd waiting{fd_, POLLIN, 0};
     const int ready = poll(&waiting, 1, kPollTimeoutMs);
@@ -167,17 +258,29 @@ void UnixListener::AcceptLoop(grpc::Server* server, Authenticator* auth) {
       }
       continue;  // EAGAIN, EINTR, ECONNABORTED, ...
     }
-    ucred credentials{};
-    socklen_t size = sizeof(credentials);
-    if (getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0 ||
-        size != sizeof(credentials)) {
-      std::fprintf(stderr, "libreyolod: SO_PEERCRED on %s: %s; connection dropped\n", path_.c_str(),
-                   ErrnoText(errno).c_str());
+    std::string peer;
+    if (!Identify(connection, auth, &peer)) {
       close(connection);
       continue;
     }
-    // Recorded before gRPC sees the connection, so its first call finds it (see the header).
-    auth->RecordUnixPeer(absl::StrCat("fd:", connection), credentials.uid);
+    if (const std::string why = gate->Admit(connection, peer, /*reserve_exempt=*/!tcp_);
+        !why.empty()) {
+      close(connection);
+      // One line per interval at most: a flood must not flood the log.
+      ++refused_since_logged;
+      const auto now = std::chrono::steady_clock::now();
+      if (refusal_logged == std::chrono::steady_clock::time_point{} ||
+          now - refusal_logged >= kAcceptErrorLogInterval) {
+        std::fprintf(stderr,
+                     "libreyolod: %s: connection from %s closed: %s (%lld refused since the "
+                     "last line)\n",
+                     path_.c_str(), peer.c_str(), why.c_str(),
+                     static_cast<long long>(refused_since_logged));
+        refusal_logged = now;
+        refused_since_logged = 0;
+      }
+      continue;
+    }
     grpc::AddInsecureChannelFromFd(server, connection);  // gRPC owns the descriptor now
   }
 }
@@ -188,6 +291,7 @@ void UnixListener::Stop() {
   if (fd_ < 0) return;
   close(fd_);
   fd_ = -1;
+  if (tcp_) return;
   // Remove the socket file only if it is still ours (not a successor daemon's).
   struct stat info {};
   if (lstat(path_.c_str(), &info) == 0 && S_ISSOCK(info.st_mode) && info.st_ino == inode_) {

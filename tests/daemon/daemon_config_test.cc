@@ -387,7 +387,7 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
   }
   // With --worker-binary, --connection-idle-timeout, --handshake-timeout, --cpu-slots and the
   // per-user caps of reads and downloads (--max-reads, --max-downloads and their _per_user).
-  EXPECT_EQ(documented, 46);
+  EXPECT_EQ(documented, 49);
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {

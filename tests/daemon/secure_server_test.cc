@@ -23,6 +23,7 @@
 
 #include "libreyolo/profiler/v1/profiler.grpc.pb.h"
 #include "server/daemon/auth.h"
+#include "server/daemon/connection_gate.h"
 #include "server/daemon/daemon_config.h"
 #include "server/daemon/prometheus.h"
 #include "server/daemon/unix_listener.h"
@@ -178,7 +179,8 @@ TEST(UnixListenerTest, CallsCarryThePeerUid) {
   TestServer server(&auth, nullptr);
   absl::StatusOr<std::unique_ptr<UnixListener>> listener = UnixListener::Bind(path, 0660);
   ASSERT_TRUE(listener.ok()) << listener.status();
-  (*listener)->Serve(server.server(), &auth);
+  static ConnectionGate gate(ConnectionCaps{}, 0);  // outlives the listener's thread
+  (*listener)->Serve(server.server(), &auth, &gate);
 
   struct stat info {};
   ASSERT_EQ(lstat(path.c_str(), &info), 0);
@@ -222,7 +224,8 @@ TEST(UnixListenerTest, AdminsByName) {
   TestServer server(&auth, nullptr);
   absl::StatusOr<std::unique_ptr<UnixListener>> listener = UnixListener::Bind(path, 0600);
   ASSERT_TRUE(listener.ok()) << listener.status();
-  (*listener)->Serve(server.server(), &auth);
+  static ConnectionGate gate(ConnectionCaps{}, 0);  // outlives the listener's thread
+  (*listener)->Serve(server.server(), &auth, &gate);
   const CallResult r =
       CallWhoAmI(grpc::CreateChannel("unix:" + path, grpc::InsecureChannelCredentials()));
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
@@ -241,7 +244,8 @@ TEST(UnixListenerTest, ADescriptorIsNotReusedWhileACallOnItLives) {
   TestServer server(&auth, nullptr);
   absl::StatusOr<std::unique_ptr<UnixListener>> listener = UnixListener::Bind(path, 0600);
   ASSERT_TRUE(listener.ok()) << listener.status();
-  (*listener)->Serve(server.server(), &auth);
+  static ConnectionGate gate(ConnectionCaps{}, 0);  // outlives the listener's thread
+  (*listener)->Serve(server.server(), &auth, &gate);
 
   std::thread caller([&path] {
     auto channel = grpc::CreateCustomChannel("unix:" + path, grpc::InsecureChannelCredentials(),
