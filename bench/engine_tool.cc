@@ -10,7 +10,7 @@
 // they are obeyed, left out they are on within --overhead-budget.
 // Started without OMP_WAIT_POLICY (and without GOMP_SPINCOUNT), the tool re-executes itself with
 // OMP_WAIT_POLICY=PASSIVE before doing anything, so that LibTorch's idle OpenMP threads sleep
-// instead of spinning on the cores the job needs (server/engine/cpu_threads.h); set either
+// instead of spinning on the cores the job needs (server/engine/runtime/cpu_threads.h); set either
 // variable to choose otherwise.
 #include <cstdlib>
 #include <iostream>
@@ -24,9 +24,9 @@
 #include "client/cli/exit_codes.h"
 #include "client/cli/job_flags.h"
 #include "common/readers/summary_view.h"
-#include "server/engine/cpu_threads.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/engine/engine.h"
+#include "server/engine/runtime/cpu_threads.h"
 #include "server/worker/engine_spec.h"
 
 namespace {

@@ -5,7 +5,7 @@ A job's post-window time runs from the profiler's stop to the last output writte
 exported, analysed, profile.json written, report.html drawn. Two contenders, alternated in
 every rep on the same job (so machine noise hits both):
 
-  memory  the pipeline today (server/engine/job_files.h): one export pass writes
+  memory  the pipeline today (server/engine/job/job_files.h): one export pass writes
           profile_trace.json and builds the analyser's in-memory events; the report is drawn
           from the same events;
   files   the path before, kept as the bench's peer (`libreyolo-engine --post-window files`):

@@ -1,6 +1,6 @@
 // profiler_switch_cost: what each of the profiler's costly switches (record_shapes,
 // profile_memory, with_flops) adds to a LibreYOLO9 forward on this machine, the measurement
-// behind the overhead budget's order (server/engine/overhead_budget.h, kDisableOrder).
+// behind the overhead budget's order (server/engine/job/overhead_budget.h, kDisableOrder).
 //
 // One process, interleaved: every round runs, in a rotating order, a short block of forwards
 // for each configuration (no profiler; the bare profiler with all three off; each switch alone;
@@ -39,10 +39,10 @@
 #include "absl/strings/str_split.h"
 #include "server/engine/collect/op_collector.h"
 #include "server/engine/collect/torch_profiler.h"
+#include "server/engine/job/model_loader.h"
+#include "server/engine/job/overhead_budget.h"
 #include "server/engine/model/module_scope.h"
-#include "server/engine/model_loader.h"
-#include "server/engine/overhead_budget.h"
-#include "server/engine/runtime_info.h"
+#include "server/engine/runtime/runtime_info.h"
 
 namespace {
 

@@ -15,7 +15,7 @@ function(_libreyolo_check_tier tier)
 endfunction()
 
 # Tests that run LibTorch (or the Python torch) in their own process wait for work the way the
-# engine worker does (server/engine/cpu_threads.h: OMP_WAIT_POLICY=PASSIVE, which libreyolod's
+# engine worker does (server/engine/runtime/cpu_threads.h: OMP_WAIT_POLICY=PASSIVE, which libreyolod's
 # workers and libreyolo-engine set for themselves): with libgomp's default, idle OpenMP threads
 # spin, and two such tests side by side on a 2-core box took 2x-40x longer (the engine tier:
 # 87 s -> 41 s). Daemon processes are left as they start, so their tests see the workers set it.

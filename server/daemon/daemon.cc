@@ -17,16 +17,16 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "server/daemon/auth.h"
-#include "server/daemon/connection_gate.h"
-#include "server/daemon/dir_lock.h"
-#include "server/daemon/engine_runner.h"
-#include "server/daemon/job_manager.h"
-#include "server/daemon/job_store.h"
-#include "server/daemon/profiler_service.h"
-#include "server/daemon/prometheus.h"
-#include "server/daemon/rpc_edge.h"
-#include "server/daemon/unix_listener.h"
+#include "server/daemon/jobs/job_manager.h"
+#include "server/daemon/rpc/profiler_service.h"
+#include "server/daemon/rpc/prometheus.h"
+#include "server/daemon/rpc/rpc_edge.h"
+#include "server/daemon/security/auth.h"
+#include "server/daemon/security/connection_gate.h"
+#include "server/daemon/security/unix_listener.h"
+#include "server/daemon/store/dir_lock.h"
+#include "server/daemon/store/job_store.h"
+#include "server/daemon/workers/engine_runner.h"
 
 namespace libreyolo::daemon {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/daemon/daemon_config.h"
-#include "server/daemon/engine_worker.h"
+#include "server/daemon/config/daemon_config.h"
+#include "server/daemon/workers/engine_worker.h"
 
 namespace grpc {
 class Server;

@@ -26,11 +26,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/io/lease_dir.h"
 #include "common/status/exit_code.h"
+#include "server/daemon/config/daemon_config.h"
 #include "server/daemon/daemon.h"
-#include "server/daemon/daemon_config.h"
 #include "server/daemon/daemon_signals.h"
-#include "server/daemon/engine_worker.h"
-#include "server/daemon/job_store_scrub.h"
+#include "server/daemon/store/job_store_scrub.h"
+#include "server/daemon/workers/engine_worker.h"
 
 // The engine worker executable this daemon starts (FindWorkerExecutable): the test build of the
 // daemon starts the worker built with the fault hook (server/worker/fault_hook.h).
@@ -84,7 +84,7 @@ void RaiseDescriptorLimit() {
 int main(int argc, char** argv) {
   RaiseDescriptorLimit();
   const std::vector<std::string> args(argv + 1, argv + argc);
-  // Checks the store offline (docs/deploy.md): server/daemon/job_store_scrub.h.
+  // Checks the store offline (docs/deploy.md): server/daemon/store/job_store_scrub.h.
   if (!args.empty() && args[0] == "scrub") {
     return libreyolo::daemon::ScrubMain({args.begin() + 1, args.end()}, std::cout, std::cerr);
   }

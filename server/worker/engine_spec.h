@@ -1,6 +1,6 @@
 // The one conversion from a job's proto spec into the engine's options. The caller has already
 // validated the spec (proto/job_spec/job_spec.h: the daemon at submission, the engine tool
-// before it runs) and, for a daemon job, resolved its inputs (server/daemon/job_inputs.h:
+// before it runs) and, for a daemon job, resolved its inputs (server/daemon/jobs/job_inputs.h:
 // weights and source paths, inline images written, the CPU thread default). The spec's defaults
 // are applied here (jobspec::ApplyDefaults, the one place they live) and every field is then
 // copied as it is, so no engine default (engine.h) decides a job's option.

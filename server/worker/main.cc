@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "server/engine/cpu_threads.h"
+#include "server/engine/runtime/cpu_threads.h"
 #include "server/worker/worker_main.h"
 #ifdef LIBREYOLO_WORKER_FAULT_HOOKS
 #include "server/worker/fault_hook.h"

@@ -16,8 +16,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "libreyolo/worker/v1/worker.pb.h"
-#include "server/engine/budget_cache.h"
-#include "server/engine/cuda_runtime.h"
+#include "server/engine/job/budget_cache.h"
+#include "server/engine/runtime/cuda_runtime.h"
 #include "server/worker/engine_spec.h"
 #include "server/worker/worker_protocol.h"
 

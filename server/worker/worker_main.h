@@ -1,5 +1,5 @@
 // The engine worker: `libreyolod-worker --fd N --device D --parent PID` (server/worker/main.cc),
-// started by the daemon (server/daemon/engine_worker.h), one per device slot. It runs the
+// started by the daemon (server/daemon/workers/engine_worker.h), one per device slot. It runs the
 // LibTorch engine for one job at a time and talks to the daemon over the inherited socket
 // (worker_protocol.h). It dies with its daemon (a parent-death signal, and the socket's end),
 // gives device memory back between jobs, and exits after a job that left its CUDA context

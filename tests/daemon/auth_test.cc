@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "server/daemon/auth.h"
-#include "server/daemon/daemon_config.h"
+#include "server/daemon/config/daemon_config.h"
+#include "server/daemon/security/auth.h"
 #include "tests/daemon/security_test_util.h"
 
 namespace libreyolo::daemon {

@@ -1,6 +1,6 @@
 // ConnectionGate (issue 23 item 2): caps in total and per peer, the descriptor reserve, and a
 // connection counted only while its descriptor still names its socket.
-#include "server/daemon/connection_gate.h"
+#include "server/daemon/security/connection_gate.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

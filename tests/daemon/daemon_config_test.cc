@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/daemon/daemon_config.h"
+#include "server/daemon/config/daemon_config.h"
 #include "tests/daemon/security_test_util.h"
 
 namespace libreyolo::daemon {

@@ -6,7 +6,7 @@
 // The workers here are small shell scripts standing in for `libreyolod-worker`: they speak
 // just enough of the worker protocol (server/worker/worker_protocol.h: a 4-byte little-endian
 // length, then WorkerToDaemon; an empty Hello is the two bytes 0a 00) to be ready, or not.
-#include "server/daemon/engine_runner.h"
+#include "server/daemon/workers/engine_runner.h"
 
 #include <sys/stat.h>
 

@@ -18,7 +18,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/daemon/job_manager.h"
+#include "server/daemon/jobs/job_manager.h"
 #include "tests/daemon/faulty_file_ops.h"
 
 namespace libreyolo::daemon {

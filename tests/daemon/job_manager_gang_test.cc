@@ -16,7 +16,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/daemon/job_manager.h"
+#include "server/daemon/jobs/job_manager.h"
 
 namespace libreyolo::daemon {
 namespace {

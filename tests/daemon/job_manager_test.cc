@@ -1,7 +1,7 @@
 // Tests of the job manager with a scripted runner (no engine): queue order (users taking
 // turns, then priority and FIFO per user), limits, cancellation, resumable watching, visibility,
 // idempotent submission, crash recovery and draining.
-#include "server/daemon/job_manager.h"
+#include "server/daemon/jobs/job_manager.h"
 
 #include <signal.h>
 #include <sys/resource.h>

@@ -10,8 +10,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/daemon/job_store.h"
-#include "server/daemon/job_store_scrub.h"
+#include "server/daemon/store/job_store.h"
+#include "server/daemon/store/job_store_scrub.h"
 #include "tests/daemon/faulty_file_ops.h"
 
 namespace libreyolo::daemon {

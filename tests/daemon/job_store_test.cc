@@ -1,7 +1,7 @@
 // Tests of the daemon's job store: persistence round trips, crash recovery, quarantine of
 // corrupt records, artifacts (SHA-256, size limit, path validation), job id validation, I/O
 // errors, and the retention rule.
-#include "server/daemon/job_store.h"
+#include "server/daemon/store/job_store.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>

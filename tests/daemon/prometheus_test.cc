@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/daemon/prometheus.h"
+#include "server/daemon/rpc/prometheus.h"
 #include "tests/daemon/security_test_util.h"
 
 namespace libreyolo::daemon {

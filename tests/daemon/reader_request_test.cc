@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "server/daemon/request_validation.h"
+#include "server/daemon/rpc/request_validation.h"
 
 namespace libreyolo::readerspec {
 namespace {

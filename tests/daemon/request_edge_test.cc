@@ -12,10 +12,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/daemon/auth.h"
-#include "server/daemon/daemon_config.h"
-#include "server/daemon/job_store.h"
-#include "server/daemon/request_validation.h"
+#include "server/daemon/config/daemon_config.h"
+#include "server/daemon/rpc/request_validation.h"
+#include "server/daemon/security/auth.h"
+#include "server/daemon/store/job_store.h"
 
 namespace libreyolo::daemon {
 namespace {

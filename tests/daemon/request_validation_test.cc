@@ -1,6 +1,6 @@
 // SubmitJob's checks without a server: field validation names the field, paths are refused
 // unless the caller may name them, and named inputs must exist in the daemon's directories.
-#include "server/daemon/request_validation.h"
+#include "server/daemon/rpc/request_validation.h"
 
 #include <cmath>
 #include <cstdint>
@@ -18,7 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/job_spec/job_spec.h"
-#include "server/daemon/rpc_edge.h"
+#include "server/daemon/rpc/rpc_edge.h"
 
 namespace libreyolo::daemon {
 namespace {

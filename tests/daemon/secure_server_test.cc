@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "libreyolo/profiler/v1/profiler.grpc.pb.h"
-#include "server/daemon/auth.h"
-#include "server/daemon/connection_gate.h"
-#include "server/daemon/daemon_config.h"
-#include "server/daemon/prometheus.h"
-#include "server/daemon/unix_listener.h"
+#include "server/daemon/config/daemon_config.h"
+#include "server/daemon/rpc/prometheus.h"
+#include "server/daemon/security/auth.h"
+#include "server/daemon/security/connection_gate.h"
+#include "server/daemon/security/unix_listener.h"
 #include "tests/daemon/security_test_util.h"
 
 namespace libreyolo::daemon {

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/daemon/auth.h"
+#include "server/daemon/security/auth.h"
 #include "tests/support/test_files.h"
 
 namespace libreyolo::daemon::testing_util {

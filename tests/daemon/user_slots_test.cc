@@ -1,6 +1,6 @@
 // The per-user caps of the shared resources (issue 23 item 3): WatchJob streams, reader calls and
 // artifact downloads all count through UserSlots.
-#include "server/daemon/user_slots.h"
+#include "server/daemon/jobs/user_slots.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Checks, for the job tests, that a profile's `profiler` object records the overhead budget
-// consistently (server/engine/overhead_budget.h), whatever the probes measured on this machine.
+// consistently (server/engine/job/overhead_budget.h), whatever the probes measured on this machine.
 #ifndef LIBREYOLO_TESTS_ENGINE_BUDGET_RECORD_CHECK_H_
 #define LIBREYOLO_TESTS_ENGINE_BUDGET_RECORD_CHECK_H_
 
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/io/file_reader.h"
-#include "server/engine/overhead_budget.h"
+#include "server/engine/job/overhead_budget.h"
 
 namespace libreyolo::engine {
 

@@ -1,7 +1,7 @@
-// The CPU thread pools beside LibTorch's (server/engine/cpu_threads.h), in a torch-free process:
+// The CPU thread pools beside LibTorch's (server/engine/runtime/cpu_threads.h), in a torch-free process:
 // how OMP_WAIT_POLICY values read, what the config records, and no OpenBLAS here. The OpenBLAS
 // pool itself is checked where LibTorch brings it in (infer_job_test.cc).
-#include "server/engine/cpu_threads.h"
+#include "server/engine/runtime/cpu_threads.h"
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>

@@ -1,7 +1,7 @@
 // The CUDA queries a job makes, on whatever this host is. Without a driver (this project's CI)
 // each must answer FAILED_PRECONDITION naming the missing piece, never crash; with a GPU (the
 // device check in scripts/gpu-check.sh) the same calls must return real values.
-#include "server/engine/cuda_runtime.h"
+#include "server/engine/runtime/cuda_runtime.h"
 
 #include <ATen/autocast_mode.h>
 #include <gmock/gmock.h>

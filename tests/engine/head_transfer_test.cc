@@ -22,7 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/engine/model_loader.h"
+#include "server/engine/job/model_loader.h"
 #include "tests/engine/data/test_util.h"
 
 namespace libreyolo::engine {

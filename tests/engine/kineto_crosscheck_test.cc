@@ -22,8 +22,8 @@
 #include "common/trace/trace_reader.h"
 #include "server/engine/collect/torch_profiler.h"
 #include "server/engine/collect/trace_export.h"
+#include "server/engine/job/model_loader.h"
 #include "server/engine/model/module_scope.h"
-#include "server/engine/model_loader.h"
 
 namespace libreyolo::engine {
 namespace {

@@ -2,7 +2,7 @@
 // file is unchanged, and read it again once it is rewritten), a checkpoint of another size, and
 // one of other classes than the training dataset's (the class head re-initialised; the Python
 // LibreYOLO's view of the same pair is head_transfer_test.cc).
-#include "server/engine/model_loader.h"
+#include "server/engine/job/model_loader.h"
 
 #include <torch/torch.h>
 #include <unistd.h>

@@ -1,8 +1,8 @@
-// The overhead budget's decisions (server/engine/overhead_budget.h), with scripted probe results:
+// The overhead budget's decisions (server/engine/job/overhead_budget.h), with scripted probe results:
 // no profiler, no timing.
-#include "server/engine/overhead_budget.h"
+#include "server/engine/job/overhead_budget.h"
 
-#include "server/engine/budget_cache.h"
+#include "server/engine/job/budget_cache.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

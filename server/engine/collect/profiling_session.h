@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "server/engine/collect/collected_trace.h"
 #include "server/engine/collect/torch_profiler.h"
-#include "server/engine/overhead_budget.h"
+#include "server/engine/job/overhead_budget.h"
 
 namespace libreyolo::engine {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "server/engine/collect/collected_trace.h"
-#include "server/engine/overhead_budget.h"
+#include "server/engine/job/overhead_budget.h"
 
 namespace libreyolo::engine {
 

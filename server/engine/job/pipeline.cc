@@ -7,7 +7,7 @@
 #include "absl/time/time.h"
 #include "common/analysis/load_shift.h"
 #include "common/analysis/verdict.h"
-#include "server/engine/cuda_runtime.h"
+#include "server/engine/runtime/cuda_runtime.h"
 
 namespace libreyolo::engine {
 namespace {

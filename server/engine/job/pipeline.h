@@ -26,11 +26,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/engine/budget_cache.h"
 #include "server/engine/engine.h"
-#include "server/engine/job_files.h"
-#include "server/engine/overhead_budget.h"
-#include "server/engine/runtime_info.h"
+#include "server/engine/job/budget_cache.h"
+#include "server/engine/job/job_files.h"
+#include "server/engine/job/overhead_budget.h"
+#include "server/engine/runtime/runtime_info.h"
 
 namespace libreyolo::engine {
 

@@ -11,8 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "server/engine/cuda_runtime.h"
 #include "server/engine/loss/yolo9_loss.h"
+#include "server/engine/runtime/cuda_runtime.h"
 #include "server/engine/train/trainer.h"
 
 namespace libreyolo::engine {

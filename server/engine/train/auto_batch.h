@@ -10,7 +10,7 @@
 #include <string>
 
 #include "server/engine/model/yolo9.h"
-#include "server/engine/runtime_info.h"
+#include "server/engine/runtime/runtime_info.h"
 
 namespace libreyolo::engine {
 

@@ -29,7 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/engine/engine.h"
-#include "server/engine/runtime_info.h"
+#include "server/engine/runtime/runtime_info.h"
 
 namespace c10d {
 class ProcessGroup;

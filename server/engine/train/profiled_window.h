@@ -14,10 +14,10 @@
 #include "absl/status/statusor.h"
 #include "server/engine/collect/collected_trace.h"
 #include "server/engine/collect/torch_profiler.h"
-#include "server/engine/cuda_runtime.h"
 #include "server/engine/engine.h"
-#include "server/engine/job_files.h"
-#include "server/engine/overhead_budget.h"
+#include "server/engine/job/job_files.h"
+#include "server/engine/job/overhead_budget.h"
+#include "server/engine/runtime/cuda_runtime.h"
 #include "server/engine/train/trainer.h"
 
 namespace libreyolo::engine {

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "common/profile/profile.h"
-#include "server/engine/cpu_threads.h"
 #include "server/engine/engine.h"
+#include "server/engine/job/model_loader.h"
+#include "server/engine/job/overhead_budget.h"
 #include "server/engine/job/pipeline.h"
-#include "server/engine/model_loader.h"
-#include "server/engine/overhead_budget.h"
+#include "server/engine/runtime/cpu_threads.h"
 #include "server/engine/train/profiled_window.h"
 #include "server/engine/train/trainer.h"
 

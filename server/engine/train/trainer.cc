@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "server/engine/collect/torch_profiler.h"
-#include "server/engine/cuda_runtime.h"
+#include "server/engine/runtime/cuda_runtime.h"
 
 namespace libreyolo::engine {
 namespace {

@@ -17,7 +17,7 @@
 #include "server/engine/data/loader.h"
 #include "server/engine/loss/yolo9_loss.h"
 #include "server/engine/model/yolo9.h"
-#include "server/engine/runtime_info.h"
+#include "server/engine/runtime/runtime_info.h"
 #include "server/engine/train/data_parallel.h"
 #include "server/engine/train/optim.h"
 #include "server/engine/train/step_log.h"

@@ -23,13 +23,13 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/status/status.h"
-#include "server/engine/budget_cache.h"
+#include "absl/strings/str_cat.h"
 #include "server/engine/data/image_io.h"
 #include "server/engine/engine.h"
-#include "server/engine/model_loader.h"
 #include "server/engine/infer/torchscript_model.h"
+#include "server/engine/job/budget_cache.h"
+#include "server/engine/job/model_loader.h"
 #include "tests/support/test_files.h"
 
 namespace libreyolo::engine {

@@ -1,0 +1,193 @@
+// libreyolod's configuration: a YAML file (deploy/libreyolod.example.yaml) overridden by flags.
+#ifndef LIBREYOLO_SERVER_DAEMON_CONFIG_DAEMON_CONFIG_H_
+#define LIBREYOLO_SERVER_DAEMON_CONFIG_DAEMON_CONFIG_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace libreyolo::daemon {
+
+struct TlsConfig {
+  std::string cert_file;       // PEM server certificate chain; empty = no TLS
+  std::string key_file;        // PEM private key
+  std::string client_ca_file;  // PEM CA for client certificates; empty = none asked for
+  bool require_client_cert = false;
+};
+
+struct Limits {
+  int32_t max_queue_length = 100;  // queued jobs per device
+  int32_t max_jobs_per_user = 10;  // queued + running, per user
+  int64_t max_steps = 1000;        // run: warmup + steps per cycle, x cycles
+  int64_t max_runs = 10000;        // infer: warmup + runs
+  int64_t max_repeat = 20;
+  int64_t max_batch = 256;
+  int64_t max_imgsz = 1536;
+  int64_t max_inline_image_bytes = 16 << 20;  // all inline images of one request
+  int64_t max_artifact_bytes = int64_t{2} << 30;
+  int32_t max_watchers = 256;  // concurrent WatchJob streams
+  int32_t max_watchers_per_user = 32;  // concurrent WatchJob streams of one user
+  // Reader calls (Summary, Get, Phases, Kernels, Ops, Compare, WhatIf) in flight: each parses
+  // a stored profile or trace on the daemon's cores.
+  int32_t max_reads = 16;
+  int32_t max_reads_per_user = 4;
+  int32_t max_downloads = 64;  // ReadArtifact streams in flight
+  int32_t max_downloads_per_user = 8;
+  // A job's wall-time limit, from its start (seconds): the submitter's max_wall_seconds is
+  // capped at it, and 0 there means this. A job still running then is stopped and FAILED.
+  int64_t max_job_seconds = 86400;
+};
+
+struct Retention {
+  int64_t max_age_hours = 24 * 30;  // finished jobs older than this are deleted; 0 = keep
+  int64_t max_jobs = 1000;          // finished jobs kept at most (oldest go first); 0 = no cap
+};
+
+// Bounds of the configuration's lists (ValidateDaemonConfig): each listen address holds a
+// socket and each device a worker process, so a config with thousands is a mistake, refused
+// with exit 2 before anything is opened.
+inline constexpr size_t kMaxListenAddresses = 64;
+inline constexpr size_t kMaxDevices = 128;
+inline constexpr size_t kMaxAdmins = 1024;
+// The largest wall-time limit, the daemon's or a job's (2^31-1 s, 68 years: any larger one
+// would overflow the clock arithmetic that enforces it).
+inline constexpr int64_t kMaxJobSeconds = 2147483647;
+
+// The wall-time limit a job runs under: the one it asked for (0 = none asked) capped at the
+// daemon's `cap` (limits.max_job_seconds).
+inline int64_t JobWallSeconds(int64_t requested, int64_t cap) {
+  return requested <= 0 || requested > cap ? cap : requested;
+}
+
+struct DaemonConfig {
+  // "tcp:HOST:PORT" / "HOST:PORT" / "unix:/path". 1..kMaxListenAddresses of them.
+  std::vector<std::string> listen;
+  std::string state_dir = "/var/lib/libreyolod/state";
+  std::string store_dir = "/var/lib/libreyolod/store";
+  std::string models_dir = "/var/lib/libreyolod/models";
+  std::string datasets_dir = "/var/lib/libreyolod/datasets";
+  std::string images_dir = "/var/lib/libreyolod/images";
+  std::vector<std::string> devices;  // "cpu", "0", "1"; empty = every CUDA device, else cpu
+  TlsConfig tls;
+  std::string tokens_file;          // "<token> <user> [admin]" lines; sha256:<hex> tokens ok
+  std::vector<std::string> admins;  // user names with admin rights (uid 0 always is)
+  bool insecure_tcp = false;        // allow TCP without TLS (loopback tests, trusted networks)
+  bool allow_local_paths = false;   // private daemons: callers with our uid may name paths
+  int unix_socket_mode = 0660;      // permissions of the Unix socket
+  Limits limits;
+  Retention retention;
+  std::string metrics_textfile;  // node_exporter textfile in an existing folder; empty = none
+  int64_t drain_timeout_s = 60;  // SIGTERM: how long a running job may take to stop
+  int32_t cpu_threads = 0;       // engine CPU threads for cpu jobs; 0 = all cores
+  // CPU slots served: cpu, cpu:1, ..., cpu:(N-1) (beside any in `devices`), for CPU jobs side
+  // by side and the ranks of a data-parallel CPU run. A slot's engine worker starts at its
+  // first job. 1..64.
+  int32_t cpu_slots = 1;
+  // After a cancel (CancelJob, a drain's deadline), how long an engine worker may take to stop
+  // before it is killed (a job stuck inside one step: a hung kernel, a dead data loader).
+  int64_t cancel_grace_s = 30;
+  // The progress watchdog: a running job whose engine worker sends no event (a step, a stage)
+  // for this long is stopped (the worker killed: a stopped or hung process, a dead data loader)
+  // and FAILED "no progress for N s during measuring, step k/n". 1..86400.
+  int64_t progress_timeout_s = 600;
+  // Connections (issue 23 item 2). A connection with no RPC in flight for this long is closed
+  // (gRPC's GOAWAY; a client reconnects on its next call): a connection that sent only the
+  // HTTP/2 preface, or a caller that went quiet, does not keep a descriptor. 1..86400.
+  int64_t connection_idle_timeout_s = 120;
+  // A TCP connection whose TLS (or HTTP/2 connection) handshake is not done within this long
+  // is closed. 1..3600.
+  int64_t handshake_timeout_s = 10;
+  // Connections to the daemon's own listeners (the Unix socket, plaintext TCP; not TLS, which
+  // gRPC 1.51 accepts itself): at most max_connections in all and max_connections_per_peer per
+  // peer (a uid, an address); a connection past a cap is closed at once (server/daemon/
+  // connection_gate.h). TCP never takes the last reserved_descriptors of the process's limit.
+  int64_t max_connections = 512;
+  int64_t max_connections_per_peer = 64;
+  int64_t reserved_descriptors = 64;
+  // A lease directory (common/io/lease_dir.h): once no job is queued or running and no live
+  // process holds a lease there, the daemon stops as on SIGTERM. Empty = never. The private
+  // daemon that `libreyolo` starts on demand runs with it (docs/cli.md, "Private daemon").
+  std::string lease_dir;
+  // The engine worker executable (libreyolod-worker, the only one that links LibTorch). Empty:
+  // the one installed beside this daemon's binary (or, in a build tree, server/worker/'s);
+  // FindWorkerExecutable in server/daemon/workers/engine_worker.h.
+  std::string worker_binary;
+};
+
+// Reads the YAML file. NOT_FOUND names the file; INVALID_ARGUMENT names the key and what is
+// wrong with it (unknown keys are errors, not ignored).
+absl::StatusOr<DaemonConfig> LoadDaemonConfig(const std::string& path);
+
+// Applies command-line flags over `config` (flags win). Returns INVALID_ARGUMENT naming a bad
+// flag; `help` set when --help was given. Flags: --config is handled by the caller.
+// `args` are argv[1..] (without the program name). "--flag value" and "--flag=value" both work;
+// --listen, --device and --admin repeat, and when given replace the file's list.
+struct FlagParseResult {
+  bool help = false;
+  std::string config_file;
+};
+absl::StatusOr<FlagParseResult> ApplyDaemonFlags(const std::vector<std::string>& args,
+                                                 DaemonConfig* config);
+std::string DaemonFlagsHelp();
+
+// Every key path of the config file ("limits.max_batch"), in file order.
+std::vector<std::string> DaemonConfigKeyPaths();
+// The flag ("--max-batch") that overrides a key path, or "" when none does.
+std::string DaemonFlagForKey(const std::string& key_path);
+
+// Cross-field checks after flags: 1..kMaxListenAddresses listen addresses, TLS files readable,
+// a TCP listener has TLS or insecure_tcp, a tokens file when TCP is on, admins are user names
+// (IsValidUserName), the metrics textfile's folder exists, limits positive. Every problem found
+// is reported, joined by "; " (the first kMaxReportedProblems, then how many more); values are
+// echoed as excerpts (common/render/terminal_text.h).
+inline constexpr size_t kMaxReportedProblems = 10;
+absl::Status ValidateDaemonConfig(const DaemonConfig& config);
+
+// One `listen` entry, split: "unix:/path" -> {unix_socket, "/path"}; "tcp:HOST:PORT" and
+// "HOST:PORT" (IPv6 as "[::1]:PORT") -> {tcp, "HOST:PORT"}, ready for grpc AddListeningPort.
+struct ListenAddress {
+  bool unix_socket = false;
+  std::string target;  // socket path, or HOST:PORT
+};
+absl::StatusOr<ListenAddress> ParseListenAddress(const std::string& address);
+
+// The configuration as a running daemon sees it: SIGHUP swaps in a reloaded one (tokens,
+// admins, limits, retention, drain timeout, metrics file), readers take a snapshot per call.
+class LiveConfig {
+ public:
+  explicit LiveConfig(DaemonConfig config)
+      : config_(std::make_shared<const DaemonConfig>(std::move(config))) {}
+  std::shared_ptr<const DaemonConfig> Get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return config_;
+  }
+  void Set(DaemonConfig config) {
+    auto next = std::make_shared<const DaemonConfig>(std::move(config));
+    std::lock_guard<std::mutex> lock(mu_);
+    config_ = std::move(next);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const DaemonConfig> config_;
+};
+
+// What a reload may change without a restart. Fills `next` from `running` with the keys of
+// `loaded` that the key tree (daemon_config_file.cc) marks reloadable (today tokens_file,
+// admins, limits, retention, drain_timeout_s, metrics_textfile) and returns one line per other
+// top-level key or section that differs ("listen changed: restart libreyolod to apply it");
+// those keep their running values.
+std::vector<std::string> MergeReloadable(const DaemonConfig& running, const DaemonConfig& loaded,
+                                         DaemonConfig* next);
+
+// The whole start-up sequence of a configuration: --config FILE, then flags over it, then
+// ValidateDaemonConfig. INVALID_ARGUMENT / NOT_FOUND / FAILED_PRECONDITION naming the problem.
+absl::StatusOr<DaemonConfig> LoadConfigFromArgs(const std::vector<std::string>& args);
+
+}  // namespace libreyolo::daemon
+
+#endif  // LIBREYOLO_SERVER_DAEMON_CONFIG_DAEMON_CONFIG_H_

@@ -1,0 +1,223 @@
+// The daemon's job table: submission with limits, one queue per device (fair share of device
+// time across users; priority, then FIFO, within a user), one job thread per device (the
+// runner puts each device's jobs in its own engine worker process), progress events with
+// sequence numbers for resumable watching, cancellation, recovery after a crash, retention.
+// Every state change is persisted through the JobStore before it is visible to callers. One
+// that cannot be (a full state filesystem) puts the manager out of service: it accepts and
+// starts no job, and says why (StoreError, metrics, the listener), until RetryStore has written
+// what was held back and a probe write passes. A job is never started without a durable
+// RUNNING record, so a job that finished is never run again after a restart.
+// Files: job_manager.cc (submission, reading, cancel, watch, metrics), job_manager_dispatch.cc
+// (queue order, the device workers, store health).
+#ifndef LIBREYOLO_SERVER_DAEMON_JOBS_JOB_MANAGER_H_
+#define LIBREYOLO_SERVER_DAEMON_JOBS_JOB_MANAGER_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "server/daemon/config/daemon_config.h"
+#include "server/daemon/jobs/job_runner.h"
+#include "server/daemon/jobs/user_slots.h"
+#include "server/daemon/rpc/prometheus.h"
+#include "server/daemon/security/auth.h"
+#include "server/daemon/store/job_store.h"
+
+namespace libreyolo::daemon {
+
+class JobManager {
+ public:
+  // `devices` are normalised names ("cpu", "cuda:0"), the first being the default.
+  JobManager(JobStore* store, JobRunner* runner, std::vector<std::string> devices, Limits limits,
+             Retention retention);
+  ~JobManager();  // Drain(0) if still running
+
+  // Loads the store: jobs that were running when the daemon died become FAILED with a reason,
+  // queued jobs are queued again in their order, finished ones stay readable.
+  absl::Status Recover(std::vector<std::string>* warnings);
+  void Start();  // the device workers and the retention sweep
+  // Stops accepting (UNAVAILABLE), lets running jobs finish until `deadline`, then cancels them
+  // and waits for the workers. Queued jobs stay queued on disk for the next start.
+  void Drain(std::chrono::milliseconds deadline);
+  // The first step of a drain: SubmitJob answers UNAVAILABLE from now on.
+  void StopAccepting() { accepting_ = false; }
+  // SIGHUP: new limits and retention for submissions and sweeps from now on; queued and
+  // running jobs are not touched.
+  void SetLimits(const Limits& limits, const Retention& retention);
+
+  // `request` already validated by the service. RESOURCE_EXHAUSTED for full queues/limits.
+  absl::StatusOr<v1::Job> Submit(const Identity& who, const v1::SubmitJobRequest& request,
+                                 const std::string& device);
+  // NOT_FOUND for unknown ids and for other users' jobs (their existence is not disclosed).
+  absl::StatusOr<v1::Job> Get(const Identity& who, const std::string& id) const;
+  absl::StatusOr<v1::ListJobsResponse> List(const Identity& who,
+                                            const v1::ListJobsRequest& request) const;
+  absl::StatusOr<v1::Job> Cancel(const Identity& who, const std::string& id);
+
+  // Calls `send` for each event with sequence >= from (in order) and returns when the job's
+  // last event was sent, `send` returns false (client gone), or `stop()` turns true.
+  absl::Status Watch(const Identity& who, const std::string& id, int64_t from,
+                     const std::function<bool(const v1::JobEvent&)>& send,
+                     const std::function<bool()>& stop);
+
+  // Resolves a job the caller may read, for artifacts and readers.
+  absl::StatusOr<v1::Job> Readable(const Identity& who, const std::string& id) const {
+    return Get(who, id);
+  }
+
+  // The path of artifact `name` of `job` (from Readable) for serving, after checking its bytes
+  // against the recorded size and SHA-256 (a file unchanged since its last check is not hashed
+  // again). A corrupt one is DATA_LOSS, counted (libreyolod_artifacts_corrupt_total), logged
+  // and recorded as a "corrupt" event of the job. Errors of ArtifactPath otherwise.
+  absl::StatusOr<std::string> VerifiedArtifactPath(const v1::Job& job, const std::string& name);
+
+  MetricsSnapshot Metrics() const;
+  const std::vector<std::string>& devices() const { return devices_; }
+  const JobRunner& runner() const { return *runner_; }
+  int32_t QueueLength(const std::string& device) const;
+  std::string RunningJob(const std::string& device) const;
+  // Whether any job is queued or running (a private daemon stops itself only when not).
+  bool Busy() const;
+  bool accepting() const { return accepting_.load(); }
+
+  // Empty while every state change has been made durable; otherwise why the manager is out of
+  // service (the first failed write).
+  std::string StoreError() const;
+  // Told (under the manager's lock: it must not call back) when the store goes out of service
+  // (`ok` false, with the reason) and when it is back. The daemon sets health and logs.
+  void SetStoreListener(std::function<void(bool ok, const std::string& why)> listener);
+  // Writes the records held back by a failed write, then probes the store; true when the
+  // manager is in service again (or never left it). The retention thread calls it every few
+  // seconds while out of service; tests call it directly.
+  bool RetryStore();
+  // The clock (Unix ms) for job times and device-time accounting; tests drive it.
+  void SetClock(std::function<int64_t()> now_ms);
+
+ private:
+  struct Entry {
+    v1::Job job;
+    std::vector<v1::JobEvent> events;
+    engine::CancelToken cancel;
+    int64_t submit_order = 0;
+    // A finished job whose final record could not be written: it stays RUNNING to callers (and
+    // on disk) until RetryStore writes this, then appends its final event (`pending_stage`).
+    // With an empty stage: a start that could not be recorded, and the QUEUED record is
+    // written again.
+    std::optional<v1::Job> pending;
+    std::string pending_stage;
+  };
+  struct DeviceState {
+    std::thread worker;
+    std::string running;  // job id
+    // The forming gang (a data-parallel job) this idle device is held for until all of the
+    // gang's devices are; its job thread waits meanwhile (job_manager_gang.cc).
+    std::string reserved;
+  };
+
+  bool Visible(const Identity& who, const v1::Job& job) const;
+  // Queued jobs of `device` in the order they will run.
+  std::vector<Entry*> QueueOrderLocked(const std::string& device) const;
+  // Device time `user` has used, the running jobs' time so far included.
+  int64_t UsageLocked(const std::string& user) const;
+  void AppendEventLocked(Entry& e, const std::string& stage, int64_t done, int64_t total,
+                         const std::string& message);
+  // Writes `next` as e's record and makes it e's state; on failure leaves e as it was, puts
+  // the manager out of service and returns false.
+  bool CommitLocked(Entry& e, const v1::Job& next);
+  void StoreFailedLocked(const absl::Status& status);
+  bool RetryStoreLocked();
+  // Every queued job's position: its place in its device's order; a gang's, the largest over
+  // its devices (it starts when the last of them comes to it).
+  void RefreshQueuePositionsLocked();
+  void WorkerLoop(const std::string& device);
+  // job_manager_gang.cc. The job `device`'s thread takes next: the forming gang when it holds
+  // this device, else the first of the device's order that is not a gang waiting behind
+  // another (a gang found first becomes the forming one). nullptr when there is none.
+  Entry* NextForLocked(const std::string& device);
+  // Holds `device` for the gang `e`; true when every device of the gang is now held (the
+  // caller then starts it), false when the caller must wait for the gang to start and end.
+  bool ReserveForGangLocked(Entry& e, const std::string& device);
+  // Lets go of every device held for gang `id` (it ran, or was cancelled while forming).
+  void ReleaseGangLocked(const std::string& id);
+  // Where a data-parallel request's ranks run: the first nproc slots of `device`'s kind, or
+  // the slots it names. INVALID_ARGUMENT / FAILED_PRECONDITION naming what this daemon has.
+  absl::StatusOr<std::vector<std::string>> PlaceRanksLocked(const v1::RunSpec& run,
+                                                            const std::string& device) const;
+  // Runs `e` on its devices (the caller's thread, for a gang the one that held its last).
+  void RunOne(Entry& e);
+  // The record of `job` after `out`, and the stage of its final event.
+  v1::Job FinishedRecord(const Entry& e, const RunOutcome& out, std::string* stage) const;
+  void SweepRetention();
+  int64_t NowMs() const;
+
+  JobStore* store_;
+  JobRunner* runner_;
+  std::vector<std::string> devices_;
+  mutable std::mutex mu_;
+  Limits limits_;        // guarded by mu_
+  Retention retention_;  // guarded by mu_
+  std::condition_variable work_cv_;    // workers: a job was queued, or stopping
+  std::condition_variable events_cv_;  // watchers: an event was appended
+  std::map<std::string, std::unique_ptr<Entry>> jobs_;
+  std::map<std::string, DeviceState> device_state_;
+  std::map<std::string, std::string> request_ids_;  // owner + "/" + request_id -> job id
+  // The one gang whose devices are being held for it (empty: none). One at a time, so that two
+  // gangs never each hold part of what the other needs.
+  std::string forming_gang_;
+  int64_t next_submit_order_ = 0;
+  int64_t starts_ = 0;
+  int64_t submitted_total_ = 0;
+  std::atomic<bool> accepting_{true};
+  bool stopping_ = false;
+  bool drained_ = false;  // the drain is over: open streams end UNAVAILABLE
+  std::thread retention_thread_;
+  std::condition_variable retention_cv_;
+  UserSlots watchers_{"open watchers", "max_watchers"};  // WatchJob streams
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::vector<std::string> persist_errors_;  // retention's failed deletions (tried again)
+  std::string store_error_ ABSL_GUARDED_BY(mu_);  // out of service when not empty
+  int64_t store_write_failures_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<void(bool, const std::string&)> store_listener_ ABSL_GUARDED_BY(mu_);
+  std::function<int64_t()> clock_ ABSL_GUARDED_BY(mu_);
+  // Fair share: device time (ms) each user's finished jobs used, and when each user last
+  // started a job (ties).
+  std::map<std::string, int64_t> usage_ms_ ABSL_GUARDED_BY(mu_);
+  void RebuildUsageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // at Recover, from the records
+  std::map<std::string, int64_t> last_start_by_user_ ABSL_GUARDED_BY(mu_);
+  // The mean run, for queue positions.
+  int64_t finished_runs_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t finished_run_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t artifacts_corrupt_ ABSL_GUARDED_BY(mu_) = 0;
+  // "<job>/<artifact>" -> the identity of the file last verified intact (its own lock:
+  // hashing runs outside mu_).
+  std::mutex verified_mu_;
+  std::map<std::string, std::string> verified_ ABSL_GUARDED_BY(verified_mu_);
+};
+
+// The device slots a job runs on: a data-parallel job's devices (rank order), else its device.
+std::vector<std::string> JobDevices(const v1::Job& job);
+bool OnDevice(const v1::Job& job, const std::string& device);
+// A data-parallel request's place in its run (Job.world): its global ranks, world and group.
+v1::JobWorld JobWorldOf(const v1::DataParallelOptions& dp);
+
+// "cpu" -> "cpu"; "0" / "cuda:0" -> "cuda:0"; anything else INVALID_ARGUMENT.
+absl::StatusOr<std::string> NormaliseDevice(const std::string& device);
+
+// A fresh job id: 16 lowercase hex characters from a random source, prefixed by the date
+// ("20261129-3f9a1c0b7e2d4a55") so ids sort by submission day.
+std::string NewJobId();
+
+}  // namespace libreyolo::daemon
+
+#endif  // LIBREYOLO_SERVER_DAEMON_JOBS_JOB_MANAGER_H_

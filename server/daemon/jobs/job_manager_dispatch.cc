@@ -1,0 +1,321 @@
+// The job manager's dispatch (job_manager.h): the order of each device's queue (fair share of
+// device time across users), the device workers, and what happens when a state change cannot
+// be made durable (the manager goes out of service until RetryStore succeeds).
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/status/exit_code.h"
+#include "server/daemon/jobs/job_manager.h"
+
+namespace libreyolo::daemon {
+namespace {
+
+// Progress events are persisted with an fsync each; the engine reports every iteration, so
+// intermediate counts are thinned to a few per second. Stage changes and completions always go.
+constexpr auto kProgressInterval = std::chrono::milliseconds(250);
+
+// What a queued job is expected to cost before any job has finished, for queue positions.
+constexpr int64_t kDefaultRunMs = 1000;
+
+}  // namespace
+
+int64_t JobManager::NowMs() const {
+  return clock_ ? clock_() : absl::ToUnixMillis(absl::Now());
+}
+
+void JobManager::SetClock(std::function<int64_t()> now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  clock_ = std::move(now_ms);
+}
+
+int64_t JobManager::UsageLocked(const std::string& user) const {
+  auto it = usage_ms_.find(user);
+  int64_t ms = it == usage_ms_.end() ? 0 : it->second;
+  const int64_t now = NowMs();
+  for (const auto& [device, state] : device_state_) {
+    if (state.running.empty()) continue;
+    auto j = jobs_.find(state.running);
+    if (j == jobs_.end() || j->second->job.owner() != user) continue;
+    ms += std::max<int64_t>(0, now - j->second->job.start_time_unix_ms());
+  }
+  return ms;
+}
+
+std::vector<JobManager::Entry*> JobManager::QueueOrderLocked(const std::string& device) const {
+  // Each user's queued jobs, priority first, then in submission order.
+  std::map<std::string, std::vector<Entry*>> by_user;
+  for (const auto& [id, e] : jobs_) {
+    if (e->job.state() == v1::JOB_STATE_QUEUED && OnDevice(e->job, device)) {
+      by_user[e->job.owner()].push_back(e.get());
+    }
+  }
+  struct Turn {
+    std::vector<Entry*> jobs;
+    size_t next = 0;
+    int64_t usage = 0, last_start = -1;
+  };
+  std::map<std::string, Turn> turns;
+  for (auto& [user, jobs] : by_user) {
+    std::sort(jobs.begin(), jobs.end(), [](const Entry* a, const Entry* b) {
+      if (a->job.priority() != b->job.priority()) return a->job.priority() > b->job.priority();
+      return a->submit_order < b->submit_order;
+    });
+    Turn& t = turns[user];
+    t.jobs = std::move(jobs);
+    t.usage = UsageLocked(user);
+    auto last = last_start_by_user_.find(user);
+    if (last != last_start_by_user_.end()) t.last_start = last->second;
+  }
+  // The user who has used the least device time goes next (ties: the one who started least
+  // recently, then the earliest job). Later turns are projected with the mean job's time.
+  const int64_t mean_ms =
+      finished_runs_ > 0 ? std::max<int64_t>(1, finished_run_ms_ / finished_runs_) : kDefaultRunMs;
+  std::vector<Entry*> order;
+  int64_t tick = starts_;
+  for (;;) {
+    Turn* best = nullptr;
+    for (auto& [user, t] : turns) {
+      if (t.next == t.jobs.size()) continue;
+      if (best == nullptr ||
+          std::make_tuple(t.usage, t.last_start, t.jobs[t.next]->submit_order) <
+              std::make_tuple(best->usage, best->last_start, best->jobs[best->next]->submit_order)) {
+        best = &t;
+      }
+    }
+    if (best == nullptr) break;
+    order.push_back(best->jobs[best->next++]);
+    best->usage += mean_ms;
+    best->last_start = ++tick;
+  }
+  return order;
+}
+
+void JobManager::RefreshQueuePositionsLocked() {
+  std::map<Entry*, int32_t> positions;
+  for (const std::string& device : devices_) {
+    const std::vector<Entry*> order = QueueOrderLocked(device);
+    for (size_t i = 0; i < order.size(); ++i) {
+      int32_t& pos = positions[order[i]];
+      pos = std::max(pos, static_cast<int32_t>(i + 1));
+    }
+  }
+  for (auto& [entry, pos] : positions) {
+    Entry& e = *entry;
+    if (e.job.queue_position() == pos) continue;
+    e.job.set_queue_position(pos);
+    // Positions are recomputed on recovery, so the record is not rewritten for them: the event
+    // (one fsync) is what watchers need.
+    AppendEventLocked(e, "queued", 0, 0, "");
+  }
+}
+
+void JobManager::AppendEventLocked(Entry& e, const std::string& stage, int64_t done, int64_t total,
+                                   const std::string& message) {
+  v1::JobEvent ev;
+  ev.set_job_id(e.job.id());
+  ev.set_sequence(e.job.last_sequence() + 1);
+  ev.set_time_unix_ms(NowMs());
+  ev.set_state(e.job.state());
+  ev.set_stage(stage);
+  ev.set_done(done);
+  ev.set_total(total);
+  ev.set_queue_position(e.job.queue_position());
+  ev.set_message(message);
+  // An event that cannot be written is still shown to watchers (the record holds the state),
+  // but the manager goes out of service like for a record.
+  if (absl::Status s = store_->AppendEvent(ev); !s.ok()) StoreFailedLocked(s);
+  e.job.set_last_sequence(ev.sequence());
+  e.events.push_back(std::move(ev));
+  events_cv_.notify_all();
+}
+
+bool JobManager::CommitLocked(Entry& e, const v1::Job& next) {
+  if (absl::Status s = store_->PutJob(next); !s.ok()) {
+    StoreFailedLocked(s);
+    return false;
+  }
+  e.job = next;
+  return true;
+}
+
+void JobManager::StoreFailedLocked(const absl::Status& status) {
+  ++store_write_failures_;
+  if (!store_error_.empty()) return;
+  store_error_ = std::string(status.message());
+  if (store_error_.empty()) store_error_ = status.ToString();
+  if (store_listener_) store_listener_(false, store_error_);
+}
+
+std::string JobManager::StoreError() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return store_error_;
+}
+
+void JobManager::SetStoreListener(std::function<void(bool ok, const std::string& why)> listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  store_listener_ = std::move(listener);
+  if (!store_error_.empty() && store_listener_) store_listener_(false, store_error_);
+}
+
+bool JobManager::RetryStore() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return RetryStoreLocked();
+}
+
+bool JobManager::RetryStoreLocked() {
+  if (store_error_.empty()) return true;
+  for (auto& [id, e] : jobs_) {
+    if (!e->pending) continue;
+    const bool requeue = e->pending_stage.empty();  // a start that was not recorded
+    if (absl::Status s = store_->PutJob(requeue ? e->job : *e->pending); !s.ok()) {
+      ++store_write_failures_;
+      return false;
+    }
+    if (requeue) {
+      e->pending.reset();
+      continue;
+    }
+    const int64_t seq = e->job.last_sequence();
+    e->job = *std::move(e->pending);
+    e->job.set_last_sequence(seq);
+    e->pending.reset();
+    AppendEventLocked(*e, e->pending_stage, e->pending_stage == "done" ? 1 : 0,
+                      e->pending_stage == "done" ? 1 : 0,
+                      e->pending_stage == "done" ? "" : e->job.error());
+  }
+  if (absl::Status s = store_->Probe(); !s.ok()) {
+    ++store_write_failures_;
+    return false;
+  }
+  if (store_listener_) store_listener_(true, store_error_);
+  store_error_.clear();
+  work_cv_.notify_all();
+  return true;
+}
+
+void JobManager::WorkerLoop(const std::string& device) {
+  for (;;) {
+    Entry* next = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] {
+        if (stopping_) return true;
+        return store_error_.empty() && NextForLocked(device) != nullptr;
+      });
+      if (stopping_) return;
+      next = NextForLocked(device);
+      if (next->job.devices_size() > 0 && !ReserveForGangLocked(*next, device)) {
+        // Held for a gang that others of its devices have still to reach: wait until it has
+        // run (or was cancelled), then look again.
+        const std::string gang = next->job.id();
+        work_cv_.wait(lock, [&] {
+          const DeviceState& ds = device_state_.at(device);
+          return stopping_ || (ds.reserved != gang && ds.running != gang);
+        });
+        continue;
+      }
+      // Durable before it runs: a job whose RUNNING record cannot be written stays queued (and
+      // the manager out of service), so a restart never runs a job that already ran.
+      v1::Job running = next->job;
+      running.set_state(v1::JOB_STATE_RUNNING);
+      running.set_queue_position(0);
+      running.set_start_time_unix_ms(NowMs());
+      if (!CommitLocked(*next, running)) {
+        // The RUNNING record may be in place without being durable (a failed directory
+        // fsync): RetryStore writes the QUEUED one again before the job may start. A gang's
+        // devices stay held for it meanwhile.
+        next->pending = next->job;
+        next->pending_stage.clear();
+        continue;
+      }
+      for (const std::string& d : JobDevices(next->job)) {
+        device_state_.at(d).running = next->job.id();
+      }
+      if (forming_gang_ == next->job.id()) forming_gang_.clear();
+      last_start_by_user_[next->job.owner()] = ++starts_;
+      AppendEventLocked(*next, "starting", 0, 0,
+                        absl::StrCat("on ", absl::StrJoin(JobDevices(next->job), ", ")));
+      RefreshQueuePositionsLocked();
+    }
+    RunOne(*next);
+  }
+}
+
+v1::Job JobManager::FinishedRecord(const Entry& e, const RunOutcome& out,
+                                   std::string* stage) const {
+  v1::Job job = e.job;
+  job.set_finish_time_unix_ms(NowMs());
+  if (out.status.ok()) {
+    for (const v1::Artifact& a : out.artifacts) *job.add_artifacts() = a;
+    job.set_state(v1::JOB_STATE_SUCCEEDED);
+    job.set_exit_code(kExitOk);
+    job.set_error("");
+    job.set_step_ms(out.step_ms);
+    job.set_img_per_s(out.img_per_s);
+    job.set_bound(out.bound);
+    *stage = "done";
+  } else if (absl::IsCancelled(out.status) || e.cancel.cancelled.load()) {
+    job.set_state(v1::JOB_STATE_CANCELLED);
+    job.set_exit_code(ExitCodeForStatus(absl::CancelledError("")));
+    if (job.error().empty()) job.set_error(std::string(out.status.message()));
+    if (!accepting_) job.set_error("libreyolod was stopped (SIGTERM) before the job finished");
+    if (!out.cancel_note.empty()) job.set_error(absl::StrCat(job.error(), "; ", out.cancel_note));
+    *stage = "cancelled";
+  } else {
+    job.set_state(v1::JOB_STATE_FAILED);
+    job.set_exit_code(out.exit_code != kExitOk ? out.exit_code : kExitAnalysisFailed);
+    job.set_error(std::string(out.status.message()));
+    *stage = "failed";
+  }
+  return job;
+}
+
+void JobManager::RunOne(Entry& e) {
+  v1::Job snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    snapshot = e.job;
+  }
+  std::string last_stage;
+  auto last_emit = std::chrono::steady_clock::time_point{};
+  auto progress = [&](const RunProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    const bool boundary = p.stage != last_stage || p.done == p.total || !p.message.empty();
+    if (!boundary && now - last_emit < kProgressInterval) return;
+    last_stage = p.stage;
+    last_emit = now;
+    std::lock_guard<std::mutex> lock(mu_);
+    AppendEventLocked(e, p.stage, p.done, p.total, p.message);
+  };
+  RunOutcome out = runner_->Run(snapshot, progress, e.cancel);
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string stage;
+  const v1::Job finished = FinishedRecord(e, out, &stage);
+  const int64_t ran_ms =
+      std::max<int64_t>(0, finished.finish_time_unix_ms() - finished.start_time_unix_ms());
+  // Device time: a gang held each of its devices for the whole run.
+  const std::vector<std::string> slots = JobDevices(finished);
+  usage_ms_[finished.owner()] += ran_ms * static_cast<int64_t>(slots.size());
+  ++finished_runs_;
+  finished_run_ms_ += ran_ms;
+  if (CommitLocked(e, finished)) {
+    AppendEventLocked(e, stage, stage == "done" ? 1 : 0, stage == "done" ? 1 : 0,
+                      stage == "done" ? "" : e.job.error());
+  } else {
+    // Still RUNNING on disk and to callers: a restart fails it (never runs it again); a
+    // RetryStore that writes this shows the outcome.
+    e.pending = finished;
+    e.pending_stage = stage;
+  }
+  for (const std::string& d : slots) device_state_.at(d).running.clear();
+  ReleaseGangLocked(e.job.id());
+  events_cv_.notify_all();
+  work_cv_.notify_all();  // the gang's other devices wait for this
+}
+
+}  // namespace libreyolo::daemon

@@ -1,0 +1,368 @@
+#include "server/daemon/rpc/profiler_service.h"
+
+#include <sys/resource.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/load/load_profile.h"
+#include "common/readers/run_reader.h"
+#include "proto/reader_spec/reader_request.h"
+#include "server/daemon/rpc/prometheus.h"
+#include "server/daemon/rpc/request_validation.h"
+
+namespace libreyolo::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int32_t kDefaultChunk = 1 << 20;
+constexpr int32_t kMaxChunk = 4 << 20;
+
+std::vector<std::string> DirNames(const std::string& dir, bool want_dirs) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!IsPlainName(name)) continue;
+    if (want_dirs ? e.is_directory(ec) : e.is_regular_file(ec))
+      out.push_back(name);
+    else if (want_dirs && e.path().extension() == ".yaml")
+      out.push_back(e.path().stem().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return -1;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+// Jobs as callers see them: inline images are kept for the run (and for recovery) but not
+// echoed back by every GetJob/ListJobs; their names stay, with the data cleared. A remote
+// caller (`redactor` set) sees the daemon's directories in the job's error by their short names.
+v1::Job ForCaller(v1::Job job, const PathRedactor* redactor) {
+  if (job.request().has_infer()) {
+    for (v1::InlineImage& im : *job.mutable_request()->mutable_infer()->mutable_images()) {
+      im.clear_data();
+    }
+  }
+  if (redactor != nullptr && !job.error().empty()) job.set_error(redactor->Redact(job.error()));
+  return job;
+}
+
+}  // namespace
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+
+ProfilerServiceImpl::ProfilerServiceImpl(const LiveConfig& config, const Authenticator* auth,
+                                         JobManager* jobs, JobStore* store)
+    : config_(config),
+      redactor_(*config.Get()),  // directories do not change on reload
+      auth_(auth),
+      jobs_(jobs),
+      store_(store),
+      start_time_unix_ms_(absl::ToUnixMillis(absl::Now())) {}
+
+const PathRedactor* ProfilerServiceImpl::RedactorFor(const Identity& who) const {
+  return MayNameLocalPaths(*config_.Get(), who) ? nullptr : &redactor_;
+}
+
+grpc::Status ProfilerServiceImpl::Finish(const absl::Status& s) {
+  if (!s.ok()) ++rpc_errors_;
+  return ToGrpc(s);
+}
+
+grpc::Status ProfilerServiceImpl::SubmitJob(grpc::ServerContext* ctx,
+                                            const v1::SubmitJobRequest* req, v1::Job* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  std::string device;
+  const std::shared_ptr<const DaemonConfig> config = config_.Get();  // SIGHUP may swap it
+  if (auto s = ValidateSubmit(*req, *config, *who, &device); !s.ok()) return Finish(s);
+  if (auto s = CheckInputsExist(*req, *config); !s.ok()) return Finish(s);
+  auto job = jobs_->Submit(*who, *req, device);
+  if (!job.ok()) return Finish(job.status());
+  *resp = ForCaller(*std::move(job), RedactorFor(*who));
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
+                                           grpc::ServerWriter<v1::JobEvent>* writer) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
+  const PathRedactor* redactor = RedactorFor(*who);
+  const absl::Status s = jobs_->Watch(
+      *who, req->job_id(), req->from_sequence(),
+      [&](const v1::JobEvent& e) {
+        if (redactor == nullptr || e.message().empty()) return writer->Write(e);
+        v1::JobEvent copy = e;
+        copy.set_message(redactor->Redact(e.message()));
+        return writer->Write(copy);
+      },
+      [&] { return ctx->IsCancelled(); });
+  return Finish(s);
+}
+
+grpc::Status ProfilerServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                                         v1::Job* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
+  auto job = jobs_->Get(*who, req->job_id());
+  if (!job.ok()) return Finish(job.status());
+  *resp = ForCaller(*std::move(job), RedactorFor(*who));
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
+                                           v1::ListJobsResponse* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
+  auto list = jobs_->List(*who, *req);
+  if (!list.ok()) return Finish(list.status());
+  *resp = *std::move(list);
+  for (v1::Job& j : *resp->mutable_jobs()) j = ForCaller(std::move(j), RedactorFor(*who));
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::CancelJob(grpc::ServerContext* ctx,
+                                            const v1::CancelJobRequest* req, v1::Job* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
+  auto job = jobs_->Cancel(*who, req->job_id());
+  if (!job.ok()) return Finish(job.status());
+  *resp = ForCaller(*std::move(job), RedactorFor(*who));
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::ReadArtifact(grpc::ServerContext* ctx,
+                                               const v1::ReadArtifactRequest* req,
+                                               grpc::ServerWriter<v1::ArtifactChunk>* writer) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  if (req->chunk_size() < 0 || req->chunk_size() > kMaxChunk) {
+    return Finish(absl::InvalidArgumentError(
+        absl::StrCat("chunk_size: must be 0 (default 1 MiB) .. ", kMaxChunk)));
+  }
+  if (req->offset() < 0) return Finish(absl::InvalidArgumentError("offset: must be >= 0"));
+  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
+  const auto limits = config_.Get()->limits;
+  auto slot = downloads_.Acquire(who->user, limits.max_downloads, limits.max_downloads_per_user);
+  if (!slot.ok()) return Finish(slot.status());
+  auto job = jobs_->Readable(*who, req->job_id());
+  if (!job.ok()) return Finish(job.status());
+  auto path = jobs_->VerifiedArtifactPath(*job, req->name());
+  if (!path.ok()) return Finish(path.status());
+  std::string sha;
+  for (const v1::Artifact& a : job->artifacts()) {
+    if (a.name() == req->name()) sha = a.sha256();
+  }
+  std::ifstream in(*path, std::ios::binary);
+  if (!in) return Finish(absl::NotFoundError(absl::StrCat("artifact ", req->name(), " is gone")));
+  in.seekg(0, std::ios::end);
+  const int64_t size = static_cast<int64_t>(in.tellg());
+  if (req->offset() > size) {
+    return Finish(absl::OutOfRangeError(
+        absl::StrCat("offset: ", req->offset(), " is past the end (", size, " bytes)")));
+  }
+  in.seekg(req->offset());
+  const int32_t chunk = req->chunk_size() == 0 ? kDefaultChunk : req->chunk_size();
+  std::string buffer(static_cast<size_t>(chunk), '\0');
+  int64_t offset = req->offset();
+  do {
+    if (ctx->IsCancelled()) return Finish(absl::CancelledError("the reader went away"));
+    const int64_t n = std::min<int64_t>(chunk, size - offset);
+    in.read(buffer.data(), n);
+    if (in.gcount() != n) {
+      return Finish(
+          absl::DataLossError(absl::StrCat("artifact ", req->name(), " changed while read")));
+    }
+    v1::ArtifactChunk c;
+    c.set_offset(offset);
+    c.set_data(buffer.data(), static_cast<size_t>(n));
+    c.set_total_size(size);
+    offset += n;
+    c.set_last(offset == size);
+    if (c.last()) c.set_sha256(sha);
+    if (!writer->Write(c)) return grpc::Status::OK;
+  } while (offset < size);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::Read(grpc::ServerContext* ctx, const v1::ReadRequest* req,
+                                       v1::ReaderResponse* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
+  auto call = readerspec::FromReadRequest(*req);
+  if (!call.ok()) return Finish(call.status());
+  const auto limits = config_.Get()->limits;
+  auto slot = reads_.Acquire(who->user, limits.max_reads, limits.max_reads_per_user);
+  if (!slot.ok()) return Finish(slot.status());
+  ReaderInvocation inv = call->invocation;
+  for (const v1::ProfileRef& ref : call->refs) {
+    inv.inputs.push_back(absl::StrCat(ref.job_id(), "/",
+                                      ref.artifact().empty() ? "profile.json" : ref.artifact()));
+    inv.labels.push_back(
+        absl::StrCat("job:", ref.job_id(), ref.artifact().empty() ? "" : "/" + ref.artifact()));
+  }
+  // Inputs are "<job id>/<artifact>", resolved through the store: never a path from a request.
+  auto artifact = [&](const std::string& input,
+                      const std::string& name) -> absl::StatusOr<std::string> {
+    auto job = jobs_->Readable(*who, input.substr(0, input.find('/')));
+    if (!job.ok()) return job.status();
+    if (job->artifacts_size() == 0) {
+      return absl::NotFoundError(absl::StrCat("job ", job->id(), " has no profile (state ",
+                                              v1::JobState_Name(job->state()), ")"));
+    }
+    return jobs_->VerifiedArtifactPath(*job, name);
+  };
+  auto load = [&](const std::string& input) -> absl::StatusOr<Profile> {
+    auto path = artifact(input, input.substr(input.find('/') + 1));
+    if (!path.ok()) return path.status();
+    return LoadProfile(*path);
+  };
+  // modules: the job's trace artifact beside the profile read ("rank1.profile.json" ->
+  // "rank1.profile_trace.json"), or the artifact itself when it is a trace.
+  auto locate = [&](const std::string& input, const Profile&) -> absl::StatusOr<TraceInput> {
+    const size_t slash = input.find('/');
+    std::string name = input.substr(slash + 1);
+    if (absl::EndsWith(name, "profile.json")) {
+      name = absl::StrCat(name.substr(0, name.size() - 5), "_trace.json");
+    }
+    auto path = artifact(input, name);
+    if (!path.ok()) {
+      if (path.status().code() != absl::StatusCode::kNotFound) return path.status();
+      return absl::FailedPreconditionError(
+          absl::StrCat("modules reads the Chrome trace, and job ", input.substr(0, slash),
+                       " has no ", name, " (", path.status().message(), ")"));
+    }
+    return TraceInput{*path, absl::StrCat("job:", input.substr(0, slash), "/", name)};
+  };
+  auto out = RunReader(inv, load, locate);
+  if (!out.ok()) return Finish(out.status());
+  resp->set_json(out->json);
+  resp->set_text(out->text);
+  return grpc::Status::OK;
+}
+
+// The v1 reader RPCs: each is Read with its own request in the oneof.
+grpc::Status ProfilerServiceImpl::Summary(grpc::ServerContext* ctx, const v1::SummaryRequest* req,
+                                          v1::ReaderResponse* resp) {
+  v1::ReadRequest read;
+  *read.mutable_summary() = *req;
+  return Read(ctx, &read, resp);
+}
+
+grpc::Status ProfilerServiceImpl::Get(grpc::ServerContext* ctx, const v1::GetRequest* req,
+                                      v1::ReaderResponse* resp) {
+  v1::ReadRequest read;
+  *read.mutable_get() = *req;
+  return Read(ctx, &read, resp);
+}
+
+grpc::Status ProfilerServiceImpl::Phases(grpc::ServerContext* ctx, const v1::PhasesRequest* req,
+                                         v1::ReaderResponse* resp) {
+  v1::ReadRequest read;
+  *read.mutable_phases() = *req;
+  return Read(ctx, &read, resp);
+}
+
+grpc::Status ProfilerServiceImpl::Kernels(grpc::ServerContext* ctx, const v1::KernelsRequest* req,
+                                          v1::ReaderResponse* resp) {
+  v1::ReadRequest read;
+  *read.mutable_kernels() = *req;
+  return Read(ctx, &read, resp);
+}
+
+grpc::Status ProfilerServiceImpl::Ops(grpc::ServerContext* ctx, const v1::OpsRequest* req,
+                                      v1::ReaderResponse* resp) {
+  v1::ReadRequest read;
+  *read.mutable_ops() = *req;
+  return Read(ctx, &read, resp);
+}
+
+grpc::Status ProfilerServiceImpl::Modules(grpc::ServerContext* ctx, const v1::ModulesRequest* req,
+                                          v1::ReaderResponse* resp) {
+  v1::ReadRequest read;
+  *read.mutable_modules() = *req;
+  return Read(ctx, &read, resp);
+}
+
+grpc::Status ProfilerServiceImpl::Compare(grpc::ServerContext* ctx, const v1::CompareRequest* req,
+                                          v1::ReaderResponse* resp) {
+  v1::ReadRequest read;
+  *read.mutable_compare() = *req;
+  return Read(ctx, &read, resp);
+}
+
+grpc::Status ProfilerServiceImpl::WhatIf(grpc::ServerContext* ctx, const v1::WhatIfRequest* req,
+                                         v1::ReaderResponse* resp) {
+  v1::ReadRequest read;
+  *read.mutable_what_if() = *req;
+  return Read(ctx, &read, resp);
+}
+
+
+grpc::Status ProfilerServiceImpl::GetDaemonInfo(grpc::ServerContext* ctx,
+                                                const v1::GetDaemonInfoRequest*,
+                                                v1::DaemonInfo* resp) {
+  const std::shared_ptr<const DaemonConfig> config = config_.Get();
+  resp->set_version(LIBREYOLO_VERSION);
+  const EngineFacts engine = jobs_->runner().Facts();  // from the engine workers' Hello
+  resp->set_libtorch_version(engine.libtorch_version);
+  resp->set_cuda_version(engine.cuda_version);
+  if (auto who = auth_->Identify(*ctx); who.ok()) {
+    resp->set_caller(who->user);
+    resp->set_caller_is_admin(who->admin);
+    resp->set_allows_local_paths(MayNameLocalPaths(*config, *who));
+  }
+  for (const std::string& d : jobs_->devices()) {
+    v1::DeviceInfo* info = resp->add_devices();
+    info->set_name(d);
+    info->set_description(jobs_->runner().DescribeDevice(d));
+    info->set_queue_length(jobs_->QueueLength(d));
+    info->set_running_job_id(jobs_->RunningJob(d));
+  }
+  resp->set_start_time_unix_ms(start_time_unix_ms_);
+  resp->set_max_queue_length(config->limits.max_queue_length);
+  resp->set_max_jobs_per_user(config->limits.max_jobs_per_user);
+  for (const std::string& m : DirNames(config->models_dir, false)) resp->add_models(m);
+  for (const std::string& d : DirNames(config->datasets_dir, true)) resp->add_datasets(d);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::GetMetrics(grpc::ServerContext* ctx, const v1::GetMetricsRequest*,
+                                             v1::GetMetricsResponse* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  resp->set_text(RenderPrometheus(Metrics()));
+  return grpc::Status::OK;
+}
+
+MetricsSnapshot ProfilerServiceImpl::Metrics() const {
+  MetricsSnapshot m = jobs_->Metrics();
+  m.rpc_errors_total = rpc_errors_.load();
+  m.reads_in_flight = reads_.in_use();
+  m.downloads_in_flight = downloads_.in_use();
+  m.resident_memory_bytes = ResidentBytes();
+  return m;
+}
+
+}  // namespace libreyolo::daemon

@@ -1,0 +1,422 @@
+#include "server/daemon/rpc/request_validation.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/analysis/what_if.h"
+#include "common/readers/modules_view.h"
+#include "common/readers/top_rows.h"
+#include "common/render/terminal_text.h"
+#include "proto/job_spec/job_spec.h"
+#include "server/daemon/jobs/job_manager.h"
+
+namespace libreyolo::daemon {
+namespace {
+
+absl::Status Bad(const std::string& field, const std::string& what) {
+  return jobspec::FieldError(field, what);
+}
+
+absl::Status Limit(const std::string& field, int64_t value, int64_t limit, const char* key) {
+  return jobspec::LimitError(field, value, limit, "this daemon's", key);
+}
+
+// A count with a fixed range in the contract: INVALID_ARGUMENT naming the range.
+absl::Status Range(const std::string& field, int64_t v, int64_t lo, int64_t hi) {
+  if (v >= lo && v <= hi) return absl::OkStatus();
+  return Bad(field, absl::StrCat(v, " is outside ", lo, "..", hi));
+}
+
+absl::Status MaxBytes(const std::string& field, const std::string& v, size_t max) {
+  if (v.size() <= max) return absl::OkStatus();
+  return Bad(field, absl::StrCat("'", Excerpt(v), "' is longer than ", max, " bytes"));
+}
+
+// A name in a daemon directory, or (when allowed) an absolute local path.
+absl::Status CheckNameOrPath(const std::string& field, const std::string& value, bool local_ok,
+                             const char* dir_key) {
+  if (value.empty() || IsPlainName(value)) return absl::OkStatus();
+  if (auto s = MaxBytes(field, value, local_ok ? kMaxLocalPathBytes : kMaxNameBytes); !s.ok()) {
+    return s;
+  }
+  if (!absl::StrContains(value, '/')) {
+    return Bad(field, absl::StrCat("'", Excerpt(value),
+                                   "' is not a valid name (letters, digits, . _ -, not starting "
+                                   "with '.', at most 255 bytes)"));
+  }
+  if (!local_ok) {
+    return Bad(field, absl::StrCat("'", Excerpt(value),
+                                   "' is a path; this daemon accepts only names in its ", dir_key,
+                                   " (GetDaemonInfo lists them), so that no request "
+                                   "names a path on the server"));
+  }
+  if (value[0] != '/') return Bad(field, "local paths must be absolute");
+  if (value.find('\0') != std::string::npos) return Bad(field, "a path holds no NUL byte");
+  return absl::OkStatus();
+}
+
+bool IsSyntheticData(const std::string& data) {
+  return data == "synthetic" || absl::StartsWith(data, "synthetic:");
+}
+
+// "synthetic" or "synthetic:N", N decimal digits, 1..kMaxSyntheticImages.
+absl::Status CheckSynthetic(const std::string& data) {
+  if (data == "synthetic") return absl::OkStatus();
+  const std::string count = data.substr(std::string_view("synthetic:").size());
+  const bool digits = !count.empty() && count.size() <= 7 &&
+                      std::all_of(count.begin(), count.end(), absl::ascii_isdigit);
+  int64_t n = 0;
+  if (digits) n = std::stoll(count);
+  if (!digits || n < 1 || n > kMaxSyntheticImages) {
+    return Bad("run.data", absl::StrCat("'", Excerpt(data),
+                                        "': the synthetic image count must be an integer in 1..",
+                                        kMaxSyntheticImages, " (e.g. synthetic:256)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckModel(const v1::ModelOptions& m, const DaemonConfig& config, bool local_ok,
+                        std::string* device) {
+  if (auto s = CheckNameOrPath("model.weights", m.weights(), local_ok, "models_dir"); !s.ok()) {
+    return s;
+  }
+  if (m.device().empty()) {
+    *device = config.devices.empty() ? "cpu" : config.devices.front();
+    auto d = NormaliseDevice(*device);
+    if (d.ok()) *device = *d;
+    return absl::OkStatus();
+  }
+  if (m.device().size() > kMaxShortStringBytes || !IsPrintableUtf8(m.device())) {
+    return Bad("model.device", absl::StrCat("'", Excerpt(m.device()),
+                                            "' is not a device (use cpu, 0, 1, ... or cuda:N)"));
+  }
+  auto d = NormaliseDevice(m.device());
+  if (!d.ok()) return d.status();
+  *device = *d;
+  return absl::OkStatus();
+}
+
+// "cpu" and the further CPU slots ("cpu:1"): jobs that run on the host.
+bool IsCpuSlot(const std::string& device) { return absl::StartsWith(device, "cpu"); }
+
+// The daemon's configured limits, as the job spec's validator takes them.
+jobspec::JobLimits JobLimitsOf(const Limits& l) {
+  jobspec::JobLimits j;
+  j.max_batch = l.max_batch;
+  j.max_imgsz = l.max_imgsz;
+  j.max_runs = l.max_runs;
+  j.max_steps = l.max_steps;
+  j.max_repeat = l.max_repeat;
+  j.limit_owner = "this daemon's";
+  return j;
+}
+
+absl::Status CheckInfer(const v1::InferSpec& s, const DaemonConfig& config, bool local_ok,
+                        const std::string& device) {
+  const Limits& l = config.limits;
+  // The options' values (ranges, the imgsz grid, the limits): the job spec's one validator.
+  if (auto st = jobspec::ValidateInferSpec(s, JobLimitsOf(l), IsCpuSlot(device)); !st.ok()) {
+    return st;
+  }
+  if (!s.source().empty() && s.images_size() > 0) {
+    return Bad("infer.source", "give a source name or inline images, not both");
+  }
+  if (auto st = CheckNameOrPath("infer.source", s.source(), local_ok, "images_dir"); !st.ok()) {
+    return st;
+  }
+  if (s.images_size() > kMaxInlineImages) {
+    return Bad("infer.images", absl::StrCat(s.images_size(), " images; at most ",
+                                            kMaxInlineImages));
+  }
+  int64_t bytes = 0;
+  for (int i = 0; i < s.images_size(); ++i) {
+    const v1::InlineImage& im = s.images(i);
+    const std::string field = absl::StrCat("infer.images[", i, "]");
+    if (im.data().empty()) return Bad(field + ".data", "is empty");
+    if (auto st = MaxBytes(field + ".name", im.name(), kMaxNameBytes); !st.ok()) return st;
+    if (!IsPrintableUtf8(im.name())) {
+      return Bad(field + ".name", absl::StrCat("'", Excerpt(im.name()),
+                                               "' holds control characters"));
+    }
+    bytes += static_cast<int64_t>(im.data().size());  // each under the message size limit
+  }
+  if (bytes > l.max_inline_image_bytes) {
+    return Limit("infer.images (total bytes)", bytes, l.max_inline_image_bytes,
+                 "max_inline_image_bytes");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRun(const v1::RunSpec& s, const DaemonConfig& config, bool local_ok,
+                      const std::string& device) {
+  const Limits& l = config.limits;
+  if (s.data().empty()) return Bad("run.data", "required: a dataset name or synthetic[:N]");
+  if (IsSyntheticData(s.data())) {
+    if (auto st = CheckSynthetic(s.data()); !st.ok()) return st;
+  } else if (auto st = CheckNameOrPath("run.data", s.data(), local_ok, "datasets_dir");
+             !st.ok()) {
+    return st;
+  }
+  // The options' values (ranges, the imgsz grid, the schedule's total, the limits): the job
+  // spec's one validator.
+  return jobspec::ValidateRunSpec(s, JobLimitsOf(l), IsCpuSlot(device));
+}
+
+absl::Status CheckLabels(const std::string& field,
+                         const google::protobuf::Map<std::string, std::string>& labels) {
+  if (labels.size() > static_cast<size_t>(kMaxLabels)) {
+    return Bad(field, absl::StrCat(labels.size(), " labels; at most ", kMaxLabels));
+  }
+  for (const auto& [k, v] : labels) {
+    if (!IsLabelKey(k)) {
+      return Bad(field, absl::StrCat("key '", Excerpt(k), "' must match [a-z0-9_.-/]{1,63}"));
+    }
+    if (v.size() > kMaxTextBytes) {
+      return Bad(absl::StrCat(field, "[", k, "]"),
+                 absl::StrCat("value is ", v.size(), " bytes; at most ", kMaxTextBytes));
+    }
+    if (!IsLabelValue(v)) {
+      return Bad(absl::StrCat(field, "[", k, "]"),
+                 absl::StrCat("value '", Excerpt(v),
+                              "' must be printable UTF-8 (no control characters, tab, CR or "
+                              "newline)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckProfileRef(const std::string& field, const v1::ProfileRef& ref) {
+  if (auto s = ValidateJobId(field + ".job_id", ref.job_id()); !s.ok()) return s;
+  return MaxBytes(field + ".artifact", ref.artifact(), kMaxNameBytes);
+}
+
+absl::Status CheckTop(bool has, int32_t top) {
+  if (!has) return absl::OkStatus();
+  return libreyolo::CheckTop(top);
+}
+
+}  // namespace
+
+bool IsPlainName(const std::string& name) {
+  if (name.empty() || name.size() > kMaxNameBytes || name[0] == '.') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+}
+
+bool IsLabelKey(const std::string& k) {
+  if (k.empty() || k.size() > kMaxLabelKeyBytes) return false;
+  return std::all_of(k.begin(), k.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-' ||
+           c == '/';
+  });
+}
+
+bool IsLabelValue(const std::string& v) { return v.size() <= kMaxTextBytes && IsPrintableUtf8(v); }
+
+bool MayNameLocalPaths(const DaemonConfig& config, const Identity& who) {
+  return config.allow_local_paths && who.unix_peer && who.uid.has_value() && *who.uid == ::getuid();
+}
+
+absl::Status ValidateJobId(const std::string& field, const std::string& id) {
+  if (id.empty()) return Bad(field, "required");
+  const bool ok = id.size() <= kMaxJobIdBytes &&
+                  std::all_of(id.begin(), id.end(), [](char c) {
+                    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                           c == '_';
+                  });
+  if (!ok) {
+    return Bad(field, absl::StrCat("'", Excerpt(id),
+                                   "' is not a job id (at most 64 bytes of letters, digits, - "
+                                   "and _; `libreyolo jobs list` shows yours)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& config,
+                            const Identity& who, std::string* device) {
+  if (r.spec_case() == v1::SubmitJobRequest::SPEC_NOT_SET) {
+    return Bad("spec", "set infer or run");
+  }
+  if (auto s = CheckLabels("labels", r.labels()); !s.ok()) return s;
+  if (auto s = Range("priority", r.priority(), -10, 10); !s.ok()) return s;
+  if (auto s = Range("max_wall_seconds", r.max_wall_seconds(), 0, kMaxJobSeconds); !s.ok()) {
+    return s;
+  }
+  if (auto s = MaxBytes("request_id", r.request_id(), kMaxRequestIdBytes); !s.ok()) return s;
+  if (!IsPrintableUtf8(r.request_id())) {
+    return Bad("request_id", "must be printable UTF-8 (no control characters)");
+  }
+  const bool local_ok = MayNameLocalPaths(config, who);
+  if (r.has_infer()) {
+    if (auto s = CheckModel(r.infer().model(), config, local_ok, device); !s.ok()) return s;
+    return CheckInfer(r.infer(), config, local_ok, *device);
+  }
+  if (auto s = CheckModel(r.run().model(), config, local_ok, device); !s.ok()) return s;
+  // The ranks' slots say the device when the request does not (rpc.md, "Data-parallel jobs").
+  const v1::DataParallelOptions& dp = r.run().data_parallel();
+  if (r.run().model().device().empty() && !dp.devices().empty()) {
+    if (auto d = NormaliseDevice(dp.devices(0)); d.ok()) *device = *d;
+  }
+  return CheckRun(r.run(), config, local_ok, *device);
+}
+
+absl::Status ValidateRequest(const v1::WatchJobRequest& r) {
+  if (auto s = ValidateJobId("job_id", r.job_id()); !s.ok()) return s;
+  if (r.from_sequence() < 0) return Bad("from_sequence", "must be >= 0");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRequest(const v1::GetJobRequest& r) {
+  return ValidateJobId("job_id", r.job_id());
+}
+
+absl::Status ValidateRequest(const v1::CancelJobRequest& r) {
+  return ValidateJobId("job_id", r.job_id());
+}
+
+absl::Status ValidateRequest(const v1::ListJobsRequest& r) {
+  if (r.states_size() > kMaxStates) {
+    return Bad("states", absl::StrCat("at most ", kMaxStates, " entries"));
+  }
+  for (const int state : r.states()) {
+    if (!v1::JobState_IsValid(state)) return Bad("states", absl::StrCat(state, " is not a JobState"));
+  }
+  if (auto s = MaxBytes("owner", r.owner(), kMaxTextBytes); !s.ok()) return s;
+  if (auto s = CheckLabels("labels", r.labels()); !s.ok()) return s;
+  if (r.page_size() < 0) return Bad("page_size", "must be >= 0");
+  return MaxBytes("page_token", r.page_token(), kMaxShortStringBytes);
+}
+
+absl::Status ValidateRequest(const v1::ReadArtifactRequest& r) {
+  if (auto s = ValidateJobId("job_id", r.job_id()); !s.ok()) return s;
+  return MaxBytes("name", r.name(), kMaxNameBytes);
+}
+
+absl::Status ValidateRequest(const v1::SummaryRequest& r) {
+  return CheckProfileRef("profile", r.profile());
+}
+
+absl::Status ValidateRequest(const v1::GetRequest& r) {
+  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
+  return MaxBytes("field", r.field(), kMaxTextBytes);
+}
+
+absl::Status ValidateRequest(const v1::PhasesRequest& r) {
+  return CheckProfileRef("profile", r.profile());
+}
+
+absl::Status ValidateRequest(const v1::KernelsRequest& r) {
+  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
+  if (auto s = CheckTop(r.has_top(), r.top()); !s.ok()) return s;
+  if (auto s = MaxBytes("category", r.category(), kMaxShortStringBytes); !s.ok()) return s;
+  if (auto s = MaxBytes("grep", r.grep(), kMaxTextBytes); !s.ok()) return s;
+  if (auto s = MaxBytes("sort", r.sort(), kMaxShortStringBytes); !s.ok()) return s;
+  return MaxBytes("phase", r.phase(), kMaxShortStringBytes);
+}
+
+absl::Status ValidateRequest(const v1::OpsRequest& r) {
+  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
+  if (auto s = CheckTop(r.has_top(), r.top()); !s.ok()) return s;
+  if (auto s = MaxBytes("phase", r.phase(), kMaxShortStringBytes); !s.ok()) return s;
+  return MaxBytes("sort", r.sort(), kMaxShortStringBytes);
+}
+
+absl::Status ValidateRequest(const v1::CompareRequest& r) {
+  if (auto s = CheckProfileRef("before", r.before()); !s.ok()) return s;
+  return CheckProfileRef("after", r.after());
+}
+
+absl::Status ValidateRequest(const v1::WhatIfRequest& r) {
+  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
+  if (auto s = MaxBytes("remove_category", r.remove_category(), kMaxShortStringBytes); !s.ok()) {
+    return s;
+  }
+  if (r.change_case() != v1::WhatIfRequest::kRemoveLaunches) return absl::OkStatus();
+  return CheckRemoveLaunches(r.remove_launches());
+}
+
+absl::Status ValidateRequest(const v1::ModulesRequest& r) {
+  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
+  if (r.has_depth()) {
+    if (auto s = CheckModuleDepth(r.depth()); !s.ok()) return s;
+  }
+  if (auto s = MaxBytes("sort", r.sort(), kMaxShortStringBytes); !s.ok()) return s;
+  return MaxBytes("format", r.format(), kMaxShortStringBytes);
+}
+
+absl::Status ValidateRequest(const v1::ReadRequest& r) {
+  switch (r.reader_case()) {
+    case v1::ReadRequest::kSummary:
+      return ValidateRequest(r.summary());
+    case v1::ReadRequest::kGet:
+      return ValidateRequest(r.get());
+    case v1::ReadRequest::kPhases:
+      return ValidateRequest(r.phases());
+    case v1::ReadRequest::kKernels:
+      return ValidateRequest(r.kernels());
+    case v1::ReadRequest::kOps:
+      return ValidateRequest(r.ops());
+    case v1::ReadRequest::kModules:
+      return ValidateRequest(r.modules());
+    case v1::ReadRequest::kCompare:
+      return ValidateRequest(r.compare());
+    case v1::ReadRequest::kWhatIf:
+      return ValidateRequest(r.what_if());
+    case v1::ReadRequest::READER_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "reader: set one of summary, get, phases, kernels, ops, modules, compare, what_if");
+}
+
+absl::Status CheckInputsExist(const v1::SubmitJobRequest& r, const DaemonConfig& config) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // Where a name is looked for, and the same with the name as an error may echo it (Excerpt:
+  // the daemon's directory whole, so that the path redactor still recognises it).
+  auto in_dir = [](const std::string& dir, const std::string& name, bool shown) {
+    const std::string n = shown ? Excerpt(name) : name;
+    return IsPlainName(name) ? (fs::path(dir) / n).string() : n;
+  };
+  const v1::ModelOptions& m = r.has_infer() ? r.infer().model() : r.run().model();
+  if (!m.weights().empty() && m.weights() != jobspec::defaults::kWeights &&
+      !fs::is_regular_file(in_dir(config.models_dir, m.weights(), false), ec)) {
+    return absl::NotFoundError(absl::StrCat(
+        "model.weights: ", Excerpt(m.weights()), " not found (looked at ",
+        in_dir(config.models_dir, m.weights(), true), "; GetDaemonInfo lists the models)"));
+  }
+  const std::string& source = r.infer().source();
+  if (r.has_infer() && !source.empty() &&
+      !fs::exists(in_dir(config.images_dir, source, false), ec)) {
+    return absl::NotFoundError(absl::StrCat("infer.source: ", Excerpt(source),
+                                            " not found (looked at ",
+                                            in_dir(config.images_dir, source, true), ")"));
+  }
+  if (!r.has_run() || IsSyntheticData(r.run().data())) return absl::OkStatus();
+  const std::string& data = r.run().data();
+  auto candidates = [&](const std::string& name) -> std::vector<std::string> {
+    if (!IsPlainName(data)) return {name};
+    const fs::path dir(config.datasets_dir);
+    return {(dir / (name + ".yaml")).string(), (dir / name / (name + ".yaml")).string(),
+            (dir / name / "data.yaml").string(), (dir / name).string()};
+  };
+  for (const std::string& c : candidates(data)) {
+    if (fs::exists(c, ec)) return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat("run.data: dataset '", Excerpt(data),
+                                          "' not found (looked at ",
+                                          absl::StrJoin(candidates(Excerpt(data)), ", "), ")"));
+}
+
+}  // namespace libreyolo::daemon

@@ -1,0 +1,106 @@
+// Who is calling: bearer tokens on TCP (a tokens file the admin owns), the peer's uid on the
+// Unix socket. Users see and cancel their own jobs; admins see all.
+#ifndef LIBREYOLO_SERVER_DAEMON_SECURITY_AUTH_H_
+#define LIBREYOLO_SERVER_DAEMON_SECURITY_AUTH_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "server/daemon/config/daemon_config.h"
+
+namespace grpc {
+class ServerContextBase;  // ServerContext (sync API) and CallbackServerContext both are one
+class ServerCredentials;
+}  // namespace grpc
+
+namespace libreyolo::daemon {
+
+struct Identity {
+  std::string user;
+  bool admin = false;
+  bool unix_peer = false;    // came over the Unix socket
+  std::optional<uid_t> uid;  // the peer's uid on the Unix socket
+};
+
+// The user names the daemon accepts (tokens file, `admins`): 1..256 bytes of letters, digits,
+// _ - . @ (rpc.md, "Authentication"; 256 is ListJobs.owner's bound, so a filter can name any).
+inline constexpr size_t kMaxUserNameBytes = 256;
+bool IsValidUserName(absl::string_view user);
+
+// The tokens file: one "<token> <user> [admin]" per line, '#' comments, blank lines ignored.
+// A token may be given as "sha256:<64 hex>" so the file need not hold secrets in clear.
+// INVALID_ARGUMENT names the line; the file must not be readable by group/others
+// (FAILED_PRECONDITION saying to chmod 600).
+class TokenTable {
+ public:
+  static absl::StatusOr<TokenTable> Load(const std::string& path);
+  // The lines of a tokens file; `origin` (a file name) prefixes error messages.
+  static absl::StatusOr<TokenTable> Parse(const std::vector<std::string>& lines,
+                                          const std::string& origin = "tokens");
+  static TokenTable FromLines(const std::vector<std::string>& lines);  // tests; aborts if bad
+  // The identity of a bearer token (constant-time compare of SHA-256 digests), or nullopt.
+  std::optional<Identity> Lookup(const std::string& token) const;
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    std::string sha256;  // raw 32 bytes
+    std::string user;
+    bool admin = false;
+  };
+  std::vector<Entry> entries_;
+};
+
+// Maps a call to an identity. TCP: the "authorization: Bearer <token>" metadata (a missing or
+// unknown token -> UNAUTHENTICATED). Unix socket connections are accepted by UnixListener,
+// which records the peer uid of each connection by the connection's peer string ("fd:<N>" for
+// a channel added with grpc::AddInsecureChannelFromFd). A Unix peer that also sends a bearer
+// token is the token's user when the token is valid (still unix_peer with its uid); an invalid
+// token there is ignored and the kernel-verified uid decides. Any other peer is UNAUTHENTICATED.
+class Authenticator {
+ public:
+  Authenticator(TokenTable tokens, std::vector<std::string> admins);
+
+  absl::StatusOr<Identity> Identify(const grpc::ServerContextBase& context) const;
+  // The same decision from the call's peer string and its "authorization" metadata values.
+  absl::StatusOr<Identity> Identify(const std::string& peer,
+                                    const std::vector<std::string>& authorization) const;
+
+  // UnixListener's side: a connection `peer` (ServerContext::peer() of its calls) is uid `uid`.
+  void RecordUnixPeer(const std::string& peer, uid_t uid);
+  void ForgetUnixPeer(const std::string& peer);
+  // The daemon's own TCP listener's side: connection `peer` ("fd:<N>") came over TCP, so its
+  // calls need a bearer token, as gRPC's own TCP connections' ("ipv4:...") do.
+  void RecordTcpPeer(const std::string& peer);
+
+  bool IsAdmin(const std::string& user) const;
+
+  // SIGHUP: new tokens and admins for calls from now on (connections stay open).
+  void Reload(TokenTable tokens, std::vector<std::string> admins);
+
+ private:
+  mutable std::mutex mu_;
+  TokenTable tokens_;                // guarded by mu_
+  std::vector<std::string> admins_;  // guarded by mu_
+  std::map<std::string, uid_t> unix_peers_;
+  std::set<std::string> tcp_peers_;
+  std::map<uid_t, std::string> user_names_;  // resolved when a connection is recorded
+};
+
+// Server credentials from the TLS config (SslServerCredentials; client certs requested or
+// required as configured), or InsecureServerCredentials when no cert is configured.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const TlsConfig& tls);
+
+}  // namespace libreyolo::daemon
+
+#endif  // LIBREYOLO_SERVER_DAEMON_SECURITY_AUTH_H_
