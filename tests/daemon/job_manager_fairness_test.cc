@@ -25,7 +25,7 @@ using ::testing::HasSubstr;
 // Each job "runs" for its label "ms" on the fake clock and finishes; the start order is kept.
 class ClockRunner : public JobRunner {
  public:
-  explicit ClockRunner(std::atomic<int64_t>* clock) : clock_(clock) {}
+  explicit ClockRunner(ManualClock* clock) : clock_(clock) {}
   RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>&,
                  const engine::CancelToken&) override {
     const auto& labels = job.request().labels();
@@ -38,7 +38,7 @@ class ClockRunner : public JobRunner {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return hold_ != labels.at("name"); });
     }
-    *clock_ += labels.count("ms") ? std::stoll(labels.at("ms")) : 100;
+    clock_->Advance(std::chrono::milliseconds(labels.count("ms") ? std::stoll(labels.at("ms")) : 100));
     return RunOutcome{};
   }
   // The job `name` waits (holding the device, on a stopped clock) until Release.
@@ -60,7 +60,7 @@ class ClockRunner : public JobRunner {
   }
 
  private:
-  std::atomic<int64_t>* clock_;
+  ManualClock* clock_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::string> started_;
@@ -97,8 +97,7 @@ class FairnessTest : public ::testing::Test {
     limits.max_watchers = 8;
     limits.max_watchers_per_user = 2;
     jobs_ = std::make_unique<JobManager>(store_.get(), &runner_, std::vector<std::string>{"cpu"},
-                                         limits, Retention());
-    jobs_->SetClock([this] { return clock_.load(); });
+                                         limits, Retention(), clock_);
   }
   void TearDown() override {
     jobs_.reset();
@@ -110,7 +109,7 @@ class FairnessTest : public ::testing::Test {
     ASSERT_TRUE(j.ok()) << j.status();
   }
 
-  std::atomic<int64_t> clock_{1'000'000};
+  ManualClock clock_{1'000'000};
   ClockRunner runner_{&clock_};
   fs::path dir_;
   std::unique_ptr<JobStore> store_;
@@ -189,8 +188,7 @@ TEST_F(FairnessTest, ARestartedDaemonRemembersWhoWasServed) {
          998'000);
   Limits limits;
   jobs_ = std::make_unique<JobManager>(store_.get(), &runner_, std::vector<std::string>{"cpu"},
-                                       limits, Retention());
-  jobs_->SetClock([this] { return clock_.load(); });
+                                       limits, Retention(), clock_);
   std::vector<std::string> warnings;
   ASSERT_TRUE(jobs_->Recover(&warnings).ok());
   jobs_->Start();

@@ -112,6 +112,9 @@ libreyolod_store_write_failures_total 0
 # HELP libreyolod_artifacts_corrupt_total Stored artifacts found not to match their recorded SHA-256 (served or scrubbed).
 # TYPE libreyolod_artifacts_corrupt_total counter
 libreyolod_artifacts_corrupt_total 0
+# HELP libreyolod_jobs_expired_total Finished jobs deleted by retention (max_age_hours, max_jobs).
+# TYPE libreyolod_jobs_expired_total counter
+libreyolod_jobs_expired_total 0
 # HELP libreyolod_resident_memory_bytes Resident memory of the daemon process, bytes.
 # TYPE libreyolod_resident_memory_bytes gauge
 libreyolod_resident_memory_bytes 123456789

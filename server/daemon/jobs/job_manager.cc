@@ -41,7 +41,9 @@ std::string StateLabel(v1::JobState s) {
 }
 
 // While out of service, how often the retention thread tries the store again.
-constexpr auto kStoreRetryInterval = std::chrono::seconds(5);
+constexpr auto kStoreRetryInterval = std::chrono::milliseconds(5000);
+// How often retention looks for finished jobs to delete (and SetLimits at once).
+constexpr auto kRetentionInterval = std::chrono::milliseconds(60'000);
 
 absl::Status RecoveryError(const std::string& id, const absl::Status& st) {
   return absl::FailedPreconditionError(
@@ -83,12 +85,14 @@ std::string NewJobId() {
 }
 
 JobManager::JobManager(JobStore* store, JobRunner* runner, std::vector<std::string> devices,
-                       Limits limits, Retention retention)
+                       Limits limits, Retention retention, const Clock& clock)
     : store_(store),
       runner_(runner),
       devices_(std::move(devices)),
       limits_(limits),
-      retention_(retention) {
+      retention_(retention),
+      clock_(clock),
+      started_(clock.SteadyNow()) {
   for (const std::string& d : devices_) device_state_[d];
 }
 
@@ -194,15 +198,12 @@ void JobManager::Drain(std::chrono::milliseconds deadline) {
     stopping_ = true;  // workers take no new job
     work_cv_.notify_all();
     retention_cv_.notify_all();
-    const auto until = std::chrono::steady_clock::now() + deadline;
+    const auto until = clock_.SteadyNow() + deadline;
     auto busy = [&] {
       return std::any_of(device_state_.begin(), device_state_.end(),
                          [](const auto& kv) { return !kv.second.running.empty(); });
     };
-    while (busy() && std::chrono::steady_clock::now() < until) {
-      events_cv_.wait_until(
-          lock, std::min(until, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
-    }
+    while (busy() && clock_.SteadyNow() < until) clock_.WaitUntil(events_cv_, lock, until);
     for (auto& [device, state] : device_state_) {
       if (state.running.empty()) continue;
       auto it = jobs_.find(state.running);
@@ -477,15 +478,24 @@ void JobManager::SetLimits(const Limits& limits, const Retention& retention) {
     std::lock_guard<std::mutex> lock(mu_);
     limits_ = limits;
     retention_ = retention;
+    ++retention_kicks_;
   }
   retention_cv_.notify_all();  // a tighter retention applies now, not at the next minute
 }
 
 void JobManager::SweepRetention() {
   std::unique_lock<std::mutex> lock(mu_);
+  // Waits `interval` on the clock, or until SetLimits or Drain wakes the thread.
+  auto wait = [&](std::chrono::milliseconds interval) {
+    const auto until = clock_.SteadyNow() + interval;
+    const int64_t kicks = retention_kicks_;
+    while (!stopping_ && retention_kicks_ == kicks && clock_.SteadyNow() < until) {
+      clock_.WaitUntil(retention_cv_, lock, until);
+    }
+  };
   while (!stopping_) {
     if (!store_error_.empty() && !RetryStoreLocked()) {
-      retention_cv_.wait_for(lock, kStoreRetryInterval);
+      wait(kStoreRetryInterval);
       continue;
     }
     std::vector<v1::Job> all;
@@ -495,11 +505,12 @@ void JobManager::SweepRetention() {
          JobsToExpire(all, NowMs(), retention_.max_age_hours, retention_.max_jobs)) {
       if (auto s = store_->DeleteJob(id); s.ok()) {
         jobs_.erase(id);
+        ++expired_total_;
       } else {
         persist_errors_.push_back(std::string(s.message()));
       }
     }
-    retention_cv_.wait_for(lock, std::chrono::minutes(1));
+    wait(kRetentionInterval);
   }
 }
 
@@ -558,7 +569,8 @@ MetricsSnapshot JobManager::Metrics() const {
   m.store_ok = store_error_.empty();
   m.store_write_failures_total = store_write_failures_;
   m.artifacts_corrupt_total = artifacts_corrupt_;
-  m.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  m.uptime_s = std::chrono::duration<double>(clock_.SteadyNow() - started_).count();
+  m.jobs_expired_total = expired_total_;
   return m;
 }
 

@@ -27,6 +27,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "common/time/clock.h"
 #include "server/daemon/config/daemon_config.h"
 #include "server/daemon/jobs/job_runner.h"
 #include "server/daemon/jobs/user_slots.h"
@@ -39,8 +40,11 @@ namespace libreyolo::daemon {
 class JobManager {
  public:
   // `devices` are normalised names ("cpu", "cuda:0"), the first being the default.
+  // Every time the manager records (job and event times, device-time accounting) or measures
+  // (uptime, the drain's deadline, progress throttling, retention's and the store retry's
+  // intervals) comes from `clock`; tests pass a ManualClock and drive it.
   JobManager(JobStore* store, JobRunner* runner, std::vector<std::string> devices, Limits limits,
-             Retention retention);
+             Retention retention, const Clock& clock = Clock::Real());
   ~JobManager();  // Drain(0) if still running
 
   // Loads the store: jobs that were running when the daemon died become FAILED with a reason,
@@ -101,8 +105,6 @@ class JobManager {
   // manager is in service again (or never left it). The retention thread calls it every few
   // seconds while out of service; tests call it directly.
   bool RetryStore();
-  // The clock (Unix ms) for job times and device-time accounting; tests drive it.
-  void SetClock(std::function<int64_t()> now_ms);
 
  private:
   struct Entry {
@@ -184,12 +186,14 @@ class JobManager {
   std::thread retention_thread_;
   std::condition_variable retention_cv_;
   UserSlots watchers_{"open watchers", "max_watchers"};  // WatchJob streams
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  const Clock& clock_;
+  Clock::SteadyTime started_;
+  int64_t expired_total_ ABSL_GUARDED_BY(mu_) = 0;  // finished jobs deleted by retention
+  int64_t retention_kicks_ ABSL_GUARDED_BY(mu_) = 0;  // SetLimits calls: retention sweeps now
   std::vector<std::string> persist_errors_;  // retention's failed deletions (tried again)
   std::string store_error_ ABSL_GUARDED_BY(mu_);  // out of service when not empty
   int64_t store_write_failures_ ABSL_GUARDED_BY(mu_) = 0;
   std::function<void(bool, const std::string&)> store_listener_ ABSL_GUARDED_BY(mu_);
-  std::function<int64_t()> clock_ ABSL_GUARDED_BY(mu_);
   // Fair share: device time (ms) each user's finished jobs used, and when each user last
   // started a job (ties).
   std::map<std::string, int64_t> usage_ms_ ABSL_GUARDED_BY(mu_);

@@ -24,14 +24,7 @@ constexpr int64_t kDefaultRunMs = 1000;
 
 }  // namespace
 
-int64_t JobManager::NowMs() const {
-  return clock_ ? clock_() : absl::ToUnixMillis(absl::Now());
-}
-
-void JobManager::SetClock(std::function<int64_t()> now_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
-  clock_ = std::move(now_ms);
-}
+int64_t JobManager::NowMs() const { return clock_.NowUnixMs(); }
 
 int64_t JobManager::UsageLocked(const std::string& user) const {
   auto it = usage_ms_.find(user);
@@ -282,9 +275,9 @@ void JobManager::RunOne(Entry& e) {
     snapshot = e.job;
   }
   std::string last_stage;
-  auto last_emit = std::chrono::steady_clock::time_point{};
+  auto last_emit = Clock::SteadyTime{};
   auto progress = [&](const RunProgress& p) {
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = clock_.SteadyNow();
     const bool boundary = p.stage != last_stage || p.done == p.total || !p.message.empty();
     if (!boundary && now - last_emit < kProgressInterval) return;
     last_stage = p.stage;

@@ -173,6 +173,9 @@ std::string RenderPrometheus(const MetricsSnapshot& snapshot) {
              "Stored artifacts found not to match their recorded SHA-256 (served or scrubbed).");
   out.Sample("libreyolod_artifacts_corrupt_total", "", "",
              FormatValue(snapshot.artifacts_corrupt_total));
+  out.Family("libreyolod_jobs_expired_total", "counter",
+             "Finished jobs deleted by retention (max_age_hours, max_jobs).");
+  out.Sample("libreyolod_jobs_expired_total", "", "", FormatValue(snapshot.jobs_expired_total));
   if (snapshot.resident_memory_bytes >= 0) {
     out.Family("libreyolod_resident_memory_bytes", "gauge",
                "Resident memory of the daemon process, bytes.");

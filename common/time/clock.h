@@ -1,0 +1,57 @@
+// The one source of time of a component that keeps records and waits (the job manager): the
+// wall clock for the times it records, the steady clock for the intervals it measures and the
+// waits it times out. Real() is the process's clocks; tests give a ManualClock and drive time
+// instead of sleeping (issue 22 §5). Torch- and gRPC-free.
+#ifndef LIBREYOLO_COMMON_TIME_CLOCK_H_
+#define LIBREYOLO_COMMON_TIME_CLOCK_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace libreyolo {
+
+class Clock {
+ public:
+  using SteadyTime = std::chrono::steady_clock::time_point;
+
+  virtual ~Clock() = default;
+  // Wall time, Unix milliseconds (what records say).
+  virtual int64_t NowUnixMs() const = 0;
+  // Monotonic time (intervals, deadlines).
+  virtual SteadyTime SteadyNow() const = 0;
+  // Waits on `cv` (with `lock` held, as condition_variable::wait_until) until notified or until
+  // SteadyNow() reaches `deadline`; may return early (a spurious wake-up): callers re-check
+  // their condition and the deadline, as with any condition variable.
+  virtual void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                         SteadyTime deadline) const = 0;
+
+  // The process's clocks (absl::Now, std::chrono::steady_clock). Never destroyed.
+  static const Clock& Real();
+};
+
+// A clock that moves only when told (tests). Its steady time starts at an arbitrary epoch and
+// its wall time at `unix_ms`; Advance moves both. A WaitUntil on it returns within a few real
+// milliseconds, so that a waiter re-checks its deadline against the clock soon after Advance.
+class ManualClock final : public Clock {
+ public:
+  explicit ManualClock(int64_t unix_ms = 1'767'225'600'000);  // 2026-01-01T00:00:00Z
+  int64_t NowUnixMs() const override { return unix_ms_.load(); }
+  SteadyTime SteadyNow() const override;
+  void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                 SteadyTime deadline) const override;
+  void Advance(std::chrono::milliseconds d);
+  // Sets the wall time only (a clock stepped by NTP: records' times may go back; intervals do
+  // not).
+  void SetUnixMs(int64_t unix_ms) { unix_ms_.store(unix_ms); }
+
+ private:
+  std::atomic<int64_t> unix_ms_;
+  std::atomic<int64_t> steady_ms_{0};
+};
+
+}  // namespace libreyolo
+
+#endif  // LIBREYOLO_COMMON_TIME_CLOCK_H_
