@@ -64,6 +64,9 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
   Reconnect reconnect(c);
   for (bool retry = true; retry && !complete;) {
     retry = false;
+    // The last attempt's error only: a resumed stream that ends early is DATA_LOSS, not the
+    // UNAVAILABLE that broke the one before.
+    last_error = absl::OkStatus();
     v1::ReadArtifactRequest req;
     req.set_job_id(job_id);
     req.set_name(name);

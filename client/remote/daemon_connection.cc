@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -105,6 +106,14 @@ absl::StatusOr<std::unique_ptr<DaemonConnection>> DaemonConnection::Open(const R
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   c->channel_ = grpc::CreateCustomChannel(t.address, creds, args);
   c->stub_ = v1::ProfilerService::NewStub(c->channel_);
+  return c;
+}
+
+std::unique_ptr<DaemonConnection> DaemonConnection::WithStub(
+    std::unique_ptr<v1::ProfilerService::StubInterface> stub, RemoteTarget target) {
+  auto c = std::unique_ptr<DaemonConnection>(new DaemonConnection());
+  c->target_ = std::move(target);
+  c->stub_ = std::move(stub);
   return c;
 }
 

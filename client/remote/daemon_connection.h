@@ -39,12 +39,19 @@ absl::StatusOr<std::optional<RemoteTarget>> ResolveRemote(const ParsedArgs& args
 class DaemonConnection {
  public:
   static absl::StatusOr<std::unique_ptr<DaemonConnection>> Open(const RemoteTarget& target);
+  // A connection whose calls go to `stub` (a test's gmock MockProfilerServiceStub) instead of
+  // a channel: the client's remote logic tested without a daemon. `target` gives the address
+  // and token; nothing is dialled, and channel() is null.
+  static std::unique_ptr<DaemonConnection> WithStub(
+      std::unique_ptr<v1::ProfilerService::StubInterface> stub, RemoteTarget target);
 
-  v1::ProfilerService::Stub& stub() { return *stub_; }
+  // The interface, not the concrete Stub, so that WithStub can put a mock behind it.
+  v1::ProfilerService::StubInterface& stub() { return *stub_; }
   // A context carrying the token; `deadline` 0 = none (streams).
   std::unique_ptr<grpc::ClientContext> Context(std::chrono::seconds deadline) const;
   const std::string& address() const { return target_.address; }
   bool is_unix() const;
+  // Null for a connection made WithStub.
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   // Whether any call on this connection has had an answer from the daemon (Reconnect waits
   // for a restarting daemon only then). Set by the caller that got the answer.
@@ -68,7 +75,7 @@ class DaemonConnection {
   std::atomic<bool> reached_{false};
   std::function<std::optional<std::string>()> gone_probe_;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::ProfilerService::Stub> stub_;
+  std::unique_ptr<v1::ProfilerService::StubInterface> stub_;
 };
 
 // Riding out a daemon restart: UNAVAILABLE (the daemon drained after SIGTERM, was killed, or the

@@ -133,11 +133,17 @@ absl::StatusOr<ReaderOutput> RunRemoteReader(const ReaderInvocation& inv, const 
     return out;
   }
 
+  std::vector<JobRef> jobs;
+  for (const auto& r : refs) jobs.push_back(*r);
   auto session = DaemonSession::Open(args);
   if (!session.ok()) return session.status();
-  DaemonConnection& c = (*session)->connection();
+  return ReadOnDaemon((*session)->connection(), inv, jobs);
+}
+
+absl::StatusOr<ReaderOutput> ReadOnDaemon(DaemonConnection& c, const ReaderInvocation& inv,
+                                          const std::vector<JobRef>& jobs) {
   std::vector<v1::ProfileRef> job_refs;
-  for (const auto& r : refs) job_refs.push_back(ToRef(*r));
+  for (const JobRef& j : jobs) job_refs.push_back(ToRef(j));
   auto req = readerspec::ToReadRequest(inv, job_refs);
   if (!req.ok()) return req.status();
   auto ctx = c.Context(std::chrono::seconds(120));

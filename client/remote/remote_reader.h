@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/cli/args.h"
+#include "client/remote/daemon_connection.h"
 #include "common/readers/run_reader.h"
 
 namespace libreyolo::cli {
@@ -37,6 +38,12 @@ absl::StatusOr<std::vector<std::string>> FetchJobInputs(const std::vector<std::s
 // reads them here alongside local files (a mix).
 absl::StatusOr<ReaderOutput> RunRemoteReader(const ReaderInvocation& invocation,
                                              const ParsedArgs& args);
+
+// RunRemoteReader's all-jobs case on an open connection: one Read RPC over `jobs`. A daemon
+// without Read (UNIMPLEMENTED: an older libreyolod) is FAILED_PRECONDITION naming its address;
+// any other error as FromGrpc (UNAVAILABLE with the hint naming the address).
+absl::StatusOr<ReaderOutput> ReadOnDaemon(DaemonConnection& c, const ReaderInvocation& invocation,
+                                          const std::vector<JobRef>& jobs);
 
 }  // namespace libreyolo::cli
 
