@@ -7,8 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/analysis/compare.h"
 #include "common/render/html_escape.h"
 #include "common/report/html_page.h"
+#include "common/report/report_sections.h"
 #include "common/report/svg_charts.h"
 
 namespace libreyolo {
@@ -25,7 +27,7 @@ std::string Figure(const std::optional<double>& v, const CrossRankMetric& m) {
 
 // Each rank's step as three parts: data loading, communication no computation hides, and the
 // rest (computation and what overlaps it).
-std::string PerRankChart(const CrossRankResult& r) {
+std::vector<StackedBar> PerRankBars(const CrossRankResult& r) {
   std::vector<StackedBar> bars;
   for (const RankFigures& f : r.ranks) {
     const double rest = std::max(0.0, f.step_ms - f.dataload_ms - f.exposed_comm_ms);
@@ -35,7 +37,28 @@ std::string PerRankChart(const CrossRankResult& r) {
                     absl::StrCat("step ", Ms(f.step_ms), " ms; compute ", Ms(f.compute_ms),
                                  " ms; in collectives ", Ms(f.comm_ms), " ms")});
   }
-  return StackedBarChart({"dataload", "exposed comm", "other"}, bars, "ms per step", "");
+  return bars;
+}
+
+// `y_max` 0: the run's own scale; else the axis reaches it (two runs drawn on one scale).
+std::string PerRankChart(const std::vector<StackedBar>& bars, double y_max = 0) {
+  return StackedBarChart({"dataload", "exposed comm", "other"}, bars, "ms per step", "", y_max);
+}
+
+// "SOURCE: 4 ranks, nccl"
+std::string RunLine(const RanksView& v) {
+  return absl::StrCat(HtmlEscape(v.source), ": ", v.result.world_size, " ranks, ",
+                      HtmlEscape(v.result.backend));
+}
+
+std::string VerdictBody(const CrossRankResult& r) {
+  std::string verdict = absl::StrCat("<p class=\"verdict\">", HtmlEscape(r.verdict), "</p>");
+  if (!r.levers.empty()) {
+    verdict += "<ul>";
+    for (const std::string& l : r.levers) absl::StrAppend(&verdict, "<li>", HtmlEscape(l), "</li>");
+    verdict += "</ul>";
+  }
+  return verdict;
 }
 
 std::string FiguresTable(const CrossRankResult& r) {
@@ -70,18 +93,62 @@ std::string RanksTable(const CrossRankResult& r) {
 std::string RenderRanksReportHtml(const RanksView& v) {
   const CrossRankResult& r = v.result;
   std::string s = PageStart(absl::StrCat("libreyolo cross-rank report: ", v.source));
-  s += absl::StrCat("<header><h1>libreyolo cross-rank report</h1><p>", HtmlEscape(v.source), ": ",
-                    r.world_size, " ranks, ", HtmlEscape(r.backend), "</p></header>");
-  std::string verdict = absl::StrCat("<p class=\"verdict\">", HtmlEscape(r.verdict), "</p>");
-  if (!r.levers.empty()) {
-    verdict += "<ul>";
-    for (const std::string& l : r.levers) absl::StrAppend(&verdict, "<li>", HtmlEscape(l), "</li>");
-    verdict += "</ul>";
-  }
-  s += Section("verdict", "Verdict", verdict);
-  s += Section("ranks-chart", "Per rank", PerRankChart(r));
+  s += absl::StrCat("<header><h1>libreyolo cross-rank report</h1><p>", RunLine(v), "</p></header>");
+  s += Section("verdict", "Verdict", VerdictBody(r));
+  s += Section("ranks-chart", "Per rank", PerRankChart(PerRankBars(r)));
   s += Section("figures", "Cross-rank figures", FiguresTable(r));
   s += Section("ranks", "Ranks", RanksTable(r));
+  s += PageEnd();
+  return s;
+}
+
+namespace {
+
+// "<h3>before: SOURCE</h3>": which run the block below it shows.
+std::string SideHeading(const char* side, const RanksView& v) {
+  return absl::StrCat("<h3>", side, ": ", HtmlEscape(v.source), "</h3>\n");
+}
+
+std::string Verdicts(const RanksView& before, const RanksView& after) {
+  return absl::StrCat("<div class=\"cols\"><div data-side=\"before\">",
+                      SideHeading("before", before), VerdictBody(before.result),
+                      "</div><div data-side=\"after\">", SideHeading("after", after),
+                      VerdictBody(after.result), "</div></div>\n");
+}
+
+// One above the other, full width, on the taller run's scale: the same height is the same
+// milliseconds in both.
+std::string Charts(const RanksView& before, const RanksView& after) {
+  const std::vector<StackedBar> b = PerRankBars(before.result), a = PerRankBars(after.result);
+  const double y_max = std::max(StackedBarsMax(b), StackedBarsMax(a));
+  return absl::StrCat("<div data-side=\"before\">", SideHeading("before", before),
+                      PerRankChart(b, y_max), "</div><div data-side=\"after\">",
+                      SideHeading("after", after), PerRankChart(a, y_max), "</div>\n");
+}
+
+std::string RankTables(const RanksView& before, const RanksView& after) {
+  return absl::StrCat("<div data-side=\"before\">", SideHeading("before", before),
+                      RanksTable(before.result), "</div><div data-side=\"after\">",
+                      SideHeading("after", after), RanksTable(after.result), "</div>\n");
+}
+
+}  // namespace
+
+std::string RenderRanksCompareReportHtml(const RanksView& before, const RanksView& after) {
+  // The rows `compare BEFORE/ AFTER/` prints: the page shows them, it computes none of its own.
+  const CompareResult c = CompareRanks(before, after);
+  std::string s = PageStart(
+      absl::StrCat("libreyolo cross-rank comparison: ", before.source, " vs ", after.source));
+  s += absl::StrCat(
+      "<header><h1>libreyolo cross-rank comparison</h1><div class=\"meta\">before: ",
+      RunLine(before), "</div><div class=\"meta\">after: ", RunLine(after),
+      "</div><div class=\"meta\">numbers as in <code>libreyolo profile compare BEFORE/ AFTER/ "
+      "--json</code></div></header>\n");
+  s += Section("significance", "Significance", SignificanceBody(c));
+  s += Section("verdicts", "Verdicts", Verdicts(before, after));
+  s += Section("ranks-chart", "Per rank (one scale)", Charts(before, after));
+  s += Section("deltas", "Cross-rank figures (after - before)", DeltasTable(c));
+  s += Section("ranks", "Ranks", RankTables(before, after));
   s += PageEnd();
   return s;
 }

@@ -3,13 +3,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "common/analysis/compare.h"
 #include "common/load/load_profile.h"
 #include "common/readers/phases_view.h"
 #include "common/readers/summary_view.h"
 #include "common/render/html_escape.h"
-#include "common/render/text_table.h"
 #include "common/report/html_page.h"
 #include "common/report/profiler_record.h"
 #include "common/report/ranks_report.h"
@@ -39,44 +37,6 @@ std::string RenderReportHtml(const ReportInput& in) {
 
 namespace {
 
-std::string DeltasTable(const CompareResult& r) {
-  std::string s =
-      "<table class=\"deltas\"><thead><tr><th class=\"t\">metric</th><th>before</th>"
-      "<th>after</th><th>delta</th><th>change</th><th class=\"t\"></th></tr></thead><tbody>\n";
-  for (const CompareDelta& d : r.deltas) {
-    if (!d.before && !d.after) continue;
-    const OptDouble delta = d.delta(), pct = d.pct();
-    std::string call;
-    if (delta && *delta != 0)
-      call = (d.higher_is_better ? *delta > 0 : *delta < 0) ? "better" : "worse";
-    absl::StrAppend(&s, "<tr data-metric=\"", HtmlEscape(d.metric), "\" data-before=\"",
-                    ExactValue(d.before), "\" data-after=\"", ExactValue(d.after),
-                    "\"><td class=\"t\">", HtmlEscape(d.metric),
-                    d.unit.empty() ? "" : absl::StrCat(" (", HtmlEscape(d.unit), ")"), "</td><td>",
-                    Fmt(d.before, 3), "</td><td>", Fmt(d.after, 3), "</td><td>", Fmt(delta, 3),
-                    "</td><td>", pct ? absl::StrFormat("%+.1f %%", *pct) : "n/a",
-                    "</td><td class=\"t ", call, "\">", call, "</td></tr>\n");
-  }
-  absl::StrAppend(&s, "<tr data-metric=\"bound\"><td class=\"t\">bound</td><td>",
-                  HtmlEscape(r.bound_before.empty() ? "n/a" : r.bound_before), "</td><td>",
-                  HtmlEscape(r.bound_after.empty() ? "n/a" : r.bound_after),
-                  "</td><td></td><td></td><td class=\"t\">",
-                  r.bound_before == r.bound_after ? "" : "changed", "</td></tr>\n");
-  s += "</tbody></table>\n";
-  return s;
-}
-
-// The settings the two runs do not share, as `compare` prints them (issue 22: the page omitted
-// the "not like for like" warnings the text gave).
-std::string MismatchWarnings(const CompareResult& r) {
-  std::string s;
-  for (const std::string& w : r.warnings) {
-    absl::StrAppend(&s, "<p class=\"warning\" data-key=\"warning\">warning: ", HtmlEscape(w),
-                    "</p>\n");
-  }
-  return s;
-}
-
 std::string Side(const std::string& side, const ReportInput& in) {
   const SummaryView sv = BuildSummary(in.profile, in.label);
   return absl::StrCat("<div data-side=\"", side, "\"><h3>", HtmlEscape(side), ": ",
@@ -92,17 +52,7 @@ std::string RenderCompareReportHtml(const ReportInput& before, const ReportInput
   std::string s =
       PageStart(absl::StrCat("libreyolo profile comparison: ", before.label, " vs ", after.label));
   s += Header("libreyolo profile comparison", {&before, &after});
-  const Significance& sig = r.significance;
-  const std::string call = !sig.available    ? "no call (a single run cannot support one)"
-                           : sig.significant ? "significant"
-                                             : "not significant";
-  s += Section("significance", "Significance",
-               absl::StrCat("<p class=\"sig\" data-key=\"significant\" data-value=\"",
-                            !sig.available    ? ""
-                            : sig.significant ? "true"
-                                              : "false",
-                            "\">", HtmlEscape(call), "</p><p>", HtmlEscape(sig.text), "</p>\n",
-                            MismatchWarnings(r)));
+  s += Section("significance", "Significance", SignificanceBody(r));
   s += Section("deltas", "Deltas (after - before)", DeltasTable(r));
   s += Section("side-by-side", "Side by side",
                absl::StrCat("<div class=\"cols\">", Side("before", before), Side("after", after),
@@ -116,24 +66,36 @@ absl::StatusOr<std::string> RenderReportFiles(const std::vector<std::string>& pa
   if (paths.empty() || paths.size() > 2) {
     return absl::InvalidArgumentError("a report takes one input, or two to compare");
   }
-  // A folder of per-rank traces: the cross-rank page.
+  // Folders of per-rank traces: one run's cross-rank page, or two runs' comparison.
+  const auto label = [&](size_t i) { return i < labels.size() ? labels[i] : paths[i]; };
+  size_t folders = 0;
   for (const std::string& p : paths) {
-    if (!IsDirectory(p)) continue;
-    if (paths.size() == 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "a report compares two profiles, not two runs' folders (", p,
-          " is one): compare the folders with libreyolo profile compare BEFORE/ AFTER/, or draw "
-          "each with libreyolo profile report DIR/"));
+    if (IsDirectory(p)) ++folders;
+  }
+  if (folders > 0 && folders < paths.size()) {
+    const size_t dir = IsDirectory(paths[0]) ? 0 : 1;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a report compares two runs' folders of per-rank traces or two profiles, and ", label(dir),
+        " is a folder while ", label(1 - dir),
+        " is not: give two folders (libreyolo profile report BEFORE/ AFTER/), two profiles, or "
+        "one rank's trace file from ",
+        label(dir), " to compare that rank with ", label(1 - dir)));
+  }
+  if (folders > 0) {
+    std::vector<RanksView> views;
+    for (size_t i = 0; i < paths.size(); ++i) {
+      auto view = BuildRanksView(paths[i]);
+      if (!view.ok()) return view.status();
+      view->source = label(i);
+      views.push_back(*std::move(view));
     }
-    auto view = BuildRanksView(p);
-    if (!view.ok()) return view.status();
-    if (!labels.empty()) view->source = labels[0];
-    return RenderRanksReportHtml(*view);
+    return views.size() == 2 ? RenderRanksCompareReportHtml(views[0], views[1])
+                             : RenderRanksReportHtml(views[0]);
   }
   const ProfileLoader load = [](const std::string& p) { return LoadProfile(p); };
   std::vector<ReportInput> inputs;
   for (size_t i = 0; i < paths.size(); ++i) {
-    auto in = LoadReportInput(paths[i], i < labels.size() ? labels[i] : paths[i], load);
+    auto in = LoadReportInput(paths[i], label(i), load);
     if (!in.ok()) return in.status();
     inputs.push_back(*std::move(in));
   }

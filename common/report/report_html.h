@@ -25,6 +25,8 @@ std::string RenderCompareReportHtml(const ReportInput& before, const ReportInput
 
 // The page for one input (a report) or two (a comparison), loaded from files with the readers'
 // loader and errors (LoadReportInput); `labels` name them on the page (default: the paths).
+// Folders of per-rank traces are read as `summary DIR/` reads them (ranks_report.h): one is the
+// run's cross-rank page, two the runs' comparison; a folder beside a file is INVALID_ARGUMENT.
 // The one path from files to a page: `libreyolo profile report`, `run`/`infer` and the daemon
 // (which stores report.html with each job) all use it.
 absl::StatusOr<std::string> RenderReportFiles(const std::vector<std::string>& paths,

@@ -312,6 +312,62 @@ std::string MemoryBody(const ReportInput& in, const SummaryView& sv) {
   return s;
 }
 
+namespace {
+
+// The settings the two runs do not share, as `compare` prints them (issue 22: the page omitted
+// the "not like for like" warnings the text gave).
+std::string MismatchWarnings(const CompareResult& r) {
+  std::string s;
+  for (const std::string& w : r.warnings) {
+    absl::StrAppend(&s, "<p class=\"warning\" data-key=\"warning\">warning: ", HtmlEscape(w),
+                    "</p>\n");
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string SignificanceBody(const CompareResult& r) {
+  const Significance& sig = r.significance;
+  const std::string call = !sig.available    ? "no call (a single run cannot support one)"
+                           : sig.significant ? "significant"
+                                             : "not significant";
+  return absl::StrCat("<p class=\"sig\" data-key=\"significant\" data-value=\"",
+                      !sig.available    ? ""
+                      : sig.significant ? "true"
+                                        : "false",
+                      "\">", HtmlEscape(call), "</p><p>", HtmlEscape(sig.text), "</p>\n",
+                      MismatchWarnings(r));
+}
+
+std::string DeltasTable(const CompareResult& r) {
+  std::string s =
+      "<table class=\"deltas\"><thead><tr><th class=\"t\">metric</th><th>before</th>"
+      "<th>after</th><th>delta</th><th>change</th><th class=\"t\"></th></tr></thead><tbody>\n";
+  for (const CompareDelta& d : r.deltas) {
+    if (!d.before && !d.after) continue;
+    const OptDouble delta = d.delta(), pct = d.pct();
+    // As compare's text: a change without a direction (a folder's all-reduce bytes) is neither.
+    std::string call;
+    if (delta && *delta != 0 && d.directional)
+      call = (d.higher_is_better ? *delta > 0 : *delta < 0) ? "better" : "worse";
+    absl::StrAppend(&s, "<tr data-metric=\"", HtmlEscape(d.metric), "\" data-before=\"",
+                    ExactValue(d.before), "\" data-after=\"", ExactValue(d.after),
+                    "\"><td class=\"t\">", HtmlEscape(d.metric),
+                    d.unit.empty() ? "" : absl::StrCat(" (", HtmlEscape(d.unit), ")"), "</td><td>",
+                    Fmt(d.before, 3), "</td><td>", Fmt(d.after, 3), "</td><td>", Fmt(delta, 3),
+                    "</td><td>", pct ? absl::StrFormat("%+.1f %%", *pct) : "n/a",
+                    "</td><td class=\"t ", call, "\">", call, "</td></tr>\n");
+  }
+  absl::StrAppend(&s, "<tr data-metric=\"bound\"><td class=\"t\">bound</td><td>",
+                  HtmlEscape(r.bound_before.empty() ? "n/a" : r.bound_before), "</td><td>",
+                  HtmlEscape(r.bound_after.empty() ? "n/a" : r.bound_after),
+                  "</td><td></td><td></td><td class=\"t\">",
+                  r.bound_before == r.bound_after ? "" : "changed", "</td></tr>\n");
+  s += "</tbody></table>\n";
+  return s;
+}
+
 std::string Header(const std::string& what, const std::vector<const ReportInput*>& inputs) {
   std::string s = absl::StrCat("<header><h1>", HtmlEscape(what), "</h1>\n");
   for (const ReportInput* in : inputs) {

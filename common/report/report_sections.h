@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/analysis/compare.h"
 #include "common/profile/profile.h"
 #include "common/readers/phases_view.h"
 #include "common/readers/summary_view.h"
@@ -38,6 +39,12 @@ std::string MemoryBody(const ReportInput& in, const SummaryView& sv);
 std::string GpuBody(const ReportInput& in);
 // The per-layer table from the module scopes, or why there is none.
 std::string LayersBody(const ReportInput& in);
+// A comparison's call (significant / not significant / no call, and why) and the settings the
+// two runs do not share, as `compare` prints them.
+std::string SignificanceBody(const CompareResult& r);
+// One row per delta of `compare` (data-metric, data-before and data-after: the exact values of
+// `compare --json`), better / worse where the change has a direction, then the bound row.
+std::string DeltasTable(const CompareResult& r);
 // <header>: the title and one line per input.
 std::string Header(const std::string& what, const std::vector<const ReportInput*>& inputs);
 

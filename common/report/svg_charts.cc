@@ -94,20 +94,25 @@ std::string PhaseColor(const std::string& phase) {
   return kPalette[h % kPalette.size()];
 }
 
-std::string StackedBarChart(const std::vector<std::string>& series,
-                            const std::vector<StackedBar>& bars, const std::string& unit,
-                            const std::string& line_label) {
-  if (bars.empty()) return NotAvailable("no steps to draw");
+double StackedBarsMax(const std::vector<StackedBar>& bars) {
   double max_total = 0;
-  bool has_line = false;
   for (const StackedBar& b : bars) {
     double total = 0;
     for (const double v : b.values) total += std::max(v, 0.0);
     max_total = std::max(max_total, total);
-    has_line = has_line || b.line >= 0;
   }
+  return max_total;
+}
+
+std::string StackedBarChart(const std::vector<std::string>& series,
+                            const std::vector<StackedBar>& bars, const std::string& unit,
+                            const std::string& line_label, double y_max) {
+  if (bars.empty()) return NotAvailable("no steps to draw");
+  const double max_total = StackedBarsMax(bars);
+  bool has_line = false;
+  for (const StackedBar& b : bars) has_line = has_line || b.line >= 0;
   if (!(max_total > 0)) return NotAvailable("every step has zero duration");
-  const double top = NiceCeil(max_total);
+  const double top = NiceCeil(std::max(max_total, y_max));
   const double x0 = 64, x1 = kWidth - 56, y_top = 14, y_bottom = 234, height = 290;
   std::string s = Open(height, "per-step stacked bar chart");
   YAxis(s, x0, x1, y_bottom, y_top, top, unit);

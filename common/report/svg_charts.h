@@ -24,10 +24,15 @@ struct StackedBar {
   std::string tooltip;         // extra tooltip text
 };
 
+// The tallest bar: the sum of its values, negatives as 0 (what a chart's left axis must reach).
+double StackedBarsMax(const std::vector<StackedBar>& bars);
+
 // Stacked bars (series coloured by PhaseColor) with an optional 0-100 % line on a right axis.
+// The left axis reaches at least `y_max` (0: the tallest bar): charts given the same y_max, the
+// larger of their StackedBarsMax, share one scale and can be compared by eye.
 std::string StackedBarChart(const std::vector<std::string>& series,
                             const std::vector<StackedBar>& bars, const std::string& unit,
-                            const std::string& line_label);
+                            const std::string& line_label, double y_max = 0);
 
 // The GPU strip: one lane per stream (busy rectangles on idle background) and a row of launch
 // call counts, over [0, window_ms].

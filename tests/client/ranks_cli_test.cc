@@ -99,7 +99,11 @@ TEST(RanksCli, SummaryOfAFolderAndRankFlag) {
     EXPECT_DOUBLE_EQ(std::stod(html.substr(from, html.find('"', from) - from)), want.GetDouble())
         << name;
   }
-  EXPECT_EQ(Cli({"profile", "report", d.path(), d.path(), "-o", html_path}).code, 2);
+  // A folder beside a file: exit 2, saying what to give.
+  const auto mixed = Cli({"profile", "report", d.path(), d.File("rank0.json"), "-o", html_path});
+  EXPECT_EQ(mixed.code, 2);
+  EXPECT_NE(mixed.err.find("is a folder while"), std::string::npos) << mixed.err;
+  EXPECT_NE(mixed.err.find("report BEFORE/ AFTER/"), std::string::npos) << mixed.err;
 
   EXPECT_EQ(Cli({"profile", "kernels", d.path()}).code, 2);
   for (const char* reader : {"summary", "phases", "kernels", "ops"}) {
@@ -162,6 +166,20 @@ TEST(RanksCli, CompareTwoRunsFolders) {
   EXPECT_TRUE((*bytes)["higher_is_better"].IsNull()) << "gradients are neither better nor worse";
   EXPECT_STREQ(d["bound"]["before"].GetString(), "rank 1 is a straggler");
   EXPECT_STREQ(d["bound"]["after"].GetString(), "balanced");
+
+  // `report BEFORE/ AFTER/`: the same rows, the same exact values as `compare --json`.
+  const std::string html_path = fixed.File("compare.html");
+  const auto report = Cli({"profile", "report", slow.path(), fixed.path(), "-o", html_path});
+  ASSERT_EQ(report.code, 0) << report.err;
+  const std::string html = libreyolo::test::ReadFile(html_path);
+  EXPECT_NE(html.find(absl::StrCat("before: ", slow.path(), ": 2 ranks, gloo")), std::string::npos);
+  EXPECT_NE(html.find(absl::StrCat("after: ", fixed.path(), ": 2 ranks, gloo")), std::string::npos);
+  EXPECT_NE(html.find("<tr data-metric=\"collective_wait_ms\" data-before=\"20\" "
+                      "data-after=\"0\">"),
+            std::string::npos);
+  EXPECT_NE(html.find("<tr data-metric=\"rank 1 dataload_ms\" data-before=\"21\" "
+                      "data-after=\"1\">"),
+            std::string::npos);
 
   const auto one = Cli({"profile", "compare", slow.path(), fixed.path(), "--rank", "1"});
   ASSERT_EQ(one.code, 0) << one.err;

@@ -1,11 +1,15 @@
 // Cross-rank analysis (docs/metrics.md, "Cross-rank analysis"): every figure on small traces
-// with hand-computed expectations, the verdicts, and the folder's error cases.
+// with hand-computed expectations, the verdicts, the folder's error cases, and the report of
+// two runs' folders (its numbers those of `compare BEFORE/ AFTER/`).
 #include "common/analysis/cross_rank.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +19,11 @@
 #include "common/load/load_profile.h"
 #include "common/readers/ranks_view.h"
 #include "common/readers/run_reader.h"
+#include "common/render/html_escape.h"
+#include "common/report/html_page.h"
+#include "common/report/ranks_report.h"
+#include "common/report/report_html.h"
+#include "common/report/report_sections.h"
 #include "common/trace/trace_analyser.h"
 #include "tests/common/trace_builder.h"
 #include "tests/support/test_files.h"
@@ -485,6 +494,192 @@ TEST(RankFolder, ReaderDispatch) {
   in.rank.reset();
   in.read_folders = false;  // a daemon's reader RPC: a folder is no input
   EXPECT_FALSE(RunReader(in, load).ok());
+}
+
+// --- the report of two runs' folders (issue 21 §2) --------------------------------------------
+
+size_t Count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+// The body of <section id="id"> ... </section>; empty when the page has no such section.
+std::string SectionOf(const std::string& html, const std::string& id) {
+  const size_t a = html.find("<section id=\"" + id + "\">");
+  if (a == std::string::npos) return "";
+  return html.substr(a, html.find("</section>", a) - a);
+}
+
+// The delta table's rows: metric -> (data-before, data-after).
+std::map<std::string, std::pair<std::string, std::string>> DeltaRows(const std::string& html) {
+  std::map<std::string, std::pair<std::string, std::string>> rows;
+  static const std::regex re(
+      R"re(<tr data-metric="([^"]*)" data-before="([^"]*)" data-after="([^"]*)">)re");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator();
+       ++it) {
+    rows[(*it)[1]] = {(*it)[2], (*it)[3]};
+  }
+  return rows;
+}
+
+// The left axis' top label of each chart: "200 ms per step".
+std::vector<std::string> AxisTops(const std::string& html) {
+  std::vector<std::string> tops;
+  static const std::regex re(R"re(>([0-9.]+ ms per step)</text>)re");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator();
+       ++it) {
+    tops.push_back((*it)[1]);
+  }
+  return tops;
+}
+
+// Two runs of two ranks, the same but for rank 1's 60 ms more data loading per step in the
+// second (its step 160 ms, the first run's 100 ms).
+struct TwoRuns {
+  test::TempDir even, slow;
+  TwoRuns() {
+    even.Write("rank0.json", RankTrace(0, 2, CpuRankEvents(0, 50)));
+    even.Write("rank1.json", RankTrace(1, 2, CpuRankEvents(0, 50)));
+    slow.Write("rank0.json", RankTrace(0, 2, CpuRankEvents(0, 50)));
+    slow.Write("rank1.json", RankTrace(1, 2, CpuRankEvents(60, 20)));
+  }
+};
+
+TEST(RanksReport, TwoRunsShowTheRowsOfCompare) {
+  TwoRuns runs;
+  auto html = RenderReportFiles({runs.even.path(), runs.slow.path()}, {"run A", "run B"});
+  ASSERT_TRUE(html.ok()) << html.status();
+  auto before = BuildRanksView(runs.even.path());
+  auto after = BuildRanksView(runs.slow.path());
+  ASSERT_TRUE(before.ok() && after.ok());
+  const CompareResult c = CompareRanks(*before, *after);
+
+  // Both runs named, with the labels given.
+  EXPECT_NE(html->find("<div class=\"meta\">before: run A: 2 ranks, gloo</div>"),
+            std::string::npos);
+  EXPECT_NE(html->find("<div class=\"meta\">after: run B: 2 ranks, gloo</div>"), std::string::npos);
+  // Both verdicts with their levers.
+  const std::string verdicts = SectionOf(*html, "verdicts");
+  for (const CrossRankResult* r : {&before->result, &after->result}) {
+    EXPECT_NE(verdicts.find(HtmlEscape(r->verdict)), std::string::npos) << r->verdict;
+    for (const std::string& l : r->levers) {
+      EXPECT_NE(verdicts.find(HtmlEscape(l)), std::string::npos) << l;
+    }
+  }
+  ASSERT_TRUE(after->result.straggler.has_value());
+  EXPECT_EQ(*after->result.straggler, 1);
+  // Two per-rank charts on one scale: the slowed run's 160 ms step tops both axes at 200 ms,
+  // where the first run alone is drawn to 100 ms.
+  const std::string charts = SectionOf(*html, "ranks-chart");
+  EXPECT_EQ(Count(charts, "<svg"), 2u);
+  EXPECT_EQ(AxisTops(charts), (std::vector<std::string>{"200 ms per step", "200 ms per step"}));
+  EXPECT_EQ(AxisTops(RenderRanksReportHtml(*before)), std::vector<std::string>{"100 ms per step"});
+  // The figures: exactly compare's rows (every one with a value, the exact doubles), and no
+  // other; hand-checked where the runs differ.
+  const auto rows = DeltaRows(SectionOf(*html, "deltas"));
+  size_t shown = 0;
+  for (const CompareDelta& d : c.deltas) {
+    if (!d.before && !d.after) continue;
+    ++shown;
+    const auto it = rows.find(d.metric);
+    ASSERT_NE(it, rows.end()) << d.metric;
+    EXPECT_EQ(it->second.first, ExactValue(d.before)) << d.metric;
+    EXPECT_EQ(it->second.second, ExactValue(d.after)) << d.metric;
+  }
+  EXPECT_EQ(rows.size(), shown);
+  size_t compared = 0;
+  for (const CrossRankMetric& m : CrossRankMetrics()) {
+    if (m.compared) ++compared;
+  }
+  EXPECT_EQ(shown, compared + 2 * 4) << "every figure compare compares, and 4 per rank";
+  EXPECT_EQ(rows.at("collective_wait_ms"), std::make_pair(std::string("0"), std::string("30")));
+  EXPECT_EQ(rows.at("rank 1 dataload_ms"), std::make_pair(std::string("10"), std::string("70")));
+  EXPECT_EQ(rows.at("rank 1 step_ms"), std::make_pair(std::string("100"), std::string("160")));
+  EXPECT_EQ(rows.at("rank 0 step_ms"), std::make_pair(std::string("100"), std::string("100")));
+  EXPECT_NE(SectionOf(*html, "deltas").find(HtmlEscape(c.bound_after)), std::string::npos);
+  // One run each side: no call; the same world size and backend: no warning.
+  EXPECT_NE(SectionOf(*html, "significance").find("no call"), std::string::npos);
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_EQ(Count(*html, "data-key=\"warning\""), 0u);
+  // Both per-rank tables.
+  const std::string tables = SectionOf(*html, "ranks");
+  EXPECT_EQ(Count(tables, "<table"), 2u);
+  EXPECT_NE(tables.find(HtmlEscape(runs.even.File("rank1.json"))), std::string::npos);
+  EXPECT_NE(tables.find(HtmlEscape(runs.slow.File("rank1.json"))), std::string::npos);
+}
+
+// Different world sizes: compare's "not like for like" warning, on the page as compare prints it.
+TEST(RanksReport, DifferentWorldSizesCarryCompareWarning) {
+  TwoRuns runs;
+  test::TempDir wide;
+  for (int r = 0; r < 3; ++r) {
+    wide.Write(absl::StrCat("rank", r, ".json"), RankTrace(r, 3, CpuRankEvents(0, 50)));
+  }
+  auto html = RenderReportFiles({runs.even.path(), wide.path()}, {});
+  ASSERT_TRUE(html.ok()) << html.status();
+  auto before = BuildRanksView(runs.even.path());
+  auto after = BuildRanksView(wide.path());
+  ASSERT_TRUE(before.ok() && after.ok());
+  const CompareResult c = CompareRanks(*before, *after);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_EQ(c.warnings[0],
+            "different world_size: 2 before, 3 after; the numbers are not like for like");
+  EXPECT_NE(SectionOf(*html, "significance").find(HtmlEscape("warning: " + c.warnings[0])),
+            std::string::npos);
+  EXPECT_EQ(Count(*html, "data-key=\"warning\""), 1u);
+  // Without labels the folders name the runs.
+  EXPECT_NE(html->find(absl::StrCat("after: ", HtmlEscape(wide.path()), ": 3 ranks, gloo")),
+            std::string::npos);
+}
+
+TEST(RanksReport, AFolderBesideAProfileIsRefused) {
+  TwoRuns runs;
+  const std::string file = runs.slow.File("rank0.json");
+  for (const std::vector<std::string>& paths : {std::vector<std::string>{runs.even.path(), file},
+                                                std::vector<std::string>{file, runs.even.path()}}) {
+    const absl::Status s = RenderReportFiles(paths, {}).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(
+        s.message().find(absl::StrCat(runs.even.path(), " is a folder while ", file, " is not")),
+        std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("libreyolo profile report BEFORE/ AFTER/"), std::string::npos);
+  }
+  // A bad folder is the folder's own error, as `compare` gives it.
+  test::TempDir empty;
+  const absl::Status s = RenderReportFiles({runs.even.path(), empty.path()}, {}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("holds no Chrome trace"), std::string::npos) << s.message();
+}
+
+TEST(RanksReport, TextFromTheInputsIsEscaped) {
+  TwoRuns runs;
+  const std::string evil = R"(<img src=x onerror=alert(1)>&"')";
+  test::TempDir d;
+  const std::string dir = d.File(evil);
+  d.Write(evil + "/rank0.json", RankTrace(0, 2, CpuRankEvents(0, 50)));
+  d.Write(evil + "/rank1.json", RankTrace(1, 2, CpuRankEvents(0, 50)));
+  for (const std::vector<std::string>& labels :
+       {std::vector<std::string>{}, std::vector<std::string>{"<script>alert(2)</script>", evil}}) {
+    auto html = RenderReportFiles({dir, runs.slow.path()}, labels);
+    ASSERT_TRUE(html.ok()) << html.status();
+    EXPECT_EQ(Count(*html, "<img"), 0u);
+    EXPECT_EQ(Count(*html, "<script"), 1u);  // only the page's own sorting script
+    EXPECT_NE(html->find("&lt;img src=x onerror=alert(1)&gt;&amp;&quot;&#39;"), std::string::npos);
+  }
+}
+
+// A change without a direction (all-reduce bytes: the model's gradients) is neither better nor
+// worse on the page, as in compare's text.
+TEST(RanksReport, UndirectedChangeHasNoCall) {
+  CompareResult r;
+  r.deltas.push_back({"allreduce_bytes", "B", false, 1000.0, 2000.0});
+  r.deltas.back().directional = false;
+  r.deltas.push_back({"comm_ms", "ms", false, 10.0, 20.0});
+  const std::string table = DeltasTable(r);
+  EXPECT_EQ(Count(table, "worse"), 2u) << table;  // comm_ms' class and text only
+  EXPECT_NE(table.find("data-metric=\"comm_ms\""), std::string::npos);
 }
 
 }  // namespace
