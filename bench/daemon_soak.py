@@ -91,6 +91,7 @@ class Soak:
         self.refusals = collections.Counter()  # why SubmitJob was refused (before a retry)
         self.digests = {}        # job id -> {artifact: sha256} as first seen finished
         self.notes = []
+        self.finished = {}       # job id -> its terminal record, as last seen (retention may delete it)
         self.state_dir = os.path.join(tmp, "statefs", "state")
         self.port = load_bench.free_port()
         self.sock = os.path.join(tmp, "d.sock")
@@ -114,6 +115,8 @@ class Soak:
                "--cpu-slots", "2", "--threads", "1", "--max-jobs-per-user", "100",
                "--max-queue-length", "400", "--connection-idle-timeout", "5",
                "--handshake-timeout", "3"]
+        if self.a.retention_max_jobs:
+            cmd += ["--retention-max-jobs", str(self.a.retention_max_jobs)]
         self.incarnations += 1
         log = open(os.path.join(self.tmp, f"daemon.{self.incarnations}.log"), "w")
         self.daemon = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
@@ -188,6 +191,11 @@ class Soak:
             token = r.next_page_token
             if not token:
                 return out
+
+    def remember_finished(self, jobs):
+        for j in jobs:
+            if self.sc.state_name(self.pb, j.state) in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                self.finished[j.id] = j
 
     def remember_digests(self):
         for j in self.jobs():
@@ -310,7 +318,11 @@ def inject_faults(soak, mounted, why):
 
 def report(soak, backlog_window, stats):
     pb, sc = soak.pb, soak.sc
-    jobs = {j.id: j for j in soak.jobs()}
+    listed = {j.id: j for j in soak.jobs()}
+    # A job retention deleted after it was seen finished is expired, not lost.
+    jobs = dict(soak.finished)
+    jobs.update(listed)
+    expired = [job_id for job_id in soak.acked.values() if job_id in jobs and job_id not in listed]
     states = collections.Counter()
     reasons = collections.Counter()
     lost, twice = [], []
@@ -326,8 +338,9 @@ def report(soak, backlog_window, stats):
         states[state] += 1
         if state != "SUCCEEDED":
             reasons[(state, j.error[:110])] += 1
-        terminal = [e for e in soak.admin.watch(job_id, 0, 30)
-                    if e.stage in ("done", "failed", "cancelled")]
+        terminal = ([] if job_id not in listed else
+                    [e for e in soak.admin.watch(job_id, 0, 30)
+                     if e.stage in ("done", "failed", "cancelled")])
         if len(terminal) > 1 or "changed" in soak.digests.get(job_id, {}):
             twice.append(job_id)
         u = per_user[user]
@@ -338,7 +351,9 @@ def report(soak, backlog_window, stats):
             u["device_s"] += max(0.0, min(end, hi) - max(start, lo))
     print(f"\nsubmitted {len(soak.user_of)} (acknowledged {len(soak.acked)}), "
           + ", ".join(f"{k.lower()} {v}" for k, v in sorted(states.items()))
-          + f", lost {len(lost)}, run twice {len(twice)}")
+          + f", lost {len(lost)}, run twice {len(twice)}"
+          + (f"; {len(expired)} of them seen finished, then deleted by retention "
+             f"(--retention-max-jobs {soak.a.retention_max_jobs})" if expired else ""))
     for (state, why), n in sorted(reasons.items()):
         print(f"  {n} x {state}: {why}")
     if soak.refusals:
@@ -377,6 +392,9 @@ def main():
     p.add_argument("--protoc", default="protoc")
     p.add_argument("--keep", action="store_true")
     p.add_argument("--no-faults", action="store_true", help="the same load without any fault")
+    p.add_argument("--retention-max-jobs", type=int, default=0,
+                   help="the daemon keeps at most N finished jobs (0: its default, 1000): the "
+                        "daemon's RSS past the retention cap")
     p.add_argument("--in-namespace", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args()
     if os.geteuid() == 0 and not a.in_namespace and shutil.which("unshare"):
@@ -412,15 +430,23 @@ def main():
         last_stats = soak.stats()
         # Every user stays backlogged until the first user's last job starts.
         deadline = time.monotonic() + 1800
-        growth = []  # (jobs ended, workers' RSS MiB) of the last daemon, to tell a leak from warm-up
+        # (jobs ended, workers' RSS MiB, daemon's RSS MiB) of the last daemon: a leak from warm-up
+        growth = []
         while time.monotonic() < deadline:
             jobs = soak.jobs()
-            ended = sum(sc.state_name(pb, j.state) in ("SUCCEEDED", "FAILED", "CANCELLED")
-                        for j in jobs)
-            growth.append((ended, soak.stats()["worker_rss_kib"] / 1024))
-            if ended == len(jobs):
+            soak.remember_finished(jobs)
+            ended = len(soak.finished)
+            st = soak.stats()
+            growth.append((ended, st["worker_rss_kib"] / 1024, st["daemon_rss_kib"] / 1024))
+            if all(j.id in soak.finished for j in jobs) and ended >= len(soak.acked):
                 break
             time.sleep(1)
+        if a.retention_max_jobs:
+            # Retention sweeps every minute: the daemon after one sweep past the end.
+            time.sleep(65)
+            st = soak.stats()
+            growth.append((len(soak.finished), st["worker_rss_kib"] / 1024,
+                           st["daemon_rss_kib"] / 1024))
         soak.remember_digests()
         jobs = soak.jobs()
         # All users are backlogged from the moment the last one has a job queued until the
@@ -436,7 +462,10 @@ def main():
         marks = sorted({g[0] for g in growth})
         picks = [m for i, m in enumerate(marks) if i % max(1, len(marks) // 6) == 0] + marks[-1:]
         soak.notes.append("workers' RSS by jobs ended (last daemon): " + ", ".join(
-            f"{m}: {max(r for e, r in growth if e == m):.0f} MiB" for m in sorted(set(picks))))
+            f"{m}: {max(g[1] for g in growth if g[0] == m):.0f} MiB" for m in sorted(set(picks))))
+        soak.notes.append("daemon's RSS by jobs ended (last daemon; the last after a retention "
+                          "sweep when --retention-max-jobs): " + ", ".join(
+            f"{m}: {[g[2] for g in growth if g[0] == m][-1]:.1f} MiB" for m in sorted(set(picks))))
         rc = report(soak, backlog, [("first daemon, 2 jobs running", first_stats),
                                     ("last daemon, users done submitting", last_stats),
                                     ("last daemon, all jobs ended", end_stats)])

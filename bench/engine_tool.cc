@@ -24,6 +24,7 @@
 #include "client/cli/exit_codes.h"
 #include "client/cli/job_flags.h"
 #include "common/readers/summary_view.h"
+#include "common/render/terminal_text.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/engine/engine.h"
 #include "server/engine/runtime/cpu_threads.h"
@@ -159,8 +160,10 @@ absl::StatusOr<libreyolo::worker::RankPlacement> RankPlacementOf(const ParsedArg
   if (!rank.ok()) return rank.status();
   d.rank = *rank;
   d.master_addr = FlagOrEnv(a, "master-addr", "MASTER_ADDR", d.master_addr);
-  if (d.master_addr.empty() || d.master_addr.size() > 253) {
-    return absl::InvalidArgumentError("--master-addr: a host name or address (1..253 bytes)");
+  if (!libreyolo::jobspec::IsHostOrAddress(d.master_addr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--master-addr: '", libreyolo::Excerpt(d.master_addr),
+                     "' is not a host name or address (1..253 bytes of [A-Za-z0-9.:_-])"));
   }
   auto port = BoundedInt(
       "master-port", FlagOrEnv(a, "master-port", "MASTER_PORT", absl::StrCat(d.master_port)), 1,

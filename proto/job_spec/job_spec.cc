@@ -164,7 +164,7 @@ absl::Status CheckRendezvous(const v1::DataParallelOptions& d) {
     return FieldError(f + "master_addr",
                       "required across hosts: node 0's host name or address (MASTER_ADDR)");
   }
-  if (r.master_addr().size() > 253 || !AllOf(r.master_addr(), ".-:_")) {
+  if (!IsHostOrAddress(r.master_addr())) {
     return FieldError(f + "master_addr", absl::StrCat("'", Excerpt(r.master_addr()),
                                                       "' is not a host name or address"));
   }
@@ -237,6 +237,10 @@ bool AcrossHosts(const v1::DataParallelOptions& d) { return d.rendezvous().nnode
 
 int64_t WorldSize(const v1::DataParallelOptions& d) {
   return Ranks(d) * std::max<int64_t>(1, d.rendezvous().nnodes());
+}
+
+bool IsHostOrAddress(const std::string& addr) {
+  return !addr.empty() && addr.size() <= 253 && AllOf(addr, ".-:_");
 }
 
 std::string GroupId(const v1::Rendezvous& r) {

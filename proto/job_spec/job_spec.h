@@ -38,6 +38,10 @@ int64_t Ranks(const v1::DataParallelOptions& d);
 bool AcrossHosts(const v1::DataParallelOptions& d);
 int64_t WorldSize(const v1::DataParallelOptions& d);
 std::string GroupId(const v1::Rendezvous& r);
+// Whether `addr` may be a rendezvous host (MASTER_ADDR): a host name or an address, 1..253
+// bytes of [A-Za-z0-9.:_-]. The one rule of the job spec, the engine tool's --master-addr and
+// a scheduler's environment.
+bool IsHostOrAddress(const std::string& addr);
 
 // A job record's data-parallel facts (Job.devices and Job.world; a record stored before
 // Job.world existed has only devices).

@@ -188,21 +188,23 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
   }
   for (std::thread& t : threads) t.join();
 
-  // The job's outcome (GangCauseRank); a job cancelled by its caller is cancelled.
+  // The job's outcome (GangCauseRank); a job cancelled by its caller is cancelled. The ranks'
+  // ends move here (each holds its Done, results included).
   std::vector<EngineWorker::JobEnd> ends;
   std::vector<int64_t> finished;
-  for (const RankRun& run : runs) {
-    ends.push_back(run.end);
+  for (RankRun& run : runs) {
+    ends.push_back(std::move(run.end));
     finished.push_back(run.finished);
   }
+  auto end_of = [&](int r) -> const EngineWorker::JobEnd& { return ends[static_cast<size_t>(r)]; };
   const int cause_rank = GangCauseRank(ends, finished);
   // Every rank's end is looked at (each death is counted and logged); the cause's is kept.
   absl::Status cause;
   std::string cause_note;
   for (int r = 0; r < n; ++r) {
     std::string note;
-    absl::Status s = EndStatus(job, job.devices(r), at(r).pid, *at(r).worker, at(r).end,
-                               config, &note);
+    absl::Status s =
+        EndStatus(job, job.devices(r), at(r).pid, *at(r).worker, end_of(r), config, &note);
     if (r != cause_rank) continue;
     cause = std::move(s);
     cause_note = std::move(note);
@@ -228,14 +230,14 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
   if (!hosts) {
     // Across hosts this daemon holds its own ranks only: `summary` of the gathered folder.
     std::vector<std::string> dirs;
-    for (const RankRun& run : runs) dirs.push_back(run.end.done->job_dir());
+    for (const EngineWorker::JobEnd& end : ends) dirs.push_back(end.done->job_dir());
     if (const std::string why = AddRanksToProfile(job, dirs); !why.empty()) {
       std::cerr << "libreyolod: job " << job.id() << ": no cross-rank analysis in its "
                 << kProfileFileName << ": " << why << std::endl;
     }
   }
   for (int r = 0; r < n; ++r) {
-    if (absl::Status s = Publish(job, at(r).end.done->job_dir(), scratch,
+    if (absl::Status s = Publish(job, end_of(r).done->job_dir(), scratch,
                                  RankArtifactName(r, ""), config, r == 0 ? progress : none, out);
         !s.ok()) {
       return s;
@@ -247,11 +249,11 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
   out->step_ms = 0;
   out->img_per_s = 0;
   for (int r = 0; r < n; ++r) {
-    const wv1::Done& d = *at(r).end.done;
+    const wv1::Done& d = *end_of(r).done;
     out->step_ms = std::max(out->step_ms, d.step_ms());
     out->img_per_s += d.img_per_s();
   }
-  out->bound = runs[0].end.done->bound();
+  out->bound = ends[0].done->bound();
   return absl::OkStatus();
 }
 
