@@ -36,8 +36,20 @@ Clock::SteadyTime ManualClock::SteadyNow() const {
 
 void ManualClock::WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
                             SteadyTime deadline) const {
+  {
+    std::lock_guard<std::mutex> count(waits_mu_);
+    ++waits_[std::chrono::duration_cast<std::chrono::milliseconds>(deadline.time_since_epoch())
+                 .count()];
+  }
   if (SteadyNow() >= deadline) return;
   cv.wait_for(lock, kManualWaitSlice);
+}
+
+int64_t ManualClock::WaitsUntil(SteadyTime deadline) const {
+  std::lock_guard<std::mutex> count(waits_mu_);
+  auto it = waits_.find(
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline.time_since_epoch()).count());
+  return it == waits_.end() ? 0 : it->second;
 }
 
 void ManualClock::Advance(std::chrono::milliseconds d) {

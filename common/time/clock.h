@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
 
 namespace libreyolo {
@@ -43,6 +44,10 @@ class ManualClock final : public Clock {
   void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
                  SteadyTime deadline) const override;
   void Advance(std::chrono::milliseconds d);
+  // How many WaitUntil calls have been made with `deadline`, in all. A test that needs a waiter
+  // to have seen the clock after an Advance reads this after it and waits for two more calls:
+  // the second's re-check of the deadline came after the Advance.
+  int64_t WaitsUntil(SteadyTime deadline) const;
   // Sets the wall time only (a clock stepped by NTP: records' times may go back; intervals do
   // not).
   void SetUnixMs(int64_t unix_ms) { unix_ms_.store(unix_ms); }
@@ -50,6 +55,8 @@ class ManualClock final : public Clock {
  private:
   std::atomic<int64_t> unix_ms_;
   std::atomic<int64_t> steady_ms_{0};
+  mutable std::mutex waits_mu_;
+  mutable std::map<int64_t, int64_t> waits_;  // deadline (steady ms) -> WaitUntil calls
 };
 
 }  // namespace libreyolo

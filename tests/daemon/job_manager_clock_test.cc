@@ -1,9 +1,9 @@
 // The job manager on a ManualClock (issue 22 §5): every time it records or measures comes from
 // the clock it is given, so these tests drive time instead of sleeping for it: the times a job
 // record carries, uptime, the throttling of progress events and retention by age.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -14,12 +14,16 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/daemon/jobs/job_manager.h"
+#include "tests/daemon/job_manager_test_util.h"
+#include "tests/support/test_files.h"
 
 namespace libreyolo::daemon {
 namespace {
 
-namespace fs = std::filesystem;
 using std::chrono::milliseconds;
+using test::Alice;
+using test::Eventually;
+using test::InferRequest;
 
 // Runs a job's script on the job thread (progress, clock steps), then waits for Finish (or the
 // cancel) before it returns.
@@ -27,9 +31,21 @@ class StepRunner : public JobRunner {
  public:
   using Script = std::function<void(const std::function<void(const RunProgress&)>&)>;
   void SetScript(Script script) { script_ = std::move(script); }
-  RunOutcome Run(const v1::Job&, const std::function<void(const RunProgress&)>& progress,
+  // Each job then publishes a profile.json into `store`, as the engine's runner does.
+  void PublishInto(JobStore* store) { store_ = store; }
+  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>& progress,
                  const engine::CancelToken& cancel) override {
     if (script_) script_(progress);
+    RunOutcome done;
+    if (store_ != nullptr) {
+      auto scratch = store_->ScratchDir(job.id());
+      EXPECT_TRUE(scratch.ok()) << scratch.status();
+      const std::string file = *scratch + "/profile.json";
+      test::WriteFile(file, R"({"schema": "libreyolo.profile.analysis/v1"})");
+      auto published = store_->PublishArtifact(job.id(), file, "profile.json", 1 << 20);
+      EXPECT_TRUE(published.ok()) << published.status();
+      if (published.ok()) done.artifacts.push_back(*published);
+    }
     std::unique_lock<std::mutex> lock(mu_);
     running_ = true;
     cv_.notify_all();
@@ -40,7 +56,7 @@ class StepRunner : public JobRunner {
       saw_cancel_ = true;
       return RunOutcome{absl::CancelledError("cancelled"), 130, {}, 0, 0, "", ""};
     }
-    return RunOutcome{};
+    return done;
   }
   // Waits until the current job ran its script and waits for Finish.
   bool WaitRunning() {
@@ -58,89 +74,39 @@ class StepRunner : public JobRunner {
 
  private:
   Script script_;
+  JobStore* store_ = nullptr;
   std::mutex mu_;
   std::condition_variable cv_;
   bool running_ = false, finish_ = false, saw_cancel_ = false;
 };
 
-Identity Alice() {
-  Identity id;
-  id.user = "alice";
-  return id;
-}
-
-v1::SubmitJobRequest Infer() {
-  v1::SubmitJobRequest r;
-  r.mutable_infer()->set_imgsz(64);
-  return r;
-}
-
-bool Terminal(v1::JobState s) {
-  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED ||
-         s == v1::JOB_STATE_CANCELLED;
-}
-
 class JobManagerClockTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("jmc-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    auto store = JobStore::Open((dir_ / "state").string(), (dir_ / "store").string());
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    store_ = test::OpenStore(dir_.path());
+    ASSERT_NE(store_, nullptr);
   }
   void Open(Retention retention = Retention()) {
     jobs_ = std::make_unique<JobManager>(store_.get(), &runner_, std::vector<std::string>{"cpu"},
                                          Limits(), retention, clock_);
     jobs_->Start();
   }
-  void TearDown() override {
-    jobs_.reset();
-    fs::remove_all(dir_);
-  }
-  // Polls (real time, bounded) until `done`: the job threads run on their own.
-  static bool Eventually(const std::function<bool()>& done) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > until) return false;
-      std::this_thread::sleep_for(milliseconds(1));
-    }
-    return true;
-  }
+  void TearDown() override { jobs_.reset(); }
   // Submits a job, lets it run its script and finish; returns its final record.
   v1::Job RunToEnd() {
-    auto job = jobs_->Submit(Alice(), Infer(), "cpu");
+    auto job = jobs_->Submit(Alice(), InferRequest(), "cpu");
     EXPECT_TRUE(job.ok()) << job.status();
     EXPECT_TRUE(runner_.WaitRunning());
     runner_.Finish();
-    v1::Job out;
-    EXPECT_TRUE(Eventually([&] {
-      auto j = jobs_->Get(Alice(), job->id());
-      if (!j.ok() || !Terminal(j->state())) return false;
-      out = *j;
-      return true;
-    }));
-    return out;
+    return test::WaitTerminal(*jobs_, Alice(), job->id());
   }
   std::vector<v1::JobEvent> Events(const std::string& id) {
-    std::vector<v1::JobEvent> out;
-    EXPECT_TRUE(jobs_
-                    ->Watch(
-                        Alice(), id, 1,
-                        [&](const v1::JobEvent& e) {
-                          out.push_back(e);
-                          return true;
-                        },
-                        [] { return false; })
-                    .ok());
-    return out;
+    return test::Events(*jobs_, Alice(), id);
   }
 
   ManualClock clock_{1'767'225'600'000};
   StepRunner runner_;
-  fs::path dir_;
+  test::TempDir dir_{"jmc"};
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<JobManager> jobs_;
 };
@@ -208,6 +174,84 @@ TEST_F(JobManagerClockTest, RetentionDeletesJobsByTheirAgeOnTheClock) {
   clock_.Advance(std::chrono::hours(2));
   EXPECT_TRUE(Eventually([&] { return !jobs_->Get(Alice(), young_job.id()).ok(); }));
   EXPECT_EQ(jobs_->Metrics().jobs_expired_total, 2);
+}
+
+// A request_id lives as long as its job: once retention removed the job, a submit that reuses
+// the key makes a new job (it used to look up the deleted job and end the daemon).
+TEST_F(JobManagerClockTest, ARequestIdOutlivedByItsJobMakesANewJob) {
+  Retention retention;
+  retention.max_age_hours = 1;
+  retention.max_jobs = 0;
+  Open(retention);
+  v1::SubmitJobRequest request = InferRequest();
+  request.set_request_id("nightly-42");
+  auto first = jobs_->Submit(Alice(), request, "cpu");
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(runner_.WaitRunning());
+  runner_.Finish();
+  ASSERT_EQ(test::WaitTerminal(*jobs_, Alice(), first->id()).state(), v1::JOB_STATE_SUCCEEDED);
+  auto again = jobs_->Submit(Alice(), request, "cpu");  // a retry: the same job
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->id(), first->id());
+  clock_.Advance(std::chrono::hours(2));
+  EXPECT_TRUE(Eventually([&] { return !jobs_->Get(Alice(), first->id()).ok(); }));
+  auto fresh = jobs_->Submit(Alice(), request, "cpu");
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_NE(fresh->id(), first->id());
+  EXPECT_EQ(fresh->state(), v1::JOB_STATE_QUEUED);
+  EXPECT_TRUE(runner_.WaitRunning());
+  runner_.Finish();
+  EXPECT_EQ(test::WaitTerminal(*jobs_, Alice(), fresh->id()).state(), v1::JOB_STATE_SUCCEEDED);
+}
+
+// What the artifact check remembers of intact files goes with the job: retention leaves none
+// of a deleted job's entries (they stayed, one per artifact ever downloaded, for the daemon's
+// life).
+TEST_F(JobManagerClockTest, RetentionForgetsTheArtifactChecksOfTheJobsItDeletes) {
+  Retention retention;
+  retention.max_age_hours = 1;
+  retention.max_jobs = 0;
+  Open(retention);
+  runner_.PublishInto(store_.get());
+  const v1::Job done = RunToEnd();
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(done.artifacts_size(), 1);
+  auto path = jobs_->VerifiedArtifactPath(done, "profile.json");
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(jobs_->VerifiedArtifactsRemembered(), 1u);
+  clock_.Advance(std::chrono::hours(2));
+  EXPECT_TRUE(Eventually([&] { return !jobs_->Get(Alice(), done.id()).ok(); }));
+  EXPECT_EQ(jobs_->VerifiedArtifactsRemembered(), 0u);
+}
+
+// Drain waits for a running job until its deadline on the clock, then cancels it: 29.999 s of a
+// 30 s drain leave the job running (Drain has looked at the clock since and waits on), the
+// last millisecond cancels it.
+TEST_F(JobManagerClockTest, DrainCancelsARunningJobAtItsDeadlineOnTheClock) {
+  Open();
+  auto job = jobs_->Submit(Alice(), InferRequest(), "cpu");
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(runner_.WaitRunning());
+  const Clock::SteadyTime deadline = clock_.SteadyNow() + std::chrono::seconds(30);
+  std::atomic<bool> drained{false};
+  std::jthread drain([&] {
+    jobs_->Drain(std::chrono::seconds(30));
+    drained = true;
+  });
+  EXPECT_TRUE(Eventually([&] { return clock_.WaitsUntil(deadline) > 0; }));
+  clock_.Advance(milliseconds(29'999));
+  const int64_t seen = clock_.WaitsUntil(deadline);
+  EXPECT_TRUE(Eventually([&] { return clock_.WaitsUntil(deadline) >= seen + 2; }));
+  EXPECT_FALSE(drained.load());
+  EXPECT_FALSE(runner_.saw_cancel());
+  EXPECT_EQ(jobs_->Get(Alice(), job->id())->state(), v1::JOB_STATE_RUNNING);
+  clock_.Advance(milliseconds(1));
+  EXPECT_TRUE(Eventually([&] { return drained.load(); }));
+  drain.join();
+  EXPECT_TRUE(runner_.saw_cancel());
+  EXPECT_EQ(jobs_->Get(Alice(), job->id())->state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(jobs_->Submit(Alice(), InferRequest(), "cpu").status().code(),
+            absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -20,6 +20,8 @@
 #include "gtest/gtest.h"
 #include "server/daemon/jobs/job_manager.h"
 #include "tests/daemon/faulty_file_ops.h"
+#include "tests/daemon/job_manager_test_util.h"
+#include "tests/support/test_files.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -68,22 +70,10 @@ class PublishingRunner : public JobRunner {
   std::map<std::string, int> runs_;
 };
 
-Identity Alice() {
-  Identity id;
-  id.user = "alice";
-  return id;
-}
+using test::Alice;
+using test::Terminal;
 
-v1::SubmitJobRequest Infer() {
-  v1::SubmitJobRequest r;
-  r.mutable_infer()->set_imgsz(64);
-  (*r.mutable_labels())["name"] = "j";
-  return r;
-}
-
-bool Terminal(v1::JobState s) {
-  return s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
-}
+v1::SubmitJobRequest Infer() { return test::InferRequest("j"); }
 
 // A fault to inject: a byte budget, or the n-th call of a kind (and every later one).
 struct Fault {
@@ -110,27 +100,15 @@ struct Outcome {
 
 class DurabilityTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("jmd-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   // Waits until the device is idle with the job finished, or idle with the manager out of
   // service (a job that cannot start or finish durably waits there).
   static void Settle(JobManager& jobs, const std::string& id) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < until) {
+    EXPECT_TRUE(test::Eventually([&] {
       auto j = jobs.Get(Alice(), id);
-      if (jobs.RunningJob("cpu").empty() &&
-          (!j.ok() || Terminal(j->state()) || !jobs.StoreError().empty())) {
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    ADD_FAILURE() << "job " << id << " did not settle";
+      return jobs.RunningJob("cpu").empty() &&
+             (!j.ok() || Terminal(j->state()) || !jobs.StoreError().empty());
+    })) << "job "
+        << id << " did not settle";
   }
 
   static std::string ReadAll(const fs::path& p) {
@@ -190,7 +168,8 @@ class DurabilityTest : public ::testing::Test {
     return o;
   }
 
-  fs::path root_;
+  test::TempDir tmp_{"jmd"};
+  fs::path root_{tmp_.path()};
   int lives_ = 0;
 };
 
@@ -279,10 +258,7 @@ TEST_F(DurabilityTest, AHeldBackOutcomeIsRecordedWhenTheStoreRecovers) {
   jobs.Start();
   auto job = jobs.Submit(Alice(), Infer(), "cpu");
   ASSERT_TRUE(job.ok()) << job.status();
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (jobs.StoreError().empty() && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  EXPECT_TRUE(test::Eventually([&] { return !jobs.StoreError().empty(); }));
   DurabilityTest::Settle(jobs, job->id());
   EXPECT_THAT(jobs.StoreError(), HasSubstr("rename"));
   EXPECT_EQ(jobs.Get(Alice(), job->id())->state(), v1::JOB_STATE_RUNNING);

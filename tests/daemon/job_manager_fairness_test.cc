@@ -5,7 +5,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -14,11 +13,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/daemon/jobs/job_manager.h"
+#include "tests/daemon/job_manager_test_util.h"
+#include "tests/support/test_files.h"
 
 namespace libreyolo::daemon {
 namespace {
 
-namespace fs = std::filesystem;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
@@ -67,31 +67,20 @@ class ClockRunner : public JobRunner {
   std::string hold_;
 };
 
-Identity User(const std::string& name) {
-  Identity id;
-  id.user = name;
-  return id;
-}
+using test::User;
 
+// An inference job that ClockRunner runs for `ms` of the clock.
 v1::SubmitJobRequest Job(const std::string& name, int64_t ms = 100, int priority = 0) {
-  v1::SubmitJobRequest r;
-  r.mutable_infer()->set_imgsz(64);
-  (*r.mutable_labels())["name"] = name;
+  v1::SubmitJobRequest r = test::InferRequest(name, priority);
   (*r.mutable_labels())["ms"] = std::to_string(ms);
-  r.set_priority(priority);
   return r;
 }
 
 class FairnessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("jmf-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    auto store = JobStore::Open((dir_ / "state").string(), (dir_ / "store").string());
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    store_ = test::OpenStore(dir_.path());
+    ASSERT_NE(store_, nullptr);
     Limits limits;
     limits.max_jobs_per_user = 20;
     limits.max_watchers = 8;
@@ -99,10 +88,7 @@ class FairnessTest : public ::testing::Test {
     jobs_ = std::make_unique<JobManager>(store_.get(), &runner_, std::vector<std::string>{"cpu"},
                                          limits, Retention(), clock_);
   }
-  void TearDown() override {
-    jobs_.reset();
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { jobs_.reset(); }
   // Submits (not started yet, so the whole backlog is there when the device starts).
   void Submit(const std::string& user, const v1::SubmitJobRequest& r) {
     auto j = jobs_->Submit(User(user), r, "cpu");
@@ -111,7 +97,7 @@ class FairnessTest : public ::testing::Test {
 
   ManualClock clock_{1'000'000};
   ClockRunner runner_{&clock_};
-  fs::path dir_;
+  test::TempDir dir_{"jmf"};
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<JobManager> jobs_;
 };
@@ -217,9 +203,7 @@ TEST_F(FairnessTest, WatchersAreCappedPerUser) {
           [&] { return stop.load(); });
     });
   }
-  for (int i = 0; i < 20000 && jobs_->Metrics().watchers < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  EXPECT_TRUE(test::Eventually([&] { return jobs_->Metrics().watchers >= 2; }));
   ASSERT_EQ(jobs_->Metrics().watchers, 2);
   const absl::Status third = jobs_->Watch(
       User("alice"), job->id(), 1, [](const v1::JobEvent&) { return true; }, [] { return true; });

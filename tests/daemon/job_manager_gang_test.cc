@@ -6,7 +6,6 @@
 // releases it and checks that no slot ever runs two jobs at once.
 #include <chrono>
 #include <condition_variable>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -17,11 +16,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/daemon/jobs/job_manager.h"
+#include "tests/daemon/job_manager_test_util.h"
+#include "tests/support/test_files.h"
 
 namespace libreyolo::daemon {
 namespace {
 
-namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -69,11 +69,7 @@ class SlotRunner : public JobRunner {
   std::vector<std::string> started_, overlaps_;
 };
 
-Identity User(const std::string& name) {
-  Identity id;
-  id.user = name;
-  return id;
-}
+using test::User;
 
 v1::SubmitJobRequest Single(const std::string& name) {
   v1::SubmitJobRequest r;
@@ -94,13 +90,8 @@ v1::SubmitJobRequest Gang(const std::string& name, std::vector<std::string> devi
 class JobManagerGangTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("jm-gang-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    auto store = JobStore::Open((dir_ / "state").string(), (dir_ / "store").string());
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    store_ = test::OpenStore(dir_.path());
+    ASSERT_NE(store_, nullptr);
     Limits limits;
     limits.max_jobs_per_user = 100;
     jobs_ = std::make_unique<JobManager>(
@@ -110,7 +101,6 @@ class JobManagerGangTest : public ::testing::Test {
   void TearDown() override {
     for (const std::string& n : submitted_) runner_.Release(n);
     jobs_.reset();
-    fs::remove_all(dir_);
   }
   std::string Submit(const v1::SubmitJobRequest& r, const std::string& device = "cpu") {
     auto job = jobs_->Submit(User("alice"), r, device);
@@ -120,17 +110,10 @@ class JobManagerGangTest : public ::testing::Test {
   }
   v1::Job Get(const std::string& id) { return *jobs_->Get(User("alice"), id); }
   v1::Job WaitTerminal(const std::string& id) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    for (;;) {
-      v1::Job j = Get(id);
-      if (j.state() >= v1::JOB_STATE_SUCCEEDED || std::chrono::steady_clock::now() > until) {
-        return j;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    return test::WaitTerminal(*jobs_, User("alice"), id);
   }
 
-  fs::path dir_;
+  test::TempDir dir_{"jmg"};
   SlotRunner runner_;
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<JobManager> jobs_;

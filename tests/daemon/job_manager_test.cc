@@ -17,6 +17,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/daemon/job_manager_test_util.h"
+#include "tests/support/test_files.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -79,70 +81,31 @@ class ScriptedRunner : public JobRunner {
   bool release_all_ = false;
 };
 
-Identity User(const std::string& name, bool admin = false) {
-  Identity id;
-  id.user = name;
-  id.admin = admin;
-  return id;
-}
-
-v1::SubmitJobRequest Infer(const std::string& name, int priority = 0) {
-  v1::SubmitJobRequest r;
-  r.mutable_infer()->set_imgsz(64);
-  (*r.mutable_labels())["name"] = name;
-  r.set_priority(priority);
-  return r;
-}
+using test::InferRequest;
+using test::User;
 
 class JobManagerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("jm-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    Open();
-  }
+  void SetUp() override { Open(); }
   void TearDown() override {
     runner_.ReleaseAll();
     jobs_.reset();
-    fs::remove_all(dir_);
   }
   void Open(Limits limits = Limits()) {
-    auto store = JobStore::Open((dir_ / "state").string(), (dir_ / "store").string());
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    store_ = test::OpenStore(dir_);
+    ASSERT_NE(store_, nullptr);
     jobs_ = std::make_unique<JobManager>(store_.get(), &runner_, std::vector<std::string>{"cpu"},
                                          limits, Retention());
   }
   v1::Job WaitTerminal(const std::string& id) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    for (;;) {
-      auto j = jobs_->Get(User("root", true), id);
-      EXPECT_TRUE(j.ok());
-      const auto s = j->state();
-      if (s == v1::JOB_STATE_SUCCEEDED || s == v1::JOB_STATE_FAILED ||
-          s == v1::JOB_STATE_CANCELLED || std::chrono::steady_clock::now() > until) {
-        return *j;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    return test::WaitTerminal(*jobs_, User("root", true), id);
   }
   std::vector<v1::JobEvent> Events(const std::string& id, int64_t from = 1) {
-    std::vector<v1::JobEvent> out;
-    EXPECT_TRUE(jobs_
-                    ->Watch(
-                        User("root", true), id, from,
-                        [&](const v1::JobEvent& e) {
-                          out.push_back(e);
-                          return true;
-                        },
-                        [] { return false; })
-                    .ok());
-    return out;
+    return test::Events(*jobs_, User("root", true), id, from);
   }
 
-  fs::path dir_;
+  test::TempDir tmp_{"jm"};
+  fs::path dir_{tmp_.path()};
   ScriptedRunner runner_;
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<JobManager> jobs_;
@@ -153,7 +116,7 @@ class JobManagerTest : public ::testing::Test {
 // 1 KiB fail (EFBIG; SIGXFSZ ignored), as a full filesystem fails it with ENOSPC. The process
 // test DaemonFaultTest.AFullStateFilesystemRefusesJobs does the same on a real full tmpfs.
 TEST_F(JobManagerTest, AJobThatCannotBeMadeDurableIsRefusedAndLeavesNothing) {
-  v1::SubmitJobRequest big = Infer("big");
+  v1::SubmitJobRequest big = InferRequest("big");
   (*big.mutable_labels())["padding"] = std::string(4096, 'x');  // the record is > 1 KiB
   rlimit old{};
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
@@ -197,7 +160,7 @@ TEST_F(JobManagerTest, AJobThatCannotBeMadeDurableIsRefusedAndLeavesNothing) {
 // before bob's and carol's.
 TEST_F(JobManagerTest, UsersTakeTurnsAndPriorityOrdersAUsersOwnJobs) {
   jobs_->Start();
-  auto a1 = jobs_->Submit(User("alice"), Infer("a1"), "cpu");
+  auto a1 = jobs_->Submit(User("alice"), InferRequest("a1"), "cpu");
   ASSERT_TRUE(a1.ok());
   runner_.WaitStarted(1);  // a1 holds the device
   std::vector<v1::Job> queued;
@@ -207,7 +170,7 @@ TEST_F(JobManagerTest, UsersTakeTurnsAndPriorityOrdersAUsersOwnJobs) {
                                                               {"bob", "b1", 0},
                                                               {"carol", "c1", 0},
                                                               {"alice", "d1", 5}}) {
-    auto j = jobs_->Submit(User(user), Infer(name, prio), "cpu");
+    auto j = jobs_->Submit(User(user), InferRequest(name, prio), "cpu");
     ASSERT_TRUE(j.ok()) << j.status();
     queued.push_back(*j);
   }
@@ -226,7 +189,7 @@ TEST_F(JobManagerTest, AJobsWallTimeLimitIsTheRequestsCappedByTheDaemons) {
   Limits limits;
   limits.max_job_seconds = 50;
   Open(limits);
-  v1::SubmitJobRequest asked = Infer("a1");
+  v1::SubmitJobRequest asked = InferRequest("a1");
   asked.set_max_wall_seconds(20);
   auto a = jobs_->Submit(User("alice"), asked, "cpu");
   ASSERT_TRUE(a.ok()) << a.status();
@@ -235,7 +198,7 @@ TEST_F(JobManagerTest, AJobsWallTimeLimitIsTheRequestsCappedByTheDaemons) {
   auto b = jobs_->Submit(User("alice"), asked, "cpu");
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ(b->max_wall_seconds(), 50);
-  auto c = jobs_->Submit(User("alice"), Infer("a3"), "cpu");
+  auto c = jobs_->Submit(User("alice"), InferRequest("a3"), "cpu");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->max_wall_seconds(), 50);
 }
@@ -245,14 +208,14 @@ TEST_F(JobManagerTest, LimitsOnQueueLengthAndJobsPerUser) {
   limits.max_queue_length = 2;
   limits.max_jobs_per_user = 2;
   Open(limits);  // not started: everything stays queued
-  ASSERT_TRUE(jobs_->Submit(User("alice"), Infer("a1"), "cpu").ok());
-  ASSERT_TRUE(jobs_->Submit(User("alice"), Infer("a2"), "cpu").ok());
-  auto third = jobs_->Submit(User("alice"), Infer("a3"), "cpu");
+  ASSERT_TRUE(jobs_->Submit(User("alice"), InferRequest("a1"), "cpu").ok());
+  ASSERT_TRUE(jobs_->Submit(User("alice"), InferRequest("a2"), "cpu").ok());
+  auto third = jobs_->Submit(User("alice"), InferRequest("a3"), "cpu");
   EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
-  auto other = jobs_->Submit(User("bob"), Infer("b1"), "cpu");
+  auto other = jobs_->Submit(User("bob"), InferRequest("b1"), "cpu");
   EXPECT_EQ(other.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(other.status().message()), HasSubstr("max_queue_length"));
-  auto wrong = jobs_->Submit(User("bob"), Infer("b1"), "cuda:0");
+  auto wrong = jobs_->Submit(User("bob"), InferRequest("b1"), "cuda:0");
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
   // Issue 20 section 6: --device defaults to 0; a daemon without a GPU says the way out.
   EXPECT_THAT(std::string(wrong.status().message()),
@@ -262,9 +225,9 @@ TEST_F(JobManagerTest, LimitsOnQueueLengthAndJobsPerUser) {
 
 TEST_F(JobManagerTest, CancelQueuedAtOnceAndRunningAtTheNextStep) {
   jobs_->Start();
-  auto a1 = jobs_->Submit(User("alice"), Infer("a1"), "cpu");
+  auto a1 = jobs_->Submit(User("alice"), InferRequest("a1"), "cpu");
   runner_.WaitStarted(1);
-  auto a2 = jobs_->Submit(User("alice"), Infer("a2"), "cpu");
+  auto a2 = jobs_->Submit(User("alice"), InferRequest("a2"), "cpu");
   auto c2 = jobs_->Cancel(User("alice"), a2->id());
   ASSERT_TRUE(c2.ok());
   EXPECT_EQ(c2->state(), v1::JOB_STATE_CANCELLED);
@@ -280,7 +243,7 @@ TEST_F(JobManagerTest, CancelQueuedAtOnceAndRunningAtTheNextStep) {
 
 TEST_F(JobManagerTest, WatchResumesWithoutGapsOrRepeats) {
   jobs_->Start();
-  auto a1 = jobs_->Submit(User("alice"), Infer("a1"), "cpu");
+  auto a1 = jobs_->Submit(User("alice"), InferRequest("a1"), "cpu");
   runner_.WaitStarted(1);
   // Read what exists so far, stop, then resume from the next sequence after the job ends.
   std::vector<v1::JobEvent> first;
@@ -306,8 +269,8 @@ TEST_F(JobManagerTest, WatchResumesWithoutGapsOrRepeats) {
 }
 
 TEST_F(JobManagerTest, UsersSeeTheirOwnJobsAdminsSeeAll) {
-  auto a = jobs_->Submit(User("alice"), Infer("a1"), "cpu");
-  auto b = jobs_->Submit(User("bob"), Infer("b1"), "cpu");
+  auto a = jobs_->Submit(User("alice"), InferRequest("a1"), "cpu");
+  auto b = jobs_->Submit(User("bob"), InferRequest("b1"), "cpu");
   EXPECT_EQ(jobs_->Get(User("bob"), a->id()).status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(jobs_->Get(User("root", true), a->id()).ok());
   v1::ListJobsRequest all;
@@ -333,7 +296,7 @@ TEST_F(JobManagerTest, UsersSeeTheirOwnJobsAdminsSeeAll) {
 }
 
 TEST_F(JobManagerTest, RequestIdMakesSubmitIdempotent) {
-  v1::SubmitJobRequest r = Infer("a1");
+  v1::SubmitJobRequest r = InferRequest("a1");
   r.set_request_id("retry-1");
   auto first = jobs_->Submit(User("alice"), r, "cpu");
   auto again = jobs_->Submit(User("alice"), r, "cpu");
@@ -346,9 +309,9 @@ TEST_F(JobManagerTest, RequestIdMakesSubmitIdempotent) {
 
 TEST_F(JobManagerTest, RecoveryFailsInterruptedJobsAndRunsQueuedOnes) {
   jobs_->Start();
-  auto a1 = jobs_->Submit(User("alice"), Infer("a1"), "cpu");
+  auto a1 = jobs_->Submit(User("alice"), InferRequest("a1"), "cpu");
   runner_.WaitStarted(1);
-  auto a2 = jobs_->Submit(User("alice"), Infer("a2"), "cpu");
+  auto a2 = jobs_->Submit(User("alice"), InferRequest("a2"), "cpu");
   // Simulate a crash: copy the state while a1 runs, as kill -9 would leave it.
   const fs::path snapshot = dir_ / "snapshot";
   fs::create_directories(snapshot);
@@ -369,19 +332,15 @@ TEST_F(JobManagerTest, RecoveryFailsInterruptedJobsAndRunsQueuedOnes) {
   EXPECT_EQ(recovered.Get(User("alice"), a2->id())->state(), v1::JOB_STATE_QUEUED);
   recovered.Start();
   EXPECT_THAT(fresh.WaitStarted(1), ElementsAre("a2"));
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (recovered.Get(User("alice"), a2->id())->state() != v1::JOB_STATE_SUCCEEDED &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(recovered.Get(User("alice"), a2->id())->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(test::WaitTerminal(recovered, User("alice"), a2->id()).state(),
+            v1::JOB_STATE_SUCCEEDED);
   recovered.Drain(std::chrono::milliseconds(0));
 }
 
 TEST_F(JobManagerTest, AFailingJobFailsAloneWithItsExitCode) {
   jobs_->Start();
-  auto bad = jobs_->Submit(User("alice"), Infer("fail-weights"), "cpu");
-  auto good = jobs_->Submit(User("alice"), Infer("ok"), "cpu");
+  auto bad = jobs_->Submit(User("alice"), InferRequest("fail-weights"), "cpu");
+  auto good = jobs_->Submit(User("alice"), InferRequest("ok"), "cpu");
   runner_.ReleaseAll();
   const v1::Job b = WaitTerminal(bad->id());
   EXPECT_EQ(b.state(), v1::JOB_STATE_FAILED);
@@ -390,16 +349,6 @@ TEST_F(JobManagerTest, AFailingJobFailsAloneWithItsExitCode) {
   const v1::Job g = WaitTerminal(good->id());
   EXPECT_EQ(g.state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_DOUBLE_EQ(g.step_ms(), 12.5);
-}
-
-TEST_F(JobManagerTest, DrainCancelsARunningJobAfterTheDeadlineAndRefusesNewOnes) {
-  jobs_->Start();
-  auto a1 = jobs_->Submit(User("alice"), Infer("a1"), "cpu");
-  runner_.WaitStarted(1);
-  jobs_->Drain(std::chrono::milliseconds(50));
-  EXPECT_EQ(jobs_->Get(User("alice"), a1->id())->state(), v1::JOB_STATE_CANCELLED);
-  EXPECT_EQ(jobs_->Submit(User("alice"), Infer("a2"), "cpu").status().code(),
-            absl::StatusCode::kUnavailable);
 }
 
 TEST(NormaliseDevice, Names) {

@@ -504,7 +504,14 @@ void JobManager::SweepRetention() {
     for (const std::string& id :
          JobsToExpire(all, NowMs(), retention_.max_age_hours, retention_.max_jobs)) {
       if (auto s = store_->DeleteJob(id); s.ok()) {
-        jobs_.erase(id);
+        // Its request_id goes with it: a submit that reuses it now makes a new job.
+        auto it = jobs_.find(id);
+        const v1::Job& gone = it->second->job;
+        if (!gone.request().request_id().empty()) {
+          request_ids_.erase(absl::StrCat(gone.owner(), "/", gone.request().request_id()));
+        }
+        jobs_.erase(it);
+        ForgetVerifiedLocked(id);
         ++expired_total_;
       } else {
         persist_errors_.push_back(std::string(s.message()));

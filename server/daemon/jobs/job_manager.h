@@ -85,6 +85,8 @@ class JobManager {
   // again). A corrupt one is DATA_LOSS, counted (libreyolod_artifacts_corrupt_total), logged
   // and recorded as a "corrupt" event of the job. Errors of ArtifactPath otherwise.
   absl::StatusOr<std::string> VerifiedArtifactPath(const v1::Job& job, const std::string& name);
+  // How many artifacts that check remembers as intact (a job's go when retention deletes it).
+  size_t VerifiedArtifactsRemembered() const;
 
   MetricsSnapshot Metrics() const;
   const std::vector<std::string>& devices() const { return devices_; }
@@ -204,8 +206,9 @@ class JobManager {
   int64_t finished_run_ms_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t artifacts_corrupt_ ABSL_GUARDED_BY(mu_) = 0;
   // "<job>/<artifact>" -> the identity of the file last verified intact (its own lock:
-  // hashing runs outside mu_).
-  std::mutex verified_mu_;
+  // hashing runs outside mu_; taken after mu_ where both are held).
+  mutable std::mutex verified_mu_;
+  void ForgetVerifiedLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<std::string, std::string> verified_ ABSL_GUARDED_BY(verified_mu_);
 };
 

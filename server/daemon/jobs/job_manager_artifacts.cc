@@ -25,8 +25,11 @@ absl::StatusOr<std::string> JobManager::VerifiedArtifactPath(const v1::Job& job,
   }
   const absl::Status st = store_->VerifyArtifact(job.id(), *artifact, &identity);
   {
+    // Remembered only while the job is there: retention forgets a job's entries as it deletes
+    // the job (both under mu_), so a check that raced the deletion leaves nothing behind.
+    std::lock_guard<std::mutex> jobs_lock(mu_);
     std::lock_guard<std::mutex> lock(verified_mu_);
-    if (st.ok()) {
+    if (st.ok() && jobs_.count(job.id()) != 0) {
       verified_[key] = identity;
     } else {
       verified_.erase(key);
@@ -42,6 +45,20 @@ absl::StatusOr<std::string> JobManager::VerifiedArtifactPath(const v1::Job& job,
   auto it = jobs_.find(job.id());
   if (it != jobs_.end()) AppendEventLocked(*it->second, "corrupt", 0, 0, std::string(st.message()));
   return st;
+}
+
+void JobManager::ForgetVerifiedLocked(const std::string& job_id) {
+  const std::string prefix = absl::StrCat(job_id, "/");
+  std::lock_guard<std::mutex> lock(verified_mu_);
+  auto it = verified_.lower_bound(prefix);
+  while (it != verified_.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
+    it = verified_.erase(it);
+  }
+}
+
+size_t JobManager::VerifiedArtifactsRemembered() const {
+  std::lock_guard<std::mutex> lock(verified_mu_);
+  return verified_.size();
 }
 
 }  // namespace libreyolo::daemon
