@@ -3,9 +3,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
-#include <netdb.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,53 +21,12 @@
 #include "server/daemon/rpc/rpc_edge.h"
 #include "server/daemon/security/auth.h"
 #include "server/daemon/security/connection_gate.h"
-#include "server/daemon/security/unix_listener.h"
+#include "server/daemon/security/own_listener.h"
 #include "server/daemon/store/dir_lock.h"
 #include "server/daemon/store/job_store.h"
 #include "server/daemon/workers/engine_runner.h"
 
 namespace libreyolo::daemon {
-
-namespace {
-
-// gRPC binds TCP ports with SO_REUSEPORT unless told not to; a second daemon on the same port
-// then "serves" too and takes a share of the calls. With it off a taken port fails the start;
-// probing first names the address and the reason rather than gRPC's "no address added".
-absl::Status ProbeTcpListen(const std::string& listen, const std::string& hostport) {
-  const size_t colon = hostport.rfind(':');
-  if (colon == std::string::npos) return absl::OkStatus();  // ValidateDaemonConfig's to report
-  std::string host = hostport.substr(0, colon);
-  const std::string port = hostport.substr(colon + 1);
-  if (port == "0") return absl::OkStatus();  // any free port
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found) != 0) {
-    return absl::OkStatus();  // gRPC reports unresolvable names itself
-  }
-  absl::Status result = absl::OkStatus();
-  for (addrinfo* a = found; a != nullptr && result.ok(); a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    const int on = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));  // as gRPC: TIME_WAIT is fine
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 && errno == EADDRINUSE) {
-      result = absl::AlreadyExistsError(absl::StrCat(
-          "listen ", listen, ": address already in use; another libreyolod or program holds port ",
-          port, " (`ss -ltnp 'sport = :", port, "'` names it): stop it or choose another port"));
-    }
-    ::close(fd);
-  }
-  ::freeaddrinfo(found);
-  return result;
-}
-
-}  // namespace
 
 std::vector<std::string> ServedDevices(const DaemonConfig& config, int cuda_device_count) {
   std::vector<std::string> out;
@@ -154,7 +111,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // one daemon per port (ProbeTcpListen)
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // one daemon per port (ProbeTcpPort)
   // Connections hold descriptors (issue 23 item 2): one with no RPC in flight is closed after
   // connection_idle_timeout_s (a connection that sent only the HTTP/2 preface used to stay open
   // for as long as its peer liked), one stuck in its handshake after handshake_timeout_s.
@@ -181,20 +138,20 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
     if (c.tls.cert_file.empty()) {
       // Plaintext TCP: our own listener, so that the connection caps apply (gRPC 1.51 has
       // none); TLS connections cannot be handed over, so TLS stays gRPC's listener.
-      auto l = UnixListener::BindTcp(addr, hostport);
+      auto l = OwnListener::BindTcp(addr, hostport);
       if (!l.ok()) return l.status();
       d->tcp_ports_.push_back((*l)->port());
       d->own_listeners_.push_back(*std::move(l));
       continue;
     }
-    if (auto probe = ProbeTcpListen(addr, hostport); !probe.ok()) return probe;
+    if (auto probe = ProbeTcpPort(addr, hostport); !probe.ok()) return probe;
     auto creds = MakeServerCredentials(c.tls);
     if (!creds.ok()) return creds.status();
     ports.push_back(std::make_unique<int>(0));
     builder.AddListeningPort(hostport, *creds, ports.back().get());
   }
   for (const std::string& path : unix_paths) {
-    auto l = UnixListener::Bind(path, c.unix_socket_mode);
+    auto l = OwnListener::Bind(path, c.unix_socket_mode);
     if (!l.ok()) return l.status();
     d->own_listeners_.push_back(*std::move(l));
   }
@@ -216,7 +173,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
           : 0;
   d->gate_ = std::make_unique<ConnectionGate>(
       ConnectionCaps{c.max_connections, c.max_connections_per_peer, c.reserved_descriptors},
-      fd_limit);
+      fd_limit);  // Reload sets new caps
   for (auto& l : d->own_listeners_) l->Serve(d->server_.get(), d->auth_.get(), d->gate_.get());
   d->server_->GetHealthCheckService()->SetServingStatus(true);
   // A job state that cannot be made durable (a full state filesystem) takes the daemon out of
@@ -289,6 +246,9 @@ absl::Status Daemon::Reload(const DaemonConfig& loaded, std::vector<std::string>
   }
   auth_->Reload(std::move(tokens), next.admins);
   jobs_->SetLimits(next.limits, next.retention);
+  // New connections meet the new caps; those already open stay (a lower cap closes nothing).
+  gate_->set_caps(ConnectionCaps{next.max_connections, next.max_connections_per_peer,
+                                 next.reserved_descriptors});
   live_->Set(std::move(next));
   cv_.notify_all();  // the metrics loop picks up a new textfile now
   return absl::OkStatus();

@@ -28,7 +28,7 @@ class JobManager;
 class JobStore;
 class ProfilerServiceImpl;
 class ConnectionGate;
-class UnixListener;
+class OwnListener;
 
 class Daemon {
  public:
@@ -76,7 +76,7 @@ class Daemon {
   std::unique_ptr<ProfilerServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<ConnectionGate> gate_;  // before the listeners: they use it until Stop()
-  std::vector<std::unique_ptr<UnixListener>> own_listeners_;  // the Unix socket, plaintext TCP
+  std::vector<std::unique_ptr<OwnListener>> own_listeners_;  // the Unix socket, plaintext TCP
   std::vector<int> tcp_ports_;
   std::thread metrics_thread_;
   std::mutex mu_;

@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/io/lease_dir.h"
 #include "common/status/exit_code.h"
 #include "server/daemon/config/daemon_config.h"
@@ -172,9 +173,8 @@ int main(int argc, char** argv) {
           continue;
         }
         for (const std::string& n : notes) std::cerr << "libreyolod: SIGHUP: " << n << "\n";
-        std::cerr << "libreyolod: SIGHUP: reloaded the tokens file, admins, limits, retention, "
-                     "drain timeout and metrics file"
-                  << std::endl;
+        std::cerr << "libreyolod: SIGHUP: reloaded "
+                  << absl::StrJoin(libreyolo::daemon::ReloadableKeys(), ", ") << std::endl;
         continue;
       }
       if (action != SignalAction::kDrain) continue;

@@ -1,8 +1,9 @@
 """ctest daemon_connection_caps_test (issue 23 item 2): a flood of idle TCP connections from one
 peer is capped per peer (the ones past --max-connections-per-peer are closed at once, with one
 log line, not one per connection), while another peer's connection and the Unix socket's
-callers are still served, and the caps free up as connections close."""
-import os, socket, subprocess, sys, tempfile, time
+callers are still served, and the caps free up as connections close; a reload (SIGHUP) applies
+new caps to new connections and closes none that is open."""
+import os, signal, socket, subprocess, sys, tempfile, time
 
 daemon, cli = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp(prefix="lycaps.")
@@ -12,9 +13,12 @@ log = open(os.path.join(work, "daemon.log"), "w")
 tokens = os.path.join(work, "tokens")
 with open(os.open(tokens, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
     f.write("caps-test-token-0123456789abcdef alice\n")
-d = subprocess.Popen([daemon, "--listen", f"unix:{sock}", "--listen", f"tcp:127.0.0.1:{port}",
+config = os.path.join(work, "libreyolod.yaml")
+with open(config, "w") as f:  # the caps in the file, so that a reload can change them
+    f.write("max_connections: 8\nmax_connections_per_peer: 4\n")
+d = subprocess.Popen([daemon, "--config", config,
+                      "--listen", f"unix:{sock}", "--listen", f"tcp:127.0.0.1:{port}",
                       "--state-dir", f"{work}/state", "--store-dir", f"{work}/store",
-                      "--max-connections-per-peer", "4", "--max-connections", "8",
                       "--insecure-tcp", "--tokens-file", tokens],
                      stdout=log, stderr=subprocess.STDOUT)
 fails = []
@@ -78,6 +82,23 @@ try:
                      f"rate-limited): {lines[:3]}")
     elif "max_connections_per_peer" not in lines[0]:
         fails.append(f"the log line does not name the cap: {lines[0]}")
+    # A reload (SIGHUP) applies new caps to new connections; the one open stays.
+    kept = connect("127.0.0.4")
+    with open(config, "w") as f:
+        f.write("max_connections: 8\nmax_connections_per_peer: 2\n")
+    d.send_signal(signal.SIGHUP)
+    end = time.time() + 20
+    while "SIGHUP: reloaded" not in open(log.name).read() and time.time() < end:
+        time.sleep(0.05)
+    reloaded = [connect("127.0.0.4") for _ in range(3)]
+    shut_reloaded = sum(closed_by_daemon(s) for s in reloaded)
+    if shut_reloaded != 2:
+        fails.append(f"{shut_reloaded} of 3 more from a peer with 1 open closed after a reload to "
+                     "max_connections_per_peer 2; 2 should be")
+    if closed_by_daemon(kept, 0.3):
+        fails.append("a reload closed a connection that was open")
+    for s in reloaded + [kept]:
+        s.close()
 finally:
     d.terminate()
     try:
@@ -89,4 +110,4 @@ if fails:
     print(open(log.name).read()[-1500:])
     sys.exit(1)
 print("ok: 6 of 10 capped per peer, another peer and the Unix socket served, the total cap "
-      "holds, one log line")
+      "holds, one log line, a reload's lower cap applies to new connections")

@@ -522,9 +522,13 @@ absl::StatusOr<DaemonConfig> LoadWithChanged(const std::string& key_path, const 
 // silently dropped; the reloadable ones are exactly those the header (and deploy.md) document.
 TEST(DaemonConfigReloadTest, EveryKeyIsAppliedOrNamed) {
   TempDir dir;
-  const std::set<std::string> live = {"tokens_file",     "admins",           "limits",
-                                      "retention",       "drain_timeout_s",  "metrics_textfile",
-                                      "progress_timeout_s"};
+  const std::set<std::string> live = {
+      "tokens_file",         "admins",          "limits",
+      "retention",           "drain_timeout_s", "metrics_textfile",
+      "progress_timeout_s",  "max_connections", "max_connections_per_peer",
+      "reserved_descriptors"};
+  const std::vector<std::string> reloadable = ReloadableKeys();
+  EXPECT_EQ(std::set<std::string>(reloadable.begin(), reloadable.end()), live);
   for (const std::string& key_path : DaemonConfigKeyPaths()) {
     SCOPED_TRACE(key_path);
     absl::StatusOr<DaemonConfig> loaded = LoadWithChanged(key_path, dir);

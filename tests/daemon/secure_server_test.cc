@@ -26,7 +26,7 @@
 #include "server/daemon/rpc/prometheus.h"
 #include "server/daemon/security/auth.h"
 #include "server/daemon/security/connection_gate.h"
-#include "server/daemon/security/unix_listener.h"
+#include "server/daemon/security/own_listener.h"
 #include "tests/daemon/security_test_util.h"
 
 namespace libreyolo::daemon {
@@ -172,12 +172,12 @@ TEST(SecureServerTest, TcpLoopbackWithTokens) {
   EXPECT_FALSE(r.info.allows_local_paths());
 }
 
-TEST(UnixListenerTest, CallsCarryThePeerUid) {
+TEST(OwnListenerTest, CallsCarryThePeerUid) {
   TempDir dir;
   const std::string path = dir.File("ly.sock");
   Authenticator auth = MakeAuthenticator({});
   TestServer server(&auth, nullptr);
-  absl::StatusOr<std::unique_ptr<UnixListener>> listener = UnixListener::Bind(path, 0660);
+  absl::StatusOr<std::unique_ptr<OwnListener>> listener = OwnListener::Bind(path, 0660);
   ASSERT_TRUE(listener.ok()) << listener.status();
   static ConnectionGate gate(ConnectionCaps{}, 0);  // outlives the listener's thread
   (*listener)->Serve(server.server(), &auth, &gate);
@@ -208,7 +208,7 @@ TEST(UnixListenerTest, CallsCarryThePeerUid) {
   EXPECT_EQ(r.info.caller(), OurUserName());  // an invalid one is ignored
 
   // Another daemon on the same path is refused while this one listens.
-  absl::StatusOr<std::unique_ptr<UnixListener>> rival = UnixListener::Bind(path, 0660);
+  absl::StatusOr<std::unique_ptr<OwnListener>> rival = OwnListener::Bind(path, 0660);
   EXPECT_EQ(rival.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_THAT(std::string(rival.status().message()),
               HasSubstr("another libreyolod listens on " + path));
@@ -217,12 +217,12 @@ TEST(UnixListenerTest, CallsCarryThePeerUid) {
   EXPECT_FALSE(fs::exists(path));
 }
 
-TEST(UnixListenerTest, AdminsByName) {
+TEST(OwnListenerTest, AdminsByName) {
   TempDir dir;
   const std::string path = dir.File("ly.sock");
   Authenticator auth = MakeAuthenticator({OurUserName()});
   TestServer server(&auth, nullptr);
-  absl::StatusOr<std::unique_ptr<UnixListener>> listener = UnixListener::Bind(path, 0600);
+  absl::StatusOr<std::unique_ptr<OwnListener>> listener = OwnListener::Bind(path, 0600);
   ASSERT_TRUE(listener.ok()) << listener.status();
   static ConnectionGate gate(ConnectionCaps{}, 0);  // outlives the listener's thread
   (*listener)->Serve(server.server(), &auth, &gate);
@@ -237,12 +237,12 @@ TEST(UnixListenerTest, AdminsByName) {
 // The uid is recorded under "fd:<N>"; descriptor numbers are reused after close. The design
 // relies on gRPC keeping a connection's descriptor open while any call on it lives, so that a
 // newer connection (maybe another user's) never shares the peer string of a running call.
-TEST(UnixListenerTest, ADescriptorIsNotReusedWhileACallOnItLives) {
+TEST(OwnListenerTest, ADescriptorIsNotReusedWhileACallOnItLives) {
   TempDir dir;
   const std::string path = dir.File("ly.sock");
   Authenticator auth = MakeAuthenticator({});
   TestServer server(&auth, nullptr);
-  absl::StatusOr<std::unique_ptr<UnixListener>> listener = UnixListener::Bind(path, 0600);
+  absl::StatusOr<std::unique_ptr<OwnListener>> listener = OwnListener::Bind(path, 0600);
   ASSERT_TRUE(listener.ok()) << listener.status();
   static ConnectionGate gate(ConnectionCaps{}, 0);  // outlives the listener's thread
   (*listener)->Serve(server.server(), &auth, &gate);
@@ -274,7 +274,7 @@ TEST(UnixListenerTest, ADescriptorIsNotReusedWhileACallOnItLives) {
   EXPECT_EQ(server.service().Release(), OurUserName());
 }
 
-TEST(UnixListenerTest, StaleSocketsAreReplacedAndBadPathsRefused) {
+TEST(OwnListenerTest, StaleSocketsAreReplacedAndBadPathsRefused) {
   TempDir dir;
   const std::string path = dir.File("stale.sock");
   {  // a socket file whose daemon died: bound, never unlinked
@@ -286,22 +286,50 @@ TEST(UnixListenerTest, StaleSocketsAreReplacedAndBadPathsRefused) {
     close(fd);
   }
   ASSERT_TRUE(fs::exists(path));
-  absl::StatusOr<std::unique_ptr<UnixListener>> listener = UnixListener::Bind(path, 0660);
+  absl::StatusOr<std::unique_ptr<OwnListener>> listener = OwnListener::Bind(path, 0660);
   ASSERT_TRUE(listener.ok()) << listener.status();
   EXPECT_EQ((*listener)->path(), path);
   listener->reset();
 
   WriteFile(dir.File("plain"), "x");
-  listener = UnixListener::Bind(dir.File("plain"), 0660);
+  listener = OwnListener::Bind(dir.File("plain"), 0660);
   EXPECT_EQ(listener.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(listener.status().message()), HasSubstr("is not a socket"));
 
-  listener = UnixListener::Bind(dir.File("missing/ly.sock"), 0660);
+  listener = OwnListener::Bind(dir.File("missing/ly.sock"), 0660);
   EXPECT_EQ(listener.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(listener.status().message()), HasSubstr("does not exist"));
 
-  listener = UnixListener::Bind("/tmp/" + std::string(200, 'x'), 0660);
+  listener = OwnListener::Bind("/tmp/" + std::string(200, 'x'), 0660);
   EXPECT_EQ(listener.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// BindTcp and the TLS port probe resolve alike and say alike that a port is taken.
+TEST(OwnListenerTest, TcpAddressesTakenOrBadAreNamed) {
+  absl::StatusOr<std::unique_ptr<OwnListener>> first =
+      OwnListener::BindTcp("tcp:127.0.0.1:0", "127.0.0.1:0");
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string port = std::to_string((*first)->port());
+  ASSERT_NE(port, "0");
+  const std::string taken = "127.0.0.1:" + port;
+
+  absl::StatusOr<std::unique_ptr<OwnListener>> second = OwnListener::BindTcp("tcp:" + taken, taken);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(std::string(second.status().message()),
+              HasSubstr("listen tcp:" + taken + ": address already in use"));
+  const absl::Status probe = ProbeTcpPort("tcp:" + taken, taken);
+  EXPECT_EQ(probe.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(probe.message(), second.status().message());
+
+  EXPECT_TRUE(ProbeTcpPort("tcp:127.0.0.1:0", "127.0.0.1:0").ok());  // any free port
+  first->reset();
+  EXPECT_TRUE(ProbeTcpPort("tcp:" + taken, taken).ok());  // free again
+
+  second = OwnListener::BindTcp("tcp:7000", "7000");
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("expected HOST:PORT"));
+  // What the probe cannot resolve is gRPC's to report when it binds.
+  EXPECT_TRUE(ProbeTcpPort("tcp:7000", "7000").ok());
 }
 
 // ---- TLS -------------------------------------------------------------------------------------

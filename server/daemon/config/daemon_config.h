@@ -177,12 +177,14 @@ class LiveConfig {
 };
 
 // What a reload may change without a restart. Fills `next` from `running` with the keys of
-// `loaded` that the key tree (daemon_config_file.cc) marks reloadable (today tokens_file,
-// admins, limits, retention, drain_timeout_s, metrics_textfile) and returns one line per other
-// top-level key or section that differs ("listen changed: restart libreyolod to apply it");
-// those keep their running values.
+// `loaded` that the key tree (daemon_config_file.cc) marks reloadable (ReloadableKeys) and
+// returns one line per other top-level key or section that differs ("listen changed: restart
+// libreyolod to apply it"); those keep their running values.
 std::vector<std::string> MergeReloadable(const DaemonConfig& running, const DaemonConfig& loaded,
                                          DaemonConfig* next);
+// The top-level keys and sections a reload applies, in the file's order (what the SIGHUP log
+// line names).
+std::vector<std::string> ReloadableKeys();
 
 // The whole start-up sequence of a configuration: --config FILE, then flags over it, then
 // ValidateDaemonConfig. INVALID_ARGUMENT / NOT_FOUND / FAILED_PRECONDITION naming the problem.

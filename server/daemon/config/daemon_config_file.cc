@@ -265,9 +265,9 @@ std::vector<Key> ConfigKeys(DaemonConfig* config) {
       IntKey("cancel_grace_s", &config->cancel_grace_s),
       IntKey("connection_idle_timeout_s", &config->connection_idle_timeout_s),
       IntKey("handshake_timeout_s", &config->handshake_timeout_s),
-      IntKey("max_connections", &config->max_connections),
-      IntKey("max_connections_per_peer", &config->max_connections_per_peer),
-      IntKey("reserved_descriptors", &config->reserved_descriptors),
+      Live(IntKey("max_connections", &config->max_connections)),
+      Live(IntKey("max_connections_per_peer", &config->max_connections_per_peer)),
+      Live(IntKey("reserved_descriptors", &config->reserved_descriptors)),
       Live(IntKey("progress_timeout_s", &config->progress_timeout_s)),
       StringKey("lease_dir", &config->lease_dir),
       StringKey("worker_binary", &config->worker_binary),
@@ -339,6 +339,15 @@ std::vector<std::string> DaemonConfigKeyPaths() {
   std::vector<std::string> paths;
   CollectKeyPaths(ConfigKeys(&scratch), "", &paths);
   return paths;
+}
+
+std::vector<std::string> ReloadableKeys() {
+  DaemonConfig scratch;
+  std::vector<std::string> names;
+  for (const Key& key : ConfigKeys(&scratch)) {
+    if (key.reload == Reload::kLive) names.push_back(key.name);
+  }
+  return names;
 }
 
 std::vector<std::string> MergeReloadable(const DaemonConfig& running, const DaemonConfig& loaded,

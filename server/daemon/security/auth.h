@@ -61,7 +61,7 @@ class TokenTable {
 };
 
 // Maps a call to an identity. TCP: the "authorization: Bearer <token>" metadata (a missing or
-// unknown token -> UNAUTHENTICATED). Unix socket connections are accepted by UnixListener,
+// unknown token -> UNAUTHENTICATED). Unix socket connections are accepted by OwnListener,
 // which records the peer uid of each connection by the connection's peer string ("fd:<N>" for
 // a channel added with grpc::AddInsecureChannelFromFd). A Unix peer that also sends a bearer
 // token is the token's user when the token is valid (still unix_peer with its uid); an invalid
@@ -75,7 +75,7 @@ class Authenticator {
   absl::StatusOr<Identity> Identify(const std::string& peer,
                                     const std::vector<std::string>& authorization) const;
 
-  // UnixListener's side: a connection `peer` (ServerContext::peer() of its calls) is uid `uid`.
+  // OwnListener's side: a connection `peer` (ServerContext::peer() of its calls) is uid `uid`.
   void RecordUnixPeer(const std::string& peer, uid_t uid);
   void ForgetUnixPeer(const std::string& peer);
   // The daemon's own TCP listener's side: connection `peer` ("fd:<N>") came over TCP, so its

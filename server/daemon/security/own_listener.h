@@ -14,8 +14,8 @@
 // it to end, so while any call carrying "fd:N" is alive, N cannot belong to a newer connection;
 // and a newer connection's calls cannot start before its entry is written. Stale entries are
 // harmless: only connections handed over by this listener report "fd:" peers.
-#ifndef LIBREYOLO_SERVER_DAEMON_SECURITY_UNIX_LISTENER_H_
-#define LIBREYOLO_SERVER_DAEMON_SECURITY_UNIX_LISTENER_H_
+#ifndef LIBREYOLO_SERVER_DAEMON_SECURITY_OWN_LISTENER_H_
+#define LIBREYOLO_SERVER_DAEMON_SECURITY_OWN_LISTENER_H_
 
 #include <sys/types.h>
 
@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace grpc {
@@ -35,16 +36,16 @@ namespace libreyolo::daemon {
 class Authenticator;
 class ConnectionGate;
 
-class UnixListener {
+class OwnListener {
  public:
   // Binds `path` with `mode` permissions (removing a stale socket nobody listens on;
   // FAILED_PRECONDITION when another daemon is listening there).
-  static absl::StatusOr<std::unique_ptr<UnixListener>> Bind(const std::string& path, int mode);
+  static absl::StatusOr<std::unique_ptr<OwnListener>> Bind(const std::string& path, int mode);
   // Binds plaintext TCP `hostport` ("127.0.0.1:7000", "[::1]:0", ":7000"); ALREADY_EXISTS
   // naming the address when it is in use. port() is the bound port.
-  static absl::StatusOr<std::unique_ptr<UnixListener>> BindTcp(const std::string& address,
+  static absl::StatusOr<std::unique_ptr<OwnListener>> BindTcp(const std::string& address,
                                                                const std::string& hostport);
-  ~UnixListener();  // stops accepting, removes the socket file
+  ~OwnListener();  // stops accepting, removes the socket file
 
   // Starts the accept thread; connections go to `server` once it is started. `server` and
   // `auth` must outlive Stop() (call it, or destroy the listener, before Server::Shutdown).
@@ -55,7 +56,7 @@ class UnixListener {
   int port() const { return port_; }
 
  private:
-  UnixListener(std::string path, int fd, ino_t inode, bool tcp = false, int port = 0)
+  OwnListener(std::string path, int fd, ino_t inode, bool tcp = false, int port = 0)
       : path_(std::move(path)), fd_(fd), inode_(inode), tcp_(tcp), port_(port) {}
   void AcceptLoop(grpc::Server* server, Authenticator* auth, ConnectionGate* gate);
   // The connection's peer for the gate and the Authenticator; false drops it.
@@ -69,6 +70,11 @@ class UnixListener {
   std::thread thread_;
 };
 
+// For a TLS address that gRPC binds itself: ALREADY_EXISTS naming `address` when its port is
+// taken (gRPC binds with SO_REUSEPORT off, and would say only "no address added"); OK otherwise,
+// port 0 included (what else is wrong gRPC reports). The same resolution as BindTcp.
+absl::Status ProbeTcpPort(const std::string& address, const std::string& hostport);
+
 }  // namespace libreyolo::daemon
 
-#endif  // LIBREYOLO_SERVER_DAEMON_SECURITY_UNIX_LISTENER_H_
+#endif  // LIBREYOLO_SERVER_DAEMON_SECURITY_OWN_LISTENER_H_

@@ -1,4 +1,4 @@
-#include "server/daemon/security/unix_listener.h"
+#include "server/daemon/security/own_listener.h"
 
 #include <arpa/inet.h>
 #include <grpcpp/server.h>
@@ -77,9 +77,58 @@ absl::StatusOr<bool> SomeoneListens(const std::string& path, const sockaddr_un& 
       absl::StrCat("cannot probe the existing socket ", path, ": ", ErrnoText(error)));
 }
 
+// A TCP listen address resolved for binding: getaddrinfo's list (freed with it) and the port.
+struct TcpAddresses {
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> list{nullptr, &freeaddrinfo};
+  std::string port;
+};
+
+// "127.0.0.1:7000", "[::1]:0", ":7000" (any address) resolved as passive stream addresses;
+// INVALID_ARGUMENT naming `address` when it has no port or does not resolve.
+absl::StatusOr<TcpAddresses> ResolveTcp(const std::string& address, const std::string& hostport) {
+  const size_t colon = hostport.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("listen ", address, ": expected HOST:PORT"));
+  }
+  std::string host = hostport.substr(0, colon);
+  TcpAddresses out;
+  out.port = hostport.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (const int e =
+          getaddrinfo(host.empty() ? nullptr : host.c_str(), out.port.c_str(), &hints, &found);
+      e != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen ", address, ": cannot resolve ", hostport, ": ", gai_strerror(e)));
+  }
+  out.list.reset(found);
+  return out;
+}
+
+// A socket for `a` with SO_REUSEADDR (as gRPC: a port in TIME_WAIT is free); -1 on failure.
+int TcpSocket(const addrinfo& a) {
+  const int fd = socket(a.ai_family, a.ai_socktype | SOCK_CLOEXEC, a.ai_protocol);
+  if (fd < 0) return -1;
+  const int on = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  return fd;
+}
+
+absl::Status AddressInUse(const std::string& address, const std::string& port) {
+  return absl::AlreadyExistsError(absl::StrCat(
+      "listen ", address, ": address already in use; another libreyolod or ", "program holds port ",
+      port, " (`ss -ltnp 'sport = :", port, "'` names it): stop it or choose another port"));
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<UnixListener>> UnixListener::Bind(const std::string& path,
+absl::StatusOr<std::unique_ptr<OwnListener>> OwnListener::Bind(const std::string& path,
                                                                  int mode) {
   sockaddr_un address{};
   if (absl::Status status = MakeAddress(path, &address); !status.ok()) return status;
@@ -123,47 +172,22 @@ absl::StatusOr<std::unique_ptr<UnixListener>> UnixListener::Bind(const std::stri
   if (chmod(path.c_str(), static_cast<mode_t>(mode)) != 0) return fail("cannot chmod", true);
   if (lstat(path.c_str(), &info) != 0) return fail("cannot stat", true);
   if (listen(fd, kBacklog) != 0) return fail("cannot listen on", true);
-  return std::unique_ptr<UnixListener>(new UnixListener(path, fd, info.st_ino));
+  return std::unique_ptr<OwnListener>(new OwnListener(path, fd, info.st_ino));
 }
 
-absl::StatusOr<std::unique_ptr<UnixListener>> UnixListener::BindTcp(const std::string& address,
-                                                                    const std::string& hostport) {
-  const size_t colon = hostport.rfind(':');
-  if (colon == std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("listen ", address, ": expected HOST:PORT"));
-  }
-  std::string host = hostport.substr(0, colon);
-  const std::string port = hostport.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  if (const int e =
-          getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found);
-      e != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("listen ", address, ": cannot resolve ", hostport, ": ", gai_strerror(e)));
-  }
+absl::StatusOr<std::unique_ptr<OwnListener>> OwnListener::BindTcp(const std::string& address,
+                                                                  const std::string& hostport) {
+  absl::StatusOr<TcpAddresses> found = ResolveTcp(address, hostport);
+  if (!found.ok()) return found.status();
   absl::Status last = absl::UnavailableError(absl::StrCat("listen ", address, ": no address"));
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+  for (const addrinfo* a = found->list.get(); a != nullptr; a = a->ai_next) {
+    const int fd = TcpSocket(*a);
     if (fd < 0) continue;
-    const int on = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));  // TIME_WAIT is fine
     if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, kBacklog) != 0) {
       const int error = errno;
       close(fd);
       last = error == EADDRINUSE
-                 ? absl::AlreadyExistsError(
-                       absl::StrCat("listen ", address,
-                                    ": address already in use; another libreyolod or "
-                                    "program holds port ",
-                                    port, " (`ss -ltnp 'sport = :", port,
-                                    "'` names it): stop it or choose another port"))
+                 ? AddressInUse(address, found->port)
                  : absl::UnavailableError(absl::StrCat("listen ", address, ": ", ErrnoText(error)));
       continue;
     }
@@ -173,16 +197,28 @@ absl::StatusOr<std::unique_ptr<UnixListener>> UnixListener::BindTcp(const std::s
     const int got =
         ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                           : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-    freeaddrinfo(found);
-    return std::unique_ptr<UnixListener>(new UnixListener(address, fd, 0, true, got));
+    return std::unique_ptr<OwnListener>(new OwnListener(address, fd, 0, true, got));
   }
-  freeaddrinfo(found);
   return last;
 }
 
-UnixListener::~UnixListener() { Stop(); }
+absl::Status ProbeTcpPort(const std::string& address, const std::string& hostport) {
+  absl::StatusOr<TcpAddresses> found = ResolveTcp(address, hostport);
+  // An unsplittable address is the config validator's to report, an unresolvable one gRPC's.
+  if (!found.ok() || found->port == "0") return absl::OkStatus();  // port 0: any free port
+  for (const addrinfo* a = found->list.get(); a != nullptr; a = a->ai_next) {
+    const int fd = TcpSocket(*a);
+    if (fd < 0) continue;
+    const bool in_use = bind(fd, a->ai_addr, a->ai_addrlen) != 0 && errno == EADDRINUSE;
+    close(fd);
+    if (in_use) return AddressInUse(address, found->port);
+  }
+  return absl::OkStatus();
+}
 
-void UnixListener::Serve(grpc::Server* server, Authenticator* auth, ConnectionGate* gate) {
+OwnListener::~OwnListener() { Stop(); }
+
+void OwnListener::Serve(grpc::Server* server, Authenticator* auth, ConnectionGate* gate) {
   if (thread_.joinable() || fd_ < 0) return;
   thread_ = std::thread([this, server, auth, gate] {
     try {
@@ -197,7 +233,7 @@ void UnixListener::Serve(grpc::Server* server, Authenticator* auth, ConnectionGa
   });
 }
 
-bool UnixListener::Identify(int connection, Authenticator* auth, std::string* peer) {
+bool OwnListener::Identify(int connection, Authenticator* auth, std::string* peer) {
   const std::string key = absl::StrCat("fd:", connection);
   if (tcp_) {
     sockaddr_storage from{};
@@ -228,7 +264,7 @@ bool UnixListener::Identify(int connection, Authenticator* auth, std::string* pe
   return true;
 }
 
-void UnixListener::AcceptLoop(grpc::Server* server, Authenticator* auth, ConnectionGate* gate) {
+void OwnListener::AcceptLoop(grpc::Server* server, Authenticator* auth, ConnectionGate* gate) {
   std::chrono::steady_clock::time_point last_logged{};
   int64_t failed_since_logged = 0;
   std::chrono::steady_clock::time_point refusal_logged{};
@@ -285,7 +321,7 @@ void UnixListener::AcceptLoop(grpc::Server* server, Authenticator* auth, Connect
   }
 }
 
-void UnixListener::Stop() {
+void OwnListener::Stop() {
   stopping_.store(true);
   if (thread_.joinable()) thread_.join();
   if (fd_ < 0) return;
