@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/json/json_read.h"
 #include "common/profile/metric_table.h"
 #include "rapidjson/document.h"
 
@@ -107,8 +108,7 @@ std::optional<std::string> ConfigText(const rapidjson::Document& d, const char* 
 
 std::vector<Setting> SettingsOf(const Profile& p) {
   rapidjson::Document d;
-  d.Parse(p.config_json.data(), p.config_json.size());
-  if (d.HasParseError()) d.SetObject();
+  if (ParseJson(p.config_json, &d).IsError()) d.SetObject();
   const bool inference = p.mode == "inference" || ConfigText(d, "mode") == "inference";
   std::vector<Setting> out;
   out.push_back({"mode", p.source_kind == "trace" && !p.mode

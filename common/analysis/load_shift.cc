@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/json/json_read.h"
 #include "common/json/json_writer.h"
 
 namespace libreyolo {
@@ -37,9 +38,8 @@ std::optional<LoadShift> DetectLoadShift(const Profile& p) {
   LoadShift s;
   s.step_ms = *p.step_ms;
   s.profiled_step_ms = ProfiledStepMs(p);
-  rapidjson::Document d;
-  d.Parse(p.profiler_json.data(), p.profiler_json.size());
-  if (!d.HasParseError() && d.IsObject()) {
+  const rapidjson::Document d = JsonOrNull(p.profiler_json);
+  if (d.IsObject()) {
     s.probe_baseline_ms = LastOf(d, "probe_baseline_ms");
     s.overhead_ci_high_pct = LastOf(d, "overhead_ci_pct");
   }
@@ -78,9 +78,8 @@ void RecordLoadShift(Profile* p) {
   // RapidJSON's DOM would move some of its numbers by an ulp (its default parse is not exact),
   // so that a job with a load shift and an identical one without would print different
   // overheads. The record is spliced in before the object's closing brace instead.
-  rapidjson::Document d;
-  d.Parse(p->profiler_json.data(), p->profiler_json.size());
-  const bool object = !d.HasParseError() && d.IsObject();
+  const rapidjson::Document d = JsonOrNull(p->profiler_json);
+  const bool object = d.IsObject();
   if (object && d.HasMember("load_shift")) return;  // recorded once
   JsonWriter w(/*pretty=*/false);
   w.BeginObject()
@@ -103,10 +102,8 @@ void RecordLoadShift(Profile* p) {
 }
 
 std::string RecordedLoadShiftNote(const Profile& p) {
-  rapidjson::Document d;
-  d.Parse(p.profiler_json.data(), p.profiler_json.size());
-  if (d.HasParseError() || !d.IsObject()) return "";
-  const rapidjson::Document& doc = d;  // const iterators: no C++20 reversed-operator ambiguity
+  const rapidjson::Document doc = JsonOrNull(p.profiler_json);
+  if (!doc.IsObject()) return "";
   auto it = doc.FindMember("load_shift");
   if (it == doc.MemberEnd() || !it->value.IsObject()) return "";
   auto note = it->value.FindMember("note");

@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "absl/strings/str_format.h"
+#include "common/json/json_read.h"
 #include "rapidjson/document.h"
 
 namespace libreyolo {
@@ -10,8 +11,7 @@ namespace {
 
 // A job on a TorchScript export (config.format "torchscript").
 bool IsExport(const Profile& p) {
-  rapidjson::Document d;
-  d.Parse(p.config_json.data(), p.config_json.size());
+  const rapidjson::Document d = JsonOrNull(p.config_json);
   if (!d.IsObject()) return false;
   const auto it = d.FindMember("format");
   return it != d.MemberEnd() && it->value.IsString() &&

@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/json/json_read.h"
 #include "common/profile/metric_table.h"
 #include "common/profile/profile_json.h"
 
@@ -206,13 +207,10 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
         what, ": nested deeper than ", kMaxProfileDepth, " levels; not a libreyolo profile"));
   }
   rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseNanAndInfFlag | rapidjson::kParseIterativeFlag |
-            rapidjson::kParseFullPrecisionFlag>(text.data(),
-                                                                              text.size());
-  if (doc.HasParseError()) {
+  if (const rapidjson::ParseResult parsed = ParseJson(text, &doc); parsed.IsError()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, ": not valid JSON at byte ", doc.GetErrorOffset(), ": ",
-        rapidjson::GetParseError_En(doc.GetParseError()), ". Is the file complete?"));
+        what, ": not valid JSON at byte ", parsed.Offset(), ": ",
+        rapidjson::GetParseError_En(parsed.Code()), ". Is the file complete?"));
   }
   if (!doc.IsObject()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": a profile must be a JSON object"));

@@ -1,6 +1,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/analysis/kernel_classify.h"
 #include "common/analysis/metric_list.h"
+#include "common/json/json_read.h"
 #include "common/json/json_writer.h"
 #include "common/profile/metric_table.h"
 #include "common/profile/profile_json.h"
@@ -213,9 +214,8 @@ std::string WriteProfileJson(const Profile& p) {
 
 absl::StatusOr<std::string> AddProfileMember(std::string text, std::string_view key,
                                              std::string_view json) {
-  rapidjson::Document doc;
-  doc.Parse(text.data(), text.size());
-  if (doc.HasParseError() || !doc.IsObject()) {
+  const rapidjson::Document doc = JsonOrNull(text);
+  if (!doc.IsObject()) {
     return absl::InvalidArgumentError("the profile is not a JSON object");
   }
   const std::string name(key);
@@ -223,8 +223,7 @@ absl::StatusOr<std::string> AddProfileMember(std::string text, std::string_view 
     return absl::InvalidArgumentError(absl::StrCat("the profile already has `", name, "`"));
   }
   rapidjson::Document value;
-  value.Parse(json.data(), json.size());
-  if (value.HasParseError()) {
+  if (ParseJson(json, &value).IsError()) {
     return absl::InvalidArgumentError(absl::StrCat("`", name, "` is not JSON"));
   }
   const size_t close = text.rfind('}');  // the object's own: only blanks follow it

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/json/json_read.h"
 #include "common/json/json_writer.h"
 #include "common/readers/phases_view.h"
 #include "common/render/terminal_text.h"
@@ -59,9 +60,8 @@ namespace {
 // Why a profile holds no FLOPs, in the words of its own profiler record (issue 22: a job that
 // had asked for FLOPs was told it ran without --with-flops).
 std::string WhyNoFlops(const std::string& profiler_json) {
-  rapidjson::Document d;
-  d.Parse(profiler_json.data(), profiler_json.size());
-  if (d.HasParseError() || !d.IsObject()) return "recorded without --with-flops";
+  const rapidjson::Document d = JsonOrNull(profiler_json);
+  if (!d.IsObject()) return "recorded without --with-flops";
   if (auto it = d.FindMember("with_flops_note"); it != d.MemberEnd() && it->value.IsString()) {
     return it->value.GetString();
   }

@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/io/rank_artifacts.h"
+#include "common/json/json_read.h"
 #include "common/json/json_writer.h"
 #include "common/render/text_table.h"
 #include "rapidjson/document.h"
@@ -409,12 +410,13 @@ std::string StringOf(const rapidjson::Value& o, const char* key) {
 }  // namespace
 
 absl::StatusOr<RanksView> RanksViewFromJson(std::string_view json) {
-  rapidjson::Document d;
-  d.Parse<rapidjson::kParseFullPrecisionFlag>(json.data(), json.size());
-  const auto ranks = d.IsObject() ? d.FindMember("ranks") : rapidjson::Value::MemberIterator();
-  if (!d.IsObject() || ranks == d.MemberEnd() || !ranks->value.IsArray()) {
+  const rapidjson::Document d = JsonOrNull(json);
+  const auto not_ranks = [] {
     return absl::DataLossError("the profile's `ranks` is not a cross-rank object");
-  }
+  };
+  if (!d.IsObject()) return not_ranks();
+  const auto ranks = d.FindMember("ranks");
+  if (ranks == d.MemberEnd() || !ranks->value.IsArray()) return not_ranks();
   RanksView v;
   v.source = StringOf(d, "source");
   CrossRankResult& r = v.result;

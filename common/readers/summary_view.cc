@@ -9,6 +9,7 @@
 #include "common/analysis/kernel_classify.h"
 #include "common/analysis/load_shift.h"
 #include "common/analysis/metric_list.h"
+#include "common/json/json_read.h"
 #include "common/json/json_writer.h"
 #include "common/profile/metric_table.h"
 #include "common/readers/ranks_view.h"
@@ -20,9 +21,8 @@ namespace {
 
 // config.weights: the checkpoint's path, or "random-init"; "" where the config records none.
 std::string WeightsOf(const std::string& config_json) {
-  rapidjson::Document d;
-  d.Parse(config_json.data(), config_json.size());
-  if (d.HasParseError() || !d.IsObject()) return "";
+  const rapidjson::Document d = JsonOrNull(config_json);
+  if (!d.IsObject()) return "";
   auto weights = d.FindMember("weights");
   if (weights == d.MemberEnd() || !weights->value.IsString()) return "";
   return weights->value.GetString();
@@ -96,9 +96,8 @@ std::string Steps(int64_t n) { return absl::StrCat(n, n == 1 ? " step" : " steps
 
 // config.head_reinitialised (a checkpoint trained on other classes) in words; "" without one.
 std::string HeadReinitOf(const std::string& config_json) {
-  rapidjson::Document d;
-  d.Parse(config_json.data(), config_json.size());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("head_reinitialised")) return "";
+  const rapidjson::Document d = JsonOrNull(config_json);
+  if (!d.IsObject() || !d.HasMember("head_reinitialised")) return "";
   const auto& h = d["head_reinitialised"];
   if (!h.IsObject()) return "";
   auto num = [&](const char* k) { return h.HasMember(k) && h[k].IsInt64() ? h[k].GetInt64() : 0; };
@@ -123,9 +122,8 @@ std::string RandomInitTimingNote(const std::string& mode) {
 }
 
 std::string BatchOf(const std::string& config_json) {
-  rapidjson::Document d;
-  d.Parse(config_json.data(), config_json.size());
-  if (d.HasParseError() || !d.IsObject()) return "";
+  const rapidjson::Document d = JsonOrNull(config_json);
+  if (!d.IsObject()) return "";
   auto batch = d.FindMember("batch");
   if (batch == d.MemberEnd() || !batch->value.IsInt64()) return "";
   std::string out = absl::StrCat(batch->value.GetInt64());
@@ -137,18 +135,16 @@ std::string BatchOf(const std::string& config_json) {
 }
 
 std::optional<std::string> BatchRuleOf(const std::string& config_json) {
-  rapidjson::Document d;
-  d.Parse(config_json.data(), config_json.size());
-  if (d.HasParseError() || !d.IsObject()) return std::nullopt;
+  const rapidjson::Document d = JsonOrNull(config_json);
+  if (!d.IsObject()) return std::nullopt;
   auto rule = d.FindMember("batch_rule");
   if (rule == d.MemberEnd() || !rule->value.IsString()) return std::nullopt;
   return std::string(rule->value.GetString(), rule->value.GetStringLength());
 }
 
 std::string CpuThreadsOf(const std::string& config_json) {
-  rapidjson::Document d;
-  d.Parse(config_json.data(), config_json.size());
-  if (d.HasParseError() || !d.IsObject()) return "";
+  const rapidjson::Document d = JsonOrNull(config_json);
+  if (!d.IsObject()) return "";
   auto text = [&](const char* key) -> std::string {
     auto it = d.FindMember(key);
     if (it == d.MemberEnd()) return "";
@@ -165,9 +161,8 @@ std::string CpuThreadsOf(const std::string& config_json) {
 }
 
 std::string ProfilerOverheadOf(const std::string& profiler_json) {
-  rapidjson::Document d;
-  d.Parse(profiler_json.data(), profiler_json.size());
-  if (d.HasParseError() || !d.IsObject()) return "";
+  const rapidjson::Document d = JsonOrNull(profiler_json);
+  if (!d.IsObject()) return "";
   auto pct = d.FindMember("overhead_pct");
   if (pct == d.MemberEnd() || !pct->value.IsNumber()) return "";
   std::string out = absl::StrFormat("%.1f %%", pct->value.GetDouble());

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/json/json_read.h"
 #include "common/render/html_escape.h"
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
@@ -37,10 +38,8 @@ std::string ValueText(const rapidjson::Value& v) {
 Pairs ObjectPairs(const std::string& json) {
   Pairs out;
   if (json.empty()) return out;
-  rapidjson::Document d;
-  d.Parse(json.data(), json.size());
-  if (d.HasParseError() || !d.IsObject()) return {{"(unreadable)", json}};
-  const rapidjson::Document& doc = d;  // const iterators: no C++20 reversed-operator ambiguity
+  const rapidjson::Document doc = JsonOrNull(json);
+  if (!doc.IsObject()) return {{"(unreadable)", json}};
   for (const auto& m : doc.GetObject()) {
     out.emplace_back(std::string(m.name.GetString(), m.name.GetStringLength()), ValueText(m.value));
   }

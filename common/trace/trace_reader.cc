@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/io/block_reader.h"
 #include "common/io/file_reader.h"
+#include "common/json/json_read.h"
 #include "common/trace/trace_data_builder.h"
 #include "common/trace/trace_reader_internal.h"
 
@@ -45,10 +46,8 @@ namespace {
 
 // The recursive parser is ~20% faster than kParseIterativeFlag; the handler bounds nesting
 // (kMaxDepth) so hostile input cannot exhaust the stack. Numbers reach the handler as their text
-// (kParseNumbersAsStringsFlag) and are converted by ConvertNumber, the one conversion both readers
-// use: RapidJSON's own is an ulp off for some long fractions and integers beyond 64 bits (its
-// default), or trips UBSan (its full-precision mode, diyfp.h: clz of zero); the fuzz target found
-// both.
+// (kParseNumbersAsStringsFlag) and are converted by ConvertNumber (common/json/json_read.h, which
+// says why), as the profile readers' are.
 constexpr int kParseFlags = rapidjson::kParseNanAndInfFlag | rapidjson::kParseNumbersAsStringsFlag;
 constexpr int kMaxDepth = 256;
 using trace_bounds::kMaxBytes;
@@ -139,70 +138,6 @@ struct Num {
   bool is_int = false;
   bool fits_int64 = false;
 };
-
-// A number beyond a double's range as IEEE rounding gives it: +-inf above, +-0 below. from_chars
-// fails only beyond 1.8e308 or below 2.5e-324, so the decimal exponent of the first significant
-// digit says which.
-double BeyondADouble(std::string_view t) {
-  const bool minus = !t.empty() && t[0] == '-';
-  size_t i = minus ? 1 : 0;
-  int64_t magnitude = -1;  // of the first significant digit
-  bool found = false;
-  int64_t integer_digits = 0;
-  for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) {
-    if (!found && t[i] != '0') found = true;
-    if (found) ++integer_digits;
-  }
-  if (found) magnitude = integer_digits - 1;
-  if (i < t.size() && t[i] == '.') {
-    for (++i; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) {
-      if (!found) {
-        --magnitude;
-        if (t[i] != '0') found = true;
-      }
-    }
-  }
-  int64_t exponent = 0;
-  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
-    ++i;
-    const bool negative = i < t.size() && t[i] == '-';
-    if (i < t.size() && (t[i] == '-' || t[i] == '+')) ++i;
-    for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) {
-      exponent = std::min<int64_t>(exponent * 10 + (t[i] - '0'), int64_t{1} << 40);
-    }
-    if (negative) exponent = -exponent;
-  }
-  const double v = magnitude + exponent >= 0 ? std::numeric_limits<double>::infinity() : 0.0;
-  return minus ? -v : v;
-}
-
-// The one conversion of a JSON number's text (a number RapidJSON or ScanNumber accepted, or NaN,
-// Infinity, -Infinity): an integer is an int64, a uint64 beyond it, else (beyond 64 bits) a double
-// as every other number, the nearest double (from_chars). false: beyond a double's range, with
-// *beyond set to what IEEE rounding gives.
-enum class NumberKind { kInt64, kUint64, kDouble };
-bool ConvertNumber(std::string_view t, NumberKind* kind, int64_t* i, uint64_t* u, double* d,
-                   double* beyond) {
-  const char* b = t.data();
-  const char* e = b + t.size();
-  const bool integer =
-      !t.empty() && std::all_of(b + (*b == '-' ? 1 : 0), e, [](char c) { return c >= '0' && c <= '9'; });
-  if (integer) {
-    if (std::from_chars(b, e, *i).ec == std::errc()) {
-      *kind = NumberKind::kInt64;
-      return true;
-    }
-    if (*b != '-' && std::from_chars(b, e, *u).ec == std::errc()) {
-      *kind = NumberKind::kUint64;
-      return true;
-    }
-  }
-  *kind = NumberKind::kDouble;
-  const auto r = std::from_chars(b, e, *d);
-  if (r.ec == std::errc() && r.ptr == e) return true;
-  *beyond = BeyondADouble(t);
-  return false;
-}
 
 // Byte counts beyond 2^53 (8 PiB) are not real; rejecting them keeps every sum exact in a double
 // and far from int64 overflow.
@@ -373,12 +308,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   bool Double(double v) { return Number(Num{v, 0, false, false}); }
   // RapidJSON's numbers, as text (kParseNumbersAsStringsFlag).
   bool RawNumber(const char* s, rapidjson::SizeType len, bool) {
-    NumberKind kind;
-    int64_t i = 0;
-    uint64_t u = 0;
-    double d = 0, beyond = 0;
-    if (!ConvertNumber(std::string_view(s, len), &kind, &i, &u, &d, &beyond)) return Double(beyond);
-    return kind == NumberKind::kInt64 ? Int64(i) : kind == NumberKind::kUint64 ? Uint64(u) : Double(d);
+    return HandNumber(std::string_view(s, len), *this);
   }
 
   bool saw_events() const { return saw_events_; }
@@ -818,7 +748,7 @@ class SimdWalker {
   bool Number(od::value v) {
     std::string_view t = v.raw_json_token();
     NumberShape shape;
-    if (!ScanNumber(t, &shape)) return false;
+    if (!ScanNumber(t, &shape) || shape.big_exponent) return false;
     // A value the handler does not keep needs no conversion when both readers surely accept it
     // as a finite number: no exponent, at most 300 integer digits.
     if (!h_->WantsScalar() && !shape.exponent && shape.integer_digits <= 300) return true;
@@ -840,6 +770,9 @@ class SimdWalker {
     size_t length = 0;  // of the number, without the whitespace after it
     size_t integer_digits = 0;
     bool fraction = false, exponent = false;
+    // A positive exponent above 308: RapidJSON refuses some such numbers whatever their value
+    // (0E400: kParseErrorNumberTooBig), so it decides them.
+    bool big_exponent = false;
   };
   // JSON's number grammar, -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, followed by whitespace
   // only (the token runs to the next structural character).
@@ -863,11 +796,14 @@ class SimdWalker {
     }
     if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
       ++i;
+      const bool negative = i < t.size() && t[i] == '-';
       if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
       const size_t first = i;
-      while (digit(i)) ++i;
+      int exponent = 0;
+      for (; digit(i); ++i) exponent = std::min(exponent * 10 + (t[i] - '0'), 1000);
       if (i == first) return false;
       shape->exponent = true;
+      shape->big_exponent = !negative && exponent > 308;
     }
     shape->length = i;
     while (i < t.size() && (t[i] == ' ' || t[i] == '\n' || t[i] == '\r' || t[i] == '\t')) ++i;

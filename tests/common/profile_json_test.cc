@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "common/analysis/kernel_classify.h"
+#include "common/json/json_read.h"
 #include "common/profile/metric_table.h"
 #include "rapidjson/document.h"
 #include "tests/common/trace_builder.h"
@@ -306,10 +309,73 @@ TEST(ProfileJson, NumbersAreReadExactly) {
   EXPECT_EQ(*b->step_ms, 2.7123032337068254);
   // The same values (the digits may differ: 2.7123032337068255 is the same double).
   rapidjson::Document x, y;
-  x.Parse<rapidjson::kParseFullPrecisionFlag>(b->ranks_json.c_str());
-  y.Parse<rapidjson::kParseFullPrecisionFlag>(a.ranks_json.c_str());
+  ParseJson(b->ranks_json, &x);
+  ParseJson(a.ranks_json, &y);
   EXPECT_TRUE(x == y) << b->ranks_json;
   EXPECT_EQ(x["comm_overlap_pct"].GetDouble(), 2.7123032337068254);
+}
+
+// Every number is the nearest double to its text (from_chars), integers exact to 64 bits. The
+// first case is the fuzz target's find: a significand that rounds up past 2^64 was read by
+// RapidJSON's full-precision mode through clz(0) (UBSan; a garbage value without it).
+TEST(JsonRead, NumbersAreTheNearestDoubleToTheirText) {
+  rapidjson::Document d;
+  ASSERT_FALSE(ParseJson("[18446744073709551615666, 18446744073709551616, 9223372036854775808,"
+                         " -9223372036854775808, 2.7123032337068254, 0.30000000000000001665,"
+                         " 2e308, -2e308, 1e-400, NaN, -Infinity, 7]",
+                         &d)
+                   .IsError());
+  ASSERT_TRUE(d.IsArray());
+  ASSERT_EQ(d.Size(), 12u);
+  EXPECT_TRUE(d[0].IsDouble());
+  EXPECT_EQ(d[0].GetDouble(), 18446744073709551615666.0);
+  EXPECT_EQ(d[1].GetDouble(), 18446744073709551616.0);  // 2^64: beyond a uint64
+  ASSERT_TRUE(d[2].IsUint64());
+  EXPECT_EQ(d[2].GetUint64(), uint64_t{9223372036854775808u});
+  ASSERT_TRUE(d[3].IsInt64());
+  EXPECT_EQ(d[3].GetInt64(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(d[4].GetDouble(), 2.7123032337068254);
+  EXPECT_EQ(d[5].GetDouble(), 0.30000000000000001665);
+  EXPECT_EQ(d[6].GetDouble(), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(d[7].GetDouble(), -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(d[8].GetDouble(), 0.0);
+  EXPECT_TRUE(std::isnan(d[9].GetDouble()));
+  EXPECT_EQ(d[10].GetDouble(), -std::numeric_limits<double>::infinity());
+  ASSERT_TRUE(d[11].IsInt());
+  EXPECT_EQ(d[11].GetInt(), 7);
+  // An exponent past a double's RapidJSON refuses itself, before any conversion.
+  const rapidjson::ParseResult big = ParseJson("[1e400]", &d);
+  ASSERT_TRUE(big.IsError());
+  EXPECT_EQ(big.Code(), rapidjson::kParseErrorNumberTooBig);
+}
+
+// A parse error says where; the document is null, not what it held before. Nesting is parsed
+// iteratively: deep input is an error, not a stack overflow.
+TEST(JsonRead, AnErrorSaysWhereAndLeavesNull) {
+  rapidjson::Document d;
+  ASSERT_FALSE(ParseJson(R"({"a": 1})", &d).IsError());
+  const rapidjson::ParseResult bad = ParseJson(R"({"a": [1, 2})", &d);
+  ASSERT_TRUE(bad.IsError());
+  EXPECT_EQ(bad.Offset(), 11u);
+  EXPECT_TRUE(d.IsNull());
+  EXPECT_TRUE(ParseJson(std::string(1'000'000, '['), &d).IsError());
+  EXPECT_TRUE(d.IsNull());
+}
+
+// A profile number whose digits round up past 2^64 (the fuzz target found one in a count per
+// step) reads as the nearest double.
+TEST(ProfileJson, AHugeNumberIsTheNearestDouble) {
+  Profile a;
+  a.step_ms = 1.5;
+  std::string text = WriteProfileJson(a);
+  const std::string from = "1.5";
+  const size_t at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, from.size(), "18446744073709551615666");
+  auto b = ReadProfileJson(text, "mem");
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_TRUE(b->step_ms.has_value());
+  EXPECT_EQ(*b->step_ms, 18446744073709551615666.0);
 }
 
 // The daemon adds a data-parallel job's `ranks` to rank 0's profile.json as written: every

@@ -2,10 +2,9 @@
 // string id, counter and the device) and the same errors, on the fixture traces and on inputs
 // made to hit every cut the streaming splitter makes (blocks and batches of a few bytes), and
 // the igzip inflater against zlib's (members, truncation, trailing bytes).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
-
-#include <gmock/gmock.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +19,7 @@
 #include "common/io/file_reader.h"
 #include "common/trace/trace_reader.h"
 #include "common/trace/trace_reader_internal.h"
+#include "tests/support/test_files.h"
 
 namespace libreyolo {
 namespace {
@@ -333,6 +333,10 @@ TEST(TraceReaderParity, BadJsonInsideEventsIsStillRapidJsonsToReport) {
            R"({"ph": "X", "ts": 1}})", R"({"ph": "X", "ts": 1]})", R"({"ph": "X", "ts": .5})",
            R"({"ph": "X", "ts": +5})", R"({"ph": "X", "ts": 1 2})", R"({"ph": "X", "x": [})",
            R"({"ph": "X", "ts": 5, "dur": 1e999})", R"({"ph": "X", "x": "\u12"})",
+           // Zero with an exponent past 308: RapidJSON refuses it whatever its value (the fuzz
+           // target's find: the walker had read it as 0 and accepted the trace).
+           R"({"ph": "X", "args": {"memory bandwidth": 0E22535211267605634}})",
+           R"({"ph": "X", "ts": 5, "dur": 0e309})",
        }) {
     ExpectParity(absl::StrCat(R"({"traceEvents": [{"ph": "X", "ts": 1}, )", event, "]}"), false);
   }
@@ -425,22 +429,7 @@ TEST(TraceReaderParity, EventWalkerReadsEveryFixtureEventItself) {
 
 // --- igzip ----------------------------------------------------------------------------------
 
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "parity-XXXXXX").string();
-    path_ = ::mkdtemp(t.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string Write(const std::string& name, const std::string& bytes) const {
-    const std::string p = path_ + "/" + name;
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p;
-  }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 std::string Gzip(const std::string& text) {
   z_stream z{};

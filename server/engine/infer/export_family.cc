@@ -5,9 +5,11 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/json/json_read.h"
 #include "common/render/terminal_text.h"
 
 namespace libreyolo::engine {
@@ -88,9 +90,8 @@ std::string ExportMetadata::Label() const {
 }
 
 absl::StatusOr<ExportMetadata> ParseExportMetadata(absl::string_view json, absl::string_view what) {
-  rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
-  if (doc.HasParseError() || !doc.IsObject()) {
+  const rapidjson::Document doc = JsonOrNull(std::string_view(json.data(), json.size()));
+  if (!doc.IsObject()) {
     return Bad(what, "its libreyolo_metadata.json is not a JSON object; re-export the model with "
                      "`libreyolo export --format torchscript`");
   }
