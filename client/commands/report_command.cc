@@ -63,11 +63,17 @@ CommandSpec ReportCommandSpec() {
       "has module scopes, memory over the window with its peak, and the profiler's own record.\n"
       "Charts say n/a where the profile lacks the data; a profile.json's timeline charts need\n"
       "its profile_trace.json beside it. With two inputs (BEFORE AFTER) the page compares them:\n"
-      "significance first, then the deltas, then both side by side. See docs/report.md.",
+      "significance first, then the deltas, then both side by side. A folder of per-rank\n"
+      "traces (a data-parallel run's prof/, or PyTorch DDP's under torch.profiler) gives the\n"
+      "cross-rank page: the verdict, a per-rank chart of each rank's step and the rank table;\n"
+      "two folders (BEFORE/ AFTER/) compare the runs as `compare` does. See docs/report.md.",
       {{"trace", true,
         "profile.json, profile_repeat.json, profile_trace.json or any PyTorch/Kineto Chrome "
-        "trace (.json or .json.gz); or job:<id> for a profile stored on a libreyolod"},
-       {"after", false, "a second profile or trace: compare trace (before) with it (after)"}},
+        "trace (.json or .json.gz); a folder of per-rank traces; or job:<id> for a profile "
+        "stored on a libreyolod"},
+       {"after", false,
+        "a second profile or trace (or folder, when the first is one): compare trace (before) "
+        "with it (after)"}},
       {{"output", "FILE", kDefaultOutput, "the HTML file to write ('-': standard output)", false,
         'o'},
        {"json", "", "", "print what was written as JSON ({output, bytes, inputs})"}}};

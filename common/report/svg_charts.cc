@@ -42,6 +42,9 @@ std::string Open(double height, const std::string& label) {
 }
 
 // Horizontal grid lines and left-axis labels for 0..top over [y0 (bottom), y1 (top)].
+// Five grid lines with their values left of x0 (the top one marked data-axis="top"), and the
+// unit as the axis' title over the plot's left edge, where a long one ("ms per step") has room:
+// beside the top value it ran off the chart's left side.
 void YAxis(std::string& s, double x0, double x1, double y_bottom, double y_top, double top,
            const std::string& unit) {
   for (int i = 0; i <= 4; ++i) {
@@ -49,8 +52,12 @@ void YAxis(std::string& s, double x0, double x1, double y_bottom, double y_top, 
     const double y = y_bottom - (y_bottom - y_top) * i / 4;
     absl::StrAppend(&s, "<line class=\"grid\" x1=\"", Px(x0), "\" x2=\"", Px(x1), "\" y1=\"", Px(y),
                     "\" y2=\"", Px(y), "\"/>", "<text class=\"ax\" x=\"", Px(x0 - 4), "\" y=\"",
-                    Px(y + 4), "\" text-anchor=\"end\">", Num(v),
-                    i == 4 ? absl::StrCat(" ", HtmlEscape(unit)) : "", "</text>\n");
+                    Px(y + 4), "\" text-anchor=\"end\"", i == 4 ? " data-axis=\"top\"" : "", ">",
+                    Num(v), "</text>\n");
+  }
+  if (!unit.empty()) {
+    absl::StrAppend(&s, "<text class=\"ax\" x=\"", Px(x0 + 4), "\" y=\"", Px(y_top - 3),
+                    "\" data-axis=\"unit\">", HtmlEscape(unit), "</text>\n");
   }
 }
 

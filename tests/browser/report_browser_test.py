@@ -7,8 +7,11 @@ For every fixture (real Kineto traces, the Python LibreYOLO's profiles), a compa
 trace with hostile names, it writes the report, loads it from file:// and checks: no console
 error, no exception, no network request attempted; every section present; every number of the
 summary section equal to `libreyolo profile summary --json` (and the comparison's to
-`compare --json`); the op table sorts on a click; a screenshot is taken. A negative control (a
-page with a console error and an external image) proves the watchers see what they look for.
+`compare --json`); the op table sorts on a click; no chart label runs off its chart; a
+screenshot is taken. The cross-rank pages (`report DIR/` of a two-rank folder made from the
+real NCCL fixture, and `report BEFORE/ AFTER/`) get the same console, network, section and
+label checks. A negative control (a page with a console error and an external image) proves
+the watchers see what they look for.
 Exits 77 (ctest SKIP) when no chromium is installed.
 """
 
@@ -27,6 +30,8 @@ import cdp_pipe  # noqa: E402
 SECTIONS = ["verdict", "summary", "steps", "gpu-timeline", "kernels", "ops", "layers", "memory",
             "profiler"]
 COMPARE_SECTIONS = ["significance", "deltas", "side-by-side"]
+RANKS_SECTIONS = ["verdict", "ranks-chart", "figures", "ranks"]
+RANKS_COMPARE_SECTIONS = ["significance", "verdicts", "ranks-chart", "deltas", "ranks"]
 EVIL = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">\"'&"
 
 failures = []
@@ -99,6 +104,39 @@ def page_data(b):
         text: document.body.innerText.length,
       };
     })()""")
+
+
+def clipped_labels(b):
+    """The chart texts whose box leaves their SVG's viewBox (by more than a pixel)."""
+    return b.evaluate("""(() => {
+      const out = [];
+      for (const svg of document.querySelectorAll('svg')) {
+        const vb = svg.viewBox.baseVal;
+        for (const t of svg.querySelectorAll('text')) {
+          const r = t.getBBox();
+          if (r.x < vb.x - 1 || r.y < vb.y - 1 || r.x + r.width > vb.x + vb.width + 1 ||
+              r.y + r.height > vb.y + vb.height + 1) {
+            out.push(t.textContent.slice(0, 40) + ' at x ' + r.x.toFixed(1) + '..' +
+                     (r.x + r.width).toFixed(1));
+          }
+        }
+      }
+      return out;
+    })()""")
+
+
+def rank_folder(src, folder):
+    """A folder of two ranks of one run (world size 2), each a copy of one rank's real Kineto
+    trace with its distributedInfo rewritten."""
+    with gzip.open(src, "rt") as f:
+        trace = json.load(f)
+    os.makedirs(folder, exist_ok=True)
+    for rank in (0, 1):
+        t = json.loads(json.dumps(trace))
+        t["distributedInfo"] = dict(t.get("distributedInfo", {}), rank=rank, world_size=2)
+        with gzip.open(os.path.join(folder, f"rank{rank}.json.gz"), "wt") as f:
+            json.dump(t, f)
+    return folder
 
 
 def lookup(obj, dotted):
@@ -204,6 +242,8 @@ def main():
             check(not d["charts"] and d["text"] > 500,
                   f"{name}: sections with neither a chart nor an n/a note: {d['charts']}")
             check_sort(b, name)
+            clipped = clipped_labels(b)
+            check(not clipped, f"{name}: chart labels run off their chart: {clipped[:3]}")
             png = b.screenshot(os.path.join(shots, name + ".png"))
             check(png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10000, f"{name}: screenshot")
             if len(failures) == failed_before:
@@ -240,11 +280,37 @@ def main():
                     w = want[metric][side]
                     check((v == "" and w is None) or (v != "" and float(v) == w),
                           f"{name}: {metric} {side} {v!r} vs compare --json {w!r}")
+            clipped = clipped_labels(b)
+            check(not clipped, f"{name}: chart labels run off their chart: {clipped[:3]}")
             png = b.screenshot(os.path.join(shots, name + ".png"))
             check(png[:8] == b"\x89PNG\r\n\x1a\n", f"{name}: screenshot")
             if len(failures) == failed_before:
                 print(f"ok:   {name}: loaded in {seconds:.3f} s, {len(d['deltas'])} deltas "
                       f"equal compare --json")
+
+        # The cross-rank pages: one run's folder, and two runs' folders.
+        nccl = os.path.join(fx, "traces", "trace_filter.json.gz")
+        run_a = rank_folder(nccl, os.path.join(work, "ranks-a"))
+        run_b = rank_folder(nccl, os.path.join(work, "ranks-b"))
+        for inputs, sections in (([run_a + "/"], RANKS_SECTIONS),
+                                 ([run_a + "/", run_b + "/"], RANKS_COMPARE_SECTIONS)):
+            failed_before = len(failures)
+            name = "-vs-".join(os.path.basename(i.rstrip("/")) for i in inputs)
+            out = os.path.join(work, name + ".html")
+            run([lib, "profile", "report", *inputs, "-o", out])
+            seconds = b.load("file://" + out)
+            check(not b.console_errors(), f"{name}: console errors {b.console_errors()}")
+            check(not b.network_requests(), f"{name}: network requests {b.network_requests()}")
+            d = page_data(b)
+            check(d["sections"] == sections, f"{name}: sections {d['sections']}")
+            charts = b.evaluate("document.querySelectorAll('#ranks-chart svg').length")
+            check(charts == len(inputs), f"{name}: {charts} per-rank charts")
+            clipped = clipped_labels(b)
+            check(not clipped, f"{name}: chart labels run off their chart: {clipped[:3]}")
+            png = b.screenshot(os.path.join(shots, name + ".png"))
+            check(png[:8] == b"\x89PNG\r\n\x1a\n", f"{name}: screenshot")
+            if len(failures) == failed_before:
+                print(f"ok:   {name}: loaded in {seconds:.3f} s, {charts} per-rank chart(s)")
     finally:
         b.close()
         if args.screenshots:

@@ -18,6 +18,7 @@
 #include "client/remote/progress_display.h"
 #include "common/readers/run_reader.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/test_files.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -37,24 +38,7 @@ bool IsJson(const std::string& s) {
   return !d.HasParseError();
 }
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() / ("libreyolo_cli_test_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(counter_++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string Write(const std::string& name, const std::string& content) const {
-    const fs::path p = path_ / name;
-    std::ofstream(p, std::ios::binary) << content;
-    return p.string();
-  }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
+using test::TempDir;
 
 std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

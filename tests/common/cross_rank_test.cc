@@ -26,6 +26,7 @@
 #include "common/report/report_sections.h"
 #include "common/trace/trace_analyser.h"
 #include "tests/common/trace_builder.h"
+#include "tests/support/html_page.h"
 #include "tests/support/test_files.h"
 
 namespace libreyolo {
@@ -498,18 +499,8 @@ TEST(RankFolder, ReaderDispatch) {
 
 // --- the report of two runs' folders (issue 21 §2) --------------------------------------------
 
-size_t Count(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
-
-// The body of <section id="id"> ... </section>; empty when the page has no such section.
-std::string SectionOf(const std::string& html, const std::string& id) {
-  const size_t a = html.find("<section id=\"" + id + "\">");
-  if (a == std::string::npos) return "";
-  return html.substr(a, html.find("</section>", a) - a);
-}
+using test::Count;
+using test::SectionOf;
 
 // The delta table's rows: metric -> (data-before, data-after).
 std::map<std::string, std::pair<std::string, std::string>> DeltaRows(const std::string& html) {
@@ -523,13 +514,14 @@ std::map<std::string, std::pair<std::string, std::string>> DeltaRows(const std::
   return rows;
 }
 
-// The left axis' top label of each chart: "200 ms per step".
+// The left axis' top value and unit of each chart: "200 ms per step".
 std::vector<std::string> AxisTops(const std::string& html) {
   std::vector<std::string> tops;
-  static const std::regex re(R"re(>([0-9.]+ ms per step)</text>)re");
+  static const std::regex re(
+      R"re(data-axis="top">([0-9.]+)</text>\n<text [^>]*data-axis="unit">([^<]*)</text>)re");
   for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator();
        ++it) {
-    tops.push_back((*it)[1]);
+    tops.push_back(std::string((*it)[1]) + " " + std::string((*it)[2]));
   }
   return tops;
 }

@@ -11,12 +11,14 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "common/json/json_read.h"
 #include "common/load/load_profile.h"
 #include "common/readers/compare_view.h"
 #include "common/readers/summary_view.h"
 #include "common/render/html_escape.h"
 #include "common/report/trace_timeline.h"
 #include "tests/common/trace_builder.h"
+#include "tests/support/html_page.h"
 
 namespace libreyolo {
 namespace {
@@ -47,18 +49,8 @@ ReportInput FromTraceText(const std::string& json, const std::string& label) {
   return in;
 }
 
-size_t Count(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
-
-// The body of <section id="id"> ... </section>.
-std::string SectionOf(const std::string& html, const std::string& id) {
-  const size_t a = html.find("<section id=\"" + id + "\">");
-  if (a == std::string::npos) return "";
-  return html.substr(a, html.find("</section>", a) - a);
-}
+using test::Count;
+using test::SectionOf;
 
 // Every (data-key, data-value) pair of a page fragment.
 std::vector<std::pair<std::string, std::string>> DataValues(const std::string& html) {
@@ -85,8 +77,7 @@ const rapidjson::Value* Lookup(const rapidjson::Value& root, const std::string& 
 void ExpectSummaryNumbersEqualJson(const std::string& html, const Profile& p,
                                    const std::string& label) {
   rapidjson::Document json;
-  json.Parse<rapidjson::kParseFullPrecisionFlag>(RenderSummaryJson(BuildSummary(p, label)).c_str());
-  ASSERT_FALSE(json.HasParseError());
+  ASSERT_FALSE(ParseJson(RenderSummaryJson(BuildSummary(p, label)), &json).IsError());
   const auto values = DataValues(SectionOf(html, "summary"));
   ASSERT_GE(values.size(), 20u) << label;
   for (const auto& [key, value] : values) {
@@ -268,9 +259,9 @@ TEST(ReportHtml, ComparisonPutsSignificanceFirstAndMatchesCompareJson) {
   EXPECT_LT(html.find("<section id=\"deltas\">"), html.find("<section id=\"side-by-side\">"));
   EXPECT_NE(SectionOf(html, "significance").find("no call"), std::string::npos);
   rapidjson::Document json;
-  json.Parse<rapidjson::kParseFullPrecisionFlag>(
-      RenderCompareJson(Compare(a->profile, b->profile, "before", "after")).c_str());
-  ASSERT_FALSE(json.HasParseError());
+  ASSERT_FALSE(
+      ParseJson(RenderCompareJson(Compare(a->profile, b->profile, "before", "after")), &json)
+          .IsError());
   size_t checked = 0;
   for (const auto& d : json["deltas"].GetArray()) {
     const std::string metric = d["metric"].GetString();
