@@ -213,7 +213,6 @@ absl::StatusOr<JobModel> LoadInferModel(const InferJobSpec& spec, const DeviceCh
       if (!exported.ok()) return exported.status();
       m.exported = *std::move(exported);
       const ExportMetadata& meta = m.exported->metadata();
-      if (absl::Status s = m.exported->CheckBatch(spec.batch); !s.ok()) return s;
       m.label = meta.Label();
       m.weights_label = spec.model.weights;
       m.size = meta.size;
@@ -228,6 +227,8 @@ absl::StatusOr<JobModel> LoadInferModel(const InferJobSpec& spec, const DeviceCh
       }
       m.notice = absl::StrJoin(notes, "; ");
       if (device.cuda) m.exported->To(cuda);
+      // After the move: a large batch of a big export probes on the device that runs it.
+      if (absl::Status s = m.exported->CheckBatch(spec.batch); !s.ok()) return s;
       m.runner = std::make_unique<ExportInferModel>(m.exported.get());
       return m;
     }

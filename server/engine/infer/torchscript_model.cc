@@ -137,7 +137,10 @@ torch::IValue TorchScriptModel::Forward(const torch::Tensor& input) {
   return module_.forward({input});
 }
 
-void TorchScriptModel::To(const torch::Device& device) { module_.to(device); }
+void TorchScriptModel::To(const torch::Device& device) {
+  module_.to(device);
+  device_ = device;
+}
 
 std::string TorchScriptModel::FloatType() const {
   switch (dtype_) {
@@ -167,6 +170,18 @@ std::vector<torch::Tensor> OutputTensors(const torch::IValue& output) {
   return outs;
 }
 
+// The interpreter's message ends with the failing op's own error ("RuntimeError: shape
+// '[1, 300, 4]' is invalid ..."): that line, not its "The following operation failed"; at most
+// 300 bytes.
+std::string LibTorchReason(const std::exception& e) {
+  std::vector<std::string> lines = absl::StrSplit(e.what(), '\n', absl::SkipWhitespace());
+  std::string why = lines.empty() ? "no message" : lines.back();
+  for (const std::string& l : lines) {
+    if (absl::StartsWith(l, "RuntimeError: ")) why = l.substr(14);
+  }
+  return why.substr(0, 300);
+}
+
 }  // namespace
 
 absl::Status TorchScriptModel::CheckBatch(int64_t batch) {
@@ -181,24 +196,27 @@ absl::Status TorchScriptModel::CheckBatch(int64_t batch) {
   // Different images, made without touching the global random generator.
   const int64_t n = 3 * meta_.height * meta_.width;
   const torch::Tensor pattern = torch::arange(batch * n, torch::kDouble);
-  const torch::Tensor images =
-      (pattern * 0.618033988749895).frac().view({batch, 3, meta_.height, meta_.width}).to(dtype_);
-  std::vector<torch::Tensor> together;
+  const torch::Tensor images = (pattern * 0.618033988749895)
+                                   .frac()
+                                   .view({batch, 3, meta_.height, meta_.width})
+                                   .to(device_, dtype_);
+  std::vector<torch::Tensor> alone, together;
+  try {
+    alone = OutputTensors(module_.forward({images.slice(0, 0, 1)}));
+  } catch (const std::exception& e) {
+    // Not the batch's fault: the graph does not run on this device at all (an export traced on
+    // the CPU carries "cpu" constants in its anchor code).
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ", meta_.Label(), " export's traced graph does not run one image on ", device_.str(),
+        " (LibTorch: ", LibTorchReason(e), "): export it on this device (`libreyolo export ",
+        "--format torchscript --device ", device_.str(), "`) or run it with --device cpu"));
+  }
   try {
     together = OutputTensors(module_.forward({images}));
   } catch (const std::exception& e) {  // c10::Error, or the interpreter's JITException
-    // The interpreter's message ends with the failing op's own error ("RuntimeError: shape
-    // '[1, 300, 4]' is invalid ..."): that line, not its "The following operation failed".
-    std::vector<std::string> lines = absl::StrSplit(e.what(), '\n', absl::SkipWhitespace());
-    std::string why = lines.empty() ? "no message" : lines.back();
-    for (const std::string& l : lines) {
-      if (absl::StartsWith(l, "RuntimeError: ")) why = l.substr(14);
-    }
-    return absl::InvalidArgumentError(absl::StrCat(what, " does not run a batch of ", batch,
-                                                   " (LibTorch: ", why.substr(0, 300), ")",
-                                                   way_out));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " does not run a batch of ", batch, " (LibTorch: ", LibTorchReason(e), ")", way_out));
   }
-  const std::vector<torch::Tensor> alone = OutputTensors(module_.forward({images.slice(0, 0, 1)}));
   for (size_t k = 0; k < alone.size() && k < together.size(); ++k) {
     if (together[k].dim() == 0 || together[k].size(0) != batch ||
         together[k].sizes().slice(1) != alone[k].sizes().slice(1)) {

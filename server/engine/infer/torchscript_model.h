@@ -53,10 +53,11 @@ class TorchScriptModel {
 
   // Whether the traced graph runs a batch of `batch` images: a trace records one batch
   // size's graph, and run at another it may fail (D-FINE's, DEIM's) or return outputs of another
-  // shape. The probe runs `batch` different images together and one alone, on the CPU before
-  // the model moves to a device: each output must hold `batch` images of the one image's
-  // shape. Values are not compared: a batch runs other kernels (YOLO9's boxes move by ~1e-3
-  // relative), and a DETR's top-k may then pick another query of a near tie. INVALID_ARGUMENT
+  // shape. The probe runs one image and then `batch` different images together, on the
+  // device the model was moved to (To; the job's device): each output must hold `batch` images
+  // of the one image's shape. A graph that does not run one image there is named as such (not
+  // the batch's fault). Values are not compared: a batch runs other kernels (YOLO9's boxes move by
+  // ~1e-3 relative), and a DETR's top-k may then pick another query of a near tie. INVALID_ARGUMENT
   // naming what failed and the way out.
   absl::Status CheckBatch(int64_t batch);
 
@@ -65,6 +66,7 @@ class TorchScriptModel {
   torch::jit::Module module_;
   ExportMetadata meta_;
   torch::ScalarType dtype_ = torch::kFloat;
+  torch::Device device_ = torch::kCPU;  // where To moved it
 };
 
 }  // namespace libreyolo::engine
