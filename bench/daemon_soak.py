@@ -195,7 +195,18 @@ class Soak:
     def remember_finished(self, jobs):
         for j in jobs:
             if self.sc.state_name(self.pb, j.state) in ("SUCCEEDED", "FAILED", "CANCELLED"):
-                self.finished[j.id] = j
+                with self.lock:
+                    self.finished[j.id] = j
+
+    def watch_finished(self, stop):
+        """Every second, the jobs that have finished: with --retention-max-jobs the daemon
+        deletes finished jobs while users still submit, and a job deleted unseen would count as
+        lost."""
+        while not stop.wait(1.0):
+            try:
+                self.remember_finished(self.jobs())
+            except Exception:  # the daemon is restarting (faults)
+                pass
 
     def remember_digests(self):
         for j in self.jobs():
@@ -419,6 +430,9 @@ def main():
         users = [threading.Thread(target=soak.submit_all,
                                   args=(f"user{u}", a.jobs_per_user * (2 if u == 0 else 1)))
                  for u in range(a.users)]
+        stop_watching = threading.Event()
+        watcher = threading.Thread(target=soak.watch_finished, args=(stop_watching,), daemon=True)
+        watcher.start()
         for t in users:
             t.start()
         soak.wait_running(2)
@@ -447,12 +461,16 @@ def main():
             st = soak.stats()
             growth.append((len(soak.finished), st["worker_rss_kib"] / 1024,
                            st["daemon_rss_kib"] / 1024))
+        stop_watching.set()
+        watcher.join()
         soak.remember_digests()
-        jobs = soak.jobs()
         # All users are backlogged from the moment the last one has a job queued until the
-        # first one's last job starts.
+        # first one's last job starts: over every job seen, retention's deleted ones included
+        # (the window of the 20 it kept was a few jobs wide).
+        seen = dict(soak.finished)
+        seen.update({j.id: j for j in soak.jobs()})
         first_create, last_start = {}, collections.defaultdict(int)
-        for j in jobs:
+        for j in seen.values():
             user = j.labels.get("user", "")
             t = j.create_time_unix_ms / 1000
             first_create[user] = min(first_create.get(user, t), t)

@@ -92,6 +92,10 @@ auto JobIn(v1::JobState state) {
   };
 }
 
+auto WatchFrom(int64_t from) {
+  return Property(&v1::WatchJobRequest::from_sequence, from);
+}
+
 class RemoteLogicTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -145,23 +149,25 @@ class RemoteLogicTest : public ::testing::Test {
     return ss.str();
   }
 
+  // The watch opened from sequence `from` hands out `events`, then ends with `end`.
+  void ExpectStreamFrom(int64_t from, std::vector<v1::JobEvent> events,
+                        grpc::Status end = grpc::Status::OK) {
+    EXPECT_CALL(*stub_, WatchJobRaw(_, WatchFrom(from)))
+        .WillOnce(Return(Stream<v1::JobEvent>(std::move(events), std::move(end))));
+  }
+
   NiceMock<v1::MockProfilerServiceStub>* stub_ = nullptr;  // owned by connection_
   std::unique_ptr<DaemonConnection> connection_;
   std::vector<int64_t> shown_;
   fs::path dir_;
 };
 
-auto WatchFrom(int64_t from) {
-  return Property(&v1::WatchJobRequest::from_sequence, from);
-}
-
 // ---- job_watch ------------------------------------------------------------------------------
 
 TEST_F(RemoteLogicTest, AWatchFollowsTheStreamToItsTerminalEventThenReadsTheJob) {
-  EXPECT_CALL(*stub_, WatchJobRaw(_, WatchFrom(1)))
-      .WillOnce(Return(Stream<v1::JobEvent>({Event(1, v1::JOB_STATE_QUEUED, "queued"),
+  ExpectStreamFrom(1, {Event(1, v1::JOB_STATE_QUEUED, "queued"),
                                              Event(2, v1::JOB_STATE_RUNNING, "measuring"),
-                                             Event(3, v1::JOB_STATE_SUCCEEDED, "done")})));
+                                             Event(3, v1::JOB_STATE_SUCCEEDED, "done")});
   EXPECT_CALL(*stub_, GetJob(_, Property(&v1::GetJobRequest::job_id, kJob), _))
       .WillOnce(JobIn(v1::JOB_STATE_SUCCEEDED));
   auto watched = Watch();
@@ -175,8 +181,7 @@ TEST_F(RemoteLogicTest, AWatchFollowsTheStreamToItsTerminalEventThenReadsTheJob)
 
 // The cancel path watches again from last_sequence + 1: the request starts there.
 TEST_F(RemoteLogicTest, AWatchStartsAtTheSequenceAskedFor) {
-  EXPECT_CALL(*stub_, WatchJobRaw(_, WatchFrom(7)))
-      .WillOnce(Return(Stream<v1::JobEvent>({Event(7, v1::JOB_STATE_CANCELLED, "cancelled")})));
+  ExpectStreamFrom(7, {Event(7, v1::JOB_STATE_CANCELLED, "cancelled")});
   EXPECT_CALL(*stub_, GetJob(_, _, _)).WillOnce(JobIn(v1::JOB_STATE_CANCELLED));
   auto watched = Watch(7);
   ASSERT_TRUE(watched.ok()) << watched.status();
@@ -187,15 +192,12 @@ TEST_F(RemoteLogicTest, AWatchStartsAtTheSequenceAskedFor) {
 // the next sequence, so no event is shown twice and none is lost.
 TEST_F(RemoteLogicTest, ABrokenStreamIsReopenedFromTheNextSequence) {
   InSequence order;
-  EXPECT_CALL(*stub_, WatchJobRaw(_, WatchFrom(1)))
-      .WillOnce(Return(Stream<v1::JobEvent>({Event(1, v1::JOB_STATE_QUEUED, "queued"),
+  ExpectStreamFrom(1, {Event(1, v1::JOB_STATE_QUEUED, "queued"),
                                              Event(2, v1::JOB_STATE_RUNNING, "warmup")},
-                                            {grpc::StatusCode::UNAVAILABLE, "Socket closed"})));
-  EXPECT_CALL(*stub_, WatchJobRaw(_, WatchFrom(3)))
-      .WillOnce(Return(Stream<v1::JobEvent>({Event(3, v1::JOB_STATE_RUNNING, "measuring")},
-                                            {grpc::StatusCode::UNAVAILABLE, "Socket closed"})));
-  EXPECT_CALL(*stub_, WatchJobRaw(_, WatchFrom(4)))
-      .WillOnce(Return(Stream<v1::JobEvent>({Event(4, v1::JOB_STATE_SUCCEEDED, "done")})));
+                                            {grpc::StatusCode::UNAVAILABLE, "Socket closed"});
+  ExpectStreamFrom(3, {Event(3, v1::JOB_STATE_RUNNING, "measuring")},
+                                            {grpc::StatusCode::UNAVAILABLE, "Socket closed"});
+  ExpectStreamFrom(4, {Event(4, v1::JOB_STATE_SUCCEEDED, "done")});
   EXPECT_CALL(*stub_, GetJob(_, _, _)).WillOnce(JobIn(v1::JOB_STATE_SUCCEEDED));
   auto watched = Watch();
   ASSERT_TRUE(watched.ok()) << watched.status();
@@ -207,11 +209,9 @@ TEST_F(RemoteLogicTest, ABrokenStreamIsReopenedFromTheNextSequence) {
 // like UNAVAILABLE once the daemon was reached.
 TEST_F(RemoteLogicTest, ACancelledStreamTheUserDidNotAskForIsReopened) {
   InSequence order;
-  EXPECT_CALL(*stub_, WatchJobRaw(_, WatchFrom(1)))
-      .WillOnce(Return(Stream<v1::JobEvent>({Event(1, v1::JOB_STATE_RUNNING, "warmup")},
-                                            {grpc::StatusCode::CANCELLED, "shutting down"})));
-  EXPECT_CALL(*stub_, WatchJobRaw(_, WatchFrom(2)))
-      .WillOnce(Return(Stream<v1::JobEvent>({Event(2, v1::JOB_STATE_FAILED, "failed")})));
+  ExpectStreamFrom(1, {Event(1, v1::JOB_STATE_RUNNING, "warmup")},
+                                            {grpc::StatusCode::CANCELLED, "shutting down"});
+  ExpectStreamFrom(2, {Event(2, v1::JOB_STATE_FAILED, "failed")});
   EXPECT_CALL(*stub_, GetJob(_, _, _)).WillOnce(JobIn(v1::JOB_STATE_FAILED));
   auto watched = Watch();
   ASSERT_TRUE(watched.ok()) << watched.status();
@@ -277,11 +277,10 @@ TEST_F(RemoteLogicTest, AGonePrivateDaemonEndsTheWatchWithTheReason) {
 // (watch again, from the next sequence) or has ended (stop).
 TEST_F(RemoteLogicTest, AStreamEndingWithoutATerminalEventAsksGetJob) {
   InSequence order;
-  EXPECT_CALL(*stub_, WatchJobRaw(_, WatchFrom(1)))
-      .WillOnce(Return(Stream<v1::JobEvent>({Event(1, v1::JOB_STATE_QUEUED, "queued"),
-                                             Event(2, v1::JOB_STATE_RUNNING, "warmup")})));
+  ExpectStreamFrom(1, {Event(1, v1::JOB_STATE_QUEUED, "queued"),
+                                             Event(2, v1::JOB_STATE_RUNNING, "warmup")});
   EXPECT_CALL(*stub_, GetJob(_, _, _)).WillOnce(JobIn(v1::JOB_STATE_RUNNING));
-  EXPECT_CALL(*stub_, WatchJobRaw(_, WatchFrom(3))).WillOnce(Return(Stream<v1::JobEvent>({})));
+  ExpectStreamFrom(3, {});
   EXPECT_CALL(*stub_, GetJob(_, _, _)).WillOnce(JobIn(v1::JOB_STATE_SUCCEEDED));
   EXPECT_CALL(*stub_, GetJob(_, _, _)).WillOnce(JobIn(v1::JOB_STATE_SUCCEEDED));  // the result
   auto watched = Watch();
