@@ -3,42 +3,60 @@
 
 Usage: check_ranks.py --cli build/client/libreyolo ROOT
 
-ROOT is what `make_ddp_traces.py ROOT --pair D` wrote: ROOT/balanced and ROOT/slow, two
-2-rank Gloo runs on the CPU, rank 1 of the slow one sleeping D ms in its data loading per step
-(ROOT/*/run.txt says so; ctest uses D = 150). Checks, asserting only what the injected delay
-guarantees, against D/2 (noise is real: with three CPU hogs on a 2-core box the balanced run's
-mean wait reached 38 ms per step, a rank being descheduled):
+ROOT is what `make_ddp_traces.py ROOT --pair D` wrote (or tests/ranks/engine_ddp_test.sh, our
+own engine's ranks, laid out the same): ROOT/balanced and ROOT/slow, two 2-rank Gloo runs on the
+CPU, rank 1 of the slow one sleeping D ms in its data loading per step (ROOT/*/run.txt says so;
+ctest passes D = LIBREYOLO_TEST_DDP_DELAY_MS = 600 from tests/CMakeLists.txt). No check depends
+on the machine's load or timing: of the slow run only what the injected delay guarantees is
+asserted (against D/2), and both runs are checked against HTA's reading of the same traces,
+which holds whatever the load. Nothing is asserted of the balanced run's straggler: under
+`ctest -j` on CI a rank of it was descheduled ~106 ms per step, a real straggler that our
+analysis rightly named (the balanced run's wait once had to stay under D/2; no longer).
 
   1. slow: `libreyolo profile summary ROOT/slow --json` names rank 1 the straggler, the others'
      wait for it is at least D/2 ms per step, its dataload at least D/2 ms above theirs, and
-     the verdict says so; balanced: no straggler, or one the others wait for less than D/2 ms.
+     the verdict says so.
   2. all-reduce bytes per step = 4 x the model's parameter count (float32 gradients, each
-     all-reduced once per step by DDP): exact.
+     all-reduced once per step by DDP): exact, both runs.
   3. HTA (Holistic Trace Analysis, TraceAnalysis) on the same folders:
      - as they are, HTA has nothing to say on a CPU-only Gloo run, and this script records why:
        get_comm_comp_overlap keeps only GPU rows (stream != -1): every rank's ratio is 0/0 =
        NaN; get_potential_stragglers looks for communication kernels named ncclKernel* on a
        GPU stream (stream > 0) and fails (ValueError: argmax of an empty sequence) without one.
      - so HTA is given the same run shaped as it expects (SHAPED below): each collective span
-       (gloo:all_reduce, on Gloo's thread) becomes a communication kernel "ncclKernel_..." on
-       stream 7, each computation op (our definition: cpu_op other than c10d:: calls and
-       record_param_comms, outside data loading) a compute kernel on stream 8, both with the
-       same times and a launch (cudaLaunchKernel, same correlation) on the CPU at their start,
-       so that HTA assigns them to their ProfilerStep. Ours counts time per step, inside the
-       ProfilerStep spans only (a collective that runs on across the gap between two steps, or
-       past the last one, is cut there): the kernels are cut to the same window, as
-       tests/hta/hta_agreement.py restricts HTA's rows to our window (its D1). HTA then computes, with its own
-       interval merging, the comm/compute overlap per rank, and its straggler.
-     - compared: HTA's overlap % per rank against ours (100 x (1 - exposed_comm_ms / comm_ms))
-       within 0.05 percentage point, absolute: HTA rounds its percentage to 0.01 (0.005 pp at
-       most), the rest is margin for the microsecond floats of the JSON; HTA is told to keep the last step (include_last_profiler_step=True: by default it
-       drops it, and with it a quarter of this run). A ratio of a few % makes a relative
-       tolerance meaningless. HTA's straggler on the slow run (num_candidates=1) must be ours.
+       (gloo:all_reduce, on Gloo's thread) becomes a communication kernel COMM_KERNEL + "_..."
+       on stream COMM_STREAM, each computation op (our definition: cpu_op other than c10d::
+       calls and record_param_comms, outside data loading) a compute kernel on stream
+       COMPUTE_STREAM, both with the same times and a launch (cudaLaunchKernel, same
+       correlation) on the CPU at their start, so that HTA assigns them to their ProfilerStep.
+       Ours counts time per step, inside the ProfilerStep spans only (a collective that runs on
+       across the gap between two steps, or past the last one, is cut there): the kernels are
+       cut to the same window, as tests/hta/hta_agreement.py restricts HTA's rows to our window
+       (its D1). HTA is told to keep the last step (include_last_profiler_step=True: by default
+       it drops it, and with it a quarter of this run).
+     - both runs, per rank: the time in collectives per step, HTA's own interval merging
+       (hta.utils.utils.merge_kernel_intervals) over the rank's communication kernels divided
+       by its ProfilerStep count (the same count as ours), against ours (`comm_ms`: the length
+       of the union of its collective spans in the window, ms per step; rank_trace.cc) within
+       COMM_TOL_MS = 0.01 ms per step (the rest of the JSON's microsecond floats).
+     - both runs, from those HTA figures: the rank the others wait for is the one with the
+       least time in collectives, their wait the mean of the others' minus its own
+       (cross_rank.cc, FindStraggler): ours (`wait_for_rank`, `collective_wait_ms`) must be
+       the same rank and the same wait within WAIT_TOL_MS = 2 x COMM_TOL_MS (the others' mean
+       and the rank's own each within COMM_TOL_MS). Two ranks whose HTA figures are within
+       WAIT_TOL_MS of each other cannot be told apart by the tolerance: either may be ours.
+       A straggler, if ours names one (whether it does depends on the load for the balanced
+       run), must be HTA's rank the others wait for.
+     - both runs: HTA's overlap % per rank against ours (100 x (1 - exposed_comm_ms /
+       comm_ms)) within 0.05 percentage point, absolute: HTA rounds its percentage to 0.01
+       (0.005 pp at most), the rest is margin for the microsecond floats of the JSON. A ratio
+       of a few % makes a relative tolerance meaningless.
+     - slow run: HTA's straggler (num_candidates=1) must be ours and the slowed rank.
      - HTA's straggler heuristic, as is, names rank 0 on the shaped slow run, and why: it keeps
        only communication kernels longer than 1 % of the mean iteration
        (min_normalized_duration=0.01), then per iteration names the rank whose last such kernel
        starts latest. The straggler's own all-reduce is short precisely because nobody keeps
-       it waiting (Gloo, 21 KB: ~0.3 ms of a ~75 ms step), so in most iterations only the
+       it waiting (Gloo, 21 KB: ~0.3 ms of a step), so in most iterations only the
        waiting rank 0 has a kernel left and is named. On NCCL the transfer itself keeps every
        rank's kernel long, which is what the filter presumes. Where the filter leaves every
        iteration with one rank's kernel only, HTA's per-rank deviation is NaN and it fails
@@ -60,7 +78,14 @@ import tempfile
 
 os.environ["HTA_DISABLE_NS_ROUNDING"] = "1"
 
+# The trace shaped for HTA (shape_for_hta): where it puts the collectives and the computation.
+COMM_STREAM = 7
+COMPUTE_STREAM = 8
+COMM_KERNEL = "ncclKernel"  # HTA's communication kernels are named so (its NCCL_KERNEL_RE)
+
 OVERLAP_TOL_PP = 0.05
+COMM_TOL_MS = 0.01  # per step: ours vs HTA's time in collectives per rank
+WAIT_TOL_MS = 2 * COMM_TOL_MS  # the others' mean and the least rank's own, each within that
 # Data loading: PyTorch's DataLoader span, and our engine's (libreyolo-engine's ranks).
 DATALOAD_SPANS = ("enumerate(DataLoader)#", "step/dataload")
 FAILURES = []
@@ -117,9 +142,9 @@ def shape_for_hta(src, dst):
     for e in xs:
         name = e.get("name", "")
         if e.get("cat") in ("cpu_op", "user_annotation") and name.startswith(("gloo:", "nccl:")):
-            stream, kname = 7, "ncclKernel_" + name.replace(":", "_")
+            stream, kname = COMM_STREAM, COMM_KERNEL + "_" + name.replace(":", "_")
         elif is_compute_op(e, dataload):
-            stream, kname = 8, "compute_" + name
+            stream, kname = COMPUTE_STREAM, "compute_" + name
         else:
             continue
         for ts, end in clip(e["ts"], e["ts"] + e["dur"], window):
@@ -161,18 +186,70 @@ def hta_as_is(folder):
         check(True, f"HTA as is: get_potential_stragglers fails without ncclKernel rows ({e})")
 
 
+def hta_comm_per_step(t):
+    """rank -> (HTA's time in collectives, ms per step; its step count), on a SHAPED run."""
+    from hta.utils.utils import merge_kernel_intervals
+    sym = t.t.symbol_table.get_sym_table()
+    out = {}
+    for rank, df in t.t.get_all_traces().items():
+        names = df["name"].map(lambda i: sym[i])
+        kernels = df[df["stream"].eq(COMM_STREAM) & names.str.startswith(COMM_KERNEL)]
+        merged = merge_kernel_intervals(kernels[["ts", "dur"]].copy())  # ts, end: us
+        steps = names[df["stream"].lt(0) & names.str.startswith("ProfilerStep#")].nunique()
+        out[int(rank)] = (float((merged["end"] - merged["ts"]).sum()) / 1e3 / steps, steps)
+    return out
+
+
+def check_comm_and_wait(run, mine, hta):
+    """Ours against HTA's: time in collectives per rank, the rank the others wait for, the wait.
+
+    Holds whatever the machine's load did to the run: both read the same trace."""
+    comm = {}
+    for r in mine["ranks"]:
+        hta_ms, hta_steps = hta[r["rank"]]
+        comm[r["rank"]] = hta_ms
+        check(r["steps"] == hta_steps,
+              f"{run} rank {r['rank']}: {r['steps']} steps, HTA {hta_steps}")
+        check(abs(r["comm_ms"] - hta_ms) <= COMM_TOL_MS,
+              f"{run} rank {r['rank']} time in collectives: ours {r['comm_ms']:.4f} ms/step, "
+              f"HTA {hta_ms:.4f} (merge_kernel_intervals; tolerance {COMM_TOL_MS})")
+    least = min(comm, key=comm.get)
+    others = [ms for rank, ms in comm.items() if rank != least]
+    hta_wait = sum(others) / len(others) - comm[least]
+    ours_rank, ours_wait = mine["wait_for_rank"], mine["collective_wait_ms"]
+    tie = ours_rank in comm and comm[ours_rank] - comm[least] <= WAIT_TOL_MS
+    note = ""
+    if ours_rank != least:
+        note = (f" (a tie: HTA's figures within {WAIT_TOL_MS} ms)" if tie else
+                f" (HTA: rank {ours_rank} {comm.get(ours_rank, math.nan):.4f}, "
+                f"rank {least} {comm[least]:.4f} ms/step)")
+    check(ours_rank == least or tie,
+          f"{run}: the others wait for rank {ours_rank}, HTA's least in collectives {least}"
+          + note)
+    check(ours_wait is not None and abs(ours_wait - hta_wait) <= WAIT_TOL_MS,
+          f"{run}: their wait ours {ours_wait if ours_wait is None else round(ours_wait, 4)} "
+          f"ms/step, HTA {hta_wait:.4f} (tolerance {WAIT_TOL_MS})")
+    if mine["straggler"] is not None:
+        check(mine["straggler"] == least,
+              f"{run}: our straggler {mine['straggler']} is HTA's least in collectives {least}")
+    else:
+        print(f"note  {run}: no straggler named (wait {hta_wait:.2f} ms/step by HTA)")
+
+
 def hta_shaped(folder, mine, expect_straggler):
+    run = os.path.basename(os.path.normpath(folder))
     with tempfile.TemporaryDirectory() as tmp:
         for name in os.listdir(folder):
             if name.endswith(".json"):
                 shape_for_hta(os.path.join(folder, name), os.path.join(tmp, name))
         t = hta_analysis(tmp)
+        check_comm_and_wait(run, mine, hta_comm_per_step(t))
         overlap = t.get_comm_comp_overlap(visualize=False).set_index("rank")
         for r in mine["ranks"]:
             ours_pct = 100.0 * (1.0 - r["exposed_comm_ms"] / r["comm_ms"])
             hta_pct = float(overlap.loc[r["rank"], "comp_comm_overlap_pctg"])  # rounded: 0.01 %
             check(abs(ours_pct - hta_pct) <= OVERLAP_TOL_PP,
-                  f"rank {r['rank']} comm/compute overlap: ours {ours_pct:.3f} %, "
+                  f"{run} rank {r['rank']} comm/compute overlap: ours {ours_pct:.3f} %, "
                   f"HTA {hta_pct:.3f} % (tolerance {OVERLAP_TOL_PP} pp)")
         if expect_straggler is not None:
             try:
@@ -204,12 +281,16 @@ def main():
     check((slow["collective_wait_ms"] or 0) >= delay / 2,
           f"slow run: the others wait {slow['collective_wait_ms']:.1f} ms >= {delay / 2} ms")
     check((slow["straggler_extra_dataload_ms"] or 0) >= delay / 2,
-          f"slow run: its extra dataload {slow['straggler_extra_dataload_ms']:.1f} ms")
+          f"slow run: its extra dataload {slow['straggler_extra_dataload_ms']:.1f} ms >= "
+          f"{delay / 2} ms")
     check(slow["verdict"].startswith(f"rank {run['slow_rank']} is a straggler: its dataload"),
           f"slow run verdict: {slow['verdict']}")
-    wait = balanced["collective_wait_ms"] or 0
-    check(balanced["straggler"] is None or wait < delay / 2,
-          f"balanced run: straggler {balanced['straggler']}, wait {wait:.1f} ms < {delay / 2}")
+    # The balanced run's straggler, if any, is whatever the load made it: not asserted here,
+    # checked against HTA's reading of the trace below (check_comm_and_wait).
+    bw = balanced["collective_wait_ms"]
+    print(f"note  balanced run: straggler {balanced['straggler']}, the others wait "
+          f"{bw if bw is None else round(bw, 2)} ms/step for rank {balanced['wait_for_rank']} "
+          "(not asserted: load-dependent)")
     for view, name in ((slow, "slow"), (balanced, "balanced")):
         for r in view["ranks"]:
             check(r["allreduce_bytes"] == run["allreduce_bytes_per_step"],

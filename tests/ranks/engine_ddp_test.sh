@@ -13,13 +13,17 @@
 #   3. the folder's cross-rank view has both ranks, the recorded steps, time in collectives
 #      (Gloo's all-reduce spans) and all-reduce bytes of 4 x the trainable parameters per step
 #      (each float32 gradient all-reduced once per step);
-#   4. a rank slowed on purpose (--inject-dataload-delay) is named the straggler;
+#   4. a rank slowed on purpose (--inject-dataload-delay DELAY_MS, ctest's
+#      LIBREYOLO_TEST_DDP_DELAY_MS) is named the straggler, the others waiting >= DELAY_MS/2;
 #   5. a rank whose peer never comes fails within --dist-timeout, naming the missing rank, with
 #      exit code 2 (DEADLINE_EXCEEDED, as a job past its time limit);
 #   6. a rank whose peer is killed (SIGKILL) mid-run fails at its next collective, well within
 #      --dist-timeout, saying which rank it is (exit 1).
+# Usage: engine_ddp_test.sh ENGINE CLI PYTHON WORK DELAY_MS
+# Both runs are laid out in WORK/hta/{balanced,slow} with a run.txt recording the delay, for
+# tests/ranks/check_ranks.py (ctest engine_ddp_hta).
 set -euo pipefail
-engine="$1"; cli="$2"; python="$3"; work="$4"
+engine="$1"; cli="$2"; python="$3"; work="$4"; delay="${5:?DELAY_MS}"
 rm -rf "$work" && mkdir -p "$work"
 export OMP_WAIT_POLICY=PASSIVE
 port="$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0))
@@ -86,28 +90,29 @@ if fails:
 print("ok: two ranks, in sync, read as a folder")
 EOF
 
-# A straggler made on purpose: rank 1 sleeps 150 ms in every step's data loading. Our
+# A straggler made on purpose: rank 1 sleeps $delay ms in every step's data loading. Our
 # cross-rank analysis must name it (issue 21: "the slowed rank is named on our runs"), asserting
 # only what the delay guarantees (the others wait at least half of it per step).
 run_rank 0 "$work/slow" --steps 3 & pid0=$!
-run_rank 1 "$work/slow" --steps 3 --inject-dataload-delay 150 & pid1=$!
+run_rank 1 "$work/slow" --steps 3 --inject-dataload-delay "$delay" & pid1=$!
 rc0=0; rc1=0
 wait "$pid0" || rc0=$?
 wait "$pid1" || rc1=$?
 [ "$rc0" -eq 0 ] && [ "$rc1" -eq 0 ] || { echo "FAIL: slowed ranks exited $rc0, $rc1"; exit 1; }
 "$cli" profile summary "$work/slow/prof" --json > "$work/slow.json"
-"$python" - "$work" <<'EOF2'
+"$python" - "$work" "$delay" <<'EOF2'
 import json, sys
-work = sys.argv[1]
+work, delay = sys.argv[1], int(sys.argv[2])
 v = json.load(open(f"{work}/slow.json"))
 p1 = json.load(open(f"{work}/slow/prof/rank1/profile.json"))["config"]
 fails = []
-if p1.get("injected_dataload_delay_ms") != 150:
+if p1.get("injected_dataload_delay_ms") != delay:
     fails.append(f"rank 1's profile does not record its delay: {p1.get('injected_dataload_delay_ms')}")
 if v.get("straggler") != 1:
     fails.append(f"straggler {v.get('straggler')}, not rank 1")
-if (v.get("collective_wait_ms") or 0) < 75:
-    fails.append(f"the others wait {v.get('collective_wait_ms')} ms per step, not >= 75")
+if (v.get("collective_wait_ms") or 0) < delay / 2:
+    fails.append(f"the others wait {v.get('collective_wait_ms')} ms per step, "
+                 f"not >= {delay / 2}")
 if not (v.get("verdict") or "").startswith("rank 1 is a straggler: its dataload"):
     fails.append(f"verdict: {v.get('verdict')}")
 print(f"straggler {v.get('straggler')}, wait {v.get('collective_wait_ms')} ms/step: {v.get('verdict')}")
@@ -118,13 +123,13 @@ print("ok: the slowed rank is named")
 EOF2
 
 # Both runs laid out as tests/ranks/check_ranks.py reads PyTorch's (one folder per run, one
-# trace per rank, run.txt saying what was injected): ctest engine_ddp_hta checks our traces
-# against HTA there, as ranks_hta_agreement checks PyTorch's.
-"$python" - "$work" <<'EOF3'
+# trace per rank, run.txt saying what was injected, as make_ddp_traces.py writes it): ctest
+# engine_ddp_hta checks our traces against HTA there, as ranks_hta_agreement checks PyTorch's.
+"$python" - "$work" "$delay" <<'EOF3'
 import json, os, sys
-work = sys.argv[1]
+work, delay = sys.argv[1], int(sys.argv[2])
 grads = json.load(open(f"{work}/p/prof/rank0/profile.json"))["config"]["data_parallel"]["gradient_bytes"]
-for name, project in (("balanced", "p"), ("slow", "slow")):
+for name, project, slow_rank, delay_ms in (("balanced", "p", -1, 0), ("slow", "slow", 1, delay)):
     d = f"{work}/hta/{name}"
     os.makedirs(d, exist_ok=True)
     for rank in (0, 1):
@@ -133,8 +138,8 @@ for name, project in (("balanced", "p"), ("slow", "slow")):
             os.remove(link)
         os.symlink(f"{work}/{project}/prof/rank{rank}/profile_trace.json", link)
     with open(f"{d}/run.txt", "w") as f:
-        json.dump({"delay_ms": 150, "slow_rank": 1, "allreduce_bytes_per_step": grads,
-                   "params": grads // 4}, f)
+        json.dump({"delay_ms": delay_ms, "slow_rank": slow_rank,
+                   "allreduce_bytes_per_step": grads, "params": grads // 4}, f)
 EOF3
 
 # A rank alone: its peer never joins.

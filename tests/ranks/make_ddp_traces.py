@@ -2,7 +2,8 @@
 """Per-rank Chrome traces of a real PyTorch DistributedDataParallel run, for the cross-rank tests.
 
 Usage: make_ddp_traces.py OUT_DIR [--slow-rank K --delay-ms D] [--steps N] [--world 2]
-       make_ddp_traces.py OUT_DIR --pair D   (OUT_DIR/balanced and OUT_DIR/slow: rank 1 +D ms)
+       make_ddp_traces.py OUT_DIR --pair D   (OUT_DIR/balanced and OUT_DIR/slow: rank 1 +D ms;
+                                              ctest: D = LIBREYOLO_TEST_DDP_DELAY_MS)
 
 Runs torch's Python DDP with Gloo on the CPU (one process per rank, torch.multiprocessing spawn,
 rendezvous on 127.0.0.1 and a free port), a small conv model, under torch.profiler with a
@@ -10,7 +11,7 @@ schedule (wait 1, warmup 1, active N): the trace of rank r is OUT_DIR/rank<r>.pt
 with the `distributedInfo` torch writes and `ProfilerStep#N` steps. With --slow-rank K, rank K
 sleeps D ms inside its data loading each step (in the DataLoader's __next__, so the trace shows
 it under `enumerate(DataLoader)#...`): the other ranks then wait for it inside the gradient
-all-reduce. One thread per rank keeps it cheap on a small shared machine. OUT_DIR/run.json
+all-reduce. One thread per rank keeps it cheap on a small shared machine. OUT_DIR/run.txt (JSON)
 records what the run was (world, steps, slow rank, delay, the model's parameter count and the
 bytes DDP all-reduces per step: every float32 gradient once), for the checks to assert on.
 """
