@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -109,11 +110,22 @@ std::string SideHeading(const char* side, const RanksView& v) {
   return absl::StrCat("<h3>", side, ": ", HtmlEscape(v.source), "</h3>\n");
 }
 
+// The two runs' blocks, each under its heading and data-side: `body(view, side)` gives a block's
+// content. `columns` sets them side by side (the verdicts), else one above the other.
+template <typename Body>
+std::string BothSides(const RanksView& before, const RanksView& after, bool columns, Body body) {
+  std::string s = columns ? "<div class=\"cols\">" : "";
+  for (const auto& [side, view] : {std::pair<const char*, const RanksView*>{"before", &before},
+                                   std::pair<const char*, const RanksView*>{"after", &after}}) {
+    absl::StrAppend(&s, "<div data-side=\"", side, "\">", SideHeading(side, *view),
+                    body(*view, side), "</div>");
+  }
+  return absl::StrCat(s, columns ? "</div>\n" : "\n");
+}
+
 std::string Verdicts(const RanksView& before, const RanksView& after) {
-  return absl::StrCat("<div class=\"cols\"><div data-side=\"before\">",
-                      SideHeading("before", before), VerdictBody(before.result),
-                      "</div><div data-side=\"after\">", SideHeading("after", after),
-                      VerdictBody(after.result), "</div></div>\n");
+  return BothSides(before, after, /*columns=*/true,
+                   [](const RanksView& v, const char*) { return VerdictBody(v.result); });
 }
 
 // One above the other, full width, on the taller run's scale: the same height is the same
@@ -121,15 +133,14 @@ std::string Verdicts(const RanksView& before, const RanksView& after) {
 std::string Charts(const RanksView& before, const RanksView& after) {
   const std::vector<StackedBar> b = PerRankBars(before.result), a = PerRankBars(after.result);
   const double y_max = std::max(StackedBarsMax(b), StackedBarsMax(a));
-  return absl::StrCat("<div data-side=\"before\">", SideHeading("before", before),
-                      PerRankChart(b, y_max), "</div><div data-side=\"after\">",
-                      SideHeading("after", after), PerRankChart(a, y_max), "</div>\n");
+  return BothSides(before, after, /*columns=*/false, [&](const RanksView&, const char* side) {
+    return PerRankChart(side == std::string_view("before") ? b : a, y_max);
+  });
 }
 
 std::string RankTables(const RanksView& before, const RanksView& after) {
-  return absl::StrCat("<div data-side=\"before\">", SideHeading("before", before),
-                      RanksTable(before.result), "</div><div data-side=\"after\">",
-                      SideHeading("after", after), RanksTable(after.result), "</div>\n");
+  return BothSides(before, after, /*columns=*/false,
+                   [](const RanksView& v, const char*) { return RanksTable(v.result); });
 }
 
 }  // namespace
