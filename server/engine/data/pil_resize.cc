@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -49,49 +50,73 @@ Coefficients Precompute(int in_size, int out_size) {
   return c;
 }
 
-uint8_t Clip8(int64_t v) {
-  if (v >= (int64_t{1} << kPrecisionBits << 8)) return 255;
+// Sums are 32-bit, as Resample.c's INT32 ss: the weights of one output sum to ~2^22 (each
+// rounded up by at most 1/2), so 255 x that plus the rounding term stays below 2^31 for any
+// kernel size a downscale can make.
+uint8_t Clip8(int32_t v) {
+  if (v >= (int32_t{1} << kPrecisionBits << 8)) return 255;
   if (v <= 0) return 0;
   return static_cast<uint8_t>(v >> kPrecisionBits);
 }
 
-// One pass along columns (horizontal) of rows [row0, row0 + rows) of `src`.
-cv::Mat Horizontal(const cv::Mat& src, int row0, int rows, int width) {
-  const Coefficients c = Precompute(src.cols, width);
-  const int ch = src.channels();
-  cv::Mat out(rows, width, src.type());
-  for (int y = 0; y < rows; ++y) {
+constexpr int32_t kHalf = int32_t{1} << (kPrecisionBits - 1);
+
+// One pass along columns (horizontal) of rows [row0, row0 + rows) of `src`: per output pixel,
+// every channel's sum over the same taps at once (one read of the weights). kChannels is known
+// at compile time for the common cases (1, 3, 4); 0 reads it from `src` (at most cv::Mat's 512).
+template <int kChannels>
+void HorizontalRows(const cv::Mat& src, const Coefficients& c, int row0, cv::Mat& out) {
+  constexpr size_t kMax = kChannels > 0 ? size_t{kChannels} : size_t{CV_CN_MAX};
+  const int channels = kChannels > 0 ? kChannels : src.channels();
+  for (int y = 0; y < out.rows; ++y) {
     const uint8_t* in = src.ptr<uint8_t>(row0 + y);
     uint8_t* o = out.ptr<uint8_t>(y);
-    for (int xx = 0; xx < width; ++xx) {
+    for (int xx = 0; xx < out.cols; ++xx) {
       const int32_t* k = &c.weights[static_cast<size_t>(xx) * static_cast<size_t>(c.ksize)];
-      const int xmin = c.first[static_cast<size_t>(xx)];
+      const uint8_t* px = in + static_cast<ptrdiff_t>(c.first[static_cast<size_t>(xx)]) * channels;
       const int n = c.count[static_cast<size_t>(xx)];
-      for (int b = 0; b < ch; ++b) {
-        int64_t ss = int64_t{1} << (kPrecisionBits - 1);
-        for (int x = 0; x < n; ++x) ss += int64_t{in[(x + xmin) * ch + b]} * k[x];
-        o[xx * ch + b] = Clip8(ss);
+      int32_t ss[kMax];
+      for (int b = 0; b < channels; ++b) ss[b] = kHalf;
+      for (int x = 0; x < n; ++x, px += channels) {
+        for (int b = 0; b < channels; ++b) ss[b] += int32_t{px[b]} * k[x];
       }
+      for (int b = 0; b < channels; ++b) o[xx * channels + b] = Clip8(ss[b]);
     }
+  }
+}
+
+cv::Mat Horizontal(const cv::Mat& src, int row0, int rows, int width) {
+  const Coefficients c = Precompute(src.cols, width);
+  cv::Mat out(rows, width, src.type());
+  switch (src.channels()) {
+    case 1: HorizontalRows<1>(src, c, row0, out); break;
+    case 3: HorizontalRows<3>(src, c, row0, out); break;
+    case 4: HorizontalRows<4>(src, c, row0, out); break;
+    default: HorizontalRows<0>(src, c, row0, out); break;
   }
   return out;
 }
 
 // One pass along rows (vertical); `c` computed for the full source height, shifted by `row0`.
+// Each output row is its taps' source rows weighted and summed row by row (contiguous, so the
+// compiler vectorises it); integer sums in any order are Resample.c's per-pixel sums exactly.
 cv::Mat Vertical(const cv::Mat& src, const Coefficients& c, int row0, int height) {
-  const int ch = src.channels();
-  const int width = src.cols;
-  cv::Mat out(height, width, src.type());
+  const int n_values = src.cols * src.channels();
+  cv::Mat out(height, src.cols, src.type());
+  std::vector<int32_t> ss(static_cast<size_t>(n_values));
   for (int yy = 0; yy < height; ++yy) {
     const int32_t* k = &c.weights[static_cast<size_t>(yy) * static_cast<size_t>(c.ksize)];
     const int ymin = c.first[static_cast<size_t>(yy)] - row0;
     const int n = c.count[static_cast<size_t>(yy)];
-    uint8_t* o = out.ptr<uint8_t>(yy);
-    for (int i = 0; i < width * ch; ++i) {
-      int64_t ss = int64_t{1} << (kPrecisionBits - 1);
-      for (int y = 0; y < n; ++y) ss += int64_t{src.ptr<uint8_t>(y + ymin)[i]} * k[y];
-      o[i] = Clip8(ss);
+    std::fill(ss.begin(), ss.end(), kHalf);
+    for (int y = 0; y < n; ++y) {
+      const uint8_t* row = src.ptr<uint8_t>(y + ymin);
+      const int32_t w = k[y];
+      int32_t* acc = ss.data();
+      for (int i = 0; i < n_values; ++i) acc[i] += int32_t{row[i]} * w;
     }
+    uint8_t* o = out.ptr<uint8_t>(yy);
+    for (int i = 0; i < n_values; ++i) o[i] = Clip8(ss[static_cast<size_t>(i)]);
   }
   return out;
 }
