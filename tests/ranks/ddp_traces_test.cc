@@ -9,16 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 
-#include "rapidjson/document.h"
-
+#include "common/json/json_read.h"
 #include "common/load/load_profile.h"
 #include "common/readers/ranks_view.h"
 #include "common/readers/run_reader.h"
+#include "tests/support/test_files.h"
 
 namespace libreyolo {
 namespace {
@@ -30,13 +28,8 @@ std::string Folder(const char* run) {
 
 // The delay make_ddp_traces.py injected into the run in `folder` (its run.txt's delay_ms).
 std::optional<double> DelayMs(const std::string& folder) {
-  std::ifstream in(folder + "/run.txt");
-  std::stringstream text;
-  text << in.rdbuf();
-  rapidjson::Document d;
-  d.Parse(text.str().c_str());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("delay_ms") ||
-      !d["delay_ms"].IsNumber()) {
+  const rapidjson::Document d = JsonOrNull(test::ReadFile(folder + "/run.txt"));
+  if (!d.IsObject() || !d.HasMember("delay_ms") || !d["delay_ms"].IsNumber()) {
     return std::nullopt;
   }
   return d["delay_ms"].GetDouble();
