@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/cli/exit_codes.h"
+#include "client/remote/daemon_answer.h"
 #include "client/remote/remote_reader.h"
 #include "common/analysis/compare.h"
 #include "common/analysis/compare_gate.h"
@@ -26,22 +28,6 @@ int Fail(std::ostream& err, int code, const std::string& msg) {
   err << "libreyolo profile compare: error: " << TerminalSafe(msg, /*multiline=*/true) << "\n";
   return code;
 }
-
-// Removes the download folder of job inputs when the command ends.
-class TempFolder {
- public:
-  explicit TempFolder(fs::path p) : path_(std::move(p)) {}
-  ~TempFolder() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 }  // namespace
 
@@ -61,9 +47,14 @@ int RunCompareGate(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   }
   const std::vector<std::string> inputs(a.positionals.begin(), a.positionals.begin() + 2);
   std::vector<std::string> paths = inputs;
-  TempFolder tmp(fs::temp_directory_path() / absl::StrCat("libreyolo-compare-", ::getpid()));
+  std::unique_ptr<ScratchFolder> tmp;  // the downloads, removed when the command ends
   if (UsesDaemon(inputs, a)) {
-    auto fetched = FetchJobInputs(inputs, a, tmp.path().string(), /*with_trace=*/false);
+    auto made = ScratchFolder::Create("libreyolo-compare");
+    if (!made.ok()) {
+      return Fail(err, ExitCodeForStatus(made.status()), std::string(made.status().message()));
+    }
+    tmp = *std::move(made);
+    auto fetched = FetchJobInputs(inputs, a, tmp->path(), /*with_trace=*/false);
     if (!fetched.ok()) {
       return Fail(err, ExitCodeForStatus(fetched.status()),
                   std::string(fetched.status().message()));

@@ -17,6 +17,7 @@
 #include "client/commands/command_output.h"
 #include "client/commands/job_commands.h"
 #include "client/remote/artifact_download.h"
+#include "client/remote/daemon_answer.h"
 #include "client/remote/daemon_session.h"
 #include "client/remote/job_watch.h"
 #include "client/remote/progress_display.h"
@@ -115,6 +116,7 @@ absl::StatusOr<v1::Job> GetJobRecord(DaemonConnection& c, const std::string& id)
   v1::Job job;
   const grpc::Status s = c.stub().GetJob(ctx.get(), req, &job);
   if (!s.ok()) return FromGrpc(s, c.address());
+  if (auto st = CheckJobAnswer(job, c.address()); !st.ok()) return st;
   return job;
 }
 
@@ -199,7 +201,7 @@ int JobsCancel(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   v1::Job job;
   const grpc::Status s = c.stub().CancelJob(ctx.get(), req, &job);
   if (!s.ok()) return FailStatus(err, "jobs cancel", FromGrpc(s, c.address()));
-  out << "job " << job.id() << ": "
+  out << "job " << TerminalSafe(job.id()) << ": "
       << (job.state() == v1::JOB_STATE_RUNNING ? "cancelling (stops at the next step)"
                                                : StateName(job.state()))
       << "\n";
@@ -219,7 +221,10 @@ int JobsDownload(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   }
   const std::string project = a.ValueOr("project", "runs/profile");
   for (const v1::Artifact& art : job.artifacts()) {
-    const std::string dest = ArtifactDestination(project, job, art.name());
+    // GetJobRecord checked every name (CheckJobAnswer) before the first file is written.
+    auto dest_or = ArtifactDestination(project, job, art.name());
+    if (!dest_or.ok()) return FailStatus(err, "jobs download", dest_or.status());
+    const std::string& dest = *dest_or;
     auto got = DownloadArtifact(c, job.id(), art.name(), dest);
     if (!got.ok()) return FailStatus(err, "jobs download", got.status());
     out << dest << "\n";

@@ -20,6 +20,8 @@
 #include "client/commands/job_request.h"
 #include "client/commands/report_command.h"
 #include "client/remote/artifact_download.h"
+#include "client/remote/daemon_answer.h"
+#include "common/render/terminal_text.h"
 #include "client/remote/daemon_session.h"
 #include "client/remote/job_watch.h"
 #include "client/remote/progress_display.h"
@@ -169,7 +171,10 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   std::vector<std::string> written;
   absl::Status fetch_error;  // the first download that failed; the files before it are kept
   for (const v1::Artifact& art : job.artifacts()) {
-    const std::string dest = ArtifactDestination(project, job, art.name());
+    // WatchJob checked the job's names (CheckJobAnswer): nothing here lands outside project.
+    auto dest_or = ArtifactDestination(project, job, art.name());
+    if (!dest_or.ok()) return FailJobStatus(err, cmd, dest_or.status(), json);
+    const std::string& dest = *dest_or;
     auto got = DownloadArtifact(c, job.id(), art.name(), dest);
     if (!got.ok()) {
       fetch_error = got.status();
@@ -278,11 +283,16 @@ int SubmitAndFollow(const std::string& cmd, const ParsedArgs& a, std::ostream& o
   const grpc::Status s = c.stub().SubmitJob(ctx.get(), *request, &job);
   if (!s.ok()) return FailJobStatus(err, cmd, FromGrpc(s, c.address()), json);
   c.MarkReached();
+  // The id goes into every later call and into the commands printed for the user.
+  if (auto st = CheckJobAnswer(job, c.address()); !st.ok()) {
+    return FailJobStatus(err, cmd, st, json);
+  }
   if (json) {
     JsonLine(err, "submitted",
              {{"job_id", job.id()}, {"device", job.device()}, {"daemon", c.address()}});
   } else {
-    err << "job " << job.id() << " queued on " << job.device() << " (" << c.address() << ")\n";
+    err << "job " << job.id() << " queued on " << TerminalSafe(job.device()) << " ("
+        << c.address() << ")\n";
   }
   if (a.Switch("detach")) {
     out << job.id() << "\n";

@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "client/cli/exit_codes.h"
+#include "client/remote/daemon_answer.h"
 #include "client/remote/remote_reader.h"
 #include "common/io/atomic_file.h"
 #include "common/json/json_writer.h"
@@ -104,19 +106,21 @@ int RunReport(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   if (auto ok = CheckOutput(output); !ok.ok())
     return Fail(err, kExitUsage, std::string(ok.message()));
   std::vector<std::string> paths = a.positionals;
-  const fs::path tmp = fs::temp_directory_path() / absl::StrCat("libreyolo-report-", ::getpid());
+  std::unique_ptr<ScratchFolder> tmp;  // the downloads, removed when the command ends
   if (UsesDaemon(a.positionals, a)) {
-    auto fetched = FetchJobInputs(a.positionals, a, tmp.string(), true);
+    auto made = ScratchFolder::Create("libreyolo-report");
+    if (!made.ok()) {
+      return Fail(err, ExitCodeForStatus(made.status()), std::string(made.status().message()));
+    }
+    tmp = *std::move(made);
+    auto fetched = FetchJobInputs(a.positionals, a, tmp->path(), true);
     if (!fetched.ok()) {
-      std::error_code ec;
-      fs::remove_all(tmp, ec);
       return Fail(err, ExitCodeForStatus(fetched.status()), std::string(fetched.status().message()));
     }
     paths = *fetched;
   }
   auto html = WriteReport(paths, a.positionals, output);
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
+  tmp.reset();
   if (!html.ok()) {
     return Fail(err, ExitCodeForStatus(html.status()), std::string(html.status().message()));
   }

@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/io/atomic_file.h"
-#include "common/io/rank_artifacts.h"
 #include "common/io/sha256.h"
-#include "proto/job_spec/job_spec.h"
+#include "common/job/names.h"
+#include "common/render/terminal_text.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -25,20 +25,12 @@ void Observe(const std::string& name, int64_t received) {
 
 void SetDownloadObserver(DownloadObserver observer) { g_observer = observer; }
 
-std::string ArtifactDestination(const std::string& project, const v1::Job& job,
-                                const std::string& name) {
-  const fs::path dir = fs::path(project) / (job.kind() == v1::JOB_KIND_RUN ? "prof" : "infer");
-  if (jobspec::DataParallelJob(job)) {
-    // The run's rank: across hosts, this daemon's names count from its first rank.
-    const RankArtifact file = SplitRankArtifact(name);
-    return (dir / absl::StrCat("rank", job.world().first_rank() + file.rank) / file.file).string();
-  }
-  if (name == "profile_repeat.json") return (fs::path(project) / name).string();
-  return (dir / name).string();
-}
-
 absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string& job_id,
                                          const std::string& name, const std::string& dest) {
+  if (!IsPlainArtifactName(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", Excerpt(name), "' is not an artifact name (a plain file name: letters, digits, . _ -)"));
+  }
   std::error_code ec;
   fs::create_directories(fs::path(dest).parent_path(), ec);
   if (ec) {

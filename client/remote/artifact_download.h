@@ -12,7 +12,8 @@
 
 namespace libreyolo::cli {
 
-// Returns the bytes written. DATA_LOSS when the checksum does not match.
+// Returns the bytes written. DATA_LOSS when the checksum does not match. `name` must be a plain
+// artifact name (common/job/names.h): INVALID_ARGUMENT otherwise, before anything is asked.
 absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string& job_id,
                                          const std::string& name, const std::string& dest);
 
@@ -21,13 +22,6 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
 // a download at a known point (tests/daemon/download_gate_main.cc).
 using DownloadObserver = void (*)(const std::string& name, int64_t received);
 void SetDownloadObserver(DownloadObserver observer);
-
-// Where `libreyolo profile run|infer` puts a job's artifact under --project, as the engine
-// lays it out locally: infer -> <project>/infer/<name>; run -> <project>/prof/<name>;
-// profile_repeat.json -> <project>/profile_repeat.json; a data-parallel job's (job.devices) ->
-// <project>/prof/rank<R>/<name> (common/io/rank_artifacts.h), every file of a rank together.
-std::string ArtifactDestination(const std::string& project, const v1::Job& job,
-                                const std::string& name);
 
 }  // namespace libreyolo::cli
 

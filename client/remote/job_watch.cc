@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/remote/daemon_answer.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -99,6 +100,8 @@ absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job
     if (s.ok()) break;
     if (!again.ShouldRetry(s)) return c.Error(s);
   }
+  // Its artifact names become paths the caller writes.
+  if (auto st = CheckJobAnswer(out.job, c.address()); !st.ok()) return st;
   return out;
 }
 

@@ -8,7 +8,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/remote/artifact_download.h"
+#include "client/remote/daemon_answer.h"
 #include "client/remote/daemon_session.h"
+#include "common/job/names.h"
 #include "common/load/load_profile.h"
 #include "common/render/terminal_text.h"
 #include "proto/reader_spec/reader_request.h"
@@ -21,17 +23,6 @@ namespace fs = std::filesystem;
 bool RemoteNamed(const ParsedArgs& a) {
   const char* env = std::getenv("LIBREYOLO_REMOTE");
   return a.Value("remote").has_value() || (env != nullptr && *env != '\0');
-}
-
-bool IsJobId(const std::string& s) {
-  if (s.empty() || s.size() > 64) return false;
-  for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          c == '-' || c == '_')) {
-      return false;
-    }
-  }
-  return true;
 }
 
 v1::ProfileRef ToRef(const JobRef& j) {
@@ -119,18 +110,14 @@ absl::StatusOr<ReaderOutput> RunRemoteReader(const ReaderInvocation& inv, const 
   }
   if (!all_jobs) {
     // A mix of stored jobs and local files: fetch the jobs' profiles, read everything here.
-    const fs::path tmp = fs::temp_directory_path() / absl::StrCat("libreyolo-read-", ::getpid());
+    auto tmp = ScratchFolder::Create("libreyolo-read");
+    if (!tmp.ok()) return tmp.status();
     ReaderInvocation local = inv;
     local.labels = inv.inputs;
-    auto paths = FetchJobInputs(inv.inputs, args, tmp.string(), false);
-    absl::StatusOr<ReaderOutput> out = paths.status();
-    if (paths.ok()) {
-      local.inputs = *paths;
-      out = RunReader(local, [](const std::string& p) { return LoadProfile(p); });
-    }
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    return out;
+    auto paths = FetchJobInputs(inv.inputs, args, (*tmp)->path(), false);
+    if (!paths.ok()) return paths.status();
+    local.inputs = *paths;
+    return RunReader(local, [](const std::string& p) { return LoadProfile(p); });
   }
 
   std::vector<JobRef> jobs;

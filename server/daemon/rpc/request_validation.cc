@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/analysis/what_if.h"
+#include "common/job/names.h"
 #include "common/readers/modules_view.h"
 #include "common/readers/top_rows.h"
 #include "common/render/terminal_text.h"
@@ -230,12 +231,7 @@ bool MayNameLocalPaths(const DaemonConfig& config, const Identity& who) {
 
 absl::Status ValidateJobId(const std::string& field, const std::string& id) {
   if (id.empty()) return Bad(field, "required");
-  const bool ok = id.size() <= kMaxJobIdBytes &&
-                  std::all_of(id.begin(), id.end(), [](char c) {
-                    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' ||
-                           c == '_';
-                  });
-  if (!ok) {
+  if (!IsJobId(id)) {
     return Bad(field, absl::StrCat("'", Excerpt(id),
                                    "' is not a job id (at most 64 bytes of letters, digits, - "
                                    "and _; `libreyolo jobs list` shows yours)"));

@@ -25,28 +25,10 @@ std::string Quote(absl::string_view s) {
   return absl::StrCat("'", Excerpt(std::string_view(s.data(), s.size())), "'");
 }
 
-bool ValidJobId(absl::string_view id) {
-  if (id.empty() || id.size() > kMaxJobIdLength) return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
-  });
-}
-
 absl::Status CheckJobId(absl::string_view id) {
   if (ValidJobId(id)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "job id ", Quote(id), " is invalid: expected 1-64 characters from [A-Za-z0-9_-]"));
-}
-
-// Plain file names: [A-Za-z0-9._-], not starting with '.', no "..".
-bool ValidArtifactName(absl::string_view name) {
-  if (name.empty() || name.size() > kMaxArtifactNameLength || name.front() == '.') return false;
-  if (absl::StrContains(name, "..")) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.';
-  });
 }
 
 std::string Join(absl::string_view dir, absl::string_view name) {

@@ -17,13 +17,12 @@
 #include "absl/strings/string_view.h"
 #include "common/io/atomic_file.h"
 #include "common/io/unique_fd.h"
+#include "common/job/names.h"
 
 namespace libreyolo::daemon::job_store_internal {
 
 inline constexpr absl::string_view kTmpPrefix = kAtomicTempPrefix;  // temp files, any store dir
 inline constexpr absl::string_view kScratchRoot = ".tmp";  // <store_dir>/.tmp/<id>/
-inline constexpr size_t kMaxJobIdLength = 64;
-inline constexpr size_t kMaxArtifactNameLength = 128;
 
 // Runs `f`, turning any exception (bad_alloc) into INTERNAL naming `what`.
 template <typename F>
@@ -43,13 +42,13 @@ absl::Status OsError(int err, absl::string_view what, absl::string_view path);
 // A quoted, escaped and shortened rendering of an untrusted string for error messages.
 std::string Quote(absl::string_view s);
 
-// Job ids: 1-64 characters from [A-Za-z0-9_-]; CheckJobId says so as INVALID_ARGUMENT.
-bool ValidJobId(absl::string_view id);
+// Job ids (common/job/names.h); CheckJobId says so as INVALID_ARGUMENT.
+inline bool ValidJobId(absl::string_view id) { return IsJobId(id); }
 
 absl::Status CheckJobId(absl::string_view id);
 
-// Plain file names: [A-Za-z0-9._-], not starting with '.', no "..".
-bool ValidArtifactName(absl::string_view name);
+// Plain file names (common/job/names.h), the rule the client checks too.
+inline bool ValidArtifactName(absl::string_view name) { return IsPlainArtifactName(name); }
 
 std::string Join(absl::string_view dir, absl::string_view name);
 

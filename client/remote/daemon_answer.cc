@@ -1,0 +1,104 @@
+#include "client/remote/daemon_answer.h"
+
+#include <stdlib.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <set>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "common/io/rank_artifacts.h"
+#include "common/job/names.h"
+#include "common/render/terminal_text.h"
+#include "proto/job_spec/job_defaults.h"
+#include "proto/job_spec/job_spec.h"
+
+namespace libreyolo::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status Untrusted(absl::string_view address, absl::string_view what) {
+  return absl::DataLossError(absl::StrCat(
+      "the daemon at ", address, " answered ", what,
+      ", which no libreyolod sends (docs/rpc.md, Conventions); nothing was written. Check that "
+      "--remote / LIBREYOLO_REMOTE names the daemon you meant, and reach it over TLS"));
+}
+
+std::string Quoted(absl::string_view s) {
+  return absl::StrCat("'", Excerpt(std::string_view(s.data(), s.size())), "'");
+}
+
+// The rank a data-parallel artifact's name gives, within the bounds of a world; -1 when out.
+int64_t RankOf(const v1::Job& job, const RankArtifact& file) {
+  const int64_t first = job.world().first_rank();
+  if (first < 0 || first >= jobspec::bounds::kMaxWorldSize) return -1;
+  if (file.rank < 0 || file.rank >= jobspec::bounds::kMaxRanks) return -1;
+  return first + file.rank;
+}
+
+absl::StatusOr<std::string> Destination(const std::string& project, const v1::Job& job,
+                                        const std::string& name) {
+  if (!IsPlainArtifactName(name)) {
+    return absl::DataLossError(
+        absl::StrCat("artifact name ", Quoted(name), " is not a plain file name"));
+  }
+  const fs::path dir = fs::path(project) / (job.kind() == v1::JOB_KIND_RUN ? "prof" : "infer");
+  if (jobspec::DataParallelJob(job)) {
+    // The run's rank: across hosts, this daemon's names count from its first rank.
+    const RankArtifact file = SplitRankArtifact(name);
+    const int64_t rank = RankOf(job, file);
+    if (rank < 0 || !IsPlainArtifactName(file.file)) {
+      return absl::DataLossError(absl::StrCat("artifact name ", Quoted(name), " (first rank ",
+                                              job.world().first_rank(),
+                                              ") is not a rank's plain file name"));
+    }
+    return (dir / absl::StrCat("rank", rank) / file.file).string();
+  }
+  if (name == "profile_repeat.json") return (fs::path(project) / name).string();
+  return (dir / name).string();
+}
+
+}  // namespace
+
+absl::Status CheckJobAnswer(const v1::Job& job, absl::string_view address) {
+  if (!IsJobId(job.id())) return Untrusted(address, absl::StrCat("the job id ", Quoted(job.id())));
+  std::set<std::string> seen;
+  for (const v1::Artifact& art : job.artifacts()) {
+    // Any project will do: the question is whether the name stays inside it, and is one file.
+    auto dest = Destination("p", job, art.name());
+    if (!dest.ok()) {
+      return Untrusted(address, absl::StrCat(dest.status().message(), " for job ", job.id()));
+    }
+    if (!seen.insert(*dest).second) {
+      return Untrusted(address, absl::StrCat("the artifact ", Quoted(art.name()), " of job ",
+                                             job.id(), " twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ArtifactDestination(const std::string& project, const v1::Job& job,
+                                                const std::string& name) {
+  return Destination(project, job, name);
+}
+
+absl::StatusOr<std::unique_ptr<ScratchFolder>> ScratchFolder::Create(absl::string_view prefix) {
+  std::error_code ec;
+  fs::path base = fs::temp_directory_path(ec);
+  if (ec) base = "/tmp";
+  std::string templ = (base / absl::StrCat(prefix, "-XXXXXX")).string();
+  if (::mkdtemp(templ.data()) == nullptr) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create a temporary folder in ",
+                                                   base.string(), " (set TMPDIR to another)"));
+  }
+  return std::unique_ptr<ScratchFolder>(new ScratchFolder(std::move(templ)));
+}
+
+ScratchFolder::~ScratchFolder() {
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
+}  // namespace libreyolo::cli

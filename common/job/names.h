@@ -1,0 +1,28 @@
+// The names a job hands across processes, one rule each, shared by the client, the daemon and
+// the engine (docs/rpc.md, "Conventions"): a job id, and an artifact's name. A daemon publishes
+// only names that pass these; a client writes a file under a name from a daemon only if it
+// passes them too, because the daemon may be hostile or not the one meant (a plaintext
+// --insecure path, a wrong LIBREYOLO_REMOTE), and a name is the last part of a path it writes.
+#ifndef LIBREYOLO_COMMON_JOB_NAMES_H_
+#define LIBREYOLO_COMMON_JOB_NAMES_H_
+
+#include <cstddef>
+
+#include "absl/strings/string_view.h"
+
+namespace libreyolo {
+
+inline constexpr size_t kMaxJobIdBytes = 64;  // ids are "YYYYMMDD-<16 hex>" (25 bytes)
+inline constexpr size_t kMaxArtifactNameBytes = 128;
+
+// 1-64 bytes of [A-Za-z0-9_-].
+bool IsJobId(absl::string_view id);
+
+// A plain file name: 1-128 bytes of [A-Za-z0-9._-], not starting with '.', without "..". No
+// '/', so it cannot name another directory; no leading '.', so no hidden or temp file; no
+// control bytes, so it prints as it is.
+bool IsPlainArtifactName(absl::string_view name);
+
+}  // namespace libreyolo
+
+#endif  // LIBREYOLO_COMMON_JOB_NAMES_H_
