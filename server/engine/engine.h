@@ -187,10 +187,12 @@ struct TrainJobSpec {
 // for the step time, the second half synchronised per phase for the composition; on the CPU
 // every step serves both), then the profiler schedule. Writes <project>/prof/profile.json (the
 // reference's layout), profile_trace.json (the last cycle) and profile_trace.<step>.json per
-// cycle. Errors as RunInferJob's, plus OUT_OF_RANGE when the dataset cannot fill warmup + steps
-// batches in one epoch at this batch: the CLI maps OUT_OF_RANGE to exit 3 ("run produced no
-// profile"), and the message names the three ways out (a larger dataset, fewer
-// --steps/--warmup, a smaller --batch).
+// cycle. A dataset smaller than the window fills it across epochs, and one smaller than the
+// batch trains on all of it a step, as the Python LibreYOLO's `profile run` does
+// (LoaderBatchSource, LoaderOptions::drop_last). Errors as RunInferJob's, plus OUT_OF_RANGE for
+// the one dataset that cannot fill the window, an empty one: the CLI maps OUT_OF_RANGE to exit 3
+// ("run produced no profile"), and the message names the ways out that work (images where the
+// YAML points, another split, or `libreyolo profile run synthetic`).
 absl::StatusOr<JobResult> RunTrainJob(const TrainJobSpec& spec, const ProgressFn& progress,
                                       const CancelToken* cancel);
 

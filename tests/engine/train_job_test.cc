@@ -28,11 +28,14 @@
 #include "server/engine/train/profiled_window.h"
 #include "server/engine/train/trainer.h"
 #include "tests/engine/budget_record_check.h"
+#include "tests/engine/data/test_util.h"
 
 namespace libreyolo::engine {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 class TrainJob : public ::testing::TestWithParam<int> {
  protected:
@@ -161,16 +164,77 @@ INSTANTIATE_TEST_SUITE_P(Workers, TrainJob, ::testing::Values(0, 2));
 
 using TrainJobErrors = TrainJob;
 
-TEST_F(TrainJobErrors, TooSmallADatasetIsOutOfRangeWithTheWaysOut) {
-  spec_.data = "synthetic:2";
-  spec_.steps = 5;
+// Issue 36 section 2: the one dataset that cannot fill the window is one with no images (any
+// image fills it across epochs); the message offers only ways out that work, and the first
+// of them does: one image in the folder and the same command profiles.
+TEST_F(TrainJobErrors, OnlyAnEmptyDatasetLeavesTheWindowUnfilled) {
+  const fs::path root = dir_ / "empty";
+  fs::create_directories(root / "images" / "train");
+  std::ofstream(root / "data.yaml")
+      << "path: " << root.string() << "\ntrain: images/train\nnc: 3\n";
+  spec_.data = (root / "data.yaml").string();
+  spec_.profiler.probe_overhead = false;
   auto r = RunTrainJob(spec_, nullptr, nullptr);
   ASSERT_TRUE(absl::IsOutOfRange(r.status())) << r.status();
   const std::string m(r.status().message());
-  EXPECT_NE(m.find("larger dataset"), std::string::npos) << m;
-  EXPECT_NE(m.find("fewer --steps/--warmup"), std::string::npos) << m;
-  EXPECT_NE(m.find("smaller --batch"), std::string::npos) << m;
+  EXPECT_THAT(m, HasSubstr("never fills without images")) << m;
+  EXPECT_THAT(m, HasSubstr((root / "images" / "train").string() + " (0 images)")) << m;
+  EXPECT_THAT(m, HasSubstr("libreyolo profile run synthetic")) << m;
+  // No batch, step or warmup count fills an empty dataset: none is offered.
+  EXPECT_THAT(m, Not(HasSubstr("smaller --batch"))) << m;
+  EXPECT_THAT(m, Not(HasSubstr("fewer --steps"))) << m;
   EXPECT_FALSE(fs::exists(fs::path(spec_.project) / "prof" / "profile.json"));
+
+  testing::WriteTinyDataset(root.string(), 1);  // the first way out: an image in the folder
+  r = RunTrainJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r->profile.real_steps, 2);
+  EXPECT_EQ(r->profile.batch, 1);  // --batch 2 on one image: each step takes that one
+}
+
+// Issue 36 section 2: 12 images fill warmup 2 + steps 5 at --batch 4 across three epochs
+// (3 + 3 + 1 batches of 4), and at --batch 16 every step takes all 12 (the Python LibreYOLO's
+// loader keeps an epoch's only, partial batch: drop_last = len(sampler) >= batch).
+TEST_F(TrainJobErrors, TwelveImagesFillTheWindowAcrossEpochs) {
+  spec_.data = testing::WriteTinyDataset((dir_ / "d12").string(), 12);
+  spec_.warmup = 2;
+  spec_.steps = 5;
+  spec_.profiler.probe_overhead = false;
+  spec_.profiler.record_shapes = true;  // the steps' batch in the conv inputs' shapes
+  for (const int64_t batch : {4, 16}) {
+    SCOPED_TRACE(batch);
+    spec_.batch = batch;
+    spec_.project = (dir_ / ("runs" + std::to_string(batch))).string();
+    auto r = RunTrainJob(spec_, nullptr, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const int64_t per_step = std::min<int64_t>(batch, 12);
+    EXPECT_EQ(*r->profile.real_steps, 5);
+    EXPECT_EQ(r->profile.batch, per_step);
+    EXPECT_NEAR(*r->profile.img_per_s, static_cast<double>(per_step) * 1000.0 / *r->profile.step_ms,
+                1e-6);
+    const std::string input = "[[" + std::to_string(per_step) + ", 3, 64, 64]";
+    bool first_conv = false;
+    for (const OpRow& o : r->profile.ops_by_input_shape) {
+      if (o.op != "aten::conv2d" || o.input_shapes.rfind("[[", 0) != 0) continue;
+      EXPECT_THAT(o.input_shapes, Not(HasSubstr("[[16, 3,"))) << o.input_shapes;
+      first_conv |= o.input_shapes.rfind(input, 0) == 0;
+    }
+    EXPECT_TRUE(first_conv) << "no conv2d on " << input;
+    rapidjson::Document cfg;
+    cfg.Parse(r->profile.config_json.c_str());
+    EXPECT_EQ(cfg["batch"].GetInt64(), per_step) << r->profile.config_json;
+    if (batch > 12) {
+      EXPECT_EQ(cfg["batch_requested"].GetInt64(), batch) << r->profile.config_json;
+      EXPECT_THAT(cfg["batch_note"].GetString(), HasSubstr("12 images")) << r->profile.config_json;
+    } else {
+      EXPECT_FALSE(cfg.HasMember("batch_requested")) << r->profile.config_json;
+    }
+    // metrics.jsonl: the measured trial's 2 warmup + 5 measured steps, all of them run.
+    std::ifstream in(fs::path(spec_.project) / "prof" / "metrics.jsonl");
+    int64_t lines = 0;
+    for (std::string line; std::getline(in, line);) ++lines;
+    EXPECT_EQ(lines, 7);
+  }
 }
 
 TEST_F(TrainJobErrors, EvenTheSmallestDataIsProbedOneStepAWindow) {
@@ -281,12 +345,18 @@ TEST_F(TrainJobErrors, TwoCyclesWriteTwoTraces) {
   }
 }
 
-TEST_F(TrainJobErrors, AutoBatchOnCpuIsSixteenCappedByTheDataset) {
+TEST_F(TrainJobErrors, AutoBatchOnCpuIsSixteenAsThePythonToolsEvenOnASmallDataset) {
   spec_.batch = -1;
   auto r = RunTrainJob(spec_, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->profile.batch, 2);  // 8 images must give 3 batches: 16 -> 8 -> 4 -> 2
-  EXPECT_NE(r->profile.config_json.find("batch_rule"), std::string::npos);
+  // 16 as the reference's non-CUDA fallback, never halved for the dataset: 8 images give one
+  // batch of 8 an epoch, and the window fills across epochs.
+  EXPECT_EQ(r->profile.batch, 8);
+  rapidjson::Document cfg;
+  cfg.Parse(r->profile.config_json.c_str());
+  EXPECT_EQ(cfg["batch_requested"].GetInt64(), 16) << r->profile.config_json;
+  EXPECT_THAT(cfg["batch_rule"].GetString(), HasSubstr("auto-batch on CPU: 16"));
+  EXPECT_THAT(cfg["batch_rule"].GetString(), HasSubstr("8 images"));
 }
 
 TEST_F(TrainJobErrors, CancelIsObservedBetweenSteps) {

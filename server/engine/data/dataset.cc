@@ -13,8 +13,9 @@ namespace libreyolo::engine {
 
 absl::StatusOr<std::unique_ptr<FileDataset>> FileDataset::Open(std::vector<std::string> images,
                                                                int num_classes,
-                                                               std::string description) {
-  if (images.empty()) {
+                                                               std::string description,
+                                                               bool allow_empty) {
+  if (images.empty() && !allow_empty) {
     return absl::InvalidArgumentError(
         absl::StrCat(description, ": no images found (", ImageExtensionList(),
                      "); check the split's folder or list in the dataset YAML"));
@@ -65,7 +66,7 @@ std::string SyntheticDataset::Describe() const {
 }
 
 absl::StatusOr<std::shared_ptr<const DetectionDataset>> OpenDataset(const DatasetSpec& spec,
-                                                                    Split split) {
+                                                                    Split split, bool allow_empty) {
   if (spec.synthetic()) {
     // Train and val differ in content, as real splits do, through the seed.
     const uint64_t seed =
@@ -78,7 +79,8 @@ absl::StatusOr<std::shared_ptr<const DetectionDataset>> OpenDataset(const Datase
   ASSIGN_OR_RETURN(
       std::unique_ptr<FileDataset> dataset,
       FileDataset::Open(std::move(images), spec.nc(),
-                        absl::StrCat(sources.origin, " ", absl::StrJoin(sources.sources, ", "))));
+                        absl::StrCat(sources.origin, " ", absl::StrJoin(sources.sources, ", ")),
+                        allow_empty));
   return std::shared_ptr<const DetectionDataset>(std::move(dataset));
 }
 

@@ -31,10 +31,11 @@ class DetectionDataset {
 // Image files with YOLO label files beside them (see image_io.h for the label path rule).
 class FileDataset : public DetectionDataset {
  public:
-  // Parses every label file; fails on the first bad line (file:line) and on an empty list.
+  // Parses every label file; fails on the first bad line (file:line), and on an empty list
+  // unless `allow_empty`.
   static absl::StatusOr<std::unique_ptr<FileDataset>> Open(std::vector<std::string> images,
-                                                           int num_classes,
-                                                           std::string description);
+                                                           int num_classes, std::string description,
+                                                           bool allow_empty = false);
 
   int64_t size() const override { return static_cast<int64_t>(images_.size()); }
   int num_classes() const override { return num_classes_; }
@@ -72,10 +73,12 @@ class SyntheticDataset : public DetectionDataset {
 enum class Split { kTrain, kVal };
 
 // The dataset for one split of a resolved spec. NOT_FOUND when the split's folder is missing
-// (naming the YAML line), INVALID_ARGUMENT when it holds no images or a label is bad. A spec
-// without `val` falls back to `train` for kVal (as the reference's examples do).
+// (naming the YAML line), INVALID_ARGUMENT when a label is bad or the split holds no images
+// (with `allow_empty`: an empty dataset, for a caller that says what that means for it). A
+// spec without `val` falls back to `train` for kVal (as the reference's examples do).
 absl::StatusOr<std::shared_ptr<const DetectionDataset>> OpenDataset(const DatasetSpec& spec,
-                                                                    Split split);
+                                                                    Split split,
+                                                                    bool allow_empty = false);
 
 }  // namespace libreyolo::engine
 

@@ -60,7 +60,8 @@ DataLoader::~DataLoader() { Stop(); }
 
 int64_t DataLoader::BatchesPerEpoch(int64_t dataset_size, int batch_size, bool drop_last) {
   if (batch_size < 1 || dataset_size < 1) return 0;
-  return drop_last ? dataset_size / batch_size : (dataset_size + batch_size - 1) / batch_size;
+  if (drop_last && dataset_size >= batch_size) return dataset_size / batch_size;
+  return (dataset_size + batch_size - 1) / batch_size;
 }
 
 int64_t DataLoader::ShardSize(int64_t dataset_size, int64_t replicas) {
@@ -222,6 +223,32 @@ absl::StatusOr<std::optional<Batch>> DataLoader::Next() {
     return *failed_;
   }
   return std::optional<Batch>(std::move(*batch));
+}
+
+absl::Status LoaderBatchSource::Begin(int64_t epoch) {
+  epoch_ = epoch;
+  used_ = 0;
+  return loader_->StartEpoch(epoch);
+}
+
+absl::Status LoaderBatchSource::Reserve(int64_t n) {
+  // Enough left; or an untouched epoch that the window outgrows anyway (a restart gains nothing).
+  if (epoch_ >= 0 && (loader_->BatchesPerEpoch() - used_ >= n || used_ == 0)) {
+    return absl::OkStatus();
+  }
+  return Begin(epoch_ + 1);
+}
+
+absl::StatusOr<Batch> LoaderBatchSource::Next() {
+  if (epoch_ < 0) RETURN_IF_ERROR(Begin(0));
+  ASSIGN_OR_RETURN(std::optional<Batch> batch, loader_->Next());
+  if (!batch.has_value()) {  // the epoch ran out: carry on with the next, as the reference does
+    RETURN_IF_ERROR(Begin(epoch_ + 1));
+    ASSIGN_OR_RETURN(batch, loader_->Next());
+    if (!batch.has_value()) return absl::InternalError("the data loader produced no batch");
+  }
+  ++used_;
+  return std::move(*batch);
 }
 
 }  // namespace libreyolo::engine

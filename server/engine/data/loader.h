@@ -35,7 +35,10 @@ struct LoaderOptions {
   int workers = 8;          // 0: build batches inline in Next()
   int prefetch_factor = 2;  // batches in flight per worker (PyTorch's default)
   bool shuffle = true;
-  bool drop_last = true;    // training drops the last partial batch, as the reference does
+  // Training drops the last partial batch of an epoch that holds a full one, as the reference
+  // does (the Python LibreYOLO's create_dataloader: drop_last = len(sampler) >= batch): an
+  // epoch smaller than the batch is one batch of all of it. false keeps every partial batch.
+  bool drop_last = true;
   bool pin_memory = false;  // honoured only where PinnedMemoryAvailable(); see note()
   uint64_t seed = 0;
   // A data-parallel rank's shard (DistributedSampler's): each epoch's order padded to a
@@ -56,8 +59,8 @@ class DataLoader {
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
-  // Batches in one epoch: floor(n / batch) with drop_last, else ceil. The engine compares it
-  // with warmup + steps to tell a dataset too small for the measured window (exit 3).
+  // Batches in one epoch: floor(n / batch) with drop_last when n >= batch, else ceil (so any
+  // image gives a batch: a dataset smaller than the batch is one batch of n).
   static int64_t BatchesPerEpoch(int64_t dataset_size, int batch_size, bool drop_last);
   // The images one of `replicas` ranks reads per epoch: ceil(n / replicas).
   static int64_t ShardSize(int64_t dataset_size, int64_t replicas);
@@ -114,6 +117,35 @@ class DataLoader {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::map<int64_t, absl::StatusOr<Batch>> ready_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> worker_crash_ ABSL_GUARDED_BY(mu_);  // outside any batch
+};
+
+// Where a trainer takes its batches from.
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  virtual absl::StatusOr<Batch> Next() = 0;
+};
+
+// Batches from a DataLoader, one epoch after another, as the Python LibreYOLO's training loop
+// takes them: its profiler counts steps across epochs, so a window longer than an epoch goes on
+// into the next. Reserve(n) begins a fresh epoch when fewer than n batches are left: a window
+// that fits in one epoch never straddles an epoch boundary (restarting the workers would show
+// up as one slow dataload step), and one that does not starts at an epoch's first batch, as
+// the Python tool's starts at the first step of training, so it crosses as many boundaries as
+// the Python tool's: ceil(n / batches per epoch) - 1.
+class LoaderBatchSource : public BatchSource {
+ public:
+  explicit LoaderBatchSource(DataLoader* loader) : loader_(loader) {}
+  absl::Status Reserve(int64_t n);
+  absl::StatusOr<Batch> Next() override;
+  // The epoch that Next() takes from (-1 before the first).
+  int64_t epoch() const { return epoch_; }
+
+ private:
+  absl::Status Begin(int64_t epoch);
+  DataLoader* loader_;
+  int64_t epoch_ = -1;
+  int64_t used_ = 0;  // batches taken from the current epoch
 };
 
 }  // namespace libreyolo::engine

@@ -94,13 +94,7 @@ AutoBatch ProbeCuda(Yolo9& model, const DeviceChoice& d, bool amp, int64_t imgsz
 
 }  // namespace
 
-int64_t CapBatchToDataset(int64_t batch, int64_t dataset_size, int64_t window_steps) {
-  while (batch > 1 && dataset_size / batch < window_steps) batch /= 2;
-  return batch;
-}
-
-AutoBatch PickAutoBatch(Yolo9& model, const DeviceChoice& device, bool amp, int64_t imgsz,
-                        int64_t dataset_size, int64_t window_steps) {
+AutoBatch PickAutoBatch(Yolo9& model, const DeviceChoice& device, bool amp, int64_t imgsz) {
   AutoBatch a;
   if (device.cuda) {
     a = ProbeCuda(model, device, amp, imgsz);
@@ -111,12 +105,6 @@ AutoBatch PickAutoBatch(Yolo9& model, const DeviceChoice& device, bool amp, int6
     }
   } else {
     a.rule = "auto-batch on CPU: 16 (no device memory to fill)";
-  }
-  const int64_t capped = CapBatchToDataset(a.batch, dataset_size, window_steps);
-  if (capped != a.batch) {
-    a.rule += absl::StrFormat("; halved to %d so the %d images fill %d steps", capped, dataset_size,
-                              window_steps);
-    a.batch = capped;
   }
   return a;
 }

@@ -2,7 +2,8 @@
 // probe batches (1, 2, 4, 8, 16), fit device memory in use against the batch size with a line,
 // and take the largest power of two whose prediction stays under 70% of the device's memory.
 // On the CPU there is no memory wall worth probing: the rule is the reference's fallback, 16.
-// Either way the batch is then halved until the dataset fills the measured window with it.
+// The dataset plays no part, as in the reference's autobatch: a dataset smaller than the batch
+// is one batch of all of it an epoch (loader.h), and the window fills across epochs.
 #ifndef LIBREYOLO_SERVER_ENGINE_TRAIN_AUTO_BATCH_H_
 #define LIBREYOLO_SERVER_ENGINE_TRAIN_AUTO_BATCH_H_
 
@@ -23,13 +24,9 @@ struct AutoBatch {
 };
 
 // `model` is on `device` and is used for the probes (its BatchNorm statistics move, its
-// weights do not: no optimizer step runs). `window_steps` = warmup + steps. Never fails: a
-// probe that cannot run falls back to 16 and says so in `rule`.
-AutoBatch PickAutoBatch(Yolo9& model, const DeviceChoice& device, bool amp, int64_t imgsz,
-                        int64_t dataset_size, int64_t window_steps);
-
-// The largest batch in {b, b/2, ..., 1} that gives `window_steps` full batches of the dataset.
-int64_t CapBatchToDataset(int64_t batch, int64_t dataset_size, int64_t window_steps);
+// weights do not: no optimizer step runs). Never fails: a probe that cannot run falls back to
+// 16 and says so in `rule`.
+AutoBatch PickAutoBatch(Yolo9& model, const DeviceChoice& device, bool amp, int64_t imgsz);
 
 }  // namespace libreyolo::engine
 

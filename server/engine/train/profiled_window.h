@@ -54,7 +54,8 @@ struct ProfiledWindow {
 void DropWarmupEvents(CollectedTrace& trace, int64_t first_active);
 
 // Runs the schedule (the record stage). Recorded steps sync per phase on CUDA (real phase wall
-// times). Steps that a window needs are reserved from one epoch (LoaderBatchSource::Reserve).
+// times). Steps that a window needs are reserved from one epoch, or from an epoch's start on when
+// the dataset holds fewer batches (LoaderBatchSource::Reserve).
 // Every cycle but the last is written as it ends; the last is kept for AnalyseProfiledWindow.
 // `export_base` names the trace's process and its distributedInfo; the window fills in the rest.
 absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSource& source,

@@ -82,6 +82,10 @@ std::string TrainConfigJson(const TrainConfigFacts& f) {
       .Field("dataset", f.dataset)
       .Field("dataset_images", f.dataset_images)
       .Field("batch", f.batch);
+  if (f.batch_requested > 0 && f.batch_requested != f.batch) {
+    w.Field("batch_requested", f.batch_requested);
+  }
+  if (!f.batch_note.empty()) w.Field("batch_note", f.batch_note);
   if (!f.batch_rule.empty()) w.Field("batch_rule", f.batch_rule);
   w.Field("imgsz", s.imgsz)
       .Field("workers", s.workers)

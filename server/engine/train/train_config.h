@@ -21,8 +21,10 @@ namespace libreyolo::engine {
 
 struct TrainConfigFacts {
   const TrainJobSpec* spec = nullptr;
-  int64_t batch = 0;
-  std::string batch_rule;  // non-empty after --batch -1
+  int64_t batch = 0;            // images a step trained on
+  int64_t batch_requested = 0;  // --batch (or --batch -1's choice); written when not `batch`
+  std::string batch_note;       // why `batch` is not what was asked for
+  std::string batch_rule;       // non-empty after --batch -1
   bool amp_effective = false;
   std::string device_label, weights_label, model_label;
   std::string dataset;

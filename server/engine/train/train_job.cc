@@ -18,6 +18,7 @@
 #include "server/engine/collect/profiling_session.h"
 #include "server/engine/data/dataset.h"
 #include "server/engine/data/dataset_spec.h"
+#include "server/engine/data/image_io.h"
 #include "server/engine/data/loader.h"
 #include "server/engine/engine.h"
 #include "server/engine/job/job_files.h"
@@ -44,25 +45,26 @@ int64_t ImagesPerRank(const TrainJobSpec& s, const DetectionDataset& data) {
   return DataLoader::ShardSize(data.size(), s.data_parallel.world_size);
 }
 
-// Exit 3: the window cannot be filled from one epoch at this batch.
-absl::Status WindowNotFilled(const TrainJobSpec& s, const DetectionDataset& data, int64_t batch) {
-  const int64_t window = s.warmup + s.steps;
-  const int64_t images = ImagesPerRank(s, data);
-  const int64_t per_epoch = DataLoader::BatchesPerEpoch(images, static_cast<int>(batch), true);
-  const int64_t fitting_batch = images / window;
-  const int64_t ranks = s.data_parallel.world_size;
-  const std::string described =
-      ranks > 1 ? absl::StrFormat("%s, shared by %d ranks (%d images each),", data.Describe(),
-                                  ranks, images)
-                : data.Describe();
+// Exit 3: the one dataset that cannot fill the window, an empty one (any image fills it, across
+// epochs as the Python tool's does: LoaderBatchSource). Only ways out that work are offered.
+absl::Status EmptyDataset(const TrainJobSpec& s, const DetectionDataset& data) {
   return absl::OutOfRangeError(absl::StrFormat(
-      "no profile: the measured window (--warmup %d + --steps %d = %d steps) never fills: %s "
-      "gives %d full batch(es) of %d per epoch. Use a larger dataset (at least %d images), "
-      "fewer --steps/--warmup (at most %d step%s in all), or a smaller --batch%s.",
-      s.warmup, s.steps, window, described, per_epoch, batch, window * batch * ranks, per_epoch,
-      per_epoch == 1 ? "" : "s",
-      fitting_batch >= 1 ? absl::StrFormat(" (at most %d)", fitting_batch)
-                         : std::string(" (even 1 is too large here)")));
+      "no profile: the measured window (--warmup %d + --steps %d = %d steps) never fills without "
+      "images: %s. No --batch, --steps or --warmup changes that: put images (%s) there (their "
+      "YOLO labels in the matching labels/ folder), point the YAML's train: at a folder or .txt "
+      "list that holds some, or profile generated images: libreyolo profile run synthetic",
+      s.warmup, s.steps, s.warmup + s.steps, data.Describe(), ImageExtensionList()));
+}
+
+// Why a step trains on fewer images than the batch: the dataset (a rank's shard) is smaller.
+std::string PartialBatchNote(const TrainJobSpec& s, int64_t images, int64_t batch) {
+  const int64_t ranks = s.data_parallel.world_size;
+  return absl::StrFormat(
+      "%d images%s, fewer than the batch of %d: each step trains on all %d, one batch an epoch, "
+      "as the Python LibreYOLO's loader does (it drops an epoch's partial batch only when the "
+      "epoch holds a full one); img/s counts the %d (the Python tool counts %d)",
+      images, ranks > 1 ? absl::StrFormat(" per rank (%d ranks)", ranks) : "", batch, images,
+      images, batch);
 }
 
 struct MeasuredWindows {
@@ -89,16 +91,13 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     if (auto s = ParseJobDevice(); !s.ok()) return s;
     auto dataset_spec = ResolveDataset(spec_.data);
     if (!dataset_spec.ok()) return dataset_spec.status();
-    auto dataset = OpenDataset(*dataset_spec, Split::kTrain);
+    auto dataset = OpenDataset(*dataset_spec, Split::kTrain, /*allow_empty=*/true);
     if (!dataset.ok()) return dataset.status();
     dataset_ = *std::move(dataset);
     window_ = spec_.warmup + spec_.steps;
-    // Fail before loading anything when even a batch of one cannot fill the window.
+    // Fail before loading anything when no image can fill the window.
     const int64_t images = ImagesPerRank(spec_, *dataset_);
-    if (spec_.batch > 0 && images / spec_.batch < window_) {
-      return WindowNotFilled(spec_, *dataset_, spec_.batch);
-    }
-    if (images < window_) return WindowNotFilled(spec_, *dataset_, 1);
+    if (images < 1) return EmptyDataset(spec_, *dataset_);
     threads_ = ConfigureThreads(spec_.model.threads);
     amp_ = spec_.amp && device_.cuda;
     if (device_.cuda) {
@@ -119,10 +118,14 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     batch_ = spec_.batch;
     if (batch_ == -1) {
       ctx.Report("auto-batch", 0, 1);
-      const AutoBatch a =
-          PickAutoBatch(loaded_->model, device_, amp_, spec_.imgsz, images, window_);
+      const AutoBatch a = PickAutoBatch(loaded_->model, device_, amp_, spec_.imgsz);
       batch_ = a.batch;
       batch_rule_ = a.rule;
+    }
+    images_per_step_ = std::min(batch_, images);
+    if (images_per_step_ < batch_) batch_note_ = PartialBatchNote(spec_, images, batch_);
+    if (!batch_rule_.empty()) {
+      if (!batch_note_.empty()) absl::StrAppend(&batch_rule_, "; ", batch_note_);
       ctx.Report("auto-batch", 1, 1, batch_rule_);
     }
     LoaderOptions lo;
@@ -158,7 +161,8 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
   }
 
   // Each measured trial warms up its own steps (Measure): a trial is warmup + steps from one
-  // epoch, as the profiler's cycles are.
+  // epoch where an epoch holds them, else from an epoch's start on across epochs, as the
+  // profiler's cycles are (LoaderBatchSource::Reserve).
   absl::Status Warmup(const StageContext&) override { return absl::OkStatus(); }
 
   // The measured windows run without the profiler: these are the numbers users see. On CUDA
@@ -227,8 +231,7 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
 
   // The overhead budget's probe (overhead_budget.h): each round times kProbePairs single-step
   // windows under the profiler, each between two without it, synced as recorded steps are. A
-  // window takes its step from one epoch, so any dataset that fills the measured window can be
-  // probed (no exit 3 the run would not have had).
+  // window takes its step from one epoch, so any dataset can be probed.
   SwitchQuestion AskSwitches(const StageContext& ctx) override {
     SwitchQuestion q;
     if (data_parallel_ != nullptr) {
@@ -251,7 +254,7 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     q.key.weights = WeightsIdentity(spec_.model.weights);
     q.key.size = spec_.model.size;
     q.key.imgsz = spec_.imgsz;
-    q.key.batch = batch_;
+    q.key.batch = images_per_step_;
     q.key.device = device_.Label();
     q.key.precision = amp_ ? "autocast float16" : "fp32";
     q.key.cuda_activity = device_.cuda && spec_.profiler.cuda;
@@ -290,12 +293,15 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     p->model = loaded_->weights_label == "random-init"
                    ? absl::StrCat("LibreYOLO9", spec_.model.size, " (random init)")
                    : loaded_->weights_label;
-    p->batch = batch_;
+    // The images a step trained on: img/s, ms/image and the config count those.
+    p->batch = images_per_step_;
     // Means over the trials (repeat_trials.h); gpu_util stays the profiled window's own ratio.
-    ApplyMeasuredTrials(*p, batch_, m_.trials);
+    ApplyMeasuredTrials(*p, images_per_step_, m_.trials);
     TrainConfigFacts facts;
     facts.spec = &spec_;
-    facts.batch = batch_;
+    facts.batch = images_per_step_;
+    facts.batch_requested = batch_;
+    facts.batch_note = batch_note_;
     facts.batch_rule = batch_rule_;
     facts.amp_effective = amp_;
     facts.device_label = device_.Label();
@@ -379,7 +385,9 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
   std::optional<CudaAllocatorStats> at_start_;
   std::optional<LoadedModel> loaded_;
   std::optional<ModuleScopes> module_scopes_;
-  int64_t batch_ = 0;
+  int64_t batch_ = 0;            // the loader's batch: --batch, or --batch -1's choice
+  int64_t images_per_step_ = 0;  // the batch, or the whole dataset (a rank's) when smaller
+  std::string batch_note_;       // why images_per_step_ is below batch_
   std::string batch_rule_;
   std::unique_ptr<DataLoader> loader_;
   std::optional<LoaderBatchSource> source_;

@@ -45,33 +45,6 @@ PhaseTimes PhaseTimes::Scaled(double k) const {
   return {dataload * k, to_device * k, forward * k, backward * k, optimizer * k, ema * k};
 }
 
-absl::Status LoaderBatchSource::Begin(int64_t epoch) {
-  epoch_ = epoch;
-  used_ = 0;
-  return loader_->StartEpoch(epoch);
-}
-
-absl::Status LoaderBatchSource::Reserve(int64_t n) {
-  if (epoch_ >= 0 && loader_->BatchesPerEpoch() - used_ >= n) return absl::OkStatus();
-  return Begin(epoch_ + 1);
-}
-
-absl::StatusOr<Batch> LoaderBatchSource::Next() {
-  if (epoch_ < 0) {
-    if (auto s = Begin(0); !s.ok()) return s;
-  }
-  auto batch = loader_->Next();
-  if (!batch.ok()) return batch.status();
-  if (!batch->has_value()) {  // the epoch ran out between reservations: carry on with the next
-    if (auto s = Begin(epoch_ + 1); !s.ok()) return s;
-    batch = loader_->Next();
-    if (!batch.ok()) return batch.status();
-    if (!batch->has_value()) return absl::InternalError("the data loader produced no batch");
-  }
-  ++used_;
-  return std::move(**batch);
-}
-
 Trainer::Trainer(Yolo9 model, const TrainerOptions& options)
     : model_(std::move(model)), options_(options) {
   model_->train();

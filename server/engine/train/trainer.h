@@ -42,28 +42,6 @@ struct PhaseTimes {
   PhaseTimes Scaled(double k) const;
 };
 
-class BatchSource {
- public:
-  virtual ~BatchSource() = default;
-  virtual absl::StatusOr<Batch> Next() = 0;
-};
-
-// Batches from a DataLoader, one epoch after another. Reserve(n) begins a fresh epoch when
-// fewer than n batches are left, so a measured window never straddles an epoch boundary
-// (restarting the workers would show up as one slow dataload step).
-class LoaderBatchSource : public BatchSource {
- public:
-  explicit LoaderBatchSource(DataLoader* loader) : loader_(loader) {}
-  absl::Status Reserve(int64_t n);
-  absl::StatusOr<Batch> Next() override;
-
- private:
-  absl::Status Begin(int64_t epoch);
-  DataLoader* loader_;
-  int64_t epoch_ = -1;
-  int64_t used_ = 0;
-};
-
 struct TrainerOptions {
   DeviceChoice device;
   bool amp = false;  // float16 autocast + loss scaling; honoured on CUDA only

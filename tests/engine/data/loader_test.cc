@@ -37,12 +37,96 @@ LoaderOptions SmallOptions(int workers) {
   return o;
 }
 
+// drop_last as the Python LibreYOLO's create_dataloader sets it (len(sampler) >= batch): the last
+// partial batch goes when the epoch has a full one, and an epoch smaller than the batch is one
+// partial batch (issue 36 section 2: 12 images at --batch 16 train on 12 a step, never on none).
 TEST(LoaderTest, BatchesPerEpoch) {
   EXPECT_EQ(DataLoader::BatchesPerEpoch(10, 4, true), 2);
   EXPECT_EQ(DataLoader::BatchesPerEpoch(10, 4, false), 3);
-  EXPECT_EQ(DataLoader::BatchesPerEpoch(3, 4, true), 0);
+  EXPECT_EQ(DataLoader::BatchesPerEpoch(12, 4, true), 3);
+  EXPECT_EQ(DataLoader::BatchesPerEpoch(12, 5, true), 2);  // the last 2 images dropped
+  EXPECT_EQ(DataLoader::BatchesPerEpoch(12, 12, true), 1);
+  EXPECT_EQ(DataLoader::BatchesPerEpoch(12, 16, true), 1);  // all 12, kept
+  EXPECT_EQ(DataLoader::BatchesPerEpoch(3, 4, true), 1);
   EXPECT_EQ(DataLoader::BatchesPerEpoch(3, 4, false), 1);
+  EXPECT_EQ(DataLoader::BatchesPerEpoch(0, 4, true), 0);
   EXPECT_EQ(DataLoader::BatchesPerEpoch(0, 4, false), 0);
+}
+
+TEST(LoaderTest, ADatasetSmallerThanTheBatchIsOneBatchOfAllOfIt) {
+  auto dataset = std::make_shared<const SyntheticDataset>(12, 80, 7);
+  LoaderOptions o = SmallOptions(0);
+  o.batch_size = 16;
+  o.image_size = 32;
+  auto loader = DataLoader::Create(dataset, o);
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  EXPECT_EQ((*loader)->BatchesPerEpoch(), 1);
+  const std::vector<Batch> epoch = Drain(loader->get());
+  ASSERT_EQ(epoch.size(), 1u);
+  EXPECT_EQ(epoch[0].images.size(0), 12);
+}
+
+// What a window of `steps` batches takes from a source over `images` synthetic images: each
+// step's batch size, grouped by epoch.
+std::vector<std::vector<int64_t>> Window(int64_t images, int batch, int64_t steps) {
+  auto dataset = std::make_shared<const SyntheticDataset>(images, 80, 7);
+  LoaderOptions o = SmallOptions(0);
+  o.batch_size = batch;
+  o.image_size = 32;
+  o.augment.enabled = false;  // the batches' sizes are the point, not their pixels
+  auto loader = DataLoader::Create(dataset, o);
+  EXPECT_TRUE(loader.ok()) << loader.status();
+  if (!loader.ok()) return {};
+  LoaderBatchSource source(loader->get());
+  EXPECT_TRUE(source.Reserve(steps).ok());
+  std::vector<std::vector<int64_t>> by_epoch;
+  for (int64_t i = 0; i < steps; ++i) {
+    auto b = source.Next();
+    EXPECT_TRUE(b.ok()) << b.status();
+    if (!b.ok()) break;
+    by_epoch.resize(static_cast<size_t>(source.epoch()) + 1);
+    by_epoch.back().push_back(b->images.size(0));
+  }
+  return by_epoch;
+}
+
+// Issue 36 section 2: the window fills across epochs as the Python LibreYOLO 1.6.0's `profile
+// run` fills it. Its batches, logged at each step of its window on a 12-image dataset:
+// --batch 4 --warmup 2 --steps 5: [[4, 4, 4], [4, 4, 4], [4]]; --batch 5: [[5, 5], [5, 5],
+// [5, 5], [5]]; --batch 16 (warmup 5 + steps 20): 25 epochs of [12].
+TEST(LoaderBatchSourceTest, FillsTheWindowAcrossEpochsAsThePythonToolDoes) {
+  using Epochs = std::vector<std::vector<int64_t>>;
+  EXPECT_EQ(Window(12, 4, 7), (Epochs{{4, 4, 4}, {4, 4, 4}, {4}}));
+  EXPECT_EQ(Window(12, 5, 7), (Epochs{{5, 5}, {5, 5}, {5, 5}, {5}}));
+  EXPECT_EQ(Window(12, 16, 25), Epochs(25, std::vector<int64_t>{12}));
+  EXPECT_EQ(Window(1, 16, 3), (Epochs{{1}, {1}, {1}}));
+}
+
+// A window that fits in what is left of an epoch stays in it; one that does not begins a fresh
+// epoch (restarting the workers mid-window would be one slow dataload step); one longer than
+// any epoch begins at an epoch's first batch, however often it is reserved.
+TEST(LoaderBatchSourceTest, AWindowStartsAnEpochOnlyWhenItMustAndOnce) {
+  auto dataset = std::make_shared<const SyntheticDataset>(12, 80, 7);
+  LoaderOptions o = SmallOptions(0);
+  o.image_size = 32;
+  o.augment.enabled = false;
+  auto loader = DataLoader::Create(dataset, o);
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  LoaderBatchSource source(loader->get());
+  EXPECT_EQ(source.epoch(), -1);
+  ASSERT_TRUE(source.Reserve(2).ok());
+  EXPECT_EQ(source.epoch(), 0);
+  ASSERT_TRUE(source.Next().ok());
+  ASSERT_TRUE(source.Reserve(2).ok());  // 2 of 3 left: same epoch
+  EXPECT_EQ(source.epoch(), 0);
+  ASSERT_TRUE(source.Next().ok());
+  ASSERT_TRUE(source.Reserve(2).ok());  // 1 left: a fresh epoch
+  EXPECT_EQ(source.epoch(), 1);
+  ASSERT_TRUE(source.Reserve(7).ok());  // longer than an epoch, this one untouched: kept
+  EXPECT_EQ(source.epoch(), 1);
+  ASSERT_TRUE(source.Next().ok());
+  ASSERT_TRUE(source.Reserve(7).ok());  // begun: the window starts the next one
+  EXPECT_EQ(source.epoch(), 2);
 }
 
 TEST(CollateTest, LayoutMatchesTheLossContract) {
@@ -306,15 +390,15 @@ TEST(LoaderTest, OptionsAndPinning) {
     ASSERT_TRUE(next.ok() && next->has_value());
     EXPECT_TRUE((*next)->images.is_pinned());
   }
-  // Too small for one batch: zero batches, which the engine reports (exit 3).
+  // Smaller than the batch: one batch of all of it (issue 36 section 2), from the workers too.
   LoaderOptions big = SmallOptions(2);
   big.batch_size = 16;
   auto small = DataLoader::Create(dataset, big);
   ASSERT_TRUE(small.ok());
-  EXPECT_EQ((*small)->BatchesPerEpoch(), 0);
-  auto none = (*small)->Next();
-  ASSERT_TRUE(none.ok());
-  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ((*small)->BatchesPerEpoch(), 1);
+  const std::vector<Batch> all = Drain(small->get());
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].images.size(0), dataset->size());
 }
 
 }  // namespace
