@@ -202,6 +202,23 @@ TEST_F(JobStoreTest, LoadsEventsInSequenceOrder) {
   EXPECT_THAT(warnings, IsEmpty());
 }
 
+// What a cancel on a full state filesystem frees (issue 40, item 8): the log goes, the record
+// stays, a later append starts a new log; a job without a log is fine.
+TEST_F(JobStoreTest, DiscardEventsDeletesTheLogAndKeepsTheRecord) {
+  ASSERT_OK(js_->PutJob(MakeJob("j", v1::JOB_STATE_QUEUED)));
+  for (int64_t seq : {1, 2}) ASSERT_OK(js_->AppendEvent(MakeEvent("j", seq, "queued")));
+  ASSERT_OK(js_->DiscardEvents("j"));
+  EXPECT_FALSE(fs::exists(Events("j")));
+  ASSERT_OK(js_->DiscardEvents("j"));  // none left: OK
+  ASSERT_OK(js_->AppendEvent(MakeEvent("j", 3, "cancelled")));
+  std::vector<std::string> warnings;
+  auto jobs = Load(&warnings);
+  ASSERT_EQ(jobs.size(), 1u);
+  ASSERT_EQ(jobs[0].events.size(), 1u);
+  EXPECT_EQ(jobs[0].events[0].sequence(), 3);
+  EXPECT_EQ(js_->DiscardEvents("../x").code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(JobStoreTest, RecoversFromACrashMidWrite) {
   const v1::Job job = MakeJob("j1", v1::JOB_STATE_RUNNING);
   ASSERT_OK(js_->PutJob(job));

@@ -45,12 +45,6 @@ constexpr auto kStoreRetryInterval = std::chrono::milliseconds(5000);
 // How often retention looks for finished jobs to delete (and SetLimits at once).
 constexpr auto kRetentionInterval = std::chrono::milliseconds(60'000);
 
-absl::Status RecoveryError(const std::string& id, const absl::Status& st) {
-  return absl::FailedPreconditionError(
-      absl::StrCat("cannot record the recovered state of job ", id, " (", st.message(),
-                   "); free space on the state filesystem and start libreyolod again"));
-}
-
 }  // namespace
 
 absl::StatusOr<std::string> NormaliseDevice(const std::string& device) {
@@ -67,9 +61,9 @@ absl::StatusOr<std::string> NormaliseDevice(const std::string& device) {
   if (!index.empty() && absl::SimpleAtoi(index, &n) && n >= 0 && n < 64) {
     return absl::StrCat("cuda:", n);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--device (model.device): '", device,
-                   "' is not a device (use cpu, 0, 1, ... or cuda:N; cpu:N names a further CPU slot)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--device (model.device): '", device,
+      "' is not a device (use cpu, 0, 1, ... or cuda:N; cpu:N names a further CPU slot)"));
 }
 
 std::string NewJobId() {
@@ -118,32 +112,30 @@ absl::Status JobManager::Recover(std::vector<std::string>* warnings) {
     }
     const std::string id = e->job.id();
     if (e->job.state() == v1::JOB_STATE_RUNNING) {
-      e->job.set_state(v1::JOB_STATE_FAILED);
-      e->job.set_error(
+      v1::Job failed = e->job;
+      failed.set_state(v1::JOB_STATE_FAILED);
+      failed.set_error(
           "libreyolod stopped while this job was running (crash, kill or power loss); its "
           "partial outputs were discarded: submit it again");
-      e->job.set_exit_code(ExitCodeForStatus(absl::AbortedError("")));
-      e->job.set_finish_time_unix_ms(NowMs());
+      failed.set_exit_code(ExitCodeForStatus(absl::AbortedError("")));
+      failed.set_finish_time_unix_ms(NowMs());
       store_->DiscardScratch(id);
       // It may have died between publishing an artifact and recording the job's success.
-      e->job.clear_artifacts();
+      failed.clear_artifacts();
       store_->DiscardArtifacts(id);
-      // The record first: a daemon that cannot record it does not start (nothing runs twice).
-      if (absl::Status st = store_->PutJob(e->job); !st.ok()) return RecoveryError(id, st);
-      AppendEventLocked(*e, "failed", 0, 0, e->job.error());
+      RecoverAsFailedLocked(*e, std::move(failed), warnings);
     } else if (e->job.state() == v1::JOB_STATE_QUEUED) {
       const std::vector<std::string> slots = JobDevices(e->job);
       auto unserved = std::find_if(slots.begin(), slots.end(), [&](const std::string& d) {
         return device_state_.count(d) == 0;
       });
       if (unserved != slots.end()) {
-        e->job.set_state(v1::JOB_STATE_FAILED);
-        e->job.set_error(
-            absl::StrCat("device ", *unserved, " is no longer served by this daemon"));
-        e->job.set_exit_code(ExitCodeForStatus(absl::FailedPreconditionError("")));
-        e->job.set_finish_time_unix_ms(NowMs());
-        if (absl::Status st = store_->PutJob(e->job); !st.ok()) return RecoveryError(id, st);
-        AppendEventLocked(*e, "failed", 0, 0, e->job.error());
+        v1::Job failed = e->job;
+        failed.set_state(v1::JOB_STATE_FAILED);
+        failed.set_error(absl::StrCat("device ", *unserved, " is no longer served by this daemon"));
+        failed.set_exit_code(ExitCodeForStatus(absl::FailedPreconditionError("")));
+        failed.set_finish_time_unix_ms(NowMs());
+        RecoverAsFailedLocked(*e, std::move(failed), warnings);
       } else {
         store_->DiscardScratch(id);
       }
@@ -156,6 +148,30 @@ absl::Status JobManager::Recover(std::vector<std::string>* warnings) {
   RebuildUsageLocked();
   RefreshQueuePositionsLocked();
   return absl::OkStatus();
+}
+
+void JobManager::RecoverAsFailedLocked(Entry& e, v1::Job failed,
+                                       std::vector<std::string>* warnings) {
+  // The record first, then its event. One that cannot be written (a full state filesystem) no
+  // longer keeps the daemon down (issue 40, item 8: systemd's RestartPreventExitStatus=2 left
+  // it so for good): the job stays as it is on disk (RUNNING or QUEUED, which nothing starts)
+  // and the manager out of service until RetryStore writes the record and its "failed" event.
+  // Nothing runs twice: a restart before that decides the same again.
+  if (absl::Status st = store_->PutJob(failed); !st.ok()) {
+    StoreFailedLocked(st);
+    if (warnings != nullptr) {
+      warnings->push_back(absl::StrCat(
+          "cannot record the recovered state of job ", failed.id(), " (", st.message(),
+          "); libreyolod starts out of service (it accepts and starts no job) until the state "
+          "filesystem has room: free space there, it resumes by itself"));
+    }
+    failed.set_last_sequence(e.job.last_sequence());
+    e.pending = std::move(failed);
+    e.pending_stage = "failed";
+    return;
+  }
+  e.job = std::move(failed);
+  AppendEventLocked(e, "failed", 0, 0, e.job.error());
 }
 
 // Fair share survives a restart: device usage lives in memory, so without this a restarted
@@ -252,8 +268,8 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
         : devices_.empty()            ? ""
                                       : absl::StrCat("; use --device ", devices_.front());
     return absl::InvalidArgumentError(absl::StrCat("--device (model.device): ", device,
-                                                   " is not served by this daemon (it has: ",
-                                                   known, ")", way_out));
+                                                   " is not served by this daemon (it has: ", known,
+                                                   ")", way_out));
   }
   if (!request.request_id().empty()) {
     auto it = request_ids_.find(absl::StrCat(who.user, "/", request.request_id()));
@@ -310,8 +326,11 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   job.set_create_time_unix_ms(NowMs());
   // Durable before it is accepted: a job the caller was told about must survive a restart. A
   // record that cannot be written (a full state filesystem) refuses the job, and the store has
-  // removed its temp file.
-  if (absl::Status s = store_->PutJob(job); !s.ok()) {
+  // removed its temp file. The record counts the first event, stored next: should that append
+  // be lost (or the log be freed by a cancel, below), a restart still numbers on after it.
+  v1::Job record = job;
+  record.set_last_sequence(1);
+  if (absl::Status s = store_->PutJob(record); !s.ok()) {
     StoreFailedLocked(s);
     // The record may be in place without being durable (its directory's fsync failed): the
     // caller is told the job was not accepted, so it must not come back after a restart.
@@ -342,8 +361,10 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
     request_ids_[absl::StrCat(who.user, "/", request.request_id())] = id;
   }
   ++submitted_total_;
-  // A new job's position goes from 0 to its place: this appends its first "queued" event.
-  RefreshQueuePositionsLocked();
+  // A new job's position goes from 0 to its place; its first event, the one stored "queued"
+  // (the others' position changes are only shown).
+  RefreshQueuePositionsLocked(&ref);
+  AppendEventLocked(ref, "queued", 0, 0, "");
   work_cv_.notify_all();
   return ref.job;
 }
@@ -405,6 +426,8 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const Identity& who, const std::strin
     return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
   }
   Entry& e = *it->second;
+  // Recovery's decision for it is held back (out of service): it stands, shown once recorded.
+  if (e.pending && !e.pending_stage.empty()) return e.job;
   if (e.job.state() == v1::JOB_STATE_QUEUED) {
     v1::Job next = e.job;
     next.set_state(v1::JOB_STATE_CANCELLED);
@@ -412,7 +435,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const Identity& who, const std::strin
     next.set_exit_code(ExitCodeForStatus(absl::CancelledError("")));
     next.set_finish_time_unix_ms(NowMs());
     next.set_queue_position(0);
-    if (!CommitLocked(e, next)) {
+    if (!CommitQueuedCancelLocked(e, next)) {
       return absl::UnavailableError(absl::StrCat(
           "job ", id, " was not cancelled: libreyolod cannot record it durably (", store_error_,
           "); it stays queued and does not start while the state filesystem is full"));
@@ -427,6 +450,29 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const Identity& who, const std::strin
   return e.job;
 }
 
+bool JobManager::CommitQueuedCancelLocked(Entry& e, const v1::Job& next) {
+  absl::Status s = store_->PutJob(next);
+  const bool full = s.code() == absl::StatusCode::kResourceExhausted ||
+                    s.code() == absl::StatusCode::kOutOfRange;  // ENOSPC, EDQUOT; EFBIG
+  if (full) {
+    ++store_write_failures_;
+    // A full state filesystem (issue 40, item 8: the space held by queued jobs' events left
+    // them neither runnable nor cancellable). What a queued job has stored is its queue events;
+    // none is needed once it is cancelled. Deleting them frees at least the blocks that the new
+    // record and its "cancelled" event take (the old record's go when the new one replaces
+    // it). Its record already counts its first event, so a restart in between numbers on.
+    if (absl::Status freed = store_->DiscardEvents(e.job.id()); freed.ok()) {
+      s = store_->PutJob(next);
+    }
+  }
+  if (!s.ok()) {
+    StoreFailedLocked(s);
+    return false;
+  }
+  e.job = next;
+  return true;
+}
+
 absl::Status JobManager::Watch(const Identity& who, const std::string& id, int64_t from,
                                const std::function<bool(const v1::JobEvent&)>& send,
                                const std::function<bool()>& stop) {
@@ -439,6 +485,7 @@ absl::Status JobManager::Watch(const Identity& who, const std::string& id, int64
   auto slot = watchers_.Acquire(who.user, total_cap, per_user_cap);
   if (!slot.ok()) return slot.status();
   int64_t next = std::max<int64_t>(from, 1);
+  int64_t unstored_sent = 0;  // the generation of the last unstored event this stream sent
   std::unique_lock<std::mutex> lock(mu_);
   for (bool first = true;; first = false) {
     // Looked up on every pass: retention may remove a finished job while we send unlocked.
@@ -447,9 +494,19 @@ absl::Status JobManager::Watch(const Identity& who, const std::string& id, int64
       return absl::NotFoundError(absl::StrCat("job ", id, first ? " not found" : " was removed"));
     }
     const Entry& e = *it->second;
+    // A resumed stream (from past the latest stored event) may have been sent the current
+    // unstored event before it reconnected: it gets the ones after it.
+    if (first && from > 1 && next > e.job.last_sequence()) unstored_sent = e.unstored_gen;
     std::vector<v1::JobEvent> batch;
     for (const v1::JobEvent& ev : e.events) {
       if (ev.sequence() >= next) batch.push_back(ev);
+    }
+    // The newest unstored event comes after every stored one (its sequence is the latest
+    // stored): sent once each, to a stream that has (or is about to have) all stored events.
+    int64_t unstored_gen = 0;
+    if (e.unstored && e.unstored_gen > unstored_sent && e.unstored->sequence() >= next - 1) {
+      batch.push_back(*e.unstored);
+      unstored_gen = e.unstored_gen;
     }
     if (!batch.empty()) {
       lock.unlock();
@@ -457,6 +514,7 @@ absl::Status JobManager::Watch(const Identity& who, const std::string& id, int64
         if (!send(ev)) return absl::OkStatus();
         next = ev.sequence() + 1;
       }
+      if (unstored_gen > 0) unstored_sent = unstored_gen;
       lock.lock();
       continue;
     }

@@ -48,7 +48,10 @@ class JobManager {
   ~JobManager();  // Drain(0) if still running
 
   // Loads the store: jobs that were running when the daemon died become FAILED with a reason,
-  // queued jobs are queued again in their order, finished ones stay readable.
+  // queued jobs are queued again in their order, finished ones stay readable. A recovered state
+  // that cannot be recorded (a full state filesystem) does not stop the start: the manager
+  // starts out of service with that record held back (RetryStore writes it), and `warnings`
+  // says so. Errors only when the store cannot be read at all.
   absl::Status Recover(std::vector<std::string>* warnings);
   void Start();  // the device workers and the retention sweep
   // Stops accepting (UNAVAILABLE), lets running jobs finish until `deadline`, then cancels them
@@ -67,10 +70,15 @@ class JobManager {
   absl::StatusOr<v1::Job> Get(const Identity& who, const std::string& id) const;
   absl::StatusOr<v1::ListJobsResponse> List(const Identity& who,
                                             const v1::ListJobsRequest& request) const;
+  // A queued job is CANCELLED at once, also while the manager is out of service: when its
+  // record cannot be written for lack of space, its stored event log is deleted first (what a
+  // queued job stores is its queue events; the space they held takes the record and the
+  // "cancelled" event) and the record written again. UNAVAILABLE when even that fails.
   absl::StatusOr<v1::Job> Cancel(const Identity& who, const std::string& id);
 
-  // Calls `send` for each event with sequence >= from (in order) and returns when the job's
-  // last event was sent, `send` returns false (client gone), or `stop()` turns true.
+  // Calls `send` for each event with sequence >= from (in order), then the job's newest unstored
+  // event (below) when it follows them, and each newer one; returns when the job's last event
+  // was sent, `send` returns false (client gone), or `stop()` turns true.
   absl::Status Watch(const Identity& who, const std::string& id, int64_t from,
                      const std::function<bool(const v1::JobEvent&)>& send,
                      const std::function<bool()>& stop);
@@ -108,6 +116,15 @@ class JobManager {
   // seconds while out of service; tests call it directly.
   bool RetryStore();
 
+  // A job's stored event log is bounded (docs/rpc.md, "Events"): its state changes (the first
+  // "queued", "starting", "done"/"failed"/"cancelled") are always stored; other events
+  // (progress, notices) are stored while the log holds fewer than kThinEventsFrom events, then
+  // only when their stage differs from the last stored event's, and not at all once it holds
+  // kMaxStoredEvents. Queue positions are never stored. What is not stored still reaches
+  // watchers, as the job's newest unstored event.
+  static constexpr size_t kThinEventsFrom = 200;
+  static constexpr size_t kMaxStoredEvents = 400;
+
  private:
   struct Entry {
     v1::Job job;
@@ -120,6 +137,12 @@ class JobManager {
     // written again.
     std::optional<v1::Job> pending;
     std::string pending_stage;
+    // The newest event that is not stored (a queue position; progress past the log's bound):
+    // kept for watchers only, replaced by a newer one, dropped when an event is stored. It
+    // carries the sequence of the latest stored event (docs/rpc.md, "Resuming");
+    // `unstored_gen` numbers its replacements so that a watcher sends each one once.
+    std::optional<v1::JobEvent> unstored;
+    int64_t unstored_gen = 0;
   };
   struct DeviceState {
     std::thread worker;
@@ -134,16 +157,33 @@ class JobManager {
   std::vector<Entry*> QueueOrderLocked(const std::string& device) const;
   // Device time `user` has used, the running jobs' time so far included.
   int64_t UsageLocked(const std::string& user) const;
+  v1::JobEvent NewEventLocked(const Entry& e, const std::string& stage, int64_t done, int64_t total,
+                              const std::string& message) const;
+  // Stores the event (one fsync'd append) and shows it to watchers.
   void AppendEventLocked(Entry& e, const std::string& stage, int64_t done, int64_t total,
                          const std::string& message);
+  // Shows the event to watchers without storing it (e's newest unstored event).
+  void ShowEventLocked(Entry& e, const std::string& stage, int64_t done, int64_t total,
+                       const std::string& message);
+  // A progress event or notice: stored or only shown, by the log's bound (kMaxStoredEvents).
+  void AppendNoteLocked(Entry& e, const std::string& stage, int64_t done, int64_t total,
+                        const std::string& message);
+  // Recovery's decision for `e` (FAILED: it was running, or its device is no longer served),
+  // recorded with its "failed" event; held back (out of service) when it cannot be written.
+  void RecoverAsFailedLocked(Entry& e, v1::Job failed, std::vector<std::string>* warnings);
+  // Cancel of a queued job: writes `next` (freeing e's stored events when the state filesystem
+  // is full); false, with the manager out of service, when it cannot.
+  bool CommitQueuedCancelLocked(Entry& e, const v1::Job& next);
   // Writes `next` as e's record and makes it e's state; on failure leaves e as it was, puts
   // the manager out of service and returns false.
   bool CommitLocked(Entry& e, const v1::Job& next);
   void StoreFailedLocked(const absl::Status& status);
   bool RetryStoreLocked();
   // Every queued job's position: its place in its device's order; a gang's, the largest over
-  // its devices (it starts when the last of them comes to it).
-  void RefreshQueuePositionsLocked();
+  // its devices (it starts when the last of them comes to it). A change is shown to watchers,
+  // not stored (positions are recomputed on recovery): one "queued" event each in memory.
+  // `fresh` (a job just submitted) is left to its caller, which stores its first event.
+  void RefreshQueuePositionsLocked(const Entry* fresh = nullptr);
   void WorkerLoop(const std::string& device);
   // job_manager_gang.cc. The job `device`'s thread takes next: the forming gang when it holds
   // this device, else the first of the device's order that is not a gang waiting behind
@@ -169,8 +209,8 @@ class JobManager {
   JobRunner* runner_;
   std::vector<std::string> devices_;
   mutable std::mutex mu_;
-  Limits limits_;        // guarded by mu_
-  Retention retention_;  // guarded by mu_
+  Limits limits_;                      // guarded by mu_
+  Retention retention_;                // guarded by mu_
   std::condition_variable work_cv_;    // workers: a job was queued, or stopping
   std::condition_variable events_cv_;  // watchers: an event was appended
   std::map<std::string, std::unique_ptr<Entry>> jobs_;
@@ -190,10 +230,10 @@ class JobManager {
   UserSlots watchers_{"open watchers", "max_watchers"};  // WatchJob streams
   const Clock& clock_;
   Clock::SteadyTime started_;
-  int64_t expired_total_ ABSL_GUARDED_BY(mu_) = 0;  // finished jobs deleted by retention
+  int64_t expired_total_ ABSL_GUARDED_BY(mu_) = 0;    // finished jobs deleted by retention
   int64_t retention_kicks_ ABSL_GUARDED_BY(mu_) = 0;  // SetLimits calls: retention sweeps now
-  std::vector<std::string> persist_errors_;  // retention's failed deletions (tried again)
-  std::string store_error_ ABSL_GUARDED_BY(mu_);  // out of service when not empty
+  std::vector<std::string> persist_errors_;           // retention's failed deletions (tried again)
+  std::string store_error_ ABSL_GUARDED_BY(mu_);      // out of service when not empty
   int64_t store_write_failures_ ABSL_GUARDED_BY(mu_) = 0;
   std::function<void(bool, const std::string&)> store_listener_ ABSL_GUARDED_BY(mu_);
   // Fair share: device time (ms) each user's finished jobs used, and when each user last

@@ -15,7 +15,8 @@ absl::StatusOr<std::string> JobManager::VerifiedArtifactPath(const v1::Job& job,
   for (const v1::Artifact& a : job.artifacts()) {
     if (a.name() == name) artifact = &a;
   }
-  if (artifact == nullptr) return absl::NotFoundError(absl::StrCat("job ", job.id(), " has no artifact ", name));
+  if (artifact == nullptr)
+    return absl::NotFoundError(absl::StrCat("job ", job.id(), " has no artifact ", name));
   const std::string key = absl::StrCat(job.id(), "/", name);
   std::string identity;
   {
@@ -43,7 +44,7 @@ absl::StatusOr<std::string> JobManager::VerifiedArtifactPath(const v1::Job& job,
   std::lock_guard<std::mutex> lock(mu_);
   ++artifacts_corrupt_;
   auto it = jobs_.find(job.id());
-  if (it != jobs_.end()) AppendEventLocked(*it->second, "corrupt", 0, 0, std::string(st.message()));
+  if (it != jobs_.end()) AppendNoteLocked(*it->second, "corrupt", 0, 0, std::string(st.message()));
   return st;
 }
 

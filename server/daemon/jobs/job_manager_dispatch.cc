@@ -74,9 +74,9 @@ std::vector<JobManager::Entry*> JobManager::QueueOrderLocked(const std::string& 
     Turn* best = nullptr;
     for (auto& [user, t] : turns) {
       if (t.next == t.jobs.size()) continue;
-      if (best == nullptr ||
-          std::make_tuple(t.usage, t.last_start, t.jobs[t.next]->submit_order) <
-              std::make_tuple(best->usage, best->last_start, best->jobs[best->next]->submit_order)) {
+      if (best == nullptr || std::make_tuple(t.usage, t.last_start, t.jobs[t.next]->submit_order) <
+                                 std::make_tuple(best->usage, best->last_start,
+                                                 best->jobs[best->next]->submit_order)) {
         best = &t;
       }
     }
@@ -88,7 +88,7 @@ std::vector<JobManager::Entry*> JobManager::QueueOrderLocked(const std::string& 
   return order;
 }
 
-void JobManager::RefreshQueuePositionsLocked() {
+void JobManager::RefreshQueuePositionsLocked(const Entry* fresh) {
   std::map<Entry*, int32_t> positions;
   for (const std::string& device : devices_) {
     const std::vector<Entry*> order = QueueOrderLocked(device);
@@ -101,14 +101,14 @@ void JobManager::RefreshQueuePositionsLocked() {
     Entry& e = *entry;
     if (e.job.queue_position() == pos) continue;
     e.job.set_queue_position(pos);
-    // Positions are recomputed on recovery, so the record is not rewritten for them: the event
-    // (one fsync) is what watchers need.
-    AppendEventLocked(e, "queued", 0, 0, "");
+    // Each start moves every waiting job: storing these made a drain of N jobs write ~N^2/2
+    // events (issue 40, item 8). Watchers get them; a restart recomputes them.
+    if (&e != fresh) ShowEventLocked(e, "queued", 0, 0, "");
   }
 }
 
-void JobManager::AppendEventLocked(Entry& e, const std::string& stage, int64_t done, int64_t total,
-                                   const std::string& message) {
+v1::JobEvent JobManager::NewEventLocked(const Entry& e, const std::string& stage, int64_t done,
+                                        int64_t total, const std::string& message) const {
   v1::JobEvent ev;
   ev.set_job_id(e.job.id());
   ev.set_sequence(e.job.last_sequence() + 1);
@@ -119,12 +119,42 @@ void JobManager::AppendEventLocked(Entry& e, const std::string& stage, int64_t d
   ev.set_total(total);
   ev.set_queue_position(e.job.queue_position());
   ev.set_message(message);
+  return ev;
+}
+
+void JobManager::AppendEventLocked(Entry& e, const std::string& stage, int64_t done, int64_t total,
+                                   const std::string& message) {
+  v1::JobEvent ev = NewEventLocked(e, stage, done, total, message);
   // An event that cannot be written is still shown to watchers (the record holds the state),
   // but the manager goes out of service like for a record.
   if (absl::Status s = store_->AppendEvent(ev); !s.ok()) StoreFailedLocked(s);
   e.job.set_last_sequence(ev.sequence());
   e.events.push_back(std::move(ev));
+  e.unstored.reset();  // older than what was just stored
   events_cv_.notify_all();
+}
+
+void JobManager::ShowEventLocked(Entry& e, const std::string& stage, int64_t done, int64_t total,
+                                 const std::string& message) {
+  v1::JobEvent ev = NewEventLocked(e, stage, done, total, message);
+  // Not a sequence of its own: the latest stored one's. A watcher resuming from the next
+  // sequence misses no stored event, and none is ever numbered below one it saw, across a
+  // restart too (docs/rpc.md, "Resuming").
+  ev.set_sequence(e.job.last_sequence());
+  e.unstored = std::move(ev);
+  ++e.unstored_gen;
+  events_cv_.notify_all();
+}
+
+void JobManager::AppendNoteLocked(Entry& e, const std::string& stage, int64_t done, int64_t total,
+                                  const std::string& message) {
+  const size_t stored = e.events.size();
+  const bool new_stage = e.events.empty() || e.events.back().stage() != stage;
+  if (stored < kThinEventsFrom || (stored < kMaxStoredEvents && new_stage)) {
+    AppendEventLocked(e, stage, done, total, message);
+  } else {
+    ShowEventLocked(e, stage, done, total, message);
+  }
 }
 
 bool JobManager::CommitLocked(Entry& e, const v1::Job& next) {
@@ -283,7 +313,7 @@ void JobManager::RunOne(Entry& e) {
     last_stage = p.stage;
     last_emit = now;
     std::lock_guard<std::mutex> lock(mu_);
-    AppendEventLocked(e, p.stage, p.done, p.total, p.message);
+    AppendNoteLocked(e, p.stage, p.done, p.total, p.message);
   };
   RunOutcome out = runner_->Run(snapshot, progress, e.cancel);
   std::lock_guard<std::mutex> lock(mu_);

@@ -252,8 +252,8 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& stat
       return absl::FailedPreconditionError(
           absl::StrCat("job store: unusable store directory ", store, ": ", st.message()));
     }
-    return std::unique_ptr<JobStore>(new JobStore(std::move(state), std::move(store),
-                                                  ops != nullptr ? *ops : SystemFileOps()));
+    return std::unique_ptr<JobStore>(
+        new JobStore(std::move(state), std::move(store), ops != nullptr ? *ops : SystemFileOps()));
   });
 }
 
@@ -300,15 +300,16 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(std::vector<std::string
     {
       std::lock_guard<std::mutex> lock(append_mu_);
       for (StoredJob& job : jobs) {
-        const absl::Status st = LoadEvents(layout.events, job.job.id(), &job.events, warnings, ops_);
+        const absl::Status st =
+            LoadEvents(layout.events, job.job.id(), &job.events, warnings, ops_);
         if (!st.ok()) warnings->push_back(absl::StrCat("skipped an event log: ", st.message()));
       }
       ASSIGN_OR_RETURN(const std::vector<std::string> logs, ListDir(layout.events));
       for (const std::string& name : logs) {
         const std::string id = name.substr(0, name.size() - std::min<size_t>(name.size(), 6));
         if (absl::EndsWith(name, ".jsonl") && ValidJobId(id) && ids.count(id) == 0) {
-          Quarantine(state_dir_, layout.events, name, "an event log without a job record",
-                     warnings, ops_);
+          Quarantine(state_dir_, layout.events, name, "an event log without a job record", warnings,
+                     ops_);
         } else if (!absl::EndsWith(name, ".jsonl") || !ValidJobId(id)) {
           warnings->push_back(
               absl::StrCat(Join(layout.events, name), ": not an event log; ignored"));
@@ -379,6 +380,19 @@ absl::Status JobStore::AppendEvent(const v1::JobEvent& event) {
       return status;
     }
     return CloseFd(fd, path);
+  });
+}
+
+absl::Status JobStore::DiscardEvents(const std::string& job_id) {
+  return Guarded("DiscardEvents", [&]() -> absl::Status {
+    RETURN_IF_ERROR(CheckJobId(job_id));
+    const std::string dir = LayoutOf(state_dir_, store_dir_).events;
+    const std::string path = EventsFile(dir, job_id);
+    std::lock_guard<std::mutex> lock(append_mu_);
+    if (::unlink(path.c_str()) != 0) {
+      return errno == ENOENT ? absl::OkStatus() : OsError(errno, "cannot remove", path);
+    }
+    return FsyncDirectory(dir, ops_);
   });
 }
 

@@ -71,6 +71,10 @@ class JobStore {
   absl::Status VerifyArtifact(const std::string& job_id, const v1::Artifact& artifact,
                               std::string* identity) const;
 
+  // Deletes the job's event log (its record stays; OK when there is none): the space a queued
+  // job's events hold, freed by a cancel on a full state filesystem. Needs no space.
+  absl::Status DiscardEvents(const std::string& job_id);
+
   // Deletes the job's record, events and artifacts (retention).
   absl::Status DeleteJob(const std::string& job_id);
 
