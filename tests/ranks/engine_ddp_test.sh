@@ -18,7 +18,12 @@
 #   5. a rank whose peer never comes fails within --dist-timeout, naming the missing rank, with
 #      exit code 2 (DEADLINE_EXCEEDED, as a job past its time limit);
 #   6. a rank whose peer is killed (SIGKILL) mid-run fails at its next collective, well within
-#      --dist-timeout, saying which rank it is (exit 1).
+#      --dist-timeout, saying which rank it is (exit 1);
+#   7. (issue 40.2) while the run is up, every TCP socket either rank listens on (rank 0's
+#      TCPStore on the rendezvous port, the Gloo pairs) is bound to the loopback, none to every
+#      interface (0.0.0.0, [::]): the store has no authentication; and rank 0 given an address
+#      that is not this host's, or a port another program holds, fails at once (exit 2) naming
+#      the address and what to do.
 # Usage: engine_ddp_test.sh ENGINE CLI PYTHON WORK DELAY_MS
 # Both runs are laid out in WORK/hta/{balanced,slow} with a run.txt recording the delay, for
 # tests/ranks/check_ranks.py (ctest engine_ddp_hta).
@@ -30,12 +35,43 @@ port="$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])')"
 # Becomes the rank's process (exec): call it in the background or in a subshell, so that $! is
 # the engine's own pid.
+# RDV_ADDR, RDV_PORT and RANK_LOG (a log name) replace the rendezvous and the log.
 run_rank() {  # rank, project, then extra flags
   local rank="$1" project="$2"; shift 2
-  RANK="$rank" WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" exec \
-    "$engine" run "${DATA:-synthetic:16}" --device cpu --imgsz 64 --batch 2 --steps 2 --warmup 1 \
-    --workers 0 --threads 1 --dist-timeout 120 --project "$project" "$@" \
-    > "$work/rank$rank.log" 2>&1
+  RANK="$rank" WORLD_SIZE=2 MASTER_ADDR="${RDV_ADDR:-127.0.0.1}" MASTER_PORT="${RDV_PORT:-$port}" \
+    exec "$engine" run "${DATA:-synthetic:16}" --device cpu --imgsz 64 --batch 2 --steps 2 \
+    --warmup 1 --workers 0 --threads 1 --dist-timeout 120 --project "$project" "$@" \
+    > "$work/${RANK_LOG:-rank$rank}.log" 2>&1
+}
+# The TCP sockets a process listens on, one ADDRESS:PORT a line (IPv6 in brackets): its
+# descriptors' socket inodes, found in /proc/net/tcp and tcp6 in state LISTEN (0A).
+listening() {  # pid
+  "$python" - "$1" <<'EOF_LISTEN'
+import os, socket, struct, sys
+pid = sys.argv[1]
+inodes = set()
+for fd in os.listdir(f"/proc/{pid}/fd"):
+    try:
+        link = os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        continue
+    if link.startswith("socket:["):
+        inodes.add(link[len("socket:["):-1])
+for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+    try:
+        rows = open(f"/proc/{pid}/net/{table}").read().splitlines()[1:]
+    except FileNotFoundError:
+        continue
+    for row in rows:
+        f = row.split()
+        if f[3] != "0A" or f[9] not in inodes:
+            continue
+        addr, port = f[1].split(":")
+        # Each 32-bit word of the address is printed as the host reads it.
+        raw = b"".join(struct.pack("=I", int(addr[i:i + 8], 16)) for i in range(0, len(addr), 8))
+        host = socket.inet_ntop(family, raw)
+        print(f"[{host}]" if family == socket.AF_INET6 else host, int(port, 16), sep=":")
+EOF_LISTEN
 }
 run_rank 0 "$work/p" & pid0=$!
 run_rank 1 "$work/p" & pid1=$!
@@ -161,6 +197,18 @@ for _ in $(seq 1 600); do
   grep -q '\[measuring\] 3/' "$work/rank1.log" 2>/dev/null && break
   sleep 0.1
 done
+# Both ranks are up (rank 0's store lives as long as its run): what they listen on.
+socks0="$(listening "$pid0")"; socks1="$(listening "$pid1")"
+echo "rank 0 listens on:" $socks0 "; rank 1 on:" $socks1
+printf '%s\n' "$socks0" | grep -qx "127\.0\.0\.1:$port" || {
+  echo "FAIL: rank 0 does not serve the rendezvous on 127.0.0.1:$port"; kill -9 "$pid0" "$pid1"
+  exit 1; }
+exposed="$(printf '%s\n' "$socks0" "$socks1" |
+  grep -Ev '^(127\.[0-9.]+|\[::1\]|\[::ffff:127\.[0-9.]+\]):[0-9]+$' | grep . || true)"
+if [ -n "$exposed" ]; then
+  echo "FAIL: the ranks listen beyond the loopback:" $exposed; kill -9 "$pid0" "$pid1"; exit 1
+fi
+echo "ok: the rendezvous and the ranks listen on the loopback only"
 kill -9 "$pid1"; wait "$pid1" 2>/dev/null || true
 start=$(date +%s); rc=0
 wait "$pid0" || rc=$?
@@ -171,3 +219,31 @@ if [ "$rc" -ne 1 ] || ! grep -q "error: rank 0 of 2: " "$work/rank0.log" || [ "$
 fi
 grep "error:" "$work/rank0.log" | cut -c1-300
 echo "ok: a killed peer fails the other rank in ${took} s"
+
+# Rank 0 told to serve an address that is not this host's (TEST-NET-1, RFC 5737): refused before
+# anything listens, naming the address (c10d alone would listen on every interface and wait).
+rc=0
+(RDV_ADDR=192.0.2.1 RANK_LOG=foreign run_rank 0 "$work/foreign" --dist-timeout 10) || rc=$?
+want="cannot serve the rendezvous at 192.0.2.1:$port: 192.0.2.1 is not an address of this host"
+if [ "$rc" -ne 2 ] || ! grep -qF "$want" "$work/foreign.log"; then
+  echo "FAIL: rank 0 given a foreign address exited $rc:"; tail -3 "$work/foreign.log"; exit 1
+fi
+grep "error:" "$work/foreign.log" | cut -c1-300
+# Its port held by another program: refused, saying so.
+rm -f "$work/held_port"
+"$python" -c 'import os, socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+out = sys.argv[1]
+open(out + ".tmp", "w").write(str(s.getsockname()[1])); os.rename(out + ".tmp", out)
+time.sleep(300)' "$work/held_port" & holder=$!
+for _ in $(seq 1 300); do [ -s "$work/held_port" ] && break; sleep 0.1; done
+held="$(cat "$work/held_port")"
+rc=0
+(RDV_PORT="$held" RANK_LOG=held run_rank 0 "$work/held" --dist-timeout 10) || rc=$?
+kill "$holder"; wait "$holder" 2>/dev/null || true
+want="cannot serve the rendezvous at 127.0.0.1:$held: the port is in use"
+if [ "$rc" -ne 2 ] || ! grep -qF "$want" "$work/held.log"; then
+  echo "FAIL: rank 0 on a held port exited $rc:"; tail -3 "$work/held.log"; exit 1
+fi
+grep "error:" "$work/held.log" | cut -c1-300
+echo "ok: an address not of this host and a held port are refused, named"

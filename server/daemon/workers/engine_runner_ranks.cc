@@ -76,7 +76,8 @@ int CauseWeight(const EngineWorker::JobEnd& e) {
 // Returns why it could not be added ("" when it was).
 std::string AddRanksToProfile(const v1::Job& job, const std::vector<std::string>& job_dirs) {
   std::vector<std::string> traces;
-  for (const std::string& dir : job_dirs) traces.push_back((fs::path(dir) / kTraceFileName).string());
+  for (const std::string& dir : job_dirs)
+    traces.push_back((fs::path(dir) / kTraceFileName).string());
   const int threads =
       static_cast<int>(std::min<size_t>(job_dirs.size(), std::thread::hardware_concurrency()));
   absl::StatusOr<RanksView> view =
@@ -87,8 +88,8 @@ std::string AddRanksToProfile(const v1::Job& job, const std::vector<std::string>
   const std::string profile = (fs::path(job_dirs.front()) / kProfileFileName).string();
   absl::StatusOr<std::string> text = ReadWholeFile(profile);
   if (!text.ok()) return std::string(text.status().message());
-  absl::StatusOr<std::string> with = AddProfileMember(*std::move(text), "ranks",
-                                                      RenderRanksJson(*view));
+  absl::StatusOr<std::string> with =
+      AddProfileMember(*std::move(text), "ranks", RenderRanksJson(*view));
   if (!with.ok()) return std::string(with.status().message());
   if (absl::Status s = WriteFileAtomically(profile, *with); !s.ok()) {
     return std::string(s.message());
@@ -141,8 +142,9 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
     at(r).worker = *w;
     at(r).pid = (*w)->pid();
   }
-  // One host: a rendezvous on the loopback, at a port free now. Across hosts: the one the
-  // scheduler gave (node 0's rank 0 serves it).
+  // One host: a rendezvous on the loopback, at a port free now (rank 0 listens on 127.0.0.1
+  // only). Across hosts: the one the scheduler gave (node 0's rank 0 serves it, on that address
+  // only: data_parallel.cc, ListenForRendezvous).
   const v1::Rendezvous& rdv = job.request().run().data_parallel().rendezvous();
   const bool hosts = jobspec::AcrossHosts(job.request().run().data_parallel());
   const std::string master_addr = hosts ? rdv.master_addr() : "127.0.0.1";
@@ -165,8 +167,8 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
       placement.set_master_addr(master_addr);
       placement.set_master_port(*port);
       placement.set_group_id(group);
-      EngineWorker::JobEnd end = at(r).worker->RunJob(
-          resolved, scratch, r == 0 ? progress : none, at(r).cancel, watch, placement);
+      EngineWorker::JobEnd end = at(r).worker->RunJob(resolved, scratch, r == 0 ? progress : none,
+                                                      at(r).cancel, watch, placement);
       std::lock_guard<std::mutex> lock(mu);
       at(r).end = std::move(end);
       at(r).finished = ended++;
@@ -237,8 +239,8 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
     }
   }
   for (int r = 0; r < n; ++r) {
-    if (absl::Status s = Publish(job, end_of(r).done->job_dir(), scratch,
-                                 RankArtifactName(r, ""), config, r == 0 ? progress : none, out);
+    if (absl::Status s = Publish(job, end_of(r).done->job_dir(), scratch, RankArtifactName(r, ""),
+                                 config, r == 0 ? progress : none, out);
         !s.ok()) {
       return s;
     }

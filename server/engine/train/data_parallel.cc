@@ -1,18 +1,22 @@
 #include "server/engine/train/data_parallel.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
-#include <torch/torch.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cstdlib>
-#include <memory>
-#include <string>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -21,6 +25,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/io/unique_fd.h"
 #include "server/engine/train/data_parallel_nccl.h"
 
 namespace libreyolo::engine {
@@ -47,8 +52,70 @@ std::vector<int64_t> MissingRanks(c10d::Store& store, int64_t world_size) {
   return missing;
 }
 
-// The store: rank 0 serves it. A rank that cannot reach the server within the timeout is told
-// who it was waiting for.
+// An address as numbers ("127.0.0.1", "::1"), for the messages.
+std::string NumericHost(const addrinfo& a) {
+  char host[NI_MAXHOST] = "?";
+  ::getnameinfo(a.ai_addr, a.ai_addrlen, host, sizeof(host), nullptr, 0, NI_NUMERICHOST);
+  return host;
+}
+
+// Rank 0's listening socket for the rendezvous, bound to master_addr's own address on this host
+// and to nothing else: 127.0.0.1 for a run on one host, the scheduler's --master-addr (as it
+// resolves here) across hosts. c10d's TCPStore, left to itself, listens on every interface
+// (`[::]:PORT`), and it has no authentication: whoever reaches the port can read and write the
+// run's keys. The first of the name's addresses that binds is used (the ranks' TCPStore
+// clients try each of them). Errors name the address and the way out.
+absl::StatusOr<UniqueFd> ListenForRendezvous(const DataParallelSpec& spec) {
+  const std::string where = absl::StrCat(spec.master_addr, ":", spec.master_port);
+  const std::string prefix = absl::StrCat("cannot serve the rendezvous at ", where, ": ");
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(spec.master_port);
+  if (int rc = ::getaddrinfo(spec.master_addr.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        prefix, "--master-addr '", spec.master_addr, "' does not resolve on rank 0's host (",
+        ::gai_strerror(rc), "); give node 0's address as the other hosts reach it"));
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, &::freeaddrinfo);
+  std::vector<std::string> tried, failures;
+  bool in_use = false, all_foreign = true;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const std::string host = NumericHost(*a);
+    UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
+    int one = 1;
+    // As c10d's own listener: a port in TIME_WAIT after the last run can be served again.
+    if (fd.valid() && ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+        ::bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd.get(), SOMAXCONN) == 0) {
+      return fd;
+    }
+    const int err = errno;
+    in_use |= err == EADDRINUSE;
+    all_foreign &= err == EADDRNOTAVAIL;
+    tried.push_back(host);
+    failures.push_back(absl::StrCat(host, ": ", std::strerror(err)));
+  }
+  if (in_use) {
+    return absl::UnavailableError(
+        absl::StrCat(prefix,
+                     "the port is in use (another run or program listens there); choose another "
+                     "--master-port"));
+  }
+  if (all_foreign && !tried.empty()) {
+    const std::string resolved = absl::StrJoin(tried, ", ");
+    return absl::FailedPreconditionError(absl::StrCat(
+        prefix, spec.master_addr,
+        resolved == spec.master_addr ? "" : absl::StrCat(" (", resolved, ")"),
+        " is not an address of this host, and rank 0 serves the rendezvous where it runs: "
+        "run node rank 0 on the host --master-addr names, or give this host's own address"));
+  }
+  return absl::UnavailableError(absl::StrCat(prefix, absl::StrJoin(failures, "; ")));
+}
+
+// The store: rank 0 serves it, on ListenForRendezvous's socket. A rank that cannot reach the server
+// within the timeout is told who it was waiting for.
 absl::StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const DataParallelSpec& spec) {
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(spec.master_port);
@@ -57,6 +124,14 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const DataParallelSpec
   o.waitWorkers = false;  // the check-in below waits, and can say who is missing
   o.timeout = seconds(spec.timeout_s);
   const std::string where = absl::StrCat(spec.master_addr, ":", spec.master_port);
+  if (o.isServer) {
+    absl::StatusOr<UniqueFd> listener = ListenForRendezvous(spec);
+    if (!listener.ok()) return listener.status();
+    // The server takes the socket over: c10d's backends (libuv's, the default, and the
+    // classic one) listen on it and close it with the store. Released here, not closed on a
+    // failure below: the backend may have closed it already, and the number reused.
+    o.masterListenFd = listener->Release();
+  }
   try {
     return c10::intrusive_ptr<c10d::Store>(
         c10::make_intrusive<c10d::TCPStore>(spec.master_addr, o));
@@ -137,8 +212,7 @@ std::shared_ptr<::gloo::transport::Device> GlooDevice(const std::string& master_
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname != nullptr && *ifname) {
     return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
   }
-  if (master_addr == "localhost" || absl::StartsWith(master_addr, "127.") ||
-      master_addr == "::1") {
+  if (master_addr == "localhost" || absl::StartsWith(master_addr, "127.") || master_addr == "::1") {
     return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   }
   return c10d::ProcessGroupGloo::createDefaultDevice();
@@ -214,8 +288,7 @@ absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Join(const DataParal
       dp->params_, std::move(buckets), dp->group_, sparse, static_cast<int64_t>(cap),
       /*find_unused_parameters=*/false, spec.gradient_as_bucket_view, std::move(names),
       static_cast<int64_t>(c10d::kDefaultFirstBucketBytes),
-      /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false,
-      std::move(limit_list));
+      /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false, std::move(limit_list));
 
   DataParallelFacts& f = dp->facts_;
   f.backend = *backend;
