@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -106,14 +107,40 @@ absl::Status FillCommon(const ParsedArgs& a, v1::SubmitJobRequest* r) {
   return absl::OkStatus();
 }
 
+// A bare weights name ("LibreYOLO9t.pt": no '/', not ./ or ../) is looked for where the Python
+// LibreYOLO looks (its models/__init__.py _resolve_weights_path): weights/<name> first, where it
+// keeps and downloads weights, then ./<name>. Returns the first that exists (absolute), or
+// nothing with every place looked at in `searched`.
+std::optional<std::string> FindBareWeights(const std::string& name,
+                                           std::vector<std::string>* searched) {
+  std::error_code ec;
+  for (const fs::path& candidate : {fs::path("weights") / name, fs::path(name)}) {
+    const fs::path abs = fs::absolute(candidate, ec).lexically_normal();
+    if (fs::is_regular_file(candidate, ec)) return abs.string();
+    searched->push_back(abs.string());
+  }
+  return std::nullopt;
+}
+
 // On a private daemon, the weights (given, or the default name) are the caller's file when one
-// exists here; a name that is not a local file is left for the daemon's models directory.
+// exists here (a bare name: FindBareWeights); a name found nowhere here is left for the
+// daemon's models directory, with the places looked at (ModelOptions.weights_searched), so that
+// a random init names them.
 absl::Status LocalWeights(bool remote, v1::ModelOptions* m) {
   if (remote) return absl::OkStatus();
   const std::string given = m->weights().empty() ? jobspec::defaults::kWeights : m->weights();
+  if (!absl::StrContains(given, '/')) {
+    std::vector<std::string> searched;
+    if (auto found = FindBareWeights(given, &searched)) {
+      m->set_weights(*found);
+    } else {
+      for (std::string& s : searched) m->add_weights_searched(std::move(s));
+    }
+    return absl::OkStatus();
+  }
   auto p = LocalPath("--weights", given, true);
   if (!p.ok()) return p.status();
-  if (*p != given || !m->weights().empty()) m->set_weights(*p);
+  m->set_weights(*p);
   return absl::OkStatus();
 }
 

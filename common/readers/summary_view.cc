@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "common/analysis/kernel_classify.h"
 #include "common/analysis/load_shift.h"
@@ -28,6 +29,19 @@ std::string WeightsOf(const std::string& config_json) {
   return weights->value.GetString();
 }
 
+// config.weights_searched: where a random init's weights were looked for (none recorded: "").
+std::string WeightsSearchedOf(const std::string& config_json) {
+  const rapidjson::Document d = JsonOrNull(config_json);
+  if (!d.IsObject()) return "";
+  auto places = d.FindMember("weights_searched");
+  if (places == d.MemberEnd() || !places->value.IsArray()) return "";
+  std::vector<std::string> out;
+  for (const auto& place : places->value.GetArray()) {
+    if (place.IsString()) out.emplace_back(place.GetString());
+  }
+  return absl::StrJoin(out, ", ");
+}
+
 }  // namespace
 
 SummaryView BuildSummary(const Profile& p, const std::string& source) {
@@ -42,6 +56,9 @@ SummaryView BuildSummary(const Profile& p, const std::string& source) {
   v.load_shift = RecordedLoadShiftNote(p);
   if (WeightsOf(p.config_json) == "random-init") {
     v.weights_note = RandomInitTimingNote(p.mode.value_or(""));
+    if (const std::string searched = WeightsSearchedOf(p.config_json); !searched.empty()) {
+      v.weights_note = absl::StrCat("no weights file at ", searched, "; ", v.weights_note);
+    }
   }
   // Self CPU time of the operators by category (the kernel categories' rule on the op's name).
   std::map<std::string, double> by_cat;

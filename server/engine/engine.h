@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/profile/profile.h"
@@ -50,6 +51,9 @@ struct ModelSpec {
   std::string size = job_defaults::kSize;
   std::string device = job_defaults::kDevice;  // "cpu", or a CUDA index
   int threads = job_defaults::kThreads;  // CPU threads; 0 = all cores
+  // Where the caller and the daemon looked for a bare weights name before sending it
+  // (ModelOptions.weights_searched): named by a random init's notice and profile.
+  std::vector<std::string> weights_searched;
 };
 
 // How a job leaves its results (job_files.h). The defaults are what a local user expects; the

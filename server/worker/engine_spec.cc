@@ -15,6 +15,7 @@ engine::ModelSpec ToModel(const v1::ModelOptions& m, const std::string& device) 
   out.size = m.size();
   out.device = device == "cpu" ? "cpu" : device.substr(device.find(':') + 1);  // "cuda:N" -> "N"
   out.threads = m.threads();
+  out.weights_searched.assign(m.weights_searched().begin(), m.weights_searched().end());
   return out;
 }
 

@@ -27,15 +27,17 @@ using ::testing::Not;
 
 // Tiny CPU jobs, one engine thread, no overhead probes.
 std::vector<std::string> InferArgs(const std::string& project) {
-  return Words("profile infer --json --device cpu --imgsz 64 --warmup 1 --runs 3 --threads 1 "
-               "--no-record-shapes --no-profile-memory --no-with-flops --project " +
-               project);
+  return Words(
+      "profile infer --json --device cpu --imgsz 64 --warmup 1 --runs 3 --threads 1 "
+      "--no-record-shapes --no-profile-memory --no-with-flops --project " +
+      project);
 }
 std::vector<std::string> RunArgs(const std::string& project) {
-  return Words("profile run synthetic:8 --json --device cpu --imgsz 64 --batch 2 --steps 2 "
-               "--warmup 1 --workers 0 --threads 1 --no-record-shapes --no-profile-memory "
-               "--no-with-flops --project " +
-               project);
+  return Words(
+      "profile run synthetic:8 --json --device cpu --imgsz 64 --batch 2 --steps 2 "
+      "--warmup 1 --workers 0 --threads 1 --no-record-shapes --no-profile-memory "
+      "--no-with-flops --project " +
+      project);
 }
 
 // A user's private-daemon environment inside a test's temp dir.
@@ -49,12 +51,12 @@ class PrivateDaemonShareTest : public ::testing::Test {
     socket_ = runtime_ + "/libreyolo/libreyolod.sock";
     leases_ = runtime_ + "/libreyolo/leases";
     ASSERT_LT(socket_.size(), 100u);
-    env_ = ChildEnvironment({"XDG_RUNTIME_DIR=" + runtime_, "LIBREYOLO_STATE_DIR=" + state_,
-                             std::string("LIBREYOLOD=") + LIBREYOLOD_BINARY,
-                             "HOME=" + dir_.File("home"),
-                             "XDG_STATE_HOME=" + dir_.File("home/state"),
-                             // A regression fails in seconds, not after the default 300 s.
-                             "LIBREYOLO_RECONNECT_TIMEOUT_S=10"});
+    env_ =
+        ChildEnvironment({"XDG_RUNTIME_DIR=" + runtime_, "LIBREYOLO_STATE_DIR=" + state_,
+                          std::string("LIBREYOLOD=") + LIBREYOLOD_BINARY,
+                          "HOME=" + dir_.File("home"), "XDG_STATE_HOME=" + dir_.File("home/state"),
+                          // A regression fails in seconds, not after the default 300 s.
+                          "LIBREYOLO_RECONNECT_TIMEOUT_S=10"});
   }
   void TearDown() override {
     for (pid_t pid : children_) {
@@ -81,8 +83,8 @@ class PrivateDaemonShareTest : public ::testing::Test {
   std::string Out(const std::string& name) const { return dir_.File(name + ".out"); }
   std::string Err(const std::string& name) const { return dir_.File(name + ".err"); }
   std::string Describe(const std::string& name) const {
-    return "--- " + name + " stdout ---\n" + ReadFile(Out(name)).substr(0, 3000) + "\n--- " +
-           name + " stderr ---\n" + ReadFile(Err(name)) + "\n--- daemon log ---\n" + DaemonLog();
+    return "--- " + name + " stdout ---\n" + ReadFile(Out(name)).substr(0, 3000) + "\n--- " + name +
+           " stderr ---\n" + ReadFile(Err(name)) + "\n--- daemon log ---\n" + DaemonLog();
   }
   std::string DaemonLog() const { return ReadFile(state_ + "/libreyolod.log"); }
   // The job id a command printed once its job was queued ("" until then).
@@ -113,6 +115,11 @@ class PrivateDaemonShareTest : public ::testing::Test {
 };
 
 TEST_F(PrivateDaemonShareTest, ThreeOverlappingCommandsAllSucceedOnOneDaemon) {
+  // Issue 36 §1: the default --weights is found where the Python LibreYOLO finds it, in
+  // weights/ under the directory the command runs in (the commands run in dir_).
+  fs::create_directories(dir_.File("weights"));
+  fs::copy_file(std::string(LIBREYOLO_SHARED_DIR) + "/fixtures/models/libreyolo9t_seed1234.pt",
+                dir_.File("weights/LibreYOLO9t.pt"));
   const pid_t a = Start("a", InferArgs(dir_.File("pa")));
   ASSERT_TRUE(WaitQueued("a")) << Describe("a");
   // `a` started the daemon; it stays stopped (its lease held) until the others are queued, so
@@ -128,7 +135,12 @@ TEST_F(PrivateDaemonShareTest, ThreeOverlappingCommandsAllSucceedOnOneDaemon) {
   EXPECT_EQ(WaitChild(b, milliseconds(240000)), 0) << Describe("b");
   EXPECT_EQ(WaitChild(c, milliseconds(240000)), 0) << Describe("c");
   for (const char* p : {"pa/infer", "pb/infer", "pc/prof"}) {
-    EXPECT_TRUE(fs::is_regular_file(dir_.File(std::string(p) + "/profile.json"))) << p;
+    const std::string profile = ReadFile(dir_.File(std::string(p) + "/profile.json"));
+    EXPECT_FALSE(profile.empty()) << p;
+    // The user's weights/LibreYOLO9t.pt, not a random init.
+    EXPECT_THAT(profile, HasSubstr("\"weights\":\"" + dir_.File("weights/LibreYOLO9t.pt") + "\""))
+        << p;
+    EXPECT_THAT(profile, Not(HasSubstr("random-init"))) << p;
   }
   // One daemon served the three, and the last command out stopped it before it returned.
   const std::string log = DaemonLog();
@@ -149,8 +161,10 @@ TEST_F(PrivateDaemonShareTest, ThreeOverlappingCommandsAllSucceedOnOneDaemon) {
 // daemon of its own, reuses the first one's switches, probes and overhead, and probes nothing.
 TEST_F(PrivateDaemonShareTest, IdenticalCommandsOnFreshDaemonsDecideTheirSwitchesAlike) {
   const auto args = [&](const std::string& project) {
-    return Words("profile infer --json --device cpu --imgsz 64 --warmup 1 --runs 3 --threads 1 "
-                 "--project " + project);  // every switch on auto
+    return Words(
+        "profile infer --json --device cpu --imgsz 64 --warmup 1 --runs 3 --threads 1 "
+        "--project " +
+        project);  // every switch on auto
   };
   const pid_t a = Start("a", args(dir_.File("pa")));
   ASSERT_EQ(WaitChild(a, milliseconds(240000)), 0) << Describe("a");
@@ -181,22 +195,30 @@ TEST_F(PrivateDaemonShareTest, IdenticalCommandsOnFreshDaemonsDecideTheirSwitche
     const size_t from = at + key.size() + 3;
     return object.substr(from, object.find_first_of(",}", from) - from);
   };
-  for (const char* key : {"record_shapes", "profile_memory", "with_flops", "overhead_pct",
-                          "probe_rounds"}) {
+  for (const char* key :
+       {"record_shapes", "profile_memory", "with_flops", "overhead_pct", "probe_rounds"}) {
     EXPECT_EQ(value(first, key), value(second, key)) << key << "\n" << first << "\n" << second;
   }
   EXPECT_THAT(ReadFile(Err("b")), Not(HasSubstr("probing")));
+  // Issue 36 §1: no weights anywhere: a random init, and the summary (here its --json) says
+  // where the weights were looked for: weights/ and ./ where the command ran, then the private
+  // daemon's models directory.
+  const std::string summary = ReadFile(Out("a"));
+  for (const std::string& place : {dir_.File("weights/LibreYOLO9t.pt"), dir_.File("LibreYOLO9t.pt"),
+                                   state_ + "/models/LibreYOLO9t.pt"}) {
+    EXPECT_THAT(summary, HasSubstr(place)) << summary.substr(0, 2000);
+  }
+  EXPECT_THAT(summary, HasSubstr("no weights file at ")) << summary.substr(0, 2000);
 }
 
 TEST_F(PrivateDaemonShareTest, TheDaemonKilledBeforeADownloadFailsItAtOnceAndKeepsTheProfile) {
   const std::string gate = dir_.File("gate");
   fs::create_directories(gate);
   // No reconnect budget from the fixture: a daemon that is gone must not be waited for at all.
-  env_.erase(std::remove(env_.begin(), env_.end(), "LIBREYOLO_RECONNECT_TIMEOUT_S=10"),
-             env_.end());
-  const pid_t a = Start("a", InferArgs(dir_.File("pa")), LIBREYOLO_GATE_CLIENT_BINARY,
-                        {"LIBREYOLO_TEST_GATE_DIR=" + gate,
-                         "LIBREYOLO_TEST_GATE_ARTIFACT=report.html"});
+  env_.erase(std::remove(env_.begin(), env_.end(), "LIBREYOLO_RECONNECT_TIMEOUT_S=10"), env_.end());
+  const pid_t a =
+      Start("a", InferArgs(dir_.File("pa")), LIBREYOLO_GATE_CLIENT_BINARY,
+            {"LIBREYOLO_TEST_GATE_DIR=" + gate, "LIBREYOLO_TEST_GATE_ARTIFACT=report.html"});
   // report.html comes after profile.json (the artifacts are sorted by name).
   ASSERT_TRUE(PollUntil([&] { return fs::exists(gate + "/paused"); }, milliseconds(180000)))
       << Describe("a");
@@ -235,7 +257,8 @@ TEST_F(PrivateDaemonShareTest, ACommandKilledMidJobLeavesNoLeaseThatKeepsTheDaem
   EXPECT_EQ(WaitChild(a, milliseconds(10000)), -1);
   // Its lease died with it: the daemon runs the job to its end, then stops by itself.
   ASSERT_TRUE(PollUntil([&] { return Ended(daemon); }, milliseconds(180000)))
-      << "the daemon outlived its last command\n" << Describe("a");
+      << "the daemon outlived its last command\n"
+      << Describe("a");
   const std::string log = DaemonLog();
   EXPECT_THAT(log, HasSubstr("no job to run and no lease"));
   EXPECT_THAT(log, HasSubstr("libreyolod: stopped"));

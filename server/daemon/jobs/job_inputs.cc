@@ -24,7 +24,15 @@ void ResolveModel(const DaemonConfig& config, v1::ModelOptions* m) {
     // The default name: the models directory's copy, else the engine's seeded random init.
     const fs::path in_dir = fs::path(config.models_dir) / default_name;
     std::error_code ec;
-    m->set_weights(fs::exists(in_dir, ec) ? in_dir.string() : default_name);
+    const bool found = fs::exists(in_dir, ec);
+    m->set_weights(found ? in_dir.string() : default_name);
+    // The random init names every place looked at: the caller's, then this one (its path on a
+    // private daemon, whose caller is its owner; a shared daemon's layout is not echoed).
+    if (!found) {
+      m->add_weights_searched(config.allow_local_paths
+                                 ? in_dir.string()
+                                 : absl::StrCat("the daemon's models_dir (", default_name, ")"));
+    }
   } else if (IsPlainName(w)) {
     m->set_weights((fs::path(config.models_dir) / w).string());
   }  // else a local path, allowed at submission (private daemon, same uid)

@@ -90,6 +90,17 @@ absl::Status CheckModel(const v1::ModelOptions& m, const DaemonConfig& config, b
   if (auto s = CheckNameOrPath("model.weights", m.weights(), local_ok, "models_dir"); !s.ok()) {
     return s;
   }
+  if (m.weights_searched_size() > kMaxWeightsSearched) {
+    return Bad("model.weights_searched", absl::StrCat("at most ", kMaxWeightsSearched,
+                                                      " places, got ", m.weights_searched_size()));
+  }
+  for (const std::string& place : m.weights_searched()) {
+    if (place.size() > kMaxLocalPathBytes || !IsPrintableUtf8(place)) {
+      return Bad("model.weights_searched",
+                 absl::StrCat("'", Excerpt(place), "' is not a path (at most ", kMaxLocalPathBytes,
+                              " bytes of printable UTF-8)"));
+    }
+  }
   if (m.device().empty()) {
     *device = config.devices.empty() ? "cpu" : config.devices.front();
     auto d = NormaliseDevice(*device);
@@ -388,9 +399,12 @@ absl::Status CheckInputsExist(const v1::SubmitJobRequest& r, const DaemonConfig&
   const v1::ModelOptions& m = r.has_infer() ? r.infer().model() : r.run().model();
   if (!m.weights().empty() && m.weights() != jobspec::defaults::kWeights &&
       !fs::is_regular_file(in_dir(config.models_dir, m.weights(), false), ec)) {
-    return absl::NotFoundError(absl::StrCat(
-        "model.weights: ", Excerpt(m.weights()), " not found (looked at ",
-        in_dir(config.models_dir, m.weights(), true), "; GetDaemonInfo lists the models)"));
+    std::vector<std::string> places;
+    for (const std::string& p : m.weights_searched()) places.push_back(Excerpt(p));
+    places.push_back(in_dir(config.models_dir, m.weights(), true));
+    return absl::NotFoundError(absl::StrCat("model.weights: ", Excerpt(m.weights()),
+                                            " not found (looked at ", absl::StrJoin(places, ", "),
+                                            "; GetDaemonInfo lists the models)"));
   }
   const std::string& source = r.infer().source();
   if (r.has_infer() && !source.empty() &&

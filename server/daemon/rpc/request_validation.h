@@ -27,6 +27,7 @@ namespace v1 = ::libreyolo::profiler::v1;
 // options are the job spec's (proto/job_spec/job_defaults.h).
 inline constexpr size_t kMaxNameBytes = 255;        // a name in one of the daemon's directories
 inline constexpr size_t kMaxLocalPathBytes = 4096;  // a caller's path on a private daemon
+inline constexpr int kMaxWeightsSearched = 8;       // ModelOptions.weights_searched
 inline constexpr size_t kMaxShortStringBytes = 64;  // device, size, sort, phase, category, ...
 inline constexpr size_t kMaxTextBytes = 256;        // label values, owner, grep, field, ...
 inline constexpr size_t kMaxRequestIdBytes = 128;

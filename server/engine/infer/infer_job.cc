@@ -232,7 +232,7 @@ absl::StatusOr<JobModel> LoadInferModel(const InferJobSpec& spec, const DeviceCh
       m.runner = std::make_unique<ExportInferModel>(m.exported.get());
       return m;
     }
-    auto loaded = LoadModel(spec.model.weights, spec.model.size, 0);
+    auto loaded = LoadModel(spec.model.weights, spec.model.size, 0, spec.model.weights_searched);
     if (!loaded.ok()) return loaded.status();
     m.yolo9 = *std::move(loaded);
     m.yolo9->model->eval();
@@ -539,6 +539,11 @@ class InferKind final : public JobKindOf<InferJobSpec> {
         .Field("model", model_->label)
         .Field("size", model_->size)
         .Field("weights", model_->weights_label);
+    if (model_->yolo9 && !model_->yolo9->weights_searched.empty()) {
+      config.Key("weights_searched").BeginArray();
+      for (const std::string& place : model_->yolo9->weights_searched) config.String(place);
+      config.EndArray();
+    }
     if (model_->exported) {
       const ExportMetadata& meta = model_->exported->metadata();
       config.Field("format", "torchscript")

@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "server/engine/checkpoint/checkpoint.h"
 #include "server/engine/checkpoint/checkpoint_model.h"
 #include "server/engine/infer/torchscript_model.h"
@@ -127,7 +128,8 @@ std::string HeadNotice(const std::string& weights, const HeadReinit& h) {
 }  // namespace
 
 absl::StatusOr<LoadedModel> LoadModel(const std::string& weights, const std::string& size,
-                                      int64_t num_classes) {
+                                      int64_t num_classes,
+                                      const std::vector<std::string>& searched) {
   LoadedModel out;
   out.size = size;
   const bool exists = std::filesystem::exists(weights);
@@ -178,7 +180,14 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& weights, const std::str
   out.model = Yolo9(options);
   if (!exists) {
     out.weights_label = "random-init";
-    out.notice = absl::StrCat(weights, " not found: using a seeded random initialisation (seed ",
+    out.weights_searched = searched;
+    if (out.weights_searched.empty()) {
+      std::error_code ec;
+      out.weights_searched.push_back(std::filesystem::absolute(weights, ec).string());
+    }
+    out.notice = absl::StrCat(weights, " not found (looked in ",
+                              absl::StrJoin(out.weights_searched, ", "),
+                              "): using a seeded random initialisation (seed ",
                               kRandomInitSeed, "): its detections and losses mean nothing; ",
                               "its timings are those of trained weights except what follows the ",
                               "predictions (the summary's 'weights' line says which)");

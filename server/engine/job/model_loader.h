@@ -46,6 +46,9 @@ struct LoadedModel {
   std::vector<std::string> class_names;
   bool from_cache = false;  // the checkpoint was parsed by an earlier job in this process
   std::optional<HeadReinit> head_reinitialised;  // the checkpoint's classes were not the job's
+  // A random init: every place the weights were looked for (`searched`, then `weights` itself
+  // as the worker sees it); recorded as the profile's config.weights_searched.
+  std::vector<std::string> weights_searched;
 };
 
 // `weights` names a torch.save checkpoint (a state dict or LibreYOLO's dict). The default name
@@ -55,9 +58,11 @@ struct LoadedModel {
 // `num_classes` is the training dataset's class count: <= 0 (inference) takes the checkpoint's
 // (80 for a random init); another count than the checkpoint's re-initialises its class head
 // (HeadReinit) and says so in `notice`. The class towers keep the checkpoint's width. Any other
-// missing/extra/mis-shaped tensor is reported by name.
+// missing/extra/mis-shaped tensor is reported by name. `searched`: where the caller and the
+// daemon already looked for the default name (ModelSpec.weights_searched), named by the notice.
 absl::StatusOr<LoadedModel> LoadModel(const std::string& weights, const std::string& size,
-                                      int64_t num_classes);
+                                      int64_t num_classes,
+                                      const std::vector<std::string>& searched = {});
 
 }  // namespace libreyolo::engine
 

@@ -77,6 +77,11 @@ std::string TrainConfigJson(const TrainConfigFacts& f) {
       .Field("model", f.model_label)
       .Field("size", s.model.size)
       .Field("weights", f.weights_label);
+  if (f.weights_searched != nullptr && !f.weights_searched->empty()) {
+    w.Key("weights_searched").BeginArray();
+    for (const std::string& place : *f.weights_searched) w.String(place);
+    w.EndArray();
+  }
   if (f.head_reinit != nullptr) WriteHeadReinit(w, *f.head_reinit);
   w.Field("data", s.data)
       .Field("dataset", f.dataset)

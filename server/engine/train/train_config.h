@@ -27,6 +27,7 @@ struct TrainConfigFacts {
   std::string batch_rule;       // non-empty after --batch -1
   bool amp_effective = false;
   std::string device_label, weights_label, model_label;
+  const std::vector<std::string>* weights_searched = nullptr;  // a random init's (LoadedModel)
   std::string dataset;
   int64_t dataset_images = 0;
   ThreadSettings threads;

@@ -106,7 +106,8 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
       at_start_ = *stats;
     }
     ctx.Report("loading model", 0, 1);
-    auto loaded = LoadModel(spec_.model.weights, spec_.model.size, dataset_->num_classes());
+    auto loaded = LoadModel(spec_.model.weights, spec_.model.size, dataset_->num_classes(),
+                            spec_.model.weights_searched);
     if (!loaded.ok()) return loaded.status();
     loaded_ = *std::move(loaded);
     if (!loaded_->notice.empty()) ctx.Report("loading model", 1, 1, loaded_->notice);
@@ -301,6 +302,7 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     facts.spec = &spec_;
     facts.batch = images_per_step_;
     facts.batch_requested = batch_;
+    facts.weights_searched = &loaded_->weights_searched;
     facts.batch_note = batch_note_;
     facts.batch_rule = batch_rule_;
     facts.amp_effective = amp_;
