@@ -220,12 +220,19 @@ int JobsDownload(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
                 absl::StrCat("job ", job.id(), " has no artifacts (", StateName(job.state()), ")"));
   }
   const std::string project = a.ValueOr("project", "runs/profile");
+  InstallInterruptFlag();  // Ctrl-C ends the download in flight and removes its temp file
   for (const v1::Artifact& art : job.artifacts()) {
     // GetJobRecord checked every name (CheckJobAnswer) before the first file is written.
     auto dest_or = ArtifactDestination(project, job, art.name());
     if (!dest_or.ok()) return FailStatus(err, "jobs download", dest_or.status());
     const std::string& dest = *dest_or;
     auto got = DownloadArtifact(c, job.id(), art.name(), dest);
+    if (!got.ok() && Interrupted()) {
+      return Fail(err, "jobs download", kExitInterrupted,
+                  absl::StrCat("interrupted: ", art.name(),
+                               " was not written (no partial file is kept); the files listed "
+                               "above are complete; run it again to fetch the rest"));
+    }
     if (!got.ok()) return FailStatus(err, "jobs download", got.status());
     out << dest << "\n";
   }

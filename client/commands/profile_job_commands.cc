@@ -188,6 +188,15 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
       err << "wrote " << dest << "\n";
     }
   }
+  if (!fetch_error.ok() && Interrupted()) {
+    // Ctrl-C during the download: the files written so far stay, the one in flight is gone.
+    return FailJob(err, cmd, kExitInterrupted,
+                   absl::StrCat("interrupted during the download of job ", job.id(), "'s files (",
+                                written.size(), " of ", job.artifacts_size(),
+                                " written); they stay on the daemon: libreyolo jobs download ",
+                                job.id(), " --project ", project),
+                   json);
+  }
   if (!fetch_error.ok() && profile_path.empty()) {
     return FailJobStatus(err, cmd, fetch_error, json);
   }

@@ -32,6 +32,22 @@ void InstallInterruptFlag() {
 bool Interrupted() { return g_interrupted.load(); }
 void ClearInterrupt() { g_interrupted.store(false); }
 
+CancelOnInterrupt::CancelOnInterrupt(grpc::ClientContext* ctx)
+    : thread_([this, ctx] {
+        while (!done_.load()) {
+          if (Interrupted()) {
+            ctx->TryCancel();
+            return;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      }) {}
+
+CancelOnInterrupt::~CancelOnInterrupt() {
+  done_ = true;
+  thread_.join();
+}
+
 absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job_id,
                                      int64_t from_sequence,
                                      const std::function<void(const v1::JobEvent&)>& on_event) {
@@ -43,29 +59,21 @@ absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job
     req.set_job_id(job_id);
     req.set_from_sequence(out.last_sequence + 1);
     auto ctx = c.Context(std::chrono::seconds(0));
-    std::atomic<bool> done{false};
-    // Ctrl-C cancels the stream (not the job); the caller decides about the job.
-    std::thread interrupter([&] {
-      while (!done.load()) {
-        if (Interrupted()) {
-          ctx->TryCancel();
-          return;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-    });
-    auto reader = c.stub().WatchJob(ctx.get(), req);
-    v1::JobEvent e;
+    grpc::Status s;
     bool terminal_seen = false;
-    while (reader->Read(&e)) {
-      reconnect.Reset();
-      out.last_sequence = e.sequence();
-      on_event(e);
-      terminal_seen = Terminal(e.state());
+    {
+      // Ctrl-C cancels the stream (not the job); the caller decides about the job.
+      CancelOnInterrupt interrupter(ctx.get());
+      auto reader = c.stub().WatchJob(ctx.get(), req);
+      v1::JobEvent e;
+      while (reader->Read(&e)) {
+        reconnect.Reset();
+        out.last_sequence = e.sequence();
+        on_event(e);
+        terminal_seen = Terminal(e.state());
+      }
+      s = reader->Finish();
     }
-    const grpc::Status s = reader->Finish();
-    done = true;
-    interrupter.join();
     if (Interrupted()) {
       out.interrupted = true;
       break;

@@ -3,9 +3,11 @@
 #ifndef LIBREYOLO_CLIENT_REMOTE_JOB_WATCH_H_
 #define LIBREYOLO_CLIENT_REMOTE_JOB_WATCH_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "client/remote/daemon_connection.h"
@@ -16,6 +18,20 @@ namespace libreyolo::cli {
 void InstallInterruptFlag();
 bool Interrupted();
 void ClearInterrupt();
+
+// While it lives, cancels `ctx` as soon as Ctrl-C is seen (the flag above), so that a stream
+// (WatchJob, ReadArtifact) ends at once instead of when its next message comes.
+class CancelOnInterrupt {
+ public:
+  explicit CancelOnInterrupt(grpc::ClientContext* ctx);
+  ~CancelOnInterrupt();
+  CancelOnInterrupt(const CancelOnInterrupt&) = delete;
+  CancelOnInterrupt& operator=(const CancelOnInterrupt&) = delete;
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
 
 struct WatchResult {
   v1::Job job;             // the job after its last event (GetJob)

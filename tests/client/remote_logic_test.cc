@@ -349,6 +349,55 @@ TEST_F(RemoteLogicTest, ADownloadWritesTheChunksAndPublishesTheVerifiedFile) {
   EXPECT_EQ(FilesIn(dest.parent_path()), (std::vector<std::string>{"profile.json"}));
 }
 
+// Issue 36 §6: Ctrl-C during a download ends it at once (not after the file), CANCELLED, with
+// nothing left behind: neither the file nor its temp.
+TEST_F(RemoteLogicTest, CtrlCDuringADownloadEndsItAndLeavesNoTempFile) {
+  InstallInterruptFlag();
+  EXPECT_CALL(*stub_, ReadArtifactRaw(_, ArtifactAt("profile_trace.json", 0)))
+      .WillOnce([](grpc::ClientContext*, const auto&) {
+        auto* reader = new NiceMock<MockClientReader<v1::ArtifactChunk>>();
+        auto count = std::make_shared<int>(0);
+        ON_CALL(*reader, Read(_)).WillByDefault([count](v1::ArtifactChunk* c) {
+          if (++*count == 1) {
+            *c = Chunk(0, "hello ");
+            return true;
+          }
+          ::raise(SIGINT);  // the user, while the next chunk is awaited
+          return false;
+        });
+        ON_CALL(*reader, Finish())
+            .WillByDefault(Return(grpc::Status(grpc::StatusCode::CANCELLED, "Cancelled")));
+        return reader;
+      });
+  const fs::path dest = dir_ / "prof" / "profile_trace.json";
+  auto got = DownloadArtifact(*connection_, kJob, "profile_trace.json", dest.string());
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kCancelled) << got.status();
+  EXPECT_THAT(got.status().message(), HasSubstr("interrupted"));
+  EXPECT_THAT(FilesIn(dest.parent_path()), ::testing::IsEmpty());
+}
+
+// Issue 36 §6: the temp file of a download that was killed (SIGKILL: no handler runs) is removed
+// by the next download of that file; one that a live download holds is left alone.
+TEST_F(RemoteLogicTest, ADownloadRemovesTheTempFileAKilledOneLeft) {
+  fs::create_directories(dir_ / "infer");
+  // pid 2^22 + 1 is above Linux's pid_max limit: no process has it.
+  const fs::path abandoned = dir_ / "infer" / ".tmp.profile.json.4194305.0";
+  const fs::path other_file = dir_ / "infer" / ".tmp.report.html.4194305.0";
+  const fs::path live = dir_ / "infer" / absl::StrCat(".tmp.profile.json.", ::getpid(), ".99");
+  for (const fs::path& p : {abandoned, other_file, live}) std::ofstream(p) << "partial";
+  EXPECT_CALL(*stub_, ReadArtifactRaw(_, ArtifactAt("profile.json", 0)))
+      .WillOnce(Return(Stream<v1::ArtifactChunk>(
+          {Chunk(0, "hello "), Chunk(6, "world", /*last=*/true, kHelloSha)})));
+  const fs::path dest = dir_ / "infer" / "profile.json";
+  auto got = DownloadArtifact(*connection_, kJob, "profile.json", dest.string());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(fs::exists(abandoned));
+  EXPECT_TRUE(fs::exists(other_file));  // another file's temp: not this download's to judge
+  EXPECT_TRUE(fs::exists(live));        // its writer (this process) is alive
+  EXPECT_EQ(ReadAll(dest), "hello world");
+}
+
 // A broken download resumes from the bytes already received, not from the start.
 TEST_F(RemoteLogicTest, ABrokenDownloadResumesFromTheBytesReceived) {
   InSequence order;
