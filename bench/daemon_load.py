@@ -225,6 +225,10 @@ class Bench:
         expected, last_state = 1, None
         try:
             for ev in client.watch(job_id, 0, self.remaining()):
+                # An event shown but not stored (a queue position change, progress past the
+                # log's bound) repeats the latest stored event's number (rpc.md, Resuming).
+                if ev.sequence == expected - 1 and expected > 1:
+                    continue
                 if ev.sequence != expected:
                     self.fail(f"{job_id}: event {ev.sequence} where {expected} was expected")
                 expected = ev.sequence + 1

@@ -217,6 +217,12 @@ def watch(client, job_id, timeout, out, events):
             raise TimeoutError
         try:
             for ev in client.watch(job_id, next_sequence, remaining):
+                if ev.sequence == next_sequence - 1 and next_sequence > 1:
+                    # Shown, not stored (a queue position change, progress past the log's
+                    # bound): it repeats the latest stored event's number (rpc.md, Resuming).
+                    events.append(ev)
+                    print(format_event(pb, ev), file=out, flush=True)
+                    continue
                 if ev.sequence < next_sequence:
                     continue  # never expected; tolerated
                 if ev.sequence > next_sequence:
