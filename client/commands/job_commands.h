@@ -5,6 +5,8 @@
 #ifndef LIBREYOLO_CLIENT_COMMANDS_JOB_COMMANDS_H_
 #define LIBREYOLO_CLIENT_COMMANDS_JOB_COMMANDS_H_
 
+#include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -23,10 +25,21 @@ const std::vector<JobCommand>& ProfileJobCommands();
 // The `jobs` group's subcommands.
 const std::vector<JobCommand>& JobsCommands();
 
-// `run`/`infer --json`'s stdout document: the summary's JSON object with `job_id` and
-// `profile_path` as its first keys.
-std::string WithJobFields(const std::string& summary_json, const std::string& job_id,
-                          const std::string& profile_path);
+// What `run`/`infer --json` adds to the summary: the job and its files, and the Python
+// LibreYOLO's keys for the same command (profile, trace, img_per_s_std, img_per_s_n and, for
+// inference, latency_p50_ms/p90/p99).
+struct JobJsonFields {
+  std::string job_id;
+  std::string profile_path;  // the fetched profile.json
+  std::string profile;       // the Python tool's `profile`: the repeat file when there is one
+  std::string trace;         // the fetched profile_trace.json; "" keeps the summary's `trace`
+  std::optional<double> img_per_s_std;  // null for a single trial
+  int64_t img_per_s_n = 1;
+};
+
+// `run`/`infer --json`'s stdout document: `job_id`, `profile_path` first, then the Python tool's
+// keys, then the summary's own keys (a key the fields above set is not repeated).
+std::string WithJobFields(const std::string& summary_json, const JobJsonFields& f);
 
 }  // namespace libreyolo::cli
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -25,15 +26,24 @@
 #include "client/remote/daemon_session.h"
 #include "client/remote/job_watch.h"
 #include "client/remote/progress_display.h"
+#include "common/json/json_read.h"
 #include "common/json/json_writer.h"
 #include "common/load/load_profile.h"
 #include "common/readers/ranks_view.h"
 #include "common/readers/run_reader.h"
 #include "common/status/exit_code.h"
 #include "proto/job_spec/job_spec.h"
+#include "rapidjson/document.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
 
 namespace libreyolo::cli {
 namespace {
+
+// The aggregated file of a --repeat job: ours and the Python tool's names for it.
+bool IsRepeatFileName(const std::string& name) {
+  return name == "profile_repeat.json" || name == "infer_repeat.json";
+}
 
 ProgressStyle StyleFor(const ParsedArgs& a) {
   if (a.Switch("json")) return ProgressStyle::kJson;
@@ -83,20 +93,56 @@ void RemoveOtherRuns(const std::string& project, int world_size, std::ostream& e
 
 }  // namespace
 
-// The summary's JSON object with the job's id and profile path first: `run`/`infer --json`
-// print one document that names the job it describes.
-std::string WithJobFields(const std::string& summary_json, const std::string& job_id,
-                          const std::string& profile_path) {
-  const size_t brace = summary_json.find('{');
-  if (brace == std::string::npos) return summary_json;
-  JsonWriter w(/*pretty=*/false);
-  w.BeginObject().Field("job_id", job_id).Field("profile_path", profile_path).EndObject();
-  std::string fields(absl::StripAsciiWhitespace(w.Take()));  // {"job_id":...,...}
-  fields = fields.substr(1, fields.size() - 2);
-  const size_t next = summary_json.find_first_not_of(" \n\t", brace + 1);
-  const bool empty = next != std::string::npos && summary_json[next] == '}';
-  return absl::StrCat(summary_json.substr(0, brace + 1), "\n  ", fields, empty ? "" : ",",
-                      summary_json.substr(brace + 1));
+namespace {
+
+std::string Compact(const rapidjson::Value& v) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  v.Accept(w);
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+}  // namespace
+
+// The job and its files, the Python tool's keys, then the summary's own keys: one document.
+std::string WithJobFields(const std::string& summary_json, const JobJsonFields& f) {
+  const rapidjson::Document summary = JsonOrNull(summary_json);
+  if (!summary.IsObject()) return summary_json;
+  JsonWriter w;
+  w.BeginObject().Field("job_id", f.job_id).Field("profile_path", f.profile_path);
+  std::set<std::string> written = {"job_id", "profile_path"};
+  auto field = [&](const std::string& key, auto value) {
+    w.Field(key, value);
+    written.insert(key);
+  };
+  field("profile", f.profile.empty() ? f.profile_path : f.profile);
+  if (!f.trace.empty()) field("trace", f.trace);
+  field("img_per_s_std", f.img_per_s_std);
+  field("img_per_s_n", f.img_per_s_n);
+  const auto mode = summary.FindMember("mode");
+  const bool inference = mode != summary.MemberEnd() && mode->value.IsString() &&
+                         std::string(mode->value.GetString()) == "inference";
+  if (inference) {
+    const auto lat = summary.FindMember("latency");
+    for (const char* pct : {"p50", "p90", "p99"}) {
+      const std::string key = absl::StrCat("latency_", pct, "_ms");
+      w.Key(key);
+      written.insert(key);
+      const std::string sub = absl::StrCat(pct, "_ms");
+      if (lat != summary.MemberEnd() && lat->value.IsObject() &&
+          lat->value.HasMember(sub.c_str())) {
+        w.Raw(Compact(lat->value[sub.c_str()]));
+      } else {
+        w.Null();
+      }
+    }
+  }
+  for (const auto& m : summary.GetObject()) {
+    const std::string key(m.name.GetString(), m.name.GetStringLength());
+    if (written.count(key) == 0) w.Key(key).Raw(Compact(m.value));
+  }
+  w.EndObject();
+  return w.Take();
 }
 
 namespace {
@@ -167,7 +213,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   const std::string project = a.ValueOr("project", "runs/profile");
   const bool ranks = jobspec::DataParallelJob(job);
   if (ranks) RemoveOtherRuns(project, static_cast<int>(jobspec::JobWorldSize(job)), err, json);
-  std::string profile_path;
+  std::string profile_path, trace_path, repeat_path;
   std::vector<std::string> written;
   absl::Status fetch_error;  // the first download that failed; the files before it are kept
   for (const v1::Artifact& art : job.artifacts()) {
@@ -182,6 +228,8 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
     }
     written.push_back(art.name());
     if (art.name() == "profile.json") profile_path = dest;
+    if (art.name() == "profile_trace.json") trace_path = dest;
+    if (IsRepeatFileName(art.name())) repeat_path = dest;
     if (json) {
       JsonLine(err, "wrote", {{"path", dest}});
     } else {
@@ -267,8 +315,13 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
     return FailJob(err, cmd, ExitCodeForStatus(summary.status()),
                    std::string(summary.status().message()), json);
   if (json) {
-    // One document: the job and its files, then the summary's own keys.
-    out << WithJobFields(summary->json, job.id(), profile_path);
+    // One document: the job and its files, the Python tool's keys, then the summary's own.
+    JobJsonFields fields{job.id(), profile_path, repeat_path, trace_path, std::nullopt, 1};
+    if (auto loaded = LoadProfile(profile_path); loaded.ok()) {
+      fields.img_per_s_std = loaded->repeat.img_per_s_std;
+      fields.img_per_s_n = loaded->repeat.img_per_s_n.value_or(1);
+    }
+    out << WithJobFields(summary->json, fields);
   } else {
     out << summary->text;
   }

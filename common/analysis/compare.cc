@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/analysis/repeat_trials.h"
 #include "common/json/json_read.h"
 #include "common/profile/metric_table.h"
 #include "rapidjson/document.h"
@@ -17,7 +18,46 @@ OptDouble MsPerImage(const Profile& p) {
   return *p.step_ms / static_cast<double>(*p.batch);
 }
 
+// Python's round(x, 3).
+OptDouble Round3(OptDouble x) {
+  if (!x) return x;
+  return std::nearbyint(*x * 1000.0) / 1000.0;
+}
+
+OptDouble Table(const char* name, const Profile& p) {
+  return MetricValueOf(*FindMetric(name), p).AsDouble();
+}
+
 }  // namespace
+
+PythonCompareBlocks PythonCompareOf(const Profile& a, const Profile& b) {
+  PythonCompareBlocks r;
+  const Profile* side[2] = {&a, &b};
+  for (int i = 0; i < 2; ++i) {
+    const Profile& p = *side[i];
+    r.img_per_s[i] = p.img_per_s;
+    r.img_per_s_std[i] = p.repeat.img_per_s_std;
+    r.img_per_s_n[i] = p.repeat.img_per_s_n.value_or(1);
+    r.ms_per_image[i] = Round3(MsPerImage(p));
+    r.gpu_util[i] = Table("gpu_util", p);
+    r.host_overhead_ms_per_step[i] = Table("host_overhead_ms", p);
+    r.launches_per_step[i] = Table("launches_per_step", p);
+  }
+  if (!r.img_per_s[0] || !r.img_per_s[1]) {
+    r.significance = "img/s unavailable";
+  } else if (r.img_per_s_n[0] < 2 || r.img_per_s_n[1] < 2 || !r.img_per_s_std[0] ||
+             !r.img_per_s_std[1]) {
+    r.significance = "single run, use 'run --repeat N' for a significance call";
+  } else {
+    const double se = std::sqrt(
+        *r.img_per_s_std[0] * *r.img_per_s_std[0] / static_cast<double>(r.img_per_s_n[0]) +
+        *r.img_per_s_std[1] * *r.img_per_s_std[1] / static_cast<double>(r.img_per_s_n[1]));
+    const double d = std::fabs(*r.img_per_s[1] - *r.img_per_s[0]);
+    r.significant = d > 2 * se;
+    r.significance = absl::StrFormat("|d|=%.1f vs 2*SE=%.1f", d, 2 * se);
+  }
+  return r;
+}
 
 OptDouble CompareDelta::delta() const {
   if (!before || !after) return std::nullopt;
@@ -42,8 +82,8 @@ Significance SignificanceOf(double mean_a, double sd_a, int64_t n_a, double mean
     return s;
   }
   s.available = true;
-  const double se = std::sqrt(sd_a * sd_a / static_cast<double>(n_a) +
-                              sd_b * sd_b / static_cast<double>(n_b));
+  const double se =
+      std::sqrt(sd_a * sd_a / static_cast<double>(n_a) + sd_b * sd_b / static_cast<double>(n_b));
   s.abs_diff = std::fabs(mean_b - mean_a);
   s.two_se = 2 * se;
   s.significant = s.abs_diff > s.two_se;
@@ -70,8 +110,8 @@ CompareResult Compare(const Profile& a, const Profile& b, const std::string& bef
     if (!before && !after) continue;
     if (before == 0.0 && after == 0.0) continue;
     const std::string_view key = d.object.empty() && !d.field.empty() ? d.field : d.name;
-    r.deltas.push_back({std::string(key), std::string(d.unit), d.better == MetricBetter::kHigher,
-                        before, after});
+    r.deltas.push_back(
+        {std::string(key), std::string(d.unit), d.better == MetricBetter::kHigher, before, after});
   }
   if (a.latency && b.latency) {
     r.deltas.push_back({"latency_p50_ms", "ms", false, a.latency->p50_ms, b.latency->p50_ms});
@@ -80,10 +120,12 @@ CompareResult Compare(const Profile& a, const Profile& b, const std::string& bef
   r.bound_before = a.bound;
   r.bound_after = b.bound;
   r.warnings = CompareMismatches(a, b);
-  r.significance = SignificanceOf(a.img_per_s.value_or(0), a.repeat.img_per_s_std.value_or(0),
-                                  a.repeat.img_per_s_n.value_or(1), b.img_per_s.value_or(0),
-                                  b.repeat.img_per_s_std.value_or(0),
-                                  b.repeat.img_per_s_n.value_or(1));
+  r.python = PythonCompareOf(a, b);
+  // The standard error needs each side's sample sd: the files store the population sd (the
+  // Python tool's pstdev, and ours), converted here by each file's own definition.
+  r.significance =
+      SignificanceOf(a.img_per_s.value_or(0), ImgPerSSampleSd(a), a.repeat.img_per_s_n.value_or(1),
+                     b.img_per_s.value_or(0), ImgPerSSampleSd(b), b.repeat.img_per_s_n.value_or(1));
   return r;
 }
 
@@ -145,8 +187,8 @@ std::vector<std::string> CompareMismatches(const Profile& before, const Profile&
   std::vector<std::string> out;
   for (size_t i = 0; i < a.size(); ++i) {
     if (!a[i].value || !b[i].value || *a[i].value == *b[i].value) continue;
-    out.push_back(absl::StrCat("different ", a[i].name, ": ", *a[i].value, " before, ",
-                               *b[i].value, " after; the numbers are not like for like"));
+    out.push_back(absl::StrCat("different ", a[i].name, ": ", *a[i].value, " before, ", *b[i].value,
+                               " after; the numbers are not like for like"));
   }
   return out;
 }

@@ -31,6 +31,18 @@ struct Significance {
   std::string text;  // which numbers were compared, or why no call can be made
 };
 
+// The Python LibreYOLO's `compare --json` blocks, with its values: img_per_s with its
+// significance call (|d| > 2*SE from the standard deviations as the files store them, its rule),
+// ms_per_image (step_ms / config batch, rounded to 3 places), gpu_util, host overhead, launches.
+struct PythonCompareBlocks {
+  OptDouble img_per_s[2], img_per_s_std[2];
+  int64_t img_per_s_n[2] = {1, 1};
+  std::optional<bool> significant;  // null: no call (a single run, or no img/s)
+  std::string significance;
+  OptDouble ms_per_image[2], gpu_util[2], host_overhead_ms_per_step[2], launches_per_step[2];
+};
+PythonCompareBlocks PythonCompareOf(const Profile& before, const Profile& after);
+
 struct CompareResult {
   std::string before_label, after_label;
   std::vector<CompareDelta> deltas;  // img_per_s, ms_per_image, step_ms, gpu_util, ...
@@ -41,6 +53,8 @@ struct CompareResult {
   std::vector<std::string> warnings;
   // `compare --fail-if-slower PCT` only: the CI gate's verdict (compare_gate.h).
   std::optional<CompareGate> gate;
+  // Two profiles (not two folders): the Python tool's blocks, for compare --json.
+  std::optional<PythonCompareBlocks> python;
 };
 
 // The mismatch warnings of Compare, from the profiles' mode, model and config.
@@ -49,7 +63,7 @@ std::vector<std::string> CompareMismatches(const Profile& before, const Profile&
 CompareResult Compare(const Profile& before, const Profile& after, const std::string& before_label,
                       const std::string& after_label);
 
-// sample standard deviation helpers shared with repeat aggregation
+// The significance rule with each side's sample standard deviation (ImgPerSSampleSd).
 Significance SignificanceOf(double mean_a, double sd_a, int64_t n_a, double mean_b, double sd_b,
                             int64_t n_b);
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/analysis/compare.h"
+#include "common/analysis/repeat_trials.h"
 #include "common/status/exit_code.h"
 
 namespace libreyolo {
@@ -12,7 +13,7 @@ ThroughputTrials ImgPerSTrials(const Profile& p) {
   ThroughputTrials t;
   t.mean = p.img_per_s;
   t.n = p.repeat.img_per_s_n.value_or(1);
-  t.sd = p.repeat.img_per_s_std.value_or(0);
+  t.sd = ImgPerSSampleSd(p);  // the file's sd by its definition (population: scaled)
   return t;
 }
 

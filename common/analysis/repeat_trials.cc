@@ -1,6 +1,7 @@
 #include "common/analysis/repeat_trials.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <numeric>
 #include <string>
@@ -17,6 +18,24 @@ double Mean(const std::vector<double>& v) {
 
 }  // namespace
 
+double PopulationStd(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  const double m = Mean(v);
+  double ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  return std::sqrt(ss / static_cast<double>(v.size()));
+}
+
+double SampleSdOf(double sd, int64_t n, bool population) {
+  if (!population || n < 2) return sd;
+  return sd * std::sqrt(static_cast<double>(n) / static_cast<double>(n - 1));
+}
+
+double ImgPerSSampleSd(const Profile& p) {
+  return SampleSdOf(p.repeat.img_per_s_std.value_or(0), p.repeat.img_per_s_n.value_or(1),
+                    p.repeat.population_std);
+}
+
 void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasurement>& trials) {
   if (trials.empty()) return;
   const bool repeat = trials.size() >= 2;
@@ -31,24 +50,25 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
     const double mean = Mean(v);
     if (repeat) {
       p.repeat.metrics[name] =
-          TrialStat{mean, SampleStd(v), static_cast<int64_t>(v.size()), std::move(v)};
+          TrialStat{mean, PopulationStd(v), static_cast<int64_t>(v.size()), std::move(v)};
     }
     return mean;
   };
 
   const double step = record("step_ms", [](const TrialMeasurement& t) { return t.step_ms; });
   p.step_ms = step;
-  // Total images over total time (trials have equal lengths): batch × 1000 / mean step, the
-  // harmonic mean of the trials' img/s. Its spread is the trials' own.
-  p.img_per_s = b * 1000.0 / step;
+  // The arithmetic mean of the trials' img/s and its population standard deviation, as the
+  // Python LibreYOLO defines them (statistics.fmean, pstdev). One trial: batch × 1000 / step.
   std::vector<double> trial_img_per_s;
   for (const TrialMeasurement& t : trials) trial_img_per_s.push_back(b * 1000.0 / t.step_ms);
+  p.img_per_s = Mean(trial_img_per_s);
   if (repeat) {
+    p.repeat.population_std = true;
     p.repeat.img_per_s_n = static_cast<int64_t>(trials.size());
-    p.repeat.img_per_s_std = SampleStd(trial_img_per_s);
+    p.repeat.img_per_s_std = PopulationStd(trial_img_per_s);
     p.repeat.img_per_s_trials = trial_img_per_s;
-    p.repeat.metrics["img_per_s"] = TrialStat{*p.img_per_s, *p.repeat.img_per_s_std,
-                                              *p.repeat.img_per_s_n, trial_img_per_s};
+    p.repeat.metrics["img_per_s"] =
+        TrialStat{*p.img_per_s, *p.repeat.img_per_s_std, *p.repeat.img_per_s_n, trial_img_per_s};
   }
 
   const double busy = p.gpu_busy_ms_per_step.value_or(0.0);
@@ -59,8 +79,7 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
     p.dataload_ms = dataload;
     p.dataload_frac = dataload / step;
     if (repeat) {
-      record("dataload_frac",
-             [](const TrialMeasurement& t) { return *t.dataload_ms / t.step_ms; });
+      record("dataload_frac", [](const TrialMeasurement& t) { return *t.dataload_ms / t.step_ms; });
       p.repeat.metrics["dataload_frac"].mean = *p.dataload_frac;  // ratio of the means
     }
   }
@@ -72,13 +91,13 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
       });
   if (p.host_overhead_method.value_or("residual") == "residual") {
     p.host_overhead_ms_per_step = p.host_overhead_residual_ms_per_step;
-    if (repeat) p.repeat.metrics["host_overhead_ms"] = p.repeat.metrics["host_overhead_residual_ms"];
+    if (repeat)
+      p.repeat.metrics["host_overhead_ms"] = p.repeat.metrics["host_overhead_residual_ms"];
   }
   if (p.flops_per_step.has_value()) {
     const double flops = *p.flops_per_step;
-    record("achieved_tflops", [&](const TrialMeasurement& t) {
-      return flops / (t.step_ms / 1000.0) / 1e12;
-    });
+    record("achieved_tflops",
+           [&](const TrialMeasurement& t) { return flops / (t.step_ms / 1000.0) / 1e12; });
     p.achieved_tflops = flops / (step / 1000.0) / 1e12;
     if (repeat) p.repeat.metrics["achieved_tflops"].mean = *p.achieved_tflops;
   }
@@ -109,13 +128,11 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
       std::vector<LatencyStats> gpu;
       for (const TrialMeasurement& t : trials) gpu.push_back(ComputeLatencyStats(t.cuda_event_ms));
       size_t j = 0;
-      l.cuda_event_p50_ms = record("cuda_event_p50_ms", [&](const TrialMeasurement&) {
-        return gpu[j++].p50_ms;
-      });
+      l.cuda_event_p50_ms =
+          record("cuda_event_p50_ms", [&](const TrialMeasurement&) { return gpu[j++].p50_ms; });
       j = 0;
-      l.cuda_event_mean_ms = record("cuda_event_mean_ms", [&](const TrialMeasurement&) {
-        return gpu[j++].mean_ms;
-      });
+      l.cuda_event_mean_ms =
+          record("cuda_event_mean_ms", [&](const TrialMeasurement&) { return gpu[j++].mean_ms; });
     }
     p.latency = l;
   }
@@ -126,9 +143,9 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
         return t.stages ? ((*t.stages).*field).value_or(0.0) : 0.0;
       });
     };
-    p.stages_ms = Stages{stage("preprocess_ms", &Stages::preprocess),
-                         stage("forward_ms", &Stages::forward),
-                         stage("nms_ms", &Stages::postprocess)};
+    p.stages_ms =
+        Stages{stage("preprocess_ms", &Stages::preprocess), stage("forward_ms", &Stages::forward),
+               stage("nms_ms", &Stages::postprocess)};
   }
   ApplyMetricRules(p);  // a CPU job's host overhead is n/a, not the whole step
 }

@@ -97,7 +97,8 @@ struct DeviceInfo {
 };
 
 // One scalar metric over the trials of a `--repeat N` job: its mean (the value the profile's own
-// field holds), sample standard deviation, trial count and per-trial values.
+// field holds), standard deviation (RepeatInfo::population_std says which), trial count and
+// per-trial values.
 struct TrialStat {
   double mean = 0, std = 0;
   int64_t n = 0;
@@ -111,6 +112,10 @@ struct RepeatInfo {
   // Every aggregated scalar, by its `get` name (step_ms, latency_p50_ms, forward_ms, ...):
   // profile.json's aggregation.metrics. Empty for a single run and for Python profiles.
   std::map<std::string, TrialStat> metrics;
+  // How the std fields were computed. Population (divide by n: the Python LibreYOLO's
+  // statistics.pstdev, and ours since issue 36) unless the file says "sample" or is one of ours
+  // written before (aggregation.metrics without aggregation.std).
+  bool population_std = true;
 };
 
 struct Profile {

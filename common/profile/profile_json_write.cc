@@ -176,11 +176,12 @@ std::string WriteProfileJson(const Profile& p) {
     w.EndArray();
   }
   if (!p.repeat.metrics.empty()) {
-    // Every scalar the trials measured: mean (= the field's value), sample std, n, trials.
+    // Every scalar the trials measured: mean (= the field's value), population std, n, trials.
     w.Key("aggregation").BeginObject()
         .Field("n", p.repeat.metrics.begin()->second.n)
-        .Field("note", "scalar metrics: mean over trials (img_per_s: total images / total time); "
-                       "kernel and operator lists: the profiled window")
+        .Field("std", p.repeat.population_std ? "population" : "sample")
+        .Field("note", "scalar metrics: mean over trials, with their population standard "
+                       "deviation; kernel and operator lists: the profiled window")
         .Key("metrics").BeginObject();
     for (const auto& [name, stat] : p.repeat.metrics) {
       w.Key(name).BeginObject().Field("mean", stat.mean).Field("std", stat.std)

@@ -15,6 +15,30 @@ std::string Verdict(const CompareDelta& d) {
   return better ? "better" : "worse";
 }
 
+// {"before": x, "after": y}
+void BeforeAfter(JsonWriter& w, std::string_view key, const OptDouble (&v)[2]) {
+  w.Key(key).BeginObject().Field("before", v[0]).Field("after", v[1]).EndObject();
+}
+
+// The Python LibreYOLO's blocks, keys and values as its compare --json prints them.
+void WritePythonBlocks(JsonWriter& w, const PythonCompareBlocks& py) {
+  w.Key("img_per_s").BeginObject().Field("before", py.img_per_s[0]).Field("after", py.img_per_s[1]);
+  w.Key("std").BeginArray();
+  for (const OptDouble& s : py.img_per_s_std) {
+    if (s) {
+      w.Double(*s);
+    } else {
+      w.Null();
+    }
+  }
+  w.EndArray().Key("n").BeginArray().Int(py.img_per_s_n[0]).Int(py.img_per_s_n[1]).EndArray();
+  w.Field("significant", py.significant).Field("significance", py.significance).EndObject();
+  BeforeAfter(w, "ms_per_image", py.ms_per_image);
+  BeforeAfter(w, "gpu_util", py.gpu_util);
+  BeforeAfter(w, "host_overhead_ms_per_step", py.host_overhead_ms_per_step);
+  BeforeAfter(w, "launches_per_step", py.launches_per_step);
+}
+
 }  // namespace
 
 std::string RenderCompareText(const CompareResult& r) {
@@ -28,8 +52,12 @@ std::string RenderCompareText(const CompareResult& r) {
   absl::StrAppend(&out, "significance: ", r.significance.text, "\n");
   for (const std::string& w : r.warnings) absl::StrAppend(&out, "warning: ", w, "\n");
   absl::StrAppend(&out, "\nbefore: ", r.before_label, "\nafter:  ", r.after_label, "\n\n");
-  TextTable t({{"metric", TextTable::Align::kLeft}, {"before"}, {"after"}, {"delta"},
-               {"change"}, {"", TextTable::Align::kLeft}});
+  TextTable t({{"metric", TextTable::Align::kLeft},
+               {"before"},
+               {"after"},
+               {"delta"},
+               {"change"},
+               {"", TextTable::Align::kLeft}});
   for (const CompareDelta& d : r.deltas) {
     if (!d.before && !d.after) continue;
     const OptDouble pct = d.pct();
@@ -67,21 +95,27 @@ std::string RenderCompareJson(const CompareResult& r) {
     w.EndObject();
   }
   w.EndArray();
-  w.Key("bound").BeginObject().Field("before", r.bound_before).Field("after", r.bound_after)
+  w.Key("bound")
+      .BeginObject()
+      .Field("before", r.bound_before)
+      .Field("after", r.bound_after)
       .EndObject();
+  if (r.python) WritePythonBlocks(w, *r.python);
   const Significance& s = r.significance;
   w.Key("img_per_s_significance").BeginObject().Field("available", s.available);
   if (s.available) {
-    w.Field("significant", s.significant).Field("abs_diff", s.abs_diff)
-        .Field("two_se", s.two_se);
+    w.Field("significant", s.significant).Field("abs_diff", s.abs_diff).Field("two_se", s.two_se);
   } else {
     w.Key("significant").Null();
   }
-  w.Field("n_before", s.n_before).Field("n_after", s.n_after).Field("significance", s.text)
+  w.Field("n_before", s.n_before)
+      .Field("n_after", s.n_after)
+      .Field("significance", s.text)
       .EndObject();
   if (r.gate) {
     const CompareGate& g = *r.gate;
-    w.Key("gate").BeginObject()
+    w.Key("gate")
+        .BeginObject()
         .Field("verdict", GateVerdictName(g.verdict))
         .Field("exit_code", static_cast<int64_t>(GateExitCode(g.verdict)))
         .Field("fail_if_slower_pct", g.fail_if_slower_pct)

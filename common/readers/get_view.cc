@@ -55,7 +55,14 @@ std::string RenderGetJson(const GetView& v) {
   JsonWriter w;
   if (v.single) {
     const MetricValue& m = v.metrics.front();
-    w.BeginObject().Field("metric", m.name).Key("value");
+    // {name: value} first, as the Python tool prints it; then ours (a metric named like one of
+    // ours, which no table metric is, is not written twice).
+    w.BeginObject();
+    if (m.name != "metric" && m.name != "value" && m.name != "unit") {
+      w.Key(m.name);
+      WriteMetricValue(w, m);
+    }
+    w.Field("metric", m.name).Key("value");
     WriteMetricValue(w, m);
     w.Field("unit", m.unit).EndObject();
     return w.Take();

@@ -18,6 +18,7 @@ absl::StatusOr<KernelsView> BuildKernels(const Profile& p, const KernelsOptions&
                                          const std::string& source) {
   KernelsView v;
   v.source = source;
+  v.trace = p.trace;
   v.no_gpu_kernels = p.kernels.empty() && p.kernels_per_step.value_or(0) == 0;
   v.cpu_job = IsCpuJob(p);
   v.options = o;
@@ -101,8 +102,11 @@ std::string RenderKernelsText(const KernelsView& v) {
 
 std::string RenderKernelsJson(const KernelsView& v) {
   JsonWriter w;
-  w.BeginObject().Field("source", v.source).Field("phase", v.options.phase)
-      .Field("sort", v.options.sort).Field("matched", static_cast<int64_t>(v.matched))
+  // matched: the rows shown, as the Python tool counts them; matched_all: before the --top cut.
+  w.BeginObject().Field("source", v.source).Field("trace", v.trace)
+      .Field("phase", v.options.phase).Field("sort", v.options.sort)
+      .Field("matched", static_cast<int64_t>(v.rows.size()))
+      .Field("matched_all", static_cast<int64_t>(v.matched))
       .Field("matched_ms_per_step", v.matched_ms_per_step);
   w.Key("kernels").BeginArray();
   for (const KernelRow& k : v.rows) {

@@ -22,6 +22,7 @@ struct KernelsOptions {
 
 struct KernelsView {
   std::string source;
+  std::optional<std::string> trace;  // the profile's trace path, as recorded (the Python tool's key)
   KernelsOptions options;
   std::vector<KernelRow> rows;  // after filters, sorted, cut to top
   size_t matched = 0;           // rows before the top-N cut

@@ -120,6 +120,7 @@ absl::StatusOr<OpsView> BuildOps(const Profile& p, const OpsOptions& o, const st
   }
   OpsView v;
   v.source = source;
+  v.trace = p.trace;
   v.options = o;
   v.rows = *rows;
   v.total_rows = v.rows.size();
@@ -142,9 +143,16 @@ absl::StatusOr<OpsView> BuildOps(const Profile& p, const OpsOptions& o, const st
     }
   }
   v.list_self_cpu_ms_per_step = ListSelfCpuMs(v.rows);
-  std::stable_sort(v.rows.begin(), v.rows.end(), [key](const OpRow& a, const OpRow& b) {
-    return (*key)(a) > (*key)(b);
-  });
+  // A Python LibreYOLO profile (no `tool` object) lists its ops in its own CPU-time order: that
+  // order is kept for cpu_time_total, so `ops --json` shows the rows its own `ops` shows.
+  const bool python_order =
+      p.source_kind == "profile" && p.tool_name.empty() && v.sort_note.empty() &&
+      o.sort == "cpu_time_total";
+  if (!python_order) {
+    std::stable_sort(v.rows.begin(), v.rows.end(), [key](const OpRow& a, const OpRow& b) {
+      return (*key)(a) > (*key)(b);
+    });
+  }
   if (o.top > 0 && v.rows.size() > static_cast<size_t>(o.top)) {
     v.rows.resize(static_cast<size_t>(o.top));
   }
@@ -268,7 +276,8 @@ std::string RenderOpsText(const OpsView& v) {
 
 std::string RenderOpsJson(const OpsView& v) {
   JsonWriter w;
-  w.BeginObject().Field("source", v.source).Field("phase", v.options.phase)
+  w.BeginObject().Field("source", v.source).Field("trace", v.trace)
+      .Field("phase", v.options.phase)
       .Field("sort", v.sort_note.empty() ? v.options.sort : std::string("cpu_time_total"))
       .Field("sort_requested", v.options.sort)
       .Field("sort_note", v.sort_note.empty() ? std::optional<std::string>() : v.sort_note)

@@ -20,6 +20,7 @@ struct OpsOptions {
 
 struct OpsView {
   std::string source;
+  std::optional<std::string> trace;  // the profile's trace path, as recorded (the Python tool's key)
   OpsOptions options;
   std::vector<OpRow> rows;
   size_t total_rows = 0;

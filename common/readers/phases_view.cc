@@ -12,6 +12,7 @@ namespace libreyolo {
 PhasesView BuildPhases(const Profile& p, const std::string& source) {
   PhasesView v;
   v.source = source;
+  v.trace = p.trace;
   v.step_ms = p.step_ms;
   v.step_timing = StepTimingOf(p);
   v.step_unprofiled = v.step_timing == StepTiming::kUnprofiled;
@@ -97,7 +98,7 @@ std::string RenderPhasesText(const PhasesView& v) {
 
 std::string RenderPhasesJson(const PhasesView& v) {
   JsonWriter w;
-  w.BeginObject().Field("source", v.source).Field("step_ms", v.step_ms)
+  w.BeginObject().Field("source", v.source).Field("trace", v.trace).Field("step_ms", v.step_ms)
       .Field("step_ms_measured", StepMeasuredText(v.step_timing))
       .Field("profiled_step_ms", v.profiled_step_ms)
       .Field("rest_of_step_ms", v.rest_of_step_ms)

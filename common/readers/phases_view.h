@@ -2,6 +2,7 @@
 #ifndef LIBREYOLO_COMMON_READERS_PHASES_VIEW_H_
 #define LIBREYOLO_COMMON_READERS_PHASES_VIEW_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@ namespace libreyolo {
 
 struct PhasesView {
   std::string source;
+  std::optional<std::string> trace;  // the profile's trace path, as recorded (the Python tool's key)
   OptDouble step_ms;           // the profile's step_ms (unprofiled in a recorded profile)
   bool step_unprofiled = false;  // step_ms was measured without the profiler
   StepTiming step_timing = StepTiming::kUnknown;

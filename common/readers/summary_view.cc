@@ -409,6 +409,28 @@ std::string RenderSummaryText(const SummaryView& v) {
   return out;
 }
 
+namespace {
+
+// The Python tool's `summary --json` keys that the metric loop above does not write, with its
+// values: the profile's trace and config as recorded, its window object and the phases' GPU time.
+void WritePythonSummaryKeys(JsonWriter& w, const Profile& p) {
+  w.Field("trace", p.trace).Key("config").Raw(p.config_json.empty() ? "{}" : p.config_json);
+  w.Key("window").BeginObject();
+  for (const MetricDef& d : MetricTable()) {
+    if (d.object == "window" && !d.field.empty()) {
+      WriteMetricValue(w.Key(d.field), MetricValueFromCell(d, MetricValueOf(d, p)));
+    }
+  }
+  w.EndObject();
+  w.Key("phases_gpu").BeginArray();
+  for (const PhaseRow& r : p.phases) {
+    w.BeginObject().Field("phase", r.phase).Field("gpu_ms_per_step", r.gpu_ms_per_step).EndObject();
+  }
+  w.EndArray();
+}
+
+}  // namespace
+
 std::string RenderSummaryJson(const SummaryView& v) {
   const Profile& p = v.profile;
   JsonWriter w;
@@ -480,6 +502,7 @@ std::string RenderSummaryJson(const SummaryView& v) {
       .Field("duplicate_steps", p.parse_stats.duplicate_steps)
       .Field("unattributed_kernels", p.parse_stats.unattributed_kernels).EndObject();
   if (!p.ranks_json.empty()) w.Key("ranks").Raw(p.ranks_json);  // profile.json's, as written
+  WritePythonSummaryKeys(w, p);
   w.EndObject();
   return w.Take();
 }

@@ -510,7 +510,8 @@ TEST(Issue11JobJson, ErrorsOfRunAndInferWithJsonAreJsonLines) {
 }
 
 TEST(Issue11JobJson, StdoutDocumentNamesTheJob) {
-  const std::string doc = WithJobFields("{\n  \"source\": \"x\"\n}", "j-42", "/p/profile.json");
+  const std::string doc = WithJobFields("{\n  \"source\": \"x\"\n}",
+                                        JobJsonFields{"j-42", "/p/profile.json", "", "", {}, 1});
   rapidjson::Document d;
   d.Parse(doc.c_str());
   ASSERT_FALSE(d.HasParseError()) << doc;

@@ -22,6 +22,7 @@ Profile Repeated(double img_per_s, double sd, int64_t n, double step_ms, int64_t
   p.img_per_s = img_per_s;
   p.repeat.img_per_s_std = sd;
   p.repeat.img_per_s_n = n;
+  p.repeat.population_std = false;  // the rule's worked examples give sample sds
   p.step_ms = step_ms;
   p.batch = batch;
   p.bound = "compute";

@@ -52,16 +52,17 @@ std::vector<TrialMeasurement> ThreeInferTrials() {
   return t;
 }
 
-TEST(RepeatTrials, EveryScalarIsTheMeanOverTrialsAndThroughputMatchesTheStep) {
+// Issue 36 §3: the Python LibreYOLO's statistics: img_per_s is the arithmetic mean of the trials'
+// img/s (statistics.fmean) and every sd the population one (statistics.pstdev).
+TEST(RepeatTrials, EveryScalarIsTheMeanOverTrialsWithThePopulationSd) {
   Profile p;
   p.device = DeviceInfo{"cuda", "H200", 0, 132, 141000.0};  // a GPU job: host overhead applies
   p.gpu_busy_ms_per_step = 5;
   p.host_overhead_method = "residual";
   ApplyMeasuredTrials(p, /*batch=*/2, ThreeInferTrials());
   EXPECT_DOUBLE_EQ(*p.step_ms, 22);
-  // img/s and step time describe one thing: batch × 1000 / step, never the last trial's step
-  // next to the trials' mean img/s.
-  EXPECT_DOUBLE_EQ(*p.img_per_s, 2 * 1000.0 / 22);
+  // The trials' img/s, averaged: never the last trial's alone.
+  EXPECT_DOUBLE_EQ(*p.img_per_s, (2000.0 / 20 + 2000.0 / 22 + 2000.0 / 24) / 3);
   EXPECT_DOUBLE_EQ(p.latency->mean_ms, 22);
   EXPECT_DOUBLE_EQ(p.latency->p50_ms, 22);  // mean of 20, 22, 24
   EXPECT_DOUBLE_EQ(p.latency->min_ms, 21);  // mean of 19, 21, 23
@@ -70,14 +71,16 @@ TEST(RepeatTrials, EveryScalarIsTheMeanOverTrialsAndThroughputMatchesTheStep) {
   EXPECT_DOUBLE_EQ(*p.host_overhead_ms_per_step, 17);  // 22 - 5
   ASSERT_EQ(p.repeat.img_per_s_n, 3);
   EXPECT_DOUBLE_EQ(*p.repeat.img_per_s_std,
-                   SampleStd({2000.0 / 20, 2000.0 / 22, 2000.0 / 24}));
+                   PopulationStd({2000.0 / 20, 2000.0 / 22, 2000.0 / 24}));
+  EXPECT_NEAR(*p.repeat.img_per_s_std,
+              SampleStd({2000.0 / 20, 2000.0 / 22, 2000.0 / 24}) * std::sqrt(2.0 / 3), 1e-9);
   for (const char* m : {"step_ms", "latency_p50_ms", "forward_ms", "host_overhead_ms"}) {
     ASSERT_TRUE(p.repeat.metrics.contains(m)) << m;
     EXPECT_EQ(p.repeat.metrics.at(m).n, 3) << m;
   }
-  EXPECT_DOUBLE_EQ(p.repeat.metrics.at("step_ms").std, 2);
-  EXPECT_DOUBLE_EQ(p.repeat.metrics.at("forward_ms").std, 1);
-  EXPECT_DOUBLE_EQ(*Metric(p, "step_ms_std"), 2);
+  EXPECT_DOUBLE_EQ(p.repeat.metrics.at("step_ms").std, std::sqrt(8.0 / 3));  // 20, 22, 24
+  EXPECT_DOUBLE_EQ(p.repeat.metrics.at("forward_ms").std, std::sqrt(2.0 / 3));
+  EXPECT_DOUBLE_EQ(*Metric(p, "step_ms_std"), std::sqrt(8.0 / 3));
 }
 
 TEST(RepeatTrials, OneTrialHasNoRepeatStatistics) {
@@ -101,7 +104,7 @@ TEST(RepeatTrials, TrainingTrialsAverageStepAndDataload) {
   t[1].dataload_ms = 6;
   ApplyMeasuredTrials(p, 8, t);
   EXPECT_DOUBLE_EQ(*p.step_ms, 50);
-  EXPECT_DOUBLE_EQ(*p.img_per_s, 8 * 1000.0 / 50);
+  EXPECT_DOUBLE_EQ(*p.img_per_s, (8000.0 / 40 + 8000.0 / 60) / 2);
   EXPECT_DOUBLE_EQ(*p.dataload_ms, 5);
   EXPECT_DOUBLE_EQ(*p.dataload_frac, 0.1);
   EXPECT_DOUBLE_EQ(*p.host_overhead_ms_per_step, 35);  // 50 - 10 - 5
@@ -118,19 +121,21 @@ TEST(RepeatTrials, SummaryShowsSdAndNAndAgreesWithCompareAfterARoundTrip) {
   auto read = ReadProfileJson(WriteProfileJson(p), "repeat.json");
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(read->repeat.metrics.size(), p.repeat.metrics.size());
-  EXPECT_DOUBLE_EQ(read->repeat.metrics.at("step_ms").std, 2);
+  EXPECT_DOUBLE_EQ(read->repeat.metrics.at("step_ms").std, std::sqrt(8.0 / 3));
+  EXPECT_TRUE(read->repeat.population_std);
   const std::string text = RenderSummaryText(BuildSummary(*read, "repeat.json"));
-  EXPECT_THAT(text, HasSubstr("22.00 ± 2.00 ms (n=3 trials)"));
-  EXPECT_THAT(text, HasSubstr(absl::StrFormat("%.2f ±", 2000.0 / 22)));
+  EXPECT_THAT(text, HasSubstr("22.00 ± 1.63 ms (n=3 trials)"));
+  EXPECT_THAT(text, HasSubstr(absl::StrFormat("%.2f ±", *p.img_per_s)));
   EXPECT_THAT(text, HasSubstr("means of 3 trials"));
-  // compare: ms_per_image × img/s = 1000 on both sides.
+  // compare, as the Python tool: ms_per_image = mean step / batch, img/s = the trials' mean.
   const CompareResult c = Compare(*read, *read, "a", "b");
   double ms_per_image = 0, img_per_s = 0;
   for (const CompareDelta& d : c.deltas) {
     if (d.metric == "ms_per_image") ms_per_image = d.before.value_or(0);
     if (d.metric == "img_per_s") img_per_s = d.before.value_or(0);
   }
-  EXPECT_NEAR(ms_per_image * img_per_s, 1000.0, 1e-9);
+  EXPECT_DOUBLE_EQ(ms_per_image, 11.0);
+  EXPECT_DOUBLE_EQ(img_per_s, *p.img_per_s);
 }
 
 // ---- item 2: profiled window step vs unprofiled step -----------------------------------
