@@ -166,8 +166,11 @@ TEST_F(JobOptions, EveryInferFieldFromTheFlagToProfileJsonAndBack) {
   // source (no flag: the positional; empty = the sample image, as here), images (the client
   // sends a local source inline to a --remote daemon), with_stack (the deprecated alias of
   // with_modules, JobOptionDefaults below; the profile's with_stack is always false).
+  // weights_searched: no flag; the client fills it with where it looked for a bare --weights
+  // (config.weights_searched of a random init: daemon_private_share_test).
   ExpectWalked(walk, *p, ProtoFields(v1::InferSpec::descriptor()),
-               {"InferSpec.source", "InferSpec.images", "ProfilerOptions.with_stack"});
+               {"InferSpec.source", "InferSpec.images", "ProfilerOptions.with_stack",
+                "ModelOptions.weights_searched"});
   EXPECT_EQ(ProfileValue(*p, "config.source"), "\"sample\"");
 }
 
@@ -217,7 +220,8 @@ TEST_F(JobOptions, EveryRunFieldFromTheFlagToProfileJsonAndBack) {
   // (engine_ddp_test and daemon_ddp_test check it on real ranks), so they are walked from the
   // flag to the spec and into the engine's options here.
   ExpectWalked(walk, *p, ProtoFields(v1::RunSpec::descriptor()),
-               {"RunSpec.data", "ProfilerOptions.with_stack", "DataParallelOptions.nproc",
+               {"RunSpec.data", "ProfilerOptions.with_stack", "ModelOptions.weights_searched",
+                "DataParallelOptions.nproc",
                 "DataParallelOptions.devices", "DataParallelOptions.backend",
                 "DataParallelOptions.bucket_cap_mb", "DataParallelOptions.gradient_as_bucket_view",
                 "DataParallelOptions.broadcast_buffers", "DataParallelOptions.timeout_s",
