@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "client/cli/job_flags.h"
+#include "client/cli/python_cli.h"
 #include "common/io/image_extensions.h"
 #include "common/render/terminal_text.h"
 #include "proto/job_spec/job_defaults.h"
@@ -146,11 +147,45 @@ absl::Status LocalWeights(bool remote, v1::ModelOptions* m) {
 
 }  // namespace
 
+std::optional<std::string> PythonSampleImageBeside(const std::string& python_cli) {
+  // <prefix>/bin/libreyolo -> <prefix>/lib/python3.X/{site,dist}-packages/libreyolo/assets/.
+  std::error_code ec;
+  const fs::path lib = fs::path(python_cli).parent_path().parent_path() / "lib";
+  std::vector<fs::path> candidates;
+  for (auto it = fs::directory_iterator(lib, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    if (!absl::StartsWith(it->path().filename().string(), "python3")) continue;
+    for (const char* packages : {"site-packages", "dist-packages"}) {
+      candidates.push_back(it->path() / packages / "libreyolo" / "assets" / "parkour.jpg");
+    }
+  }
+  std::sort(candidates.begin(), candidates.end());
+  for (const fs::path& c : candidates) {
+    if (fs::is_regular_file(c, ec)) return c.lexically_normal().string();
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> PythonSampleImage() {
+  auto cli = FindPythonCli(CurrentPythonCliSearch());
+  if (!cli.ok()) return std::nullopt;
+  std::error_code ec;
+  const fs::path real = fs::canonical(*cli, ec);
+  if (auto found = PythonSampleImageBeside(*cli)) return found;
+  if (!ec) return PythonSampleImageBeside(real.string());
+  return std::nullopt;
+}
+
 absl::StatusOr<v1::SubmitJobRequest> BuildInferRequest(const ParsedArgs& a, bool remote) {
   v1::SubmitJobRequest r;
   v1::InferSpec* s = r.mutable_infer();
   if (auto st = ReadInferSpec(a, s); !st.ok()) return st;
   if (auto st = LocalWeights(remote, s->mutable_model()); !st.ok()) return st;
+  if (s->source().empty() && s->images_size() == 0) {
+    // The default source, as the Python LibreYOLO's: its bundled photograph when it is
+    // installed (else the daemon's generated sample image).
+    if (auto sample = PythonSampleImage()) s->set_source(*sample);
+  }
   if (!s->source().empty()) {
     const std::string src = s->source();
     std::error_code ec;
