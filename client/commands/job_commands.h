@@ -37,6 +37,13 @@ struct JobJsonFields {
   int64_t img_per_s_n = 1;
 };
 
+// Before a `profile run` job's files are fetched into <project>/prof/: what an earlier run of the
+// other shape left there goes, each removal said on `err` ("removed PATH (why)", or a JSON line).
+// A data-parallel run of `world_size` ranks removes rank folders at or past it and a
+// single-device run's files at the top (profile.json, profile_trace*.json, report.html);
+// a single-device run (`world_size` 0) removes every rank folder. Nothing else is touched.
+void RemoveOtherRuns(const std::string& project, int world_size, std::ostream& err, bool json);
+
 // `run`/`infer --json`'s stdout document: `job_id`, `profile_path` first, then the Python tool's
 // keys, then the summary's own keys (a key the fields above set is not repeated).
 std::string WithJobFields(const std::string& summary_json, const JobJsonFields& f);

@@ -65,33 +65,51 @@ bool ShouldCancel(const DaemonSession& session, std::ostream& err, const std::st
   return absl::StartsWithIgnoreCase(absl::StripAsciiWhitespace(answer), "y");
 }
 
-// A data-parallel job's ranks go into <project>/prof/rank<R>/: the folders of ranks past this
-// run's world size, left by an earlier and larger run, would make the folder two runs (the
-// folder reader refuses mixed world sizes), so they go, each said.
+// What one run leaves in <project>/prof/: a single-device run its files at the top, a
+// data-parallel one a folder per rank. Removes `path`, and says so.
+void RemoveAndSay(const std::filesystem::path& path, const std::string& why, std::ostream& err,
+                  bool json) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec) return;
+  if (json) {
+    JsonLine(err, "removed", {{"path", path.string()}});
+  } else {
+    err << "removed " << path.string() << " (" << why << ")\n";
+  }
+}
+
+bool SingleRunFile(const std::string& name) {
+  return name == "profile.json" || name == "report.html" ||
+         (absl::StartsWith(name, "profile_trace") && absl::EndsWith(name, ".json"));
+}
+
+}  // namespace
+
 void RemoveOtherRuns(const std::string& project, int world_size, std::ostream& err, bool json) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path prof = fs::path(project) / "prof";
-  for (const fs::directory_entry& e : fs::directory_iterator(prof, ec)) {
+  std::vector<fs::directory_entry> entries;
+  for (const fs::directory_entry& e : fs::directory_iterator(prof, ec)) entries.push_back(e);
+  std::sort(entries.begin(), entries.end());
+  for (const fs::directory_entry& e : entries) {
     const std::string name = e.path().filename().string();
     int rank = -1;
-    if (!e.is_directory(ec) || !absl::StartsWith(name, "rank") ||
-        !absl::SimpleAtoi(name.substr(4), &rank) || rank < world_size) {
-      continue;
-    }
-    fs::remove_all(e.path(), ec);
-    const std::string what = absl::StrCat("removed ", e.path().string(),
-                                          " (an earlier run's rank; this run has ", world_size,
-                                          ")");
-    if (json) {
-      JsonLine(err, "removed", {{"path", e.path().string()}});
-    } else {
-      err << what << "\n";
+    const bool rank_folder = e.is_directory(ec) && absl::StartsWith(name, "rank") &&
+                             absl::SimpleAtoi(name.substr(4), &rank) && rank >= 0;
+    if (rank_folder && rank >= world_size) {
+      RemoveAndSay(e.path(),
+                   world_size == 0
+                       ? "an earlier data-parallel run's rank; this run is on one device"
+                       : absl::StrCat("an earlier run's rank; this run has ", world_size),
+                   err, json);
+    } else if (world_size > 0 && e.is_regular_file(ec) && SingleRunFile(name)) {
+      RemoveAndSay(e.path(), "an earlier single-device run's; this run's ranks are in rank*/",
+                   err, json);
     }
   }
 }
-
-}  // namespace
 
 namespace {
 
@@ -212,7 +230,9 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   }
   const std::string project = a.ValueOr("project", "runs/profile");
   const bool ranks = jobspec::DataParallelJob(job);
-  if (ranks) RemoveOtherRuns(project, static_cast<int>(jobspec::JobWorldSize(job)), err, json);
+  if (job.kind() == v1::JOB_KIND_RUN) {
+    RemoveOtherRuns(project, ranks ? static_cast<int>(jobspec::JobWorldSize(job)) : 0, err, json);
+  }
   std::string profile_path, trace_path, repeat_path;
   std::vector<std::string> written;
   absl::Status fetch_error;  // the first download that failed; the files before it are kept

@@ -10,12 +10,15 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/cli/job_flags.h"
+#include "client/commands/job_commands.h"
 #include "gtest/gtest.h"
 
 namespace libreyolo::cli {
@@ -82,6 +85,57 @@ TEST_F(DefaultSourceTest, WithoutThePythonToolTheDaemonsSampleImage) {
   // The CLI is there, its package is not (or its assets are gone): the daemon's own sample.
   EXPECT_EQ(PythonSampleImageBeside(cli_), std::nullopt);
   EXPECT_EQ(Build({}).infer().source(), "");
+}
+
+// Issue 36 §6: `profile run --nproc 2` into a project that holds an earlier single-device run
+// (the README's own order of commands) left prof/profile.json beside rank0/ and rank1/; the
+// other way round, rank folders stayed beside a single-device run's files.
+class OtherRunsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/libreyolo_other_runs_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    project_ = tmpl;
+    fs::create_directories(project_ / "prof");
+  }
+  void TearDown() override { fs::remove_all(project_); }
+  void Make(const std::string& rel) {
+    fs::create_directories((project_ / "prof" / rel).parent_path());
+    std::ofstream(project_ / "prof" / rel) << "{}";
+  }
+  std::vector<std::string> Left() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(project_ / "prof")) {
+      if (e.is_regular_file()) out.push_back(fs::relative(e.path(), project_ / "prof").string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  fs::path project_;
+};
+
+TEST_F(OtherRunsTest, ADataParallelRunRemovesASingleRunsFilesAndLargerRanks) {
+  for (const char* f : {"profile.json", "profile_trace.json", "profile_trace.7.json",
+                        "report.html", "notes.txt", "rank0/profile.json", "rank1/profile.json",
+                        "rank2/profile.json"}) {
+    Make(f);
+  }
+  std::ostringstream err;
+  RemoveOtherRuns(project_.string(), 2, err, /*json=*/false);
+  EXPECT_EQ(Left(), (std::vector<std::string>{"notes.txt", "rank0/profile.json",
+                                              "rank1/profile.json"}));
+  EXPECT_NE(err.str().find("prof/profile.json (an earlier single-device run's"),
+            std::string::npos)
+      << err.str();
+  EXPECT_NE(err.str().find("rank2 (an earlier run's rank; this run has 2)"), std::string::npos);
+}
+
+TEST_F(OtherRunsTest, ASingleDeviceRunRemovesEveryRankFolder) {
+  for (const char* f : {"profile.json", "rank0/profile.json", "rank1/profile.json"}) Make(f);
+  std::ostringstream err;
+  RemoveOtherRuns(project_.string(), 0, err, /*json=*/false);
+  EXPECT_EQ(Left(), (std::vector<std::string>{"profile.json"}));
+  EXPECT_NE(err.str().find("this run is on one device"), std::string::npos) << err.str();
 }
 
 }  // namespace
