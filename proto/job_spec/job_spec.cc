@@ -94,9 +94,19 @@ absl::Status Finite(const std::string& field, double v, double lo, double hi) {
 // INVALID_ARGUMENT, checked first so that 8192 is refused as out of bound on every daemon
 // (rpc.md, "Limits"); on the grid but over a limit set below 4096: RESOURCE_EXHAUSTED naming it.
 absl::Status Imgsz(const std::string& field, int64_t v, const JobLimits& l) {
-  if (v < bounds::kImgszMin || v > bounds::kImgszMax || v % bounds::kImgszStep != 0) {
-    return FieldError(field, absl::StrCat(v, " is not a multiple of ", bounds::kImgszStep, " in ",
-                                          bounds::kImgszMin, "..", bounds::kImgszMax));
+  if (v < bounds::kImgszMin || v > bounds::kImgszMax) {
+    return FieldError(field, absl::StrCat(v, " is outside ", bounds::kImgszMin, "..",
+                                          bounds::kImgszMax, " (a multiple of ",
+                                          bounds::kImgszStep, " in that range, e.g. 640)"));
+  }
+  if (v % bounds::kImgszStep != 0) {
+    const int64_t below = v - v % bounds::kImgszStep;
+    const int64_t above = below + bounds::kImgszStep;
+    return FieldError(
+        field, absl::StrCat(v, " is not a multiple of ", bounds::kImgszStep, " (in ",
+                            bounds::kImgszMin, "..", bounds::kImgszMax, "): ",
+                            below >= bounds::kImgszMin ? absl::StrCat(below, " or ") : "",
+                            above <= bounds::kImgszMax ? absl::StrCat(above) : ""));
   }
   if (v > l.max_imgsz) return LimitError(field, v, l.max_imgsz, l.limit_owner, "max_imgsz");
   return absl::OkStatus();

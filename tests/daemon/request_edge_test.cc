@@ -106,7 +106,8 @@ TEST(StartupAndDocs, ImgszAboveTheEnginesBoundIsInvalidWhateverTheLimit) {
   r.mutable_infer()->set_imgsz(8192);
   absl::Status s = ValidateSubmit(r, c, Alice(), &device);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
-  EXPECT_THAT(std::string(s.message()), HasSubstr("8192 is not a multiple of 32 in 32..4096"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("8192 is outside 32..4096 (a multiple of 32 in that range, e.g. 640)"));
   r.mutable_infer()->set_imgsz(2048);  // on the grid, over the limit: the limit is named
   s = ValidateSubmit(r, c, Alice(), &device);
   EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;

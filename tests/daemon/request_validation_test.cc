@@ -134,7 +134,7 @@ TEST(ValidateSubmit, ImgszGridIsTheEnginesWhateverTheLimit) {
   r.mutable_infer()->set_imgsz(6400);
   const absl::Status s = ValidateSubmit(r, c, Tcp(), &device);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_THAT(Message(s), HasSubstr("6400 is not a multiple of 32 in 32..4096"));
+  EXPECT_THAT(Message(s), HasSubstr("6400 is outside 32..4096 (a multiple of 32 in that range, e.g. 640)"));
   r.mutable_infer()->set_imgsz(4096);
   EXPECT_TRUE(ValidateSubmit(r, c, Tcp(), &device).ok());
   // The engine tool validates with no daemon limits: the same grid.
