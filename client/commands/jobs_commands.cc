@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -221,12 +222,13 @@ int JobsDownload(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   }
   const std::string project = a.ValueOr("project", "runs/profile");
   InstallInterruptFlag();  // Ctrl-C ends the download in flight and removes its temp file
+  std::map<std::string, std::string> fetched;  // identical artifacts: one download, links
   for (const v1::Artifact& art : job.artifacts()) {
     // GetJobRecord checked every name (CheckJobAnswer) before the first file is written.
     auto dest_or = ArtifactDestination(project, job, art.name());
     if (!dest_or.ok()) return FailStatus(err, "jobs download", dest_or.status());
     const std::string& dest = *dest_or;
-    auto got = DownloadArtifact(c, job.id(), art.name(), dest);
+    auto got = FetchArtifact(c, job.id(), art, dest, &fetched);
     if (!got.ok() && Interrupted()) {
       return Fail(err, "jobs download", kExitInterrupted,
                   absl::StrCat("interrupted: ", art.name(),

@@ -6,6 +6,7 @@
 #include <set>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -236,12 +237,13 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   std::string profile_path, trace_path, repeat_path;
   std::vector<std::string> written;
   absl::Status fetch_error;  // the first download that failed; the files before it are kept
+  std::map<std::string, std::string> fetched;  // identical artifacts: one download, links
   for (const v1::Artifact& art : job.artifacts()) {
     // WatchJob checked the job's names (CheckJobAnswer): nothing here lands outside project.
     auto dest_or = ArtifactDestination(project, job, art.name());
     if (!dest_or.ok()) return FailJobStatus(err, cmd, dest_or.status(), json);
     const std::string& dest = *dest_or;
-    auto got = DownloadArtifact(c, job.id(), art.name(), dest);
+    auto got = FetchArtifact(c, job.id(), art, dest, &fetched);
     if (!got.ok()) {
       fetch_error = got.status();
       break;

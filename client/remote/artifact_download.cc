@@ -164,4 +164,30 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
   return got.bytes;
 }
 
+absl::StatusOr<int64_t> FetchArtifact(DaemonConnection& c, const std::string& job_id,
+                                      const v1::Artifact& artifact, const std::string& dest,
+                                      std::map<std::string, std::string>* fetched) {
+  const std::string key = absl::StrCat(artifact.sha256(), "/", artifact.size_bytes());
+  auto same = artifact.sha256().empty() ? fetched->end() : fetched->find(key);
+  if (same != fetched->end() && IsPlainArtifactName(artifact.name())) {
+    // Linked under a temp name, then renamed: `dest` is never half there.
+    std::error_code ec;
+    fs::create_directories(fs::path(dest).parent_path(), ec);
+    const std::string tmp = TempPathBeside(dest);
+    fs::create_hard_link(same->second, tmp, ec);
+    if (ec) {
+      ec.clear();
+      fs::copy_file(same->second, tmp, fs::copy_options::overwrite_existing, ec);
+    }
+    if (!ec) {
+      fs::rename(tmp, dest, ec);
+      if (!ec) return artifact.size_bytes();
+    }
+    fs::remove(tmp, ec);  // fall through: download it after all
+  }
+  auto got = DownloadArtifact(c, job_id, artifact.name(), dest);
+  if (got.ok() && !artifact.sha256().empty()) fetched->emplace(key, dest);
+  return got;
+}
+
 }  // namespace libreyolo::cli

@@ -5,6 +5,7 @@
 #define LIBREYOLO_CLIENT_REMOTE_ARTIFACT_DOWNLOAD_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -16,6 +17,14 @@ namespace libreyolo::cli {
 // artifact name (common/job/names.h): INVALID_ARGUMENT otherwise, before anything is asked.
 absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string& job_id,
                                          const std::string& name, const std::string& dest);
+
+// One of a job's artifacts into `dest`, as DownloadArtifact, except that an artifact whose size
+// and SHA-256 equal one this job fetch already wrote (`fetched`: "<sha256>/<size>" -> its path;
+// a run's last cycle trace is also its profile_trace.json) becomes a hard link to that file (a
+// copy where links fail), not a second download of the same bytes. Records what it wrote.
+absl::StatusOr<int64_t> FetchArtifact(DaemonConnection& c, const std::string& job_id,
+                                      const v1::Artifact& artifact, const std::string& dest,
+                                      std::map<std::string, std::string>* fetched);
 
 // Told before each attempt at an artifact (`received`: the offset it starts from) and after each
 // chunk written (`received`: the bytes so far). None by default; a test binary sets one to break

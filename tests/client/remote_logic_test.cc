@@ -13,6 +13,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -396,6 +397,32 @@ TEST_F(RemoteLogicTest, ADownloadRemovesTheTempFileAKilledOneLeft) {
   EXPECT_TRUE(fs::exists(other_file));  // another file's temp: not this download's to judge
   EXPECT_TRUE(fs::exists(live));        // its writer (this process) is alive
   EXPECT_EQ(ReadAll(dest), "hello world");
+}
+
+// Issue 36 §6: a run's last cycle trace is also its profile_trace.json: the same bytes are
+// downloaded once, the second name a hard link to the first.
+TEST_F(RemoteLogicTest, IdenticalArtifactsAreDownloadedOnceAndLinked) {
+  EXPECT_CALL(*stub_, ReadArtifactRaw(_, ArtifactAt("profile_trace.12.json", 0)))
+      .WillOnce(Return(Stream<v1::ArtifactChunk>(
+          {Chunk(0, "hello "), Chunk(6, "world", /*last=*/true, kHelloSha)})));
+  EXPECT_CALL(*stub_, ReadArtifactRaw(_, ArtifactAt("profile_trace.json", 0))).Times(0);
+  std::map<std::string, std::string> fetched;
+  v1::Artifact cycle, trace;
+  for (auto [a, name] : {std::pair{&cycle, "profile_trace.12.json"},
+                         std::pair{&trace, "profile_trace.json"}}) {
+    a->set_name(name);
+    a->set_size_bytes(11);
+    a->set_sha256(kHelloSha);
+  }
+  const fs::path first = dir_ / "prof" / "profile_trace.12.json";
+  const fs::path second = dir_ / "prof" / "profile_trace.json";
+  ASSERT_TRUE(FetchArtifact(*connection_, kJob, cycle, first.string(), &fetched).ok());
+  auto got = FetchArtifact(*connection_, kJob, trace, second.string(), &fetched);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, 11);
+  EXPECT_EQ(ReadAll(second), "hello world");
+  EXPECT_TRUE(fs::equivalent(first, second));  // one file, two names
+  EXPECT_EQ(FilesIn(dir_ / "prof").size(), 2u);  // no temp left
 }
 
 // A broken download resumes from the bytes already received, not from the start.
