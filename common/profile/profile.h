@@ -150,6 +150,10 @@ struct Profile {
   std::optional<std::string> launches_source;  // "runtime" | "kernels"
   OptDouble ops_per_step;
   OptDouble flops_per_step, achieved_tflops;
+  // The convolutions and matrix products of the window that carry no FLOP count, by op name
+  // (common/trace/flop_formulas.h: an op with no formula, or whose inputs were not recorded, and
+  // no count on the ops around or inside it). Non-empty: flops_per_step is a lower bound.
+  std::vector<std::string> flops_uncounted_ops;
   OptDouble self_cpu_total_ms_per_step, self_device_total_ms_per_step;
   std::optional<int64_t> batch;  // from config, where known
 
@@ -190,6 +194,11 @@ struct Profile {
 inline OptDouble ProfiledStepMs(const Profile& p) {
   if (!p.window_wall_ms.has_value() || p.real_steps.value_or(0) <= 0) return std::nullopt;
   return *p.window_wall_ms / static_cast<double>(*p.real_steps);
+}
+
+// Whether flops_per_step is only a lower bound: some FLOP-bearing op was not counted.
+inline bool FlopsAreLowerBound(const Profile& p) {
+  return p.flops_per_step.has_value() && !p.flops_uncounted_ops.empty();
 }
 
 inline constexpr char kOurToolName[] = "libreyolo-profiler";

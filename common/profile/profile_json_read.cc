@@ -303,6 +303,11 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
   p.ops = ReadOpRows(r, r.Array(doc, "ops"), "ops.");
   p.ops_by_input_shape = ReadOpRows(r, r.Array(doc, "ops_by_input_shape"), "ops_by_input_shape.");
   p.has_input_shapes = r.Bool(doc, "has_input_shapes").value_or(!p.ops_by_input_shape.empty());
+  if (const Value* uncounted = r.Array(doc, "flops_uncounted_ops")) {
+    for (const Value& v : uncounted->GetArray()) {
+      if (v.IsString()) p.flops_uncounted_ops.emplace_back(v.GetString(), v.GetStringLength());
+    }
+  }
 
   if (const Value* lat = r.Object(doc, "latency")) {
     Latency l;

@@ -145,6 +145,11 @@ std::string WriteProfileJson(const Profile& p) {
   w.Key("ops");
   WriteOpRows(w, p.ops);
   w.Field("has_input_shapes", p.has_input_shapes);
+  if (!p.flops_uncounted_ops.empty()) {
+    w.Key("flops_uncounted_ops").BeginArray();
+    for (const std::string& op : p.flops_uncounted_ops) w.String(op);
+    w.EndArray();
+  }
   if (!p.ops_by_input_shape.empty()) {
     w.Key("ops_by_input_shape");
     WriteOpRows(w, p.ops_by_input_shape);

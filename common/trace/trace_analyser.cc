@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <set>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -14,6 +16,7 @@
 #include "common/analysis/verdict.h"
 #include "common/profile/metric_table.h"
 #include "common/trace/event_tree.h"
+#include "common/trace/flop_formulas.h"
 #include "common/trace/trace_reader.h"
 #include "common/trace/trace_window.h"
 
@@ -175,6 +178,7 @@ class Analyser {
     KernelMetrics(p);
     RuntimeMetrics(p);
     OpMetrics(p);
+    UncountedFlopOps(p);
     PhaseMetrics(p);
     MemoryMetrics(p);
 
@@ -558,6 +562,38 @@ class Analyser {
       for (auto& [key, agg] : by_shape) flat.emplace(k++, agg);
       p.ops_by_input_shape = OpRows(flat);
     }
+  }
+
+  // The FLOP-bearing ops (flop_formulas.h) that carry no count and sit in no counted chain
+  // (no count on an op around or inside them): the total lacks them, so it is a lower bound.
+  // A traced graph's aten::_convolution in a torch.profiler trace is one (LibTorch counts
+  // aten::conv2d only); our collectors count it.
+  void UncountedFlopOps(Profile& p) {
+    if (!p.flops_per_step.has_value()) return;  // no FLOPs recorded: no total to qualify
+    const size_t n = ev_.size();
+    auto counted = [&](size_t i) {
+      return ev_[i].cls == EventClass::kCpuOp && t_.FlopsOf(ev_[i]) >= 0;
+    };
+    std::vector<uint8_t> above(n, 0), below(n, 0);  // a counted op around it / inside it
+    // Parents first, then children first.
+    for (const uint32_t i : tree_.order) {
+      const int32_t par = tree_.parent[i];
+      if (par >= 0) above[i] = above[static_cast<size_t>(par)] || counted(static_cast<size_t>(par));
+    }
+    for (auto it = tree_.order.rbegin(); it != tree_.order.rend(); ++it) {
+      const int32_t par = tree_.parent[*it];
+      if (par >= 0 && (below[*it] || counted(*it))) below[static_cast<size_t>(par)] = 1;
+    }
+    absl::flat_hash_map<uint32_t, bool> bearing;  // per interned name
+    std::set<std::string> names;
+    for (const uint32_t i : tree_.order) {
+      const TraceEvent& e = ev_[i];
+      if (e.cls != EventClass::kCpuOp || counted(i) || above[i] || below[i]) continue;
+      auto [it, fresh] = bearing.try_emplace(e.name, false);
+      if (fresh) it->second = IsFlopBearingOp(t_.strings.Get(e.name));
+      if (it->second) names.insert(std::string(t_.strings.Get(e.name)));
+    }
+    p.flops_uncounted_ops.assign(names.begin(), names.end());
   }
 
   std::vector<OpRow> OpRows(const absl::flat_hash_map<uint32_t, OpAgg>& aggs) const {

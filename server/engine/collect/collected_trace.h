@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/trace/flop_formulas.h"
+
 namespace libreyolo::engine {
 
 enum class CollectedKind : uint8_t {
@@ -28,6 +30,9 @@ struct CollectedEvent {
   int device_index = -1;
   std::string input_dims_json;         // "[[1, 3, 640, 640], [16, 3, 3, 3], ...]"
   std::optional<double> flops;
+  // kCpuOp of the FLOP formula table (common/trace/flop_formulas.h): its inputs as the formulas
+  // read them, turned into `flops` by AttributeFlops (flop_attribution.h) and dropped there.
+  std::vector<FlopArg> flop_args;
   int64_t bytes = 0;                   // kMemory
   int device_type = 0;                 // kMemory: 0 CPU, 1 CUDA
   std::optional<int64_t> correlation;  // links a kernel to its launch call

@@ -1,5 +1,6 @@
 #include "server/engine/collect/op_collector.h"
 
+#include <ATen/core/function_schema.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
@@ -24,6 +25,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/trace/chrome_trace_writer.h"
+#include "common/trace/flop_formulas.h"
+#include "server/engine/collect/flop_attribution.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -54,7 +57,9 @@ int64_t RealtimeMinusMonotonicNs() {
 }
 
 enum class RecordKind : uint8_t { kOp, kRange };
-enum class FlopsState : uint8_t { kUnknown, kCounted, kNotCounted };
+// Per op name: not yet seen, counted by LibTorch (computeFlops: add, mul ...), not counted, or
+// one of our formula table's (common/trace/flop_formulas.h: its inputs kept as FlopArgs).
+enum class FlopsState : uint8_t { kUnknown, kCounted, kNotCounted, kOurs };
 
 struct OpRecord {
   int64_t start_ns = 0;
@@ -64,7 +69,7 @@ struct OpRecord {
   uint32_t name = 0;          // index into ThreadBuffer::names
   uint32_t dims_offset = 0;   // into ThreadBuffer::dims: per input, its rank then its sizes (-1:
   uint32_t dims_inputs = 0;   // not a tensor)
-  int32_t flops_args = -1;    // into ThreadBuffer::flops_args
+  int32_t flops_args = -1;    // into ThreadBuffer::flops_args (or ::flop_args for kOurs)
   int32_t input_type = -1;    // a collective range's dtype: index into ThreadBuffer::names
   RecordKind kind = RecordKind::kOp;
 };
@@ -98,6 +103,7 @@ struct ThreadBuffer {
   std::array<NameSlot, kNameSlots> name_cache{};
   std::vector<int64_t> dims;
   std::vector<std::unordered_map<std::string, c10::IValue>> flops_args;
+  std::vector<std::vector<FlopArg>> flop_args;  // the formula table's ops
   std::mutex mu;  // taken by the owner per record and by Stop: uncontended while collecting
 };
 
@@ -169,6 +175,43 @@ std::unordered_map<std::string, c10::IValue> FlopsArgs(const at::RecordFunction&
   }
 }
 
+// The inputs of a formula-table op as the formulas read them: sizes, ints, bools, strings.
+// The TorchScript interpreter hands a boxed op its whole stack (the dispatcher's callBoxed
+// records `stack` as the inputs): the op's own arguments are the last ones, as its schema counts
+// them.
+std::vector<FlopArg> OurFlopArgs(const at::RecordFunction& fn) {
+  std::vector<FlopArg> out;
+  try {
+    c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+    if (const auto schema = fn.operator_schema(); schema.has_value()) {
+      const size_t n = schema->arguments().size();
+      if (inputs.size() > n) inputs = inputs.slice(inputs.size() - n);
+    }
+    for (const c10::IValue& v : inputs) {
+      if (v.isTensor() && v.toTensor().defined()) {
+        const auto sizes = v.toTensor().sizes();  // throws for symbolic sizes
+        out.push_back(FlopArg::Tensor({sizes.begin(), sizes.end()}));
+      } else if (v.isInt()) {
+        out.push_back(FlopArg::Ints({v.toInt()}));
+      } else if (v.isIntList()) {
+        out.push_back(FlopArg::Ints(v.toIntVector()));
+      } else if (v.isBool()) {
+        out.push_back(FlopArg::Bools({v.toBool()}));
+      } else if (v.isBoolList()) {
+        const auto list = v.toBoolList();
+        out.push_back(FlopArg::Bools({list.begin(), list.end()}));
+      } else if (v.isString()) {
+        out.push_back(FlopArg::String(v.toStringRef()));
+      } else {
+        out.push_back(FlopArg::None());
+      }
+    }
+  } catch (const std::exception&) {
+    return {};  // no count for this op: the ops it dispatches to are tried instead
+  }
+  return out;
+}
+
 // Per input, its rank then its sizes (-1: not a tensor, 0: undefined) into b.dims.
 void RecordInputDims(ThreadBuffer& b, const at::RecordFunction& fn, OpRecord& r) {
   r.dims_offset = static_cast<uint32_t>(b.dims.size());
@@ -233,7 +276,17 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
     r.fwd_thread = fn.forwardThreadId();
     if (fn.needsInputs()) {
       if (o.record_shapes) RecordInputDims(b, fn, r);
-      if (o.with_flops && b.flops_state[r.name] != FlopsState::kNotCounted) {
+      if (o.with_flops && b.flops_state[r.name] == FlopsState::kUnknown &&
+          ClassifyFlopOp(b.names[r.name]) == FlopOpClass::kFormula) {
+        b.flops_state[r.name] = FlopsState::kOurs;
+      }
+      if (o.with_flops && b.flops_state[r.name] == FlopsState::kOurs) {
+        lock.unlock();  // no lock held over LibTorch's code
+        auto args = OurFlopArgs(fn);
+        lock.lock();
+        r.flops_args = static_cast<int32_t>(b.flop_args.size());
+        b.flop_args.push_back(std::move(args));
+      } else if (o.with_flops && b.flops_state[r.name] != FlopsState::kNotCounted) {
         lock.unlock();  // saveExtraArgs builds IValues: no lock held over LibTorch's code
         auto args = FlopsArgs(fn);
         lock.lock();
@@ -466,7 +519,9 @@ absl::StatusOr<CollectedTrace> OpCollector::Stop() {
         const std::string& type = b->names[static_cast<size_t>(r.input_type)];
         e.extra_args_json = absl::StrCat("\"Input type\": [", JsonQuote(type), "]");
       }
-      if (r.flops_args >= 0) {
+      if (r.flops_args >= 0 && b->flops_state[r.name] == FlopsState::kOurs) {
+        e.flop_args = std::move(b->flop_args[static_cast<size_t>(r.flops_args)]);
+      } else if (r.flops_args >= 0) {
         try {
           const uint64_t flops = impl::computeFlops(
               e.name, b->flops_args[static_cast<size_t>(r.flops_args)]);
@@ -493,6 +548,7 @@ absl::StatusOr<CollectedTrace> OpCollector::Stop() {
     out.notes.push_back(absl::StrCat("op collector: ", still_open,
                                      " record(s) still open at Stop were dropped"));
   }
+  AttributeFlops(out);
   return out;
 }
 

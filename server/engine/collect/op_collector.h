@@ -16,9 +16,12 @@
 //   allocation, no hash of the name);
 // - one clock (CLOCK_MONOTONIC) for every timestamp, moved to the CPU clock of the trace
 //   (CLOCK_REALTIME, what LibTorch and the CUPTI collector report) once, at Stop;
-// - input shapes stored as raw sizes and formatted at Stop; FLOPs: the few ops LibTorch counts
-//   keep the arguments it needs (torch::profiler::impl::saveExtraArgs) and are counted at Stop
-//   (computeFlops), every other op name is tried once and skipped after;
+// - input shapes stored as raw sizes and formatted at Stop; FLOPs: the convolutions and matrix
+//   products of our formula table (common/trace/flop_formulas.h, any aten entry point) keep
+//   their inputs' sizes and scalar arguments and are counted at Stop, once per chain
+//   (flop_attribution.h); the other ops LibTorch counts (add, mul) keep the arguments it needs
+//   (torch::profiler::impl::saveExtraArgs) and are counted at Stop (computeFlops); every other
+//   op name is tried once and skipped after;
 // - allocations reported through c10's memory reporting hook, the slot LibTorch's profiler
 //   uses (so the two are never both recording memory on one thread).
 #ifndef LIBREYOLO_SERVER_ENGINE_COLLECT_OP_COLLECTOR_H_
@@ -38,7 +41,7 @@ namespace libreyolo::engine {
 struct OpCollectorOptions {
   bool record_shapes = false;   // each op's input sizes (the trace's "Input Dims")
   bool profile_memory = false;  // [memory] events: every allocation and free, CPU and CUDA
-  bool with_flops = false;      // FLOPs of the ops LibTorch counts (conv, mm, addmm, mul, add, ...)
+  bool with_flops = false;      // FLOPs: convolutions and matrix products (ours), add, mul ...
   int64_t reserve_per_thread = 1 << 15;  // records preallocated per thread
 };
 

@@ -1,5 +1,6 @@
 #include "server/engine/collect/torch_profiler.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <sys/syscall.h>
@@ -17,6 +18,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/trace/flop_formulas.h"
+#include "server/engine/collect/flop_attribution.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -70,6 +73,43 @@ uint64_t OsThread(const ThreadMap& map, uint64_t torch_thread) {
   return it == map.end() ? torch_thread : it->second;
 }
 
+// A formula-table op's inputs as LibTorch recorded them: shapes for the tensors, the concrete
+// inputs (ints, int lists, bools, strings) for the rest. Without concrete inputs (LibTorch
+// records them unless told not to) the formulas find no stride and count nothing.
+std::vector<FlopArg> FlopArgsOf(const tp::KinetoEvent& e) {
+  std::vector<FlopArg> out;
+  if (!e.hasShapes()) return out;
+  auto shapes = e.shapes();
+  auto concrete = e.hasConcreteInputs() ? e.concreteInputs() : c10::ArrayRef<c10::IValue>();
+  // A TorchScript graph's ops record the interpreter's whole stack as their inputs (the
+  // dispatcher's callBoxed): their own arguments are the last ones, as the schema counts them.
+  if (const auto op = c10::Dispatcher::singleton().findSchema({e.name(), e.overload_name()})) {
+    const size_t n = op->schema().arguments().size();
+    if (shapes.size() > n) shapes = shapes.slice(shapes.size() - n);
+    if (concrete.size() > n) concrete = concrete.slice(concrete.size() - n);
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const c10::IValue* v = i < concrete.size() ? &concrete[i] : nullptr;
+    if (!shapes[i].empty()) {
+      out.push_back(FlopArg::Tensor(shapes[i]));
+    } else if (v != nullptr && v->isInt()) {
+      out.push_back(FlopArg::Ints({v->toInt()}));
+    } else if (v != nullptr && v->isIntList()) {
+      out.push_back(FlopArg::Ints(v->toIntVector()));
+    } else if (v != nullptr && v->isBool()) {
+      out.push_back(FlopArg::Bools({v->toBool()}));
+    } else if (v != nullptr && v->isBoolList()) {
+      const auto list = v->toBoolList();
+      out.push_back(FlopArg::Bools({list.begin(), list.end()}));
+    } else if (v != nullptr && v->isString()) {
+      out.push_back(FlopArg::String(v->toStringRef()));
+    } else {
+      out.push_back(FlopArg::None());
+    }
+  }
+  return out;
+}
+
 CollectedEvent Convert(const tp::KinetoEvent& e, const ThreadMap& threads) {
   CollectedEvent c;
   c.name = e.name();
@@ -107,6 +147,9 @@ CollectedEvent Convert(const tp::KinetoEvent& e, const ThreadMap& threads) {
   }
   c.input_dims_json = ShapesJson(e);
   if (e.flops() > 0) c.flops = static_cast<double>(e.flops());
+  if (c.kind == CollectedKind::kCpuOp && ClassifyFlopOp(c.name) == FlopOpClass::kFormula) {
+    c.flop_args = FlopArgsOf(e);
+  }
   return c;
 }
 
@@ -131,6 +174,7 @@ absl::StatusOr<std::unique_ptr<TorchProfiler>> TorchProfiler::Start(const TorchP
   }
   p->running_ = true;
   p->cuda_ = o.cuda;
+  p->with_flops_ = o.with_flops && o.record_shapes;
   p->kineto_trace_path_ = o.kineto_trace_path;
   return p;
 }
@@ -193,6 +237,7 @@ absl::StatusOr<CollectedTrace> TorchProfiler::Stop() {
     }
     trace.events.reserve(result->events().size());
     for (const tp::KinetoEvent& e : result->events()) trace.events.push_back(Convert(e, threads));
+    if (with_flops_) AttributeFlops(trace);
     if (!kineto_trace_path_.empty()) {
       // LibTorch's save reports nothing when it cannot write: check that the file is there.
       std::remove(kineto_trace_path_.c_str());

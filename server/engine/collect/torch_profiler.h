@@ -63,6 +63,7 @@ class TorchProfiler {
   TorchProfiler() = default;
   bool running_ = false;
   bool cuda_ = false;
+  bool with_flops_ = false;  // our FLOP formulas over the recorded shapes (flop_attribution.h)
   bool paused_ = false;
   bool record_function_was_enabled_ = true;
   std::shared_ptr<c10::DebugInfoBase> paused_reporter_;  // the session's memory reporter while paused
