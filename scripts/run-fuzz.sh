@@ -50,7 +50,7 @@ cmake -S "${root}" -B "${build}" -G Ninja \
   -DLIBREYOLO_BUILD_BENCH=OFF \
   -DLIBREYOLO_PYTHON_ENV="$(bash "${root}/scripts/python-env.sh")"
 cmake --build "${build}" -j "${jobs}" --target trace_reader_fuzzer profile_json_fuzzer \
-  checkpoint_fuzzer
+  checkpoint_fuzzer kineto_ipc_fuzzer
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/libreyolo-fuzz.XXXXXX")"
 failed=0
@@ -109,6 +109,7 @@ run_target() {
 run_target trace_reader_fuzzer trace 30000
 run_target profile_json_fuzzer profile 150000
 run_target checkpoint_fuzzer checkpoint 200000 checkpoint.dict
+run_target kineto_ipc_fuzzer kineto_ipc 5000000 kineto_ipc.dict
 
 echo "=== summary"
 printf '  %s\n' "${summary[@]}"

@@ -5,6 +5,7 @@
 #include "client/cli/exit_codes.h"
 #include "client/cli/python_cli.h"
 #include "client/cli/suggest.h"
+#include "client/commands/attach_command.h"
 #include "client/commands/job_commands.h"
 #include "client/commands/reader_commands.h"
 #include "common/render/terminal_text.h"
@@ -22,6 +23,8 @@ std::string ProfileGroupHelp() {
   for (const JobCommand& c : ProfileJobCommands()) {
     absl::StrAppendFormat(&out, "  %-9s %s\n", c.spec.name, c.spec.summary);
   }
+  absl::StrAppendFormat(&out, "  %-9s %s\n", AttachCommand().spec.name,
+                        AttachCommand().spec.summary);
   for (const ReaderCommand& c : ReaderCommands()) {
     absl::StrAppendFormat(&out, "  %-9s %s\n", c.spec.name, c.spec.summary);
   }
@@ -128,8 +131,12 @@ int RunProfileGroup(const std::vector<std::string>& args, std::ostream& out,
     if (c.spec.name != sub) continue;
     return RunSubcommand(kProgram, c.spec, c.run, rest, out, err);
   }
+  if (sub == AttachCommand().spec.name) {
+    return RunSubcommand(kProgram, AttachCommand().spec, AttachCommand().run, rest, out, err);
+  }
   std::vector<std::string> names;
   AddNames(ProfileJobCommands(), &names);
+  names.push_back(AttachCommand().spec.name);
   AddNames(ReaderCommands(), &names);
   err << kProgram << ": error: unknown subcommand '" << sub << "'." << DidYouMean(sub, names)
       << " Run 'libreyolo profile' for the list.\n";

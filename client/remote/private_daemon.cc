@@ -202,6 +202,8 @@ absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire() {
       // (each slot's worker starts at its first job).
       "--cpu-slots", absl::StrCat(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8)),
       "--lease-dir", paths.leases,
+      // `profile attach --env`: this user's Kineto socket directory, beside the daemon's socket.
+      "--attach-dir", (fs::path(paths.runtime_dir) / "attach").string(),
   };
   const pid_t pid = ::fork();
   if (pid < 0) return absl::InternalError("fork failed: cannot start libreyolod");

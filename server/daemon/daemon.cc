@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/daemon/attach/attach_endpoint.h"
 #include "server/daemon/jobs/job_manager.h"
 #include "server/daemon/rpc/profiler_service.h"
 #include "server/daemon/rpc/prometheus.h"
@@ -107,6 +108,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   if (auto s = d->jobs_->Recover(warnings); !s.ok()) return s;
   d->service_ = std::make_unique<ProfilerServiceImpl>(*d->live_, d->auth_.get(), d->jobs_.get(),
                                                       d->store_.get());
+  if (!c.attach_dir.empty() || c.attach_dynolog_compat) {  // issue 37: Kineto's endpoint
+    attach::AttachEndpointOptions attach_options;
+    attach_options.socket_root = c.attach_dir;
+    attach_options.abstract_name = c.attach_dynolog_compat;
+    auto attach = attach::AttachEndpoint::Start(std::move(attach_options), warnings);
+    if (!attach.ok()) return attach.status();
+    d->attach_ = *std::move(attach);
+    d->service_->set_attach(d->attach_.get());
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -224,6 +234,7 @@ void Daemon::Shutdown() {
                                             : config_.drain_timeout_s));
   }
   if (runner_) runner_->StopWorkers();  // idle after the drain
+  if (attach_) attach_->Stop();
   for (auto& l : own_listeners_) l->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   {
@@ -256,7 +267,9 @@ absl::Status Daemon::Reload(const DaemonConfig& loaded, std::vector<std::string>
 
 int64_t Daemon::drain_timeout_s() const { return live_->Get()->drain_timeout_s; }
 
-bool Daemon::Busy() const { return jobs_ != nullptr && jobs_->Busy(); }
+bool Daemon::Busy() const {
+  return (jobs_ != nullptr && jobs_->Busy()) || (attach_ != nullptr && attach_->KeepsDaemon());
+}
 
 Daemon::~Daemon() { Shutdown(); }
 

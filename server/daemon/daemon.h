@@ -21,6 +21,9 @@ class Server;
 
 namespace libreyolo::daemon {
 
+namespace attach {
+class AttachEndpoint;
+}
 class Authenticator;
 class DirLock;
 class EngineRunner;
@@ -59,7 +62,8 @@ class Daemon {
   const DaemonConfig& config() const { return config_; }
   // The drain timeout in force (SIGHUP may have changed it).
   int64_t drain_timeout_s() const;
-  // Whether a job is queued or running.
+  // Whether a job is queued or running, or the attach endpoint has a process polling (or a user
+  // who just asked for its environment): a daemon that stops when idle keeps serving then.
   bool Busy() const;
 
  private:
@@ -74,6 +78,7 @@ class Daemon {
   std::unique_ptr<EngineRunner> runner_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<ProfilerServiceImpl> service_;
+  std::unique_ptr<attach::AttachEndpoint> attach_;  // Kineto's on-demand endpoint (issue 37)
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<ConnectionGate> gate_;  // before the listeners: they use it until Stop()
   std::vector<std::unique_ptr<OwnListener>> own_listeners_;  // the Unix socket, plaintext TCP

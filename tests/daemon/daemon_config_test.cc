@@ -380,14 +380,15 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
     DaemonConfig c;
     std::vector<std::string> args = {name};
     if (name != "--help" && name != "--insecure-tcp" && name != "--allow-local-paths" &&
-        name != "--require-client-cert") {
+        name != "--require-client-cert" && name != "--attach-dynolog-compat") {
       args.push_back(name == "--unix-socket-mode" ? "600" : "1");
     }
     EXPECT_TRUE(ApplyDaemonFlags(args, &c).ok()) << name;
   }
   // With --worker-binary, --connection-idle-timeout, --handshake-timeout, --cpu-slots and the
-  // per-user caps of reads and downloads (--max-reads, --max-downloads and their _per_user).
-  EXPECT_EQ(documented, 49);
+  // per-user caps of reads and downloads (--max-reads, --max-downloads and their _per_user), and
+  // issue 37's --attach-dir and --attach-dynolog-compat.
+  EXPECT_EQ(documented, 51);
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {

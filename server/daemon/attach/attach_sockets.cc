@@ -77,27 +77,28 @@ absl::StatusOr<sockaddr_un> PathAddress(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::string> EnsureUserDir(const std::string& root, uid_t uid) {
-  const uid_t self = ::geteuid();
-  if (self != 0 && self != uid) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("libreyolod runs as uid ", self,
-                     " and can make processes attachable only for its own "
-                     "user, not for uid ",
-                     uid,
-                     ": run the shared daemon as root (docs/deploy.md, "
-                     "\"Attach\"), or use your private daemon (no --remote)"));
-  }
   if (absl::Status s = EnsureRoot(root); !s.ok()) return s;
   const std::string dir = absl::StrCat(root, "/", uid);
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Errno("cannot create", dir, errno);
-  }
+  const bool made = ::mkdir(dir.c_str(), 0700) == 0;
+  if (!made && errno != EEXIST) return Errno("cannot create", dir, errno);
   Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) return Errno("cannot open the directory", dir, errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Errno("cannot read", dir, errno);
   if (st.st_uid != uid && ::fchown(fd.get(), uid, static_cast<gid_t>(-1)) != 0) {
-    return Errno(absl::StrCat("cannot give uid ", uid, " the directory"), dir, errno);
+    const int err = errno;
+    if (made) ::rmdir(dir.c_str());
+    if (err == EPERM) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "libreyolod runs as uid ", ::geteuid(),
+          " and can make processes attachable only for "
+          "its own user, not for uid ",
+          uid,
+          ": run the shared daemon as root or give it "
+          "CAP_CHOWN and CAP_DAC_OVERRIDE (docs/deploy.md, \"Attach\"), or use your private "
+          "daemon (no --remote)"));
+    }
+    return Errno(absl::StrCat("cannot give uid ", uid, " the directory"), dir, err);
   }
   if ((st.st_mode & 07777) != 0700 && ::fchmod(fd.get(), 0700) != 0) {
     return Errno("cannot chmod 0700", dir, errno);

@@ -23,9 +23,9 @@ inline constexpr char kDaemonSocketName[] = "dynolog";
 
 // `<root>/<uid>`, created when missing: `root` as a directory of the daemon's user not
 // writable by others (0755 so users can reach their own directory in it), the user's
-// directory owned by `uid` (and its primary group) with mode 0700. A daemon that is neither
-// root nor `uid` cannot give another user a directory: FAILED_PRECONDITION saying so. An
-// existing directory of the wrong owner or mode is repaired when it can be, refused when not.
+// directory owned by `uid` with mode 0700. A daemon that cannot chown (neither root nor holding
+// CAP_CHOWN) cannot give another user a directory: FAILED_PRECONDITION saying so. An existing
+// directory of the wrong owner or mode is repaired when it can be, refused when not.
 absl::StatusOr<std::string> EnsureUserDir(const std::string& root, uid_t uid);
 
 // Binds `<dir>/dynolog` (a stale socket there is replaced), mode 0666 inside the 0700

@@ -116,6 +116,14 @@ struct DaemonConfig {
   // the one installed beside this daemon's binary (or, in a build tree, server/worker/'s);
   // FindWorkerExecutable in server/daemon/workers/engine_worker.h.
   std::string worker_binary;
+  // `libreyolo profile attach` (issue 37): Kineto's daemon socket for each Unix user who asks,
+  // <attach_dir>/<uid>/dynolog in a directory of that user's (mode 0700), bound again at
+  // start-up for the users already there. "" = no attach endpoint.
+  std::string attach_dir = "/run/libreyolod/attach";
+  // Also bind Kineto's default abstract address `\0dynolog\0` (dynolog's), so processes that
+  // set only KINETO_USE_DAEMON=1 register; any local user's process reaches it. Start-up fails
+  // when another daemon (dynolog) holds it.
+  bool attach_dynolog_compat = false;
 };
 
 // Reads the YAML file. NOT_FOUND names the file; INVALID_ARGUMENT names the key and what is

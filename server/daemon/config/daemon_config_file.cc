@@ -271,6 +271,8 @@ std::vector<Key> ConfigKeys(DaemonConfig* config) {
       Live(IntKey("progress_timeout_s", &config->progress_timeout_s)),
       StringKey("lease_dir", &config->lease_dir),
       StringKey("worker_binary", &config->worker_binary),
+      StringKey("attach_dir", &config->attach_dir),
+      BoolKey("attach_dynolog_compat", &config->attach_dynolog_compat),
   };
 }
 

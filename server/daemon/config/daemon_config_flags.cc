@@ -245,6 +245,15 @@ const std::vector<Flag>& Flags() {
       {"worker-binary", "PATH",
        "the engine worker executable; default: libreyolod-worker beside this daemon",
        "worker_binary", StringFlag(&DaemonConfig::worker_binary)},
+      {"attach-dir", "DIR",
+       "libreyolo profile attach: a Kineto socket directory per user under DIR (DIR/<uid>), "
+       "made when the user first asks; empty = no attach endpoint, default "
+       "/run/libreyolod/attach",
+       "attach_dir", StringFlag(&DaemonConfig::attach_dir), nullptr, true},
+      {"attach-dynolog-compat", nullptr,
+       "also bind Kineto's default abstract address (dynolog's; any local user reaches it); "
+       "refused when dynolog holds it",
+       "attach_dynolog_compat", BoolFlag(&Self, &DaemonConfig::attach_dynolog_compat)},
       {"help", nullptr, "print this help and exit", nullptr, nullptr},
   };
   return flags;

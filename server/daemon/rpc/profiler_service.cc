@@ -1,5 +1,6 @@
 #include "server/daemon/rpc/profiler_service.h"
 
+#include <pwd.h>
 #include <sys/resource.h>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "common/load/load_profile.h"
 #include "common/readers/run_reader.h"
 #include "proto/reader_spec/reader_request.h"
+#include "server/daemon/attach/attach_endpoint.h"
 #include "server/daemon/rpc/prometheus.h"
 #include "server/daemon/rpc/request_validation.h"
 
@@ -57,6 +59,38 @@ v1::Job ForCaller(v1::Job job, const PathRedactor* redactor) {
   }
   if (redactor != nullptr && !job.error().empty()) job.set_error(redactor->Redact(job.error()));
   return job;
+}
+
+// A uid's user name, "uid:N" when it has none.
+std::string UserName(uid_t uid) {
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
+    return found->pw_name;
+  }
+  return absl::StrCat("uid:", uid);
+}
+
+v1::AttachableProcess ToProto(const attach::AttachableProcess& p, const std::string& user) {
+  v1::AttachableProcess out;
+  out.set_pid(p.pid);
+  out.set_user(user);
+  out.set_uid(static_cast<int32_t>(p.uid));
+  for (pid_t a : p.facts.ancestors) out.add_ancestors(a);
+  out.set_command_line(p.facts.command_line);
+  out.set_slurm_job_id(p.facts.slurm_job_id);
+  if (p.facts.rank) out.set_rank(*p.facts.rank);
+  if (p.facts.local_rank) out.set_local_rank(*p.facts.local_rank);
+  out.set_first_poll_unix_ms(p.first_poll_unix_ms);
+  out.set_last_poll_unix_ms(p.last_poll_unix_ms);
+  out.set_state(p.state == attach::AttachState::kIdle   ? v1::ATTACH_STATE_IDLE
+                : p.state == attach::AttachState::kBusy ? v1::ATTACH_STATE_BUSY
+                                                        : v1::ATTACH_STATE_PENDING);
+  out.set_kineto_job_id(p.job_id);
+  for (int32_t r : p.reported_pids) out.add_reported_pids(r);
+  out.set_endpoint(p.endpoint);
+  return out;
 }
 
 }  // namespace
@@ -353,6 +387,46 @@ grpc::Status ProfilerServiceImpl::GetMetrics(grpc::ServerContext* ctx, const v1:
   auto who = auth_->Identify(*ctx);
   if (!who.ok()) return Finish(who.status());
   resp->set_text(RenderPrometheus(Metrics()));
+  return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::ListAttachable(grpc::ServerContext* ctx,
+                                                 const v1::ListAttachableRequest* req,
+                                                 v1::ListAttachableResponse* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  if (attach_ == nullptr) {
+    return Finish(absl::FailedPreconditionError(
+        "this libreyolod serves no attach endpoint (its attach_dir is empty)"));
+  }
+  if (req->prepare()) {
+    // The socket directory is a Unix user's: only the kernel-verified uid of a Unix-socket
+    // caller names one (a token user's mapping to a Unix user comes with `attach --pid`).
+    if (!who->uid) {
+      return Finish(absl::FailedPreconditionError(
+          "attach --env needs the daemon's Unix socket on this host (--remote unix:PATH): a "
+          "token caller over TCP is no Unix user here"));
+    }
+    absl::StatusOr<std::string> dir = attach_->PrepareUser(*who->uid);
+    if (!dir.ok()) return Finish(dir.status());
+    resp->set_socket_dir(*dir);
+    resp->add_env("KINETO_USE_DAEMON=1");
+    resp->add_env(absl::StrCat("KINETO_IPC_SOCKET_DIR=", *dir));
+  }
+  std::map<uid_t, std::string> names;
+  for (const attach::AttachableProcess& p : attach_->registry().List()) {
+    auto name = names.find(p.uid);
+    if (name == names.end()) name = names.emplace(p.uid, UserName(p.uid)).first;
+    // Owners see their own processes (by uid on the Unix socket, by name for a token), admins all.
+    const bool own = who->uid ? *who->uid == p.uid : name->second == who->user;
+    if (who->admin || own) *resp->add_processes() = ToProto(p, name->second);
+  }
+  resp->set_poll_interval_s(static_cast<int32_t>(attach::kPollInterval.count()));
+  if (who->admin) {
+    const attach::EndpointCounters c = attach_->counters();
+    resp->set_datagrams_received(c.received);
+    for (const auto& [reason, n] : c.dropped) (*resp->mutable_datagrams_dropped())[reason] = n;
+  }
   return grpc::Status::OK;
 }
 

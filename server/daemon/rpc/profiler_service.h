@@ -18,6 +18,10 @@ namespace libreyolo::daemon {
 
 namespace v1 = ::libreyolo::profiler::v1;
 
+namespace attach {
+class AttachEndpoint;
+}
+
 class ProfilerServiceImpl final : public v1::ProfilerService::Service {
  public:
   ProfilerServiceImpl(const LiveConfig& config, const Authenticator* auth, JobManager* jobs,
@@ -59,6 +63,12 @@ class ProfilerServiceImpl final : public v1::ProfilerService::Service {
   grpc::Status GetMetrics(grpc::ServerContext* ctx, const v1::GetMetricsRequest* req,
                           v1::GetMetricsResponse* resp) override;
 
+  // Issue 37: who polls the attach endpoint; with `prepare`, the caller's socket directory.
+  grpc::Status ListAttachable(grpc::ServerContext* ctx, const v1::ListAttachableRequest* req,
+                              v1::ListAttachableResponse* resp) override;
+  // The attach endpoint ListAttachable reads; null (the default): the daemon serves none.
+  void set_attach(attach::AttachEndpoint* attach) { attach_ = attach; }
+
   int64_t rpc_errors() const { return rpc_errors_.load(); }
   // Everything GetMetrics reports, from one place: the RPC and the metrics textfile both
   // render this snapshot.
@@ -74,6 +84,7 @@ class ProfilerServiceImpl final : public v1::ProfilerService::Service {
   const Authenticator* auth_;
   JobManager* jobs_;
   JobStore* store_;
+  attach::AttachEndpoint* attach_ = nullptr;
   int64_t start_time_unix_ms_;
   // Shared by every caller, capped in all and per user (limits.max_reads*, max_downloads*).
   UserSlots reads_{"reader calls in flight", "max_reads"};
