@@ -109,7 +109,7 @@ run_target() {
 run_target trace_reader_fuzzer trace 30000
 run_target profile_json_fuzzer profile 150000
 run_target checkpoint_fuzzer checkpoint 200000 checkpoint.dict
-run_target kineto_ipc_fuzzer kineto_ipc 5000000 kineto_ipc.dict
+run_target kineto_ipc_fuzzer kineto_ipc 20000000 kineto_ipc.dict
 
 echo "=== summary"
 printf '  %s\n' "${summary[@]}"
