@@ -31,6 +31,18 @@ absl::StatusOr<WhatIfResult> WhatIf(const Profile& p, const WhatIfRequest& req) 
   WhatIfResult r;
   r.trace = p.trace.value_or("");
   r.bound = p.bound;
+  // Its projections are of GPU kernels and their launches: on a CPU job (no kernels, no CUDA
+  // launches) they are n/a, as every GPU metric is there, not a projection of zeros.
+  if (IsCpuJob(p)) {
+    r.applicable = false;
+    r.step_now_ms = *p.step_ms;
+    r.img_per_s_now = p.img_per_s;
+    r.caveat =
+        "n/a: what-if projects removing GPU kernels or their launches, and this is a CPU job "
+        "(no kernels, no CUDA launches). Profile on a GPU (--device 0) to use it; on the CPU, "
+        "`phases` and `ops` say where the time goes";
+    return r;
+  }
   const double step = *p.step_ms;
   const double busy = p.gpu_busy_ms_per_step.value_or(0);
   const double dataload = p.dataload_ms.value_or(0);

@@ -22,6 +22,9 @@ struct WhatIfRequest {
 };
 
 struct WhatIfResult {
+  // False on a CPU job: nothing is projected (the projection, mechanism and removals are n/a,
+  // null in JSON) and `caveat` says why.
+  bool applicable = true;
   std::string trace;
   std::string bound;
   std::string mechanism;  // "launch" (GPU utilisation < 0.8) or "gpu"

@@ -228,6 +228,7 @@ inline bool IsCpuJob(const Profile& p) {
   if (p.device.has_value() && !p.device->type.empty()) return p.device->type == "cpu";
   // unique_kernels, not kernels_per_step: a kernel in one step of three floors to 0 per step.
   return p.unique_kernels.value_or(0) == 0 && p.kernels_per_step.value_or(0) == 0 &&
+         p.gpu_busy_ms_per_step.value_or(0) == 0 && p.categories.empty() &&
          p.memcpy_ms_per_step.value_or(0) == 0 &&
          p.launches_source.value_or("kernels") == "kernels" && !p.peak_vram_mb.has_value();
 }

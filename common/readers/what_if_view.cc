@@ -9,6 +9,11 @@ namespace libreyolo {
 
 std::string RenderWhatIfText(const WhatIfResult& r) {
   std::string out;
+  if (!r.applicable) {
+    absl::StrAppendFormat(&out, "step: %.3f ms now; projected n/a\n", r.step_now_ms);
+    absl::StrAppend(&out, "caveat: ", r.caveat, "\n");
+    return out;
+  }
   if (!r.removed_category.empty()) {
     absl::StrAppendFormat(&out,
                           "remove category %s: %.3f ms of GPU time and %.1f launches per step "
@@ -34,6 +39,17 @@ std::string RenderWhatIfText(const WhatIfResult& r) {
 
 std::string RenderWhatIfJson(const WhatIfResult& r) {
   JsonWriter w;
+  if (!r.applicable) {
+    // The same keys, n/a (null) where nothing was projected.
+    const std::optional<double> na;
+    w.BeginObject().Field("trace", r.trace).Field("bound", r.bound).Key("mechanism").Null();
+    w.Key("removed").Null().Field("per_launch_ms", na).Key("per_launch_source").Null();
+    w.Key("step_ms").BeginObject().Field("now", r.step_now_ms).Field("projected", na).EndObject();
+    w.Key("img_per_s").BeginObject().Field("now", r.img_per_s_now).Field("projected", na)
+        .EndObject();
+    w.Field("speedup", na).Field("caveat", r.caveat).Field("applicable", false).EndObject();
+    return w.Take();
+  }
   w.BeginObject().Field("trace", r.trace).Field("bound", r.bound).Field("mechanism", r.mechanism);
   w.Key("removed").BeginObject().Field("category", r.removed_category)
       .Field("gpu_ms", r.removed_gpu_ms).Field("launches", r.removed_launches)

@@ -127,6 +127,24 @@ Profile HostBound() {
   return p;
 }
 
+// Issue 36 §5: on a CPU job what-if is n/a (null projections, the reason), not a projection of zeros
+// ("GPU utilisation 0.00 < 0.80: bound by the host", exit 0, before).
+TEST(WhatIfTest, IsNotApplicableToACpuJob) {
+  Profile p;
+  p.step_ms = 40;
+  p.device = DeviceInfo{};
+  p.device->type = "cpu";
+  for (const WhatIfRequest& req : {WhatIfRequest{std::nullopt, 100},
+                                   WhatIfRequest{std::string("layout"), std::nullopt}}) {
+    auto r = WhatIf(p, req);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_FALSE(r->applicable);
+    EXPECT_THAT(r->caveat, ::testing::HasSubstr("CPU job"));
+    EXPECT_THAT(RenderWhatIfJson(*r), ::testing::HasSubstr("\"speedup\": null"));
+  }
+}
+
+
 // GPU utilisation 0.9 >= 0.8: the gpu mechanism.
 Profile GpuBound() {
   Profile p;
