@@ -42,6 +42,23 @@ std::string WeightsSearchedOf(const std::string& config_json) {
   return absl::StrJoin(out, ", ");
 }
 
+// Who measured: our engine (LibTorch in C++) or the Python LibreYOLO (eager PyTorch). The two
+// are different measurements of the same model, not one number twice; "" for a raw trace.
+std::string MeasuredBy(const Profile& p) {
+  if (p.source_kind == "trace") return "";
+  if (p.tool_name == kOurToolName) {
+    return absl::StrCat("libreyolo-profiler ", p.tool_version, "'s engine: the model in LibTorch ",
+                        p.libtorch_version.empty() ? "" : p.libtorch_version + " ",
+                        "(C++); the Python LibreYOLO's eager PyTorch is another measurement of "
+                        "it (bench/README.md measures both on one machine)");
+  }
+  if (p.tool_name.empty()) {
+    return "the Python LibreYOLO (eager PyTorch); libreyolo's LibTorch engine is another "
+           "measurement of the same model";
+  }
+  return p.tool_name;
+}
+
 }  // namespace
 
 SummaryView BuildSummary(const Profile& p, const std::string& source) {
@@ -222,6 +239,7 @@ std::string RenderSummaryText(const SummaryView& v) {
   std::string what = p.source_kind == "trace" ? "Chrome trace, analysed now" : "profile";
   if (p.mode == "inference") what += ", inference";
   Line(out, "source", absl::StrCat(v.source, " (", what, ")"));
+  if (const std::string by = MeasuredBy(p); !by.empty()) Line(out, "measured by", by);
   if (!p.model.empty()) Line(out, "model", p.model);
   if (const std::string head = HeadReinitOf(p.config_json); !head.empty()) {
     Line(out, "class head", head);
@@ -356,8 +374,16 @@ std::string RenderSummaryText(const SummaryView& v) {
     Line(out, "cudaMalloc/Free", absl::StrCat(Fmt(p.cuda_mallocs_per_step, 1), " /step"));
   }
   if (p.flops_per_step.has_value()) {
-    Line(out, "FLOPs", absl::StrCat(FmtFlops(p.flops_per_step), "/step, achieved ",
-                                    FmtUnit(p.achieved_tflops, "TFLOP/s", 3)));
+    // A total that misses convolutions or matmuls with no formula is a lower bound, and says
+    // which ops it lacks (profile-json.md, flops_uncounted_ops).
+    const std::string at_least = FlopsAreLowerBound(p) ? "at least " : "";
+    Line(out, "FLOPs", absl::StrCat(at_least, FmtFlops(p.flops_per_step), "/step, achieved ",
+                                    at_least, FmtUnit(p.achieved_tflops, "TFLOP/s", 3),
+                                    FlopsAreLowerBound(p)
+                                        ? absl::StrCat(" (not counted: ",
+                                                       absl::StrJoin(p.flops_uncounted_ops, ", "),
+                                                       ")")
+                                        : ""));
   }
 
   if (v.cpu_job && !v.cpu_op_categories.empty()) {
@@ -436,6 +462,8 @@ std::string RenderSummaryJson(const SummaryView& v) {
   JsonWriter w;
   w.BeginObject()
       .Field("source", v.source)
+      .Field("measured_by", MeasuredBy(p).empty() ? std::optional<std::string>()
+                                                  : std::optional<std::string>(MeasuredBy(p)))
       .Field("source_kind", p.source_kind)
       .Field("model", p.model)
       .Field("weights_note", v.weights_note.empty() ? std::optional<std::string>()

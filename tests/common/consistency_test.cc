@@ -54,6 +54,30 @@ std::vector<TrialMeasurement> ThreeInferTrials() {
 
 // Issue 36 §3: the Python LibreYOLO's statistics: img_per_s is the arithmetic mean of the trials'
 // img/s (statistics.fmean) and every sd the population one (statistics.pstdev).
+// Issue 38 §3 / 36 §5: a FLOP total that misses a convolution or matmul without a formula is
+// printed as a lower bound naming what it lacks; a complete one as a bare figure. And the
+// summary says who measured (our engine or the Python tool), since the two are different
+// measurements of one model.
+TEST(SummaryText, FlopsThatCannotBeCompleteAreALowerBoundAndTheMeasurerIsNamed) {
+  Profile p;
+  p.step_ms = 10;
+  p.flops_per_step = 3.3e9;
+  p.achieved_tflops = 0.33;
+  p.tool_name = kOurToolName;
+  p.tool_version = "0.1.0";
+  const std::string complete = RenderSummaryText(BuildSummary(p, "x"));
+  EXPECT_THAT(complete, Not(HasSubstr("at least")));
+  EXPECT_THAT(complete, HasSubstr("measured by"));
+  EXPECT_THAT(complete, HasSubstr("(C++); the Python LibreYOLO's eager PyTorch is another"));
+  p.flops_uncounted_ops = {"aten::_thnn_fused_lstm_cell"};
+  const std::string partial = RenderSummaryText(BuildSummary(p, "x"));
+  EXPECT_THAT(partial, HasSubstr("at least 3.30 GFLOP/step"));
+  EXPECT_THAT(partial, HasSubstr("not counted: aten::_thnn_fused_lstm_cell"));
+  p.tool_name.clear();  // a Python LibreYOLO profile
+  EXPECT_THAT(RenderSummaryText(BuildSummary(p, "x")),
+              HasSubstr("the Python LibreYOLO (eager PyTorch)"));
+}
+
 TEST(RepeatTrials, EveryScalarIsTheMeanOverTrialsWithThePopulationSd) {
   Profile p;
   p.device = DeviceInfo{"cuda", "H200", 0, 132, 141000.0};  // a GPU job: host overhead applies
