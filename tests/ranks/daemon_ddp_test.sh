@@ -71,7 +71,10 @@ if not isinstance(job, dict):
     fails.append(f"the job's profile.json has no `ranks` object: {job!r}")
 else:
     for k, x in v.items():
-        if k in ("source", "threads", "ranks", "job_id", "profile_path"):
+        # The job's fields `run --json` puts before the view's (WithJobFields: the job, its
+        # files and the Python tool's keys), not part of the cross-rank analysis.
+        if k in ("source", "threads", "ranks", "job_id", "profile_path", "profile", "trace",
+                 "img_per_s_std", "img_per_s_n"):
             continue
         check(job.get(k) == x, f"profile.json ranks.{k} = {job.get(k)!r}, the folder's {x!r}")
     check(len(job.get("ranks", [])) == 2, f"profile.json ranks: {job.get('ranks')}")
