@@ -31,18 +31,6 @@ absl::StatusOr<WhatIfResult> WhatIf(const Profile& p, const WhatIfRequest& req) 
   WhatIfResult r;
   r.trace = p.trace.value_or("");
   r.bound = p.bound;
-  // Its projections are of GPU kernels and their launches: on a CPU job (no kernels, no CUDA
-  // launches) they are n/a, as every GPU metric is there, not a projection of zeros.
-  if (IsCpuJob(p)) {
-    r.applicable = false;
-    r.step_now_ms = *p.step_ms;
-    r.img_per_s_now = p.img_per_s;
-    r.caveat =
-        "n/a: what-if projects removing GPU kernels or their launches, and this is a CPU job "
-        "(no kernels, no CUDA launches). Profile on a GPU (--device 0) to use it; on the CPU, "
-        "`phases` and `ops` say where the time goes";
-    return r;
-  }
   const double step = *p.step_ms;
   const double busy = p.gpu_busy_ms_per_step.value_or(0);
   const double dataload = p.dataload_ms.value_or(0);
@@ -58,6 +46,32 @@ absl::StatusOr<WhatIfResult> WhatIf(const Profile& p, const WhatIfRequest& req) 
     r.per_launch_source = "host_overhead";
   }
 
+  // A category that names nothing is the caller's error, whatever the job (exit 2 naming what
+  // the profile has); past that, a CPU job is n/a.
+  if (req.remove_category.has_value() &&
+      std::none_of(p.categories.begin(), p.categories.end(), [&](const CategoryRow& c) {
+        return absl::StrContains(c.name, *req.remove_category);
+      })) {
+    std::vector<std::string> names;
+    for (const CategoryRow& c : p.categories) names.push_back(c.name);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--remove-category '", Excerpt(*req.remove_category),
+        "' matches no kernel category of this profile; it has: ",
+        names.empty() ? std::string("none (no GPU kernels)") : absl::StrJoin(names, ", ")));
+  }
+  // Its projections are of GPU kernels and their launches: on a CPU job (no kernels, no CUDA
+  // launches) they are n/a, as every GPU metric is there, not a projection of zeros.
+  if (IsCpuJob(p)) {
+    r.applicable = false;
+    r.step_now_ms = *p.step_ms;
+    r.img_per_s_now = p.img_per_s;
+    r.caveat =
+        "n/a: what-if projects removing GPU kernels or their launches, and this is a CPU job "
+        "(no kernels, no CUDA launches). Profile on a GPU (--device 0) to use it; on the CPU, "
+        "`phases` and `ops` say where the time goes";
+    return r;
+  }
+
   std::string clamp_note;
   if (req.remove_category.has_value()) {
     std::vector<std::string> matched;
@@ -66,15 +80,6 @@ absl::StatusOr<WhatIfResult> WhatIf(const Profile& p, const WhatIfRequest& req) 
         matched.push_back(c.name);
         r.removed_gpu_ms += c.ms_per_step;
       }
-    }
-    if (matched.empty()) {
-      std::vector<std::string> names;
-      for (const CategoryRow& c : p.categories) names.push_back(c.name);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--remove-category '", Excerpt(*req.remove_category),
-          "' matches no kernel category of this "
-          "profile; it has: ",
-          names.empty() ? std::string("none (no GPU kernels)") : absl::StrJoin(names, ", ")));
     }
     r.removed_category = absl::StrJoin(matched, ", ");
     // The launches removed are the category's counted kernels (as `kernels --category` counts

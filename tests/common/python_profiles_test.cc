@@ -257,10 +257,9 @@ TEST(PythonProfiles, WhatIfRemoveLaunches) {
     EXPECT_THAT(r->caveat, HasSubstr("CPU job"));
     EXPECT_THAT(RenderWhatIfText(*r), HasSubstr("projected n/a"));
     EXPECT_THAT(RenderWhatIfJson(*r), HasSubstr("\"projected\": null"));
-    // --remove-category alike.
+    // No kernel categories: --remove-category is an error that says so.
     auto c = WhatIf(p, WhatIfRequest{std::string("gemm"), std::nullopt});
-    ASSERT_TRUE(c.ok()) << c.status();
-    EXPECT_FALSE(c->applicable);
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   }
 }
 
