@@ -1,7 +1,7 @@
 // The commands that talk to a daemon about jobs: `libreyolo profile run|infer` (submit a job,
 // follow it, fetch its artifacts into --project, print the summary: profile_job_commands.cc,
 // its request built by job_request.h from the shared flag table client/cli/job_flags.h) and
-// `libreyolo jobs list|show|watch|cancel|download` (jobs_commands.cc).
+// `libreyolo jobs list|show|watch|cancel|delete|download` (jobs_commands.cc).
 #ifndef LIBREYOLO_CLIENT_COMMANDS_JOB_COMMANDS_H_
 #define LIBREYOLO_CLIENT_COMMANDS_JOB_COMMANDS_H_
 

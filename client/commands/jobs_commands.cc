@@ -1,4 +1,4 @@
-// `libreyolo jobs list|show|watch|cancel|download`: the daemon's job records, one RPC each
+// `libreyolo jobs list|show|watch|cancel|delete|download`: the daemon's job records, one RPC each
 // (watch: a stream).
 #include <unistd.h>
 
@@ -209,6 +209,23 @@ int JobsCancel(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
+int JobsDelete(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  auto session = DaemonSession::Open(a);
+  if (!session.ok()) return FailStatus(err, "jobs delete", session.status());
+  DaemonConnection& c = (*session)->connection();
+  auto ctx = c.Context(std::chrono::seconds(60));
+  v1::DeleteJobRequest req;
+  req.set_job_id(a.positionals[0]);
+  v1::Job job;
+  const grpc::Status s = c.stub().DeleteJob(ctx.get(), req, &job);
+  if (!s.ok()) return FailStatus(err, "jobs delete", FromGrpc(s, c.address()));
+  int64_t bytes = 0;
+  for (const v1::Artifact& art : job.artifacts()) bytes += art.size_bytes();
+  out << "deleted job " << TerminalSafe(job.id()) << " (" << job.artifacts_size()
+      << " artifacts, " << bytes << " bytes freed on the daemon)\n";
+  return kExitOk;
+}
+
 int JobsDownload(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   auto session = DaemonSession::Open(a);
   if (!session.ok()) return FailStatus(err, "jobs download", session.status());
@@ -281,6 +298,14 @@ const std::vector<JobCommand>& JobsCommands() {
         {{"job", true, "job id"}},
         WithRemote({})},
        JobsCancel},
+      {{"delete",
+        "delete a finished job and its artifacts on the daemon",
+        "Deletes a finished job (succeeded, failed or cancelled): its record, events and\n"
+        "artifacts, to reclaim the daemon's disk. A queued or running job is refused (cancel\n"
+        "it first). Files already downloaded into --project are not touched.",
+        {{"job", true, "job id"}},
+        WithRemote({})},
+       JobsDelete},
       {{"download",
         "fetch a job's artifacts into --project",
         "Downloads every artifact of a finished job (checksums verified) into the layout\n"

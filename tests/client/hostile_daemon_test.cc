@@ -58,6 +58,11 @@ class HostileDaemon final : public v1::ProfilerService::Service {
     Fill(req->job_id(), v1::JOB_STATE_SUCCEEDED, job);
     return grpc::Status::OK;
   }
+  grpc::Status DeleteJob(grpc::ServerContext*, const v1::DeleteJobRequest* req,
+                         v1::Job* job) override {
+    Fill(req->job_id(), v1::JOB_STATE_SUCCEEDED, job);
+    return grpc::Status::OK;
+  }
   grpc::Status ReadArtifact(grpc::ServerContext*, const v1::ReadArtifactRequest*,
                             grpc::ServerWriter<v1::ArtifactChunk>* w) override {
     ++reads;
@@ -189,6 +194,16 @@ TEST_F(HostileDaemonTest, AWellFormedJobStillDownloads) {
   EXPECT_EQ(Run({"jobs", "download", "job-1"}), 0) << err_.str();
   EXPECT_TRUE(fs::exists(project_ / "infer" / "profile.json"));
   EXPECT_TRUE(fs::exists(project_ / "infer" / "profile_trace.json"));
+}
+
+// Issue 36 §6: `jobs delete` says what it freed (the deleted job's artifacts), and prints the
+// daemon's answer escaped.
+TEST_F(HostileDaemonTest, JobsDeleteSaysWhatWasFreed) {
+  Serve({"profile.json", "profile_trace.json"}, "job\x1b[2J");
+  EXPECT_EQ(RunCli({"jobs", "delete", "job-1", "--remote", "unix:" + socket_}, out_, err_), 0)
+      << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("deleted job job\\x1b[2J (2 artifacts, 22 bytes freed"));
+  EXPECT_THAT(out_.str(), Not(HasSubstr("\x1b")));
 }
 
 v1::Job JobWith(std::vector<std::string> names, v1::JobKind kind = v1::JOB_KIND_INFER) {

@@ -241,6 +241,48 @@ TEST_F(JobManagerTest, CancelQueuedAtOnceAndRunningAtTheNextStep) {
   EXPECT_EQ(Events(a2->id()).back().stage(), "cancelled");
 }
 
+// Issue 36 §6: `libreyolo jobs delete` (DeleteJob). A finished job goes with its events, and
+// its request_id with it; a running one is refused (cancel first); another user's is not found,
+// an admin may delete it. Nothing of it is left in the store: a restart does not bring it back.
+TEST_F(JobManagerTest, DeleteRemovesAFinishedJobAndRefusesALiveOne) {
+  jobs_->Start();
+  v1::SubmitJobRequest req = InferRequest("a1");
+  req.set_request_id("retry-1");
+  auto a1 = jobs_->Submit(User("alice"), req, "cpu");
+  ASSERT_TRUE(a1.ok());
+  runner_.WaitStarted(1);
+  auto running = jobs_->Delete(User("alice"), a1->id());
+  EXPECT_EQ(running.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(running.status().message()), HasSubstr("cancel it first"));
+  runner_.Release("a1");
+  ASSERT_EQ(WaitTerminal(a1->id()).state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(jobs_->Delete(User("bob"), a1->id()).status().code(), absl::StatusCode::kNotFound);
+  auto deleted = jobs_->Delete(User("alice"), a1->id());
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(deleted->id(), a1->id());
+  EXPECT_EQ(jobs_->Get(User("alice"), a1->id()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(jobs_->Delete(User("alice"), a1->id()).status().code(), absl::StatusCode::kNotFound);
+  // The request_id is free again: the same submit makes a new job.
+  auto again = jobs_->Submit(User("alice"), req, "cpu");
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->id(), a1->id());
+  runner_.Release("a1");
+  ASSERT_EQ(WaitTerminal(again->id()).state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_TRUE(jobs_->Delete(User("root", /*admin=*/true), again->id()).ok());
+  EXPECT_EQ(jobs_->Metrics().jobs_deleted_total, 2);
+  // Gone from the store too.
+  jobs_.reset();
+  auto reopened = test::OpenStore(dir_);
+  ASSERT_NE(reopened, nullptr);
+  std::vector<std::string> warnings;
+  auto all = reopened->LoadAll(&warnings);
+  ASSERT_TRUE(all.ok()) << all.status();
+  for (const StoredJob& j : *all) {
+    EXPECT_NE(j.job.id(), a1->id());
+    EXPECT_NE(j.job.id(), again->id());
+  }
+}
+
 TEST_F(JobManagerTest, WatchResumesWithoutGapsOrRepeats) {
   jobs_->Start();
   auto a1 = jobs_->Submit(User("alice"), InferRequest("a1"), "cpu");

@@ -115,6 +115,9 @@ libreyolod_artifacts_corrupt_total 0
 # HELP libreyolod_jobs_expired_total Finished jobs deleted by retention (max_age_hours, max_jobs).
 # TYPE libreyolod_jobs_expired_total counter
 libreyolod_jobs_expired_total 0
+# HELP libreyolod_jobs_deleted_total Finished jobs deleted by their owners or an admin (DeleteJob).
+# TYPE libreyolod_jobs_deleted_total counter
+libreyolod_jobs_deleted_total 0
 # HELP libreyolod_resident_memory_bytes Resident memory of the daemon process, bytes.
 # TYPE libreyolod_resident_memory_bytes gauge
 libreyolod_resident_memory_bytes 123456789

@@ -450,6 +450,29 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const Identity& who, const std::strin
   return e.job;
 }
 
+absl::StatusOr<v1::Job> JobManager::Delete(const Identity& who, const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !Visible(who, it->second->job)) {
+    return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  }
+  const v1::Job job = it->second->job;
+  if (job.state() == v1::JOB_STATE_QUEUED || job.state() == v1::JOB_STATE_RUNNING ||
+      it->second->pending) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, " is ", job.state() == v1::JOB_STATE_QUEUED ? "queued" : "running",
+                     ": cancel it first (libreyolo jobs cancel ", id, "), then delete it"));
+  }
+  if (absl::Status s = store_->DeleteJob(id); !s.ok()) return s;
+  if (!job.request().request_id().empty()) {
+    request_ids_.erase(absl::StrCat(job.owner(), "/", job.request().request_id()));
+  }
+  jobs_.erase(it);
+  ForgetVerifiedLocked(id);
+  ++deleted_total_;
+  return job;
+}
+
 bool JobManager::CommitQueuedCancelLocked(Entry& e, const v1::Job& next) {
   absl::Status s = store_->PutJob(next);
   const bool full = s.code() == absl::StatusCode::kResourceExhausted ||
@@ -636,6 +659,7 @@ MetricsSnapshot JobManager::Metrics() const {
   m.artifacts_corrupt_total = artifacts_corrupt_;
   m.uptime_s = std::chrono::duration<double>(clock_.SteadyNow() - started_).count();
   m.jobs_expired_total = expired_total_;
+  m.jobs_deleted_total = deleted_total_;
   return m;
 }
 

@@ -75,6 +75,10 @@ class JobManager {
   // queued job stores is its queue events; the space they held takes the record and the
   // "cancelled" event) and the record written again. UNAVAILABLE when even that fails.
   absl::StatusOr<v1::Job> Cancel(const Identity& who, const std::string& id);
+  // A finished job's record, events and artifacts go (as retention removes them), and its
+  // request_id with them; returns the job as it was. NOT_FOUND as Get; FAILED_PRECONDITION for
+  // a queued or running job (cancel it first); the store's error when it cannot delete.
+  absl::StatusOr<v1::Job> Delete(const Identity& who, const std::string& id);
 
   // Calls `send` for each event with sequence >= from (in order), then the job's newest unstored
   // event (below) when it follows them, and each newer one; returns when the job's last event
@@ -231,6 +235,7 @@ class JobManager {
   const Clock& clock_;
   Clock::SteadyTime started_;
   int64_t expired_total_ ABSL_GUARDED_BY(mu_) = 0;    // finished jobs deleted by retention
+  int64_t deleted_total_ ABSL_GUARDED_BY(mu_) = 0;    // finished jobs deleted by DeleteJob
   int64_t retention_kicks_ ABSL_GUARDED_BY(mu_) = 0;  // SetLimits calls: retention sweeps now
   std::vector<std::string> persist_errors_;           // retention's failed deletions (tried again)
   std::string store_error_ ABSL_GUARDED_BY(mu_);      // out of service when not empty

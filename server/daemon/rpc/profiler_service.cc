@@ -185,6 +185,17 @@ grpc::Status ProfilerServiceImpl::CancelJob(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+grpc::Status ProfilerServiceImpl::DeleteJob(grpc::ServerContext* ctx,
+                                            const v1::DeleteJobRequest* req, v1::Job* resp) {
+  auto who = auth_->Identify(*ctx);
+  if (!who.ok()) return Finish(who.status());
+  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
+  auto job = jobs_->Delete(*who, req->job_id());
+  if (!job.ok()) return Finish(job.status());
+  *resp = ForCaller(*std::move(job), RedactorFor(*who));
+  return grpc::Status::OK;
+}
+
 grpc::Status ProfilerServiceImpl::ReadArtifact(grpc::ServerContext* ctx,
                                                const v1::ReadArtifactRequest* req,
                                                grpc::ServerWriter<v1::ArtifactChunk>* writer) {

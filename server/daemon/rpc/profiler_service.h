@@ -37,6 +37,8 @@ class ProfilerServiceImpl final : public v1::ProfilerService::Service {
                         v1::ListJobsResponse* resp) override;
   grpc::Status CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req,
                          v1::Job* resp) override;
+  grpc::Status DeleteJob(grpc::ServerContext* ctx, const v1::DeleteJobRequest* req,
+                         v1::Job* resp) override;
   grpc::Status ReadArtifact(grpc::ServerContext* ctx, const v1::ReadArtifactRequest* req,
                             grpc::ServerWriter<v1::ArtifactChunk>* writer) override;
   grpc::Status Summary(grpc::ServerContext* ctx, const v1::SummaryRequest* req,

@@ -176,6 +176,9 @@ std::string RenderPrometheus(const MetricsSnapshot& snapshot) {
   out.Family("libreyolod_jobs_expired_total", "counter",
              "Finished jobs deleted by retention (max_age_hours, max_jobs).");
   out.Sample("libreyolod_jobs_expired_total", "", "", FormatValue(snapshot.jobs_expired_total));
+  out.Family("libreyolod_jobs_deleted_total", "counter",
+             "Finished jobs deleted by their owners or an admin (DeleteJob).");
+  out.Sample("libreyolod_jobs_deleted_total", "", "", FormatValue(snapshot.jobs_deleted_total));
   if (snapshot.resident_memory_bytes >= 0) {
     out.Family("libreyolod_resident_memory_bytes", "gauge",
                "Resident memory of the daemon process, bytes.");

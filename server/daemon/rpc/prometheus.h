@@ -37,6 +37,7 @@ struct MetricsSnapshot {
   int64_t store_write_failures_total = 0;
   int64_t artifacts_corrupt_total = 0;  // served or scrubbed artifacts whose digest differed
   int64_t jobs_expired_total = 0;       // finished jobs deleted by retention
+  int64_t jobs_deleted_total = 0;       // finished jobs deleted by their owners (DeleteJob)
   int64_t resident_memory_bytes = -1;
   double uptime_s = 0;
 };

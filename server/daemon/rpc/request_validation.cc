@@ -292,6 +292,10 @@ absl::Status ValidateRequest(const v1::CancelJobRequest& r) {
   return ValidateJobId("job_id", r.job_id());
 }
 
+absl::Status ValidateRequest(const v1::DeleteJobRequest& r) {
+  return ValidateJobId("job_id", r.job_id());
+}
+
 absl::Status ValidateRequest(const v1::ListJobsRequest& r) {
   if (r.states_size() > kMaxStates) {
     return Bad("states", absl::StrCat("at most ", kMaxStates, " entries"));

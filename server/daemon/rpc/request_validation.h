@@ -62,6 +62,7 @@ absl::Status ValidateJobId(const std::string& field, const std::string& id);
 absl::Status ValidateRequest(const v1::WatchJobRequest& r);
 absl::Status ValidateRequest(const v1::GetJobRequest& r);
 absl::Status ValidateRequest(const v1::CancelJobRequest& r);
+absl::Status ValidateRequest(const v1::DeleteJobRequest& r);
 absl::Status ValidateRequest(const v1::ListJobsRequest& r);
 absl::Status ValidateRequest(const v1::ReadArtifactRequest& r);
 absl::Status ValidateRequest(const v1::SummaryRequest& r);
