@@ -24,16 +24,17 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "libreyolo/profiler/v1/profiler.pb.h"
+#include "server/daemon/jobs/job_runner.h"
 #include "server/daemon/store/job_store.h"
 
 namespace libreyolo::daemon::external {
 
 namespace v1 = ::libreyolo::profiler::v1;
 
-// Who made a job's profile (Job.tool, the profile's tool fields).
-inline constexpr char kToolEngine[] = "libreyolo-engine";
-inline constexpr char kToolPython[] = "python-libreyolo";
-inline constexpr char kToolKineto[] = "kineto-on-demand";
+// Who made a job's profile (Job.tool): defined with the JobRunner interface.
+using ::libreyolo::daemon::kToolEngine;
+using ::libreyolo::daemon::kToolKineto;
+using ::libreyolo::daemon::kToolPython;
 
 // A job's drop folder: `<parent>/<job id>`, mode 0700, owned by `producer` (the traced
 // process's user; the daemon's own for a process it starts), so that only the producer and the

@@ -248,6 +248,7 @@ void JobManager::WorkerLoop(const std::string& device) {
       running.set_state(v1::JOB_STATE_RUNNING);
       running.set_queue_position(0);
       running.set_start_time_unix_ms(NowMs());
+      running.set_tool(runner_->ToolFor(next->job));
       if (!CommitLocked(*next, running)) {
         // The RUNNING record may be in place without being durable (a failed directory
         // fsync): RetryStore writes the QUEUED one again before the job may start. A gang's
@@ -273,6 +274,7 @@ v1::Job JobManager::FinishedRecord(const Entry& e, const RunOutcome& out,
                                    std::string* stage) const {
   v1::Job job = e.job;
   job.set_finish_time_unix_ms(NowMs());
+  for (const v1::AttachTarget& t : out.attach_targets) *job.add_attach_targets() = t;
   if (out.status.ok()) {
     for (const v1::Artifact& a : out.artifacts) *job.add_artifacts() = a;
     job.set_state(v1::JOB_STATE_SUCCEEDED);
@@ -321,9 +323,11 @@ void JobManager::RunOne(Entry& e) {
   const v1::Job finished = FinishedRecord(e, out, &stage);
   const int64_t ran_ms =
       std::max<int64_t>(0, finished.finish_time_unix_ms() - finished.start_time_unix_ms());
-  // Device time: a gang held each of its devices for the whole run.
+  // Device time: a gang held each of its devices for the whole run; the attach lane holds none.
   const std::vector<std::string> slots = JobDevices(finished);
-  usage_ms_[finished.owner()] += ran_ms * static_cast<int64_t>(slots.size());
+  if (finished.device() != kAttachLane) {
+    usage_ms_[finished.owner()] += ran_ms * static_cast<int64_t>(slots.size());
+  }
   ++finished_runs_;
   finished_run_ms_ += ran_ms;
   if (CommitLocked(e, finished)) {

@@ -17,6 +17,17 @@ namespace libreyolo::daemon {
 
 namespace v1 = ::libreyolo::profiler::v1;
 
+// The lane attach jobs (JOB_KIND_ATTACH) queue and run on: it holds no device (the traced
+// processes hold their own), so its time is not billed as device time in the fair share.
+inline constexpr char kAttachLane[] = "attach";
+
+// Who made a job's profile (Job.tool; JobRunner::ToolFor): our LibTorch engine, the Python
+// LibreYOLO's own `libreyolo profile` (a delegated job, issue 38 §4), or the traced process's
+// own Kineto (an attach job, issue 37).
+inline constexpr char kToolEngine[] = "libreyolo-engine";
+inline constexpr char kToolPython[] = "python-libreyolo";
+inline constexpr char kToolKineto[] = "kineto-on-demand";
+
 struct RunProgress {
   std::string stage;
   int64_t done = 0, total = 0;
@@ -32,6 +43,8 @@ struct RunOutcome {
   // Said of a cancelled job beside who cancelled it: "the engine worker ... killed after not
   // stopping within 30 s of the cancel".
   std::string cancel_note;
+  // An attach job's processes: traced and skipped, each with why (Job.attach_targets).
+  std::vector<v1::AttachTarget> attach_targets;
 };
 
 // What the engine is, as GetDaemonInfo reports it.
@@ -49,6 +62,12 @@ class JobRunner {
   virtual RunOutcome Run(const v1::Job& job,
                          const std::function<void(const RunProgress&)>& progress,
                          const engine::CancelToken& cancel) = 0;
+  // Who will make `job`'s profile (Job.tool, set when it starts): "libreyolo-engine",
+  // "python-libreyolo", "kineto-on-demand" (server/daemon/external/produced_files.h).
+  virtual std::string ToolFor(const v1::Job& job) const {
+    (void)job;
+    return kToolEngine;
+  }
   virtual EngineFacts Facts() const { return {}; }
   // One line about `device` ("cpu, 16 cores, BLAS ...", "NVIDIA H200, 132 SMs, ...").
   virtual std::string DescribeDevice(const std::string& device) const { return device; }
