@@ -24,6 +24,7 @@
 #include "server/daemon/config/daemon_config.h"
 #include "server/daemon/jobs/job_runner.h"
 #include "server/daemon/store/job_store.h"
+#include "server/engine/checkpoint/checkpoint_model.h"
 
 namespace libreyolo::daemon {
 
@@ -41,16 +42,40 @@ namespace libreyolo::daemon {
 std::optional<std::string> DelegatedFamily(const v1::Job& job, const DaemonConfig& config,
                                            std::string* why_not);
 
-// The Python tool's command line for `job` (resolved: ResolveJobInputs), writing into
-// `project` (its --project): ["<python_tool>", "profile", "run"|"infer", flags...].
-// INVALID_ARGUMENT naming the option the Python tool has no flag for (DelegatedFamily's
-// why_not says the same before the job starts). Exposed for tests.
-absl::StatusOr<std::vector<std::string>> PythonToolArgs(const v1::Job& job,
-                                                        const std::string& python_tool,
-                                                        const std::string& project);
+// What a native torch.save checkpoint says it is (model_family, size, nc beside its state dict),
+// read by the torch-free checkpoint reader from the archive's pickle alone (the file is mapped:
+// a large checkpoint's storages are not read). nullopt for anything else: a TorchScript export,
+// not a zip, unreadable (the engine loads those and reports on them).
+std::optional<engine::CheckpointModel> NativeCheckpointModel(const std::string& path);
 
-// One progress line of the Python tool's output as an event, nullopt for any other line.
-std::optional<RunProgress> ParsePythonProgress(const std::string& line);
+// The Python LibreYOLO CLI this daemon runs for `family`'s jobs: `python_tool` when set ("off":
+// none), else $LIBREYOLO_PYTHON_ENV/bin/libreyolo, else bin/libreyolo of the project's Python
+// environment this daemon was built against (scripts/python-env.sh at configure time).
+// FAILED_PRECONDITION when there is none: "this daemon has no Python LibreYOLO to run yolox:
+// set python_tool ...".
+absl::StatusOr<std::string> PythonToolPath(const DaemonConfig& config, const std::string& family);
+
+// The Python tool's command line for `job` (resolved: ResolveJobInputs), writing into
+// `project` (its --project): ["<tool>", "profile", "run"|"infer", flags..., "--", positional].
+// `checkpoint_size` is the weights' own size (their metadata), given when the job names none.
+// INVALID_ARGUMENT naming the option the Python tool has no flag for, a --size the checkpoint
+// is not, or the synthetic dataset; NOT_FOUND for a dataset with no data yaml.
+absl::StatusOr<std::vector<std::string>> PythonToolArgs(const v1::Job& job, const std::string& tool,
+                                                        const std::string& project,
+                                                        const std::string& checkpoint_size,
+                                                        const DaemonConfig& config);
+
+// The Python tool's output, line by line, as the job's events: its stages (setting up, each
+// training epoch, analysing) and its result lines; nullopt for any other line.
+class PythonProgress {
+ public:
+  explicit PythonProgress(int64_t trials) : trials_(trials) {}
+  std::optional<RunProgress> Line(const std::string& line);
+
+ private:
+  int64_t trials_;
+  int64_t trial_ = 0;
+};
 
 class PythonRunner : public JobRunner {
  public:
@@ -59,11 +84,18 @@ class PythonRunner : public JobRunner {
   // Runs `job` (which DelegatedFamily sent here) with the Python tool to its end. Never throws.
   RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>& progress,
                  const engine::CancelToken& cancel) override;
+  std::string ToolFor(const v1::Job& job) const override;
 
   // Overrides the config's cancel_grace_s (tests).
   void set_cancel_grace(std::chrono::milliseconds grace) { cancel_grace_ = grace; }
 
  private:
+  // Takes the tool's files from `project` (its --project: <kind>/ or, for `trials` > 1, each
+  // <kind>_T/ and the repeat file) into the job's artifacts, each profile checked (LoadProfile)
+  // before it counts; the headline numbers into `out`.
+  absl::Status TakeFiles(const v1::Job& job, const std::string& project, int64_t trials,
+                         const DaemonConfig& config, RunOutcome* out);
+
   const LiveConfig& config_;
   JobStore* store_;
   std::optional<std::chrono::milliseconds> cancel_grace_;
