@@ -248,6 +248,17 @@ absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
       problems.push_back(std::move(why));
     }
   }
+  if (!config.python_tool.empty() && config.python_tool != "off") {
+    struct stat st {};
+    if (::stat(config.python_tool.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        ::access(config.python_tool.c_str(), X_OK) != 0) {
+      problems.push_back(absl::StrCat("python_tool (--python-tool) ",
+                                      Excerpt(config.python_tool, 4096),
+                                      " is not an executable file: give the Python LibreYOLO's "
+                                      "bin/libreyolo, \"off\", or leave it unset for the "
+                                      "project's Python environment"));
+    }
+  }
   if (config.unix_socket_mode < 0 || config.unix_socket_mode > 0777) {
     problems.push_back("unix_socket_mode: expected an octal mode between 0 and 0777");
   } else if ((config.unix_socket_mode & 0600) != 0600) {

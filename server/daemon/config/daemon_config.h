@@ -124,6 +124,12 @@ struct DaemonConfig {
   // set only KINETO_USE_DAEMON=1 register; any local user's process reaches it. Start-up fails
   // when another daemon (dynolog) holds it.
   bool attach_dynolog_compat = false;
+  // Issue 38 §4: the Python LibreYOLO CLI (its bin/libreyolo) that runs the `profile run|infer`
+  // jobs of a native checkpoint of a family the engine lacks (server/daemon/workers/
+  // python_runner.h). "" = the project's Python environment: $LIBREYOLO_PYTHON_ENV/bin/libreyolo,
+  // else the one this daemon was built against; "off" = none (such jobs fail, saying how to set
+  // it). A path must be an executable file (ValidateDaemonConfig).
+  std::string python_tool;
 };
 
 // Reads the YAML file. NOT_FOUND names the file; INVALID_ARGUMENT names the key and what is

@@ -273,6 +273,7 @@ std::vector<Key> ConfigKeys(DaemonConfig* config) {
       StringKey("worker_binary", &config->worker_binary),
       StringKey("attach_dir", &config->attach_dir),
       BoolKey("attach_dynolog_compat", &config->attach_dynolog_compat),
+      StringKey("python_tool", &config->python_tool),
   };
 }
 

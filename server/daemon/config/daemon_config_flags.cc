@@ -254,6 +254,11 @@ const std::vector<Flag>& Flags() {
        "also bind Kineto's default abstract address (dynolog's; any local user reaches it); "
        "refused when dynolog holds it",
        "attach_dynolog_compat", BoolFlag(&Self, &DaemonConfig::attach_dynolog_compat)},
+      {"python-tool", "PATH",
+       "the Python LibreYOLO's bin/libreyolo, which runs profile run|infer of a native checkpoint "
+       "of a family the engine lacks; default: the project's Python environment "
+       "($LIBREYOLO_PYTHON_ENV, else the one this daemon was built with); off = none",
+       "python_tool", StringFlag(&DaemonConfig::python_tool)},
       {"help", nullptr, "print this help and exit", nullptr, nullptr},
   };
   return flags;
