@@ -8,13 +8,16 @@
 // length, then WorkerToDaemon; an empty Hello is the two bytes 0a 00) to be ready, or not.
 #include "server/daemon/workers/engine_runner.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -124,6 +127,49 @@ TEST_F(EngineRunnerDeaths, AWorkerThatDiesInAJobIsCountedOnceAndLogged) {
   EXPECT_EQ(runner.WorkerRestarts(), 1);
 }
 
+// Issue 40 A.4: a worker killed (the OOM killer prefers an idle ~800 MiB worker) or stopped
+// while idle used to fail the device's next job at once ("killed by signal 9 before its first
+// step"), or cost it the whole watchdog. It is found before the job and replaced: the job runs
+// on a fresh worker (here one that ends the job with exit 7, to tell the two apart).
+class EngineRunnerIdleDeaths : public EngineRunnerDeaths,
+                               public ::testing::WithParamInterface<int> {};
+
+TEST_P(EngineRunnerIdleDeaths, AnIdleWorkerKilledOrStoppedIsReplacedBeforeTheNextJob) {
+  const fs::path pids = dir_ / "pids";
+  EngineRunner& runner = Runner(absl::StrCat("echo $$ >> ", pids.string(), "\n", kHello,
+                                             "\nhead -c 1 <&3 >/dev/null\nexit 7"));
+  runner.set_progress_timeout(std::chrono::milliseconds(3000));  // bounds the old failure
+  ASSERT_TRUE(runner.StartWorker("cpu").ok());
+  pid_t first = 0;
+  std::ifstream(pids) >> first;
+  ASSERT_GT(first, 1);
+  ASSERT_EQ(::kill(first, GetParam()), 0);
+  // The signal has landed (a worker idle for a while): a zombie until the runner looks, or
+  // stopped.
+  const std::string landed = GetParam() == SIGKILL ? ") Z" : ") T";
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(first) + "/stat");
+    std::string all((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    if (all.find(landed) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  engine::CancelToken cancel;
+  ::testing::internal::CaptureStderr();
+  const RunOutcome out = runner.Run(Job(), nullptr, cancel);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(std::string(out.status.message()), HasSubstr("exited with code 7"))
+      << "the job ran on a fresh worker: " << out.status;
+  EXPECT_THAT(log, HasSubstr(GetParam() == SIGKILL
+                                 ? "died while idle: killed by signal 9"
+                                 : "was stopped while idle (state T"));
+  EXPECT_THAT(log, HasSubstr("a fresh one starts for the next job"));
+  EXPECT_EQ(runner.WorkerRestarts(), 2) << "the idle death and the job's own end";
+  EXPECT_NE(::kill(first, 0), 0) << "the first worker is gone (reaped), not left stopped";
+}
+
+INSTANTIATE_TEST_SUITE_P(KillAndStop, EngineRunnerIdleDeaths,
+                         ::testing::Values(SIGKILL, SIGSTOP));
+
 TEST_F(EngineRunnerDeaths, AWorkerStoppedByTheDaemonIsNotADeath) {
   EngineRunner& runner = Runner(std::string(kHello) + "\nexec cat <&3 >/dev/null");
   ASSERT_TRUE(runner.StartWorker("cpu").ok());
@@ -154,9 +200,9 @@ class EngineRunnerDeadlines : public EngineRunnerDeaths {
 
 TEST_F(EngineRunnerDeadlines, AStoppedWorkerIsKilledByTheProgressWatchdog) {
   const std::string frame = ProgressFrame("measuring", 3, 150);
-  // Ready, one step's progress, then stopped as `kill -STOP` leaves it.
-  EngineRunner& runner =
-      Runner(std::string(kHello) + "\ncat " + frame + " >&3\nkill -STOP $$\nsleep 60");
+  // Ready, given the job, one step's progress, then stopped as `kill -STOP` leaves it.
+  EngineRunner& runner = Runner(std::string(kHello) + "\nhead -c 1 <&3 >/dev/null\ncat " +
+                                frame + " >&3\nkill -STOP $$\nsleep 60");
   // 2 s: far above the time the script takes to write its one frame on a loaded machine, so
   // the stage named is always the step's, never "before its first step".
   runner.set_progress_timeout(std::chrono::milliseconds(2000));
@@ -192,9 +238,9 @@ TEST_F(EngineRunnerDeadlines, AWorkerSilentFromTheStartIsKilledByTheWatchdog) {
 
 TEST_F(EngineRunnerDeadlines, AJobStillReportingAtItsWallTimeLimitIsStopped) {
   const std::string frame = ProgressFrame("measuring", 7, 1000);
-  // Reports every 50 ms (so the watchdog never fires) and never ends.
-  EngineRunner& runner = Runner(std::string(kHello) + "\nwhile :; do cat " + frame +
-                                " >&3 || exit 1; sleep 0.05; done");
+  // Given the job, reports every 50 ms (so the watchdog never fires) and never ends.
+  EngineRunner& runner = Runner(std::string(kHello) + "\nhead -c 1 <&3 >/dev/null\nwhile :; do cat " +
+                                frame + " >&3 || exit 1; sleep 0.05; done");
   runner.set_progress_timeout(std::chrono::milliseconds(5000));
   ASSERT_TRUE(runner.StartWorker("cpu").ok());
   v1::Job job = Job();

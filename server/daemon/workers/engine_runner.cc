@@ -46,7 +46,15 @@ absl::StatusOr<EngineWorker*> EngineRunner::EnsureWorker(const std::string& devi
   {
     std::lock_guard<std::mutex> lock(mu_);
     Slot& slot = slots_[device];
-    if (slot.worker && slot.worker->alive()) return slot.worker.get();
+    if (slot.worker && slot.worker->alive()) {
+      // A worker that died or was stopped while idle is replaced now, not found dead by the
+      // job (issue 40 A.4: the job used to fail at once, or after the whole watchdog).
+      const std::string idle = slot.worker->CheckIdle();
+      if (idle.empty()) return slot.worker.get();
+      RecordDeath(absl::StrCat("the engine worker for ", device, " (pid ", slot.hello.pid(),
+                               ") ", idle, "; a fresh one starts for the next job"));
+      slot.worker.reset();
+    }
   }
   // Started outside the lock: LibTorch takes seconds to load, and other devices' jobs and
   // GetDaemonInfo go on meanwhile.

@@ -189,6 +189,32 @@ std::string EngineWorker::Reap(milliseconds grace) {
   return DescribeWaitStatus(status);
 }
 
+std::string EngineWorker::CheckIdle() {
+  if (pid_ <= 0) return "had already ended";
+  int status = 0;
+  pid_t r = 0;
+  while ((r = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR) {
+  }
+  if (r == pid_) {
+    pid_ = 0;
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    return absl::StrCat("died while idle: ", DescribeWaitStatus(status));
+  }
+  if (ProcessStopped(pid_)) {
+    ::kill(pid_, SIGKILL);
+    (void)Reap(milliseconds(0));
+    return "was stopped while idle (state T: SIGSTOP or a debugger) and was killed";
+  }
+  // An idle worker sends nothing: a readable channel is its end (EOF) or a protocol breach.
+  pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLRDHUP | POLLERR)) != 0) {
+    ::kill(pid_, SIGKILL);
+    return absl::StrCat("closed its channel while idle (", Reap(milliseconds(1000)), ")");
+  }
+  return "";
+}
+
 void EngineWorker::Stop(milliseconds grace) {
   if (pid_ <= 0) return;
   wv1::DaemonToWorker stop;

@@ -89,6 +89,13 @@ class EngineWorker {
   // Asks the worker to stop, kills it after `grace`, reaps it. Idempotent.
   void Stop(std::chrono::milliseconds grace);
 
+  // Whether an idle worker can take a job (issue 40 A.4): "" when it can; else what happened
+  // to it while it waited, after which it is reaped and alive() is false: "died while idle:
+  // killed by signal 9 (Killed)" (the OOM killer prefers an idle worker), "was stopped while
+  // idle (state T: SIGSTOP or a debugger) and was killed", "closed its channel while idle
+  // (...)". Call between jobs only.
+  std::string CheckIdle();
+
   bool alive() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
   const wv1::Hello& hello() const { return hello_; }
