@@ -57,6 +57,10 @@ inline constexpr bool kWithModules = true;
 inline constexpr bool kProbeOverhead = true;
 inline constexpr const char* kCollector = "native";  // or "libtorch"
 
+// AttachSpec (`libreyolo profile attach`, issue 37): a window of this many milliseconds when
+// neither duration_ms nor iterations is set.
+inline constexpr int64_t kAttachDurationMs = 1000;
+
 // Not in the proto: the engine tool's and the engine's own knobs.
 inline constexpr int64_t kProfiledRuns = 20;  // infer iterations recorded in the trace
 inline constexpr const char* kProject = "runs/profile";
@@ -75,6 +79,10 @@ inline constexpr int64_t kMaxCycles = 100;
 inline constexpr int64_t kMaxDet = 30000;
 inline constexpr int kMaxActivities = 8;
 inline constexpr double kMaxOverheadBudgetPct = 1000;
+// AttachSpec: pids at most, duration_ms in 1..this, iterations in 1..this.
+inline constexpr int kMaxAttachPids = 64;
+inline constexpr int64_t kMaxAttachDurationMs = 600000;
+inline constexpr int64_t kMaxAttachIterations = 100000;
 inline constexpr int64_t kMaxRanks = 64;           // data_parallel.nproc on one daemon
 inline constexpr int64_t kMaxWorldSize = 1024;     // the engine tool's --world-size
 inline constexpr double kMaxBucketCapMb = 4096;    // data_parallel.bucket_cap_mb: (0, this]

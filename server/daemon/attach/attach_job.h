@@ -21,11 +21,12 @@
 //             until start + duration + margin; a process that exits meanwhile is said
 //   analyse   external::AnalyseIntoJob: the traces into the job's artifacts and profile
 //
-// Failures are the job's, each with its exit code (docs/cli.md "Exit codes"): no process
-// matches (NOT_FOUND, listing what is registered and why each was not taken: 3), a target busy
-// with its own profiler or a configuration pending (FAILED_PRECONDITION: 3), exited mid-trace
-// or the trace never arrived (DEADLINE_EXCEEDED / ABORTED: 2), Kineto ignored our path (the
-// file at its default /tmp/libkineto_activities_<pid>.json instead: FAILED_PRECONDITION: 3).
+// Failures are the job's, each with its exit code (common/status/exit_code.h): no process
+// matches (NOT_FOUND, listing what is registered and why each was not taken: 2), every target
+// busy with its own profiler (FAILED_PRECONDITION: 2), no process took the request or no trace
+// arrived by the deadline (DEADLINE_EXCEEDED: 2), Kineto ignored our path (the file at its
+// default /tmp/libkineto_activities_<pid>.json instead: FAILED_PRECONDITION: 2), every
+// target exited mid-trace (ABORTED: 1), a trace that is not this job's (DATA_LOSS: 1).
 // Nothing half-written stays in the store (TakeProducedFiles publishes all or nothing).
 // Cancel withdraws configurations not delivered yet; a trace Kineto already started cannot be
 // stopped (said in the cancel note).
@@ -54,9 +55,13 @@
 
 namespace libreyolo::daemon::attach {
 
-// Kineto's warm-up before a window with PROFILE_START_TIME=0 (spec §1.5): 5 s + 2 ticks. With a
-// start time given, the time from delivery to the start must leave room for it.
-inline constexpr std::chrono::milliseconds kKinetoWarmup{7000};
+// Kineto's warm-up (ACTIVITIES_WARMUP_PERIOD_SECS' default, spec §1.5): a request picked up
+// less than this before its PROFILE_START_TIME is dropped. Its controller acts on one-second
+// ticks: kKinetoTicks more.
+inline constexpr std::chrono::milliseconds kKinetoWarmup{5000};
+inline constexpr std::chrono::milliseconds kKinetoTicks{2000};
+// A poll may come this late after its interval (the config thread's own work).
+inline constexpr std::chrono::milliseconds kPollSlack{1000};
 // After the window: Kineto's flush and JSON write, the rename, our inotify wake-up.
 inline constexpr std::chrono::milliseconds kTraceMargin{30000};
 
@@ -94,9 +99,13 @@ struct KinetoRequest {
   std::string trace_id;          // REQUEST_TRACE_ID: the job id
 };
 std::string KinetoConfigText(const v1::AttachSpec& spec, const KinetoRequest& request);
+// The window asked (duration_ms, else the default); iteration mode has none.
+int64_t AttachDurationMs(const v1::AttachSpec& spec);
+// A traced process as the job records it (Job.attach_targets).
+v1::AttachTarget TracedTarget(const AttachableProcess& p);
 
 // The shared start: late enough that every target has polled (its last poll + the poll
-// interval + one more for a missed reply) and warmed up.
+// interval + kPollSlack) and warmed up (kKinetoWarmup + kKinetoTicks).
 int64_t SharedStartUnixMs(const std::vector<AttachableProcess>& targets, int64_t now_unix_ms);
 
 // `<job id>_<pid>.json`: the name Kineto gives the trace of `pid` for ACTIVITIES_LOG_FILE
@@ -128,6 +137,8 @@ class TraceArrivals {
   std::vector<std::string> arrived_;
 };
 
+struct AttachRun;  // one job's state across its stages (attach_job.cc)
+
 class AttachJobRunner : public JobRunner {
  public:
   AttachJobRunner(AttachEndpoint* endpoint, JobStore* store, const LiveConfig& config,
@@ -145,6 +156,16 @@ class AttachJobRunner : public JobRunner {
   void set_trace_margin(std::chrono::milliseconds margin) { margin_ = margin; }
 
  private:
+  // The stages, in order (the header's comment); each a status the job fails with.
+  absl::Status Select(AttachRun& run) const;
+  absl::Status Prepare(AttachRun& run) const;
+  absl::Status Request(AttachRun& run) const;
+  absl::Status Deliver(AttachRun& run) const;
+  absl::Status Collect(AttachRun& run) const;
+  absl::Status Analyse(AttachRun& run, RunOutcome* out) const;
+  absl::Status NothingWritten(const AttachRun& run, int64_t end_ms) const;
+  void RecordTargets(const AttachRun& run, RunOutcome* out) const;
+
   AttachEndpoint* endpoint_;
   JobStore* store_;
   const LiveConfig& config_;

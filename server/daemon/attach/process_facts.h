@@ -20,7 +20,7 @@ namespace libreyolo::daemon::attach {
 std::optional<pid_t> NamespacePid(pid_t pid, const std::string& proc_root = "/proc");
 
 // Ancestors (PPid chain, parent first, stopping after pid 1 or at 64), command line, and
-// SLURM_JOB_ID / RANK / LOCAL_RANK of the environment.
+// SLURM_JOB_ID / RANK / LOCAL_RANK / KINETO_ONDEMAND_TRACE_DIR of the environment.
 ProcessFacts ReadProcessFacts(pid_t pid, const std::string& proc_root = "/proc");
 
 // The facts of an environment block (NUL-separated NAME=value), for ReadProcessFacts and tests.

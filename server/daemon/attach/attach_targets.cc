@@ -1,0 +1,287 @@
+// The attach job's pure decisions (attach_job.h): whose job it is, which processes it traces,
+// and the configuration Kineto is handed. No sockets, no files.
+#include <pwd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/render/terminal_text.h"
+#include "proto/job_spec/job_defaults.h"
+#include "server/daemon/attach/attach_job.h"
+
+namespace libreyolo::daemon::attach {
+namespace {
+
+// Processes one job traces at most (AttachSpec.pids' bound, applied to every target).
+constexpr size_t kMaxTraced = jobspec::bounds::kMaxAttachPids;
+constexpr size_t kCommandLineBytes = 256;
+
+std::optional<uid_t> UidOfUser(const std::string& name) {
+  std::vector<char> buf(16384);
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  if (::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
+    return std::nullopt;
+  }
+  return found->pw_uid;
+}
+
+bool Visible(const AttachableProcess& p, const AttachOwner& owner) {
+  return owner.admin || (owner.uid.has_value() && p.uid == *owner.uid);
+}
+
+bool HasAncestor(const AttachableProcess& p, pid_t ancestor) {
+  return std::find(p.facts.ancestors.begin(), p.facts.ancestors.end(), ancestor) !=
+         p.facts.ancestors.end();
+}
+
+v1::AttachTarget TargetOf(const AttachableProcess& p, bool traced, std::string reason) {
+  v1::AttachTarget t;
+  t.set_pid(static_cast<int32_t>(p.pid));
+  t.set_traced(traced);
+  t.set_reason(std::move(reason));
+  if (p.facts.rank) t.set_rank(*p.facts.rank);
+  t.set_command_line(Excerpt(p.facts.command_line, kCommandLineBytes));
+  return t;
+}
+
+std::string Describe(const AttachableProcess& p) {
+  std::string out = absl::StrCat(p.pid);
+  if (!p.facts.command_line.empty()) absl::StrAppend(&out, " (", Excerpt(p.facts.command_line), ")");
+  return out;
+}
+
+std::string TargetText(const v1::AttachSpec& spec) {
+  if (spec.all()) return "--all";
+  if (!spec.slurm_job_id().empty()) return absl::StrCat("--slurm-job ", spec.slurm_job_id());
+  return absl::StrCat("--pid ", absl::StrJoin(spec.pids(), ","));
+}
+
+// The registered processes the spec names, before launchers and states are weighed; a pid that
+// names nothing the owner may trace is a line in `unmatched`.
+std::vector<const AttachableProcess*> Matching(const v1::AttachSpec& spec,
+                                               const std::vector<AttachableProcess>& registered,
+                                               const AttachOwner& owner,
+                                               std::vector<std::string>* unmatched) {
+  std::vector<const AttachableProcess*> out;
+  std::set<pid_t> seen;
+  auto take = [&](const AttachableProcess& p) {
+    if (seen.insert(p.pid).second) out.push_back(&p);
+  };
+  if (spec.all() || !spec.slurm_job_id().empty()) {
+    for (const AttachableProcess& p : registered) {
+      if (!Visible(p, owner)) continue;
+      if (spec.all() || p.facts.slurm_job_id == spec.slurm_job_id() ||
+          (p.facts.slurm_job_id.empty() && p.job_id != 0 &&
+           absl::StrCat(p.job_id) == spec.slurm_job_id())) {
+        take(p);
+      }
+    }
+    return out;
+  }
+  for (const int32_t pid : spec.pids()) {
+    bool any = false;
+    for (const AttachableProcess& p : registered) {
+      if (p.pid != pid && !HasAncestor(p, pid)) continue;
+      if (!Visible(p, owner)) {
+        if (p.pid == pid) {
+          unmatched->push_back(absl::StrCat("process ", pid, " belongs to another user (uid ", p.uid,
+                                            "): only its owner or an admin may attach to it"));
+          any = true;
+        }
+        continue;
+      }
+      take(p);
+      any = true;
+    }
+    if (!any) {
+      unmatched->push_back(absl::StrCat("process ", pid,
+                                        " does not poll this daemon and no process under it does"));
+    }
+  }
+  return out;
+}
+
+// Why a registered process the owner may see was not taken by `spec`.
+std::string WhyNotMatched(const v1::AttachSpec& spec, const AttachableProcess& p) {
+  if (!spec.slurm_job_id().empty()) {
+    return p.facts.slurm_job_id.empty() && p.job_id == 0
+               ? "not in a Slurm job"
+               : absl::StrCat("in Slurm job ",
+                              p.facts.slurm_job_id.empty() ? absl::StrCat(p.job_id)
+                                                           : p.facts.slurm_job_id);
+  }
+  return absl::StrCat("neither ", absl::StrJoin(spec.pids(), ", "), " nor under it");
+}
+
+absl::Status NoMatch(const v1::AttachSpec& spec, const std::vector<AttachableProcess>& registered,
+                     const AttachOwner& owner, const std::vector<std::string>& unmatched,
+                     const std::vector<v1::AttachTarget>& skipped) {
+  std::vector<std::string> lines = unmatched;
+  std::set<int32_t> said;
+  for (const v1::AttachTarget& t : skipped) {
+    lines.push_back(absl::StrCat(t.pid(), ": ", t.reason()));
+    said.insert(t.pid());
+  }
+  size_t others = 0;
+  for (const AttachableProcess& p : registered) {
+    if (!Visible(p, owner)) {
+      ++others;
+    } else if (said.count(p.pid) == 0) {
+      lines.push_back(absl::StrCat(Describe(p), ": ", WhyNotMatched(spec, p)));
+    }
+  }
+  std::string msg = absl::StrCat("no process to trace for ", TargetText(spec));
+  if (registered.empty()) {
+    absl::StrAppend(&msg, ": no process polls this daemon; start yours with the environment "
+                          "`libreyolo profile attach --env` prints, then `--list` shows it");
+  } else {
+    if (!lines.empty()) absl::StrAppend(&msg, ": ", absl::StrJoin(lines, "; "));
+    if (others > 0 && !owner.admin) {
+      absl::StrAppend(&msg, lines.empty() ? ": " : "; ", others,
+                      " process(es) of other users poll too (not yours to attach)");
+    }
+  }
+  return absl::NotFoundError(msg);
+}
+
+}  // namespace
+
+absl::StatusOr<AttachOwner> ResolveOwner(const std::string& owner, const DaemonConfig& config) {
+  AttachOwner out;
+  out.user = owner;
+  out.admin = std::find(config.admins.begin(), config.admins.end(), owner) != config.admins.end();
+  if (absl::StartsWith(owner, "uid:")) {
+    const std::string digits = owner.substr(4);
+    uint32_t n = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (ec == std::errc() && end == digits.data() + digits.size() && !digits.empty()) {
+      out.uid = static_cast<uid_t>(n);
+    }
+  } else {
+    out.uid = UidOfUser(owner);
+  }
+  if (out.uid && *out.uid == 0) out.admin = true;
+  if (!out.uid && !out.admin) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the job's owner ", Excerpt(owner), " is no Unix user of this host: only a process's "
+        "owner (or an admin) may attach; submit over the daemon's Unix socket as that user"));
+  }
+  return out;
+}
+
+absl::StatusOr<TargetSelection> SelectTargets(const v1::AttachSpec& spec,
+                                              const std::vector<AttachableProcess>& registered,
+                                              const AttachOwner& owner) {
+  std::vector<std::string> unmatched;
+  const std::vector<const AttachableProcess*> matching =
+      Matching(spec, registered, owner, &unmatched);
+  TargetSelection out;
+  // A poller whose polling descendants were matched too is a launcher (torchrun, a shell that
+  // imported torch): the leaves do the work.
+  std::map<pid_t, std::vector<pid_t>> below;
+  for (const AttachableProcess* p : matching) {
+    for (const AttachableProcess* q : matching) {
+      if (q != p && HasAncestor(*q, p->pid)) below[p->pid].push_back(q->pid);
+    }
+  }
+  size_t busy = 0;
+  for (const AttachableProcess* p : matching) {
+    std::string why;
+    if (const auto it = below.find(p->pid); it != below.end()) {
+      why = absl::StrCat("a launcher: its descendants ", absl::StrJoin(it->second, ", "),
+                         " poll (the leaves are traced)");
+    } else if (p->state == AttachState::kBusy) {
+      why = "busy: its own torch.profiler runs, and Kineto takes no on-demand request meanwhile";
+      ++busy;
+    } else if (p->state == AttachState::kPending) {
+      why = "another trace request is pending for it (another attach job)";
+    } else if (!out.traced.empty() && p->uid != out.traced.front().uid) {
+      why = absl::StrCat("another user's (uid ", p->uid, ") than process ", out.traced.front().pid,
+                         "'s: attach each user's processes in a job of its own");
+    } else if (out.traced.size() >= kMaxTraced) {
+      why = absl::StrCat("past the ", kMaxTraced, " processes one job traces");
+    }
+    if (why.empty()) {
+      out.traced.push_back(*p);
+    } else {
+      out.skipped.push_back(TargetOf(*p, false, std::move(why)));
+    }
+  }
+  if (!out.traced.empty()) return out;
+  if (busy > 0 && busy + below.size() == matching.size()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "every process ", TargetText(spec), " selects is busy with its own torch.profiler (",
+        absl::StrJoin(out.skipped, ", ",
+                      [](std::string* s, const v1::AttachTarget& t) { absl::StrAppend(s, t.pid()); }),
+        "): Kineto takes no on-demand request while it runs; attach when it has stopped"));
+  }
+  return NoMatch(spec, registered, owner, unmatched, out.skipped);
+}
+
+v1::AttachTarget TracedTarget(const AttachableProcess& p) { return TargetOf(p, true, ""); }
+
+int64_t AttachDurationMs(const v1::AttachSpec& spec) {
+  return spec.has_duration_ms() ? spec.duration_ms() : jobspec::defaults::kAttachDurationMs;
+}
+
+std::string KinetoConfigText(const v1::AttachSpec& spec, const KinetoRequest& request) {
+  std::vector<std::string> lines;
+  lines.push_back(absl::StrCat("ACTIVITIES_LOG_FILE=", request.log_file));
+  if (spec.has_iterations()) {
+    // The window starts at the next step of each process (ranks step together).
+    lines.push_back("PROFILE_START_ITERATION=0");
+    lines.push_back("PROFILE_START_ITERATION_ROUNDUP=1");
+    lines.push_back(absl::StrCat("ACTIVITIES_ITERATIONS=", spec.iterations()));
+  } else {
+    lines.push_back(absl::StrCat("PROFILE_START_TIME=", request.start_unix_ms));
+    lines.push_back(absl::StrCat("ACTIVITIES_DURATION_MSECS=", AttachDurationMs(spec)));
+  }
+  lines.push_back(absl::StrCat("REQUEST_TRACE_ID=", request.trace_id));
+  // Kineto's activity types: the CPU side (ops, annotations) and, with "cuda", CUPTI's.
+  std::vector<std::string> types;
+  const auto& asked = spec.profiler().activities();
+  const bool cpu = asked.empty() || std::find(asked.begin(), asked.end(), "cpu") != asked.end();
+  const bool cuda = asked.empty() || std::find(asked.begin(), asked.end(), "cuda") != asked.end();
+  if (cpu) types.insert(types.end(), {"cpu_op", "user_annotation", "python_function"});
+  if (cuda) {
+    types.insert(types.end(), {"gpu_user_annotation", "gpu_memcpy", "gpu_memset", "kernel",
+                               "cuda_runtime", "cuda_driver"});
+  }
+  lines.push_back(absl::StrCat("ACTIVITY_TYPES=", absl::StrJoin(types, ",")));
+  const v1::ProfilerOptions& o = spec.profiler();
+  auto flag = [&](const char* key, bool on) {
+    if (on) lines.push_back(absl::StrCat(key, "=true"));
+  };
+  flag("PROFILE_REPORT_INPUT_SHAPES", o.has_record_shapes() && o.record_shapes());
+  flag("PROFILE_PROFILE_MEMORY", o.has_profile_memory() && o.profile_memory());
+  flag("PROFILE_WITH_STACK", o.with_stack());
+  flag("PROFILE_WITH_FLOPS", o.has_with_flops() && o.with_flops());
+  flag("PROFILE_WITH_MODULES", o.has_with_modules() && o.with_modules());
+  return absl::StrCat(absl::StrJoin(lines, "\n"), "\n");
+}
+
+int64_t SharedStartUnixMs(const std::vector<AttachableProcess>& targets, int64_t now_unix_ms) {
+  const int64_t poll = std::chrono::milliseconds(kPollInterval).count();
+  // Each target's next poll is due one interval after its last (kPollSlack for its jitter);
+  // Kineto then needs its warm-up before the start, or it drops the request.
+  int64_t last_pickup = now_unix_ms;
+  for (const AttachableProcess& p : targets) {
+    last_pickup = std::max(last_pickup, std::max(p.last_poll_unix_ms, now_unix_ms - poll) + poll);
+  }
+  return last_pickup + kPollSlack.count() + kKinetoWarmup.count() + kKinetoTicks.count();
+}
+
+std::string TraceFileName(const std::string& job_id, pid_t pid) {
+  return absl::StrCat(job_id, "_", pid, ".json");
+}
+
+}  // namespace libreyolo::daemon::attach
