@@ -85,7 +85,7 @@ absl::StatusOr<v1::Job> ResolveJobInputs(const v1::Job& job, const DaemonConfig&
       const auto cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
       m->set_threads(std::max<int32_t>(1, cores / out.devices_size()));
     }
-  }
+  }  // an attach job (issue 37) has no inputs: its processes run already
   return out;
 }
 

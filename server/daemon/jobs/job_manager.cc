@@ -254,6 +254,10 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
         "libreyolod accepts no jobs: it could not record a job's state durably (", store_error_,
         "); an admin must free space on the state filesystem (it resumes by itself)"));
   }
+  if (device_state_.count(device) == 0 && device == kAttachLane) {
+    return absl::FailedPreconditionError(
+        "this daemon serves no attach endpoint (attach_dir): it traces no running process");
+  }
   if (device_state_.count(device) == 0) {
     std::string known;
     bool any_gpu = false;
@@ -313,7 +317,10 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   auto e = std::make_unique<Entry>();
   v1::Job& job = e->job;
   job.set_id(NewJobId());
-  job.set_kind(request.has_run() ? v1::JOB_KIND_RUN : v1::JOB_KIND_INFER);
+  // An attach job (issue 37) runs on the attach lane: no device slot, no rank placement.
+  job.set_kind(request.has_attach() ? v1::JOB_KIND_ATTACH
+               : request.has_run()  ? v1::JOB_KIND_RUN
+                                    : v1::JOB_KIND_INFER);
   job.set_state(v1::JOB_STATE_QUEUED);
   job.set_owner(who.user);
   *job.mutable_labels() = request.labels();

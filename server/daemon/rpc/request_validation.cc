@@ -18,6 +18,7 @@
 #include "common/readers/top_rows.h"
 #include "common/render/terminal_text.h"
 #include "proto/job_spec/job_spec.h"
+#include "server/daemon/attach/attach_job.h"
 #include "server/daemon/jobs/job_manager.h"
 
 namespace libreyolo::daemon {
@@ -250,10 +251,100 @@ absl::Status ValidateJobId(const std::string& field, const std::string& id) {
   return absl::OkStatus();
 }
 
+// `profile attach` (issue 37 §3-4): exactly one target, the window's bounds, and only the
+// profiler switches Kineto's on-demand configuration has.
+absl::Status CheckAttachSpec(const v1::AttachSpec& a) {
+  namespace bounds = jobspec::bounds;
+  const int targets = (a.pids_size() > 0 ? 1 : 0) + (a.slurm_job_id().empty() ? 0 : 1) +
+                      (a.all() ? 1 : 0);
+  if (targets != 1) {
+    return Bad("attach", "name exactly one target: pids (--pid), slurm_job_id (--slurm-job) or "
+                         "all (--all)");
+  }
+  if (a.pids_size() > bounds::kMaxAttachPids) {
+    return Bad("attach.pids", absl::StrCat("at most ", bounds::kMaxAttachPids, " entries"));
+  }
+  for (const int32_t pid : a.pids()) {
+    if (pid <= 1) return Bad("attach.pids", absl::StrCat(pid, " is not a process to trace (> 1)"));
+  }
+  if (!a.slurm_job_id().empty()) {
+    const std::string& j = a.slurm_job_id();
+    const bool ok = j.size() <= 32 && std::all_of(j.begin(), j.end(), [](char c) {
+                      return absl::ascii_isdigit(static_cast<unsigned char>(c)) || c == '_' ||
+                             c == '.';
+                    });
+    if (!ok) {
+      return Bad("attach.slurm_job_id",
+                 absl::StrCat("'", Excerpt(j), "' is not a Slurm job id ([0-9_.], at most 32)"));
+    }
+  }
+  if (a.has_duration_ms() && a.has_iterations()) {
+    return Bad("attach", "give duration_ms (--duration-ms) or iterations (--iterations), not both");
+  }
+  if (a.has_duration_ms()) {
+    if (auto s = Range("attach.duration_ms", a.duration_ms(), 1, bounds::kMaxAttachDurationMs);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (a.has_iterations()) {
+    if (auto s = Range("attach.iterations", a.iterations(), 1, bounds::kMaxAttachIterations);
+        !s.ok()) {
+      return s;
+    }
+  }
+  const v1::ProfilerOptions& p = a.profiler();
+  const char* inapplicable = p.has_overhead_budget_pct() ? "overhead_budget_pct"
+                             : !p.collector().empty()    ? "collector"
+                             : p.has_probe_overhead()    ? "probe_overhead"
+                                                         : nullptr;
+  if (inapplicable != nullptr) {
+    return Bad(absl::StrCat("attach.profiler.", inapplicable),
+               "does not apply to attach: the traced process's own Kineto records, with no "
+               "overhead probe or collector of ours");
+  }
+  if (p.activities_size() > bounds::kMaxActivities) {
+    return Bad("attach.profiler.activities",
+               absl::StrCat("at most ", bounds::kMaxActivities, " entries"));
+  }
+  for (const std::string& act : p.activities()) {
+    if (act != "cpu" && act != "cuda") {
+      return Bad("attach.profiler.activities", absl::StrCat("'", Excerpt(act), "' is not cpu or cuda"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Only a process's owner or an admin may attach (issue 37 §4). The job's owner name is what
+// the attach runner resolves to a uid (attach_job.h: ResolveOwner), so a caller who is not an
+// admin must be a Unix-socket peer whose name is its own uid's: a token user has no Unix user
+// here (no mapping), and a token naming another user on the socket is refused.
+absl::Status CheckAttachCaller(const Identity& who, const DaemonConfig& config) {
+  if (config.attach_dir.empty() && !config.attach_dynolog_compat) {
+    return absl::FailedPreconditionError(
+        "this daemon serves no attach endpoint (attach_dir is empty and attach_dynolog_compat "
+        "off): set attach_dir in its config to attach to processes");
+  }
+  if (who.admin) return absl::OkStatus();
+  if (!who.uid.has_value()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "token user ", Excerpt(who.user), " has no Unix user on this host: only a process's "
+        "owner (or an admin) may attach to it; run `libreyolo profile attach` over the "
+        "daemon's Unix socket as the process's user"));
+  }
+  const absl::StatusOr<attach::AttachOwner> owner = attach::ResolveOwner(who.user, config);
+  if (!owner.ok() || !owner->uid.has_value() || *owner->uid != *who.uid) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "you call as ", Excerpt(who.user), " (a token) from Unix uid ", *who.uid,
+        ": attach as your own Unix user (unset LIBREYOLO_TOKEN / --token-file)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& config,
                             const Identity& who, std::string* device) {
   if (r.spec_case() == v1::SubmitJobRequest::SPEC_NOT_SET) {
-    return Bad("spec", "set infer or run");
+    return Bad("spec", "set infer, run or attach");
   }
   if (auto s = CheckLabels("labels", r.labels()); !s.ok()) return s;
   if (auto s = Range("priority", r.priority(), -10, 10); !s.ok()) return s;
@@ -263,6 +354,12 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& c
   if (auto s = MaxBytes("request_id", r.request_id(), kMaxRequestIdBytes); !s.ok()) return s;
   if (!IsPrintableUtf8(r.request_id())) {
     return Bad("request_id", "must be printable UTF-8 (no control characters)");
+  }
+  if (r.has_attach()) {
+    if (auto s = CheckAttachSpec(r.attach()); !s.ok()) return s;
+    if (auto s = CheckAttachCaller(who, config); !s.ok()) return s;
+    *device = kAttachLane;
+    return absl::OkStatus();
   }
   const bool local_ok = MayNameLocalPaths(config, who);
   if (r.has_infer()) {
@@ -392,6 +489,7 @@ absl::Status ValidateRequest(const v1::ReadRequest& r) {
 }
 
 absl::Status CheckInputsExist(const v1::SubmitJobRequest& r, const DaemonConfig& config) {
+  if (r.has_attach()) return absl::OkStatus();  // no model, images or dataset: running processes
   namespace fs = std::filesystem;
   std::error_code ec;
   // Where a name is looked for, and the same with the name as an error may echo it (Excerpt:
