@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/daemon/attach/attach_endpoint.h"
+#include "server/daemon/attach/attach_job.h"
 #include "server/daemon/jobs/job_manager.h"
 #include "server/daemon/rpc/profiler_service.h"
 #include "server/daemon/rpc/prometheus.h"
@@ -26,6 +27,8 @@
 #include "server/daemon/store/dir_lock.h"
 #include "server/daemon/store/job_store.h"
 #include "server/daemon/workers/engine_runner.h"
+#include "server/daemon/workers/python_runner.h"
+#include "server/daemon/workers/routing_runner.h"
 
 namespace libreyolo::daemon {
 
@@ -45,6 +48,32 @@ std::vector<std::string> ServedDevices(const DaemonConfig& config, int cuda_devi
     if (std::find(out.begin(), out.end(), slot) == out.end()) out.push_back(slot);
   }
   return out;
+}
+
+absl::Status Daemon::StartRunners(std::vector<std::string>* warnings) {
+  const DaemonConfig& c = config_;
+  if (!c.attach_dir.empty() || c.attach_dynolog_compat) {  // issue 37: Kineto's endpoint
+    attach::AttachEndpointOptions attach_options;
+    attach_options.socket_root = c.attach_dir;
+    attach_options.abstract_name = c.attach_dynolog_compat;
+    auto attach = attach::AttachEndpoint::Start(std::move(attach_options), warnings);
+    if (!attach.ok()) return attach.status();
+    attach_ = *std::move(attach);
+    attach_runner_ =
+        std::make_unique<attach::AttachJobRunner>(attach_.get(), store_.get(), *live_);
+  }
+  // Issue 38 §4: run/infer jobs of a family the engine lacks go to the Python LibreYOLO.
+  python_runner_ = std::make_unique<PythonRunner>(*live_, store_.get());
+  python_runner_->set_cancel_grace(std::chrono::seconds(c.cancel_grace_s));
+  RoutingRunner::Routes routes;
+  routes.engine = runner_.get();
+  routes.attach = attach_runner_.get();
+  routes.python = python_runner_.get();
+  routes.delegate = [live = live_.get()](const v1::Job& job, std::string* why_not) {
+    return DelegatedFamily(job, *live->Get(), why_not).has_value();
+  };
+  routing_ = std::make_unique<RoutingRunner>(std::move(routes));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
@@ -103,20 +132,16 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
     if (device != "cpu") others.push_back(device);
   }
   d->runner_->StartWorkers(others, warnings);
-  d->jobs_ = std::make_unique<JobManager>(d->store_.get(), d->runner_.get(), devices, c.limits,
+  if (absl::Status s = d->StartRunners(warnings); !s.ok()) return s;
+  // The attach lane (issue 37) queues beside the devices and holds none of them.
+  std::vector<std::string> lanes = devices;
+  if (d->attach_) lanes.push_back(kAttachLane);
+  d->jobs_ = std::make_unique<JobManager>(d->store_.get(), d->routing_.get(), lanes, c.limits,
                                           c.retention);
   if (auto s = d->jobs_->Recover(warnings); !s.ok()) return s;
   d->service_ = std::make_unique<ProfilerServiceImpl>(*d->live_, d->auth_.get(), d->jobs_.get(),
                                                       d->store_.get());
-  if (!c.attach_dir.empty() || c.attach_dynolog_compat) {  // issue 37: Kineto's endpoint
-    attach::AttachEndpointOptions attach_options;
-    attach_options.socket_root = c.attach_dir;
-    attach_options.abstract_name = c.attach_dynolog_compat;
-    auto attach = attach::AttachEndpoint::Start(std::move(attach_options), warnings);
-    if (!attach.ok()) return attach.status();
-    d->attach_ = *std::move(attach);
-    d->service_->set_attach(d->attach_.get());
-  }
+  if (d->attach_) d->service_->set_attach(d->attach_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -23,10 +23,13 @@ namespace libreyolo::daemon {
 
 namespace attach {
 class AttachEndpoint;
+class AttachJobRunner;
 }
 class Authenticator;
 class DirLock;
 class EngineRunner;
+class PythonRunner;
+class RoutingRunner;
 class JobManager;
 class JobStore;
 class ProfilerServiceImpl;
@@ -69,6 +72,9 @@ class Daemon {
  private:
   Daemon() = default;
   void MetricsLoop();
+  // The job runners behind the queue (routing_ sends each job to its own): the attach
+  // endpoint and its runner when the config serves one, the Python LibreYOLO's runner.
+  absl::Status StartRunners(std::vector<std::string>* warnings);
 
   DaemonConfig config_;
   std::unique_ptr<LiveConfig> live_;  // what RPCs and jobs read; Reload swaps it
@@ -76,9 +82,12 @@ class Daemon {
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<EngineRunner> runner_;
+  std::unique_ptr<attach::AttachEndpoint> attach_;  // Kineto's on-demand endpoint (issue 37)
+  std::unique_ptr<attach::AttachJobRunner> attach_runner_;
+  std::unique_ptr<PythonRunner> python_runner_;
+  std::unique_ptr<RoutingRunner> routing_;  // what the job manager runs jobs with
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<ProfilerServiceImpl> service_;
-  std::unique_ptr<attach::AttachEndpoint> attach_;  // Kineto's on-demand endpoint (issue 37)
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<ConnectionGate> gate_;  // before the listeners: they use it until Stop()
   std::vector<std::unique_ptr<OwnListener>> own_listeners_;  // the Unix socket, plaintext TCP
