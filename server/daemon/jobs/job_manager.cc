@@ -262,6 +262,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
     std::string known;
     bool any_gpu = false;
     for (const std::string& d : devices_) {
+      if (d == kAttachLane) continue;  // a lane, not a device a job may name
       absl::StrAppend(&known, known.empty() ? "" : ", ", d);
       any_gpu |= !absl::StartsWith(d, "cpu");
     }
