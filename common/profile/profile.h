@@ -202,13 +202,21 @@ inline bool FlopsAreLowerBound(const Profile& p) {
 }
 
 inline constexpr char kOurToolName[] = "libreyolo-profiler";
+// The tools of the profiles a daemon job makes outside our engine (docs/profile-json.md, "Who
+// made the profile"): the traced process's own Kineto, asked on demand by an attach job, and
+// the Python LibreYOLO's own `libreyolo profile`, run by a delegated job.
+inline constexpr char kKinetoOnDemandToolName[] = "kineto-on-demand";
+inline constexpr char kPythonLibreyoloToolName[] = "python-libreyolo";
 
-// How the headline step_ms was timed: our jobs time it without the profiler; a trace has only
-// its profiled window; the Python LibreYOLO times it under torch.profiler and does not say so
-// in the file (unknown: say nothing, issue 22).
+// How the headline step_ms was timed: our jobs time it without the profiler; a trace, and the
+// profile of an attach job's Kineto trace, have only the profiled window; the Python LibreYOLO
+// times it under torch.profiler and does not say so in the file (unknown: say nothing, issue
+// 22).
 enum class StepTiming { kUnprofiled, kProfiledWindow, kUnknown };
 inline StepTiming StepTimingOf(const Profile& p) {
-  if (p.source_kind == "trace") return StepTiming::kProfiledWindow;
+  if (p.source_kind == "trace" || p.tool_name == kKinetoOnDemandToolName) {
+    return StepTiming::kProfiledWindow;
+  }
   if (p.tool_name == kOurToolName) return StepTiming::kUnprofiled;
   return StepTiming::kUnknown;
 }

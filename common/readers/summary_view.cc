@@ -42,7 +42,19 @@ std::string WeightsSearchedOf(const std::string& config_json) {
   return absl::StrJoin(out, ", ");
 }
 
-// Who measured: our engine (LibTorch in C++) or the Python LibreYOLO (eager PyTorch). The two
+// config.traced_process.pid: the process an attach job traced ("" where none is recorded).
+std::string TracedPidOf(const std::string& config_json) {
+  const rapidjson::Document d = JsonOrNull(config_json);
+  if (!d.IsObject()) return "";
+  auto proc = d.FindMember("traced_process");
+  if (proc == d.MemberEnd() || !proc->value.IsObject()) return "";
+  auto pid = proc->value.FindMember("pid");
+  if (pid == proc->value.MemberEnd() || !pid->value.IsInt64()) return "";
+  return absl::StrCat(pid->value.GetInt64());
+}
+
+// Who measured: our engine (LibTorch in C++), the Python LibreYOLO (eager PyTorch), or a traced
+// process's own Kineto (an attach job). Our engine and the Python LibreYOLO
 // are different measurements of the same model, not one number twice; "" for a raw trace.
 std::string MeasuredBy(const Profile& p) {
   if (p.source_kind == "trace") return "";
@@ -55,6 +67,19 @@ std::string MeasuredBy(const Profile& p) {
   if (p.tool_name.empty()) {
     return "the Python LibreYOLO (eager PyTorch); libreyolo's LibTorch engine is another "
            "measurement of the same model";
+  }
+  if (p.tool_name == kPythonLibreyoloToolName) {
+    return absl::StrCat("the Python LibreYOLO's own measurement (its `libreyolo profile`",
+                        p.tool_version.empty() ? "" : ", " + p.tool_version,
+                        ", eager PyTorch, run for this job); libreyolo's LibTorch engine is "
+                        "another measurement of the same model");
+  }
+  if (p.tool_name == kKinetoOnDemandToolName) {
+    const std::string pid = TracedPidOf(p.config_json);
+    return absl::StrCat("the traced process's own Kineto (PyTorch's profiler, on demand",
+                        pid.empty() ? "" : ", pid " + pid,
+                        "): its own PyTorch as it ran, over the recorded window; not "
+                        "libreyolo's engine");
   }
   return p.tool_name;
 }
@@ -254,6 +279,11 @@ std::string RenderSummaryText(const SummaryView& v) {
   if (!v.batch.empty()) Line(out, "batch", v.batch);
   if (p.real_steps.has_value()) {
     Line(out, "window", absl::StrCat(Steps(*p.real_steps), ", ", FmtUnit(p.window_wall_ms, "ms")));
+  } else if (p.window_wall_ms.has_value()) {
+    // An attach job's on-demand trace: a recorded duration with no step marks in it.
+    Line(out, "window", absl::StrCat(FmtUnit(p.window_wall_ms, "ms"),
+                                     " recorded, no steps marked: each \"per step\" figure "
+                                     "below is of this one window"));
   }
   if (!v.profiler_overhead.empty()) Line(out, "profiler overhead", v.profiler_overhead);
   out += "\n";

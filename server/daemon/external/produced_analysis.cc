@@ -1,0 +1,275 @@
+// AnalyseIntoJob (produced_files.h): traces made outside the engine, taken into a job and
+// analysed into its profile, one process or the ranks of a data-parallel run.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/io/rank_artifacts.h"
+#include "common/io/unique_fd.h"
+#include "common/job/names.h"
+#include "common/json/json_writer.h"
+#include "common/profile/profile_json.h"
+#include "common/readers/ranks_view.h"
+#include "common/trace/trace_analyser.h"
+#include "common/trace/trace_reader.h"
+#include "rapidjson/filereadstream.h"
+#include "rapidjson/reader.h"
+#include "server/daemon/external/produced_files.h"
+#include "server/daemon/external/produced_files_internal.h"
+
+namespace libreyolo::daemon::external {
+namespace {
+
+// The top-level members a Kineto trace writes before its events.
+struct TraceHeader {
+  std::optional<std::string> trace_id;
+  std::optional<int64_t> schema_version;
+};
+
+// SAX over the header only: parsing stops at "traceEvents" (Kineto writes trace_id before it).
+class HeaderHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, HeaderHandler> {
+ public:
+  explicit HeaderHandler(TraceHeader* out) : out_(out) {}
+  bool StartObject() { return ++depth_ <= 64; }
+  bool EndObject(rapidjson::SizeType) { return --depth_, true; }
+  bool StartArray() { return depth_ > 0 && ++depth_ <= 64; }  // a bare list has no header
+  bool EndArray(rapidjson::SizeType) { return --depth_, true; }
+  bool Key(const char* s, rapidjson::SizeType len, bool) {
+    if (depth_ != 1) return true;
+    key_.assign(s, len);
+    return key_ != "traceEvents";
+  }
+  bool String(const char* s, rapidjson::SizeType len, bool) {
+    if (depth_ == 1 && key_ == "trace_id") out_->trace_id = std::string(s, len);
+    return true;
+  }
+  bool Int(int v) { return Int64(v); }
+  bool Uint(unsigned v) { return Int64(v); }
+  bool Int64(int64_t v) {
+    if (depth_ == 1 && key_ == "schemaVersion") out_->schema_version = v;
+    return true;
+  }
+  bool Default() { return true; }
+
+ private:
+  TraceHeader* out_;
+  int depth_ = 0;
+  std::string key_;
+};
+
+absl::StatusOr<TraceHeader> ReadTraceHeader(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rbe");
+  if (f == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
+  char buf[1 << 16];
+  rapidjson::FileReadStream in(f, buf, sizeof(buf));
+  TraceHeader header;
+  HeaderHandler handler(&header);
+  rapidjson::Reader reader;
+  reader.Parse(in, handler);  // stops at traceEvents (or at a syntax error: header as read)
+  std::fclose(f);
+  return header;
+}
+
+// The order the processes' files are named in: by RANK when every process has a distinct one,
+// else by pid.
+std::vector<size_t> RankOrder(const std::vector<TracedProcess>& processes) {
+  std::vector<size_t> order(processes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::set<int64_t> ranks;
+  for (const TracedProcess& p : processes) {
+    if (p.rank.has_value()) ranks.insert(*p.rank);
+  }
+  const bool by_rank = ranks.size() == processes.size();
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const TracedProcess& x = processes[a];
+    const TracedProcess& y = processes[b];
+    return by_rank ? *x.rank < *y.rank : x.pid < y.pid;
+  });
+  return order;
+}
+
+absl::Status CheckProcesses(const std::vector<TracedProcess>& processes) {
+  if (processes.empty()) return absl::InvalidArgumentError("no traced process to analyse");
+  std::set<int32_t> pids;
+  std::set<std::string> files;
+  for (const TracedProcess& p : processes) {
+    if (p.pid <= 0 || !pids.insert(p.pid).second) {
+      return absl::InvalidArgumentError(absl::StrCat("pid ", p.pid, " is not a process's pid, or "
+                                                     "is given twice"));
+    }
+    if (!files.insert(p.trace_file).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the trace ", p.trace_file, " is given for two processes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// config: who was traced and which trace of theirs this is (docs/profile-json.md).
+std::string TracedProcessConfig(const TracedProcess& proc, const TraceOrigin& origin) {
+  JsonWriter w;
+  w.BeginObject().Key("traced_process").BeginObject()
+      .Field("pid", static_cast<int64_t>(proc.pid))
+      .Field("rank", proc.rank)
+      .Field("command_line", proc.command_line)
+      .Field("trace_file", proc.trace_file)
+      .Field("request_trace_id", origin.request_trace_id)
+      .EndObject().EndObject();
+  return w.Take();
+}
+
+// One process's trace (already stored as `trace_path`) analysed into its profile's text.
+absl::StatusOr<std::string> AnalyseOne(const TracedProcess& proc, const TraceOrigin& origin,
+                                       const std::string& trace_path,
+                                       const std::string& trace_artifact) {
+  absl::StatusOr<TraceHeader> header = ReadTraceHeader(trace_path);
+  if (!header.ok()) return header.status();
+  const std::string who = absl::StrCat(proc.trace_file, " (pid ", proc.pid, ")");
+  if (!header->trace_id.has_value()) {
+    return absl::DataLossError(absl::StrCat(
+        who, " has no top-level trace_id before its events: not the Kineto trace this job asked "
+        "for (REQUEST_TRACE_ID=", origin.request_trace_id, "); refused"));
+  }
+  if (*header->trace_id != origin.request_trace_id) {
+    return absl::DataLossError(absl::StrCat(who, " says trace_id '", *header->trace_id,
+                                            "', not '", origin.request_trace_id,
+                                            "' that this job asked for: another request's "
+                                            "trace; refused"));
+  }
+  absl::StatusOr<TraceData> data = ReadTraceFile(trace_path);
+  if (!data.ok()) {
+    return absl::Status(data.status().code(),
+                        absl::StrCat(who, ": ", data.status().message()));
+  }
+  // No ProfilerStep#N marks (Kineto's on-demand window): the analyser counts the window as one
+  // step (docs/metrics.md); a profile of a process we did not drive says no step it did not see.
+  const bool marked = !data->steps.empty();
+  Profile p = AnalyseTrace(*std::move(data));
+  if (!marked) {
+    p.step_ms.reset();
+    p.real_steps.reset();
+    p.img_per_s.reset();
+  }
+  p.trace = trace_artifact;
+  p.tool_name = origin.tool;
+  p.tool_version = header->schema_version.has_value()
+                       ? absl::StrCat("trace schemaVersion ", *header->schema_version)
+                       : std::string("trace");
+  p.config_json = TracedProcessConfig(proc, origin);
+  return WriteProfileJson(p);
+}
+
+// Rank 0's profile gains `ranks` (the cross-rank view of the stored traces, as a data-parallel
+// job's); "" when added, else why not.
+std::string AddRanks(const v1::Job& job, const std::vector<std::string>& trace_paths,
+                     const std::map<std::string, std::string>& artifact_of, std::string* text) {
+  const int threads = static_cast<int>(
+      std::max<size_t>(1, std::min<size_t>(trace_paths.size(), std::thread::hardware_concurrency())));
+  absl::StatusOr<RanksView> view =
+      BuildRanksViewOfTraces(absl::StrCat("job ", job.id()), trace_paths, threads);
+  if (!view.ok()) return std::string(view.status().message());
+  view->source = absl::StrCat("job:", job.id());
+  for (RankFigures& f : view->result.ranks) {
+    auto it = artifact_of.find(f.path);
+    if (it != artifact_of.end()) f.path = it->second;
+  }
+  absl::StatusOr<std::string> with = AddProfileMember(*text, "ranks", RenderRanksJson(*view));
+  if (!with.ok()) return std::string(with.status().message());
+  *text = *std::move(with);
+  return "";
+}
+
+absl::StatusOr<v1::Artifact> PublishText(JobStore* store, const std::string& job_id,
+                                         const std::string& name, const std::string& text,
+                                         int64_t max_bytes) {
+  absl::StatusOr<std::string> scratch = store->ScratchDir(job_id);
+  if (!scratch.ok()) return scratch.status();
+  const std::string path = absl::StrCat(*scratch, "/.produced.", name);
+  (void)::unlink(path.c_str());
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
+  if (!fd.valid()) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", path));
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t w = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      const int err = errno;
+      fd.Reset();
+      (void)::unlink(path.c_str());
+      return absl::ErrnoToStatus(err, absl::StrCat("cannot write ", path));
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (const int err = fd.Close(); err != 0) {
+    (void)::unlink(path.c_str());
+    return absl::ErrnoToStatus(err, absl::StrCat("cannot write ", path));
+  }
+  absl::StatusOr<v1::Artifact> art = store->PublishArtifact(job_id, path, name, max_bytes);
+  if (!art.ok()) (void)::unlink(path.c_str());
+  return art;
+}
+
+}  // namespace
+
+absl::Status AnalyseIntoJob(const v1::Job& job, const DropFolder& folder,
+                            const std::vector<TracedProcess>& processes,
+                            const TraceOrigin& origin, JobStore* store, int64_t max_bytes,
+                            std::vector<v1::Artifact>* artifacts) {
+  if (absl::Status s = CheckProcesses(processes); !s.ok()) return s;
+  const std::vector<size_t> order = RankOrder(processes);
+  std::vector<ProducedFile> files;
+  for (size_t r = 0; r < order.size(); ++r) {
+    files.push_back({processes[order[r]].trace_file,
+                     RankArtifactName(static_cast<int64_t>(r), kTraceFileName)});
+  }
+  absl::StatusOr<std::vector<v1::Artifact>> traces =
+      TakeProducedFiles(folder, files, store, job.id(), max_bytes);
+  if (!traces.ok()) return traces.status();
+  std::vector<v1::Artifact> published = *traces;
+  auto fail = [&](absl::Status s) {
+    internal::UnpublishArtifacts(store, job.id(), published);
+    return s;
+  };
+  absl::StatusOr<std::string> dir = store->ArtifactDir(job.id());
+  if (!dir.ok()) return fail(dir.status());
+
+  std::vector<std::string> texts, trace_paths;
+  std::map<std::string, std::string> artifact_of;
+  for (size_t r = 0; r < order.size(); ++r) {
+    const std::string path = absl::StrCat(*dir, "/", files[r].artifact);
+    absl::StatusOr<std::string> text =
+        AnalyseOne(processes[order[r]], origin, path, files[r].artifact);
+    if (!text.ok()) return fail(text.status());
+    texts.push_back(*std::move(text));
+    trace_paths.push_back(path);
+    artifact_of[path] = files[r].artifact;
+  }
+  if (texts.size() > 1) {
+    if (const std::string why = AddRanks(job, trace_paths, artifact_of, &texts[0]);
+        !why.empty()) {
+      std::cerr << "libreyolod: job " << job.id() << ": no cross-rank analysis in its "
+                << kProfileFileName << ": " << why << std::endl;
+    }
+  }
+  for (size_t r = 0; r < texts.size(); ++r) {
+    absl::StatusOr<v1::Artifact> art =
+        PublishText(store, job.id(), RankArtifactName(static_cast<int64_t>(r), kProfileFileName),
+                    texts[r], max_bytes);
+    if (!art.ok()) return fail(art.status());
+    published.push_back(*std::move(art));
+  }
+  artifacts->insert(artifacts->end(), published.begin(), published.end());
+  return absl::OkStatus();
+}
+
+}  // namespace libreyolo::daemon::external
