@@ -127,6 +127,24 @@ TEST_F(JobManagerClockTest, TheRecordsTimesAndUptimeAreTheClocks) {
   }
 }
 
+// Issue 40 A.6: a step of the wall clock while a job runs (NTP, an admin's `date -s`) bills
+// neither device time nor the duration metric. A +1 day step used to leave its owner with 0 of
+// the next 233 starts; a -1 day step gave durations of -86,389 s.
+TEST_F(JobManagerClockTest, AWallClockStepDuringAJobBillsOnlyTheTimeItRan) {
+  Open();
+  for (const int64_t step_ms : {int64_t{86'400'000}, int64_t{-86'400'000}}) {
+    runner_.SetScript([&, step_ms](const auto&) {
+      clock_.Advance(milliseconds(1500));
+      clock_.SetUnixMs(clock_.NowUnixMs() + step_ms);
+    });
+    RunToEnd();
+  }
+  const std::vector<double> durations = jobs_->Metrics().job_durations_s.at("infer");
+  ASSERT_EQ(durations.size(), 2u);
+  EXPECT_DOUBLE_EQ(durations[0], 1.5);
+  EXPECT_DOUBLE_EQ(durations[1], 1.5);
+}
+
 // Within one stage, a progress event is recorded at most every 250 ms of the clock; a new
 // stage, the stage's last step and a message are always recorded.
 TEST_F(JobManagerClockTest, ProgressWithinAStageIsThrottledByTheClock) {

@@ -191,6 +191,7 @@ void JobManager::RebuildUsageLocked() {
   for (const auto& [id, e] : jobs_) {
     const v1::Job& j = e->job;
     if (j.start_time_unix_ms() <= 0 || j.finish_time_unix_ms() <= 0) continue;
+    if (j.device() == kAttachLane) continue;  // holds no device
     const int64_t from = std::max(j.start_time_unix_ms(), since);
     if (j.finish_time_unix_ms() <= from) continue;
     usage_ms_[j.owner()] +=
@@ -648,8 +649,13 @@ MetricsSnapshot JobManager::Metrics() const {
       for (const std::string& d : JobDevices(j)) ++queued[d];
     }
     if (Terminal(j.state()) && j.start_time_unix_ms() > 0) {
+      // Measured on the monotonic clock when it ran here; a recovered job's wall-clock times
+      // are all there is (never negative).
+      const int64_t ms =
+          e->ran_ms >= 0 ? e->ran_ms
+                         : std::max<int64_t>(0, j.finish_time_unix_ms() - j.start_time_unix_ms());
       m.job_durations_s[j.kind() == v1::JOB_KIND_RUN ? "run" : "infer"].push_back(
-          static_cast<double>(j.finish_time_unix_ms() - j.start_time_unix_ms()) / 1000.0);
+          static_cast<double>(ms) / 1000.0);
     }
   }
   for (const std::string& d : devices_) {

@@ -147,6 +147,11 @@ class JobManager {
     // `unstored_gen` numbers its replacements so that a watcher sends each one once.
     std::optional<v1::JobEvent> unstored;
     int64_t unstored_gen = 0;
+    // When it started and how long it ran, on the monotonic clock (issue 40 A.6: a step of
+    // the wall clock must not bill device time or durations). `ran_ms` is -1 until it ends
+    // in this process (a job recovered from the store has only its wall-clock times).
+    Clock::SteadyTime started_steady{};
+    int64_t ran_ms = -1;
   };
   struct DeviceState {
     std::thread worker;

@@ -29,12 +29,14 @@ int64_t JobManager::NowMs() const { return clock_.NowUnixMs(); }
 int64_t JobManager::UsageLocked(const std::string& user) const {
   auto it = usage_ms_.find(user);
   int64_t ms = it == usage_ms_.end() ? 0 : it->second;
-  const int64_t now = NowMs();
+  const Clock::SteadyTime now = clock_.SteadyNow();
   for (const auto& [device, state] : device_state_) {
-    if (state.running.empty()) continue;
+    if (state.running.empty() || device == kAttachLane) continue;
     auto j = jobs_.find(state.running);
     if (j == jobs_.end() || j->second->job.owner() != user) continue;
-    ms += std::max<int64_t>(0, now - j->second->job.start_time_unix_ms());
+    ms += std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   now - j->second->started_steady)
+                                   .count());
   }
   return ms;
 }
@@ -260,6 +262,7 @@ void JobManager::WorkerLoop(const std::string& device) {
       for (const std::string& d : JobDevices(next->job)) {
         device_state_.at(d).running = next->job.id();
       }
+      next->started_steady = clock_.SteadyNow();
       if (forming_gang_ == next->job.id()) forming_gang_.clear();
       last_start_by_user_[next->job.owner()] = ++starts_;
       AppendEventLocked(*next, "starting", 0, 0,
@@ -321,8 +324,13 @@ void JobManager::RunOne(Entry& e) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string stage;
   const v1::Job finished = FinishedRecord(e, out, &stage);
-  const int64_t ran_ms =
-      std::max<int64_t>(0, finished.finish_time_unix_ms() - finished.start_time_unix_ms());
+  // On the monotonic clock: a wall-clock step while it ran changes neither its device time
+  // nor its duration.
+  const int64_t ran_ms = std::max<int64_t>(
+      0, std::chrono::duration_cast<std::chrono::milliseconds>(clock_.SteadyNow() -
+                                                               e.started_steady)
+             .count());
+  e.ran_ms = ran_ms;
   // Device time: a gang held each of its devices for the whole run; the attach lane holds none.
   const std::vector<std::string> slots = JobDevices(finished);
   if (finished.device() != kAttachLane) {
