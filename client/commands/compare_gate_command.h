@@ -10,8 +10,10 @@
 
 namespace libreyolo::cli {
 
-// The flag, for compare's spec.
+// The flags, for compare's spec: the threshold, and the drift between jobs the interval
+// includes (common/analysis/compare_gate.h).
 FlagSpec FailIfSlowerFlagSpec();
+FlagSpec JobDriftFlagSpec();
 
 // Runs compare with the gate; `a` has --fail-if-slower. Inputs stored on a daemon (job:<id>)
 // are downloaded first and read here, like `report` does.

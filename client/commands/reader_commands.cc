@@ -68,6 +68,15 @@ absl::Status ParseGet(const ParsedArgs& a, ReaderInvocation& inv) {
   return absl::OkStatus();
 }
 
+// Plain compare (no --fail-if-slower: the gate takes the command otherwise).
+absl::Status ParseCompare(const ParsedArgs& a, ReaderInvocation&) {
+  if (a.Value("job-drift-pct")) {
+    return absl::InvalidArgumentError(
+        "--job-drift-pct is the CI gate's drift between jobs: give it with --fail-if-slower PCT");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseTop(const ParsedArgs& a, int* top) {
   if (!a.Value("top")) return absl::OkStatus();
   auto n = IntFlag(a, "top");
@@ -246,15 +255,17 @@ const std::vector<ReaderFlags>& ReaderFlagTable() {
        "and the verdict. With n >= 2 trials on both sides (profile_repeat.json), a difference\n"
        "in img/s is significant when it exceeds twice the combined standard error.\n"
        "--fail-if-slower PCT answers PASS (exit 0), FAIL (exit 4) or INCONCLUSIVE (exit 5)\n"
-       "for CI: FAIL when the whole interval of the img/s difference (+/- 2*SE) is slower\n"
-       "than PCT % of the before img/s, PASS when all of it is within, INCONCLUSIVE when it\n"
-       "straddles the threshold or either side is a single run.\n"
+       "for CI: FAIL when the whole interval of the img/s difference (+/- 2*SE, the trials'\n"
+       "spread and --job-drift-pct of drift between jobs) is slower than PCT % of the before\n"
+       "img/s, PASS when all of it is within, INCONCLUSIVE when it straddles the threshold or\n"
+       "either side is a single run. Like-for-like profiles only (mode, model, size, imgsz,\n"
+       "device: exit 2 otherwise); a different batch is a lever, compared per image.\n"
        "Two folders of per-rank traces compare the runs' cross-rank figures and each rank's\n"
        "step (docs/cli.md); with --rank K, rank K's traces.",
        {{"before", true, "the baseline profile or trace"},
         {"after", true, "the profile or trace after the change"}},
-       {FailIfSlowerFlagSpec(), kRankFlag, kJsonFlag},
-       nullptr,
+       {FailIfSlowerFlagSpec(), JobDriftFlagSpec(), kRankFlag, kJsonFlag},
+       ParseCompare,
        "fail-if-slower",
        RunCompareGate},
       {ReaderId::kWhatIf,

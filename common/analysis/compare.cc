@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -148,6 +150,20 @@ std::optional<std::string> ConfigText(const rapidjson::Document& d, const char* 
   return std::nullopt;
 }
 
+// The weights' file name without its directory and a weights extension: the same checkpoint in
+// two CI worktrees (base and head) is one model.
+std::string ModelName(const std::string& model) {
+  std::string name = model.substr(model.find_last_of('/') + 1);
+  for (const char* ext : {".pt", ".pth", ".ckpt", ".safetensors"}) {
+    const std::string_view e(ext);
+    if (name.size() > e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0) {
+      name.resize(name.size() - e.size());
+      break;
+    }
+  }
+  return name;
+}
+
 std::vector<Setting> SettingsOf(const Profile& p) {
   rapidjson::Document d;
   if (ParseJson(p.config_json, &d).IsError()) d.SetObject();
@@ -156,7 +172,9 @@ std::vector<Setting> SettingsOf(const Profile& p) {
   out.push_back({"mode", p.source_kind == "trace" && !p.mode
                              ? std::nullopt
                              : std::optional<std::string>(inference ? "inference" : "training")});
-  out.push_back({"model", p.model.empty() ? std::nullopt : std::optional<std::string>(p.model)});
+  out.push_back(
+      {"model", p.model.empty() ? std::nullopt : std::optional<std::string>(ModelName(p.model))});
+  out.push_back({"size", ConfigText(d, "size")});
   out.push_back({"imgsz", ConfigText(d, "imgsz")});
   std::optional<std::string> batch = ConfigText(d, "batch");
   if (!batch && p.batch) batch = absl::StrCat(*p.batch);
@@ -182,13 +200,36 @@ std::vector<Setting> SettingsOf(const Profile& p) {
 
 }  // namespace
 
-std::vector<std::string> CompareMismatches(const Profile& before, const Profile& after) {
+std::vector<SettingMismatch> SettingMismatches(const Profile& before, const Profile& after) {
   const std::vector<Setting> a = SettingsOf(before), b = SettingsOf(after);
-  std::vector<std::string> out;
+  std::vector<SettingMismatch> out;
   for (size_t i = 0; i < a.size(); ++i) {
     if (!a[i].value || !b[i].value || *a[i].value == *b[i].value) continue;
-    out.push_back(absl::StrCat("different ", a[i].name, ": ", *a[i].value, " before, ", *b[i].value,
-                               " after; the numbers are not like for like"));
+    out.push_back({a[i].name, *a[i].value, *b[i].value});
+  }
+  return out;
+}
+
+bool IsPerImageLever(const std::string& setting) {
+  return setting == "batch" || setting == "precision";
+}
+
+std::vector<std::string> CompareMismatches(const Profile& before, const Profile& after) {
+  std::vector<std::string> out;
+  for (const SettingMismatch& m : SettingMismatches(before, after)) {
+    std::string line =
+        absl::StrCat("different ", m.name, ": ", m.before, " before, ", m.after, " after; ");
+    if (m.name == "batch") {
+      absl::StrAppend(&line,
+                      "a lever: compare the per-image figures (img_per_s, ms_per_image); "
+                      "per-step ones (step_ms, latency, launches and host overhead per "
+                      "step) grow with the batch");
+    } else if (IsPerImageLever(m.name)) {
+      absl::StrAppend(&line, "a lever: compare the per-image figures (img_per_s, ms_per_image)");
+    } else {
+      absl::StrAppend(&line, "the numbers are not like for like");
+    }
+    out.push_back(std::move(line));
   }
   return out;
 }

@@ -57,7 +57,24 @@ struct CompareResult {
   std::optional<PythonCompareBlocks> python;
 };
 
-// The mismatch warnings of Compare, from the profiles' mode, model and config.
+// A setting the two profiles do not share (both record it, with different values).
+struct SettingMismatch {
+  std::string name;  // mode, model, size, imgsz, batch, device, precision
+  std::string before, after;
+};
+
+// The settings of the two profiles that differ, in that order, from each profile's mode, model
+// and config; a setting one side does not record (a raw trace, the Python tool's config has no
+// size) is not compared. A model is its weights' file name without the directory and extension
+// (the same checkpoint in two CI worktrees is one model).
+std::vector<SettingMismatch> SettingMismatches(const Profile& before, const Profile& after);
+
+// True for the settings a comparison may change on purpose and read per image (batch: the
+// seed's own example of a lever; precision): the other mismatches are not like for like.
+bool IsPerImageLever(const std::string& setting);
+
+// The mismatch warnings of Compare, one line each: a lever says to read the per-image figures,
+// any other mismatch that the numbers are not like for like.
 std::vector<std::string> CompareMismatches(const Profile& before, const Profile& after);
 
 CompareResult Compare(const Profile& before, const Profile& after, const std::string& before_label,

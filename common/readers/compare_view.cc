@@ -119,6 +119,8 @@ std::string RenderCompareJson(const CompareResult& r) {
         .Field("verdict", GateVerdictName(g.verdict))
         .Field("exit_code", static_cast<int64_t>(GateExitCode(g.verdict)))
         .Field("fail_if_slower_pct", g.fail_if_slower_pct)
+        .Field("job_drift_pct", g.job_drift_pct)
+        .Field("pair_drift_pct", g.pair_drift_pct)
         .Field("img_per_s_change_pct", g.change_pct)
         .Field("interval_low_pct", g.low_pct)
         .Field("interval_high_pct", g.high_pct)
