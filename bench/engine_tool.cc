@@ -6,8 +6,8 @@
 // profiler schedule knobs and switches; a dataset too small for the window exits 3.
 // The job's flags, defaults and bounds are those of `libreyolo profile infer|run` (one flag
 // table, client/cli/job_flags.h; one validator, proto/job_spec/job_spec.h, without a daemon's
-// limits). --record-shapes/--profile-memory/--with-flops are tri-state: given (--x or --no-x)
-// they are obeyed, left out they are on within --overhead-budget.
+// limits). --record-shapes/--profile-memory/--with-flops: given (--x or --no-x) they are obeyed,
+// left out they take their fixed defaults (server/engine/job/overhead_budget.h).
 // Started without OMP_WAIT_POLICY (and without GOMP_SPINCOUNT), the tool re-executes itself with
 // OMP_WAIT_POLICY=PASSIVE before doing anything, so that LibTorch's idle OpenMP threads sleep
 // instead of spinning on the cores the job needs (server/engine/runtime/cpu_threads.h); set either

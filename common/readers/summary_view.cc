@@ -95,6 +95,8 @@ SummaryView BuildSummary(const Profile& p, const std::string& source) {
   v.batch = BatchOf(p.config_json);
   if (v.batch.empty() && p.batch) v.batch = absl::StrCat(*p.batch);
   v.profiler_overhead = ProfilerOverheadOf(p.profiler_json);
+  v.profiler_switches = ProfilerSwitchesOf(p.profiler_json);
+  v.switches_over_budget = SwitchesOverBudgetOf(p.profiler_json);
   v.load_shift = RecordedLoadShiftNote(p);
   if (WeightsOf(p.config_json) == "random-init") {
     v.weights_note = RandomInitTimingNote(p.mode.value_or(""));
@@ -249,6 +251,60 @@ std::string ProfilerOverheadOf(const std::string& profiler_json) {
   return out;
 }
 
+std::string ProfilerSwitchesOf(const std::string& profiler_json) {
+  const rapidjson::Document d = JsonOrNull(profiler_json);
+  if (!d.IsObject()) return "";
+  auto source = d.FindMember("switch_source");
+  if (source == d.MemberEnd() || !source->value.IsObject()) return "";
+  std::vector<std::string> parts;
+  for (const char* name : {"record_shapes", "profile_memory", "with_flops"}) {
+    auto on = d.FindMember(name);
+    auto why = source->value.FindMember(name);
+    if (on == d.MemberEnd() || !on->value.IsBool() || why == source->value.MemberEnd() ||
+        !why->value.IsString()) {
+      continue;
+    }
+    parts.push_back(absl::StrCat(name, on->value.GetBool() ? " on (" : " off (",
+                                 why->value.GetString(), ")"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+std::vector<std::string> SwitchesOverBudgetOf(const std::string& profiler_json) {
+  std::vector<std::string> out;
+  const rapidjson::Document d = JsonOrNull(profiler_json);
+  if (!d.IsObject()) return out;
+  auto costs = d.FindMember("switch_costs");
+  auto budget = d.FindMember("overhead_budget_pct");
+  if (costs == d.MemberEnd() || !costs->value.IsObject() || budget == d.MemberEnd() ||
+      !budget->value.IsNumber()) {
+    return out;
+  }
+  for (const auto& c : costs->value.GetObject()) {
+    const rapidjson::Value& v = c.value;
+    if (!v.IsObject()) continue;
+    auto over = v.FindMember("over_budget");
+    auto pct = v.FindMember("cost_pct");
+    auto ci = v.FindMember("ci_pct");
+    auto flag = v.FindMember("off_flag");
+    if (over == v.MemberEnd() || !over->value.IsBool() || !over->value.GetBool() ||
+        pct == v.MemberEnd() || !pct->value.IsNumber() || flag == v.MemberEnd() ||
+        !flag->value.IsString()) {
+      continue;
+    }
+    std::string interval;
+    if (ci != v.MemberEnd() && ci->value.IsArray() && ci->value.Size() == 2 &&
+        ci->value[0].IsNumber() && ci->value[1].IsNumber()) {
+      interval = absl::StrFormat(" (%.1f..%.1f)", ci->value[0].GetDouble(),
+                                 ci->value[1].GetDouble());
+    }
+    out.push_back(absl::StrFormat("%s cost %.1f %%%s > budget %g %%: %s turns it off",
+                                  c.name.GetString(), pct->value.GetDouble(), interval,
+                                  budget->value.GetDouble(), flag->value.GetString()));
+  }
+  return out;
+}
+
 std::string RenderSummaryText(const SummaryView& v) {
   const Profile& p = v.profile;
   std::string out;
@@ -286,6 +342,8 @@ std::string RenderSummaryText(const SummaryView& v) {
                                      "below is of this one window"));
   }
   if (!v.profiler_overhead.empty()) Line(out, "profiler overhead", v.profiler_overhead);
+  if (!v.profiler_switches.empty()) Line(out, "profiler switches", v.profiler_switches);
+  for (const std::string& over : v.switches_over_budget) Line(out, "over budget", over);
   out += "\n";
   const OptDouble profiled_step = ProfiledStepMs(p);
   if (p.source_kind == "trace") {
@@ -509,7 +567,12 @@ std::string RenderSummaryJson(const SummaryView& v) {
       .Field("batch", p.batch)
       .Field("batch_rule", BatchRuleOf(p.config_json))
       .Field("profiler_overhead",
-             v.profiler_overhead.empty() ? std::optional<std::string>() : v.profiler_overhead);
+             v.profiler_overhead.empty() ? std::optional<std::string>() : v.profiler_overhead)
+      .Field("profiler_switches",
+             v.profiler_switches.empty() ? std::optional<std::string>() : v.profiler_switches);
+  w.Key("switches_over_budget").BeginArray();
+  for (const std::string& over : v.switches_over_budget) w.String(over);
+  w.EndArray();
   // Every scalar metric, by its profile.json key (metric_table.h), null where it does not apply.
   for (const MetricDef& d : MetricTable()) {
     if (d.name == "bound") continue;  // above, with its reason

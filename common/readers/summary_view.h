@@ -21,6 +21,10 @@ struct SummaryView {
   std::string batch;  // "16", or "16 (chosen by --batch -1: <rule>)"; "" unknown
   // The profiler's overhead: "4.5 % [1.2, 11.0] (n=24)"; "" where the profile records none.
   std::string profiler_overhead;
+  // The collection switches and why (ProfilerSwitchesOf), and one line per switch whose
+  // measured cost is over the budget (SwitchesOverBudgetOf).
+  std::string profiler_switches;
+  std::vector<std::string> switches_over_budget;
   // A job on a seeded random init (config.weights "random-init"): which of its timings hold
   // for trained weights and which do not (RandomInitTimingNote); "" otherwise.
   std::string weights_note;
@@ -49,6 +53,16 @@ std::string CpuThreadsOf(const std::string& config_json);
 // identical earlier job" when the decision came from the worker's cache; "" where it holds no
 // overhead_pct (no trace, or an older profile).
 std::string ProfilerOverheadOf(const std::string& profiler_json);
+
+// The collection switches a recorded `profiler` object holds and why (issue 36, section 4):
+// "record_shapes on (default), profile_memory on (default), with_flops off (flag)"; "" where
+// it records no switch_source (an older profile, a raw trace).
+std::string ProfilerSwitchesOf(const std::string& profiler_json);
+
+// One line per switch whose measured cost (`switch_costs`) is over the budget, with the flag
+// that turns it off: "record_shapes cost 4.1 % (3.2..5.0) > budget 3 %: --no-record-shapes
+// turns it off".
+std::vector<std::string> SwitchesOverBudgetOf(const std::string& profiler_json);
 
 SummaryView BuildSummary(const Profile& p, const std::string& source);
 std::string RenderSummaryText(const SummaryView& v);

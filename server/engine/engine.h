@@ -22,11 +22,10 @@ namespace libreyolo::engine {
 namespace job_defaults = ::libreyolo::jobspec::defaults;
 
 // The collection switches users of torch.profiler's ProfileKwargs know (cli.md). The three
-// costly ones are tri-state: true/false as the user asked (never changed), nullopt = auto: on
-// while the measured overhead stays within overhead_budget_pct. Before the profiled window a
-// job with an auto switch probes a few iterations under the profiler and turns auto switches
-// off, costliest first, while over budget (overhead_budget.h has the rule and the order); the
-// profile's `profiler` object records the outcome.
+// costly ones are tri-state: true/false as the user asked, nullopt = the fixed default
+// (overhead_budget.h, kDefault*): never a value that depends on the machine's load or on earlier
+// jobs. Before the profiled window a job probes what each switch that is on costs and the
+// profile's `profiler` object records it, with the switches over overhead_budget_pct named.
 struct ProfilerSwitches {
   std::optional<bool> record_shapes;
   std::optional<bool> profile_memory;
@@ -40,10 +39,10 @@ struct ProfilerSwitches {
   // profiler); on a CUDA device without our CUPTI collector, LibTorch's (profiling_session.h).
   std::string collector = job_defaults::kCollector;
   bool cuda = true;                  // record GPU activity when the job runs on a CUDA device
-  // The overhead probes before the profiled window (overhead_budget.h); off: none (auto
-  // switches stay on, overhead_pct null).
+  // The overhead probes before the profiled window (overhead_budget.h); off: none (the
+  // switches are the same, overhead_pct and their costs not measured).
   bool probe_overhead = job_defaults::kProbeOverhead;
-  double overhead_budget_pct = job_defaults::kOverheadBudgetPct;  // probe median over the unprofiled median, minus 1, in %
+  double overhead_budget_pct = job_defaults::kOverheadBudgetPct;  // a switch cost over it is named, in %
 };
 
 struct ModelSpec {

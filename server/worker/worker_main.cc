@@ -16,7 +16,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "libreyolo/worker/v1/worker.pb.h"
-#include "server/engine/job/budget_cache.h"
 #include "server/engine/runtime/cuda_runtime.h"
 #include "server/worker/engine_spec.h"
 #include "server/worker/worker_protocol.h"
@@ -36,7 +35,6 @@ struct Args {
   int fd = -1;
   std::string device;
   pid_t parent = 0;
-  std::string decisions;  // the switch decisions' file (budget_cache.h); empty: memory only
 };
 
 std::optional<Args> ParseArgs(const std::vector<std::string>& args) {
@@ -51,8 +49,6 @@ std::optional<Args> ParseArgs(const std::vector<std::string>& args) {
       out.device = value;
     } else if (key == "--parent" && absl::SimpleAtoi(value, &n) && n > 0) {
       out.parent = static_cast<pid_t>(n);
-    } else if (key == "--decisions" && !value.empty()) {
-      out.decisions = value;
     } else {
       return std::nullopt;
     }
@@ -240,7 +236,7 @@ int WorkerMain(const std::vector<std::string>& args, const FaultHook& fault_hook
   const std::optional<Args> parsed = ParseArgs(args);
   if (!parsed) {
     std::cerr << "libreyolod-worker: usage: libreyolod-worker --fd N --device D --parent PID "
-                 "[--decisions FILE] (started by libreyolod itself; not meant to be run by hand)\n";
+                 "(started by libreyolod itself; not meant to be run by hand)\n";
     return kExitUsage;
   }
   // Dies with the daemon: the kernel sends SIGKILL when the parent goes, and a parent that went
@@ -260,15 +256,6 @@ int WorkerMain(const std::vector<std::string>& args, const FaultHook& fault_hook
   // threshold (KINETO_LOG_LEVEL; 5 is above ERROR = 4) when the profiler first starts; a value
   // the user set stays. CUDA slots keep Kineto's errors: there they are about the GPU trace.
   if (EngineDevice(parsed->device) == "cpu") ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
-  // Identical jobs decide their profiler switches alike across restarts (budget_cache.h): this
-  // device's decisions, kept where the daemon says.
-  if (!parsed->decisions.empty()) {
-    const std::string note = engine::BudgetDecisionCache::Process().Persist(
-        parsed->decisions,
-        absl::StrCat("libreyolo ", LIBREYOLO_VERSION, ", LibTorch ",
-                     engine::EngineLibTorchVersion()));
-    if (!note.empty()) std::cerr << "libreyolod-worker " << parsed->device << ": " << note << "\n";
-  }
   Worker worker(parsed->fd, parsed->device, fault_hook);
   const int code = worker.Serve();
   std::cout.flush();

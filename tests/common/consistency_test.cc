@@ -378,6 +378,41 @@ TEST(ProfilerOverhead, SummaryShowsTheIntervalAndPairsTheProfileRecords) {
   }
 }
 
+// Issue 36, section 4: the summary says what was recorded and why, and names each switch whose
+// measured cost is over the budget with the flag that turns it off (text and --json alike).
+TEST(ProfilerOverhead, SummaryNamesTheSwitchesAndEachOneOverTheBudget) {
+  Profile p = CpuTrainingTrace();
+  p.source_kind = "profile";
+  p.tool_name = kOurToolName;
+  p.profiler_json =
+      R"({"record_shapes": true, "profile_memory": true, "with_flops": false,)"
+      R"( "switch_source": {"record_shapes": "default", "profile_memory": "default",)"
+      R"( "with_flops": "flag"}, "overhead_budget_pct": 3,)"
+      R"( "switch_costs": {"record_shapes": {"cost_pct": 4.1, "ci_pct": [3.2, 5.0],)"
+      R"( "ci_level": 0.95, "pairs": 8, "over_budget": true, "off_flag": "--no-record-shapes"},)"
+      R"( "profile_memory": {"cost_pct": 3.5, "ci_pct": [-1.0, 8.0], "ci_level": 0.95,)"
+      R"( "pairs": 8, "over_budget": false, "off_flag": "--no-profile-memory"}},)"
+      R"( "overhead_pct": 9.0, "overhead_ci_pct": [7.0, 11.0], "overhead_pairs": 8})";
+  const SummaryView v = BuildSummary(p, "x");
+  const std::string line =
+      "record_shapes cost 4.1 % (3.2..5.0) > budget 3 %: --no-record-shapes turns it off";
+  EXPECT_EQ(v.switches_over_budget, std::vector<std::string>{line});
+  EXPECT_EQ(v.profiler_switches,
+            "record_shapes on (default), profile_memory on (default), with_flops off (flag)");
+  const std::string text = RenderSummaryText(v);
+  EXPECT_THAT(text, HasSubstr("  over budget            " + line + "\n")) << text;
+  EXPECT_THAT(text, HasSubstr("  profiler switches      record_shapes on (default)")) << text;
+  EXPECT_THAT(text, Not(HasSubstr("profile_memory cost"))) << "its interval reaches the budget";
+  const std::string json = RenderSummaryJson(v);
+  EXPECT_THAT(json, HasSubstr("\"switches_over_budget\": [\"" + line + "\"]")) << json;
+  EXPECT_THAT(json, HasSubstr(R"("profiler_switches": "record_shapes on (default))")) << json;
+  // An older profile (no switch_source, no switch_costs): neither line.
+  p.profiler_json = R"({"record_shapes": true, "auto_disabled": []})";
+  const SummaryView old = BuildSummary(p, "x");
+  EXPECT_TRUE(old.switches_over_budget.empty());
+  EXPECT_THAT(RenderSummaryText(old), Not(HasSubstr("profiler switches")));
+}
+
 TEST(CpuJob, PhasesShowCpuTimeAndAddUpToTheStep) {
   const Profile p = CpuTrainingTrace();
   const PhasesView v = BuildPhases(p, "x");

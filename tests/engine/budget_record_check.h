@@ -1,5 +1,6 @@
-// Checks, for the job tests, that a profile's `profiler` object records the overhead budget
-// consistently (server/engine/job/overhead_budget.h), whatever the probes measured on this machine.
+// Checks, for the job tests, that a profile's `profiler` object records the switches and their
+// measured costs consistently (server/engine/job/overhead_budget.h), whatever the probes
+// measured on this machine.
 #ifndef LIBREYOLO_TESTS_ENGINE_BUDGET_RECORD_CHECK_H_
 #define LIBREYOLO_TESTS_ENGINE_BUDGET_RECORD_CHECK_H_
 
@@ -16,101 +17,83 @@
 
 namespace libreyolo::engine {
 
-inline std::vector<std::string> Strings(const rapidjson::Value& array) {
-  std::vector<std::string> out;
-  for (const auto& v : array.GetArray()) out.emplace_back(v.GetString());
-  return out;
-}
-
 inline double At(const rapidjson::Value& array, size_t i) {
   return array[static_cast<rapidjson::SizeType>(i)].GetDouble();
 }
 
-// `expected_auto`: the switches the spec left unset, in kDisableOrder. `probed`: whether the job
-// was expected to run decision probes (it had auto switches). A traced job always measures its
-// overhead (overhead_pct with its interval).
+// `requested`: the job's switches as given (unset: the fixed defaults). `probed`: whether the
+// job was expected to probe (a traced job with probing on). The switches are those asked or
+// their defaults whatever the probes measured (issue 36, section 4); each switch on has its
+// cost, and a cost is marked over the budget exactly when its interval's lower bound is over it.
 inline void ExpectConsistentBudgetRecord(const std::string& profiler_json, double budget_pct,
-                                         const std::vector<std::string>& expected_auto,
-                                         bool probed) {
+                                         const ProfilerSwitches& requested, bool probed) {
   rapidjson::Document d;
   ASSERT_FALSE(d.Parse(profiler_json.c_str()).HasParseError()) << profiler_json;
   for (const char* key :
        {"record_shapes", "profile_memory", "with_flops", "with_stack", "with_modules",
-        "auto_switches", "auto_disabled", "overhead_budget_pct", "probe_overhead_pct",
-        "probe_ci_low_pct", "probe_ci_high_pct", "probe_ci_level", "probe_pairs",
-        "probe_median_ms", "probe_baseline_ms", "probe_iterations", "overhead_pct",
-        "overhead_ci_pct", "overhead_ci_level", "overhead_pairs", "overhead_source"}) {
+        "switch_source", "switch_costs", "overhead_budget_pct", "probe_configs",
+        "probe_overhead_pct", "probe_ci_low_pct", "probe_ci_high_pct", "probe_ci_level",
+        "probe_pairs", "probe_median_ms", "probe_baseline_ms", "probe_iterations",
+        "probe_rounds", "probe_windows", "probe_rounds_each", "overhead_pct"}) {
     ASSERT_TRUE(d.HasMember(key)) << key << " missing: " << profiler_json;
   }
+  EXPECT_FALSE(d.HasMember("auto_disabled")) << profiler_json;
+  EXPECT_FALSE(d.HasMember("switch_decision")) << profiler_json;
   EXPECT_DOUBLE_EQ(d["overhead_budget_pct"].GetDouble(), budget_pct);
-  const std::vector<std::string> autos = Strings(d["auto_switches"]);
-  const std::vector<std::string> disabled = Strings(d["auto_disabled"]);
-  EXPECT_EQ(autos, expected_auto) << profiler_json;
-  // Auto switches go off in kDisableOrder: the disabled ones are a prefix of the auto ones.
-  ASSERT_LE(disabled.size(), autos.size());
-  EXPECT_TRUE(std::equal(disabled.begin(), disabled.end(), autos.begin())) << profiler_json;
-  for (const std::string& s : disabled) {
-    EXPECT_FALSE(d[s.c_str()].GetBool()) << s << ": " << profiler_json;
+  const ResolvedSwitches in_force = ResolveSwitches(requested);
+  size_t on = 0;
+  for (CostlySwitch c : kCostlySwitches) {
+    const char* name = SwitchName(c);
+    EXPECT_STREQ(d["switch_source"][name].GetString(), SwitchSource(requested, c)) << name;
+    on += in_force.Get(c) ? size_t{1} : size_t{0};
+    // A switch recorded on was in force (the record is the trace's: it may say off for one in
+    // force whose data the trace lacks, with a note).
+    if (d[name].GetBool()) {
+      EXPECT_TRUE(in_force.Get(c)) << name << ": " << profiler_json;
+    }
+    const bool costed = d["switch_costs"].HasMember(name);
+    EXPECT_EQ(costed, probed && in_force.Get(c)) << name << ": " << profiler_json;
+    if (!costed) continue;
+    const rapidjson::Value& cost = d["switch_costs"][name];
+    ASSERT_EQ(cost["ci_pct"].Size(), 2u);
+    EXPECT_LE(cost["ci_pct"][0].GetDouble(), cost["cost_pct"].GetDouble()) << name;
+    EXPECT_GE(cost["ci_pct"][1].GetDouble(), cost["cost_pct"].GetDouble()) << name;
+    EXPECT_EQ(cost["over_budget"].GetBool(), cost["ci_pct"][0].GetDouble() > budget_pct) << name;
+    EXPECT_EQ(std::string(cost["off_flag"].GetString()), SwitchOffFlag(c));
+    EXPECT_GE(cost["ci_level"].GetDouble(), kProbeConfidence);
   }
-  const rapidjson::Value& median = d["probe_overhead_pct"];
-  const rapidjson::Value& low = d["probe_ci_low_pct"];
-  const rapidjson::Value& high = d["probe_ci_high_pct"];
-  const size_t probes = median.Size();
-  for (const char* key : {"probe_ci_low_pct", "probe_ci_high_pct", "probe_ci_level",
-                          "probe_pairs", "probe_median_ms", "probe_baseline_ms"}) {
+  const size_t probes = d["probe_overhead_pct"].Size();
+  for (const char* key : {"probe_configs", "probe_ci_low_pct", "probe_ci_high_pct",
+                          "probe_ci_level", "probe_pairs", "probe_median_ms",
+                          "probe_baseline_ms"}) {
     ASSERT_EQ(d[key].Size(), probes) << key << ": " << profiler_json;
   }
-  // A traced job's overhead is always measured, with its interval.
+  if (!probed) {
+    EXPECT_EQ(probes, 0u) << profiler_json;
+    EXPECT_TRUE(d["overhead_pct"].IsNull()) << profiler_json;
+    EXPECT_TRUE(d.HasMember("probe_note")) << profiler_json;
+    return;
+  }
+  // One probe without each switch on, then the switches in force: the profile's overhead.
+  ASSERT_EQ(probes, on + 1) << profiler_json;
+  EXPECT_STREQ(d["probe_configs"][static_cast<rapidjson::SizeType>(on)].GetString(), "in force");
   ASSERT_TRUE(d["overhead_pct"].IsNumber()) << profiler_json;
   ASSERT_EQ(d["overhead_ci_pct"].Size(), 2u);
   EXPECT_LE(d["overhead_ci_pct"][0].GetDouble(), d["overhead_pct"].GetDouble());
   EXPECT_GE(d["overhead_ci_pct"][1].GetDouble(), d["overhead_pct"].GetDouble());
   EXPECT_GE(d["overhead_pairs"].GetInt64(), kProbePairs);
   EXPECT_GE(d["overhead_ci_level"].GetDouble(), kProbeConfidence);
-  if (!probed) {
-    EXPECT_EQ(probes, 0u) << profiler_json;
-    EXPECT_TRUE(disabled.empty()) << profiler_json;
-    EXPECT_STREQ(d["overhead_source"].GetString(), "measured");
-    return;
-  }
+  EXPECT_STREQ(d["overhead_source"].GetString(), "probe");
+  EXPECT_DOUBLE_EQ(d["overhead_pct"].GetDouble(), At(d["probe_overhead_pct"], probes - 1));
   EXPECT_EQ(d["probe_iterations"].GetInt64(), 2 * kProbePairs + 1);
-  // The probes' share of the job: never more rounds than its allowance.
-  if (d.HasMember("probe_round_limit") && d["probe_round_limit"].IsInt64()) {
-    EXPECT_LE(d["probe_rounds"].GetInt64(), d["probe_round_limit"].GetInt64()) << profiler_json;
-  }
+  EXPECT_EQ(d["probe_rounds"].GetInt64(),
+            static_cast<int64_t>(probes) * d["probe_rounds_each"].GetInt64());
   EXPECT_EQ(d["probe_windows"].GetInt64(), d["probe_rounds"].GetInt64() * (2 * kProbePairs + 1));
-  // One probe per decision: each over-budget probe (its interval's lower bound over the budget)
-  // disabled one switch; a last probe accepted (its lower bound within), unless every auto
-  // switch went off (then what is left was measured).
-  if (disabled.size() == autos.size()) {
-    EXPECT_EQ(probes, disabled.size()) << profiler_json;
-    EXPECT_STREQ(d["overhead_source"].GetString(), "measured");
-  } else {
-    ASSERT_EQ(probes, disabled.size() + 1) << profiler_json;
-    // The accepting probe is within the budget, unless the job's probe allowance left no round
-    // to measure without the switch it found over (overhead_budget.h ProbeRoundLimit): then the
-    // switch stays on, measured, and probe_limit_note says so.
-    const bool kept = d.HasMember("probe_limit_note") &&
-                      std::string(d["probe_limit_note"].GetString()).find("stays on") !=
-                          std::string::npos;
-    if (kept) {
-      EXPECT_GT(At(low, probes - 1), budget_pct) << profiler_json;
-      EXPECT_EQ(d["probe_rounds"].GetInt64(), d["probe_round_limit"].GetInt64()) << profiler_json;
-    } else {
-      EXPECT_LE(At(low, probes - 1), budget_pct) << profiler_json;
-    }
-    // The accepting probe is the profile's overhead.
-    EXPECT_STREQ(d["overhead_source"].GetString(), "probe");
-    EXPECT_DOUBLE_EQ(d["overhead_pct"].GetDouble(), At(median, probes - 1));
-  }
-  for (size_t i = 0; i < disabled.size(); ++i) EXPECT_GT(At(low, i), budget_pct) << profiler_json;
   for (size_t i = 0; i < probes; ++i) {
-    EXPECT_LE(At(low, i), At(median, i)) << profiler_json;
-    EXPECT_GE(At(high, i), At(median, i)) << profiler_json;
-    const int64_t pairs = d["probe_pairs"][static_cast<rapidjson::SizeType>(i)].GetInt64();
-    EXPECT_EQ(pairs % kProbePairs, 0) << profiler_json;
-    EXPECT_GE(pairs, kProbePairs);
-    EXPECT_LE(pairs, kMaxProbeRounds * kProbePairs);
+    EXPECT_LE(At(d["probe_ci_low_pct"], i), At(d["probe_overhead_pct"], i)) << profiler_json;
+    EXPECT_GE(At(d["probe_ci_high_pct"], i), At(d["probe_overhead_pct"], i)) << profiler_json;
+    EXPECT_EQ(d["probe_pairs"][static_cast<rapidjson::SizeType>(i)].GetInt64(),
+              d["probe_rounds_each"].GetInt64() * kProbePairs);
     EXPECT_GT(At(d["probe_baseline_ms"], i), 0);
     EXPECT_GT(At(d["probe_median_ms"], i), 0);
   }

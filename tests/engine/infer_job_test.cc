@@ -20,7 +20,7 @@
 #include "common/status/exit_code.h"
 #include "common/trace/trace_reader.h"
 #include "server/engine/engine.h"
-#include "server/engine/job/budget_cache.h"
+#include "absl/strings/str_cat.h"
 #include "server/engine/runtime/cpu_threads.h"
 #include "tests/engine/budget_record_check.h"
 
@@ -44,8 +44,6 @@ class InferJob : public ::testing::Test {
     spec_.runs = 4;
     spec_.profiled_runs = 2;
     spec_.project = (dir_ / "runs").string();
-    // Every test decides its own switches (a whole binary in one process would share them).
-    BudgetDecisionCache::Process().Clear();
     // Probing (tens of interleaved windows) only in the tests of probing, which turn it on
     // (issue 22 §5): the others test what a job writes, with its switches as given.
     spec_.profiler.probe_overhead = false;
@@ -260,10 +258,7 @@ TEST_F(InferJob, MissingDevicesAndSources) {
   EXPECT_TRUE(absl::IsNotFound(RunInferJob(spec_, nullptr, nullptr).status()));
 }
 
-// The auto switches in the order the budget turns them off (kDisableOrder).
-const std::vector<std::string> kAllAuto = {"record_shapes", "with_flops", "profile_memory"};
-
-TEST_F(InferJob, AutoSwitchesAreProbedAndTheOutcomeRecorded) {
+TEST_F(InferJob, TheDefaultSwitchesAreProbedAndTheirCostsRecorded) {
   spec_.profiler.probe_overhead = true;
   spec_.model.weights = "LibreYOLO9t.pt";
   int64_t probing = 0;
@@ -272,86 +267,62 @@ TEST_F(InferJob, AutoSwitchesAreProbedAndTheOutcomeRecorded) {
   ASSERT_TRUE(r.ok()) << r.status();
   auto p = LoadProfile(r->profile_path);
   ASSERT_TRUE(p.ok()) << p.status();
-  ExpectConsistentBudgetRecord(p->profiler_json, 3.0, kAllAuto, /*probed=*/true);
+  ExpectConsistentBudgetRecord(p->profiler_json, 3.0, ProfilerSwitches{}, /*probed=*/true);
   ExpectSwitchRecordMatchesTrace(p->profiler_json, r->trace_path);
   rapidjson::Document d;
   d.Parse(p->profiler_json.c_str());
-  // Each probe round: kProbePairs profiled windows between kProbePairs + 1 unprofiled ones;
-  // the decision probes' windows, and a measurement's when every auto switch went off.
-  int64_t rounds = 0;
-  for (const auto& pairs : d["probe_pairs"].GetArray()) rounds += pairs.GetInt64() / kProbePairs;
-  if (std::string(d["overhead_source"].GetString()) == "measured") {
-    rounds += d["overhead_pairs"].GetInt64() / kProbePairs;
-  }
-  EXPECT_EQ(probing, rounds * (2 * kProbePairs + 1));
+  // Each probe round: kProbePairs profiled windows between kProbePairs + 1 unprofiled ones.
+  EXPECT_EQ(probing, d["probe_rounds"].GetInt64() * (2 * kProbePairs + 1));
 }
 
-// Same job, same choice (issue 11 item 4): in one process (a daemon's worker) an identical job
-// reuses the first job's decision without probing and says so; another imgsz is probed anew.
-TEST_F(InferJob, AnIdenticalJobReusesTheSwitchDecisionAndAnotherImgszIsProbed) {
+// Issue 36, section 4: under load (here a budget of 0 %, which any measurable cost exceeds) the
+// probe used to turn record_shapes off, and with it the FLOPs and `ops --group-by-input-shape`.
+// Now the switches are the defaults whatever the probes read: shapes and FLOPs are in the trace,
+// and a cost over the budget is named in the summary with the flag that turns it off.
+TEST_F(InferJob, OverTheBudgetTheDefaultSwitchesStayOnWithTheirFlops) {
   spec_.profiler.probe_overhead = true;
   spec_.model.weights = "LibreYOLO9t.pt";
-  int64_t probing = 0;
-  auto count = [&](const JobProgress& p) { probing += p.stage == "probing"; };
-  auto decision = [](const Profile& p) {
-    rapidjson::Document d;
-    d.Parse(p.profiler_json.c_str());
-    EXPECT_TRUE(d.HasMember("switch_decision")) << p.profiler_json;
-    return d.HasMember("switch_decision") ? std::string(d["switch_decision"].GetString()) : "";
-  };
-  auto field = [](const Profile& p, const char* key) {
-    rapidjson::Document d;
-    d.Parse(p.profiler_json.c_str());
-    rapidjson::StringBuffer b;
-    rapidjson::Writer<rapidjson::StringBuffer> w(b);
-    d[key].Accept(w);
-    return std::string(b.GetString());
-  };
-  auto first = RunInferJob(spec_, count, nullptr);
-  ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_GT(probing, 0);
-  EXPECT_EQ(decision(first->profile), "probed");
-
-  probing = 0;
-  auto second = RunInferJob(spec_, count, nullptr);
-  ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_EQ(probing, 0);
-  EXPECT_EQ(decision(second->profile), "cached");
-  for (const char* key : {"record_shapes", "profile_memory", "with_flops", "auto_disabled",
-                          "overhead_pct", "overhead_ci_pct", "probe_overhead_pct"}) {
-    EXPECT_EQ(field(second->profile, key), field(first->profile, key)) << key;
+  spec_.profiler.overhead_budget_pct = 0;
+  auto r = RunInferJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectConsistentBudgetRecord(r->profile.profiler_json, 0, ProfilerSwitches{}, /*probed=*/true);
+  ExpectSwitchRecordMatchesTrace(r->profile.profiler_json, r->trace_path);
+  rapidjson::Document d;
+  d.Parse(r->profile.profiler_json.c_str());
+  EXPECT_EQ(d["record_shapes"].GetBool(), kDefaultRecordShapes) << r->profile.profiler_json;
+  EXPECT_EQ(d["with_flops"].GetBool(), kDefaultWithFlops) << r->profile.profiler_json;
+  if (kDefaultWithFlops) {
+    ASSERT_TRUE(r->profile.flops_per_step.has_value());
+    EXPECT_GT(*r->profile.flops_per_step, 0);
   }
-  ExpectConsistentBudgetRecord(second->profile.profiler_json, 3.0, kAllAuto, /*probed=*/true);
-  ExpectSwitchRecordMatchesTrace(second->profile.profiler_json, second->trace_path);
-  EXPECT_THAT(RenderSummaryText(BuildSummary(second->profile, "x")),
-              ::testing::HasSubstr("switches reused from an identical earlier job"));
-
-  probing = 0;
-  spec_.imgsz = 96;
-  auto other = RunInferJob(spec_, count, nullptr);
-  ASSERT_TRUE(other.ok()) << other.status();
-  EXPECT_GT(probing, 0);
-  EXPECT_EQ(decision(other->profile), "probed");
+  OpsOptions grouped;
+  grouped.group_by_input_shape = true;
+  EXPECT_TRUE(BuildOps(r->profile, grouped, "x").ok());
+  // Every cost over the budget is said, with its flag.
+  const std::string text = RenderSummaryText(BuildSummary(r->profile, "x"));
+  const std::string json = RenderSummaryJson(BuildSummary(r->profile, "x"));
+  for (const auto& cost : d["switch_costs"].GetObject()) {
+    if (!cost.value["over_budget"].GetBool()) continue;
+    const std::string line = absl::StrCat(cost.name.GetString(), " cost ");
+    EXPECT_THAT(text, ::testing::HasSubstr(line)) << text;
+    EXPECT_THAT(text, ::testing::HasSubstr(absl::StrCat(cost.value["off_flag"].GetString(),
+                                                        " turns it off")))
+        << text;
+    EXPECT_THAT(json, ::testing::HasSubstr(line)) << json;
+  }
 }
 
-TEST_F(InferJob, AGenerousBudgetKeepsEveryAutoSwitchOn) {
+TEST_F(InferJob, AGenerousBudgetNamesNoSwitch) {
   spec_.profiler.probe_overhead = true;
   spec_.model.weights = "LibreYOLO9t.pt";
   spec_.profiler.overhead_budget_pct = 1000;
   auto r = RunInferJob(spec_, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
-  ExpectConsistentBudgetRecord(r->profile.profiler_json, 1000, kAllAuto, /*probed=*/true);
+  ExpectConsistentBudgetRecord(r->profile.profiler_json, 1000, ProfilerSwitches{},
+                               /*probed=*/true);
   ExpectSwitchRecordMatchesTrace(r->profile.profiler_json, r->trace_path);
-  rapidjson::Document d;
-  d.Parse(r->profile.profiler_json.c_str());
-  if (d["probe_ci_low_pct"][0].GetDouble() <= 1000) {  // 11x slower: not on any sane machine
-    EXPECT_EQ(d["auto_disabled"].Size(), 0u);
-    EXPECT_TRUE(d["record_shapes"].GetBool());
-    // Shapes were recorded, so ops group by input shape.
-    OpsOptions grouped;
-    grouped.group_by_input_shape = true;
-    EXPECT_TRUE(BuildOps(r->profile, grouped, "x").ok());
-  }
+  EXPECT_THAT(RenderSummaryText(BuildSummary(r->profile, "x")),
+              ::testing::Not(::testing::HasSubstr("turns it off")));
 }
 
 TEST_F(InferJob, ExplicitSwitchesAreHonoured) {
@@ -364,15 +335,14 @@ TEST_F(InferJob, ExplicitSwitchesAreHonoured) {
   spec_.profiler.overhead_budget_pct = 0;  // as strict as it gets: cannot turn it back on
   auto r = RunInferJob(spec_, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
-  ExpectConsistentBudgetRecord(r->profile.profiler_json, 0, {"with_flops", "profile_memory"},
-                               /*probed=*/true);
+  ExpectConsistentBudgetRecord(r->profile.profiler_json, 0, spec_.profiler, /*probed=*/true);
   rapidjson::Document d;
   d.Parse(r->profile.profiler_json.c_str());
   EXPECT_FALSE(d["record_shapes"].GetBool());
   ExpectSwitchRecordMatchesTrace(r->profile.profiler_json, r->trace_path);
 
-  // Every switch explicit: nothing to decide, and on means on whatever it costs; the overhead
-  // is still measured (one probe of kProbePairs pairs at least).
+  // Every switch explicit: on means on whatever it costs; the overhead and the cost of each
+  // switch on are still measured.
   spec_.profiler.record_shapes = true;
   spec_.profiler.profile_memory = true;
   spec_.profiler.with_flops = false;
@@ -381,7 +351,7 @@ TEST_F(InferJob, ExplicitSwitchesAreHonoured) {
       spec_, [&](const JobProgress& p) { probing += p.stage == "probing"; }, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GE(probing, 2 * kProbePairs + 1);
-  ExpectConsistentBudgetRecord(r->profile.profiler_json, 0, {}, /*probed=*/false);
+  ExpectConsistentBudgetRecord(r->profile.profiler_json, 0, spec_.profiler, /*probed=*/true);
   ExpectSwitchRecordMatchesTrace(r->profile.profiler_json, r->trace_path);
   d.Parse(r->profile.profiler_json.c_str());
   EXPECT_TRUE(d["record_shapes"].GetBool());

@@ -1,7 +1,7 @@
 // The job pipeline (server/engine/job/pipeline.h) with a scripted kind: the stages run in their
 // order, the first error ends the job with nothing written, one boundary turns a LibTorch error
-// or another exception anywhere into INTERNAL, the decide stage reuses an identical job's
-// decision and skips probing when asked to, and every profile ends with the same facts.
+// or another exception anywhere into INTERNAL, the decide stage keeps the switches whatever the
+// probes read and skips probing when asked to, and every profile ends with the same facts.
 #include "server/engine/job/pipeline.h"
 
 #include <gmock/gmock.h>
@@ -45,14 +45,12 @@ class ScriptedKind final : public JobKind {
       ProbeTimings t;
       for (int64_t i = 0; i < kProbePairs; ++i) {
         t.unprofiled_ms.push_back(100.0);
-        t.profiled_ms.push_back(101.0);
+        t.profiled_ms.push_back(100.0 + probe_pct);
       }
       t.unprofiled_ms.push_back(100.0);
       return t;
     };
     q.job_windows = 100;
-    q.key.mode = "scripted";
-    q.key.requested = requested_;
     return q;
   }
   absl::Status Record(const StageContext&, const SwitchDecision& d) override {
@@ -82,6 +80,7 @@ class ScriptedKind final : public JobKind {
   std::string throw_at;  // this stage throws (a c10::Error, or std::runtime_error with "std")
   bool throw_std = false;
   int probes = 0;
+  double probe_pct = 1.0;  // what every probe reads the profiler at
   SwitchDecision decision;
   ProfilerSwitches requested_;
   JobFiles files_;
@@ -112,16 +111,15 @@ class JobPipeline : public ::testing::Test {
 
 TEST_F(JobPipeline, RunsTheStagesInOrderAndEndsEveryProfileAlike) {
   ScriptedKind kind(dir_);
-  BudgetDecisionCache cache;
   std::vector<std::string> progress;
   auto r = RunJobPipeline(
-      kind, [&](const JobProgress& p) { progress.push_back(p.stage); }, nullptr, cache);
+      kind, [&](const JobProgress& p) { progress.push_back(p.stage); }, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(kind.stages,
               ElementsAre("prepare", "warmup", "measure", "ask", "record", "analyse", "apply"));
-  EXPECT_EQ(kind.probes, 1);  // no switch over budget: one probe, which is the overhead
-  EXPECT_TRUE(kind.decision.decided);
-  EXPECT_FALSE(kind.decision.cached);
+  // One probe without each switch on, one of the switches in force (100 windows: a round each).
+  EXPECT_EQ(kind.probes, ProbeCount(ProfilerSwitches{}));
+  EXPECT_TRUE(kind.decision.budget.overhead.has_value());
   EXPECT_EQ(r->profile.tool_name, "libreyolo-profiler");
   EXPECT_EQ(r->profile.source_kind, "profile");
   ASSERT_TRUE(r->profile.created_at.has_value());
@@ -136,8 +134,7 @@ TEST_F(JobPipeline, TheFirstErrorEndsTheJobWithNothingWritten) {
   for (const char* stage : {"prepare", "warmup", "measure", "record", "analyse", "apply"}) {
     ScriptedKind kind(dir_ / stage);
     kind.fail_at = stage;
-    BudgetDecisionCache cache;
-    auto r = RunJobPipeline(kind, nullptr, nullptr, cache);
+    auto r = RunJobPipeline(kind, nullptr, nullptr);
     EXPECT_TRUE(absl::IsCancelled(r.status())) << stage << ": " << r.status();
     EXPECT_EQ(kind.stages.back(), stage);
     EXPECT_FALSE(fs::exists(kind.files_.profile)) << stage;
@@ -152,8 +149,7 @@ TEST_F(JobPipeline, ALibTorchErrorOrAnExceptionInAnyStageIsInternalWithItsReason
       ScriptedKind kind(dir_ / stage);
       kind.throw_at = stage;
       kind.throw_std = std_exception;
-      BudgetDecisionCache cache;
-      auto r = RunJobPipeline(kind, nullptr, nullptr, cache);
+      auto r = RunJobPipeline(kind, nullptr, nullptr);
       ASSERT_TRUE(absl::IsInternal(r.status())) << stage << ": " << r.status();
       if (std_exception) {
         EXPECT_THAT(std::string(r.status().message()),
@@ -166,23 +162,31 @@ TEST_F(JobPipeline, ALibTorchErrorOrAnExceptionInAnyStageIsInternalWithItsReason
   }
 }
 
-TEST_F(JobPipeline, AnIdenticalJobReusesTheDecisionAndNoProbeSkipsIt) {
-  BudgetDecisionCache cache;
-  ScriptedKind first(dir_ / "a");
-  ASSERT_TRUE(RunJobPipeline(first, nullptr, nullptr, cache).ok());
-  ScriptedKind again(dir_ / "b");
-  ASSERT_TRUE(RunJobPipeline(again, nullptr, nullptr, cache).ok());
-  EXPECT_EQ(again.probes, 0);
-  EXPECT_TRUE(again.decision.decided);
-  EXPECT_TRUE(again.decision.cached);
-  // --no-probe-overhead: nothing probed, nothing reused; auto switches stay on, no overhead.
+// Issue 36, section 4: a probe that reads the profiler far over the budget (a loaded box) used
+// to turn record_shapes off, and an identical later job reused that choice. Now every job
+// records its switches (flags, else the fixed defaults) and probes only to measure them.
+TEST_F(JobPipeline, IdenticalJobsRecordIdenticalSwitchesWhateverTheProbesRead) {
+  ScriptedKind loaded(dir_ / "a");
+  loaded.probe_pct = 80.0;
+  ASSERT_TRUE(RunJobPipeline(loaded, nullptr, nullptr).ok());
+  ScriptedKind quiet(dir_ / "b");
+  ASSERT_TRUE(RunJobPipeline(quiet, nullptr, nullptr).ok());
+  EXPECT_EQ(quiet.probes, loaded.probes);  // each measured, nothing reused
+  for (const ScriptedKind* k : {&loaded, &quiet}) {
+    const ResolvedSwitches& s = k->decision.budget.switches;
+    EXPECT_EQ(s.record_shapes, kDefaultRecordShapes);
+    EXPECT_EQ(s.profile_memory, kDefaultProfileMemory);
+    EXPECT_EQ(s.with_flops, kDefaultWithFlops);
+  }
+  ASSERT_TRUE(loaded.decision.budget.overhead.has_value());
+  EXPECT_NEAR(loaded.decision.budget.overhead->median_pct, 80.0, 1e-9);
+  // --no-probe-overhead: nothing probed; the same switches, no overhead.
   ScriptedKind off(dir_ / "c");
   off.requested_.probe_overhead = false;
-  ASSERT_TRUE(RunJobPipeline(off, nullptr, nullptr, cache).ok());
+  ASSERT_TRUE(RunJobPipeline(off, nullptr, nullptr).ok());
   EXPECT_EQ(off.probes, 0);
-  EXPECT_FALSE(off.decision.decided);
   EXPECT_FALSE(off.decision.budget.overhead.has_value());
-  EXPECT_TRUE(off.decision.budget.switches.record_shapes);
+  EXPECT_EQ(off.decision.budget.switches.record_shapes, kDefaultRecordShapes);
   EXPECT_THAT(off.decision.budget.probe_note, HasSubstr("--no-probe-overhead"));
 }
 

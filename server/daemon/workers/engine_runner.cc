@@ -23,18 +23,11 @@ EngineRunner::EngineRunner(const LiveConfig& config, JobStore* store,
 
 EngineRunner::~EngineRunner() { StopWorkers(); }
 
-std::vector<std::string> EngineRunner::WorkerArgs(const std::string& device) const {
-  // The device's switch decisions (server/engine/job/budget_cache.h), in the state directory: one
-  // file per slot, written by that slot's worker alone.
-  const std::string state_dir = config_.Get()->state_dir;
-  if (state_dir.empty()) return {};
-  const std::filesystem::path dir = std::filesystem::path(state_dir) / "switch-decisions";
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return {};  // the decisions then last as long as the worker
-  std::string file = device;
-  std::replace(file.begin(), file.end(), ':', '_');
-  return {"--decisions", (dir / (file + ".json")).string()};
+std::vector<std::string> EngineRunner::WorkerArgs(const std::string&) const {
+  // Nothing beyond its channel: a worker keeps no state between jobs of its own. (Until issue 36
+  // it kept its switch decisions in <state_dir>/switch-decisions/; the switches no longer change
+  // by themselves, and a file left there from then is not read: docs/deploy.md.)
+  return {};
 }
 
 absl::Status EngineRunner::StartWorker(const std::string& device) {

@@ -71,8 +71,7 @@ class EngineRunner : public JobRunner {
   };
   // The device's live worker, starting one if there is none (a restart after a death).
   absl::StatusOr<EngineWorker*> EnsureWorker(const std::string& device);
-  // What a device's worker is started with beyond its channel: where it keeps its switch
-  // decisions (`--decisions <state_dir>/switch-decisions/<slot>.json`).
+  // What a device's worker is started with beyond its channel (nothing today).
   std::vector<std::string> WorkerArgs(const std::string& device) const;
   // Counts a worker's death and, with `log`, writes its line ("libreyolod: <what>; N worker
   // deaths since start").

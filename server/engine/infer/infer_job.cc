@@ -28,7 +28,6 @@
 #include "server/engine/engine.h"
 #include "server/engine/infer/postprocess.h"
 #include "server/engine/infer/torchscript_model.h"
-#include "server/engine/job/budget_cache.h"
 #include "server/engine/job/job_files.h"
 #include "server/engine/job/model_loader.h"
 #include "server/engine/job/overhead_budget.h"
@@ -360,16 +359,6 @@ class InferKind final : public JobKindOf<InferJobSpec> {
     q.probe = [this, &ctx](const ResolvedSwitches& sw) { return ProbeRound(ctx, sw); };
     // The probes' share: at most the job's own iterations (measured and recorded).
     q.job_windows = spec_.repeat * (spec_.warmup + spec_.runs) + recorded_runs_;
-    q.key.mode = "inference";
-    q.key.weights = WeightsIdentity(spec_.model.weights);
-    q.key.size = model_->size;
-    q.key.imgsz = model_->height;
-    q.key.batch = spec_.batch;
-    q.key.device = device_.Label();
-    q.key.precision = spec_.half ? absl::StrCat("autocast ", spec_.amp_dtype) : "fp32";
-    q.key.cuda_activity = device_.cuda && spec_.profiler.cuda;
-    q.key.threads = spec_.model.threads;
-    q.key.requested = spec_.profiler;
     return q;
   }
 

@@ -22,10 +22,12 @@ const std::optional<bool>& Requested(const ProfilerSwitches& p, CostlySwitch s) 
   return p.with_flops;
 }
 
+size_t Index(CostlySwitch s) { return static_cast<size_t>(s); }
+
 BudgetOutcome Start(const ProfilerSwitches& requested) {
   BudgetOutcome o;
-  o.switches = InitialSwitches(requested);
-  for (CostlySwitch s : AutoSwitches(requested)) o.auto_switches.emplace_back(SwitchName(s));
+  o.switches = ResolveSwitches(requested);
+  for (CostlySwitch s : kCostlySwitches) o.from_flag[Index(s)] = Requested(requested, s).has_value();
   return o;
 }
 
@@ -41,6 +43,30 @@ const char* SwitchName(CostlySwitch s) {
       break;
   }
   return "with_flops";
+}
+
+const char* SwitchOffFlag(CostlySwitch s) {
+  switch (s) {
+    case CostlySwitch::kRecordShapes:
+      return "--no-record-shapes";
+    case CostlySwitch::kProfileMemory:
+      return "--no-profile-memory";
+    case CostlySwitch::kWithFlops:
+      break;
+  }
+  return "--no-with-flops";
+}
+
+bool DefaultSwitch(CostlySwitch s) {
+  switch (s) {
+    case CostlySwitch::kRecordShapes:
+      return kDefaultRecordShapes;
+    case CostlySwitch::kProfileMemory:
+      return kDefaultProfileMemory;
+    case CostlySwitch::kWithFlops:
+      break;
+  }
+  return kDefaultWithFlops;
 }
 
 bool ResolvedSwitches::Get(CostlySwitch s) const {
@@ -69,24 +95,14 @@ void ResolvedSwitches::Set(CostlySwitch s, bool on) {
   }
 }
 
-ResolvedSwitches InitialSwitches(const ProfilerSwitches& requested) {
+ResolvedSwitches ResolveSwitches(const ProfilerSwitches& requested) {
   ResolvedSwitches r;
-  for (CostlySwitch s : kDisableOrder) r.Set(s, Requested(requested, s).value_or(true));
+  for (CostlySwitch s : kCostlySwitches) r.Set(s, Requested(requested, s).value_or(DefaultSwitch(s)));
   return r;
 }
 
-std::vector<CostlySwitch> AutoSwitches(const ProfilerSwitches& requested) {
-  // FLOPs are computed from the recorded shapes (LibTorch forces record_shapes for with_flops):
-  // asking for FLOPs keeps an auto record_shapes on (issue 22: the probe turned shapes off and
-  // FLOPs came out null with no word).
-  const bool flops_asked = Requested(requested, CostlySwitch::kWithFlops).value_or(false);
-  std::vector<CostlySwitch> out;
-  for (CostlySwitch s : kDisableOrder) {
-    if (Requested(requested, s).has_value()) continue;
-    if (s == CostlySwitch::kRecordShapes && flops_asked) continue;
-    out.push_back(s);
-  }
-  return out;
+const char* SwitchSource(const ProfilerSwitches& requested, CostlySwitch s) {
+  return Requested(requested, s).has_value() ? "flag" : "default";
 }
 
 double OverheadPct(double probe_median_ms, double baseline_median_ms) {
@@ -141,6 +157,7 @@ absl::StatusOr<OverheadEstimate> EstimateOverhead(const std::vector<ProbeTimings
   const size_t n = d.size();
   OverheadEstimate e;
   e.pairs = static_cast<int64_t>(n);
+  e.diffs_pct = d;
   e.median_pct = MedianMs(d);
   std::sort(d.begin(), d.end());
   const int64_t k = SignTestRank(e.pairs, confidence, &e.ci_level);
@@ -151,98 +168,126 @@ absl::StatusOr<OverheadEstimate> EstimateOverhead(const std::vector<ProbeTimings
   return e;
 }
 
-BudgetAction NextBudgetAction(const OverheadEstimate& e, double budget_pct,
-                              const std::vector<CostlySwitch>& auto_still_on) {
-  BudgetAction a;
-  if (!(e.ci_low_pct > budget_pct)) return a;  // kAccept: not over budget beyond doubt
-  if (auto_still_on.empty()) {
-    a.kind = BudgetAction::Kind::kExhausted;
-    return a;
+int64_t MannWhitneyRank(int64_t n, int64_t m, double confidence, double* coverage) {
+  // P(U = u) for samples of i and j by the recursion p(i, j, u) = i / (i + j) p(i - 1, j, u - j)
+  // + j / (i + j) p(i, j - 1, u) (the largest value is the first's or the second's), row by row.
+  const double tail = (1.0 - confidence) / 2.0;
+  std::vector<std::vector<std::vector<double>>> p(static_cast<size_t>(n + 1));
+  for (int64_t i = 0; i <= n; ++i) {
+    p[static_cast<size_t>(i)].resize(static_cast<size_t>(m + 1));
+    for (int64_t j = 0; j <= m; ++j) {
+      std::vector<double>& cur = p[static_cast<size_t>(i)][static_cast<size_t>(j)];
+      cur.assign(static_cast<size_t>(i * j + 1), 0.0);
+      if (i == 0 || j == 0) {
+        cur[0] = 1.0;
+        continue;
+      }
+      const double wi = static_cast<double>(i) / static_cast<double>(i + j);
+      const std::vector<double>& a = p[static_cast<size_t>(i - 1)][static_cast<size_t>(j)];
+      const std::vector<double>& b = p[static_cast<size_t>(i)][static_cast<size_t>(j - 1)];
+      for (size_t u = 0; u < cur.size(); ++u) {
+        if (u >= static_cast<size_t>(j) && u - static_cast<size_t>(j) < a.size()) {
+          cur[u] += wi * a[u - static_cast<size_t>(j)];
+        }
+        if (u < b.size()) cur[u] += (1.0 - wi) * b[u];
+      }
+    }
   }
-  a.kind = BudgetAction::Kind::kDisable;
-  a.which = auto_still_on.front();
-  return a;
+  const std::vector<double>& dist = p[static_cast<size_t>(n)][static_cast<size_t>(m)];
+  double below = 0;  // P(U < k)
+  int64_t k = 0;
+  for (size_t u = 0; u < dist.size(); ++u) {
+    if (below + dist[u] > tail) break;
+    below += dist[u];
+    k = static_cast<int64_t>(u) + 1;
+  }
+  if (k < 1) {  // too few for the confidence asked: the widest interval there is
+    k = 1;
+    below = dist.empty() ? 0.0 : dist[0];
+  }
+  if (coverage != nullptr) *coverage = std::max(0.0, 1.0 - 2.0 * below);
+  return k;
 }
 
-int64_t ProbeRoundLimit(int64_t job_windows) {
+absl::StatusOr<ShiftEstimate> EstimateShift(const std::vector<double>& with,
+                                            const std::vector<double>& without,
+                                            double confidence) {
+  auto finite = [](double v) { return std::isfinite(v); };
+  if (with.empty() || without.empty() || !std::all_of(with.begin(), with.end(), finite) ||
+      !std::all_of(without.begin(), without.end(), finite)) {
+    return absl::InvalidArgumentError(
+        "a switch's cost needs finite paired differences from both probes");
+  }
+  std::vector<double> d;
+  d.reserve(with.size() * without.size());
+  for (double x : with) {
+    for (double y : without) d.push_back(x - y);
+  }
+  ShiftEstimate e;
+  e.n = static_cast<int64_t>(with.size());
+  e.m = static_cast<int64_t>(without.size());
+  e.shift_pct = MedianMs(d);
+  std::sort(d.begin(), d.end());
+  const int64_t k = MannWhitneyRank(e.n, e.m, confidence, &e.ci_level);
+  e.ci_low_pct = d[static_cast<size_t>(k - 1)];
+  e.ci_high_pct = d[d.size() - static_cast<size_t>(k)];
+  return e;
+}
+
+int64_t RoundsPerProbe(int64_t job_windows, int64_t probes) {
   const int64_t rounds =
       job_windows <= 0 ? 0 : (job_windows - 1) / kProbeRoundWindows + 1;  // ceil, no overflow
-  return std::max(kMinProbeRounds, rounds);
+  return std::clamp<int64_t>(rounds / std::max<int64_t>(probes, 1), 1, kMaxProbeRounds);
 }
 
-absl::StatusOr<BudgetOutcome> ApplyOverheadBudget(const ProfilerSwitches& requested,
-                                                  double budget_pct, const ProbeFn& probe,
-                                                  int64_t max_rounds) {
+int64_t ProbeCount(const ProfilerSwitches& requested) {
+  const ResolvedSwitches s = ResolveSwitches(requested);
+  int64_t n = 1;
+  for (CostlySwitch c : kCostlySwitches) n += s.Get(c) ? 1 : 0;
+  return n;
+}
+
+absl::StatusOr<BudgetOutcome> ProbeProfilerCost(const ProfilerSwitches& requested,
+                                                double budget_pct, const ProbeFn& probe,
+                                                int64_t rounds_per_probe) {
   BudgetOutcome o = Start(requested);
-  o.probe_round_limit = std::max<int64_t>(max_rounds, 0);
-  std::vector<CostlySwitch> still_on = AutoSwitches(requested);
-  const auto left = [&] { return max_rounds <= 0 || o.probe_rounds < max_rounds; };
-  bool cut_short = false;
-  std::string kept;  // a switch found over budget but kept: no round left to measure without it
-  // One probe: rounds until the estimate is over the budget beyond doubt, or its median is
-  // within it, or kMaxProbeRounds ran, or the job's allowance is spent (nullopt: not a round).
-  auto measure = [&]() -> absl::StatusOr<std::optional<OverheadEstimate>> {
+  o.rounds_per_probe = std::max<int64_t>(rounds_per_probe, 1);
+  auto measure = [&](const ResolvedSwitches& sw) -> absl::StatusOr<OverheadEstimate> {
     std::vector<ProbeTimings> rounds;
-    std::optional<OverheadEstimate> e;
-    while (left()) {
-      auto timings = probe(o.switches);
+    for (int64_t r = 0; r < o.rounds_per_probe; ++r) {
+      auto timings = probe(sw);
       if (!timings.ok()) return timings.status();
       ++o.probe_rounds;
       rounds.push_back(*std::move(timings));
-      auto estimate = EstimateOverhead(rounds);
-      if (!estimate.ok()) return estimate.status();
-      e = *estimate;
-      const bool undecided = e->ci_low_pct <= budget_pct && e->median_pct > budget_pct;
-      if (!undecided || static_cast<int64_t>(rounds.size()) >= kMaxProbeRounds) return e;
     }
-    cut_short = true;
-    return e;
+    return EstimateOverhead(rounds);
   };
-  // At most one decision probe per auto switch: each over-budget probe turns one off, and the
-  // configuration left when the last goes off is measured, not judged.
-  while (!still_on.empty()) {
-    auto e = measure();
+  for (CostlySwitch c : kCostlySwitches) {
+    if (!o.switches.Get(c)) continue;
+    ResolvedSwitches without = o.switches;
+    without.Set(c, false);
+    auto e = measure(without);
     if (!e.ok()) return e.status();
-    if (!e->has_value()) break;  // no round left to measure these switches
-    o.probes.push_back(**e);
-    const BudgetAction a = NextBudgetAction(**e, budget_pct, still_on);
-    // A switch goes off only while a round is left to measure what remains: the overhead the
-    // profile reports is always a measurement of the switches in force.
-    if (a.kind == BudgetAction::Kind::kDisable && !left()) {
-      cut_short = true;
-      kept = absl::StrFormat(
-          "%s was measured over the budget (lower bound %.1f %% > %.1f %%) but stays on: no round "
-          "is left to measure the profiler without it",
-          SwitchName(a.which), (*e)->ci_low_pct, budget_pct);
-    }
-    if (a.kind != BudgetAction::Kind::kDisable || !kept.empty()) {
-      o.overhead = **e;
-      o.overhead_from_probe = true;
-      break;
-    }
-    o.switches.Set(a.which, false);
-    o.auto_disabled.emplace_back(SwitchName(a.which));
-    still_on.erase(std::find(still_on.begin(), still_on.end(), a.which));
+    SwitchCost cost;
+    cost.which = c;
+    cost.without = *std::move(e);
+    o.costs.push_back(std::move(cost));
   }
-  if (!o.overhead.has_value()) {
-    auto e = measure();
-    if (!e.ok()) return e.status();
-    if (e->has_value()) o.overhead = **e;
-  }
-  if (cut_short) {
-    o.probe_limit_note = absl::StrCat(
-        "the probes stopped at this job's allowance of ", o.probe_round_limit, " rounds (",
-        o.probe_round_limit * kProbeRoundWindows,
-        " windows: probing takes at most as many steps as the job's own); ",
-        kept.empty() ? "the last probe judged on the rounds it had" : kept,
-        ". More --steps (or --runs), or explicit switches, give a fully probed choice");
+  auto in_force = measure(o.switches);
+  if (!in_force.ok()) return in_force.status();
+  o.overhead = *std::move(in_force);
+  for (SwitchCost& c : o.costs) {
+    auto shift = EstimateShift(o.overhead->diffs_pct, c.without.diffs_pct);
+    if (!shift.ok()) return shift.status();
+    c.cost = *shift;
+    c.over_budget = c.cost.ci_low_pct > budget_pct;
   }
   return o;
 }
 
-BudgetOutcome SkipOverheadBudget(const ProfilerSwitches& requested, std::string why) {
+BudgetOutcome SkipProbe(const ProfilerSwitches& requested, std::string why) {
   BudgetOutcome o = Start(requested);
-  if (!o.auto_switches.empty()) o.probe_note = std::move(why);
+  o.probe_note = std::move(why);
   return o;
 }
 
@@ -300,28 +345,48 @@ void WriteSwitchFields(JsonWriter& w, const BudgetOutcome& o, const RecordedKind
     for (const std::string& n : notes) w.String(n);
     w.EndArray();
   }
-  w.Field("with_stack", false)
-      .Field("with_modules", with_modules)
-      .Key("auto_switches")
-      .BeginArray();
-  for (const std::string& a : o.auto_switches) w.String(a);
-  w.EndArray().Key("auto_disabled").BeginArray();
-  for (const std::string& a : o.auto_disabled) w.String(a);
-  w.EndArray()
-      .Field("overhead_budget_pct", budget_pct)
-      .Field("probe_iterations", o.probes.empty() ? int64_t{0} : kProbeRoundWindows)
+  w.Field("with_stack", false).Field("with_modules", with_modules);
+  w.Key("switch_source").BeginObject();
+  for (CostlySwitch c : kCostlySwitches) {
+    w.Field(SwitchName(c), o.from_flag[Index(c)] ? "flag" : "default");
+  }
+  w.EndObject().Field("overhead_budget_pct", budget_pct);
+  w.Key("switch_costs").BeginObject();
+  for (const SwitchCost& c : o.costs) {
+    w.Key(SwitchName(c.which))
+        .BeginObject()
+        .Field("cost_pct", c.cost.shift_pct)
+        .Key("ci_pct")
+        .BeginArray()
+        .Double(c.cost.ci_low_pct)
+        .Double(c.cost.ci_high_pct)
+        .EndArray()
+        .Field("ci_level", c.cost.ci_level)
+        .Field("pairs", c.cost.n)
+        .Field("over_budget", c.over_budget)
+        .Field("off_flag", SwitchOffFlag(c.which))
+        .EndObject();
+  }
+  w.EndObject();
+  const int64_t probes = o.overhead.has_value() ? static_cast<int64_t>(o.costs.size()) + 1 : 0;
+  w.Field("probe_iterations", probes > 0 ? kProbeRoundWindows : int64_t{0})
       .Field("probe_rounds", o.probe_rounds)
       .Field("probe_windows", o.probe_rounds * kProbeRoundWindows)
-      .Field("probe_round_limit", o.probe_round_limit > 0
-                                      ? std::optional<int64_t>(o.probe_round_limit)
-                                      : std::nullopt);
-  if (!o.probe_limit_note.empty()) w.Field("probe_limit_note", o.probe_limit_note);
-  w.Key("probe_pairs").BeginArray();
-  for (const OverheadEstimate& e : o.probes) w.Int(e.pairs);
+      .Field("probe_rounds_each", o.rounds_per_probe);
+  // One entry per probe, in the order they ran: each switch's "without", then "in force".
+  std::vector<std::pair<std::string, const OverheadEstimate*>> runs;
+  for (const SwitchCost& c : o.costs) {
+    runs.emplace_back(absl::StrCat("without ", SwitchName(c.which)), &c.without);
+  }
+  if (o.overhead.has_value()) runs.emplace_back("in force", &*o.overhead);
+  w.Key("probe_configs").BeginArray();
+  for (const auto& r : runs) w.String(r.first);
+  w.EndArray().Key("probe_pairs").BeginArray();
+  for (const auto& r : runs) w.Int(r.second->pairs);
   w.EndArray();
   auto series = [&](const char* key, double OverheadEstimate::*field) {
     w.Key(key).BeginArray();
-    for (const OverheadEstimate& e : o.probes) w.Double(e.*field);
+    for (const auto& r : runs) w.Double(r.second->*field);
     w.EndArray();
   };
   series("probe_overhead_pct", &OverheadEstimate::median_pct);
@@ -347,7 +412,7 @@ void WriteOverheadFields(JsonWriter& w, const BudgetOutcome& o) {
       .EndArray()
       .Field("overhead_ci_level", e.ci_level)
       .Field("overhead_pairs", e.pairs)
-      .Field("overhead_source", o.overhead_from_probe ? "probe" : "measured");
+      .Field("overhead_source", "probe");
 }
 
 }  // namespace libreyolo::engine

@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/analysis/load_shift.h"
+#include "common/analysis/repeat_trials.h"
 #include "common/analysis/verdict.h"
 #include "server/engine/runtime/cuda_runtime.h"
 
@@ -37,26 +38,45 @@ absl::Status Finish(const DeviceChoice& device, Profile* p) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobResult> RunStages(JobKind& kind, const StageContext& ctx,
-                                    BudgetDecisionCache& decisions) {
+// With the trial layout, each trial's own profile (the Python tool's <kind>_<T>/profile.json):
+// the applied profile `applied` (before Finish) with that trial's measurements alone, then
+// finished (its own verdict). Empty otherwise.
+absl::StatusOr<std::vector<Profile>> TrialProfiles(const DeviceChoice& device,
+                                                   const JobOutputs& out, const Profile& applied) {
+  std::vector<Profile> trials;
+  if (!out.repeat || out.trials == nullptr || !out.files->trial_layout()) return trials;
+  for (const TrialMeasurement& m : *out.trials) {
+    Profile t = applied;
+    t.repeat = RepeatInfo{};
+    ApplyMeasuredTrials(t, out.trial_batch, {m});
+    if (auto s = Finish(device, &t); !s.ok()) return s;
+    trials.push_back(std::move(t));
+  }
+  return trials;
+}
+
+absl::StatusOr<JobResult> RunStages(JobKind& kind, const StageContext& ctx) {
   if (auto s = kind.Prepare(ctx); !s.ok()) return s;
   if (auto s = kind.Warmup(ctx); !s.ok()) return s;
   if (auto s = kind.Measure(ctx); !s.ok()) return s;
   const SwitchQuestion question = kind.AskSwitches(ctx);
-  auto decision = DecideSwitches(ctx, kind.requested(), question, decisions);
+  auto decision = DecideSwitches(kind.requested(), question);
   if (!decision.ok()) return decision.status();
   if (auto s = kind.Record(ctx, *decision); !s.ok()) return s;
   auto analysed = kind.Analyse(ctx);
   if (!analysed.ok()) return analysed.status();
   Profile p = *std::move(analysed);
   if (auto s = kind.Apply(ctx, *decision, &p); !s.ok()) return s;
+  const JobOutputs out = kind.Outputs();
+  auto trials = TrialProfiles(kind.device(), out, p);
+  if (!trials.ok()) return trials.status();
   if (auto s = Finish(kind.device(), &p); !s.ok()) return s;
 
   ctx.Report("writing", 0, 1);
-  const JobOutputs out = kind.Outputs();
   JobResult result;
   result.post_window = out.post_window;
-  if (auto w = WriteJobOutputs(p, *out.files, kind.output(), out.window, out.repeat, &result);
+  if (auto w = WriteJobOutputs(p, *out.files, kind.output(), out.window, out.repeat, &result,
+                               *trials);
       !w.ok()) {
     return w;
   }
@@ -68,44 +88,35 @@ absl::StatusOr<JobResult> RunStages(JobKind& kind, const StageContext& ctx,
 
 }  // namespace
 
-absl::StatusOr<SwitchDecision> DecideSwitches(const StageContext& ctx,
-                                              const ProfilerSwitches& requested,
-                                              const SwitchQuestion& q,
-                                              BudgetDecisionCache& decisions) {
+absl::StatusOr<SwitchDecision> DecideSwitches(const ProfilerSwitches& requested,
+                                              const SwitchQuestion& q) {
   SwitchDecision d;
   if (!q.skip_reason.empty()) {
-    d.budget = SkipOverheadBudget(requested, q.skip_reason);
+    d.budget = SkipProbe(requested, q.skip_reason);
     return d;
   }
   if (!requested.probe_overhead) {
-    d.budget = SkipOverheadBudget(
-        requested, "--no-probe-overhead: not probed (auto switches stay on, the overhead is not "
-                   "measured)");
+    d.budget = SkipProbe(requested,
+                         "--no-probe-overhead: not probed (the switches are as given or their "
+                         "defaults; the overhead and their costs are not measured)");
     return d;
   }
-  std::string store_note;
-  auto applied = ApplyOverheadBudgetCached(decisions, q.key.Build(), requested,
-                                           requested.overhead_budget_pct, q.probe, &d.cached,
-                                           ProbeRoundLimit(q.job_windows), &store_note);
-  if (!applied.ok()) return applied.status();
-  d.budget = *std::move(applied);
-  d.decided = true;
-  if (!store_note.empty()) ctx.Report("probing", 1, 1, store_note);
+  auto probed = ProbeProfilerCost(requested, requested.overhead_budget_pct, q.probe,
+                                  RoundsPerProbe(q.job_windows, ProbeCount(requested)));
+  if (!probed.ok()) return probed.status();
+  d.budget = *std::move(probed);
   return d;
 }
 
-void WriteDecisionFields(JsonWriter& w, const SwitchDecision& decision,
-                         const ProfilerSwitches& requested) {
+void WriteDecisionFields(JsonWriter& w, const SwitchDecision&, const ProfilerSwitches& requested) {
   w.Field("probe_overhead", requested.probe_overhead);
-  if (decision.decided) WriteSwitchDecision(w, decision.cached);
 }
 
 absl::StatusOr<JobResult> RunJobPipeline(JobKind& kind, const ProgressFn& progress,
-                                         const CancelToken* cancel,
-                                         BudgetDecisionCache& decisions) {
+                                         const CancelToken* cancel) {
   const StageContext ctx(progress, cancel);
   try {
-    auto result = RunStages(kind, ctx, decisions);
+    auto result = RunStages(kind, ctx);
     if (result.ok() || kind.context().empty()) return result;
     return absl::Status(result.status().code(),
                         absl::StrCat(kind.context(), result.status().message()));

@@ -5,10 +5,10 @@
 //   prepare   the device, the data and the model on its device: everything a step needs
 //   warmup    steps before anything is measured
 //   measure   the unprofiled trials: the numbers users see
-//   decide    the profiler switches (overhead_budget.h): probed within the job's allowance, or
-//             reused from an identical earlier job (budget_cache.h), or skipped when nothing is
-//             profiled or probing is off; the pipeline's own stage, the kind only says how to
-//             probe
+//   decide    the profiler switches (overhead_budget.h): the job's flags, else the fixed
+//             defaults; then each switch's cost probed within the job's allowance, or nothing
+//             probed when nothing is profiled or probing is off; the pipeline's own stage, the
+//             kind only says how to probe
 //   record    the profiled window under the decided switches (nothing with --no-trace)
 //   analyse   the recorded window written and analysed: the profile's base
 //   apply     the kind's own facts onto the profile (headline numbers, config, profiler object)
@@ -24,10 +24,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/analysis/repeat_trials.h"
 #include "server/engine/engine.h"
-#include "server/engine/job/budget_cache.h"
 #include "server/engine/job/job_files.h"
 #include "server/engine/job/overhead_budget.h"
 #include "server/engine/runtime/runtime_info.h"
@@ -59,17 +60,13 @@ struct SwitchQuestion {
   // One probe round with these switches (kProbePairs profiled windows between unprofiled ones).
   ProbeFn probe;
   // The job's own steps or iterations (measured and recorded): the probes' allowance
-  // (ProbeRoundLimit).
+  // (RoundsPerProbe).
   int64_t job_windows = 0;
-  // Identical jobs decide alike (budget_cache.h).
-  BudgetKey key;
 };
 
 // The decide stage's answer.
 struct SwitchDecision {
-  BudgetOutcome budget;
-  bool decided = false;  // probed now or reused; false when skipped (no `switch_decision`)
-  bool cached = false;   // reused from an identical job
+  BudgetOutcome budget;  // the switches (flags, else defaults) and what the probes measured
 };
 
 // Where the write stage puts the profile.
@@ -77,6 +74,10 @@ struct JobOutputs {
   const JobFiles* files = nullptr;
   const AnalysedTrace* window = nullptr;  // the analysed window (none with --no-trace)
   bool repeat = false;                    // a repeat file beside profile.json (repeat > 1)
+  // With the trial layout (JobFiles::trial_layout): the trials' measurements and the images a
+  // step counts, from which the write stage makes each trial's own profile.
+  const std::vector<TrialMeasurement>* trials = nullptr;
+  int64_t trial_batch = 0;
   std::string trace_path;                 // JobResult::trace_path; empty with --no-trace
   PostWindowTimes post_window;
 };
@@ -131,17 +132,14 @@ class JobKindOf : public JobKind {
   DeviceChoice device_;
 };
 
-// The decide stage on its own: skipped (SkipOverheadBudget) when `q.skip_reason` is set or
-// `requested.probe_overhead` is off; otherwise through `decisions` (a cached outcome, or
-// ApplyOverheadBudget within ProbeRoundLimit(q.job_windows), stored). A decision that could
-// not be kept on disk is said in a progress message.
-absl::StatusOr<SwitchDecision> DecideSwitches(const StageContext& ctx,
-                                              const ProfilerSwitches& requested,
-                                              const SwitchQuestion& q,
-                                              BudgetDecisionCache& decisions);
+// The decide stage on its own: the switches are ResolveSwitches(requested) whatever happens;
+// nothing is probed (SkipProbe) when `q.skip_reason` is set or `requested.probe_overhead` is
+// off; otherwise ProbeProfilerCost measures them, RoundsPerProbe(q.job_windows, ProbeCount)
+// rounds a probe.
+absl::StatusOr<SwitchDecision> DecideSwitches(const ProfilerSwitches& requested,
+                                              const SwitchQuestion& q);
 
-// The profile's record of the decide stage: `probe_overhead` (as asked), and `switch_decision`
-// ("probed" or "cached") when a decision was made or reused.
+// The profile's record of the decide stage: `probe_overhead` (as asked).
 void WriteDecisionFields(JsonWriter& w, const SwitchDecision& decision,
                          const ProfilerSwitches& requested);
 
@@ -149,9 +147,7 @@ void WriteDecisionFields(JsonWriter& w, const SwitchDecision& decision,
 // job's; a LibTorch error (c10::Error) anywhere is INTERNAL "LibTorch failed: ...", any other
 // exception INTERNAL "<what> failed: ...".
 absl::StatusOr<JobResult> RunJobPipeline(JobKind& kind, const ProgressFn& progress,
-                                         const CancelToken* cancel,
-                                         BudgetDecisionCache& decisions =
-                                             BudgetDecisionCache::Process());
+                                         const CancelToken* cancel);
 
 }  // namespace libreyolo::engine
 

@@ -251,18 +251,6 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     };
     // The probes' share: at most the job's own steps (the measured trials and the profiler's).
     q.job_windows = spec_.repeat * window_ + Schedule().TotalSteps();
-    q.key.mode = "training";
-    q.key.weights = WeightsIdentity(spec_.model.weights);
-    q.key.size = spec_.model.size;
-    q.key.imgsz = spec_.imgsz;
-    q.key.batch = images_per_step_;
-    q.key.device = device_.Label();
-    q.key.precision = amp_ ? "autocast float16" : "fp32";
-    q.key.cuda_activity = device_.cuda && spec_.profiler.cuda;
-    q.key.threads = spec_.model.threads;
-    q.key.requested = spec_.profiler;
-    q.key.extra = absl::StrCat("data=", dataset_->Describe(), "|classes=",
-                               dataset_->num_classes(), "|workers=", spec_.workers);
     return q;
   }
 

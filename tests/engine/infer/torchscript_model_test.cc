@@ -28,7 +28,6 @@
 #include "server/engine/data/image_io.h"
 #include "server/engine/engine.h"
 #include "server/engine/infer/torchscript_model.h"
-#include "server/engine/job/budget_cache.h"
 #include "server/engine/job/model_loader.h"
 #include "tests/support/test_files.h"
 
@@ -322,7 +321,6 @@ class TorchScriptJob : public ::testing::Test {
     spec_.runs = 3;
     spec_.profiled_runs = 1;
     spec_.project = out_->path() + "/runs";
-    BudgetDecisionCache::Process().Clear();
   }
   std::string exports_;
   std::unique_ptr<test::TempDir> out_;
