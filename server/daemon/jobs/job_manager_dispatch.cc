@@ -174,6 +174,11 @@ void JobManager::StoreFailedLocked(const absl::Status& status) {
   store_error_ = std::string(status.message());
   if (store_error_.empty()) store_error_ = status.ToString();
   if (store_listener_) store_listener_(false, store_error_);
+  // Wake the sweep thread, which retries the store every kStoreRetryInterval while out of
+  // service: left in its retention wait (a minute), the daemon stayed out of service ~52 s
+  // after the space was freed (issue 40 A.5).
+  ++retention_kicks_;
+  retention_cv_.notify_all();
 }
 
 std::string JobManager::StoreError() const {
