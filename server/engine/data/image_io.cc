@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "common/status/status_macros.h"
 #include "server/engine/data/dataset_spec.h"
+#include "server/engine/data/image_header.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -110,6 +111,19 @@ std::string LabelPathForImage(const std::string& image_path) {
 }
 
 absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, const std::string& what) {
+  // The size its header declares, before a byte is decoded (issue 40 A.9: a few hundred KB of
+  // PNG used to decode to gigabytes).
+  if (const std::optional<ImageSize> size = DeclaredImageSize(bytes);
+      size && (size->width <= 0 || size->height <= 0 ||
+               size->width > kMaxDecodedPixels / std::max<int64_t>(1, size->height))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "image '", what, "' declares ", size->width, " x ", size->height, " pixels",
+        size->width <= 0 || size->height <= 0
+            ? ": an empty image; replace or delete the file"
+            : absl::StrCat(", over the engine's bound of ", kMaxDecodedPixels,
+                           " decoded pixels (8192 x 8192): resize it (the model sees at most "
+                           "--imgsz anyway) or leave it out")));
+  }
   cv::Mat image;
   try {
     // Wrap without copying; imdecode only reads the buffer.

@@ -29,6 +29,19 @@ cv::Mat ResizeCv(const cv::Mat& src, int width, int height) {
 
 }  // namespace
 
+namespace {
+
+// An error's first line, what follows it counted ("... (+12 lines)"): a model file's
+// error is one line of the job's error, never a block of LibTorch's internals.
+std::string OneLine(const std::string& what) {
+  const size_t nl = what.find('\n');
+  if (nl == std::string::npos) return what;
+  const size_t more = static_cast<size_t>(std::count(what.begin() + static_cast<std::ptrdiff_t>(nl), what.end(), '\n'));
+  return absl::StrCat(what.substr(0, nl), " (+", more, " lines)");
+}
+
+}  // namespace
+
 bool IsTorchScriptArchive(const std::string& path) {
   // torch.jit.save writes a zip whose entries include <folder>/constants.pkl (torch.save's zip has
   // data.pkl and no constants.pkl). The central directory, at the end, names them: its last MiB
@@ -57,8 +70,13 @@ absl::StatusOr<std::unique_ptr<TorchScriptModel>> TorchScriptModel::Load(const s
   try {
     m->module_ = torch::jit::load(path, torch::kCPU, extra);
   } catch (const c10::Error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": LibTorch cannot load it as TorchScript: ",
+                                                   OneLine(e.what_without_backtrace())));
+  } catch (const std::exception& e) {
+    // Not only c10::Error: a foreign pickle among its constants throws others (issue 40 A.9:
+    // that used to be exit 1 with raw newlines in the message).
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ": LibTorch cannot load it as TorchScript: ", e.what_without_backtrace()));
+        path, ": LibTorch cannot load it as TorchScript: ", OneLine(e.what())));
   }
   m->module_.eval();
   const std::string& json = extra[kMetadataFile];
