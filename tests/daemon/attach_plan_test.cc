@@ -188,7 +188,7 @@ TEST(KinetoConfigText, DurationMode) {
   spec.mutable_profiler()->set_record_shapes(true);
   spec.mutable_profiler()->set_with_stack(true);
   const std::string text =
-      KinetoConfigText(spec, KinetoRequest{"/tmp/d/job1/job1.json", 1'700'000'000'123, "job1"});
+      KinetoConfigText(spec, TraceRequest{"/tmp/d/job1/job1.json", 1'700'000'000'123, "job1"});
   EXPECT_EQ(text,
             "ACTIVITIES_LOG_FILE=/tmp/d/job1/job1.json\n"
             "PROFILE_START_TIME=1700000000123\n"
@@ -198,7 +198,7 @@ TEST(KinetoConfigText, DurationMode) {
             "PROFILE_REPORT_INPUT_SHAPES=true\n"
             "PROFILE_WITH_STACK=true\n");
   v1::AttachSpec plain = Pids({300});  // the default window, every activity
-  const std::string d = KinetoConfigText(plain, KinetoRequest{"/tmp/a.json", 5, "j"});
+  const std::string d = KinetoConfigText(plain, TraceRequest{"/tmp/a.json", 5, "j"});
   EXPECT_THAT(d, HasSubstr("ACTIVITIES_DURATION_MSECS=1000\n"));
   EXPECT_THAT(d, HasSubstr(",kernel,"));
   EXPECT_THAT(d, ::testing::Not(HasSubstr("PROFILE_PROFILE_MEMORY")));
@@ -211,7 +211,7 @@ TEST(KinetoConfigText, IterationMode) {
   spec.mutable_profiler()->set_profile_memory(true);
   spec.mutable_profiler()->set_with_flops(true);
   spec.mutable_profiler()->set_with_modules(true);
-  const std::string text = KinetoConfigText(spec, KinetoRequest{"/tmp/x/j.json", 77, "j"});
+  const std::string text = KinetoConfigText(spec, TraceRequest{"/tmp/x/j.json", 77, "j"});
   EXPECT_THAT(text, HasSubstr("PROFILE_START_ITERATION=0\nPROFILE_START_ITERATION_ROUNDUP=1\n"
                               "ACTIVITIES_ITERATIONS=5\n"));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("PROFILE_START_TIME")));
@@ -278,7 +278,7 @@ TEST(TraceArrivals, CloseWriteCountsAndOthersWaitForTheDeadlineOrStop) {
     stop = true;
   });
   const auto t0 = std::chrono::steady_clock::now();
-  (*watch)->WaitFor({"job_2.json"}, t0 + milliseconds(10000), [&] { return stop; },
+  (*watch)->WaitFor({"job_2.json"}, t0 + milliseconds(10000), [&] { return stop.load(); },
                     milliseconds(20));
   stopper.join();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(2000));

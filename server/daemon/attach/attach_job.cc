@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -76,15 +77,21 @@ absl::Status EnsureDropRoot(const std::string& root) {
 }
 
 // The artifact name AnalyseIntoJob gives each traced process's trace: the profile's own for
-// one process; by RANK (every process has one), else in pid order, for several.
+// one process; for several, "rank<R>." names numbered in RANK order when every process has a
+// distinct RANK, else in pid order.
 std::map<pid_t, std::string> TraceArtifactNames(const std::vector<external::TracedProcess>& ps) {
+  std::vector<external::TracedProcess> order = ps;
+  std::set<int64_t> ranks;
+  for (const auto& p : ps) {
+    if (p.rank) ranks.insert(*p.rank);
+  }
+  const bool by_rank = ranks.size() == ps.size();
+  std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    return by_rank ? *a.rank < *b.rank : a.pid < b.pid;
+  });
   std::map<pid_t, std::string> out;
-  const bool ranked = std::all_of(ps.begin(), ps.end(), [](const auto& p) { return p.rank; });
-  std::vector<external::TracedProcess> by_pid = ps;
-  std::sort(by_pid.begin(), by_pid.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
-  for (size_t i = 0; i < by_pid.size(); ++i) {
-    const int64_t rank = ps.size() == 1 ? 0 : ranked ? *by_pid[i].rank : static_cast<int64_t>(i);
-    out[by_pid[i].pid] = RankArtifactName(rank, kTraceFileName);
+  for (size_t i = 0; i < order.size(); ++i) {
+    out[order[i].pid] = RankArtifactName(static_cast<int64_t>(i), kTraceFileName);
   }
   return out;
 }
@@ -189,7 +196,7 @@ absl::Status AttachJobRunner::Prepare(AttachRun& run) const {
 absl::Status AttachJobRunner::Request(AttachRun& run) const {
   run.requested_ms = clock_.NowUnixMs();
   run.start_ms = SharedStartUnixMs(run.selection.traced, run.requested_ms);
-  KinetoRequest request;
+  TraceRequest request;
   request.log_file = absl::StrCat(run.folder->path, "/", run.job.id(), ".json");
   request.start_unix_ms = run.start_ms;
   request.trace_id = run.job.id();

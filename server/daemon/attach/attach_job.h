@@ -93,12 +93,12 @@ absl::StatusOr<TargetSelection> SelectTargets(const v1::AttachSpec& spec,
 // The configuration handed to every target: ACTIVITIES_LOG_FILE, PROFILE_START_TIME,
 // ACTIVITIES_DURATION_MSECS or ACTIVITIES_ITERATIONS (+ PROFILE_START_ITERATION=0),
 // REQUEST_TRACE_ID, ACTIVITY_TYPES and the PROFILE_* switches. Lines "KEY=value\n".
-struct KinetoRequest {
+struct TraceRequest {
   std::string log_file;          // <drop folder>/<job id>.json
   int64_t start_unix_ms = 0;     // PROFILE_START_TIME; 0 = Kineto's own (pickup + warm-up)
   std::string trace_id;          // REQUEST_TRACE_ID: the job id
 };
-std::string KinetoConfigText(const v1::AttachSpec& spec, const KinetoRequest& request);
+std::string KinetoConfigText(const v1::AttachSpec& spec, const TraceRequest& request);
 // The window asked (duration_ms, else the default); iteration mode has none.
 int64_t AttachDurationMs(const v1::AttachSpec& spec);
 // A traced process as the job records it (Job.attach_targets).

@@ -233,7 +233,7 @@ int64_t AttachDurationMs(const v1::AttachSpec& spec) {
   return spec.has_duration_ms() ? spec.duration_ms() : jobspec::defaults::kAttachDurationMs;
 }
 
-std::string KinetoConfigText(const v1::AttachSpec& spec, const KinetoRequest& request) {
+std::string KinetoConfigText(const v1::AttachSpec& spec, const TraceRequest& request) {
   std::vector<std::string> lines;
   lines.push_back(absl::StrCat("ACTIVITIES_LOG_FILE=", request.log_file));
   if (spec.has_iterations()) {
