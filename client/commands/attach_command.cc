@@ -10,6 +10,8 @@
 #include "absl/time/time.h"
 #include "client/cli/exit_codes.h"
 #include "client/commands/command_output.h"
+#include "client/commands/job_commands.h"
+#include "client/commands/job_request.h"
 #include "client/remote/daemon_session.h"
 #include "common/render/terminal_text.h"
 
@@ -66,11 +68,23 @@ void PrintList(const v1::ListAttachableResponse& resp, std::ostream& out) {
 int RunAttach(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   const bool env = a.Switch("env");
   const bool list = a.Switch("list");
-  if (env == list) {
+  const bool target = !a.Values("pid").empty() || a.Value("slurm-job") || a.Switch("all");
+  if (env && list) {
+    return Fail(err, kCmd, kExitUsage, "give --env or --list, not both");
+  }
+  if ((env || list) && target) {
     return Fail(err, kCmd, kExitUsage,
-                "give --env (the environment that makes a process attachable: "
-                "env $(libreyolo profile attach --env) python train.py) or --list (the "
-                "processes attachable now); tracing a process (--pid) is not implemented yet");
+                "--env and --list take no --pid, --slurm-job or --all: they trace nothing");
+  }
+  if (!env && !list) {
+    if (!target) {
+      return Fail(err, kCmd, kExitUsage,
+                  "give --pid N, --slurm-job J or --all to trace processes (--list shows them), "
+                  "--env for the environment that makes a process attachable "
+                  "(env $(libreyolo profile attach --env) python train.py), or --list");
+    }
+    // A job like run and infer: queued, followed, its traces fetched into <project>/attach/.
+    return SubmitJobAndFollow(kCmd, a, out, err, BuildAttachRequest);
   }
   auto session = DaemonSession::Open(a);
   if (!session.ok()) return FailStatus(err, kCmd, session.status());
@@ -99,7 +113,7 @@ const JobCommand& AttachCommand() {
   static const JobCommand* command = [] {
     CommandSpec spec{
         "attach",
-        "make running PyTorch processes attachable, and list them",
+        "trace running PyTorch processes by their own Kineto, or make them attachable",
         "A PyTorch process started with the environment --env prints polls libreyolod over\n"
         "Kineto's on-demand protocol (a socket directory of your own under the daemon's\n"
         "attach_dir; nothing else changes in the process):\n"
@@ -108,12 +122,34 @@ const JobCommand& AttachCommand() {
         "the processes polling now (yours; an admin's: all) with pid, user, state (idle: takes\n"
         "a trace request at its next poll; busy: its own torch.profiler runs; pending),\n"
         "last poll, rank, local rank, Slurm job and command line. A process silent for two\n"
-        "poll intervals (10 s), or ended, leaves the list. --remote works on the same host\n"
-        "over the daemon's Unix socket (the directory is your uid's). docs/cli.md, \"Attach\".",
+        "poll intervals (10 s), or ended, leaves the list.\n"
+        "--pid N (a launcher's pid selects its polling descendants, the leaves that do the\n"
+        "work), --slurm-job J or --all traces them as a job, as run and infer are: the window\n"
+        "(--duration-ms, default 1000, or --iterations) starts at one time for every process\n"
+        "after its next poll and Kineto's warm-up (~7-13 s after the request); the traces and\n"
+        "their profile are fetched into <project>/attach/ and the summary printed; Ctrl-C\n"
+        "cancels or detaches. Only your own processes (an admin's: anyone's). --remote works\n"
+        "on the same host over the daemon's Unix socket. docs/cli.md, \"Attach\".",
         {},
         {{"env", "", "", "print the environment (NAME=value lines) a process needs"},
          {"list", "", "", "list the processes attachable now"},
-         {"json", "", "", "the daemon's answer as JSON"}}};
+         {"pid", "N", "", "trace process N (repeatable, or N,M): a launcher's polling leaves"},
+         {"slurm-job", "J", "", "trace every polling process of Slurm job J"},
+         {"all", "", "", "trace every polling process of yours"},
+         {"duration-ms", "N", "1000", "the window: N ms (1..600000)"},
+         {"iterations", "N", "", "the window: N optimizer/profiler steps (1..100000) instead"},
+         {"record-shapes", "", "", "record input shapes (PROFILE_REPORT_INPUT_SHAPES)"},
+         {"profile-memory", "", "", "record allocations (PROFILE_PROFILE_MEMORY)"},
+         {"with-stack", "", "", "record Python stacks (PROFILE_WITH_STACK)"},
+         {"with-flops", "", "", "estimate FLOPs (PROFILE_WITH_FLOPS)"},
+         {"with-modules", "", "", "record module scopes (PROFILE_WITH_MODULES)"},
+         {"activities", "LIST", "cpu,cuda", "what Kineto records: cpu, cuda or both"}}};
+    for (const FlagSpec& f : JobRequestFlags()) {
+      if (f.name != "json") spec.flags.push_back(f);  // --json below: also --env/--list's
+    }
+    spec.flags.push_back({"json", "", "",
+                          "--list/--env: the daemon's answer as JSON; a trace: the summary as "
+                          "JSON on stdout, progress events as JSON lines on stderr"});
     for (const FlagSpec& f : RemoteFlagSpecs()) spec.flags.push_back(f);
     return new JobCommand{std::move(spec), RunAttach};
   }();

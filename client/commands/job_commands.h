@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "client/cli/args.h"
+#include "libreyolo/profiler/v1/profiler.pb.h"
 
 namespace libreyolo::cli {
 
@@ -22,6 +24,15 @@ struct JobCommand {
 
 // `profile run` and `profile infer`.
 const std::vector<JobCommand>& ProfileJobCommands();
+// What run, infer and attach share (profile_job_commands.cc): submit the request `build`
+// makes from the flags, follow the job's events, fetch its artifacts into --project and
+// print the summary (--detach: print the id once queued).
+using RequestBuilder = absl::StatusOr<::libreyolo::profiler::v1::SubmitJobRequest> (*)(
+    const ParsedArgs& args, bool remote);
+int SubmitJobAndFollow(const std::string& cmd, const ParsedArgs& a, std::ostream& out,
+                       std::ostream& err, RequestBuilder build);
+// The request's own flags: --label, --priority, --time-limit, --detach, --project, --json.
+std::vector<FlagSpec> JobRequestFlags();
 // The `jobs` group's subcommands.
 const std::vector<JobCommand>& JobsCommands();
 

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "client/cli/job_flags.h"
@@ -213,6 +214,63 @@ absl::StatusOr<v1::SubmitJobRequest> BuildRunRequest(const ParsedArgs& a, bool r
     auto p = LocalPath("data", s->data(), true);
     if (!p.ok()) return p.status();
     s->set_data(*p);
+  }
+  if (auto c = FillCommon(a, &r); !c.ok()) return c;
+  return r;
+}
+
+// `profile attach`: the processes (--pid, repeatable or comma-separated; --slurm-job; --all),
+// the window (--duration-ms or --iterations) and Kineto's switches. The daemon checks the
+// bounds (one target, pids > 1, at most 64, the window's ranges).
+absl::StatusOr<v1::SubmitJobRequest> BuildAttachRequest(const ParsedArgs& a, bool remote) {
+  (void)remote;  // the processes are on the daemon's host either way
+  v1::SubmitJobRequest r;
+  v1::AttachSpec* s = r.mutable_attach();
+  for (const std::string& value : a.Values("pid")) {
+    for (absl::string_view piece : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+      int32_t pid = 0;
+      if (!absl::SimpleAtoi(piece, &pid) || pid <= 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--pid needs a process id (an integer > 1), got '", Excerpt(std::string(piece)), "'"));
+      }
+      s->add_pids(pid);
+    }
+  }
+  if (auto j = a.Value("slurm-job")) s->set_slurm_job_id(*j);
+  s->set_all(a.Switch("all"));
+  const int targets = (s->pids_size() > 0) + !s->slurm_job_id().empty() + s->all();
+  if (targets != 1) {
+    return absl::InvalidArgumentError(
+        "give one of --pid N, --slurm-job J or --all (`libreyolo profile attach --list` shows "
+        "the processes polling the daemon)");
+  }
+  for (const char* flag : {"duration-ms", "iterations"}) {
+    const std::optional<std::string> v = a.Value(flag);
+    if (!v) continue;
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(*v, &n)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " needs an integer, got '", Excerpt(*v), "'"));
+    }
+    if (std::string(flag) == "duration-ms") {
+      s->set_duration_ms(n);
+    } else {
+      s->set_iterations(n);
+    }
+  }
+  if (s->has_duration_ms() && s->has_iterations()) {
+    return absl::InvalidArgumentError("give --duration-ms or --iterations, not both");
+  }
+  v1::ProfilerOptions* p = s->mutable_profiler();
+  if (a.Switch("record-shapes")) p->set_record_shapes(true);
+  if (a.Switch("profile-memory")) p->set_profile_memory(true);
+  if (a.Switch("with-stack")) p->set_with_stack(true);
+  if (a.Switch("with-flops")) p->set_with_flops(true);
+  if (a.Switch("with-modules")) p->set_with_modules(true);
+  if (auto act = a.Value("activities")) {
+    for (absl::string_view piece : absl::StrSplit(*act, ',', absl::SkipEmpty())) {
+      p->add_activities(std::string(piece));
+    }
   }
   if (auto c = FillCommon(a, &r); !c.ok()) return c;
   return r;

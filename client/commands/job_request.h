@@ -1,4 +1,4 @@
-// The SubmitJobRequest of `libreyolo profile infer|run`: the job's options from the shared flag
+// The SubmitJobRequest of `libreyolo profile infer|run|attach`: the job's options from the shared flag
 // table (client/cli/job_flags.h), the request's labels and priority, and where the inputs come
 // from: on a private daemon (same user, same files) local paths made absolute; on a --remote
 // one, local images sent inline and other names left for the daemon's directories.
@@ -26,6 +26,9 @@ std::optional<std::string> PythonSampleImageBeside(const std::string& python_cli
 absl::StatusOr<::libreyolo::profiler::v1::SubmitJobRequest> BuildInferRequest(
     const ParsedArgs& args, bool remote);
 absl::StatusOr<::libreyolo::profiler::v1::SubmitJobRequest> BuildRunRequest(
+    const ParsedArgs& args, bool remote);
+// `profile attach --pid N | --slurm-job J | --all` (issue 37): an AttachSpec.
+absl::StatusOr<::libreyolo::profiler::v1::SubmitJobRequest> BuildAttachRequest(
     const ParsedArgs& args, bool remote);
 
 }  // namespace libreyolo::cli

@@ -63,6 +63,18 @@ std::string Age(int64_t unix_ms) {
   return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
 }
 
+// A job's kind as `jobs list|show` print it.
+const char* KindName(v1::JobKind kind) {
+  switch (kind) {
+    case v1::JOB_KIND_RUN:
+      return "run";
+    case v1::JOB_KIND_ATTACH:
+      return "attach";
+    default:
+      return "infer";
+  }
+}
+
 int JobsList(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   v1::ListJobsRequest req;
   for (const std::string& s : a.Values("state")) {
@@ -99,7 +111,7 @@ int JobsList(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
     std::string state = StateName(j.state());
     if (j.state() == v1::JOB_STATE_QUEUED) state = absl::StrCat("queued#", j.queue_position());
     out << absl::StrFormat("%-26s %-6s %-10s %-8s %-10s %-19s %10s  %s\n", TerminalSafe(j.id()),
-                           j.kind() == v1::JOB_KIND_RUN ? "run" : "infer", state,
+                           KindName(j.kind()), state,
                            TerminalSafe(j.device()), TerminalSafe(j.owner()),
                            Age(j.create_time_unix_ms()),
                            j.step_ms() > 0 ? absl::StrFormat("%.2f", j.step_ms()) : "-",
@@ -133,7 +145,7 @@ int JobsShow(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   }
   // Every string of the job comes from the daemon: printed through TerminalSafe.
   out << "job       " << TerminalSafe(job.id()) << "\nkind      "
-      << (job.kind() == v1::JOB_KIND_RUN ? "run" : "infer") << "\nstate     "
+      << KindName(job.kind()) << "\nstate     "
       << StateName(job.state()) << "\nowner     " << TerminalSafe(job.owner()) << "\ndevice    "
       << TerminalSafe(jobspec::DataParallelJob(job)
                           ? absl::StrCat(absl::StrJoin(job.devices(), ", "), " (",
@@ -158,6 +170,15 @@ int JobsShow(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   }
   for (const auto& [k, v] : job.labels()) {
     out << "label     " << TerminalSafe(k) << "=" << TerminalSafe(v) << "\n";
+  }
+  // An attach job's processes (issue 37): traced (with its trace) or skipped, and why.
+  for (const v1::AttachTarget& t : job.attach_targets()) {
+    out << "process   " << t.pid() << (t.traced() ? " traced" : " skipped")
+        << (t.has_rank() ? absl::StrCat(", rank ", t.rank()) : "")
+        << (t.trace().empty() ? "" : absl::StrCat(", ", TerminalSafe(t.trace())))
+        << (t.reason().empty() ? "" : absl::StrCat(": ", TerminalSafe(t.reason())))
+        << (t.command_line().empty() ? "" : absl::StrCat(" (", TerminalSafe(t.command_line()), ")"))
+        << "\n";
   }
   for (const v1::Artifact& art : job.artifacts()) {
     out << absl::StrFormat("artifact  %-28s %12d bytes  sha256 %s\n", TerminalSafe(art.name()),

@@ -415,6 +415,13 @@ std::vector<FlagSpec> Concat(std::vector<std::vector<FlagSpec>> parts) {
 
 }  // namespace
 
+int SubmitJobAndFollow(const std::string& cmd, const ParsedArgs& a, std::ostream& out,
+                       std::ostream& err, RequestBuilder build) {
+  return SubmitAndFollow(cmd, a, out, err, build);
+}
+
+std::vector<FlagSpec> JobRequestFlags() { return JobFlags(); }
+
 const std::vector<JobCommand>& ProfileJobCommands() {
   static const auto* commands = new std::vector<JobCommand>{
       {{"run",
