@@ -387,14 +387,35 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
   }
   // With --worker-binary, --connection-idle-timeout, --handshake-timeout, --cpu-slots and the
   // per-user caps of reads and downloads (--max-reads, --max-downloads and their _per_user), and
-  // issue 37's --attach-dir and --attach-dynolog-compat.
-  EXPECT_EQ(documented, 51);
+  // issue 37's --attach-dir and --attach-dynolog-compat, and issue 38's --python-tool.
+  EXPECT_EQ(documented, 52);
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {
   DaemonConfig c;
   c.listen = {"unix:/run/libreyolod/libreyolod.sock"};
   EXPECT_TRUE(ValidateDaemonConfig(c).ok()) << ValidateDaemonConfig(c);
+}
+
+// Issue 38 §4: python_tool is unset (the project's environment), "off", or an executable file.
+TEST(DaemonConfigValidateTest, PythonToolIsAnExecutableFileOrOff) {
+  DaemonConfig c;
+  c.listen = {"unix:/run/libreyolod/libreyolod.sock"};
+  for (const char* ok : {"", "off", "/bin/sh"}) {
+    c.python_tool = ok;
+    EXPECT_TRUE(ValidateDaemonConfig(c).ok()) << ok << ": " << ValidateDaemonConfig(c);
+  }
+  // A plain file without execute bits, made here (/etc/hostname is 0755 on some machines).
+  const std::string plain = ::testing::TempDir() + "/python_tool_not_executable";
+  std::ofstream(plain) << "#!/bin/sh\n";
+  ASSERT_EQ(::chmod(plain.c_str(), 0644), 0);
+  for (const std::string& bad : {std::string("/nonexistent/bin/libreyolo"), plain,
+                                std::string("/tmp")}) {
+    c.python_tool = bad;
+    EXPECT_THAT(std::string(ValidateDaemonConfig(c).message()),
+                HasSubstr(std::string("python_tool (--python-tool) ") + bad +
+                          " is not an executable file"));
+  }
 }
 
 TEST(DaemonConfigValidateTest, MessagesNameTheKeyAndTheWayOut) {
