@@ -18,6 +18,7 @@
 #include "absl/strings/strip.h"
 #include "client/cli/job_flags.h"
 #include "client/cli/python_cli.h"
+#include "client/commands/dataset_name.h"
 #include "common/io/image_extensions.h"
 #include "common/render/terminal_text.h"
 #include "proto/job_spec/job_defaults.h"
@@ -212,6 +213,9 @@ absl::StatusOr<v1::SubmitJobRequest> BuildRunRequest(const ParsedArgs& a, bool r
   if (auto st = LocalWeights(remote, s->mutable_model()); !st.ok()) return st;
   if (!remote && !absl::StartsWith(s->data(), "synthetic")) {
     auto p = LocalPath("data", s->data(), true);
+    if (!p.ok()) return p.status();
+    // A bare name the private daemon's datasets directory lacks: where the Python tool looks.
+    if (*p == s->data()) p = ResolveDatasetName(*p, CurrentDatasetPlaces());
     if (!p.ok()) return p.status();
     s->set_data(*p);
   }

@@ -66,6 +66,10 @@ std::string ResolveRoot(const YAML::Node& path_node, const fs::path& yaml_dir,
   if (!datasets_dir.empty() && fs::exists(under_datasets, ec)) {
     return under_datasets.lexically_normal().string();
   }
+  // Where the Python LibreYOLO keeps (and downloads) datasets: its built-in YAMLs (`path:
+  // coco128`) name a folder there.
+  const fs::path under_python = fs::path(PythonDatasetsDir()) / path;
+  if (fs::exists(under_python, ec)) return under_python.lexically_normal().string();
   return (yaml_dir / path).lexically_normal().string();
 }
 
@@ -151,6 +155,15 @@ absl::StatusOr<std::vector<std::string>> ParseNames(const YAML::Node& root_node,
 }
 
 }  // namespace
+
+std::string PythonDatasetsDir() {
+  if (const char* env = std::getenv("LIBREYOLO_DATASETS_DIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  const char* home = std::getenv("HOME");
+  const fs::path base = (home != nullptr && *home != '\0') ? fs::path(home) : fs::path(".");
+  return (base / "datasets").string();
+}
 
 std::string DefaultDatasetsDir() {
   if (const char* env = std::getenv(kDatasetsEnvVar); env != nullptr && *env != '\0') {

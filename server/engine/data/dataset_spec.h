@@ -13,7 +13,8 @@
 //
 // The YAML (Ultralytics/LibreYOLO layout):
 //   path: ../datasets/coco128   # root; relative -> <datasets dir>/<path> if that exists, else
-//                               # relative to the YAML's folder; absent -> the YAML's folder
+//                               # PythonDatasetsDir()/<path> if that exists, else relative to
+//                               # the YAML's folder; absent -> the YAML's folder
 //   train: images/train2017     # a folder (searched recursively), a .txt list of images, one
 //   val: images/train2017       # image, or a list of those; relative to the root
 //   names: [person, bicycle]    # a list, or a dict {0: person, 1: bicycle}; or only `nc: 80`
@@ -62,6 +63,10 @@ inline constexpr char kNeverDownloads[] =
 
 // $LIBREYOLO_DATASETS, else $HOME/.cache/libreyolo/datasets (./.cache/... without HOME).
 std::string DefaultDatasetsDir();
+
+// Where the Python LibreYOLO keeps datasets: $LIBREYOLO_DATASETS_DIR, else $HOME/datasets. A
+// YAML's relative `path` is looked up there after the datasets directory, as that tool does.
+std::string PythonDatasetsDir();
 
 // Resolves <data> as described above; NOT_FOUND when nothing matches, INVALID_ARGUMENT for a
 // malformed YAML or `synthetic:` count.

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "server/engine/data/dataset.h"
 #include "tests/engine/data/test_util.h"
@@ -149,6 +150,36 @@ TEST(DatasetResolveTest, DatasetsDirFromEnvironment) {
     EXPECT_EQ(DefaultDatasetsDir(), std::string(home) + "/.cache/libreyolo/datasets");
   }
   if (old != nullptr) ::setenv("LIBREYOLO_DATASETS", saved.c_str(), 1);
+}
+
+// Issue 36 §6: the Python LibreYOLO's built-in YAMLs name `path: coco128`, a folder under its
+// datasets directory ($LIBREYOLO_DATASETS_DIR, else ~/datasets): found there, after ours.
+TEST(DatasetResolveTest, RelativePathUnderThePythonToolsDatasetsDir) {
+  TempDir dir;
+  const std::string python = dir.path() + "/python-datasets", ours = dir.path() + "/ours";
+  std::filesystem::create_directories(python + "/coco128/images/train2017");
+  std::filesystem::create_directories(dir.path() + "/package");
+  const std::string yaml = dir.path() + "/package/coco128.yaml";
+  std::ofstream(yaml) << "path: coco128\ntrain: images/train2017\nnc: 80\n";
+  const char* old = std::getenv("LIBREYOLO_DATASETS_DIR");
+  const std::string saved = old ? old : "";
+  ::setenv("LIBREYOLO_DATASETS_DIR", python.c_str(), 1);
+  EXPECT_EQ(PythonDatasetsDir(), python);
+  auto spec = ParseDatasetYaml(yaml, ours);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->root, python + "/coco128");
+  // Ours first, when it holds the folder too.
+  std::filesystem::create_directories(ours + "/coco128");
+  EXPECT_EQ(ParseDatasetYaml(yaml, ours)->root, ours + "/coco128");
+  // Neither: beside the YAML, as before.
+  std::filesystem::remove_all(python + "/coco128");
+  std::filesystem::remove_all(ours + "/coco128");
+  EXPECT_EQ(ParseDatasetYaml(yaml, ours)->root, dir.path() + "/package/coco128");
+  ::unsetenv("LIBREYOLO_DATASETS_DIR");
+  if (const char* home = std::getenv("HOME"); home != nullptr) {
+    EXPECT_EQ(PythonDatasetsDir(), std::string(home) + "/datasets");
+  }
+  if (old != nullptr) ::setenv("LIBREYOLO_DATASETS_DIR", saved.c_str(), 1);
 }
 
 TEST(DatasetResolveTest, Synthetic) {
