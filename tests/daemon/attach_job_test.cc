@@ -97,6 +97,7 @@ class AttachJobTest : public ::testing::Test {
                 ProcessFacts f;
                 f.ancestors = ancestors;
                 f.command_line = "python train.py";
+                f.ondemand_trace_dir = trace_dir_;
                 return f;
               })
         .config;
@@ -194,6 +195,7 @@ class AttachJobTest : public ::testing::Test {
   std::thread producer_, ticker_;
   std::atomic<bool> stop_{false}, delivered_{false};
   std::string config_text_, default_path_;
+  std::string trace_dir_;  // the process's KINETO_ONDEMAND_TRACE_DIR
   std::mutex mu_;
   std::vector<std::string> stages_;
   std::string messages_;
@@ -227,6 +229,38 @@ TEST_F(AttachJobTest, TracesOneProcessIntoTheJob) {
   EXPECT_THAT(profile, HasSubstr(job_.id()));
   EXPECT_TRUE(DropFoldersGone());
   EXPECT_EQ(runner_->ToolFor(job_), kToolKineto);
+}
+
+// Kineto takes an on-demand path under the process's KINETO_ONDEMAND_TRACE_DIR: the drop folder
+// goes there when it is a directory of the process's user, and the event says so; a symlink
+// there is not followed (the job falls back to /tmp, and says why).
+TEST_F(AttachJobTest, TheProcesssOwnTraceDirIsUsedWhenItIsItsUsers) {
+  const pid_t pid = ::getpid();
+  std::filesystem::create_directories(drops_.File("theirs"));
+  trace_dir_ = drops_.File("theirs");
+  Poll(pid);
+  StartProducer(pid, Producer::kWrites);
+  const RunOutcome out = Run(Job(ByPid(pid)));
+  ASSERT_TRUE(out.status.ok()) << out.status << "\n" << messages_;
+  EXPECT_THAT(config_text_, HasSubstr(absl::StrCat("ACTIVITIES_LOG_FILE=", trace_dir_, "/",
+                                                   job_.id(), "/", job_.id(), ".json\n")));
+  EXPECT_THAT(messages_, HasSubstr("under the processes' KINETO_ONDEMAND_TRACE_DIR"));
+  EXPECT_FALSE(std::filesystem::exists(trace_dir_ + "/" + job_.id()));  // removed after
+}
+
+TEST_F(AttachJobTest, ASymlinkedTraceDirIsNotFollowed) {
+  const pid_t pid = ::getpid();
+  std::filesystem::create_directories(drops_.File("elsewhere"));
+  std::filesystem::create_directory_symlink(drops_.File("elsewhere"), drops_.File("link"));
+  trace_dir_ = drops_.File("link");
+  Poll(pid);
+  StartProducer(pid, Producer::kWrites);
+  const RunOutcome out = Run(Job(ByPid(pid)));
+  ASSERT_TRUE(out.status.ok()) << out.status << "\n" << messages_;
+  EXPECT_THAT(messages_, HasSubstr(absl::StrCat("cannot use KINETO_ONDEMAND_TRACE_DIR ",
+                                                trace_dir_)));
+  EXPECT_THAT(config_text_, HasSubstr(absl::StrCat("ACTIVITIES_LOG_FILE=", drops_.File("root"))));
+  EXPECT_TRUE(std::filesystem::is_empty(drops_.File("elsewhere")));
 }
 
 TEST_F(AttachJobTest, NoMatchListsWhatPollsAndStoresNothing) {

@@ -187,5 +187,74 @@ TEST_F(AttachProcessTest, DeliveredDurationConfigWritesATraceWithTheTraceId) {
   EXPECT_GT(doc["traceEvents"].Size(), 0u);
 }
 
+// Issue 37 §3: `libreyolo profile attach --pid` is a job: a torch loop started with --env's
+// environment, traced for a one-second window, the job SUCCEEDED with the trace and its
+// profile, which `profile summary job:<id>` reads. Prints the latency from the request to the
+// analysed profile, broken into its parts (the job's "analysed" event).
+TEST_F(AttachProcessTest, AttachByPidIsAJobWhoseProfileTheReadersRead) {
+  DaemonDirs dirs(tmp_.path());
+  std::vector<std::string> flags = dirs.Flags();
+  flags.insert(flags.end(), {"--attach-dir", tmp_.File("attach")});
+  auto daemon = DaemonProcess::Start(flags, tmp_.File("daemon.log"));
+  ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
+  const std::vector<std::string> remote = {"--remote", "unix:" + dirs.socket};
+  std::vector<std::string> args = {"profile", "attach", "--env"};
+  args.insert(args.end(), remote.begin(), remote.end());
+  const CommandResult env = RunClient(args);
+  ASSERT_EQ(env.exit_code, 0) << env.Describe();
+  loop_ = StartLoop(tmp_, Lines(env.out), "attach-marker-job");
+  ASSERT_TRUE(WaitListed(remote, loop_, {}, seconds(60)).has_value())
+      << ReadFile(tmp_.File("py.log")) << daemon->LogTail();
+  args = {"profile", "attach", "--pid", std::to_string(loop_), "--duration-ms", "1000",
+          "--activities", "cpu", "--project", tmp_.File("proj"), "--json"};
+  args.insert(args.end(), remote.begin(), remote.end());
+  const auto asked = Clock::now();
+  const CommandResult job = RunClient(args, {}, seconds(90));
+  const double took = std::chrono::duration<double>(Clock::now() - asked).count();
+  ASSERT_EQ(job.exit_code, 0) << job.Describe() << daemon->LogTail()
+                              << ReadFile(tmp_.File("py.log"));
+  rapidjson::Document summary;
+  ASSERT_FALSE(summary.Parse(job.out.c_str()).HasParseError()) << job.out;
+  ASSERT_TRUE(summary.HasMember("job_id")) << job.out;
+  const std::string id = summary["job_id"].GetString();
+  // The stages as events, and the latency's parts.
+  for (const char* stage : {"\"select\"", "\"waiting\"", "\"delivered\"", "\"written\"",
+                            "\"analysed\""}) {
+    EXPECT_NE(job.err.find(stage), std::string::npos) << stage << "\n" << job.err;
+  }
+  const size_t at = job.err.find("from the request: ");
+  ASSERT_NE(at, std::string::npos) << job.err;
+  std::cout << "attach --pid: " << took << " s for the command; the job's "
+            << job.err.substr(at, job.err.find('"', at) - at) << "\n";
+  EXPECT_TRUE(fs::exists(tmp_.File("proj") + "/attach/profile.json"));
+  EXPECT_TRUE(fs::exists(tmp_.File("proj") + "/attach/profile_trace.json"));
+  // The job's record: SUCCEEDED, Kineto's, the process traced.
+  args = {"jobs", "show", id, "--json"};
+  args.insert(args.end(), remote.begin(), remote.end());
+  const CommandResult shown = RunClient(args);
+  ASSERT_EQ(shown.exit_code, 0) << shown.Describe();
+  rapidjson::Document record;
+  ASSERT_FALSE(record.Parse(shown.out.c_str()).HasParseError());
+  EXPECT_STREQ(record["state"].GetString(), "JOB_STATE_SUCCEEDED");
+  EXPECT_STREQ(record["kind"].GetString(), "JOB_KIND_ATTACH");
+  EXPECT_STREQ(record["tool"].GetString(), "kineto-on-demand");
+  ASSERT_TRUE(record.HasMember("attach_targets")) << shown.out;
+  EXPECT_EQ(record["attach_targets"][0]["pid"].GetInt(), loop_);
+  EXPECT_TRUE(record["attach_targets"][0]["traced"].GetBool());
+  // The readers of the stored profile, over the daemon: who measured, and the real process's
+  // ops (its loop's matmul).
+  args = {"profile", "summary", "job:" + id};
+  args.insert(args.end(), remote.begin(), remote.end());
+  const CommandResult read = RunClient(args);
+  ASSERT_EQ(read.exit_code, 0) << read.Describe();
+  EXPECT_NE(read.out.find("the traced process's own Kineto"), std::string::npos) << read.out;
+  EXPECT_NE(read.out.find(std::to_string(loop_)), std::string::npos) << read.out;
+  args = {"profile", "ops", "job:" + id};
+  args.insert(args.end(), remote.begin(), remote.end());
+  const CommandResult ops = RunClient(args);
+  ASSERT_EQ(ops.exit_code, 0) << ops.Describe();
+  EXPECT_NE(ops.out.find("aten::mm"), std::string::npos) << ops.out;
+}
+
 }  // namespace
 }  // namespace libreyolo::daemon_test

@@ -2,6 +2,7 @@
 // inotify and the shared analysis of external traces (server/daemon/external/produced_files.h).
 #include "server/daemon/attach/attach_job.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -76,6 +78,31 @@ absl::Status EnsureDropRoot(const std::string& root) {
   return absl::OkStatus();
 }
 
+// The traced processes' KINETO_ONDEMAND_TRACE_DIR, opened for the job: an absolute path without
+// "..", its last component no symlink, a directory owned by `producer` (the process's user,
+// who chose it: never a directory of root's or another user's). The drop folder is made and
+// read through /proc/self/fd/<fd>, so a path the producer renames or relinks afterwards
+// changes nothing the (root) daemon touches. -1 with `why` when it does not qualify.
+int OpenProducerDir(const std::string& dir, uid_t producer, std::string* why) {
+  if (dir.empty() || dir[0] != '/' || absl::StrContains(dir, "/../") ||
+      absl::EndsWith(dir, "/..")) {
+    *why = "not an absolute path without ..";
+    return -1;
+  }
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    *why = std::strerror(errno);
+    return -1;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_uid != producer) {
+    *why = absl::StrCat("not a directory of the process's user (uid ", producer, ")");
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // The artifact name AnalyseIntoJob gives each traced process's trace: the profile's own for
 // one process; for several, "rank<R>." names numbered in RANK order when every process has a
 // distinct RANK, else in pid order.
@@ -108,7 +135,9 @@ struct AttachRun {
   const std::function<void(const RunProgress&)>& progress;
   const engine::CancelToken& cancel;
   TargetSelection selection;
-  std::optional<external::DropFolder> folder;
+  std::optional<external::DropFolder> folder;  // as the daemon opens it
+  std::string drop_path;                        // as the traced process names it
+  int parent_fd = -1;  // the process's KINETO_ONDEMAND_TRACE_DIR, held open (OpenProducerDir)
   std::unique_ptr<TraceArrivals> arrivals;
   std::map<pid_t, uint64_t> tickets;       // targets whose request is pending or delivered
   std::map<pid_t, int64_t> delivered_ms;   // by pid
@@ -165,30 +194,40 @@ absl::Status AttachJobRunner::Select(AttachRun& run) const {
 absl::Status AttachJobRunner::Prepare(AttachRun& run) const {
   const std::vector<AttachableProcess>& traced = run.selection.traced;
   const std::string& theirs = traced.front().facts.ondemand_trace_dir;
+  const uid_t producer = traced.front().uid;
   const bool same = !theirs.empty() && std::all_of(traced.begin(), traced.end(), [&](const auto& p) {
     return p.facts.ondemand_trace_dir == theirs;
   });
   std::string where;
   absl::StatusOr<external::DropFolder> folder = absl::UnknownError("");
   if (same) {
-    folder = external::MakeDropFolder(theirs, run.job.id(), traced.front().uid);
-    where = absl::StrCat("under the processes' KINETO_ONDEMAND_TRACE_DIR (", theirs, ")");
-    if (!folder.ok()) {
-      run.Report("prepare", 0, 1, absl::StrCat("cannot use KINETO_ONDEMAND_TRACE_DIR ", theirs, ": ",
-                                               folder.status().message(), "; using /tmp"));
+    std::string why;
+    run.parent_fd = OpenProducerDir(theirs, producer, &why);
+    if (run.parent_fd >= 0) {
+      folder = external::MakeDropFolder(absl::StrCat("/proc/self/fd/", run.parent_fd),
+                                        run.job.id(), producer);
+      if (!folder.ok()) why = std::string(folder.status().message());
+    }
+    if (folder.ok()) {
+      run.drop_path = absl::StrCat(theirs, "/", run.job.id());
+      where = absl::StrCat("under the processes' KINETO_ONDEMAND_TRACE_DIR (", theirs, ")");
+    } else {
+      run.Report("prepare", 0, 1, absl::StrCat("cannot use KINETO_ONDEMAND_TRACE_DIR ", theirs,
+                                               ": ", why, "; using /tmp"));
     }
   }
   if (!folder.ok()) {
     if (absl::Status s = EnsureDropRoot(drop_root_); !s.ok()) return s;
-    folder = external::MakeDropFolder(drop_root_, run.job.id(), traced.front().uid);
+    folder = external::MakeDropFolder(drop_root_, run.job.id(), producer);
     if (!folder.ok()) return folder.status();
+    run.drop_path = folder->path;
     where = absl::StrCat("under /tmp (", drop_root_, "), where Kineto accepts an on-demand path");
   }
   run.folder = *std::move(folder);
   absl::StatusOr<std::unique_ptr<TraceArrivals>> arrivals = TraceArrivals::Watch(run.folder->path);
   if (!arrivals.ok()) return arrivals.status();
   run.arrivals = *std::move(arrivals);
-  run.Report("prepare", 1, 1, absl::StrCat("drop folder ", run.folder->path, " ", where));
+  run.Report("prepare", 1, 1, absl::StrCat("drop folder ", run.drop_path, " ", where));
   return absl::OkStatus();
 }
 
@@ -197,7 +236,7 @@ absl::Status AttachJobRunner::Request(AttachRun& run) const {
   run.requested_ms = clock_.NowUnixMs();
   run.start_ms = SharedStartUnixMs(run.selection.traced, run.requested_ms);
   TraceRequest request;
-  request.log_file = absl::StrCat(run.folder->path, "/", run.job.id(), ".json");
+  request.log_file = absl::StrCat(run.drop_path, "/", run.job.id(), ".json");
   request.start_unix_ms = run.start_ms;
   request.trace_id = run.job.id();
   const std::string text = KinetoConfigText(run.spec, request);
@@ -326,7 +365,7 @@ absl::Status AttachJobRunner::Collect(AttachRun& run) const {
             "Kineto in process ", pid, " ignored the trace path it was given and wrote "
             "/tmp/libkineto_activities_", pid, ".json instead (a Kineto that accepts on-demand "
             "paths only under /tmp or its KINETO_ONDEMAND_TRACE_DIR, with the drop folder ",
-            run.folder->path, " outside both): that file is not taken into the job"));
+            run.drop_path, " outside both): that file is not taken into the job"));
       }
       if (!Alive(pid)) {
         run.notes[pid] = "exited mid-trace";
@@ -454,6 +493,7 @@ RunOutcome AttachJobRunner::Run(const v1::Job& job,
     endpoint_->registry().Forget(ticket);
   }
   if (run.folder) external::RemoveDropFolder(*run.folder);
+  if (run.parent_fd >= 0) ::close(run.parent_fd);
   if (!s.ok()) {
     store_->DiscardArtifacts(job.id());  // nothing half-written stays
     out.artifacts.clear();
