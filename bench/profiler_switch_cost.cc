@@ -1,6 +1,6 @@
 // profiler_switch_cost: what each of the profiler's costly switches (record_shapes,
 // profile_memory, with_flops) adds to a LibreYOLO9 forward on this machine, the measurement
-// behind the overhead budget's order (server/engine/job/overhead_budget.h, kDisableOrder).
+// behind their fixed defaults (server/engine/job/overhead_budget.h, kDefault*).
 //
 // One process, interleaved: every round runs, in a rotating order, a short block of forwards
 // for each configuration (no profiler; the bare profiler with all three off; each switch alone;
@@ -12,7 +12,7 @@
 // promise. Prints per
 // configuration the median forward, the median added over no profiler and over the bare
 // profiler, and then each switch's cost alone (over bare) and within all three (all three minus
-// all but it): the budget turns auto switches off starting from all three on.
+// all but it: what --no-<switch> saves), for LibTorch's profiler and for our collector.
 // --cpu-time 1 times the calling thread's CPU time instead of wall time: with --threads 1 the
 // whole forward, and the profiler's bookkeeping, runs on that thread, and its CPU time does not
 // count the time spent waiting for a core, so a loaded machine still gives clean numbers.

@@ -39,14 +39,14 @@ std::vector<FlagSpec> ModelFlags() {
 std::vector<FlagSpec> ProfilerFlags() {
   return {
       {"activities", "LIST", "cpu,<device>", "what to record: cpu, cuda (comma-separated)"},
-      {"record-shapes", "", "auto",
-       "record operator input shapes (auto: on unless probed over the budget beyond doubt)",
+      {"record-shapes", "", OnOff(def::kRecordShapes),
+       "record operator input shapes (a fixed default; its measured cost is in the profile)",
        true},
-      {"profile-memory", "", "auto",
-       "record allocations (auto: on unless probed over the budget beyond doubt)", true},
-      {"with-flops", "", "auto",
-       "estimate FLOPs of convolutions and matmuls (auto: on unless probed over the budget "
-       "beyond doubt)",
+      {"profile-memory", "", OnOff(def::kProfileMemory),
+       "record allocations (a fixed default; its measured cost is in the profile)", true},
+      {"with-flops", "", OnOff(def::kWithFlops),
+       "estimate FLOPs of convolutions and matmuls (needs the shapes; off by default: it costs "
+       "more than the default budget)",
        true},
       {"with-modules", "", OnOff(def::kWithModules),
        "name every LibreYOLO9 module's range in the trace (profile modules reads them)", true},
@@ -55,11 +55,11 @@ std::vector<FlagSpec> ProfilerFlags() {
        "who records the CPU side: native (our RecordFunction collector) or libtorch "
        "(LibTorch's profiler, the cross-check)"},
       {"overhead-budget", "PCT", Num(def::kOverheadBudgetPct),
-       "an auto switch goes off (costliest first) only when the probe's 95 % interval for the "
-       "profiler's cost lies wholly above PCT %"},
+       "the summary names a switch whose measured cost (its 95 % interval) lies wholly above "
+       "PCT % of a step, with the flag that turns it off; nothing is turned off by itself"},
       {"probe-overhead", "", OnOff(def::kProbeOverhead),
-       "probe the profiler's overhead before the profiled window (off: auto switches stay on, "
-       "overhead_pct is null)",
+       "probe the profiler's overhead and each switch's cost before the profiled window (off: "
+       "the same switches, overhead_pct null)",
        true},
   };
 }

@@ -69,8 +69,8 @@ absl::StatusOr<ModulesView> BuildModules(const TraceData& trace, const ModulesOp
   }
   if (o.sort == "flops" && !v.table.has_flops) {
     return absl::InvalidArgumentError(
-        "--sort flops: this trace has no FLOPs (recorded without --with-flops, or the budget "
-        "turned it off)");
+        "--sort flops: this trace has no FLOPs (recorded without --with-flops, which is off by "
+        "default)");
   }
   if (o.format == "folded") v.folded = FoldedStacks(trace);
   using Row = ModuleRow;

@@ -276,25 +276,26 @@ TEST_F(InferJob, TheDefaultSwitchesAreProbedAndTheirCostsRecorded) {
 }
 
 // Issue 36, section 4: under load (here a budget of 0 %, which any measurable cost exceeds) the
-// probe used to turn record_shapes off, and with it the FLOPs and `ops --group-by-input-shape`.
-// Now the switches are the defaults whatever the probes read: shapes and FLOPs are in the trace,
-// and a cost over the budget is named in the summary with the flag that turns it off.
-TEST_F(InferJob, OverTheBudgetTheDefaultSwitchesStayOnWithTheirFlops) {
+// probe used to turn switches off (record_shapes first, and with it the FLOPs and `ops
+// --group-by-input-shape`; an asked-for --with-flops kept the shapes, but profile_memory went).
+// Now the switches are the flags and the defaults whatever the probes read: shapes, memory and
+// FLOPs are in the trace, and a cost over the budget is named in the summary with its flag.
+TEST_F(InferJob, OverTheBudgetTheSwitchesStayOnWithTheirFlops) {
   spec_.profiler.probe_overhead = true;
   spec_.model.weights = "LibreYOLO9t.pt";
   spec_.profiler.overhead_budget_pct = 0;
+  spec_.profiler.with_flops = true;  // --with-flops; the other two their defaults
   auto r = RunInferJob(spec_, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
-  ExpectConsistentBudgetRecord(r->profile.profiler_json, 0, ProfilerSwitches{}, /*probed=*/true);
+  ExpectConsistentBudgetRecord(r->profile.profiler_json, 0, spec_.profiler, /*probed=*/true);
   ExpectSwitchRecordMatchesTrace(r->profile.profiler_json, r->trace_path);
   rapidjson::Document d;
   d.Parse(r->profile.profiler_json.c_str());
   EXPECT_EQ(d["record_shapes"].GetBool(), kDefaultRecordShapes) << r->profile.profiler_json;
-  EXPECT_EQ(d["with_flops"].GetBool(), kDefaultWithFlops) << r->profile.profiler_json;
-  if (kDefaultWithFlops) {
-    ASSERT_TRUE(r->profile.flops_per_step.has_value());
-    EXPECT_GT(*r->profile.flops_per_step, 0);
-  }
+  EXPECT_EQ(d["profile_memory"].GetBool(), kDefaultProfileMemory) << r->profile.profiler_json;
+  EXPECT_TRUE(d["with_flops"].GetBool()) << r->profile.profiler_json;
+  ASSERT_TRUE(r->profile.flops_per_step.has_value());
+  EXPECT_GT(*r->profile.flops_per_step, 0);
   OpsOptions grouped;
   grouped.group_by_input_shape = true;
   EXPECT_TRUE(BuildOps(r->profile, grouped, "x").ok());

@@ -117,8 +117,10 @@ TEST_F(JobPipeline, RunsTheStagesInOrderAndEndsEveryProfileAlike) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(kind.stages,
               ElementsAre("prepare", "warmup", "measure", "ask", "record", "analyse", "apply"));
-  // One probe without each switch on, one of the switches in force (100 windows: a round each).
-  EXPECT_EQ(kind.probes, ProbeCount(ProfilerSwitches{}));
+  // One probe without each switch on, one of the switches in force, each of the rounds the
+  // job's 100 windows afford.
+  const int64_t probes = ProbeCount(ProfilerSwitches{});
+  EXPECT_EQ(kind.probes, probes * RoundsPerProbe(100, probes));
   EXPECT_TRUE(kind.decision.budget.overhead.has_value());
   EXPECT_EQ(r->profile.tool_name, "libreyolo-profiler");
   EXPECT_EQ(r->profile.source_kind, "profile");

@@ -52,8 +52,11 @@ TEST(SwitchDefaults, NamesFlagsAndTheFixedDefaults) {
   EXPECT_STREQ(SwitchOffFlag(CostlySwitch::kRecordShapes), "--no-record-shapes");
   EXPECT_STREQ(SwitchOffFlag(CostlySwitch::kProfileMemory), "--no-profile-memory");
   EXPECT_STREQ(SwitchOffFlag(CostlySwitch::kWithFlops), "--no-with-flops");
-  // The README's `ops --group-by-input-shape` needs the shapes: on by default.
+  // The README's `ops --group-by-input-shape` needs the shapes: on by default. FLOPs cost more
+  // than the default budget on the benchmark (overhead_budget.h): off.
   EXPECT_TRUE(kDefaultRecordShapes);
+  EXPECT_TRUE(kDefaultProfileMemory);
+  EXPECT_FALSE(kDefaultWithFlops);
   EXPECT_GE(kProbePairs, 7);  // issue 11/13: at least 7 interleaved pairs
 }
 
@@ -410,7 +413,9 @@ TEST(SwitchCosts, WritesTheProfilerFields) {
 }
 
 TEST(OverheadBudget, ASwitchIsRecordedOnOnlyWhenTheTraceHoldsItsData) {
-  BudgetOutcome o = SkipProbe(Unset(), "--no-trace: nothing is profiled");
+  ProfilerSwitches all_on;
+  all_on.record_shapes = all_on.profile_memory = all_on.with_flops = true;
+  BudgetOutcome o = SkipProbe(all_on, "--no-trace: nothing is profiled");
   auto record = [&](const RecordedKinds& k) {
     JsonWriter w(/*pretty=*/false);
     w.BeginObject();

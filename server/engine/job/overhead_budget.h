@@ -44,15 +44,21 @@ const char* SwitchName(CostlySwitch s);
 // The flag that turns it off: "--no-record-shapes", "--no-profile-memory", "--no-with-flops".
 const char* SwitchOffFlag(CostlySwitch s);
 
-// The fixed defaults of the switches a job leaves unset. Measured with bench/profiler_switch_cost
-// on our collector (the default), each switch within all three (what --no-<switch> saves),
-// bench/README.md "Fixed switch defaults" has the runs: see there for the numbers and the why.
-// The Python tool records none of the three; ours records all three: `ops
-// --group-by-input-shape` (the README's) needs the shapes, the summary's FLOPs and achieved
-// TFLOP/s need the FLOPs (counted from the shapes), the memory view needs the allocations.
-inline constexpr bool kDefaultRecordShapes = true;
-inline constexpr bool kDefaultProfileMemory = true;
-inline constexpr bool kDefaultWithFlops = true;
+// The fixed defaults of the switches a job leaves unset (proto/job_spec/job_defaults.h, which the
+// client's --help shows too). The Python tool records none of the three; ours records what
+// costs less than the default 3 % budget on the benchmark and what the README's commands need.
+// Measured with bench/profiler_switch_cost on our collector (the default), 640 px (the default
+// imgsz), 1 thread, the calling thread's CPU time, each switch within all three (all three minus
+// all but it: what --no-<switch> saves), medians of 5 runs (bench/README.md, "Fixed switch
+// defaults", has the runs and the command), % of a 127-141 ms unprofiled forward:
+//   record_shapes   0.8 % on its own (over the bare collector), 4.4 % with the FLOPs it feeds
+//   profile_memory  0.8 %
+//   with_flops      3.2 %, over the budget: off (--with-flops turns it on)
+// record_shapes stays on (`ops --group-by-input-shape`, the README's, needs it; FLOPs off, it
+// costs its own 0.8 %), profile_memory too (the report's memory chart and its peak).
+inline constexpr bool kDefaultRecordShapes = job_defaults::kRecordShapes;
+inline constexpr bool kDefaultProfileMemory = job_defaults::kProfileMemory;
+inline constexpr bool kDefaultWithFlops = job_defaults::kWithFlops;
 bool DefaultSwitch(CostlySwitch s);
 
 // A probe runs kProbePairs profiled windows, each between two unprofiled ones, a round

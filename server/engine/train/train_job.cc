@@ -240,7 +240,7 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
       // probes timed on one rank would decide its switches apart from the others'.
       q.skip_reason =
           "a data-parallel rank: not probed, so that every rank takes the same steps and "
-          "records with the same switches (auto switches stay on)";
+          "records with the same switches (the switch costs are not measured)";
       return q;
     }
     q.probe = [this, &ctx](const ResolvedSwitches& sw) -> absl::StatusOr<ProbeTimings> {
