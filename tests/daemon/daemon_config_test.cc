@@ -599,3 +599,49 @@ TEST(DaemonConfigReloadTest, ReloadableValuesAreTakenOthersKept) {
 
 }  // namespace
 }  // namespace libreyolo::daemon
+
+namespace libreyolo::daemon {
+namespace {
+
+// Issue 40 A.10: start-up refusals across fields. Each used to start a daemon that then failed
+// with the wrong exit code, blamed "another libreyolod" (exit 3) with its own pid, or ran
+// without a word.
+TEST(DaemonConfigValidateTest, RulesAcrossFieldsAreCheckedBeforeStart) {
+  const std::string root = ::testing::TempDir() + "/cross_field_" + std::to_string(::getpid());
+  std::filesystem::create_directories(root + "/state");
+  auto problem = [](const DaemonConfig& c) { return std::string(ValidateDaemonConfig(c).message()); };
+  DaemonConfig c;
+  c.listen = {"unix:/run/libreyolod/libreyolod.sock"};
+  c.state_dir = root + "/state";
+  c.store_dir = root + "/store";
+  ASSERT_TRUE(ValidateDaemonConfig(c).ok()) << ValidateDaemonConfig(c);
+
+  DaemonConfig twice = c;
+  twice.listen.push_back(twice.listen.front());
+  EXPECT_THAT(problem(twice), HasSubstr("is given twice"));
+
+  DaemonConfig same = c;
+  same.store_dir = root + "/state/";
+  EXPECT_THAT(problem(same), HasSubstr("state_dir and store_dir are the same folder"));
+  DaemonConfig inside = c;  // the private daemon's layout
+  inside.store_dir = root + "/state/store";
+  EXPECT_TRUE(ValidateDaemonConfig(inside).ok()) << ValidateDaemonConfig(inside);
+
+  ASSERT_EQ(::chmod((root + "/state").c_str(), 0777), 0);
+  EXPECT_THAT(problem(c), HasSubstr("is writable by every user (mode 0777)"));
+  ASSERT_EQ(::chmod((root + "/state").c_str(), 0700), 0);
+
+  DaemonConfig lease = c;
+  lease.lease_dir = root + "/no-such-lease-dir";
+  EXPECT_THAT(problem(lease), HasSubstr("lease_dir (--lease-dir)"));
+
+  DaemonConfig watchers = c;
+  watchers.limits.max_watchers = 10;
+  watchers.limits.max_watchers_per_user = 11;
+  EXPECT_THAT(problem(watchers),
+              HasSubstr("limits.max_watchers_per_user (11) is above limits.max_watchers (10)"));
+  std::filesystem::remove_all(root);
+}
+
+}  // namespace
+}  // namespace libreyolo::daemon

@@ -149,7 +149,8 @@ TEST_P(EngineRunnerIdleDeaths, AnIdleWorkerKilledOrStoppedIsReplacedBeforeTheNex
   const std::string landed = GetParam() == SIGKILL ? ") Z" : ") T";
   for (int i = 0; i < 500; ++i) {
     std::ifstream stat("/proc/" + std::to_string(first) + "/stat");
-    std::string all((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::string all;
+    std::getline(stat, all);
     if (all.find(landed) != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -313,6 +314,22 @@ TEST(JobWallSeconds, TheRequestIsCappedByTheDaemonAndZeroMeansTheDaemons) {
   EXPECT_EQ(JobWallSeconds(7200, 3600), 3600);
   EXPECT_EQ(JobWallSeconds(-5, 3600), 3600);
   EXPECT_EQ(JobWallSeconds(kMaxJobSeconds, kMaxJobSeconds), kMaxJobSeconds);
+}
+
+}  // namespace
+}  // namespace libreyolo::daemon
+
+namespace libreyolo::daemon {
+namespace {
+
+// Issue 40 A.10: --worker-binary naming a directory passed access(X_OK) and failed at the
+// first spawn with exit 1; it is a configuration error (exit 2) naming the directory.
+TEST(FindWorkerExecutable, ADirectoryIsAConfigurationError) {
+  const absl::StatusOr<std::string> found =
+      FindWorkerExecutable(::testing::TempDir(), "/usr/bin/libreyolod");
+  ASSERT_FALSE(found.ok());
+  EXPECT_EQ(found.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(found.status().message()), HasSubstr("is a directory"));
 }
 
 }  // namespace

@@ -14,12 +14,14 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -137,8 +139,64 @@ absl::StatusOr<ListenAddress> ParseListenAddress(const std::string& address) {
   return result;
 }
 
+namespace {
+
+// Rules across fields that no single option's bound catches (issue 40 A.10): each used to
+// start a daemon that failed later with the wrong exit code or blamed another libreyolod.
+void CrossFieldProblems(const DaemonConfig& config, std::vector<std::string>* problems) {
+  std::set<std::string> seen;
+  for (const std::string& address : config.listen) {
+    if (!seen.insert(address).second) {
+      problems->push_back(absl::StrCat("listen: '", Excerpt(address),
+                                       "' is given twice: give each address once"));
+    }
+  }
+  namespace fs = std::filesystem;
+  if (!config.state_dir.empty() && !config.store_dir.empty()) {
+    std::error_code ec;
+    const fs::path state = fs::weakly_canonical(fs::absolute(config.state_dir, ec), ec);
+    const fs::path store = fs::weakly_canonical(fs::absolute(config.store_dir, ec), ec);
+    // One folder for both used to fail as "in use by another libreyolod" (exit 3) naming the
+    // daemon's own pid. (The store inside the state dir is the private daemon's own layout.)
+    if (state == store) {
+      problems->push_back(absl::StrCat(
+          "state_dir and store_dir are the same folder (", Excerpt(config.state_dir, 4096),
+          "): give them folders of their own (--state-dir, --store-dir)"));
+    }
+  }
+  struct stat st {};
+  if (!config.state_dir.empty() && ::stat(config.state_dir.c_str(), &st) == 0 &&
+      (st.st_mode & S_IWOTH) != 0) {
+    problems->push_back(absl::StrCat("state_dir ", Excerpt(config.state_dir, 4096),
+                                     " is writable by every user (mode ",
+                                     absl::StrFormat("%04o", st.st_mode & 07777),
+                                     "): any user could rewrite job records; chmod 0700 it"));
+  }
+  if (!config.lease_dir.empty() &&
+      (::stat(config.lease_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+    problems->push_back(absl::StrCat("lease_dir (--lease-dir) ", Excerpt(config.lease_dir, 4096),
+                                     " is not a directory: make it, or leave the option out"));
+  }
+  const Limits& l = config.limits;
+  const std::tuple<const char*, int64_t, int64_t> per_user[] = {
+      {"max_watchers", l.max_watchers_per_user, l.max_watchers},
+      {"max_reads", l.max_reads_per_user, l.max_reads},
+      {"max_downloads", l.max_downloads_per_user, l.max_downloads},
+  };
+  for (const auto& [name, mine, all] : per_user) {
+    if (mine > all && all > 0) {
+      problems->push_back(absl::StrCat("limits.", name, "_per_user (", mine,
+                                       ") is above limits.", name, " (", all,
+                                       "): a user's share cannot exceed the total"));
+    }
+  }
+}
+
+}  // namespace
+
 absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
   std::vector<std::string> problems;
+  CrossFieldProblems(config, &problems);
   if (config.listen.empty()) {
     problems.push_back(
         "no listen address: set `listen` in the config file or pass --listen (e.g. --listen "

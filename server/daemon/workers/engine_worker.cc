@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,6 +80,14 @@ absl::StatusOr<std::string> FindWorkerExecutable(const std::string& configured,
                                                  const std::string& daemon_binary,
                                                  const std::string& name) {
   if (!configured.empty()) {
+    // A directory passes access(X_OK) and failed later at spawn, exit 1 (issue 40 A.10).
+    struct stat st {};
+    if (::stat(configured.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "worker_binary ", configured, " is ", S_ISDIR(st.st_mode) ? "a directory" : "not a file",
+          ": point it at the libreyolod-worker executable, or unset it to use the one beside "
+          "libreyolod"));
+    }
     if (::access(configured.c_str(), X_OK) == 0) return configured;
     return absl::NotFoundError(absl::StrCat("worker_binary ", configured,
                                             " is not an executable file (", std::strerror(errno),
