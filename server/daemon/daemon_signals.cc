@@ -5,7 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -126,6 +130,65 @@ std::string IgnoredSignalLogLine(int sig, int64_t count) {
   return absl::StrCat("libreyolod: ", SignalName(sig), " ignored",
                       count == 1 ? "" : absl::StrCat(" (", count, " times since start)"),
                       ": libreyolod drains on SIGTERM or SIGINT and reloads on SIGHUP");
+}
+
+struct ReloadRunner::State {
+  std::function<void()> reload;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool pending = false;   // a SIGHUP to act on
+  bool running = false;   // reload() runs now
+  bool stopping = false;
+  std::chrono::steady_clock::time_point started;
+  std::thread thread;
+};
+
+ReloadRunner::ReloadRunner(std::function<void()> reload) : state_(std::make_shared<State>()) {
+  state_->reload = std::move(reload);
+  state_->thread = std::thread([state = state_] {
+    std::unique_lock<std::mutex> lock(state->mu);
+    while (true) {
+      state->cv.wait(lock, [&] { return state->pending || state->stopping; });
+      if (state->stopping) break;
+      state->pending = false;
+      state->running = true;
+      state->started = std::chrono::steady_clock::now();
+      lock.unlock();
+      state->reload();
+      lock.lock();
+      state->running = false;
+      state->cv.notify_all();
+    }
+  });
+}
+
+ReloadRunner::~ReloadRunner() { Stop(std::chrono::milliseconds(0)); }
+
+bool ReloadRunner::Request(std::chrono::steady_clock::duration* running_for) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->pending = true;
+  state_->cv.notify_all();
+  if (!state_->running) return true;
+  if (running_for != nullptr) *running_for = std::chrono::steady_clock::now() - state_->started;
+  return false;
+}
+
+bool ReloadRunner::Stop(std::chrono::milliseconds timeout) {
+  bool idle = false;
+  {
+    std::unique_lock<std::mutex> lock(state_->mu);
+    state_->stopping = true;
+    state_->pending = false;
+    state_->cv.notify_all();
+    idle = state_->cv.wait_for(lock, timeout, [&] { return !state_->running; });
+  }
+  if (!state_->thread.joinable()) return idle;
+  if (idle) {
+    state_->thread.join();
+  } else {
+    state_->thread.detach();  // blocked in the reload: it keeps the state alive
+  }
+  return idle;
 }
 
 }  // namespace libreyolo::daemon

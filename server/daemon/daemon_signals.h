@@ -6,7 +6,10 @@
 #ifndef LIBREYOLO_SERVER_DAEMON_DAEMON_SIGNALS_H_
 #define LIBREYOLO_SERVER_DAEMON_DAEMON_SIGNALS_H_
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -39,6 +42,30 @@ absl::Status InstallDaemonSignalHandlers(int write_fd);
 // The log line of the `count`-th kLog signal `sig` since start, or "" (the 1st, 2nd, 4th,
 // 8th, ... are logged: a flood of signals cannot flood the log).
 std::string IgnoredSignalLogLine(int sig, int64_t count);
+
+// Runs the SIGHUP reload on a thread of its own (issue 40 A.7), so that a reload that blocks (a
+// config or tokens file on a hung NFS or FUSE mount, where no O_NONBLOCK helps) never holds the
+// signal thread: SIGTERM always drains. A SIGHUP that comes while a reload runs is folded into
+// one more reload after it.
+class ReloadRunner {
+ public:
+  explicit ReloadRunner(std::function<void()> reload);
+  ~ReloadRunner();  // Stop(0) when the owner did not stop it
+  ReloadRunner(const ReloadRunner&) = delete;
+  ReloadRunner& operator=(const ReloadRunner&) = delete;
+
+  // Asks for a reload and returns at once. False when a reload is running already (this one
+  // then follows it); `running_for` says for how long.
+  bool Request(std::chrono::steady_clock::duration* running_for = nullptr);
+  // No more reloads; waits up to `timeout` for the one running. False when it still runs: its
+  // thread is left behind (detached), so whatever the reload uses must not be destroyed; the
+  // caller exits without destroying it.
+  bool Stop(std::chrono::milliseconds timeout);
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;  // shared with the thread, which may outlive this object
+};
 
 }  // namespace libreyolo::daemon
 

@@ -143,6 +143,22 @@ int main(int argc, char** argv) {
     lease_thread = std::thread(WatchLeases, std::cref(**daemon), config->lease_dir,
                                std::cref(stopped));
   }
+  // The reload runs off the signal thread (issue 40 A.7): one that blocks on a file cannot keep
+  // SIGTERM from draining.
+  libreyolo::daemon::ReloadRunner reloader([&] {
+    // A reload that fails keeps every running setting and says why.
+    auto loaded = libreyolo::daemon::LoadConfigFromArgs(args);
+    std::vector<std::string> notes;
+    absl::Status status = loaded.ok() ? (*daemon)->Reload(*loaded, &notes) : loaded.status();
+    if (!status.ok()) {
+      std::cerr << "libreyolod: SIGHUP: reload failed, the running configuration stays: "
+                << status.message() << std::endl;
+      return;
+    }
+    for (const std::string& n : notes) std::cerr << "libreyolod: SIGHUP: " << n << "\n";
+    std::cerr << "libreyolod: SIGHUP: reloaded "
+              << absl::StrJoin(libreyolo::daemon::ReloadableKeys(), ", ") << std::endl;
+  });
   std::thread signal_thread([&] {
     using libreyolo::daemon::SignalAction;
     std::map<int, int64_t> ignored;  // per logged signal, how many arrived
@@ -163,18 +179,13 @@ int main(int argc, char** argv) {
         continue;
       }
       if (action == SignalAction::kReload) {
-        // A reload that fails keeps every running setting and says why.
-        auto loaded = libreyolo::daemon::LoadConfigFromArgs(args);
-        std::vector<std::string> notes;
-        absl::Status status = loaded.ok() ? (*daemon)->Reload(*loaded, &notes) : loaded.status();
-        if (!status.ok()) {
-          std::cerr << "libreyolod: SIGHUP: reload failed, the running configuration stays: "
-                    << status.message() << std::endl;
-          continue;
+        std::chrono::steady_clock::duration running{};
+        if (!reloader.Request(&running)) {
+          std::cerr << "libreyolod: SIGHUP: the reload before has run for "
+                    << std::chrono::duration_cast<std::chrono::seconds>(running).count()
+                    << " s (a config or tokens file on a mount that hangs?); this one follows it"
+                    << std::endl;
         }
-        for (const std::string& n : notes) std::cerr << "libreyolod: SIGHUP: " << n << "\n";
-        std::cerr << "libreyolod: SIGHUP: reloaded "
-                  << absl::StrJoin(libreyolo::daemon::ReloadableKeys(), ", ") << std::endl;
         continue;
       }
       if (action != SignalAction::kDrain) continue;
@@ -188,6 +199,13 @@ int main(int argc, char** argv) {
   signal_thread.join();
   stopped = true;
   if (lease_thread.joinable()) lease_thread.join();
+  if (!reloader.Stop(std::chrono::seconds(2))) {
+    // Drained; the blocked reload still uses the daemon, which is therefore not destroyed.
+    std::cerr << "libreyolod: stopped (a reload is still blocked reading its files; exiting "
+                 "without waiting for it)"
+              << std::endl;
+    std::_Exit(kDaemonExitOk);
+  }
   std::cerr << "libreyolod: stopped" << std::endl;
   return kDaemonExitOk;
 }

@@ -6,7 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -145,6 +147,61 @@ TEST(DaemonEdgeTest, AReaderRpcEchoesAHostileValueAsAShortExcerpt) {
     check(stub->WhatIf(ctx.get(), r, &resp), "WhatIf.remove_category");
   }
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
+}
+
+// Issue 40 A.7: a config or tokens file replaced by a FIFO (any open that blocks) and SIGHUP
+// used to wedge the signal thread, so that SIGTERM 30 s later had not started a drain; at
+// start-up the same FIFO hung the daemon. The reload now refuses the FIFO at once, runs off the
+// signal thread, and SIGTERM drains within seconds; start-up refuses it, naming the file.
+TEST(DaemonEdgeTest, AFifoInPlaceOfTheTokensOrConfigFileNeitherHangsNorWedgesSigterm) {
+  TempDir dir;
+  DaemonDirs dirs(dir.path());
+  const std::string tokens = dir.File("tokens");
+  const std::string config = dir.File("libreyolod.yaml");
+  WriteFile(tokens, "edge-fifo-token-0123456789abcdef alice\n");
+  ASSERT_EQ(::chmod(tokens.c_str(), 0600), 0);
+  WriteFile(config, "drain_timeout_s: 30\n");
+  std::vector<std::string> args = dirs.Flags();
+  args.insert(args.end(), {"--tokens-file", tokens, "--config", config});
+  auto daemon = DaemonProcess::Start(args, dir.File("daemon.log"));
+  ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
+  for (const std::string& file : {tokens, config}) {
+    const std::string kept = file + ".kept";
+    ASSERT_EQ(::rename(file.c_str(), kept.c_str()), 0);
+    ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+    ASSERT_EQ(::kill(daemon->pid(), SIGHUP), 0);
+    EXPECT_TRUE(PollUntil(
+        [&] {
+          const std::string log = daemon->Log();
+          return log.find("reload failed") != std::string::npos &&
+                 log.find(file + " is not a regular file (a FIFO)") != std::string::npos;
+        },
+        seconds(20)))
+        << file << "\n"
+        << daemon->LogTail();
+    ::unlink(file.c_str());
+    ASSERT_EQ(::rename(kept.c_str(), file.c_str()), 0);
+  }
+  // The FIFO again, SIGHUP, and SIGTERM at once: the drain starts and the daemon exits.
+  const std::string kept = tokens + ".kept";
+  ASSERT_EQ(::rename(tokens.c_str(), kept.c_str()), 0);
+  ASSERT_EQ(::mkfifo(tokens.c_str(), 0600), 0);
+  ASSERT_EQ(::kill(daemon->pid(), SIGHUP), 0);
+  double elapsed = 0;
+  EXPECT_EQ(daemon->Terminate(seconds(20), &elapsed), 0) << daemon->LogTail();
+  EXPECT_LT(elapsed, 10.0) << daemon->LogTail();
+  EXPECT_THAT(daemon->Log(), HasSubstr("SIGTERM: draining"));
+  // At start-up: refused with the file's name (exit 2), within seconds.
+  for (const char* flag : {"--tokens-file", "--config"}) {
+    std::vector<std::string> start = dirs.Flags();
+    start.insert(start.end(), {flag, tokens});
+    const auto t0 = std::chrono::steady_clock::now();
+    const CommandResult r = RunDaemon(start);
+    EXPECT_EQ(r.exit_code, kExitConfig) << flag << ": " << r.Describe();
+    EXPECT_THAT(r.err, HasSubstr(tokens + " is not a regular file (a FIFO)")) << flag;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20)) << flag;
+  }
+  ::unlink(tokens.c_str());
 }
 
 }  // namespace

@@ -34,14 +34,70 @@ namespace libreyolo::daemon {
 
 namespace config_internal {
 
+namespace {
+
+// "a FIFO", "a directory", ... for a file that is not a regular one.
+std::string KindOfFile(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+// `path` opened for reading without blocking: a FIFO, a device or a socket in a file's place
+// must not hang start-up or a reload (issue 40 A.7). -1 with errno on failure.
+int OpenWithoutBlocking(const std::string& path) {
+  return open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+}
+
+}  // namespace
+
 // Empty when `path` is a regular file we can open, else why not.
 std::string Readable(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = OpenWithoutBlocking(path);
   if (fd < 0) return std::strerror(errno);
   struct stat info {};
-  const bool regular = fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
+  const bool stated = fstat(fd, &info) == 0;
   close(fd);
-  return regular ? "" : "not a regular file";
+  if (!stated) return "cannot be examined";
+  return S_ISREG(info.st_mode) ? "" : absl::StrCat("not a regular file (", KindOfFile(info.st_mode),
+                                                   "): point it at a regular file");
+}
+
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, absl::string_view what) {
+  const int fd = OpenWithoutBlocking(path);
+  if (fd < 0) {
+    const int error = errno;
+    if (error == ENOENT) return absl::NotFoundError(absl::StrCat(what, " ", path, " not found"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, " ", path, " cannot be read: ", std::strerror(error)));
+  }
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    const std::string kind = KindOfFile(info.st_mode);
+    close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " ", path, " is not a regular file (", kind,
+        "): it is refused rather than waited on; point it at a regular file"));
+  }
+  std::string text;
+  char buffer[8192];
+  for (;;) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      close(fd);
+      return absl::FailedPreconditionError(
+          absl::StrCat(what, " ", path, " cannot be read: ", std::strerror(error)));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return text;
 }
 
 }  // namespace config_internal

@@ -43,7 +43,6 @@ absl::StatusOr<int> ParseMode(absl::string_view text) {
 namespace {
 
 using config_internal::ParseMode;
-using config_internal::Readable;
 
 // ---- YAML -----------------------------------------------------------------------------------
 
@@ -309,19 +308,12 @@ void Take(const Key& to, const Key& from) {
 }  // namespace
 
 absl::StatusOr<DaemonConfig> LoadDaemonConfig(const std::string& path) {
-  if (struct stat info{}; stat(path.c_str(), &info) != 0 && errno == ENOENT) {
-    return absl::NotFoundError(absl::StrCat("config file ", path, " not found"));
-  }
-  if (const std::string error = Readable(path); !error.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("config file ", path, " cannot be read: ", error));
-  }
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
+  // Opened without blocking and refused unless a regular file (issue 40 A.7).
+  absl::StatusOr<std::string> text = config_internal::ReadRegularFile(path, "config file");
+  if (!text.ok()) return text.status();
   YAML::Node root;
   try {
-    root = YAML::Load(text.str());
+    root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("config file ", path, ": line ", e.mark.line + 1, ": ", e.msg));

@@ -213,7 +213,9 @@ absl::StatusOr<TokenTable> TokenTable::Parse(const std::vector<std::string>& lin
 }
 
 absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Without blocking (issue 40 A.7): a FIFO, or a device, in the file's place is refused below
+  // instead of hanging start-up or the reload (and with it SIGTERM's drain).
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     const int error = errno;
     if (error == ENOENT)
@@ -224,8 +226,15 @@ absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
   struct stat info {};
   if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
     close(fd);
+    const char* kind = S_ISFIFO(info.st_mode)  ? " (a FIFO)"
+                       : S_ISDIR(info.st_mode) ? " (a directory)"
+                       : S_ISSOCK(info.st_mode) ? " (a socket)"
+                       : S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode) ? " (a device)"
+                                                                        : "";
     return absl::FailedPreconditionError(
-        absl::StrCat("tokens file ", path, " is not a regular file"));
+        absl::StrCat("tokens file ", path, " is not a regular file", kind,
+                     ": it is refused rather than waited on; point tokens_file at a regular "
+                     "file (mode 600)"));
   }
   if ((info.st_mode & 077) != 0) {
     close(fd);
