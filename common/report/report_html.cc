@@ -1,5 +1,6 @@
 #include "common/report/report_html.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -37,26 +38,30 @@ std::string RenderReportHtml(const ReportInput& in) {
 
 namespace {
 
-std::string Side(const std::string& side, const ReportInput& in) {
+// One side of the comparison; `step_y_max`: the per-step chart's scale, shared by both sides.
+std::string Side(const std::string& side, const ReportInput& in, double step_y_max) {
   const SummaryView sv = BuildSummary(in.profile, in.label);
   return absl::StrCat("<div data-side=\"", side, "\"><h3>", HtmlEscape(side), ": ",
                       HtmlEscape(in.label), "</h3>\n", VerdictBlock(sv),
-                      MetricGrid(HeadlineMetrics(sv)), "<h3>per step</h3>\n", PerStepChart(in),
-                      "<h3>kernel categories</h3>\n", CategoryChart(sv.profile), "</div>\n");
+                      MetricGrid(HeadlineMetrics(sv)), "<h3>per step</h3>\n",
+                      PerStepChart(in, step_y_max), "<h3>kernel categories</h3>\n",
+                      CategoryChart(sv.profile), "</div>\n");
 }
 
 }  // namespace
 
 std::string RenderCompareReportHtml(const ReportInput& before, const ReportInput& after) {
   const CompareResult r = Compare(before.profile, after.profile, before.label, after.label);
+  // The two per-step charts on one y scale, so a longer step looks longer.
+  const double step_y_max = std::max(PerStepChartMax(before), PerStepChartMax(after));
   std::string s =
       PageStart(absl::StrCat("libreyolo profile comparison: ", before.label, " vs ", after.label));
   s += Header("libreyolo profile comparison", {&before, &after});
   s += Section("significance", "Significance", SignificanceBody(r));
   s += Section("deltas", "Deltas (after - before)", DeltasTable(r));
   s += Section("side-by-side", "Side by side",
-               absl::StrCat("<div class=\"cols\">", Side("before", before), Side("after", after),
-                            "</div>\n"));
+               absl::StrCat("<div class=\"cols\">", Side("before", before, step_y_max),
+                            Side("after", after, step_y_max), "</div>\n"));
   s += PageEnd();
   return s;
 }

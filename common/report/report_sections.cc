@@ -120,49 +120,61 @@ std::string VerdictBlock(const SummaryView& v) {
   return s;
 }
 
-std::string PerStepChart(const ReportInput& in) {
+namespace {
+
+// What a per-step chart draws: a bar per step (or per group of steps) from the trace's
+// timeline, or, without one, a single bar of the profile's mean stage / phase times.
+struct StepBars {
+  std::vector<std::string> series;
+  std::vector<StackedBar> bars;
+  bool from_steps = false;  // the timeline's steps (else the means, or nothing)
+  bool gpu = false;
+  size_t steps = 0, group = 1;
+  std::string why;  // no per-step data: why
+};
+
+StepBars TimelineBars(const TraceTimeline& tl) {
+  StepBars out;
+  out.from_steps = true;
+  out.series = tl.phases;
+  out.gpu = !tl.streams.empty();
+  // Up to kMaxBars bars: beyond that, each bar is the mean of consecutive steps, so the page
+  // stays small for a window of thousands of steps.
+  const size_t n = out.steps = tl.steps.size();
+  const size_t group = out.group = (n + kMaxBars - 1) / kMaxBars;
+  for (size_t first = 0; first < n; first += group) {
+    const size_t last = std::min(first + group, n) - 1;
+    const auto count = static_cast<double>(last - first + 1);
+    std::vector<double> mean(tl.phases.size(), 0.0);
+    double wall = 0, busy = 0;
+    for (size_t i = first; i <= last; ++i) {
+      const StepSplit& st = tl.steps[i];
+      for (size_t k = 0; k < mean.size() && k < st.phase_ms.size(); ++k) {
+        mean[k] += st.phase_ms[k] / count;
+      }
+      wall += st.wall_ms;
+      busy += st.gpu_busy_ms;
+    }
+    const std::string label =
+        first == last ? absl::StrCat("#", tl.steps[first].number)
+                      : absl::StrCat("#", tl.steps[first].number, "-", tl.steps[last].number);
+    out.bars.push_back(StackedBar{label, std::move(mean), out.gpu && wall > 0 ? busy / wall : -1.0,
+                                  first == last
+                                      ? absl::StrFormat("wall %.3f ms", wall)
+                                      : absl::StrFormat("mean of %d steps, wall %.3f ms each",
+                                                        last - first + 1, wall / count)});
+  }
+  return out;
+}
+
+StepBars BuildStepBars(const ReportInput& in) {
   const Profile& p = in.profile;
   const TraceTimeline* tl = in.timeline ? &*in.timeline : nullptr;
-  if (tl != nullptr && !tl->steps.empty()) {
-    std::vector<StackedBar> bars;
-    const bool gpu = !tl->streams.empty();
-    // Up to kMaxBars bars: beyond that, each bar is the mean of consecutive steps, so the page
-    // stays small for a window of thousands of steps.
-    const size_t n = tl->steps.size();
-    const size_t group = (n + kMaxBars - 1) / kMaxBars;
-    for (size_t first = 0; first < n; first += group) {
-      const size_t last = std::min(first + group, n) - 1;
-      const auto count = static_cast<double>(last - first + 1);
-      std::vector<double> mean(tl->phases.size(), 0.0);
-      double wall = 0, busy = 0;
-      for (size_t i = first; i <= last; ++i) {
-        const StepSplit& st = tl->steps[i];
-        for (size_t k = 0; k < mean.size() && k < st.phase_ms.size(); ++k) {
-          mean[k] += st.phase_ms[k] / count;
-        }
-        wall += st.wall_ms;
-        busy += st.gpu_busy_ms;
-      }
-      const std::string label =
-          first == last ? absl::StrCat("#", tl->steps[first].number)
-                        : absl::StrCat("#", tl->steps[first].number, "-", tl->steps[last].number);
-      bars.push_back(StackedBar{label, std::move(mean), gpu && wall > 0 ? busy / wall : -1.0,
-                                first == last
-                                    ? absl::StrFormat("wall %.3f ms", wall)
-                                    : absl::StrFormat("mean of %d steps, wall %.3f ms each",
-                                                      last - first + 1, wall / count)});
-    }
-    return absl::StrCat(
-        "<p class=\"foot\">Each step's wall time split by the phase span running at each "
-        "instant (the innermost one; the rest is other)",
-        gpu ? "; the line is the share of the step the GPU is busy" : "; no GPU activity",
-        group > 1 ? absl::StrCat("; ", n, " steps, each bar the mean of ", group, " in a row") : "",
-        ".</p>\n", StackedBarChart(tl->phases, bars, "ms", "GPU busy"));
-  }
-  const std::string why =
+  if (tl != nullptr && !tl->steps.empty()) return TimelineBars(*tl);
+  StepBars out;
+  out.why =
       tl == nullptr ? in.timeline_note : "the trace has no ProfilerStep#N marks to split by step";
   // Without per-step data, one bar of the profile's means where it has them.
-  std::vector<std::string> series;
   std::vector<double> values;
   if (p.stages_ms.has_value()) {
     const Stages& st = *p.stages_ms;
@@ -170,28 +182,47 @@ std::string PerStepChart(const ReportInput& in) {
          {std::pair{"preprocess", st.preprocess}, std::pair{"forward", st.forward},
           std::pair{"postprocess", st.postprocess}}) {
       if (!v) continue;
-      series.emplace_back(name);
+      out.series.emplace_back(name);
       values.push_back(*v);
     }
   } else {
     double sum = 0;
     for (const PhaseRow& r : p.phases) {
       if (!r.wall_ms_per_step) continue;
-      series.push_back(r.phase);
+      out.series.push_back(r.phase);
       values.push_back(*r.wall_ms_per_step);
       sum += *r.wall_ms_per_step;
     }
-    if (!series.empty() && p.step_ms) {
-      series.emplace_back("other");
+    if (!out.series.empty() && p.step_ms) {
+      out.series.emplace_back("other");
       values.push_back(std::max(*p.step_ms - sum, 0.0));
     }
   }
-  std::string s = NotAvailable(absl::StrCat("per-step bars: ", why));
-  if (!series.empty()) {
+  if (!out.series.empty()) out.bars.push_back(StackedBar{"mean", std::move(values), -1.0, ""});
+  return out;
+}
+
+}  // namespace
+
+double PerStepChartMax(const ReportInput& in) { return StackedBarsMax(BuildStepBars(in).bars); }
+
+std::string PerStepChart(const ReportInput& in, double y_max) {
+  const StepBars b = BuildStepBars(in);
+  if (b.from_steps) {
+    return absl::StrCat(
+        "<p class=\"foot\">Each step's wall time split by the phase span running at each "
+        "instant (the innermost one; the rest is other)",
+        b.gpu ? "; the line is the share of the step the GPU is busy" : "; no GPU activity",
+        b.group > 1
+            ? absl::StrCat("; ", b.steps, " steps, each bar the mean of ", b.group, " in a row")
+            : "",
+        ".</p>\n", StackedBarChart(b.series, b.bars, "ms", "GPU busy", y_max));
+  }
+  std::string s = NotAvailable(absl::StrCat("per-step bars: ", b.why));
+  if (!b.bars.empty()) {
     absl::StrAppend(&s, "<p class=\"foot\">The profile's mean ",
-                    p.stages_ms ? "stage times (stages_ms)" : "phase wall times (phases)",
-                    " instead:</p>\n",
-                    StackedBarChart(series, {StackedBar{"mean", values, -1.0, ""}}, "ms", ""));
+                    in.profile.stages_ms ? "stage times (stages_ms)" : "phase wall times (phases)",
+                    " instead:</p>\n", StackedBarChart(b.series, b.bars, "ms", "", y_max));
   }
   return s;
 }

@@ -27,8 +27,12 @@ std::vector<Metric> HeadlineMetrics(const SummaryView& v);
 std::string MetricGrid(const std::vector<Metric>& metrics);
 // The bound, its reason (first sentence of bound_why), the levers (the rest), the warning.
 std::string VerdictBlock(const SummaryView& v);
-// Per-step stacked bars from the timeline (at most 300), else n/a and the profile's means.
-std::string PerStepChart(const ReportInput& in);
+// Per-step stacked bars from the timeline (at most 300), else n/a and the profile's means. The
+// y axis reaches at least `y_max` (0: the chart's own tallest bar): a comparison page gives both
+// sides the larger PerStepChartMax, so its two charts share one scale.
+std::string PerStepChart(const ReportInput& in, double y_max = 0);
+// The tallest bar PerStepChart draws for `in` (0: none).
+double PerStepChartMax(const ReportInput& in);
 std::string PhasesTable(const PhasesView& v);
 std::string CategoryChart(const Profile& p);
 // Categories and the top kernels (the `kernels` view).

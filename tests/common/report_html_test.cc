@@ -16,6 +16,7 @@
 #include "common/readers/compare_view.h"
 #include "common/readers/summary_view.h"
 #include "common/render/html_escape.h"
+#include "common/report/report_sections.h"
 #include "common/report/trace_timeline.h"
 #include "tests/common/trace_builder.h"
 #include "tests/support/html_page.h"
@@ -297,6 +298,38 @@ TEST(ReportHtml, ComparisonCarriesCompareWarnings) {
   const std::string sig = SectionOf(html, "significance");
   for (const std::string& w : r.warnings) {
     EXPECT_NE(sig.find(HtmlEscape("warning: " + w)), std::string::npos) << w;
+  }
+}
+
+// Each per-step chart's y-axis top and unit, in page order.
+std::vector<std::string> StepAxisTops(const std::string& html) {
+  std::vector<std::string> tops;
+  static const std::regex re(
+      R"re(data-axis="top">([0-9.]+)</text>\n<text [^>]*data-axis="unit">([^<]*)</text>)re");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator();
+       ++it) {
+    tops.push_back(std::string((*it)[1]) + " " + std::string((*it)[2]));
+  }
+  return tops;
+}
+
+// Issue 36 §6: the comparison page's two per-step charts share one y scale (the larger side's),
+// so the longer step looks longer: a 140 ms inference beside a 440 ms training step.
+TEST(ReportHtml, ComparisonPerStepChartsShareOneScale) {
+  auto a = LoadReportInput(Fixture("profiles/libreyolo-python-infer.json"), "infer", kLoad);
+  auto b = LoadReportInput(Fixture("profiles/libreyolo-python-run.json"), "run", kLoad);
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Alone, each is drawn to its own scale, and they differ.
+  const std::vector<std::string> alone_a = StepAxisTops(SectionOf(RenderReportHtml(*a), "steps"));
+  const std::vector<std::string> alone_b = StepAxisTops(SectionOf(RenderReportHtml(*b), "steps"));
+  ASSERT_EQ(alone_a.size(), 1u);
+  ASSERT_EQ(alone_b.size(), 1u);
+  ASSERT_NE(alone_a, alone_b);
+  EXPECT_GT(PerStepChartMax(*b), PerStepChartMax(*a));
+  // Side by side, both charts reach the taller side's top, either way round.
+  for (const auto& [first, second] : {std::pair{&*a, &*b}, std::pair{&*b, &*a}}) {
+    const std::string side = SectionOf(RenderCompareReportHtml(*first, *second), "side-by-side");
+    EXPECT_EQ(StepAxisTops(side), (std::vector<std::string>{alone_b[0], alone_b[0]})) << side;
   }
 }
 
