@@ -116,6 +116,11 @@ PrivateDaemonPaths PrivateDaemonPathsForUser() {
   return p;
 }
 
+std::vector<std::string> PrivateDaemonRetentionFlags() {
+  return {"--retention-max-jobs", absl::StrCat(kPrivateRetentionMaxJobs),
+          "--retention-max-age-hours", absl::StrCat(kPrivateRetentionMaxAgeHours)};
+}
+
 absl::StatusOr<std::string> FindDaemonBinary() {
   const std::string env = EnvOr("LIBREYOLOD", "");
   if (!env.empty()) {
@@ -205,6 +210,7 @@ absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire() {
       // `profile attach --env`: this user's Kineto socket directory, beside the daemon's socket.
       "--attach-dir", (fs::path(paths.runtime_dir) / "attach").string(),
   };
+  for (const std::string& f : PrivateDaemonRetentionFlags()) args.push_back(f);
   const pid_t pid = ::fork();
   if (pid < 0) return absl::InternalError("fork failed: cannot start libreyolod");
   if (pid == 0) {

@@ -14,9 +14,11 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/remote/daemon_connection.h"
@@ -33,6 +35,15 @@ struct PrivateDaemonPaths {
   std::string pid_file;     // <runtime_dir>/libreyolod.pid: the daemon started on demand
 };
 PrivateDaemonPaths PrivateDaemonPathsForUser();
+
+// Retention sized for a workstation (issue 36 §6: the private store grew to 1.7 GB after 32 small
+// jobs under a shared daemon's 30 days / 1000 jobs): every job's files are downloaded into its
+// --project folder, so the store is a short history, not the only copy. Finished jobs go after
+// kPrivateRetentionMaxAgeHours or beyond the newest kPrivateRetentionMaxJobs.
+inline constexpr int64_t kPrivateRetentionMaxJobs = 50;
+inline constexpr int64_t kPrivateRetentionMaxAgeHours = 24 * 7;
+// The libreyolod flags that set it.
+std::vector<std::string> PrivateDaemonRetentionFlags();
 
 // The libreyolod binary: $LIBREYOLOD, next to this program, the build tree's
 // ../server/daemon/libreyolod, then $PATH.
