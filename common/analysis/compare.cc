@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/analysis/repeat_trials.h"
+#include "common/analysis/trust.h"
 #include "common/json/json_read.h"
 #include "common/profile/metric_table.h"
 #include "rapidjson/document.h"
@@ -121,6 +122,11 @@ CompareResult Compare(const Profile& a, const Profile& b, const std::string& bef
   }
   r.bound_before = a.bound;
   r.bound_after = b.bound;
+  const TrustAssessment ta = AssessTrust(a), tb = AssessTrust(b);
+  r.trust_before = ta.checked ? TrustSummary(ta) : "";
+  r.trust_after = tb.checked ? TrustSummary(tb) : "";
+  r.trust_doubt = (ta.checked && ta.confidence != kConfidenceHigh) ||
+                  (tb.checked && tb.confidence != kConfidenceHigh);
   r.warnings = CompareMismatches(a, b);
   r.python = PythonCompareOf(a, b);
   // The standard error needs each side's sample sd: the files store the population sd (the

@@ -47,6 +47,10 @@ struct CompareResult {
   std::string before_label, after_label;
   std::vector<CompareDelta> deltas;  // img_per_s, ms_per_image, step_ms, gpu_util, ...
   std::string bound_before, bound_after;
+  // Each side's trust (trust.h TrustSummary; "" when the profile carries no checks), and
+  // whether either side's confidence is reduced or none (then `compare` prints them).
+  std::string trust_before, trust_after;
+  bool trust_doubt = false;
   Significance significance;
   // One line per setting the two profiles do not share (mode, model, imgsz, batch, device,
   // precision): their numbers are not like for like.

@@ -1,8 +1,13 @@
 #include "common/analysis/verdict.h"
 
+#include <string>
 #include <string_view>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/analysis/trust.h"
 #include "common/json/json_read.h"
 #include "rapidjson/document.h"
 
@@ -129,6 +134,45 @@ Verdict InferenceVerdict(const Profile& p) {
                           util, p.launches_per_step.value_or(0))};
 }
 
+const TrustCheck* FailedCheck(const Profile& p, std::string_view name) {
+  for (const TrustCheck& c : p.trust_checks) {
+    if (c.name == name && c.outcome == kTrustFailed) return &c;
+  }
+  return nullptr;
+}
+
+// The verdict as far as the trace's trust checks allow (trust.h). Data loading and the
+// inference stages are host-timed and stand; the rest rests on the GPU's recorded activity.
+Verdict QualifyByTrust(const Profile& p, Verdict v) {
+  if (v.bound == kBoundDataloader || v.bound == kBoundNms || v.bound == kBoundPreprocess) {
+    return v;
+  }
+  if (const TrustCheck* gpu = FailedCheck(p, kCheckGpuActivity)) {
+    const std::string unknown = absl::StrCat(
+        "The trace has ", gpu->evidence, ". Whether compute, communication or the host "
+        "bounds the step cannot be said from it: profile again with CUPTI loading (libcupti on "
+        "the library path, no other CUPTI client such as Nsight or DCGM profiling attached) and "
+        "check that `libreyolo profile kernels` lists the GPU work.");
+    const double mallocs = p.cuda_mallocs_per_step.value_or(0);
+    if (v.bound == kBoundMemoryPressure && mallocs >= 5) {
+      v.why = absl::StrFormat("%.1f cudaMalloc/cudaFree calls per step (threshold 5): the "
+                              "caching allocator is thrashing. ", mallocs) + unknown;
+      return v;
+    }
+    return {kBoundUnknown, unknown};
+  }
+  std::vector<std::string> doubts;
+  for (const char* name : {kCheckTimestamps, kCheckKinetoBuffers, kCheckCudaGraphs}) {
+    if (const TrustCheck* c = FailedCheck(p, name)) doubts.push_back(TrustReason(*c));
+  }
+  if (!doubts.empty()) {
+    v.why = absl::StrCat("This rests on GPU figures the trace's checks question (",
+                         absl::StrJoin(doubts, "; "), ": see `trust`), so it holds only as far "
+                         "as they do. ", v.why);
+  }
+  return v;
+}
+
 }  // namespace
 
 bool IsMemoryPressure(double mallocs_per_step, double gpu_util_raw) {
@@ -137,9 +181,9 @@ bool IsMemoryPressure(double mallocs_per_step, double gpu_util_raw) {
 
 Verdict ComputeVerdict(const Profile& p) {
   if (p.mode == "inference" && p.stages_ms.has_value() && !p.memory_pressure.value_or(false)) {
-    return InferenceVerdict(p);
+    return QualifyByTrust(p, InferenceVerdict(p));
   }
-  return TrainingVerdict(p);
+  return QualifyByTrust(p, TrainingVerdict(p));
 }
 
 }  // namespace libreyolo

@@ -89,6 +89,14 @@ struct ParseStats {
   int64_t unattributed_kernels = 0;
 };
 
+// One check of what the trace can vouch for (common/analysis/trust.h, docs/metrics.md "Trust"):
+// its name, "passed" / "failed" / "not applicable", and the evidence in the trace's own numbers.
+struct TrustCheck {
+  std::string name;
+  std::string outcome;
+  std::string evidence;
+};
+
 struct DeviceInfo {
   std::string type;  // "cuda", "rocm", "cpu"
   std::string name;
@@ -184,6 +192,10 @@ struct Profile {
   std::string ranks_json;
   std::optional<std::string> created_at;
   ParseStats parse_stats;
+  // The checks run on the trace the profile was analysed from (profile.json's trust.checks, less
+  // the load check, which is derived from the profile's own numbers when read): empty when the
+  // profile was written without them (the Python LibreYOLO's, ours before issue 40).
+  std::vector<TrustCheck> trust_checks;
 
   // Flat metrics a file carried that we do not derive ourselves (shown by `get`).
   std::map<std::string, std::string> extra_metrics_json;

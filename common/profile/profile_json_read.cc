@@ -252,6 +252,18 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
     p.parse_stats.unattributed_kernels =
         r.Int(*stats, "unattributed_kernels", "parse_stats.").value_or(0);
   }
+  if (const Value* trust = r.Object(doc, "trust")) {
+    // The trace's checks; load_steady is derived again from the profile's own numbers.
+    if (const Value* checks = r.Array(*trust, "checks")) {
+      for (const Value& c : checks->GetArray()) {
+        if (!c.IsObject()) continue;
+        TrustCheck t{r.String(c, "name", "trust.checks.").value_or(""),
+                     r.String(c, "outcome", "trust.checks.").value_or(""),
+                     r.String(c, "evidence", "trust.checks.").value_or("")};
+        if (!t.name.empty() && t.name != "load_steady") p.trust_checks.push_back(std::move(t));
+      }
+    }
+  }
   if (const Value* metrics = r.Object(doc, "metrics")) {
     for (const auto& m : metrics->GetObject()) {
       p.extra_metrics_json[std::string(m.name.GetString(), m.name.GetStringLength())] =

@@ -1,6 +1,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/analysis/kernel_classify.h"
 #include "common/analysis/metric_list.h"
+#include "common/analysis/trust.h"
 #include "common/json/json_read.h"
 #include "common/json/json_writer.h"
 #include "common/profile/metric_table.h"
@@ -82,6 +83,21 @@ void WritePhases(JsonWriter& w, const std::vector<PhaseRow>& phases) {
         .EndObject();
   }
   w.EndArray();
+}
+
+// trust.h's assessment: the trace's checks, the load check and the confidence; absent when the
+// profile carries no checks and none applies.
+void WriteTrust(JsonWriter& w, const Profile& p) {
+  const TrustAssessment t = AssessTrust(p);
+  if (!t.checked) return;
+  w.Key("trust").BeginObject().Field("confidence", t.confidence).Key("reasons").BeginArray();
+  for (const std::string& r : t.reasons) w.String(r);
+  w.EndArray().Key("checks").BeginArray();
+  for (const TrustCheck& c : t.checks) {
+    w.BeginObject().Field("name", c.name).Field("outcome", c.outcome)
+        .Field("evidence", c.evidence).EndObject();
+  }
+  w.EndArray().EndObject();
 }
 
 }  // namespace
@@ -214,6 +230,7 @@ std::string WriteProfileJson(const Profile& p) {
       .Field("complete_events", s.complete_events).Field("skipped_events", s.skipped_events)
       .Field("non_numeric_ids", s.non_numeric_ids).Field("duplicate_steps", s.duplicate_steps)
       .Field("unattributed_kernels", s.unattributed_kernels).EndObject();
+  WriteTrust(w, p);
   w.EndObject();
   return w.Take();
 }

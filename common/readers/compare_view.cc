@@ -51,6 +51,10 @@ std::string RenderCompareText(const CompareResult& r) {
   }
   absl::StrAppend(&out, "significance: ", r.significance.text, "\n");
   for (const std::string& w : r.warnings) absl::StrAppend(&out, "warning: ", w, "\n");
+  if (r.trust_doubt) {
+    absl::StrAppend(&out, "trust: before ", r.trust_before.empty() ? "not checked" : r.trust_before,
+                    "; after ", r.trust_after.empty() ? "not checked" : r.trust_after, "\n");
+  }
   absl::StrAppend(&out, "\nbefore: ", r.before_label, "\nafter:  ", r.after_label, "\n\n");
   TextTable t({{"metric", TextTable::Align::kLeft},
                {"before"},
@@ -95,6 +99,11 @@ std::string RenderCompareJson(const CompareResult& r) {
     w.EndObject();
   }
   w.EndArray();
+  w.Key("trust").BeginObject()
+      .Field("before", r.trust_before.empty() ? std::optional<std::string>() : r.trust_before)
+      .Field("after", r.trust_after.empty() ? std::optional<std::string>() : r.trust_after)
+      .Field("doubt", r.trust_doubt)
+      .EndObject();
   w.Key("bound")
       .BeginObject()
       .Field("before", r.bound_before)

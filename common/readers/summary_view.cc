@@ -10,6 +10,7 @@
 #include "common/analysis/kernel_classify.h"
 #include "common/analysis/load_shift.h"
 #include "common/analysis/metric_list.h"
+#include "common/analysis/trust.h"
 #include "common/json/json_read.h"
 #include "common/json/json_writer.h"
 #include "common/profile/metric_table.h"
@@ -305,6 +306,37 @@ std::vector<std::string> SwitchesOverBudgetOf(const std::string& profiler_json) 
   return out;
 }
 
+namespace {
+
+// "trust: high (4 checks passed, 1 not applicable)", with each failed check's evidence below.
+void AppendTrustLines(std::string& out, const Profile& p) {
+  const TrustAssessment t = AssessTrust(p);
+  absl::StrAppend(&out, "trust: ", TrustSummary(t), "\n");
+  for (const TrustCheck& c : t.checks) {
+    if (c.outcome == kTrustFailed) absl::StrAppend(&out, "  ", c.name, ": ", c.evidence, "\n");
+  }
+}
+
+void WriteTrustJson(JsonWriter& w, const Profile& p) {
+  const TrustAssessment t = AssessTrust(p);
+  w.Key("trust");
+  if (!t.checked) {
+    w.Null();
+    return;
+  }
+  w.BeginObject().Field("confidence", t.confidence).Field("line", TrustSummary(t));
+  w.Key("reasons").BeginArray();
+  for (const std::string& r : t.reasons) w.String(r);
+  w.EndArray().Key("checks").BeginArray();
+  for (const TrustCheck& c : t.checks) {
+    w.BeginObject().Field("name", c.name).Field("outcome", c.outcome)
+        .Field("evidence", c.evidence).EndObject();
+  }
+  w.EndArray().EndObject();
+}
+
+}  // namespace
+
 std::string RenderSummaryText(const SummaryView& v) {
   const Profile& p = v.profile;
   std::string out;
@@ -316,6 +348,7 @@ std::string RenderSummaryText(const SummaryView& v) {
                     "below are unreliable.\n");
   }
   if (!v.load_shift.empty()) absl::StrAppend(&out, "  WARNING: ", v.load_shift, ".\n");
+  AppendTrustLines(out, p);
   out += "\n";
   std::string what = p.source_kind == "trace" ? "Chrome trace, analysed now" : "profile";
   if (p.mode == "inference") what += ", inference";
@@ -500,6 +533,9 @@ std::string RenderSummaryText(const SummaryView& v) {
                 k.kernel == k.raw_name ? k.raw_name : absl::StrCat(k.kernel, ": ", k.raw_name)});
     }
     out += t.Render();
+  } else if (TrustCheckFailed(p, kCheckGpuActivity)) {
+    out += "\nno kernels recorded behind the GPU launch calls (CUPTI did not attach): the GPU-side "
+           "figures above are unknown, not zero.\n";
   } else if (p.kernels_per_step.value_or(0) == 0) {
     out += v.cpu_job ? "\ncpu job: no GPU kernels; see `libreyolo profile ops` for the operators.\n"
                      : "\nno GPU kernels in this profile: see `libreyolo profile ops` for the CPU side.\n";
@@ -561,8 +597,9 @@ std::string RenderSummaryJson(const SummaryView& v) {
       .Field("bound_why", p.bound_why)
       .Field("unreliable", v.unreliable)
       .Field("load_shift", v.load_shift.empty() ? std::optional<std::string>()
-                                                : std::optional<std::string>(v.load_shift))
-      .Field("step_ms_measured", StepMeasuredText(p))
+                                                : std::optional<std::string>(v.load_shift));
+  WriteTrustJson(w, p);
+  w.Field("step_ms_measured", StepMeasuredText(p))
       .Field("cpu_job", v.cpu_job)
       .Field("batch", p.batch)
       .Field("batch_rule", BatchRuleOf(p.config_json))

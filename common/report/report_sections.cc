@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/analysis/trust.h"
 #include "common/profile/metric_table.h"
 #include "common/readers/kernels_view.h"
 #include "common/readers/ops_view.h"
@@ -115,6 +116,12 @@ std::string VerdictBlock(const SummaryView& v) {
   if (v.unreliable) {
     s += "<p class=\"warn\">Taken under memory pressure (allocator thrashing): the timings are "
          "unreliable.</p>\n";
+  }
+  // One line: what the trace can vouch for (trust.h), a warning when it is not everything.
+  const TrustAssessment t = AssessTrust(p);
+  if (t.checked) {
+    absl::StrAppend(&s, "<p class=\"", t.confidence == kConfidenceHigh ? "why" : "warn",
+                    "\" data-key=\"trust\">trust: ", HtmlEscape(TrustSummary(t)), "</p>\n");
   }
   s += "</div>\n";
   return s;

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "common/analysis/kernel_classify.h"
+#include "common/analysis/trust.h"
 #include "common/analysis/verdict.h"
 #include "common/profile/metric_table.h"
 #include "common/trace/event_tree.h"
@@ -24,29 +25,6 @@ namespace libreyolo {
 namespace {
 
 constexpr double kNsPerMs = 1e6;
-
-// Runtime API names without a trailing "_v<digits>" (cudaLaunchKernelExC_v11060).
-std::string_view StripVersionSuffix(std::string_view name) {
-  const size_t pos = name.rfind("_v");
-  if (pos == std::string_view::npos || pos + 2 >= name.size()) return name;
-  for (size_t i = pos + 2; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return name;
-  }
-  return name.substr(0, pos);
-}
-
-bool IsLaunchCall(std::string_view name) {
-  static constexpr std::array<std::string_view, 11> kPrefixes = {
-      "cudaLaunchKernel",    "cudaLaunchCooperativeKernel", "cudaGraphLaunch",
-      "cuLaunchKernel",      "cuLaunchCooperativeKernel",   "cuGraphLaunch",
-      "hipLaunchKernel",     "hipExtLaunchKernel",          "hipModuleLaunchKernel",
-      "hipExtModuleLaunchKernel", "hipGraphLaunch"};
-  const std::string_view n = StripVersionSuffix(name);
-  for (const auto p : kPrefixes) {
-    if (n.starts_with(p)) return true;
-  }
-  return false;
-}
 
 bool IsMallocCall(std::string_view name) {
   const std::string_view n = StripVersionSuffix(name);
@@ -162,6 +140,8 @@ class Analyser {
     p.parse_stats = t_.stats;
     p.device = t_.device;
     p.has_input_shapes = t_.has_input_shapes;
+    // What the trace can vouch for, on the whole trace as read (trust.h).
+    p.trust_checks = RunTraceChecks(t_);
     // Every metric uses only the window's events (docs/metrics.md): CPU events that start in
     // it, and the GPU activities their launch calls started there.
     win_ = SelectWindow(t_, &p.parse_stats);
@@ -438,7 +418,7 @@ class Analyser {
       auto it = kind.find(e.name);
       if (it == kind.end()) {
         const std::string& n = t_.strings.Get(e.name);
-        it = kind.emplace(e.name, std::make_pair(IsLaunchCall(n), IsMallocCall(n))).first;
+        it = kind.emplace(e.name, std::make_pair(IsGpuLaunchCall(n), IsMallocCall(n))).first;
         if (absl::StrContains(n, "Synchronize")) sync_names_.insert(e.name);
       }
       if (it->second.first) {

@@ -86,6 +86,22 @@ struct StepMark {
   bool cpu_copy = false;  // cat cpu_op or user_annotation
 };
 
+// Kineto's own notes on what it lost, from the log lines it writes into the trace's top level
+// ("WARNING": [...], "ERROR": [...], its LoggerCollector's metadata). Only messages Kineto really
+// writes are counted (libkineto/src/CuptiActivityApi.cpp, CuptiActivityProfiler.cpp):
+//   "Exceeded max GPU buffer count (N >= M) - terminating tracing": the activity buffers
+//     overflowed and collection stopped early;
+//   "Dropped N activity records": CUPTI dropped records (Kineto asks only in verbose mode);
+//   "GPU op timestamp (A) < runtime timestamp (B) by Nus": its own kernel-before-launch check.
+struct KinetoMarkers {
+  bool log_present = false;        // the trace has a top-level INFO, WARNING or ERROR key
+  int64_t buffer_overflows = 0;    // "Exceeded max GPU buffer count" lines
+  int64_t dropped_records = 0;     // sum of N over "Dropped N activity records" lines
+  int64_t dropped_lines = 0;       // how many such lines
+  int64_t timestamp_warnings = 0;  // "GPU op timestamp ... < runtime timestamp" lines
+  std::vector<std::string> lines;  // the first few of them, as written (for the evidence)
+};
+
 struct TraceData {
   StringTable strings;
   std::vector<TraceEvent> events;  // file order
@@ -98,6 +114,7 @@ struct TraceData {
   bool has_input_shapes = false;
   std::optional<DeviceInfo> device;
   ParseStats stats;
+  KinetoMarkers kineto;
 
   // args.flops of a CPU op, or a negative value when it has none.
   double FlopsOf(const TraceEvent& e) const { return e.aux == 0 ? -1.0 : flops[e.aux - 1]; }

@@ -160,6 +160,30 @@ int64_t IdFromNum(const Num& n) {
   return std::bit_cast<int64_t>(n.d);
 }
 
+// One line of Kineto's log in the trace's top level ("WARNING"/"ERROR"): counted when it is one
+// of the messages by which Kineto says it lost records (trace_data.h KinetoMarkers).
+void NoteKinetoLine(std::string_view line, KinetoMarkers* k) {
+  constexpr size_t kKeptLines = 8;
+  bool marker = false;
+  if (line.find("Exceeded max GPU buffer count") != std::string_view::npos) {
+    ++k->buffer_overflows;
+    marker = true;
+  } else if (const size_t at = line.find("Dropped "); at != std::string_view::npos &&
+             line.find(" activity records", at) != std::string_view::npos) {
+    int64_t n = 0;
+    const std::string_view digits = line.substr(at + 8);
+    std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    ++k->dropped_lines;
+    if (n > 0) SatAdd(k->dropped_records, n);
+    marker = true;
+  } else if (line.find("GPU op timestamp") != std::string_view::npos &&
+             line.find("< runtime timestamp") != std::string_view::npos) {
+    ++k->timestamp_warnings;
+    marker = true;
+  }
+  if (marker && k->lines.size() < kKeptLines) k->lines.emplace_back(line.substr(0, 300));
+}
+
 class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TraceHandler> {
  public:
   explicit TraceHandler(TraceData* out) : out_(out) {}
@@ -237,6 +261,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     if (shapes_depth_ >= 0) return true;
     if (depth_ == 1 && root_is_object_) {
       root_key_.assign(k);
+      if (k == "INFO" || k == "WARNING" || k == "ERROR") out_->kineto.log_present = true;
     } else if (in_event_ && depth_ == event_depth_) {
       pending_ = EventField(k);
     } else if (in_args_ && depth_ == event_depth_ + 1) {
@@ -284,6 +309,10 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     }
     CountStrayElement();
     const std::string_view v(s, len);
+    if (root_is_object_ && (depth_ == 1 || depth_ == 2) && !events_array_open_ &&
+        (root_key_ == "WARNING" || root_key_ == "ERROR")) {
+      NoteKinetoLine(v, &out_->kineto);
+    }
     switch (pending_) {
       case Field::kPh: ph_.assign(v); break;
       case Field::kCat: cat_.assign(v); break;
