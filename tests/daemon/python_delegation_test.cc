@@ -26,11 +26,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 // The process group of `pid` (/proc/<pid>/stat's fifth field), -1 when it is gone.
 pid_t GroupOf(pid_t pid) {
   const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
@@ -125,6 +120,21 @@ TEST_F(PythonDelegationTest, InferOfAYoloxCheckpointIsAJobOfThePythonTool) {
   const CommandResult summary = Client({"profile", "summary", project + "/infer/profile.json"});
   EXPECT_EQ(summary.exit_code, 0) << summary.Describe();
   EXPECT_THAT(summary.out, HasSubstr("latency")) << summary.out;
+  // The readers on the stored job, as on any job.
+  const CommandResult stored = Client({"profile", "summary", "job:" + id});
+  EXPECT_EQ(stored.exit_code, 0) << stored.Describe();
+  EXPECT_THAT(stored.out, HasSubstr("the Python LibreYOLO")) << stored.out;
+
+  // --repeat 2: its trials' files and its repeat file, put back as it lays them out.
+  const std::string repeated = dir_.File("px2");
+  const CommandResult r = Client({"profile", "infer", "--weights", Input("yolox_n.pt"), "--device",
+                                  "cpu", "--imgsz", "64", "--warmup", "0", "--runs", "1",
+                                  "--repeat", "2", "--no-trace", "--threads", "1", "--project",
+                                  repeated});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe() << DaemonLog();
+  EXPECT_TRUE(fs::exists(repeated + "/infer_0/profile.json")) << r.Describe();
+  EXPECT_TRUE(fs::exists(repeated + "/infer_1/profile.json")) << r.Describe();
+  EXPECT_THAT(ReadFile(repeated + "/infer_repeat.json"), HasSubstr("\"img_per_s_n\": 2"));
 }
 
 TEST_F(PythonDelegationTest, RunOfAYoloxCheckpointTrainsOnTheTestsDataset) {
