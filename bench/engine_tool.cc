@@ -185,9 +185,12 @@ int Finish(const std::string& command, const absl::StatusOr<libreyolo::engine::J
     std::cerr << "libreyolo-engine " << command << ": error: " << result.status().message() << "\n";
     return libreyolo::ExitCodeForStatus(result.status());
   }
-  const auto view = libreyolo::BuildSummary(result->profile, result->profile_path);
+  // A --repeat job's profile is its repeat file (the trials' means); the trials' own files are in
+  // <project>/<kind>_<T>/ (common/io/trial_artifacts.h).
+  const std::string& profile = result->repeat_path.value_or(result->profile_path);
+  const auto view = libreyolo::BuildSummary(result->profile, profile);
   std::cout << (json ? libreyolo::RenderSummaryJson(view) : libreyolo::RenderSummaryText(view));
-  std::cerr << "wrote " << result->profile_path
+  std::cerr << "wrote " << profile
             << (result->trace_path.empty() ? "" : " and " + result->trace_path)
             << (result->report_path.empty() ? "" : " and " + result->report_path) << "\n";
   // bench/engine_bench.py --post-window reads this line.

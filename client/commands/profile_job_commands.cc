@@ -29,6 +29,7 @@
 #include "client/remote/progress_display.h"
 #include "common/json/json_read.h"
 #include "common/json/json_writer.h"
+#include "common/io/trial_artifacts.h"
 #include "common/load/load_profile.h"
 #include "common/readers/ranks_view.h"
 #include "common/readers/run_reader.h"
@@ -40,11 +41,6 @@
 
 namespace libreyolo::cli {
 namespace {
-
-// The aggregated file of a --repeat job: ours and the Python tool's names for it.
-bool IsRepeatFileName(const std::string& name) {
-  return name == "profile_repeat.json" || name == "infer_repeat.json";
-}
 
 ProgressStyle StyleFor(const ParsedArgs& a) {
   if (a.Switch("json")) return ProgressStyle::kJson;
@@ -277,8 +273,12 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
         << (std::filesystem::path(project) / "prof").string() << "/; rank 0's profile: job:"
         << job.id() << ")\n";
   } else if (!json) {
+    // A --repeat job's aggregate is its repeat file (job:<id> alone is the final trial's).
+    const std::string repeat_name =
+        repeat_path.empty() ? ""
+                            : "/" + std::filesystem::path(repeat_path).filename().string();
     err << "job " << job.id() << " (read it again with: libreyolo profile summary job:"
-        << job.id() << ")\n";
+        << job.id() << repeat_name << ")\n";
   }
   if (profile_path.empty()) {
     return FailJob(err, cmd, kExitNoProfile, "the job stored no profile.json", json);
@@ -330,7 +330,9 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
       err << note << "\n";
     }
   }
-  inv.inputs = {whole ? prof : profile_path};
+  // A --repeat job's summary is its aggregate's (the trials' mean and sd), as the Python tool's.
+  const std::string& job_profile = repeat_path.empty() ? profile_path : repeat_path;
+  inv.inputs = {whole ? prof : job_profile};
   inv.read_folders = whole;
   auto summary = RunReader(inv, [](const std::string& p) { return LoadProfile(p); });
   if (!summary.ok())
@@ -339,7 +341,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   if (json) {
     // One document: the job and its files, the Python tool's keys, then the summary's own.
     JobJsonFields fields{job.id(), profile_path, repeat_path, trace_path, std::nullopt, 1};
-    if (auto loaded = LoadProfile(profile_path); loaded.ok()) {
+    if (auto loaded = LoadProfile(job_profile); loaded.ok()) {
       fields.img_per_s_std = loaded->repeat.img_per_s_std;
       fields.img_per_s_n = loaded->repeat.img_per_s_n.value_or(1);
     }

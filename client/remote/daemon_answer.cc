@@ -4,11 +4,13 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "common/io/rank_artifacts.h"
+#include "common/io/trial_artifacts.h"
 #include "common/job/names.h"
 #include "common/render/terminal_text.h"
 #include "proto/job_spec/job_defaults.h"
@@ -58,8 +60,17 @@ absl::StatusOr<std::string> Destination(const std::string& project, const v1::Jo
     }
     return (dir / absl::StrCat("rank", rank) / file.file).string();
   }
-  if (name == "profile_repeat.json") return (fs::path(project) / name).string();
-  return (dir / name).string();
+  if (IsRepeatFileName(name)) return (fs::path(project) / name).string();
+  // A --repeat job: each trial's files in the Python tool's <kind>_<T>/ folders.
+  const int64_t trials = jobspec::JobTrials(job);
+  if (trials < 2) return (dir / name).string();
+  const std::optional<TrialArtifact> file = SplitTrialArtifact(name, trials);
+  if (!file || !IsPlainArtifactName(file->file)) {
+    return absl::DataLossError(absl::StrCat("artifact name ", Quoted(name), " (", trials,
+                                            " trials) is not a trial's plain file name"));
+  }
+  return (fs::path(project) / TrialFolderName(dir.filename().string(), file->trial) / file->file)
+      .string();
 }
 
 }  // namespace

@@ -25,9 +25,11 @@ absl::Status CheckJobAnswer(const v1::Job& job, absl::string_view address);
 
 // Where `libreyolo profile run|infer` and `jobs download` put a job's artifact under
 // --project, as the engine lays it out locally: infer -> <project>/infer/<name>; run ->
-// <project>/prof/<name>; profile_repeat.json -> <project>/profile_repeat.json; a
-// data-parallel job's -> <project>/prof/rank<R>/<name> (common/io/rank_artifacts.h). A name
-// that is not plain (CheckJobAnswer) is DATA_LOSS: the result always lies under `project`.
+// <project>/prof/<name>; a --repeat N job's (N >= 2) in the Python tool's trial folders,
+// <project>/infer_<T>/<name> and <project>/prof_<T>/<name>, with infer_repeat.json and
+// profile_repeat.json at <project>/ (common/io/trial_artifacts.h); a data-parallel job's ->
+// <project>/prof/rank<R>/<name> (common/io/rank_artifacts.h). A name that is not plain, or not
+// a trial's of the job (CheckJobAnswer), is DATA_LOSS: the result always lies under `project`.
 absl::StatusOr<std::string> ArtifactDestination(const std::string& project, const v1::Job& job,
                                                 const std::string& name);
 

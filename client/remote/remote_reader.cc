@@ -10,6 +10,7 @@
 #include "client/remote/artifact_download.h"
 #include "client/remote/daemon_answer.h"
 #include "client/remote/daemon_session.h"
+#include "common/io/trial_artifacts.h"
 #include "common/job/names.h"
 #include "common/load/load_profile.h"
 #include "common/render/terminal_text.h"
@@ -58,6 +59,24 @@ bool UsesDaemon(const std::vector<std::string>& inputs, const ParsedArgs& args) 
   return false;
 }
 
+namespace {
+
+// What `job:<id>` names among the job's artifacts (GetJob; common/io/trial_artifacts.h).
+absl::StatusOr<std::string> JobProfileName(DaemonConnection& c, const std::string& id) {
+  auto ctx = c.Context(std::chrono::seconds(30));
+  v1::GetJobRequest req;
+  req.set_job_id(id);
+  v1::Job job;
+  const grpc::Status s = c.stub().GetJob(ctx.get(), req, &job);
+  if (!s.ok()) return c.Error(s);
+  if (auto st = CheckJobAnswer(job, c.address()); !st.ok()) return st;
+  std::vector<std::string> names;
+  for (const v1::Artifact& a : job.artifacts()) names.push_back(a.name());
+  return JobProfileArtifact(names);
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<std::string>> FetchJobInputs(const std::vector<std::string>& inputs,
                                                         const ParsedArgs& args,
                                                         const std::string& dir, bool with_trace) {
@@ -77,7 +96,13 @@ absl::StatusOr<std::vector<std::string>> FetchJobInputs(const std::vector<std::s
       session = *std::move(opened);
     }
     DaemonConnection& c = session->connection();
-    const std::string name = ref->artifact.empty() ? "profile.json" : ref->artifact;
+    std::string name = ref->artifact;
+    if (name.empty()) {
+      // The job's profile: a --repeat job's repeat file (JobProfileArtifact).
+      auto job = JobProfileName(c, ref->job_id);
+      if (!job.ok()) return job.status();
+      name = *job;
+    }
     const fs::path sub = fs::path(dir) / absl::StrCat(i);
     const std::string dest = (sub / fs::path(name).filename()).string();
     auto got = DownloadArtifact(c, ref->job_id, name, dest);

@@ -120,6 +120,9 @@ struct RepeatInfo {
   // Every aggregated scalar, by its `get` name (step_ms, latency_p50_ms, forward_ms, ...):
   // profile.json's aggregation.metrics. Empty for a single run and for Python profiles.
   std::map<std::string, TrialStat> metrics;
+  // Each trial's profile.json, the final (representative) trial's last: aggregation.profiles and
+  // aggregation.representative_profile, as the Python tool's profile_repeat.json names them.
+  std::vector<std::string> profiles;
   // How the std fields were computed. Population (divide by n: the Python LibreYOLO's
   // statistics.pstdev, and ours since issue 36) unless the file says "sample" or is one of ours
   // written before (aggregation.metrics without aggregation.std).

@@ -355,6 +355,11 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
     // Ours name the definition; ours before that used the sample sd; the Python tool's pstdev.
     const std::optional<std::string> kind = r.String(*agg, "std", "aggregation.");
     p.repeat.population_std = kind ? *kind != "sample" : !agg->HasMember("metrics");
+    if (const Value* files = r.Array(*agg, "profiles")) {
+      for (const Value& v : files->GetArray()) {
+        if (v.IsString()) p.repeat.profiles.emplace_back(v.GetString(), v.GetStringLength());
+      }
+    }
     if (const Value* metrics = r.Object(*agg, "metrics")) {
       for (const auto& m : metrics->GetObject()) {
         if (!m.value.IsObject()) continue;

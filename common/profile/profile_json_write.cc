@@ -202,8 +202,13 @@ std::string WriteProfileJson(const Profile& p) {
         .Field("n", p.repeat.metrics.begin()->second.n)
         .Field("std", p.repeat.population_std ? "population" : "sample")
         .Field("note", "scalar metrics: mean over trials, with their population standard "
-                       "deviation; kernel and operator lists: the profiled window")
-        .Key("metrics").BeginObject();
+                       "deviation; kernel and operator lists: the profiled window");
+    if (!p.repeat.profiles.empty()) {
+      w.Key("profiles").BeginArray();
+      for (const std::string& f : p.repeat.profiles) w.String(f);
+      w.EndArray().Field("representative_profile", p.repeat.profiles.back());
+    }
+    w.Key("metrics").BeginObject();
     for (const auto& [name, stat] : p.repeat.metrics) {
       w.Key(name).BeginObject().Field("mean", stat.mean).Field("std", stat.std)
           .Field("n", stat.n).Key("trials").BeginArray();

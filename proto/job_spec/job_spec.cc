@@ -269,6 +269,14 @@ int64_t JobWorldSize(const v1::Job& job) {
   return job.world().world_size() > 0 ? job.world().world_size() : job.devices_size();
 }
 
+int64_t JobTrials(const v1::Job& job) {
+  if (DataParallelJob(job)) return 1;
+  int64_t n = 1;
+  if (job.kind() == v1::JOB_KIND_RUN) n = job.request().run().repeat();
+  if (job.kind() == v1::JOB_KIND_INFER) n = job.request().infer().repeat();
+  return std::max<int64_t>(1, n);
+}
+
 std::string NamedField(const std::string& field) {
   const std::string flag = FlagOf(field);
   return flag.empty() ? field : absl::StrCat(flag, " (", field, ")");

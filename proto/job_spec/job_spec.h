@@ -47,6 +47,9 @@ bool IsHostOrAddress(const std::string& addr);
 // Job.world existed has only devices).
 bool DataParallelJob(const v1::Job& job);
 int64_t JobWorldSize(const v1::Job& job);
+// The trials of a `--repeat N` RUN or INFER job that is not data-parallel: how many
+// <kind>_<T>/ folders its files make (common/io/trial_artifacts.h); 1 for any other job.
+int64_t JobTrials(const v1::Job& job);
 
 // The limits a caller may set below the fixed bounds: the daemon's configured `limits`
 // (daemon_config.h); the engine tool runs with these defaults (no limit beyond the bounds).

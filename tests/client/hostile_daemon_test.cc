@@ -19,6 +19,7 @@
 #include "client/cli/cli.h"
 #include "client/remote/daemon_answer.h"
 #include "common/io/sha256.h"
+#include "common/io/trial_artifacts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libreyolo/profiler/v1/profiler.grpc.pb.h"
@@ -196,21 +197,6 @@ TEST_F(HostileDaemonTest, AWellFormedJobStillDownloads) {
   EXPECT_TRUE(fs::exists(project_ / "infer" / "profile_trace.json"));
 }
 
-// Issue 39 §2: `profile report job:<id> --remote` reads from the daemon named (it was the one
-// reader without --remote: "unknown flag --remote for 'report'", exit 2).
-TEST_F(HostileDaemonTest, ReportTakesRemoteAsEveryReaderDoes) {
-  Serve({"profile.json"});
-  const std::string html = (root_ / "report.html").string();
-  const int code = RunCli({"profile", "report", "job:job-1", "--remote", "unix:" + socket_, "-o",
-                           html},
-                          out_, err_);
-  EXPECT_THAT(err_.str(), Not(HasSubstr("unknown flag")));
-  EXPECT_GE(daemon_->reads, 1) << "the profile was read from the daemon named: " << err_.str();
-  // This daemon serves a shell line as its profile.json: refused as a profile, not written.
-  EXPECT_NE(code, 0);
-  EXPECT_FALSE(fs::exists(html));
-}
-
 // Issue 36 §6: `jobs delete` says what it freed (the deleted job's artifacts), and prints the
 // daemon's answer escaped.
 TEST_F(HostileDaemonTest, JobsDeleteSaysWhatWasFreed) {
@@ -233,7 +219,7 @@ v1::Job RanksJob(std::vector<std::string> names, int64_t first_rank) {
   v1::Job job = JobWith(std::move(names), v1::JOB_KIND_RUN);
   job.add_devices("cpu:0");
   job.add_devices("cpu:1");
-  job.mutable_world()->set_first_rank(static_cast<int32_t>(first_rank));
+  job.mutable_world()->set_first_rank(first_rank);
   return job;
 }
 
@@ -271,6 +257,60 @@ TEST(ArtifactDestination, AlwaysLiesUnderTheProject) {
   EXPECT_EQ(*ArtifactDestination("p", JobWith({}), "profile_repeat.json"), "p/profile_repeat.json");
   EXPECT_FALSE(ArtifactDestination("p", ranks, "rank1.../x").ok());
   EXPECT_FALSE(ArtifactDestination("p", JobWith({}), "../../escape1.txt").ok());
+}
+
+v1::Job RepeatJob(std::vector<std::string> names, int64_t repeat, v1::JobKind kind) {
+  v1::Job job = JobWith(std::move(names), kind);
+  if (kind == v1::JOB_KIND_RUN) job.mutable_request()->mutable_run()->set_repeat(repeat);
+  if (kind == v1::JOB_KIND_INFER) job.mutable_request()->mutable_infer()->set_repeat(repeat);
+  return job;
+}
+
+// Issue 36 §3: a --repeat job's files land in the Python tool's trial folders, named as the
+// daemon publishes them (common/io/trial_artifacts.h), and back.
+TEST(TrialArtifacts, NamesRoundTripAndLandInThePythonToolsFolders) {
+  for (int64_t trials : {2, 3, 11}) {
+    for (int64_t t = 0; t < trials; ++t) {
+      for (const std::string file : {"profile.json", "profile_trace.json", "report.html"}) {
+        const std::string name = TrialArtifactName(t, trials, file);
+        EXPECT_EQ(name.find('/'), std::string::npos);
+        const auto back = SplitTrialArtifact(name, trials);
+        ASSERT_TRUE(back.has_value()) << name;
+        EXPECT_EQ(back->trial, t) << name;
+        EXPECT_EQ(back->file, file) << name;
+      }
+    }
+  }
+  EXPECT_EQ(TrialArtifactName(0, 2, "profile.json"), "trial0.profile.json");
+  EXPECT_EQ(TrialArtifactName(1, 2, "profile.json"), "profile.json");  // the final trial's
+  const v1::Job infer = RepeatJob({}, 3, v1::JOB_KIND_INFER);
+  EXPECT_EQ(*ArtifactDestination("p", infer, "trial0.profile.json"), "p/infer_0/profile.json");
+  EXPECT_EQ(*ArtifactDestination("p", infer, "trial1.profile.json"), "p/infer_1/profile.json");
+  EXPECT_EQ(*ArtifactDestination("p", infer, "profile.json"), "p/infer_2/profile.json");
+  EXPECT_EQ(*ArtifactDestination("p", infer, "profile_trace.json"),
+            "p/infer_2/profile_trace.json");
+  EXPECT_EQ(*ArtifactDestination("p", infer, "infer_repeat.json"), "p/infer_repeat.json");
+  const v1::Job run = RepeatJob({}, 2, v1::JOB_KIND_RUN);
+  EXPECT_EQ(*ArtifactDestination("p", run, "trial0.metrics.jsonl"), "p/prof_0/metrics.jsonl");
+  EXPECT_EQ(*ArtifactDestination("p", run, "report.html"), "p/prof_1/report.html");
+  EXPECT_EQ(*ArtifactDestination("p", run, "profile_repeat.json"), "p/profile_repeat.json");
+  // A single run keeps <kind>/; a "trial" name there is an ordinary file name.
+  EXPECT_EQ(*ArtifactDestination("p", RepeatJob({}, 1, v1::JOB_KIND_INFER), "profile.json"),
+            "p/infer/profile.json");
+  // Published names the daemon would never give: refused, nothing written.
+  for (const std::string bad : {"trial2.profile.json", "trial00.profile.json",
+                                "trial+0.profile.json", "trial-1.profile.json", "trial0.",
+                                "trial0.../x", "trial0..."}) {
+    const absl::Status st =
+        CheckJobAnswer(RepeatJob({"profile.json", bad}, 3, v1::JOB_KIND_INFER), "unix:/d");
+    EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << bad;
+  }
+  EXPECT_TRUE(CheckJobAnswer(RepeatJob({"trial0.profile.json", "trial1.profile.json",
+                                        "profile.json", "profile_trace.json",
+                                        "infer_repeat.json", "report.html"},
+                                       3, v1::JOB_KIND_INFER),
+                             "d")
+                  .ok());
 }
 
 TEST(ScratchFolder, IsPrivateUnpredictableAndRemoved) {

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -411,9 +412,10 @@ TEST(DaemonE2eTest, LoopbackTcpInferByStubAndRunByCli) {
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
 }
 
-// `libreyolo profile infer` without --remote: the client starts a private daemon on a socket in
-// $XDG_RUNTIME_DIR/libreyolo, with its state in $LIBREYOLO_STATE_DIR, runs the job there, writes
-// <project>/infer/profile.json, and stops the daemon it started.
+// `libreyolo profile infer --repeat 2` without --remote: the client starts a private daemon on a
+// socket in $XDG_RUNTIME_DIR/libreyolo, with its state in $LIBREYOLO_STATE_DIR, runs the job
+// there, writes the Python tool's tree (<project>/infer_0/, infer_1/, infer_repeat.json), and
+// stops the daemon it started.
 TEST(DaemonE2eTest, PrivateDaemonStartedAndStoppedByTheClient) {
   TempDir dir;
   const std::string runtime = dir.File("run");
@@ -429,8 +431,9 @@ TEST(DaemonE2eTest, PrivateDaemonStartedAndStoppedByTheClient) {
   ASSERT_TRUE(ProcessesWithArgument(socket).empty());
 
   const CommandResult c = RunClient(
-      Concat({"profile", "infer", "--project", dir.File("proj"), "--json"}, TinyInferFlags()), env,
-      seconds(240), dir.path());
+      Concat({"profile", "infer", "--project", dir.File("proj"), "--json", "--repeat", "2"},
+             TinyInferFlags()),
+      env, seconds(240), dir.path());
   // A daemon left behind would be ours: stop it before anything can fail.
   const std::vector<pid_t> left = ProcessesWithArgument(socket);
   for (pid_t pid : left) ::kill(pid, SIGKILL);
@@ -438,10 +441,28 @@ TEST(DaemonE2eTest, PrivateDaemonStartedAndStoppedByTheClient) {
                             << ReadFile(state + "/libreyolod.log");
   EXPECT_TRUE(left.empty()) << "the private daemon still runs after the client exited";
 
-  const std::string profile = dir.File("proj/infer/profile.json");
+  // The Python tool's files where it writes them (issue 36 §3), and nothing else.
+  std::vector<std::string> tree;
+  for (const auto& e : fs::recursive_directory_iterator(dir.File("proj"))) {
+    if (e.is_regular_file()) tree.push_back(fs::relative(e.path(), dir.File("proj")).string());
+  }
+  std::sort(tree.begin(), tree.end());
+  EXPECT_THAT(tree, ::testing::ElementsAre("infer_0/profile.json", "infer_1/profile.json",
+                                           "infer_1/profile_trace.json", "infer_1/report.html",
+                                           "infer_repeat.json"))
+      << c.Describe();
+  const std::string profile = dir.File("proj/infer_repeat.json");
   ASSERT_TRUE(fs::is_regular_file(profile)) << c.Describe();
+  EXPECT_THAT(c.out, ::testing::ContainsRegex("\"profile\": ?\"[^\"]*/proj/infer_repeat.json\""));
+  EXPECT_THAT(c.out, ::testing::ContainsRegex("\"img_per_s_n\": ?2"));
+  // The printed summary is the aggregate's; every trial's profile reads, its trace found.
   const CommandResult local = RunClient({"profile", "summary", profile, "--json"});
   EXPECT_EQ(JsonDiffIgnoringSource(c.out, local.out, JobJsonFieldLabels()), "");
+  for (const char* trial : {"proj/infer_0/profile.json", "proj/infer_1/profile.json"}) {
+    const CommandResult one =
+        RunClient({"profile", "modules", dir.File(trial), "--json"}, {}, seconds(120));
+    EXPECT_EQ(one.exit_code, 0) << one.Describe();
+  }
   const std::string id = QueuedJobId(c.err + c.out);
   EXPECT_THAT(c.err, HasSubstr("unix:" + socket));
 
@@ -451,6 +472,21 @@ TEST(DaemonE2eTest, PrivateDaemonStartedAndStoppedByTheClient) {
   EXPECT_THAT(log, HasSubstr("libreyolod: stopped"));
   EXPECT_FALSE(Answers(UnixChannel(socket)));
   EXPECT_TRUE(fs::is_regular_file(state + "/state/jobs/" + id + ".json")) << id;
+
+  // job:<id> is the job's profile: its repeat file (the daemon's reader), also where a reader
+  // downloads it to read beside a local file (compare job:<id> FILE).
+  const CommandResult stored =
+      RunClient({"profile", "get", "job:" + id, "img_per_s", "--json"}, env, seconds(120),
+                dir.path());
+  const CommandResult here = RunClient({"profile", "get", profile, "img_per_s", "--json"});
+  EXPECT_EQ(stored.exit_code, 0) << stored.Describe();
+  EXPECT_EQ(stored.out, here.out) << stored.Describe();
+  const CommandResult mixed = RunClient(
+      {"profile", "compare", "job:" + id, profile, "--json"}, env, seconds(120), dir.path());
+  EXPECT_EQ(mixed.exit_code, 0) << mixed.Describe();
+  EXPECT_THAT(mixed.out, ::testing::ContainsRegex("\"n\": ?\\[\\s*2,\\s*2\\s*\\]"))
+      << mixed.out;
+  for (pid_t pid : ProcessesWithArgument(socket)) ::kill(pid, SIGKILL);
 
   // The job outlives the daemon: a second command starts it again, finds the job, stops it.
   const CommandResult list = RunClient({"jobs", "list", "--json"}, env, seconds(120), dir.path());

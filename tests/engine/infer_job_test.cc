@@ -200,10 +200,26 @@ TEST_F(InferJob, RepeatWritesTheRepeatFile) {
   spec_.model.weights = "LibreYOLO9t.pt";
   spec_.repeat = 2;
   spec_.runs = 2;
-  spec_.trace = false;
+  spec_.profiled_runs = 1;
+  // As the daemon runs it: paths relative to the project, a report.
+  spec_.output.paths_relative_to_project = true;
+  spec_.output.report_label = "job:x";
   auto r = RunInferJob(spec_, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
+  // The Python tool's tree (issue 36 §3): infer_0/, infer_1/ and infer_repeat.json at the
+  // project root; the recorded window's trace and the report in the final trial's folder.
+  const fs::path project(spec_.project);
+  std::vector<std::string> tree;
+  for (const auto& e : fs::recursive_directory_iterator(project)) {
+    if (e.is_regular_file()) tree.push_back(fs::relative(e.path(), project).string());
+  }
+  std::sort(tree.begin(), tree.end());
+  EXPECT_THAT(tree, ::testing::ElementsAre("infer_0/profile.json", "infer_1/profile.json",
+                                           "infer_1/profile_trace.json", "infer_1/report.html",
+                                           "infer_repeat.json"));
+  EXPECT_EQ(r->profile_path, (project / "infer_1" / "profile.json").string());
   ASSERT_TRUE(r->repeat_path.has_value());
+  EXPECT_EQ(*r->repeat_path, (project / "infer_repeat.json").string());
   auto p = LoadProfile(*r->repeat_path);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->repeat.img_per_s_n, 2);
@@ -222,6 +238,44 @@ TEST_F(InferJob, RepeatWritesTheRepeatFile) {
   EXPECT_TRUE(p->repeat.metrics.contains("forward_ms"));
   EXPECT_EQ(p->latency->n, 4);  // both trials' samples
   EXPECT_THAT(RenderSummaryText(BuildSummary(*p, "x")), ::testing::HasSubstr("(n=2 trials)"));
+  // The aggregate names its trials as the Python tool's profile_repeat.json does.
+  EXPECT_THAT(p->repeat.profiles,
+              ::testing::ElementsAre("infer_0/profile.json", "infer_1/profile.json"));
+
+  // Each trial's profile.json: that trial's own measurements (one trial: no n, no sd), the
+  // recorded window's trace found from its own folder; every reader reads each file.
+  for (size_t t = 0; t < 2; ++t) {
+    const std::string path = (project / ("infer_" + std::to_string(t)) / "profile.json").string();
+    auto trial = LoadProfile(path);
+    ASSERT_TRUE(trial.ok()) << trial.status();
+    EXPECT_DOUBLE_EQ(*trial->img_per_s, ips[t]) << path;
+    EXPECT_DOUBLE_EQ(*trial->step_ms, step.trials[t]) << path;
+    EXPECT_FALSE(trial->repeat.img_per_s_n.has_value()) << path;
+    EXPECT_EQ(trial->latency->n, 2) << path;
+    const fs::path trace = t == 0 ? project / "infer_0" / ".." / "infer_1" / "profile_trace.json"
+                                  : project / "infer_1" / "profile_trace.json";
+    std::string why;
+    EXPECT_EQ(ProfileTracePath(path, *trial, &why), trace.string()) << why;
+  }
+  for (const std::string& input :
+       {(project / "infer_repeat.json").string(), (project / "infer_0" / "profile.json").string(),
+        (project / "infer_1" / "profile.json").string()}) {
+    for (ReaderId reader : {ReaderId::kSummary, ReaderId::kGet, ReaderId::kKernels,
+                            ReaderId::kOps, ReaderId::kModules}) {
+      ReaderInvocation inv;
+      inv.reader = reader;
+      inv.inputs = {input};
+      if (reader == ReaderId::kGet) inv.field = "img_per_s";
+      auto out = RunReader(inv, [](const std::string& f) { return LoadProfile(f); });
+      EXPECT_TRUE(out.ok()) << input << ": " << out.status();
+    }
+  }
+  ReaderInvocation cmp;
+  cmp.reader = ReaderId::kCompare;
+  cmp.inputs = {(project / "infer_0" / "profile.json").string(),
+                (project / "infer_repeat.json").string()};
+  auto compared = RunReader(cmp, [](const std::string& f) { return LoadProfile(f); });
+  EXPECT_TRUE(compared.ok()) << compared.status();
 }
 
 TEST_F(InferJob, RandomInitIsLabelledWithTheSizeItWasBuiltAt) {

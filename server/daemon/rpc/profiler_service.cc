@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/io/rank_artifacts.h"
+#include "common/io/trial_artifacts.h"
 #include "common/load/load_profile.h"
 #include "common/readers/run_reader.h"
 #include "proto/reader_spec/reader_request.h"
@@ -262,8 +264,8 @@ grpc::Status ProfilerServiceImpl::Read(grpc::ServerContext* ctx, const v1::ReadR
   if (!slot.ok()) return Finish(slot.status());
   ReaderInvocation inv = call->invocation;
   for (const v1::ProfileRef& ref : call->refs) {
-    inv.inputs.push_back(absl::StrCat(ref.job_id(), "/",
-                                      ref.artifact().empty() ? "profile.json" : ref.artifact()));
+    // No artifact named: the job's profile (JobProfileArtifact), chosen once the job is read.
+    inv.inputs.push_back(absl::StrCat(ref.job_id(), "/", ref.artifact()));
     inv.labels.push_back(
         absl::StrCat("job:", ref.job_id(), ref.artifact().empty() ? "" : "/" + ref.artifact()));
   }
@@ -276,7 +278,10 @@ grpc::Status ProfilerServiceImpl::Read(grpc::ServerContext* ctx, const v1::ReadR
       return absl::NotFoundError(absl::StrCat("job ", job->id(), " has no profile (state ",
                                               v1::JobState_Name(job->state()), ")"));
     }
-    return jobs_->VerifiedArtifactPath(*job, name);
+    if (!name.empty()) return jobs_->VerifiedArtifactPath(*job, name);
+    std::vector<std::string> names;
+    for (const v1::Artifact& a : job->artifacts()) names.push_back(a.name());
+    return jobs_->VerifiedArtifactPath(*job, JobProfileArtifact(names));
   };
   auto load = [&](const std::string& input) -> absl::StatusOr<Profile> {
     auto path = artifact(input, input.substr(input.find('/') + 1));
@@ -288,7 +293,9 @@ grpc::Status ProfilerServiceImpl::Read(grpc::ServerContext* ctx, const v1::ReadR
   auto locate = [&](const std::string& input, const Profile&) -> absl::StatusOr<TraceInput> {
     const size_t slash = input.find('/');
     std::string name = input.substr(slash + 1);
-    if (absl::EndsWith(name, "profile.json")) {
+    if (name.empty() || IsRepeatFileName(name)) {
+      name = kTraceFileName;  // the job's trace: a --repeat job's final trial's, the aggregate's
+    } else if (absl::EndsWith(name, "profile.json")) {
       name = absl::StrCat(name.substr(0, name.size() - 5), "_trace.json");
     }
     auto path = artifact(input, name);

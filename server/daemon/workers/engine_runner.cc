@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/io/trial_artifacts.h"
 #include "common/status/exit_code.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/daemon/jobs/job_inputs.h"
@@ -182,26 +184,43 @@ absl::Status EngineRunner::Publish(const v1::Job& job, const std::string& job_di
                                    RunOutcome* out) {
   // Publish what the worker wrote, as it wrote it (job_files.h: profile.json records its files
   // relative to the job's output folder, report.html drawn from the job's memory): the job
-  // directory's JSON files, metrics.jsonl and report.html, and profile_repeat.json from the
-  // project root.
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(job_dir, ec)) {
-    const fs::path& f = entry.path();
-    if (entry.is_regular_file() && (f.extension() == ".json" || f.extension() == ".jsonl" ||
-                                    f.filename() == "report.html"))
-      files.push_back(f);
+  // directory's JSON files, metrics.jsonl and report.html; for a --repeat job the earlier
+  // trials' folders under trial names and the repeat file from the project root
+  // (common/io/trial_artifacts.h).
+  std::vector<std::pair<std::string, fs::path>> files;  // published name, file
+  auto list = [&](const fs::path& dir, int64_t trial, int64_t trials) -> absl::Status {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const fs::path& f = entry.path();
+      if (entry.is_regular_file() && (f.extension() == ".json" || f.extension() == ".jsonl" ||
+                                      f.filename() == "report.html")) {
+        files.emplace_back(TrialArtifactName(trial, trials, prefix + f.filename().string()), f);
+      }
+    }
+    if (ec) return absl::UnavailableError(absl::StrCat("cannot list ", dir.string(), ": ",
+                                                       ec.message()));
+    return absl::OkStatus();
+  };
+  const int64_t trials = prefix.empty() ? jobspec::JobTrials(job) : 1;
+  if (absl::Status s = list(job_dir, trials - 1, trials); !s.ok()) return s;
+  const std::string kind = job.kind() == v1::JOB_KIND_RUN ? "prof" : "infer";
+  for (int64_t t = 0; t + 1 < trials; ++t) {
+    if (absl::Status s = list(fs::path(scratch) / TrialFolderName(kind, t), t, trials); !s.ok()) {
+      return s;
+    }
   }
-  if (ec) {
-    return absl::UnavailableError(absl::StrCat("cannot list ", job_dir, ": ", ec.message()));
+  if (prefix.empty()) {
+    // The repeat file; a single run has none (ranks keep theirs in their own folders).
+    for (const char* name : {kInferRepeatFileName, kRunRepeatFileName}) {
+      std::error_code ec;
+      const fs::path repeat = fs::path(scratch) / name;
+      if (fs::exists(repeat, ec)) files.emplace_back(name, repeat);
+    }
   }
-  const fs::path repeat = fs::path(scratch) / "profile_repeat.json";
-  if (prefix.empty() && fs::exists(repeat, ec)) files.push_back(repeat);
   std::sort(files.begin(), files.end());
   if (progress) progress(RunProgress{"storing", 0, static_cast<int64_t>(files.size()), ""});
-  for (const fs::path& f : files) {
-    auto a = store_->PublishArtifact(job.id(), f.string(), prefix + f.filename().string(),
-                                     config.limits.max_artifact_bytes);
+  for (const auto& [name, f] : files) {
+    auto a = store_->PublishArtifact(job.id(), f.string(), name, config.limits.max_artifact_bytes);
     if (!a.ok()) return a.status();
     out->artifacts.push_back(*a);
   }

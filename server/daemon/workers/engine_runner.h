@@ -84,8 +84,9 @@ class EngineRunner : public JobRunner {
   absl::Status EndStatus(const v1::Job& job, const std::string& device, pid_t pid,
                          const EngineWorker& worker, const EngineWorker::JobEnd& end,
                          const DaemonConfig& config, std::string* cancel_note);
-  // Stores the files a worker wrote in `job_dir` (and the project's profile_repeat.json for a
-  // job without `prefix`) as the job's artifacts, each named `prefix` + its file name.
+  // Stores the files a worker wrote in `job_dir` as the job's artifacts, each named `prefix` +
+  // its file name; for a job without `prefix`, also a --repeat job's earlier trial folders
+  // (named as common/io/trial_artifacts.h says) and the repeat file at the project root.
   absl::Status Publish(const v1::Job& job, const std::string& job_dir, const std::string& scratch,
                        const std::string& prefix, const DaemonConfig& config,
                        const std::function<void(const RunProgress&)>& progress, RunOutcome* out);

@@ -340,7 +340,7 @@ class InferKind final : public JobKindOf<InferJobSpec> {
       m.stages = Stages{stage_sum.pre * k, stage_sum.fwd * k, stage_sum.post * k};
       trials_.push_back(std::move(m));
     }
-    files_ = JobFilesFor(spec_.project, "infer", spec_.output);
+    files_ = JobFilesFor(spec_.project, "infer", spec_.output, -1, spec_.repeat);
     return CreateJobDir(files_);
   }
 
@@ -445,6 +445,8 @@ class InferKind final : public JobKindOf<InferJobSpec> {
     out.files = &files_;
     out.window = analysed_ ? &*analysed_ : nullptr;
     out.repeat = spec_.repeat > 1;
+    out.trials = &trials_;
+    out.trial_batch = spec_.batch;
     out.trace_path = spec_.trace ? files_.trace : "";
     out.post_window = post_window_;
     return out;

@@ -7,6 +7,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/io/atomic_file.h"
+#include "common/io/rank_artifacts.h"
+#include "common/io/trial_artifacts.h"
 #include "common/load/load_profile.h"
 #include "common/profile/profile_json.h"
 #include "common/report/report_html.h"
@@ -31,16 +33,33 @@ std::string JobFiles::Recorded(const std::string& path) const {
   return absl::StartsWith(path, prefix) ? path.substr(prefix.size()) : path;
 }
 
+std::string JobFiles::RecordedFromTrial(const std::string& path) const {
+  const std::string recorded = Recorded(path);
+  return fs::path(recorded).is_relative() ? (fs::path("..") / recorded).string() : recorded;
+}
+
 JobFiles JobFilesFor(const std::string& project, const std::string& kind,
-                     const JobOutputOptions& output, int64_t rank) {
-  const fs::path dir =
-      rank >= 0 ? fs::path(project) / kind / absl::StrCat("rank", rank) : fs::path(project) / kind;
+                     const JobOutputOptions& output, int64_t rank, int64_t repeat) {
+  const bool trials = rank < 0 && repeat >= 2;
+  fs::path dir = fs::path(project) / kind;
+  if (rank >= 0) dir /= absl::StrCat("rank", rank);
+  if (trials) dir = fs::path(project) / TrialFolderName(kind, repeat - 1);
   JobFiles f;
   f.project = project;
   f.dir = dir.string();
-  f.profile = (dir / "profile.json").string();
-  f.trace = (dir / "profile_trace.json").string();
-  f.repeat = ((rank >= 0 ? dir : fs::path(project)) / "profile_repeat.json").string();
+  f.profile = (dir / kProfileFileName).string();
+  f.trace = (dir / kTraceFileName).string();
+  if (trials) {
+    f.repeat = (fs::path(project) / RepeatFileName(kind)).string();
+    for (int64_t t = 0; t + 1 < repeat; ++t) {
+      f.trial_profiles.push_back(
+          (fs::path(project) / TrialFolderName(kind, t) / kProfileFileName).string());
+    }
+  } else if (rank >= 0) {
+    f.repeat = (dir / kRunRepeatFileName).string();
+  } else {
+    f.repeat = (dir.parent_path() / RepeatFileName(kind)).string();
+  }
   f.report = (dir / "report.html").string();
   f.metrics = (dir / "metrics.jsonl").string();
   f.relative = output.paths_relative_to_project;
@@ -48,11 +67,15 @@ JobFiles JobFilesFor(const std::string& project, const std::string& kind,
 }
 
 absl::Status CreateJobDir(const JobFiles& files) {
-  std::error_code ec;
-  fs::create_directories(files.dir, ec);
-  if (ec) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot create ", files.dir, ": ", ec.message(), " (check --project)"));
+  std::vector<std::string> dirs = {files.dir};
+  for (const std::string& t : files.trial_profiles) dirs.push_back(fs::path(t).parent_path());
+  for (const std::string& d : dirs) {
+    std::error_code ec;
+    fs::create_directories(d, ec);
+    if (ec) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot create ", d, ": ", ec.message(), " (check --project)"));
+    }
   }
   return absl::OkStatus();
 }
@@ -104,27 +127,66 @@ absl::StatusOr<AnalysedTrace> WriteAndAnalyseTrace(const CollectedTrace& trace,
   return out;
 }
 
+namespace {
+
+// The Python tool's trial files: each earlier trial's profile.json in its own folder (its trace
+// named from there), the final trial's as the job's profile.json.
+absl::Status WriteTrialProfiles(const JobFiles& files, const std::vector<Profile>& trials) {
+  if (trials.size() != files.trial_profiles.size() + 1) {
+    return absl::InternalError(absl::StrCat("the job measured ", trials.size(),
+                                            " trials for a layout of ",
+                                            files.trial_profiles.size() + 1));
+  }
+  for (size_t t = 0; t < trials.size(); ++t) {
+    const bool last = t + 1 == trials.size();
+    Profile recorded = trials[t];
+    if (recorded.trace && !recorded.trace->empty()) {
+      recorded.trace = last ? files.Recorded(*recorded.trace)
+                            : files.RecordedFromTrial(*recorded.trace);
+    }
+    const std::string& path = last ? files.profile : files.trial_profiles[t];
+    if (auto s = WriteFileAtomically(path, WriteProfileJson(recorded)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status WriteJobOutputs(const Profile& p, const JobFiles& files,
                              const JobOutputOptions& output, const AnalysedTrace* window,
-                             bool repeat, JobResult* result) {
+                             bool repeat, JobResult* result, const std::vector<Profile>& trials) {
   const auto t0 = Clock::now();
+  const bool trial_layout = repeat && files.trial_layout();
   Profile recorded = p;
   if (recorded.trace && !recorded.trace->empty()) recorded.trace = files.Recorded(*recorded.trace);
+  if (trial_layout) {
+    // The aggregate names its trials as the Python tool's does (aggregation.profiles).
+    for (const std::string& t : files.trial_profiles) {
+      recorded.repeat.profiles.push_back(files.Recorded(t));
+    }
+    recorded.repeat.profiles.push_back(files.Recorded(files.profile));
+  }
   const std::string json = WriteProfileJson(recorded);
-  if (auto s = WriteFileAtomically(files.profile, json); !s.ok()) return s;
+  if (trial_layout) {
+    if (auto s = WriteTrialProfiles(files, trials); !s.ok()) return s;
+  } else if (auto s = WriteFileAtomically(files.profile, json); !s.ok()) {
+    return s;
+  }
   result->profile_path = files.profile;
   if (repeat) {
     if (auto s = WriteFileAtomically(files.repeat, json); !s.ok()) return s;
     result->repeat_path = files.repeat;
   }
+  // The report shows the job's profile: with trials, the aggregate's numbers.
+  const std::string& report_source = trial_layout ? files.repeat : files.profile;
   if (!output.report_label.empty()) {
     absl::StatusOr<std::string> html;
     if (output.analyse_from_files || window == nullptr) {
-      html = RenderReportFiles({files.profile}, {output.report_label});
+      html = RenderReportFiles({report_source}, {output.report_label});
     } else {
       // The profile as the readers load it (the same numbers as `summary --json`), from the
       // JSON just written; the trace's charts from the events in memory.
-      auto loaded = ReadProfileJson(json, files.profile);
+      auto loaded = ReadProfileJson(json, report_source);
       if (loaded.ok()) {
         ReportInput in;
         in.label = output.report_label;
@@ -135,7 +197,7 @@ absl::Status WriteJobOutputs(const Profile& p, const JobFiles& files,
           in.trace_path = files.Recorded(files.trace);
         } else {
           // Why there is no timeline, in the readers' words.
-          (void)ProfileTracePath(files.profile, in.profile, &in.timeline_note);
+          (void)ProfileTracePath(report_source, in.profile, &in.timeline_note);
         }
         html = RenderReportHtml(in);
       } else {

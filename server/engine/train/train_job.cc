@@ -224,7 +224,8 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     m_.synced_step_ms = synced_n > 0 ? synced_ms / static_cast<double>(synced_n) : m_.step_ms;
 
     files_ = JobFilesFor(spec_.project, "prof", spec_.output,
-                         data_parallel_ != nullptr ? data_parallel_->facts().rank : -1);
+                         data_parallel_ != nullptr ? data_parallel_->facts().rank : -1,
+                         spec_.repeat);
     if (auto made = CreateJobDir(files_); !made.ok()) return made;
     // Written before the profiled window: a job that fails later still leaves its steps.
     return WriteFileAtomically(files_.metrics, step_log_.ToJsonLines());
@@ -329,6 +330,8 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     out.files = &files_;
     out.window = &window_result_->analysed;
     out.repeat = spec_.repeat > 1;
+    out.trials = &m_.trials;
+    out.trial_batch = images_per_step_;
     out.trace_path = window_result_->trace;
     out.post_window = post_window_;
     return out;

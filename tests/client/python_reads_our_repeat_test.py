@@ -1,0 +1,113 @@
+"""Issue 36 §3: `libreyolo profile infer --repeat 2` writes the Python LibreYOLO's files where it
+writes them, and the Python tool reads them by its own definitions.
+
+Runs our `libreyolo profile infer --repeat 2` (a private daemon, CPU, imgsz 64, 2 runs, the
+fixture checkpoint) and checks that
+
+  - the project holds the Python LibreYOLO 1.6.0's tree for the same command: infer_0/ and
+    infer_1/ with a profile.json each, infer_repeat.json at the root, no infer/ (ours adds the
+    recorded window's trace and report.html in the final trial's folder);
+  - the repeat file's numbers are the Python tool's statistics of the trials' img/s: img_per_s
+    their statistics.fmean, img_per_s_std their statistics.pstdev, img_per_s_n their count, as
+    its `profile infer --repeat` computes them (libreyolo/cli/commands/profile.py);
+  - the Python tool's own readers (its typer functions, in this process) read each file: its
+    `get` prints the value our file holds for every metric (img_per_s the mean on the repeat
+    file, each trial's own on a trial's), its `phases`, `kernels` and `ops` run.
+
+usage: python_reads_our_repeat_test.py LIBREYOLO_CLIENT LIBREYOLOD WEIGHTS
+(run with the project environment's python, which holds the Python LibreYOLO).
+"""
+import contextlib
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+from libreyolo.cli.commands import profile as py  # noqa: E402
+
+CLIENT, LIBREYOLOD, WEIGHTS = (os.path.abspath(a) for a in sys.argv[1:4])
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL:", msg, flush=True)
+
+
+def run(fn, *args, **kwargs):
+    """Calls a Python LibreYOLO command; returns (stdout, exception or None)."""
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            fn(*args, **kwargs)
+    except SystemExit as e:  # typer.Exit
+        return out.getvalue(), e if e.code else None
+    except Exception as e:  # noqa: BLE001: any crash is the finding
+        return out.getvalue(), e
+    return out.getvalue(), None
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    env = dict(os.environ, LIBREYOLOD=LIBREYOLOD, XDG_RUNTIME_DIR=os.path.join(tmp, "run"),
+               LIBREYOLO_STATE_DIR=os.path.join(tmp, "state"), HOME=os.path.join(tmp, "home"))
+    for d in ("run", "home"):
+        os.makedirs(os.path.join(tmp, d))
+    project = os.path.join(tmp, "proj")
+    job = subprocess.run(
+        [CLIENT, "profile", "infer", "--weights", WEIGHTS, "--device", "cpu", "--imgsz", "64",
+         "--warmup", "1", "--runs", "2", "--repeat", "2", "--threads", "1", "--project", project,
+         "--json"], env=env, cwd=tmp, capture_output=True, text=True, timeout=240)
+    if job.returncode != 0:
+        print(job.stdout, job.stderr)
+        sys.exit(f"our `profile infer --repeat 2` exited {job.returncode}")
+    tree = sorted(os.path.relpath(os.path.join(d, f), project)
+                  for d, _, files in os.walk(project) for f in files)
+    python_tree = ["infer_0/profile.json", "infer_1/profile.json", "infer_repeat.json"]
+    ours_adds = ["infer_1/profile_trace.json", "infer_1/report.html"]
+    if tree != sorted(python_tree + ours_adds):
+        fail(f"the project holds {tree}, the Python tool's tree is {python_tree} (+ {ours_adds})")
+    answer = json.loads(job.stdout)
+    if answer.get("profile") != os.path.join(project, "infer_repeat.json"):
+        fail(f"--json `profile` is {answer.get('profile')!r}, the Python tool names the repeat file")
+
+    repeat = json.load(open(os.path.join(project, "infer_repeat.json")))
+    trials = repeat.get("img_per_s_trials") or []
+    if len(trials) != 2 or repeat.get("img_per_s_n") != 2:
+        fail(f"img_per_s_trials {trials}, img_per_s_n {repeat.get('img_per_s_n')}: expected 2")
+    else:
+        for key, want in [("img_per_s", statistics.fmean(trials)),
+                          ("img_per_s_std", statistics.pstdev(trials))]:
+            if abs(repeat[key] - want) > 1e-9 * max(1.0, abs(want)):
+                fail(f"infer_repeat.json {key} = {repeat[key]}, the Python tool's is {want}")
+
+    for rel, img_per_s in [("infer_repeat.json", repeat.get("img_per_s")),
+                           ("infer_0/profile.json", trials[0] if trials else None),
+                           ("infer_1/profile.json", trials[-1] if trials else None)]:
+        path = os.path.join(project, rel)
+        doc = json.load(open(path))
+        if doc.get("img_per_s") != img_per_s:
+            fail(f"{rel}: img_per_s {doc.get('img_per_s')}, expected {img_per_s}")
+        if rel != "infer_repeat.json" and "img_per_s_n" in doc:
+            fail(f"{rel}: a trial's file holds img_per_s_n (the Python tool's trial files do not)")
+        # Its `get` prints exactly the value our file holds, for every metric.
+        for key, value in doc["metrics"].items():
+            out, err = run(py.get_cmd, path, field=key, json_output=True)
+            if err is not None or json.loads(out) != {key: value}:
+                fail(f"{rel}: Python `get {key}` gave {out.strip()!r} ({err!r}), file {value!r}")
+        for label, fn, kw in [
+            ("phases", py.phases_cmd, {"json_output": True}),
+            ("kernels", py.kernels_cmd, dict(top=20, category=None, grep=None, tensorcore=False,
+                                             sort="time", phase=None, json_output=True)),
+            ("ops", py.ops_cmd, dict(top=20, phase=None, json_output=True)),
+        ]:
+            _, err = run(fn, path, **kw)
+            if err is not None:
+                fail(f"{rel}: Python `profile {label}` raised {err!r}")
+        print(f"{rel}: read by the Python LibreYOLO's readers (img_per_s {doc.get('img_per_s')})")
+
+print(f"{len(failures)} failed" if failures else "our --repeat files read as the Python tool's")
+sys.exit(1 if failures else 0)
