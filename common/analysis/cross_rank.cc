@@ -89,14 +89,32 @@ void Bandwidth(CrossRankResult& r) {
   r.busbw_gbps = *r.algbw_gbps * 2.0 * (n - 1.0) / n;
 }
 
+// "step" or "window": what the figures are per.
+const char* Per(const CrossRankResult& r) { return r.windowed ? "window" : "step"; }
+
 void StragglerVerdict(CrossRankResult& r) {
   const double dl = r.straggler_extra_dataload_ms.value_or(0);
   const double comp = r.straggler_extra_compute_ms.value_or(0);
+  const double wait = *r.collective_wait_ms;
+  const char* per = Per(r);
+  if (std::max(dl, comp) < kStragglerExplainedFrac * wait) {
+    // Neither its ops nor its data loading take the time the others wait: it is elsewhere.
+    r.verdict = absl::StrFormat(
+        "rank %d is a straggler: the others wait %.1f ms per %s for it in their collectives, "
+        "but its compute and dataload are not what is longer (%+.1f ms and %+.1f ms per %s "
+        "against the other ranks' mean): its extra time is outside its profiled ops",
+        *r.straggler, wait, per, comp, dl, per);
+    r.levers = {absl::StrFormat("look at what rank %d does between its ops (sleeps, host "
+                                "synchronisations, logging or checkpointing on that rank only)",
+                                *r.straggler),
+                "check that rank's CPU share (other jobs, NUMA placement, oversubscribed threads)"};
+    return;
+  }
   const bool dataload = dl >= comp;
   r.verdict = absl::StrFormat(
-      "rank %d is a straggler: its %s is %.1f ms longer per step than the other ranks' mean; "
-      "the others wait %.1f ms per step for it in their collectives",
-      *r.straggler, dataload ? "dataload" : "compute", dataload ? dl : comp, *r.collective_wait_ms);
+      "rank %d is a straggler: its %s is %.1f ms longer per %s than the other ranks' mean; "
+      "the others wait %.1f ms per %s for it in their collectives",
+      *r.straggler, dataload ? "dataload" : "compute", dataload ? dl : comp, per, wait, per);
   if (dataload) {
     r.levers = {absl::StrFormat("more DataLoader workers on rank %d (num_workers, "
                                 "persistent_workers, pin_memory, prefetch_factor)",
@@ -111,9 +129,9 @@ void StragglerVerdict(CrossRankResult& r) {
 
 void CommBoundVerdict(CrossRankResult& r, double exposed_frac) {
   r.verdict = absl::StrFormat(
-      "communication-bound: %.1f ms of the %.1f ms step (%.0f%%) is communication no "
+      "communication-bound: %.1f ms of the %.1f ms %s (%.0f%%) is communication no "
       "computation overlaps",
-      r.exposed_comm_ms, r.step_ms_mean, 100.0 * exposed_frac);
+      r.exposed_comm_ms, r.step_ms_mean, Per(r), 100.0 * exposed_frac);
   r.levers = {"bucket size: DDP(bucket_cap_mb=...) (fewer, larger all-reduces; default 25)",
               "gradient_as_bucket_view=True (no copy between gradients and buckets)",
               "overlap: static_graph=True, no_sync() over gradient-accumulation steps",
@@ -136,11 +154,18 @@ void Verdict(CrossRankResult& r) {
     if (r.straggler) {
       absl::StrAppendFormat(&r.verdict,
                             "; besides, rank %d is a small straggler (the others "
-                            "wait %.1f ms per step for it)",
-                            *r.straggler, *r.collective_wait_ms);
+                            "wait %.1f ms per %s for it)",
+                            *r.straggler, *r.collective_wait_ms, Per(r));
     }
   } else if (r.comm_ms <= 0) {
-    r.verdict = "no collectives in the step window: the ranks did not communicate";
+    r.verdict = absl::StrCat("no collectives in the ", r.windowed ? "" : "step ",
+                             "window: the ranks did not communicate");
+  } else if (r.windowed) {
+    // One common window: the ranks' "step times" are its length, so their spread says nothing.
+    r.verdict = absl::StrFormat(
+        "balanced: the others wait %.1f ms per window for the last rank to reach its "
+        "collectives, exposed communication %.0f%% of the window",
+        r.collective_wait_ms.value_or(0), 100.0 * exposed_frac);
   } else {
     r.verdict = absl::StrFormat(
         "balanced: step times within %.1f ms (%.1f%%), exposed communication %.0f%% of the step",
@@ -155,6 +180,7 @@ CrossRankResult AnalyseCrossRank(std::vector<RankFigures> ranks) {
   r.ranks = std::move(ranks);
   r.world_size = static_cast<int64_t>(r.ranks.size());
   if (!r.ranks.empty()) r.backend = r.ranks[0].info.backend;
+  r.windowed = !r.ranks.empty() && r.ranks[0].windowed;
   r.step_ms_mean = Mean(r.ranks, [](const RankFigures& f) { return f.step_ms; });
   double lo = 0, hi = 0;
   for (size_t i = 0; i < r.ranks.size(); ++i) {

@@ -15,16 +15,24 @@
 namespace libreyolo {
 
 // A straggler is named when the others wait at least this long for it, per step: the larger
-// of kStragglerMinWaitMs and kStragglerMinWaitFrac of the mean step.
+// of kStragglerMinWaitMs and kStragglerMinWaitFrac of the mean step (per window and of the
+// window, for windowed figures).
 inline constexpr double kStragglerMinWaitMs = 1.0;
 inline constexpr double kStragglerMinWaitFrac = 0.05;
 // Exposed communication from this share of the step on is "communication-bound".
 inline constexpr double kCommBoundFrac = 0.15;
+// A straggler whose extra compute and extra dataload are both below this share of the wait it
+// causes is slow outside its profiled ops (a sleep, Python between ops, CPU contention).
+inline constexpr double kStragglerExplainedFrac = 0.25;
 
 struct CrossRankResult {
   std::string backend;
   int64_t world_size = 0;
   std::vector<RankFigures> ranks;  // by rank
+  // Every figure is per window, not per step: the ranks' traces mark no steps (Kineto's
+  // on-demand traces of an attach job) and were cut to the span all of them cover; step_ms_mean
+  // is that window's length and the step spread 0.
+  bool windowed = false;
   double step_ms_mean = 0;
   double step_spread_ms = 0;   // max - min of the ranks' step_ms
   double step_spread_pct = 0;  // of step_ms_mean

@@ -21,6 +21,30 @@
 #include "rapidjson/reader.h"
 
 namespace libreyolo {
+
+// An all-reduce call: its start and its bytes (-1: not recorded).
+struct SizedCall {
+  int64_t ts_ns = 0;
+  double bytes = 0;
+};
+
+// What one pass keeps.
+struct RankTraceIntervals {
+  DistributedInfo info;
+  Intervals steps;  // one per step, unmerged: their durations are the step times
+  std::vector<int64_t> step_numbers_in_order;  // N of each of `steps`
+  IntervalUnion dataload, comm_cpu, comm_gpu, allreduce_cpu, allreduce_gpu;
+  IntervalUnion compute_cpu, compute_gpu;
+  std::vector<int64_t> comm_cpu_starts, comm_gpu_starts;
+  std::vector<SizedCall> param_sizes, span_sizes;  // record_param_comms; collective spans
+  absl::flat_hash_set<int64_t> step_numbers;
+  // The profiler's own span(s) (category "Trace": min start, max end), and the kept events'.
+  std::optional<Interval> profiler_span;
+  int64_t first_ns = std::numeric_limits<int64_t>::max();
+  int64_t last_ns = std::numeric_limits<int64_t>::min();
+  std::string collective_backend;  // the prefix of the first collective span
+};
+
 namespace {
 
 constexpr int kMaxDepth = 256;
@@ -43,23 +67,7 @@ bool IsCollectiveSpan(const std::string& name) {
          absl::StartsWith(name, "mpi:") || absl::StartsWith(name, "ucc:");
 }
 
-// An all-reduce call: its start and its bytes (-1: not recorded).
-struct SizedCall {
-  int64_t ts_ns = 0;
-  double bytes = 0;
-};
-
-// What one pass keeps.
-struct Collected {
-  DistributedInfo info;
-  Intervals steps;  // one per step, unmerged: their durations are the step times
-  std::vector<int64_t> step_numbers_in_order;  // N of each of `steps`
-  IntervalUnion dataload, comm_cpu, comm_gpu, allreduce_cpu, allreduce_gpu;
-  IntervalUnion compute_cpu, compute_gpu;
-  std::vector<int64_t> comm_cpu_starts, comm_gpu_starts;
-  std::vector<SizedCall> param_sizes, span_sizes;  // record_param_comms; collective spans
-  absl::flat_hash_set<int64_t> step_numbers;
-};
+using Collected = RankTraceIntervals;
 
 // The event being read: its fields and the few args the analysis reads.
 struct Pending {
@@ -207,6 +215,14 @@ void RankHandler::Commit() {
   }
   const int64_t ts = std::llround(ev_.ts * 1000.0);
   const Interval iv{ts, ts + std::llround(ev_.dur * 1000.0)};
+  if (ev_.cat == "Trace") {  // Kineto's "PyTorch Profiler (N)": the span it recorded
+    std::optional<Interval>& span = out_->profiler_span;
+    span = span ? Interval{std::min(span->first, iv.first), std::max(span->second, iv.second)}
+                : iv;
+    return;
+  }
+  out_->first_ns = std::min(out_->first_ns, iv.first);
+  out_->last_ns = std::max(out_->last_ns, iv.second);
   if (ev_.cat == "kernel") {
     if (KernelCategory(ev_.name) == kCategoryCommunication) {
       out_->comm_gpu.Add(iv);
@@ -233,6 +249,7 @@ void RankHandler::CommitCpu(const Interval& iv) {
   if (PhaseOfSpanName(name) == "dataload") {
     out_->dataload.Add(iv);
   } else if (IsCollectiveSpan(name)) {
+    if (out_->collective_backend.empty()) out_->collective_backend = name.substr(0, name.find(':'));
     out_->comm_cpu.Add(iv);
     out_->comm_cpu_starts.push_back(iv.first);
     if (IsAllReduce(name)) {
@@ -386,6 +403,29 @@ int64_t CountInside(const std::vector<int64_t>& starts, const Intervals& window)
                        [&](int64_t ts) { return Inside(window, ts); });
 }
 
+// The figures of `c` over `window` (merged), each divided by `periods` (steps, or 1 window).
+void Reduce(Collected& c, const Intervals& window, int64_t periods, RankFigures& f) {
+  const Intervals comm_gpu = c.comm_gpu.Take(), compute_gpu = c.compute_gpu.Take();
+  const bool has_kernels = !comm_gpu.empty() || !compute_gpu.empty();
+  f.gpu_comm = !comm_gpu.empty();
+  const Intervals dataload = Intersect(c.dataload.Take(), window);
+  const Intervals compute = has_kernels
+                                ? Intersect(compute_gpu, window)
+                                : Subtract(Intersect(c.compute_cpu.Take(), window), dataload);
+  const Intervals comm = Intersect(f.gpu_comm ? comm_gpu : c.comm_cpu.Take(), window);
+  const Intervals allreduce =
+      Intersect(f.gpu_comm ? c.allreduce_gpu.Take() : c.allreduce_cpu.Take(), window);
+  f.dataload_ms = PerStepMs(Length(dataload), periods);
+  f.compute_ms = PerStepMs(Length(compute), periods);
+  f.comm_ms = PerStepMs(Length(comm), periods);
+  f.exposed_comm_ms = PerStepMs(Length(comm) - Length(Intersect(comm, compute)), periods);
+  f.allreduce_ms = PerStepMs(Length(allreduce), periods);
+  f.collectives = CountInside(f.gpu_comm ? c.comm_gpu_starts : c.comm_cpu_starts, window);
+  f.allreduce_bytes =
+      BytesPerStep(c.param_sizes.empty() ? c.span_sizes : c.param_sizes, window, periods);
+  if (!f.windowed) f.comm_ms_by_step = CommByStep(c.steps, c.step_numbers_in_order, comm);
+}
+
 absl::StatusOr<RankFigures> Figures(Collected c, const std::string& what) {
   RankFigures f;
   f.path = what;
@@ -400,27 +440,23 @@ absl::StatusOr<RankFigures> Figures(Collected c, const std::string& what) {
   double step_ns = 0;  // a double: a hostile trace's many huge steps must not overflow
   for (const Interval& s : c.steps) step_ns += static_cast<double>(s.second - s.first);
   f.step_ms = step_ns / 1e6 / static_cast<double>(f.steps);
-  const Intervals steps = c.steps;
-  const Intervals window = Merge(std::move(c.steps));
-  const Intervals comm_gpu = c.comm_gpu.Take(), compute_gpu = c.compute_gpu.Take();
-  const bool has_kernels = !comm_gpu.empty() || !compute_gpu.empty();
-  f.gpu_comm = !comm_gpu.empty();
-  const Intervals dataload = Intersect(c.dataload.Take(), window);
-  const Intervals compute = has_kernels
-                                ? Intersect(compute_gpu, window)
-                                : Subtract(Intersect(c.compute_cpu.Take(), window), dataload);
-  const Intervals comm = Intersect(f.gpu_comm ? comm_gpu : c.comm_cpu.Take(), window);
-  const Intervals allreduce =
-      Intersect(f.gpu_comm ? c.allreduce_gpu.Take() : c.allreduce_cpu.Take(), window);
-  f.dataload_ms = PerStepMs(Length(dataload), f.steps);
-  f.compute_ms = PerStepMs(Length(compute), f.steps);
-  f.comm_ms = PerStepMs(Length(comm), f.steps);
-  f.exposed_comm_ms = PerStepMs(Length(comm) - Length(Intersect(comm, compute)), f.steps);
-  f.allreduce_ms = PerStepMs(Length(allreduce), f.steps);
-  f.collectives = CountInside(f.gpu_comm ? c.comm_gpu_starts : c.comm_cpu_starts, window);
-  f.allreduce_bytes =
-      BytesPerStep(c.param_sizes.empty() ? c.span_sizes : c.param_sizes, window, f.steps);
-  f.comm_ms_by_step = CommByStep(steps, c.step_numbers_in_order, comm);
+  const Intervals window = Merge(c.steps);
+  Reduce(c, window, f.steps, f);
+  return f;
+}
+
+absl::StatusOr<RankFigures> WindowFigures(Collected c, const std::string& what,
+                                          const Interval& window) {
+  if (window.second <= window.first) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": the window to analyse is empty: the ranks' traces share no recorded time"));
+  }
+  RankFigures f;
+  f.path = what;
+  f.info = c.info;
+  f.windowed = true;
+  f.step_ms = static_cast<double>(window.second - window.first) / 1e6;
+  Reduce(c, Intervals{window}, 1, f);
   return f;
 }
 
@@ -451,17 +487,54 @@ absl::StatusOr<DistributedInfo> ReadDistributedInfo(const std::string& path) {
   return c.info;
 }
 
+RankTraceRead::RankTraceRead() : c_(std::make_unique<RankTraceIntervals>()) {}
+RankTraceRead::~RankTraceRead() = default;
+RankTraceRead::RankTraceRead(RankTraceRead&&) noexcept = default;
+RankTraceRead& RankTraceRead::operator=(RankTraceRead&&) noexcept = default;
+
+const DistributedInfo& RankTraceRead::info() const { return c_->info; }
+int64_t RankTraceRead::steps() const { return static_cast<int64_t>(c_->steps.size()); }
+const std::string& RankTraceRead::collective_backend() const { return c_->collective_backend; }
+std::optional<Interval> RankTraceRead::recorded() const {
+  if (c_->profiler_span) return c_->profiler_span;
+  if (c_->first_ns > c_->last_ns) return std::nullopt;
+  return Interval{c_->first_ns, c_->last_ns};
+}
+
+absl::StatusOr<RankTraceRead> ReadRankTraceFile(const std::string& path) {
+  RankTraceRead r;
+  if (absl::Status s = ParseFile(path, r.c_.get(), /*header_only=*/false); !s.ok()) return s;
+  return r;
+}
+
+absl::StatusOr<RankTraceRead> ReadRankTraceText(std::string_view json, const std::string& what) {
+  RankTraceRead r;
+  rapidjson::MemoryStream stream(json.data(), json.size());
+  if (absl::Status s = Parse(stream, nullptr, what, r.c_.get(), /*header_only=*/false); !s.ok()) {
+    return s;
+  }
+  return r;
+}
+
+absl::StatusOr<RankFigures> RankFiguresOf(RankTraceRead read, const std::string& what) {
+  return Figures(std::move(*read.c_), what);
+}
+
+absl::StatusOr<RankFigures> RankWindowFiguresOf(RankTraceRead read, const std::string& what,
+                                                const Interval& window) {
+  return WindowFigures(std::move(*read.c_), what, window);
+}
+
 absl::StatusOr<RankFigures> AnalyseRankTraceFile(const std::string& path) {
-  Collected c;
-  if (absl::Status s = ParseFile(path, &c, /*header_only=*/false); !s.ok()) return s;
-  return Figures(std::move(c), path);
+  auto read = ReadRankTraceFile(path);
+  if (!read.ok()) return read.status();
+  return RankFiguresOf(*std::move(read), path);
 }
 
 absl::StatusOr<RankFigures> AnalyseRankTraceText(std::string_view json, const std::string& what) {
-  Collected c;
-  rapidjson::MemoryStream stream(json.data(), json.size());
-  if (absl::Status s = Parse(stream, nullptr, what, &c, /*header_only=*/false); !s.ok()) return s;
-  return Figures(std::move(c), what);
+  auto read = ReadRankTraceText(json, what);
+  if (!read.ok()) return read.status();
+  return RankFiguresOf(*std::move(read), what);
 }
 
 }  // namespace libreyolo

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <system_error>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/io/file_reader.h"
 #include "common/io/rank_artifacts.h"
 #include "common/json/json_read.h"
 #include "common/json/json_writer.h"
@@ -120,6 +122,120 @@ absl::Status CheckRanks(const std::string& dir, const std::vector<RankFile>& fil
       RanksText(missing), missing.size() == 1 ? "is" : "are", held.front()));
 }
 
+std::vector<RankTraceInput> Inputs(const std::vector<std::string>& traces) {
+  std::vector<RankTraceInput> in;
+  for (const std::string& t : traces) in.push_back({t, std::nullopt});
+  return in;
+}
+
+// The rank and world size of the process whose trace `trace` is, from the profile.json beside
+// a rank folder's profile_trace.json (an attach job's, downloaded: config.traced_process);
+// nullopt when there is none or it does not say.
+std::optional<DistributedInfo> TracedProcessBeside(const std::string& trace) {
+  const fs::path path(trace);
+  if (path.filename() != kTraceFileName) return std::nullopt;
+  absl::StatusOr<std::string> text =
+      ReadWholeFile((path.parent_path() / kProfileFileName).string());
+  if (!text.ok()) return std::nullopt;
+  const rapidjson::Document d = JsonOrNull(*text);
+  if (!d.IsObject()) return std::nullopt;
+  const auto config = d.FindMember("config");
+  if (config == d.MemberEnd() || !config->value.IsObject()) return std::nullopt;
+  const auto proc = config->value.FindMember("traced_process");
+  if (proc == config->value.MemberEnd() || !proc->value.IsObject()) return std::nullopt;
+  const auto count = [&](const char* key) -> int64_t {
+    const auto it = proc->value.FindMember(key);
+    return it != proc->value.MemberEnd() && it->value.IsInt64() ? it->value.GetInt64() : -1;
+  };
+  DistributedInfo info;
+  info.rank = count("rank");
+  info.world_size = count("world_size");
+  if (info.rank < 0 || info.world_size <= 0) return std::nullopt;
+  return info;
+}
+
+// Every rank's pass: figures at once for a trace that marks steps; the intervals of one that
+// does not, kept until the window all of them share is known.
+struct RankPasses {
+  explicit RankPasses(size_t n) : results(n), stepless(n), backends(n) {}
+
+  void Read(size_t i, const std::string& path) {
+    try {
+      absl::StatusOr<RankTraceRead> read = ReadRankTraceFile(path);
+      if (!read.ok()) {
+        results[i] = read.status();
+      } else {
+        backends[i] = read->collective_backend();
+        if (read->steps() > 0) {
+          results[i] = RankFiguresOf(*std::move(read), path);
+        } else {
+          stepless[i] = *std::move(read);
+        }
+      }
+    } catch (const std::exception& e) {  // bad_alloc on a huge trace: fail this rank only
+      results[i] = absl::ResourceExhaustedError(e.what());
+    }
+  }
+  void Window(size_t i, const std::string& path, const Interval& window) {
+    try {
+      results[i] = RankWindowFiguresOf(*std::move(stepless[i]), path, window);
+    } catch (const std::exception& e) {
+      results[i] = absl::ResourceExhaustedError(e.what());
+    }
+    stepless[i].reset();
+  }
+  // The first rank that failed, naming it.
+  absl::Status Check(const std::vector<RankFile>& files) const {
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (results[i] && !results[i]->ok()) {
+        return absl::DataLossError(absl::StrFormat("rank %d (%s): %s", files[i].info.rank,
+                                                   files[i].path,
+                                                   results[i]->status().message()));
+      }
+    }
+    return absl::OkStatus();
+  }
+  // The first rank read without steps; n when every rank has them.
+  size_t FirstStepless() const {
+    const auto held = [](const std::optional<RankTraceRead>& r) { return r.has_value(); };
+    return static_cast<size_t>(std::find_if(stepless.begin(), stepless.end(), held) -
+                               stepless.begin());
+  }
+  bool windowed() const { return FirstStepless() < stepless.size(); }
+  // The span every rank's trace recorded: the latest start to the earliest end.
+  absl::StatusOr<Interval> CommonWindow(const std::string& dir,
+                                        const std::vector<RankFile>& files) const {
+    Interval w{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (!stepless[i]) {
+        const size_t j = FirstStepless();
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: rank %d's trace (%s) marks ProfilerStep#N steps and rank %d's (%s) none: one "
+            "run's ranks are traced alike (torch.profiler with a schedule, or on demand); keep "
+            "one kind of trace per folder",
+            dir, files[i].info.rank, files[i].path, files[j].info.rank, files[j].path));
+      }
+      const std::optional<Interval> span = stepless[i]->recorded();
+      if (!span) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: rank %d's trace (%s) records no event", dir, files[i].info.rank, files[i].path));
+      }
+      w = {std::max(w.first, span->first), std::min(w.second, span->second)};
+    }
+    if (w.second <= w.first) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir, ": the ranks' traces share no recorded time (no step marks, so the ranks are "
+          "compared over the span they all cover): trace the ranks together, with one start "
+          "time (an attach job gives every process one PROFILE_START_TIME)"));
+    }
+    return w;
+  }
+
+  std::vector<std::optional<absl::StatusOr<RankFigures>>> results;
+  std::vector<std::optional<RankTraceRead>> stepless;
+  std::vector<std::string> backends;
+};
+
 // Runs task(i) for i in [0, n) on at most `threads` threads; no exception leaves a thread.
 template <typename Task>
 void ParallelFor(size_t n, int threads, Task task) {
@@ -150,19 +266,33 @@ absl::StatusOr<std::vector<RankFile>> ScanRankFolder(const std::string& dir, boo
 absl::StatusOr<std::vector<RankFile>> ScanRankTraces(const std::string& dir,
                                                      const std::vector<std::string>& traces,
                                                      bool require_all) {
+  return ScanRankTraces(dir, Inputs(traces), require_all);
+}
+
+absl::StatusOr<std::vector<RankFile>> ScanRankTraces(const std::string& dir,
+                                                     const std::vector<RankTraceInput>& traces,
+                                                     bool require_all) {
   std::vector<RankFile> out;
-  for (const std::string& path : traces) {
+  for (const RankTraceInput& in : traces) {
+    const std::string& path = in.path;
     auto info = ReadDistributedInfo(path);
     if (!info.ok()) {
       if (info.status().code() == absl::StatusCode::kNotFound) return info.status();
       return absl::DataLossError(absl::StrCat("rank trace ", path, ": ", info.status().message()));
     }
     if (info->rank < 0 || info->world_size <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path,
-          " has no distributedInfo (rank, world_size): not a trace of a distributed run; "
-          "read it alone with `libreyolo profile summary ",
-          path, "`, or move it out of the folder"));
+      // No distributedInfo (Kineto's on-demand trace): the caller's, else the profile beside.
+      std::optional<DistributedInfo> known = in.given ? in.given : TracedProcessBeside(path);
+      if (known && known->rank >= 0 && known->world_size > 0) {
+        info = *known;
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path,
+            " has no distributedInfo (rank, world_size), and no profile.json beside it says "
+            "which rank of how many its process was (config.traced_process): not a trace of a "
+            "distributed run; read it alone with `libreyolo profile summary ",
+            path, "`, or move it out of the folder"));
+      }
     }
     out.push_back({path, *info});
   }
@@ -194,27 +324,31 @@ absl::StatusOr<RanksView> BuildRanksView(const std::string& dir, int threads) {
 absl::StatusOr<RanksView> BuildRanksViewOfTraces(const std::string& dir,
                                                  const std::vector<std::string>& traces,
                                                  int threads) {
+  return BuildRanksViewOfTraces(dir, Inputs(traces), threads);
+}
+
+absl::StatusOr<RanksView> BuildRanksViewOfTraces(const std::string& dir,
+                                                 const std::vector<RankTraceInput>& traces,
+                                                 int threads) {
   auto files = ScanRankTraces(dir, traces, /*require_all=*/true);
   if (!files.ok()) return files.status();
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const size_t n = files->size();
-  std::vector<std::optional<absl::StatusOr<RankFigures>>> results(n);
-  ParallelFor(n, threads, [&](size_t i) {
-    try {
-      results[i] = AnalyseRankTraceFile((*files)[i].path);
-    } catch (const std::exception& e) {  // bad_alloc on a huge trace: fail this rank only
-      results[i] = absl::ResourceExhaustedError(e.what());
-    }
-  });
+  RankPasses passes(n);
+  ParallelFor(n, threads, [&](size_t i) { passes.Read(i, (*files)[i].path); });
+  if (absl::Status s = passes.Check(*files); !s.ok()) return s;
+  if (passes.windowed()) {
+    absl::StatusOr<Interval> window = passes.CommonWindow(dir, *files);
+    if (!window.ok()) return window.status();
+    ParallelFor(n, threads, [&](size_t i) { passes.Window(i, (*files)[i].path, *window); });
+    if (absl::Status s = passes.Check(*files); !s.ok()) return s;
+  }
   std::vector<RankFigures> figures;
   for (size_t i = 0; i < n; ++i) {
-    const absl::StatusOr<RankFigures>& r = *results[i];
-    if (!r.ok()) {
-      return absl::DataLossError(absl::StrFormat("rank %d (%s): %s", (*files)[i].info.rank,
-                                                 (*files)[i].path, r.status().message()));
-    }
-    figures.push_back(*r);
+    figures.push_back(**passes.results[i]);
     figures.back().info = (*files)[i].info;
+    // A trace without distributedInfo: its collective spans name the backend.
+    if (figures.back().info.backend.empty()) figures.back().info.backend = passes.backends[i];
   }
   RanksView v;
   v.source = dir;
@@ -302,6 +436,11 @@ CompareResult CompareRanks(const RanksView& before, const RanksView& after) {
     r.warnings.push_back(absl::StrCat("different world_size: ", b.world_size, " before, ",
                                       a.world_size, " after; the numbers are not like for like"));
   }
+  if (b.windowed != a.windowed) {
+    r.warnings.push_back(absl::StrCat("figures per ", b.windowed ? "window" : "step",
+                                      " before, per ", a.windowed ? "window" : "step",
+                                      " after; the numbers are not like for like"));
+  }
   if (b.backend != a.backend) {
     r.warnings.push_back(absl::StrCat("different backend: ", b.backend, " before, ", a.backend,
                                       " after; the numbers are not like for like"));
@@ -333,33 +472,43 @@ CompareResult CompareRanks(const RanksView& before, const RanksView& after) {
 
 std::string RenderRanksText(const RanksView& v) {
   const CrossRankResult& r = v.result;
+  const char* per = r.windowed ? "window" : "step";
   std::string out = absl::StrFormat("%s: %d ranks (%s)\nverdict: %s\n", v.source, r.world_size,
-                                    r.backend, r.verdict);
+                                    r.backend.empty() ? "backend unknown" : r.backend, r.verdict);
   for (const std::string& l : r.levers) absl::StrAppend(&out, "  lever: ", l, "\n");
   TextTable t({{"rank"},
                {"steps"},
-               {"step ms"},
+               {r.windowed ? "window ms" : "step ms"},
                {"compute ms"},
                {"dataload ms"},
                {"collectives ms"},
                {"exposed comm ms"},
-               {"all-reduce/step"}});
+               {absl::StrCat("all-reduce/", per)}});
   for (const RankFigures& f : r.ranks) {
-    t.AddRow({absl::StrCat(f.info.rank), absl::StrCat(f.steps), Fmt(f.step_ms, 2),
-              Fmt(f.compute_ms, 2), Fmt(f.dataload_ms, 2), Fmt(f.comm_ms, 2),
+    t.AddRow({absl::StrCat(f.info.rank), f.windowed ? "none" : absl::StrCat(f.steps),
+              Fmt(f.step_ms, 2), Fmt(f.compute_ms, 2), Fmt(f.dataload_ms, 2), Fmt(f.comm_ms, 2),
               Fmt(f.exposed_comm_ms, 2), FmtBytes(f.allreduce_bytes)});
   }
-  absl::StrAppend(&out, "per rank, per step:\n", t.Render());
+  absl::StrAppend(&out, "per rank, per ", per, ":\n", t.Render());
+  if (r.windowed) {
+    absl::StrAppend(&out, "window               ", Fmt(r.step_ms_mean, 2),
+                    " ms (no steps marked: the span every rank's trace recorded)\n");
+  } else {
+    absl::StrAppend(&out, "step-time spread     ", Fmt(r.step_spread_ms, 2), " ms (",
+                    Fmt(r.step_spread_pct, 1), " % of the mean step ", Fmt(r.step_ms_mean, 2),
+                    " ms)\n");
+  }
   absl::StrAppend(
-      &out, "step-time spread     ", Fmt(r.step_spread_ms, 2), " ms (", Fmt(r.step_spread_pct, 1),
-      " % of the mean step ", Fmt(r.step_ms_mean, 2), " ms)\n", "straggler            ",
-      r.straggler ? absl::StrCat("rank ", *r.straggler) : "none", "\n", "wait for rank ",
-      Opt(r.wait_for_rank), "      ", FmtUnit(r.collective_wait_ms, "ms", 2),
-      " per step, median over steps ", FmtUnit(r.collective_wait_median_ms, "ms", 2),
-      " (the others' time in collectives minus its)\n", "communication        ", Fmt(r.comm_ms, 2),
-      " ms per step, exposed ", Fmt(r.exposed_comm_ms, 2), " ms, overlapped ",
-      FmtUnit(r.comm_overlap_pct, "%", 1), "\n", "all-reduce           ",
-      FmtBytes(r.allreduce_bytes), " per step, algbw ", FmtUnit(r.algbw_gbps, "GB/s", 3),
+      &out, "straggler            ", r.straggler ? absl::StrCat("rank ", *r.straggler) : "none",
+      "\n", "wait for rank ", Opt(r.wait_for_rank), "      ",
+      FmtUnit(r.collective_wait_ms, "ms", 2), " per ", per,
+      r.windowed ? std::string()
+                 : absl::StrCat(", median over steps ",
+                                FmtUnit(r.collective_wait_median_ms, "ms", 2)),
+      " (the others' time in collectives minus its)\n", "communication        ",
+      Fmt(r.comm_ms, 2), " ms per ", per, ", exposed ", Fmt(r.exposed_comm_ms, 2),
+      " ms, overlapped ", FmtUnit(r.comm_overlap_pct, "%", 1), "\n", "all-reduce           ",
+      FmtBytes(r.allreduce_bytes), " per ", per, ", algbw ", FmtUnit(r.algbw_gbps, "GB/s", 3),
       ", busbw ", FmtUnit(r.busbw_gbps, "GB/s", 3), "\n", "load imbalance       ",
       FmtUnit(r.load_imbalance_pct, "%", 1),
       " (busiest rank's compute + dataload over the mean)\n");
@@ -422,6 +571,7 @@ absl::StatusOr<RanksView> RanksViewFromJson(std::string_view json) {
   CrossRankResult& r = v.result;
   r.backend = StringOf(d, "backend");
   r.world_size = static_cast<int64_t>(NumberOf(d, "world_size").value_or(0));
+  r.windowed = StringOf(d, "figures_per") == "window";  // absent (written before): per step
   v.threads = static_cast<int>(NumberOf(d, "threads").value_or(0));
   for (const rapidjson::Value& row : ranks->value.GetArray()) {
     if (!row.IsObject()) return absl::DataLossError("a row of the profile's `ranks` is no object");
@@ -445,6 +595,7 @@ absl::StatusOr<RanksView> RanksViewFromJson(std::string_view json) {
           c.field);
     }
     f.gpu_comm = StringOf(row, "comm_timed_on") == kGpuComm;
+    f.windowed = r.windowed;
     r.ranks.push_back(std::move(f));
   }
   for (const CrossRankMetric& m : CrossRankMetrics()) m.Set(r, NumberOf(d, m.name));
@@ -464,7 +615,8 @@ std::string RenderRanksJson(const RanksView& v) {
       .Field("source", v.source)
       .Field("backend", r.backend)
       .Field("world_size", r.world_size)
-      .Field("threads", static_cast<int64_t>(v.threads));
+      .Field("threads", static_cast<int64_t>(v.threads))
+      .Field("figures_per", r.windowed ? "window" : "step");
   w.Key("ranks").BeginArray();
   for (const RankFigures& f : r.ranks) {
     w.BeginObject().Field("rank", f.info.rank).Field("trace", f.path);

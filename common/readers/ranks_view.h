@@ -22,6 +22,14 @@ struct RankFile {
   DistributedInfo info;
 };
 
+// A rank's trace and what its caller knows of it: for a trace without distributedInfo
+// (Kineto's on-demand trace of an attach job), its rank and world size (the process's RANK and
+// WORLD_SIZE); the backend may stay empty (the collective spans name it).
+struct RankTraceInput {
+  std::string path;
+  std::optional<DistributedInfo> given;
+};
+
 struct RanksView {
   std::string source;  // the folder
   CrossRankResult result;
@@ -34,12 +42,17 @@ bool IsDirectory(const std::string& path);
 // (exit 2) naming the problem and the way out: no traces, a trace without distributedInfo,
 // mixed world sizes or backends, a rank twice, ranks missing (what the folder holds: "rank 0 of
 // a 128-rank job"; not checked when `require_all` is false). A trace that cannot be read is
-// DATA_LOSS (exit 1) naming the file.
+// DATA_LOSS (exit 1) naming the file. A rank folder's profile_trace.json without
+// distributedInfo takes its rank and world size from the profile.json beside it
+// (`config.traced_process{rank, world_size}`: an attach job's files, docs/profile-json.md).
 absl::StatusOr<std::vector<RankFile>> ScanRankFolder(const std::string& dir, bool require_all);
 // The same checks over given traces (one job's ranks, wherever they lie); `dir` names them in
 // the errors.
 absl::StatusOr<std::vector<RankFile>> ScanRankTraces(const std::string& dir,
                                                      const std::vector<std::string>& traces,
+                                                     bool require_all);
+absl::StatusOr<std::vector<RankFile>> ScanRankTraces(const std::string& dir,
+                                                     const std::vector<RankTraceInput>& traces,
                                                      bool require_all);
 
 // The trace of rank `rank` in the folder (for `--rank k`; other ranks may be missing):
@@ -47,11 +60,18 @@ absl::StatusOr<std::vector<RankFile>> ScanRankTraces(const std::string& dir,
 absl::StatusOr<std::string> RankTracePath(const std::string& dir, int64_t rank);
 
 // Scans, then analyses every rank's trace, one task per rank on at most `threads` threads (0:
-// std::thread::hardware_concurrency()); only each rank's figures outlive its task.
+// std::thread::hardware_concurrency()); only each rank's figures outlive its task. Traces that
+// mark no ProfilerStep#N (Kineto's on-demand traces) are analysed per window instead: the span
+// every rank's trace recorded (the latest start to the earliest end), their intervals kept
+// until all are read; INVALID_ARGUMENT when some ranks mark steps and others do not, or the
+// traces share no time.
 absl::StatusOr<RanksView> BuildRanksView(const std::string& dir, int threads = 0);
 // The same over given traces (ScanRankTraces with every rank required).
 absl::StatusOr<RanksView> BuildRanksViewOfTraces(const std::string& dir,
                                                  const std::vector<std::string>& traces,
+                                                 int threads = 0);
+absl::StatusOr<RanksView> BuildRanksViewOfTraces(const std::string& dir,
+                                                 const std::vector<RankTraceInput>& traces,
                                                  int threads = 0);
 
 // `compare BEFORE/ AFTER/`: two runs' folders, as compare shows two profiles (the same

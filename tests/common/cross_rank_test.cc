@@ -674,5 +674,160 @@ TEST(RanksReport, UndirectedChangeHasNoCall) {
   EXPECT_NE(table.find("data-metric=\"comm_ms\""), std::string::npos);
 }
 
+// --- traces without steps: Kineto's on-demand traces of an attach job --------------------------
+
+// One rank traced on demand: no distributedInfo, no ProfilerStep; Kineto's "PyTorch Profiler
+// (0)" span over [start, start + 200 ms); a 30 ms op at 10 ms, a gloo all-reduce of 1000 floats
+// at 40 ms lasting `comm_ms`, 5 ms of data loading at 100 ms.
+std::string OnDemandRank(int64_t start_ms, int64_t comm_ms) {
+  const std::string gloo_args = R"("Input Dims": [[1000]], "Input type": ["float"])";
+  const int64_t t = start_ms * kMs;
+  const std::vector<std::string> ev = {
+      X("cpu_op", "aten::mm", t + 10 * kMs, 30 * kMs),
+      X("user_annotation", "gloo:all_reduce", t + 40 * kMs, comm_ms * kMs, Thread(2), gloo_args),
+      X("user_annotation", kDataload, t + 100 * kMs, 5 * kMs),
+      absl::StrCat(R"j({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", )j",
+                   R"("pid": "Spans", "tid": "PyTorch Profiler", "ts": )", t, R"(, "dur": )",
+                   200 * kMs, "}")};
+  return absl::StrCat(R"({"schemaVersion": 1, "trace_id": "x", "traceEvents": [)",
+                      absl::StrJoin(ev, ",\n"), "]}");
+}
+
+constexpr int64_t kNsPerMs = 1'000'000;
+
+TEST(RankTrace, AStepLessTraceIsReadPerWindow) {
+  auto read = ReadRankTraceText(OnDemandRank(0, 50));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->steps(), 0);
+  EXPECT_EQ(read->info().rank, -1);
+  EXPECT_EQ(read->collective_backend(), "gloo");
+  ASSERT_TRUE(read->recorded().has_value());
+  EXPECT_EQ(*read->recorded(), (Interval{0, 200 * kNsPerMs}));  // the profiler's own span
+  auto f = RankWindowFiguresOf(*std::move(read), "r0", {5 * kNsPerMs, 180 * kNsPerMs});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(f->windowed);
+  EXPECT_EQ(f->steps, 0);
+  EXPECT_DOUBLE_EQ(f->step_ms, 175);  // the window's length
+  EXPECT_DOUBLE_EQ(f->compute_ms, 30);
+  EXPECT_DOUBLE_EQ(f->comm_ms, 50);
+  EXPECT_DOUBLE_EQ(f->exposed_comm_ms, 50);  // the op ends where the all-reduce starts
+  EXPECT_DOUBLE_EQ(f->dataload_ms, 5);
+  EXPECT_EQ(f->collectives, 1);
+  EXPECT_DOUBLE_EQ(*f->allreduce_bytes, 4000);  // per window
+  EXPECT_TRUE(f->comm_ms_by_step.empty());
+  // Cut to a window: [20, 60) ms holds 20 ms of the op and 20 of the all-reduce.
+  auto cut = RankWindowFiguresOf(*ReadRankTraceText(OnDemandRank(0, 50)), "r0",
+                                 {20 * kNsPerMs, 60 * kNsPerMs});
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_DOUBLE_EQ(cut->step_ms, 40);
+  EXPECT_DOUBLE_EQ(cut->compute_ms, 20);
+  EXPECT_DOUBLE_EQ(cut->comm_ms, 20);
+  EXPECT_EQ(RankWindowFiguresOf(*ReadRankTraceText(OnDemandRank(0, 50)), "r0", {5, 5})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // Per step it stays an error: no step to divide by.
+  EXPECT_EQ(RankFiguresOf(*ReadRankTraceText(OnDemandRank(0, 50)), "r0").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// A straggler whose ops and data loading are no longer than the others': its time goes
+// elsewhere (a sleep, Python between ops), and the verdict says so rather than naming a
+// negative "longer".
+TEST(CrossRank, AStragglerSlowOutsideItsOps) {
+  const CrossRankResult r =
+      AnalyseCrossRank({Fig(0, 100, 40, 5, 60, 50), Fig(1, 100, 40.5, 4, 10, 5)});
+  ASSERT_TRUE(r.straggler.has_value());
+  EXPECT_EQ(*r.straggler, 1);
+  EXPECT_EQ(r.verdict.rfind("rank 1 is a straggler: the others wait 50.0 ms per step for it", 0),
+            0u)
+      << r.verdict;
+  EXPECT_NE(r.verdict.find("(+0.5 ms and -1.0 ms per step"), std::string::npos) << r.verdict;
+  EXPECT_NE(r.verdict.find("outside its profiled ops"), std::string::npos) << r.verdict;
+  EXPECT_NE(absl::StrJoin(r.levers, "\n").find("between its ops"), std::string::npos);
+}
+
+// Rank folders of an attach job as downloaded (<project>/attach/rank<R>/): traces without
+// distributedInfo or steps, their rank and world in the profile beside, compared over the
+// window all of them recorded.
+void WriteOnDemandRank(test::TempDir& d, int rank, int64_t start_ms, int64_t comm_ms) {
+  const std::string dir = absl::StrCat("rank", rank, "/");
+  d.Write(dir + "profile_trace.json", OnDemandRank(start_ms, comm_ms));
+  d.Write(dir + "profile.json",
+          absl::StrCat(R"({"schema": "libreyolo.profile.analysis/v1", "config": {)",
+                       R"("traced_process": {"pid": 7, "rank": )", rank,
+                       R"(, "world_size": 2}}})"));
+}
+
+TEST(RankFolder, OnDemandRanksAreComparedOverTheWindowTheyShare) {
+  test::TempDir d;
+  WriteOnDemandRank(d, 0, 0, 80);   // waits 70 ms in its all-reduce for rank 1
+  WriteOnDemandRank(d, 1, 10, 10);  // started 10 ms later: the window is [10, 200) ms
+  auto view = BuildRanksView(d.path(), 2);
+  ASSERT_TRUE(view.ok()) << view.status();
+  const CrossRankResult& r = view->result;
+  EXPECT_TRUE(r.windowed);
+  EXPECT_EQ(r.world_size, 2);
+  EXPECT_EQ(r.backend, "gloo");
+  ASSERT_EQ(r.ranks.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.step_ms_mean, 190);
+  EXPECT_DOUBLE_EQ(r.step_spread_ms, 0);
+  EXPECT_DOUBLE_EQ(r.ranks[0].compute_ms, 30);
+  EXPECT_DOUBLE_EQ(r.ranks[0].comm_ms, 80);
+  EXPECT_DOUBLE_EQ(r.ranks[1].comm_ms, 10);
+  ASSERT_TRUE(r.straggler.has_value());
+  EXPECT_EQ(*r.straggler, 1);
+  EXPECT_DOUBLE_EQ(*r.collective_wait_ms, 70);
+  EXPECT_FALSE(r.collective_wait_median_ms.has_value());
+  EXPECT_EQ(r.verdict.rfind("rank 1 is a straggler: the others wait 70.0 ms per window", 0), 0u)
+      << r.verdict;
+  const std::string text = RenderRanksText(*view);
+  EXPECT_NE(text.find("per rank, per window"), std::string::npos) << text;
+  EXPECT_NE(text.find("window               190.00 ms"), std::string::npos) << text;
+  EXPECT_EQ(text.find("step-time spread"), std::string::npos) << text;
+  EXPECT_EQ(text.find("per step"), std::string::npos) << text;
+  // The JSON form says so and reads back as the same view.
+  const std::string json = RenderRanksJson(*view);
+  EXPECT_NE(json.find(R"("figures_per": "window")"), std::string::npos) << json;
+  auto back = RanksViewFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(RenderRanksText(*back), text);
+  EXPECT_EQ(RenderRanksJson(*back), json);
+  // The caller may give the ranks instead of the profiles (the daemon, from RANK).
+  auto given = BuildRanksViewOfTraces(
+      "job", {RankTraceInput{d.File("rank1/profile_trace.json"), DistributedInfo{"", 1, 2}},
+              RankTraceInput{d.File("rank0/profile_trace.json"), DistributedInfo{"", 0, 2}}});
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->result.straggler, r.straggler);
+  EXPECT_EQ(given->result.collective_wait_ms, r.collective_wait_ms);
+}
+
+TEST(RankFolder, OnDemandRanksErrors) {
+  {
+    test::TempDir d;  // no profile beside to say the rank
+    d.Write("rank0/profile_trace.json", OnDemandRank(0, 10));
+    ExpectError(d.path(), absl::StatusCode::kInvalidArgument,
+                "no profile.json beside it says which rank");
+  }
+  {
+    test::TempDir d;  // traced at different times: nothing to compare
+    WriteOnDemandRank(d, 0, 0, 10);
+    WriteOnDemandRank(d, 1, 500, 10);
+    ExpectError(d.path(), absl::StatusCode::kInvalidArgument, "share no recorded time");
+  }
+  {
+    test::TempDir d;  // one rank with steps, one without
+    d.Write("a.json", RankTrace(0, 2, CpuRankEvents()));
+    d.Write("b.json", OnDemandRank(0, 10));
+    auto v = BuildRanksViewOfTraces(
+        d.path(), {RankTraceInput{d.File("a.json"), std::nullopt},
+                   RankTraceInput{d.File("b.json"), DistributedInfo{"gloo", 1, 2}}});
+    EXPECT_EQ(v.status().code(), absl::StatusCode::kInvalidArgument) << v.status();
+    EXPECT_NE(v.status().message().find("marks ProfilerStep#N steps and rank 1's"),
+              std::string::npos)
+        << v.status();
+  }
+}
+
 }  // namespace
 }  // namespace libreyolo

@@ -31,6 +31,7 @@ namespace {
 using ::libreyolo::test::ReadFile;
 using ::libreyolo::test::TempDir;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::UnorderedElementsAre;
 
 namespace fs = std::filesystem;
@@ -365,6 +366,78 @@ TEST_F(ProducedFilesTest, WithoutRanksTheOrderIsThePids) {
             ReadFile(Fixture("ddp_rank1.json")));  // pid 200 first
   EXPECT_EQ(ReadFile(StoredFile("rank1.profile_trace.json", kDdpJob)),
             ReadFile(Fixture("ddp_rank0.json")));
+}
+
+// Issue 37 §6: a torchrun job's ranks traced on demand (real traces of a 2-rank Gloo DDP,
+// rank 1 sleeping 15 ms before each backward: make_attach_fixtures.py). The traces carry no
+// distributedInfo and no steps: the ranks are the processes' RANKs, the world their number,
+// and the cross-rank view compares them over the window both recorded. It names rank 1, and
+// the folder the files are downloaded into reads the same.
+TEST_F(ProducedFilesTest, OnDemandRanksAreComparedOverTheirCommonWindow) {
+  constexpr char kAttach[] = "20261206-00000000000000a2";  // the fixtures' trace_id
+  const DropFolder folder = Make(kAttach);
+  fs::copy_file(Fixture("ondemand_ddp_rank1.json"), folder.path + "/od_200.json");
+  fs::copy_file(Fixture("ondemand_ddp_rank0.json"), folder.path + "/od_300.json");
+  std::vector<v1::Artifact> artifacts;
+  const absl::Status s = AnalyseIntoJob(
+      JobWithId(kAttach), folder,
+      {{200, 1, "ddp_loop.py", "od_200.json"}, {300, 0, "ddp_loop.py", "od_300.json"}},
+      TraceOrigin{kToolKineto, kAttach}, store_.get(), 16 << 20, &artifacts);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(ReadFile(StoredFile("rank1.profile_trace.json", kAttach)),
+            ReadFile(Fixture("ondemand_ddp_rank1.json")));
+  auto rank1 = LoadProfile(StoredFile("rank1.profile.json", kAttach));
+  ASSERT_TRUE(rank1.ok()) << rank1.status();
+  EXPECT_THAT(rank1->config_json, HasSubstr("\"rank\":1,\"world_size\":2"));
+  // A window, not a step, in the verdict.
+  EXPECT_THAT(rank1->bound_why, HasSubstr("ms window"));
+  EXPECT_THAT(rank1->bound_why, Not(HasSubstr("step")));
+
+  auto p = LoadProfile(StoredFile("profile.json", kAttach));
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_FALSE(p->ranks_json.empty()) << "no cross-rank view in rank 0's profile";
+  auto view = RanksViewFromJson(p->ranks_json);
+  ASSERT_TRUE(view.ok()) << view.status();
+  const CrossRankResult& r = view->result;
+  EXPECT_TRUE(r.windowed);
+  EXPECT_EQ(r.world_size, 2);
+  EXPECT_EQ(r.backend, "gloo");  // from the collective spans
+  ASSERT_EQ(r.ranks.size(), 2u);
+  EXPECT_EQ(r.ranks[1].path, "rank1.profile_trace.json");
+  EXPECT_EQ(r.ranks[1].steps, 0);
+  // The window both traces recorded: rank 1's "PyTorch Profiler (0)" start to rank 0's end.
+  EXPECT_NEAR(r.step_ms_mean, 149.9197, 1e-3);
+  EXPECT_EQ(r.ranks[0].step_ms, r.ranks[1].step_ms);
+  ASSERT_TRUE(r.straggler.has_value()) << r.verdict;
+  EXPECT_EQ(*r.straggler, 1);
+  // Rank 0 waits in its all-reduces for rank 1's sleeps: most of the window (114 vs 16 ms).
+  EXPECT_GT(*r.collective_wait_ms, 50.0);
+  EXPECT_GT(r.ranks[0].comm_ms, r.ranks[1].comm_ms + 50.0);
+  EXPECT_FALSE(r.collective_wait_median_ms.has_value());  // no steps to take a median over
+  EXPECT_THAT(r.verdict, HasSubstr("rank 1 is a straggler"));
+  EXPECT_THAT(r.verdict, HasSubstr("per window"));
+  EXPECT_THAT(r.verdict, HasSubstr("outside its profiled ops"));  // a sleep is no op
+
+  const std::string text = RenderSummaryText(BuildSummary(*p, std::string("job:") + kAttach));
+  EXPECT_THAT(text, HasSubstr("per rank, per window"));
+  EXPECT_THAT(text, HasSubstr("straggler            rank 1"));
+  EXPECT_THAT(text, HasSubstr("ms/window"));
+  EXPECT_THAT(text, Not(HasSubstr("ms/step")));
+
+  // Downloaded, the files lie in rank folders (<project>/attach/rank<R>/): the folder reader
+  // takes each trace's rank and world from the profile beside it.
+  const std::string dl = tmp_.File("attach");
+  for (const auto& [rank, prefix] : {std::pair<int, std::string>{0, ""}, {1, "rank1."}}) {
+    const std::string to = dl + "/rank" + std::to_string(rank);
+    fs::create_directories(to);
+    fs::copy_file(StoredFile(prefix + "profile.json", kAttach), to + "/profile.json");
+    fs::copy_file(StoredFile(prefix + "profile_trace.json", kAttach), to + "/profile_trace.json");
+  }
+  auto folder_view = BuildRanksView(dl);
+  ASSERT_TRUE(folder_view.ok()) << folder_view.status();
+  EXPECT_EQ(folder_view->result.straggler, r.straggler);
+  EXPECT_EQ(folder_view->result.collective_wait_ms, r.collective_wait_ms);
+  EXPECT_EQ(folder_view->result.verdict, r.verdict);
 }
 
 }  // namespace

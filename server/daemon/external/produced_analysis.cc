@@ -18,6 +18,7 @@
 #include "common/io/rank_artifacts.h"
 #include "common/io/unique_fd.h"
 #include "common/job/names.h"
+#include "common/analysis/verdict.h"
 #include "common/json/json_writer.h"
 #include "common/profile/profile_json.h"
 #include "common/readers/ranks_view.h"
@@ -116,12 +117,50 @@ absl::Status CheckProcesses(const std::vector<TracedProcess>& processes) {
   return absl::OkStatus();
 }
 
-// config: who was traced and which trace of theirs this is (docs/profile-json.md).
-std::string TracedProcessConfig(const TracedProcess& proc, const TraceOrigin& origin) {
+// The world size of the processes' ranks: every process has a distinct RANK in [0, world),
+// world being their WORLD_SIZE where each gives the same one, else how many they are. An
+// error says why there is none (no cross-rank view then).
+absl::StatusOr<int64_t> RankWorld(const std::vector<TracedProcess>& processes) {
+  std::set<int64_t> ranks, worlds;
+  bool all_worlds = true;
+  for (const TracedProcess& p : processes) {
+    if (!p.rank.has_value()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "pid ", p.pid, " has no RANK in its environment: not known to be a rank of one run"));
+    }
+    ranks.insert(*p.rank);
+    if (p.world_size.has_value()) {
+      worlds.insert(*p.world_size);
+    } else {
+      all_worlds = false;
+    }
+  }
+  if (ranks.size() != processes.size()) {
+    return absl::FailedPreconditionError("two processes have the same RANK: not one run's ranks");
+  }
+  if (worlds.size() > 1) {
+    return absl::FailedPreconditionError(
+        "the processes' WORLD_SIZEs differ: not one run's ranks");
+  }
+  const int64_t world = all_worlds && !worlds.empty() ? *worlds.begin()
+                                                      : static_cast<int64_t>(processes.size());
+  if (*ranks.begin() < 0 || *ranks.rbegin() >= world) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "RANK ", *ranks.rbegin(), " is not a rank of a ", world, "-rank run (",
+        all_worlds ? "the processes' WORLD_SIZE" : "the processes traced", ")"));
+  }
+  return world;
+}
+
+// config: who was traced and which trace of theirs this is (docs/profile-json.md); world_size
+// is the run's (RankWorld), null when the processes are not known to be one run's ranks.
+std::string TracedProcessConfig(const TracedProcess& proc, const TraceOrigin& origin,
+                                std::optional<int64_t> world) {
   JsonWriter w;
   w.BeginObject().Key("traced_process").BeginObject()
       .Field("pid", static_cast<int64_t>(proc.pid))
       .Field("rank", proc.rank)
+      .Field("world_size", world)
       .Field("command_line", proc.command_line)
       .Field("trace_file", proc.trace_file)
       .Field("request_trace_id", origin.request_trace_id)
@@ -132,7 +171,8 @@ std::string TracedProcessConfig(const TracedProcess& proc, const TraceOrigin& or
 // One process's trace (already stored as `trace_path`) analysed into its profile's text.
 absl::StatusOr<std::string> AnalyseOne(const TracedProcess& proc, const TraceOrigin& origin,
                                        const std::string& trace_path,
-                                       const std::string& trace_artifact) {
+                                       const std::string& trace_artifact,
+                                       std::optional<int64_t> world) {
   absl::StatusOr<TraceHeader> header = ReadTraceHeader(trace_path);
   if (!header.ok()) return header.status();
   const std::string who = absl::StrCat(proc.trace_file, " (pid ", proc.pid, ")");
@@ -160,24 +200,28 @@ absl::StatusOr<std::string> AnalyseOne(const TracedProcess& proc, const TraceOri
     p.step_ms.reset();
     p.real_steps.reset();
     p.img_per_s.reset();
+    // The verdict again, of the window it now is rather than of "the step" (verdict.h).
+    const Verdict v = ComputeVerdict(p);
+    p.bound = v.bound;
+    p.bound_why = v.why;
   }
   p.trace = trace_artifact;
   p.tool_name = origin.tool;
   p.tool_version = header->schema_version.has_value()
                        ? absl::StrCat("trace schemaVersion ", *header->schema_version)
                        : std::string("trace");
-  p.config_json = TracedProcessConfig(proc, origin);
+  p.config_json = TracedProcessConfig(proc, origin, world);
   return WriteProfileJson(p);
 }
 
 // Rank 0's profile gains `ranks` (the cross-rank view of the stored traces, as a data-parallel
 // job's); "" when added, else why not.
-std::string AddRanks(const v1::Job& job, const std::vector<std::string>& trace_paths,
+std::string AddRanks(const v1::Job& job, const std::vector<RankTraceInput>& traces,
                      const std::map<std::string, std::string>& artifact_of, std::string* text) {
   const int threads = static_cast<int>(
-      std::max<size_t>(1, std::min<size_t>(trace_paths.size(), std::thread::hardware_concurrency())));
+      std::max<size_t>(1, std::min<size_t>(traces.size(), std::thread::hardware_concurrency())));
   absl::StatusOr<RanksView> view =
-      BuildRanksViewOfTraces(absl::StrCat("job ", job.id()), trace_paths, threads);
+      BuildRanksViewOfTraces(absl::StrCat("job ", job.id()), traces, threads);
   if (!view.ok()) return std::string(view.status().message());
   view->source = absl::StrCat("job:", job.id());
   for (RankFigures& f : view->result.ranks) {
@@ -243,22 +287,33 @@ absl::Status AnalyseIntoJob(const v1::Job& job, const DropFolder& folder,
   absl::StatusOr<std::string> dir = store->ArtifactDir(job.id());
   if (!dir.ok()) return fail(dir.status());
 
-  std::vector<std::string> texts, trace_paths;
+  // Several processes: the ranks of one run where their environments say so.
+  absl::StatusOr<int64_t> world = absl::FailedPreconditionError("one process");
+  if (order.size() > 1) world = RankWorld(processes);
+  std::vector<std::string> texts;
+  std::vector<RankTraceInput> inputs;
   std::map<std::string, std::string> artifact_of;
   for (size_t r = 0; r < order.size(); ++r) {
+    const TracedProcess& proc = processes[order[r]];
     const std::string path = absl::StrCat(*dir, "/", files[r].artifact);
+    const std::optional<int64_t> world_size =
+        order.size() > 1 && world.ok() ? std::optional<int64_t>(*world) : std::nullopt;
     absl::StatusOr<std::string> text =
-        AnalyseOne(processes[order[r]], origin, path, files[r].artifact);
+        AnalyseOne(proc, origin, path, files[r].artifact, world_size);
     if (!text.ok()) return fail(text.status());
     texts.push_back(*std::move(text));
-    trace_paths.push_back(path);
+    RankTraceInput in{path, std::nullopt};
+    if (world_size) in.given = DistributedInfo{"", *proc.rank, *world_size};
+    inputs.push_back(std::move(in));
     artifact_of[path] = files[r].artifact;
   }
   if (texts.size() > 1) {
-    if (const std::string why = AddRanks(job, trace_paths, artifact_of, &texts[0]);
-        !why.empty()) {
+    if (const std::string why = AddRanks(job, inputs, artifact_of, &texts[0]); !why.empty()) {
       std::cerr << "libreyolod: job " << job.id() << ": no cross-rank analysis in its "
-                << kProfileFileName << ": " << why << std::endl;
+                << kProfileFileName << ": " << why
+                << (world.ok() ? "" : absl::StrCat(" (and the processes' RANKs do not say: ",
+                                                   world.status().message(), ")"))
+                << std::endl;
     }
   }
   for (size_t r = 0; r < texts.size(); ++r) {

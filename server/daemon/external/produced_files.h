@@ -76,6 +76,9 @@ struct TracedProcess {
   std::optional<int64_t> rank;  // RANK of its environment
   std::string command_line;
   std::string trace_file;
+  // WORLD_SIZE of its environment; without it, the number of processes traced (when their
+  // RANKs are 0..n-1).
+  std::optional<int64_t> world_size = std::nullopt;
 };
 
 // What an analysed external trace says it is, for the profile's header.
@@ -88,9 +91,14 @@ struct TraceOrigin {
 // profile (common/trace/trace_analyser.h), publishing both: one process -> profile_trace.json
 // and profile.json over it (its "trace" naming it, its tool `origin.tool`); several -> each
 // rank's trace and profile under the rank names of common/io/rank_artifacts.h (by RANK, else in
-// pid order) and the cross-rank view, as a data-parallel job's. A trace whose top-level
-// trace_id is not `origin.request_trace_id` is refused (DATA_LOSS: not the trace this job
-// asked for). Appends every artifact published to `artifacts`.
+// pid order) and the cross-rank view in rank 0's profile, as a data-parallel job's. The ranks
+// and world size are the processes' (RANK, WORLD_SIZE) where the traces carry no
+// distributedInfo, and written into each profile's config.traced_process, so that the folder
+// reader reads the downloaded files alike; traces without ProfilerStep marks (Kineto's
+// on-demand traces) are compared over the window they all recorded (common/readers/
+// ranks_view.h). A trace whose top-level trace_id is not `origin.request_trace_id` is refused
+// (DATA_LOSS: not the trace this job asked for). Appends every artifact published to
+// `artifacts`.
 absl::Status AnalyseIntoJob(const v1::Job& job, const DropFolder& folder,
                             const std::vector<TracedProcess>& processes,
                             const TraceOrigin& origin, JobStore* store, int64_t max_bytes,
