@@ -287,12 +287,16 @@ TEST_F(AttachJobTest, TraceThatNeverArrivesFailsAtTheDeadline) {
   const pid_t pid = ::getpid();
   Poll(pid);
   StartProducer(pid, Producer::kSilent);
+  std::atomic<bool> ran{false};
   std::thread advance([&] {
     while (!delivered_ && !stop_) std::this_thread::sleep_for(milliseconds(10));
-    std::this_thread::sleep_for(milliseconds(300));
-    clock_.Advance(milliseconds(60000));  // past start + window + margin
+    while (!ran) {  // past start + window + margin, however late the runner looks
+      std::this_thread::sleep_for(milliseconds(100));
+      clock_.Advance(milliseconds(60000));
+    }
   });
   const RunOutcome out = Run(Job(ByPid(pid)));
+  ran = true;
   advance.join();
   EXPECT_EQ(out.status.code(), absl::StatusCode::kDeadlineExceeded) << out.status;
   EXPECT_EQ(out.exit_code, 2);

@@ -489,8 +489,10 @@ RunOutcome AttachJobRunner::Run(const v1::Job& job,
   // Requests not taken yet are withdrawn; one taken cannot be: Kineto runs it on its own.
   bool started = false;
   for (const auto& [pid, ticket] : run.tickets) {
-    if (!endpoint_->registry().CancelPending(ticket)) started = started || run.delivered_ms.count(pid) > 0;
-    endpoint_->registry().Forget(ticket);
+    (void)pid;
+    AttachRegistry& registry = endpoint_->registry();
+    if (!registry.CancelPending(ticket) && registry.DeliveryOf(ticket).has_value()) started = true;
+    registry.Forget(ticket);
   }
   if (run.folder) external::RemoveDropFolder(*run.folder);
   if (run.parent_fd >= 0) ::close(run.parent_fd);
