@@ -1,113 +1,133 @@
-"""ctest daemon_connection_caps_test (issue 23 item 2): a flood of idle TCP connections from one
-peer is capped per peer (the ones past --max-connections-per-peer are closed at once, with one
-log line, not one per connection), while another peer's connection and the Unix socket's
-callers are still served, and the caps free up as connections close; a reload (SIGHUP) applies
-new caps to new connections and closes none that is open."""
-import os, signal, socket, subprocess, sys, tempfile, time
+"""ctest daemon_connection_caps_test (issue 23 item 2, issue 40 A.3), through a real libreyolod
+with max_connections 16 and max_connections_per_peer 4:
+- a peer past its cap loses its oldest idle connections, not the new ones;
+- a TCP connection that sends only the HTTP/2 preface, or nothing, is closed at
+  handshake_timeout_s (10 s by default), not at the idle timeout;
+- one token user holding 8 channels from 127.0.0.1 keeps 4 (the cap is per user once a
+  connection has carried her call) and another user behind the same address is served;
+- a flood of preface-only connections from 6 addresses, reopened as they close, while a token
+  user on TCP and root on the Unix socket are answered every time (the Unix socket has its own
+  budget; idle connections are closed before anyone is refused);
+- at most a few rate-limited log lines; a reload (SIGHUP) applies a lower cap to new
+  connections and closes nothing by itself.
+Runs with /usr/bin/python3 (python3-grpcio), like daemon_hostile_walkthrough."""
+import os, signal, socket, sys, time
 
-daemon, cli = sys.argv[1], sys.argv[2]
-work = tempfile.mkdtemp(prefix="lycaps.")
-sock = os.path.join(work, "d.sock")
-probe = socket.socket(); probe.bind(("127.0.0.1", 0)); port = probe.getsockname()[1]; probe.close()
-log = open(os.path.join(work, "daemon.log"), "w")
-tokens = os.path.join(work, "tokens")
-with open(os.open(tokens, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-    f.write("caps-test-token-0123456789abcdef alice\n")
-config = os.path.join(work, "libreyolod.yaml")
-with open(config, "w") as f:  # the caps in the file, so that a reload can change them
-    f.write("max_connections: 8\nmax_connections_per_peer: 4\n")
-d = subprocess.Popen([daemon, "--config", config,
-                      "--listen", f"unix:{sock}", "--listen", f"tcp:127.0.0.1:{port}",
-                      "--state-dir", f"{work}/state", "--store-dir", f"{work}/store",
-                      "--insecure-tcp", "--tokens-file", tokens],
-                     stdout=log, stderr=subprocess.STDOUT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from connection_flood_walk import (PREFACE, TOKENS, Daemon, Flood, call, channel,  # noqa: E402
+                                   fresh_call)
+
+daemon_binary = sys.argv[1]
+d = Daemon(daemon_binary, "max_connections: 16\nmax_connections_per_peer: 4\n")
 fails = []
-try:
-    for _ in range(300):
-        if subprocess.run([cli, "jobs", "list", "--remote", f"unix:{sock}"],
-                          capture_output=True).returncode == 0:
-            break
-        if d.poll() is not None:
-            sys.exit(f"FAIL: libreyolod exited: {open(log.name).read()[-2000:]}")
-        time.sleep(0.2)
 
-    def connect(source="127.0.0.1"):
-        s = socket.socket()
-        s.bind((source, 0))
-        s.connect(("127.0.0.1", port))
-        s.settimeout(0.05)
-        return s
 
-    def closed_by_daemon(s, wait=2.0):
-        end = time.time() + wait
-        while time.time() < end:
-            try:
-                if s.recv(1) == b"":
+def connect(source="127.0.0.1", preface=True):
+    s = socket.socket()
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", d.port))
+    if preface:
+        s.sendall(PREFACE)
+    s.settimeout(0.05)
+    return s
+
+
+def closed_by_daemon(s, wait=1.0):
+    end = time.time() + wait
+    while True:
+        try:
+            while True:
+                if s.recv(65536) == b"":
                     return True
-            except socket.timeout:
-                pass
-            except OSError:
-                return True
-        return False
+        except socket.timeout:
+            pass
+        except OSError:
+            return True
+        if time.time() >= end:
+            return False
 
-    flood = [connect() for _ in range(10)]
-    shut = [closed_by_daemon(s) for s in flood]
-    if sum(shut) != 6:
-        fails.append(f"{sum(shut)} of 10 connections from one peer were closed; the cap is 4, "
-                     "so 6 should be")
-    other = connect("127.0.0.2")
-    if closed_by_daemon(other, 1.0):
-        fails.append("a second peer's connection was closed while the first flooded")
-    r = subprocess.run([cli, "jobs", "list", "--remote", f"unix:{sock}"], capture_output=True,
-                       text=True)
-    if r.returncode != 0:
-        fails.append(f"the Unix socket did not serve during the flood: {r.stderr[-300:]}")
-    # The total cap: 4 + 1 TCP connections and the Unix caller's are at most 8.
-    more = [connect("127.0.0.3") for _ in range(4)]
-    shut_more = sum(closed_by_daemon(s) for s in more)
-    if shut_more != 1:
-        fails.append(f"{shut_more} of 4 from a third peer closed; with 5 open and a total cap "
-                     "of 8, one should be (the 4th)")
-    for s in flood + more:
-        s.close()
-    time.sleep(0.3)
-    again = connect()
-    if closed_by_daemon(again, 1.0):
-        fails.append("after the flood closed, a new connection from that peer was refused")
-    again.close(); other.close()
-    time.sleep(0.2)
-    lines = [l for l in open(log.name).read().splitlines() if "connection from" in l]
-    if not lines or len(lines) > 2:
-        fails.append(f"{len(lines)} log lines for the refused connections (want 1 or 2: "
-                     f"rate-limited): {lines[:3]}")
-    elif "max_connections_per_peer" not in lines[0]:
-        fails.append(f"the log line does not name the cap: {lines[0]}")
-    # A reload (SIGHUP) applies new caps to new connections; the one open stays.
-    kept = connect("127.0.0.4")
-    with open(config, "w") as f:
-        f.write("max_connections: 8\nmax_connections_per_peer: 2\n")
-    d.send_signal(signal.SIGHUP)
-    end = time.time() + 20
-    while "SIGHUP: reloaded" not in open(log.name).read() and time.time() < end:
+
+try:
+    # Started first, checked last: closed at the handshake timeout, whatever else happens.
+    t0 = time.time()
+    silent = [connect("127.0.0.9", preface=False), connect("127.0.0.9")]
+
+    # 1. Per peer: 6 from one address with a cap of 4: the 2 oldest go.
+    peer = []
+    for _ in range(6):
+        peer.append(connect())
         time.sleep(0.05)
-    reloaded = [connect("127.0.0.4") for _ in range(3)]
-    shut_reloaded = sum(closed_by_daemon(s) for s in reloaded)
-    if shut_reloaded != 2:
-        fails.append(f"{shut_reloaded} of 3 more from a peer with 1 open closed after a reload to "
-                     "max_connections_per_peer 2; 2 should be")
+    shut = [closed_by_daemon(s, 0.5) for s in peer]
+    if shut != [True, True, False, False, False, False]:
+        fails.append(f"6 from one peer with a cap of 4: closed {shut}; want the 2 oldest")
+    for s in peer:
+        s.close()
+
+    # 2. Per user: alice holds 8 channels from 127.0.0.1, each with one call; bob is served.
+    held = []
+    for _ in range(8):
+        ch = channel(f"127.0.0.1:{d.port}")
+        if not call(ch, TOKENS["alice"]):
+            fails.append("alice's call on a fresh channel was not answered")
+        held.append(ch)
+    bob = sum(fresh_call(f"127.0.0.1:{d.port}", TOKENS["bob"]) for _ in range(5))
+    if bob != 5:
+        fails.append(f"bob behind alice's address with her 8 channels: {bob}/5 answered")
+    for ch in held:
+        ch.close()
+
+    # 3. The handshake timeout (10 s): the silent and the preface-only connections.
+    for i, s in enumerate(silent):
+        closed = closed_by_daemon(s, max(0.0, t0 + 13 - time.time()))
+        at = time.time() - t0
+        if not closed or at < 9:
+            fails.append(f"{['a silent', 'a preface-only'][i]} connection: "
+                         f"{'closed at' if closed else 'still open at'} {at:.1f} s; want "
+                         "closed at handshake_timeout_s (10 s)")
+        s.close()
+
+    # 4. A flood from 6 addresses x 4 (24 > 16), reopened as it is closed; users are served.
+    flood = Flood(d.port, [f"127.0.0.{i + 1}" for i in range(6)], 4)
+    time.sleep(1)
+    tcp = unix = 0
+    for _ in range(6):
+        tcp += fresh_call(f"127.0.0.1:{d.port}", TOKENS["alice"])
+        unix += fresh_call(f"unix:{d.sock}")
+        time.sleep(0.3)
+    flood.stop()
+    if tcp != 6 or unix != 6:
+        fails.append(f"during the flood: token user on TCP {tcp}/6, Unix socket {unix}/6 answered")
+    time.sleep(0.3)
+    lines = [l for l in d.log().splitlines() if "libreyolod: connections: closed" in l]
+    if not lines or len(lines) > 5:
+        fails.append(f"{len(lines)} log lines for the closed connections (want 1..5: rate-limited):"
+                     f" {lines[:3]}")
+    elif not any("handshake_timeout_s" in l for l in lines):
+        fails.append(f"no log line names handshake_timeout_s: {lines}")
+
+    # 5. A reload to a cap of 2 closes nothing by itself; new connections meet it.
+    kept = connect("127.0.0.4")
+    with open(d.config, "w") as f:
+        f.write("max_connections: 16\nmax_connections_per_peer: 2\n")
+    d.proc.send_signal(signal.SIGHUP)
+    end = time.time() + 20
+    while "SIGHUP: reloaded" not in d.log() and time.time() < end:
+        time.sleep(0.05)
     if closed_by_daemon(kept, 0.3):
         fails.append("a reload closed a connection that was open")
-    for s in reloaded + [kept]:
+    more = [connect("127.0.0.4") for _ in range(2)]
+    shut = [closed_by_daemon(s, 0.5) for s in [kept] + more]
+    if shut != [True, False, False]:
+        fails.append(f"after a reload to a cap of 2, 1 open + 2 new from one peer: closed {shut};"
+                     " want the oldest")
+    for s in [kept] + more:
         s.close()
 finally:
-    d.terminate()
-    try:
-        d.wait(20)
-    except subprocess.TimeoutExpired:
-        d.kill()
+    d.stop()
 if fails:
     print("FAIL:\n  " + "\n  ".join(fails))
-    print(open(log.name).read()[-1500:])
+    print(d.log()[-1500:])
     sys.exit(1)
-print("ok: 6 of 10 capped per peer, another peer and the Unix socket served, the total cap "
-      "holds, one log line, a reload's lower cap applies to new connections")
+print("ok: the oldest idle connections go first, the handshake timeout closes preface-only and "
+      "silent connections, caps per user, users served through a flood, a reload's lower cap "
+      "applies to new connections")

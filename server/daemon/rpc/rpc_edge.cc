@@ -4,12 +4,18 @@
 #include <grpcpp/server_context.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/render/terminal_text.h"
 #include "server/daemon/rpc/request_validation.h"
+#include "server/daemon/security/connection_gate.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -38,10 +44,16 @@ class RpcEdgeInterceptor final : public grpc::experimental::Interceptor {
   RpcEdgeInterceptor(grpc::experimental::ServerRpcInfo* info, const DaemonConfig* config,
                      const Authenticator* auth, const PathRedactor* redactor)
       : info_(info), config_(config), auth_(auth), redactor_(redactor) {}
+  ~RpcEdgeInterceptor() override {
+    if (serial_ != 0) gate_->CallEnded(serial_, completed_);
+  }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     using grpc::experimental::InterceptionHookPoints;
     using Type = grpc::experimental::ServerRpcInfo::Type;
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
+      TellGate(methods);
+    }
     // One request message per call on our RPCs: a null message after it was received means
     // the bytes did not parse.
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
@@ -51,6 +63,7 @@ class RpcEdgeInterceptor final : public grpc::experimental::Interceptor {
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       const grpc::Status s = methods->GetSendStatus();
+      completed_ = s.error_code() != grpc::StatusCode::UNAUTHENTICATED;
       if (!s.ok()) methods->ModifySendStatus(Rewrite(s));
     }
     methods->Proceed();
@@ -75,7 +88,33 @@ class RpcEdgeInterceptor final : public grpc::experimental::Interceptor {
     return grpc::Status(s.error_code(), CapStatusMessage(message), s.error_details());
   }
 
+  // The connection gate (connection_gate.h) learns that a call of a connection of our own
+  // listeners ("fd:<N>") began, and on TCP its authenticated user: the connection is busy until
+  // the call ends (this interceptor's end), and from its first authenticated call it is charged
+  // to that user, not to its address.
+  void TellGate(grpc::experimental::InterceptorBatchMethods* methods) {
+    ConnectionGate* gate = auth_->connection_gate();
+    grpc::ServerContextBase* ctx = info_->server_context();
+    if (gate == nullptr || ctx == nullptr || serial_ != 0) return;
+    const std::string peer = ctx->peer();
+    int fd = -1;
+    if (!absl::StartsWith(peer, "fd:") || !absl::SimpleAtoi(peer.substr(3), &fd)) return;
+    std::vector<std::string> authorization;
+    if (auto* metadata = methods->GetRecvInitialMetadata(); metadata != nullptr) {
+      auto [begin, end] = metadata->equal_range("authorization");
+      for (auto it = begin; it != end; ++it) {
+        authorization.emplace_back(it->second.data(), it->second.size());
+      }
+    }
+    const absl::StatusOr<Identity> who = auth_->Identify(peer, authorization);
+    gate_ = gate;
+    serial_ = gate->CallStarted(fd, who.ok() && !who->unix_peer ? who->user : "");
+  }
+
   grpc::experimental::ServerRpcInfo* info_;
+  ConnectionGate* gate_ = nullptr;
+  uint64_t serial_ = 0;       // the connection's, from the gate; 0: not one of our listeners'
+  bool completed_ = false;    // the status sent was not UNAUTHENTICATED
   const DaemonConfig* config_;
   const Authenticator* auth_;
   const PathRedactor* redactor_;

@@ -7,6 +7,9 @@
 //   a private daemon's own user keeps full paths);
 // - a message is cut to kMaxStatusMessageBytes, so that no request value echoed in it can grow
 //   the status past what a client accepts in trailers.
+// It also tells the connection gate of the daemon's own listeners (Authenticator::
+// connection_gate) when each call on one of their connections begins and ends, with the call's
+// authenticated TCP user (connection_gate.h: idle connections go first, caps per user).
 #ifndef LIBREYOLO_SERVER_DAEMON_RPC_RPC_EDGE_H_
 #define LIBREYOLO_SERVER_DAEMON_RPC_RPC_EDGE_H_
 

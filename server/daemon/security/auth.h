@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,8 @@ class ServerCredentials;
 }  // namespace grpc
 
 namespace libreyolo::daemon {
+
+class ConnectionGate;
 
 struct Identity {
   std::string user;
@@ -84,6 +87,11 @@ class Authenticator {
 
   bool IsAdmin(const std::string& user) const;
 
+  // The gate of the daemon's own listeners (OwnListener::Serve sets it), which the RPC edge
+  // tells of each call: a connection is busy, and whose it is. Null when none is served.
+  void set_connection_gate(ConnectionGate* gate) { gate_.store(gate); }
+  ConnectionGate* connection_gate() const { return gate_.load(); }
+
   // SIGHUP: new tokens and admins for calls from now on (connections stay open).
   void Reload(TokenTable tokens, std::vector<std::string> admins);
 
@@ -94,6 +102,7 @@ class Authenticator {
   std::map<std::string, uid_t> unix_peers_;
   std::set<std::string> tcp_peers_;
   std::map<uid_t, std::string> user_names_;  // resolved when a connection is recorded
+  std::atomic<ConnectionGate*> gate_{nullptr};
 };
 
 // Server credentials from the TLS config (SslServerCredentials; client certs requested or

@@ -220,6 +220,9 @@ OwnListener::~OwnListener() { Stop(); }
 
 void OwnListener::Serve(grpc::Server* server, Authenticator* auth, ConnectionGate* gate) {
   if (thread_.joinable() || fd_ < 0) return;
+  // The RPC edge (rpc_edge.cc) tells the gate of each call through the Authenticator: which
+  // connection is busy, and whose it is once a call authenticates.
+  auth->set_connection_gate(gate);
   thread_ = std::thread([this, server, auth, gate] {
     try {
       AcceptLoop(server, auth, gate);
@@ -264,12 +267,39 @@ bool OwnListener::Identify(int connection, Authenticator* auth, std::string* pee
   return true;
 }
 
+void OwnListener::LogClosed(ConnectionGate* gate, const std::string& last_idle) {
+  const auto now = std::chrono::steady_clock::now();
+  if (closed_logged_ != std::chrono::steady_clock::time_point{} &&
+      now - closed_logged_ < kAcceptErrorLogInterval) {
+    return;
+  }
+  const ConnectionGate::Closed closed = gate->TakeClosed();
+  if (closed.handshake == 0 && closed.idle == 0) return;
+  std::string line = "libreyolod: connections: closed";
+  if (closed.handshake > 0) {
+    absl::StrAppend(&line, " ", closed.handshake,
+                    " connection(s) that made no authenticated call within handshake_timeout_s");
+  }
+  if (closed.idle > 0) {
+    absl::StrAppend(&line, closed.handshake > 0 ? " and" : "", " ", closed.idle,
+                    " idle connection(s) to admit others under the caps (max_connections, "
+                    "max_connections_per_peer)",
+                    last_idle.empty() ? "" : absl::StrCat(", the last ", last_idle));
+  }
+  absl::StrAppend(&line, " since the last line\n");
+  std::fputs(line.c_str(), stderr);
+  closed_logged_ = now;
+}
+
 void OwnListener::AcceptLoop(grpc::Server* server, Authenticator* auth, ConnectionGate* gate) {
   std::chrono::steady_clock::time_point last_logged{};
   int64_t failed_since_logged = 0;
   std::chrono::steady_clock::time_point refusal_logged{};
   int64_t refused_since_logged = 0;
+  std::string last_idle;  // the last idle connection closed to make room, for the log
   while (!stopping_.load()) {
+    if (tcp_) gate->ExpireHandshakes();
+    LogClosed(gate, last_idle);
     pollfd waiting{fd_, POLLIN, 0};
     const int ready = poll(&waiting, 1, kPollTimeoutMs);
     if (ready <= 0) continue;  // timeout, or EINTR
@@ -299,8 +329,10 @@ void OwnListener::AcceptLoop(grpc::Server* server, Authenticator* auth, Connecti
       close(connection);
       continue;
     }
-    if (const std::string why = gate->Admit(connection, peer, /*reserve_exempt=*/!tcp_);
-        !why.empty()) {
+    std::string closed;
+    const std::string why = gate->Admit(connection, peer, /*unix_socket=*/!tcp_, &closed);
+    if (!closed.empty()) last_idle = closed;
+    if (!why.empty()) {
       close(connection);
       // One line per interval at most: a flood must not flood the log.
       ++refused_since_logged;

@@ -1,6 +1,7 @@
 // The daemon's own listeners: its Unix socket and its plaintext TCP addresses. gRPC's own unix:
 // listener does not tell a handler the peer's uid, and gRPC 1.51 caps no connections, so we
-// accept connections ourselves, ask the ConnectionGate (caps in total and per peer, descriptors
+// accept connections ourselves, ask the ConnectionGate (a budget per listener kind, caps per
+// peer and per user, idle connections closed first, the handshake timeout on TCP, descriptors
 // in reserve), record the peer with the Authenticator under the connection's peer string (a
 // Unix caller's uid from SO_PEERCRED; a TCP caller as TCP: a bearer token is required), and
 // hand the fd to gRPC (grpc::AddInsecureChannelFromFd). TLS listeners stay gRPC's own (a TLS
@@ -20,6 +21,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -61,6 +63,9 @@ class OwnListener {
   void AcceptLoop(grpc::Server* server, Authenticator* auth, ConnectionGate* gate);
   // The connection's peer for the gate and the Authenticator; false drops it.
   bool Identify(int connection, Authenticator* auth, std::string* peer);
+  // One line per interval at most for the connections the gate closed (handshake timeout,
+  // idle ones closed to make room).
+  void LogClosed(ConnectionGate* gate, const std::string& last_idle);
   std::string path_;  // the socket file; for TCP, the address as listened on
   int fd_ = -1;
   ino_t inode_ = 0;  // of the socket file we bound: Stop removes only that one
@@ -68,6 +73,7 @@ class OwnListener {
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
+  std::chrono::steady_clock::time_point closed_logged_{};
 };
 
 // For a TLS address that gRPC binds itself: ALREADY_EXISTS naming `address` when its port is
