@@ -28,8 +28,21 @@ constexpr double kDataloadFrac = 0.2;
 constexpr double kStageFrac = 0.35;
 constexpr double kExposedCommFrac = 0.1;
 
+// What the per-step figures are per: the step, or, for a profile whose trace marks no steps
+// (an attach job's on-demand window: step_ms null, the window recorded), that one window.
+struct Period {
+  double ms;
+  const char* word;
+};
+Period PeriodOf(const Profile& p) {
+  if (!p.step_ms.has_value() && p.window_wall_ms.has_value()) return {*p.window_wall_ms, "window"};
+  return {p.step_ms.value_or(0), "step"};
+}
+
 Verdict TrainingVerdict(const Profile& p) {
-  const double step = p.step_ms.value_or(0);
+  const Period period = PeriodOf(p);
+  const double step = period.ms;
+  const char* per = period.word;
   const double util = p.gpu_util.value_or(0);
   const double util_raw = p.gpu_util_raw.value_or(util);
   const double mallocs = p.cuda_mallocs_per_step.value_or(0);
@@ -38,58 +51,59 @@ Verdict TrainingVerdict(const Profile& p) {
 
   if (p.memory_pressure.value_or(false)) {
     return {kBoundMemoryPressure,
-            absl::StrFormat("%.1f cudaMalloc/cudaFree calls per step (threshold 5) and GPU "
+            absl::StrFormat("%.1f cudaMalloc/cudaFree calls per %s (threshold 5) and GPU "
                             "utilisation %.2f (raw %.2f): the caching allocator is thrashing, so "
                             "every other number here is unreliable. Lower --batch or --imgsz, "
                             "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or free "
                             "memory held by other processes, then profile again.",
-                            mallocs, util, util_raw)};
+                            mallocs, per, util, util_raw)};
   }
   if (frac >= kDataloadFrac) {
     return {kBoundDataloader,
-            absl::StrFormat("data loading takes %.1f ms of the %.1f ms step (%.0f%%, threshold "
+            absl::StrFormat("data loading takes %.1f ms of the %.1f ms %s (%.0f%%, threshold "
                             "20%%). Raise --workers, use pinned memory and persistent workers, "
                             "cache decoded images, or move augmentation off the critical path.",
-                            p.dataload_ms.value_or(0), step, 100 * frac)};
+                            p.dataload_ms.value_or(0), step, per, 100 * frac)};
   }
   if (!has_gpu) {
     return {kBoundCompute,
-            absl::StrFormat("no GPU kernels in the %.1f ms step: the work runs on the CPU and the "
-                            "step is CPU-bound. See `ops` for where the CPU time goes; use a GPU "
+            absl::StrFormat("no GPU kernels in the %.1f ms %s: the work runs on the CPU and the "
+                            "%s is CPU-bound. See `ops` for where the CPU time goes; use a GPU "
                             "device, fewer threads contending, or a smaller --imgsz.",
-                            step)};
+                            step, per, per)};
   }
   // Communication no compute runs beside: the part of the step data-parallel training pays for.
   const double exposed = p.comm_exposed_ms_per_step.value_or(0);
   if (util >= kComputeUtil && step > 0 && exposed >= kExposedCommFrac * step) {
     return {kBoundCompute,
-            absl::StrFormat("the GPU is busy %.1f ms per %.1f ms step (utilisation %.2f up to the "
+            absl::StrFormat("the GPU is busy %.1f ms per %.1f ms %s (utilisation %.2f up to the "
                             "end of the last kernel, threshold 0.80), and communication bounds it: "
-                            "%.1f ms per step of communication runs with no compute beside it "
+                            "%.1f ms per %s of communication runs with no compute beside it "
                             "(exposed; %.0f%% of the %.1f ms of communication is hidden). Overlap "
                             "gradient all-reduce with backward (DDP buckets, bucket_cap_mb), "
                             "accumulate gradients over more micro-batches, or use a faster "
                             "interconnect.",
-                            p.gpu_busy_ms_per_step.value_or(0), step, util, exposed,
+                            p.gpu_busy_ms_per_step.value_or(0), step, per, util, exposed, per,
                             p.comm_overlap_pct.value_or(0), p.comm_ms_per_step.value_or(0))};
   }
   if (util >= kComputeUtil) {
     return {kBoundCompute,
-            absl::StrFormat("the GPU is busy %.1f ms per %.1f ms step (utilisation %.2f up to the "
+            absl::StrFormat("the GPU is busy %.1f ms per %.1f ms %s (utilisation %.2f up to the "
                             "end of the last kernel, threshold 0.80); Tensor Core share %.0f%%. "
                             "Use AMP (bf16/fp16), channels_last, fewer/larger kernels "
                             "(torch.compile), or a smaller model.",
-                            p.gpu_busy_ms_per_step.value_or(0), step, util,
+                            p.gpu_busy_ms_per_step.value_or(0), step, per, util,
                             p.tensorcore_pct.value_or(0))};
   }
   return {kBoundHost,
-          absl::StrFormat("the GPU is busy only %.1f ms per %.1f ms step (utilisation %.2f up to "
-                          "the end of the last kernel, < 0.80) with %.0f kernel launches per step; "
-                          "host overhead %.2f ms per step (%s). Raise --batch, use CUDA graphs or "
+          absl::StrFormat("the GPU is busy only %.1f ms per %.1f ms %s (utilisation %.2f up to "
+                          "the end of the last kernel, < 0.80) with %.0f kernel launches per %s; "
+                          "host overhead %.2f ms per %s (%s). Raise --batch, use CUDA graphs or "
                           "torch.compile to cut launches, and avoid host synchronisations "
                           "(.item(), .cpu()).",
-                          p.gpu_busy_ms_per_step.value_or(0), step, util,
-                          p.launches_per_step.value_or(0), p.host_overhead_ms_per_step.value_or(0),
+                          p.gpu_busy_ms_per_step.value_or(0), step, per, util,
+                          p.launches_per_step.value_or(0), per,
+                          p.host_overhead_ms_per_step.value_or(0), per,
                           p.host_overhead_method.value_or("residual"))};
 }
 

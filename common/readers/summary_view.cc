@@ -340,6 +340,11 @@ void WriteTrustJson(JsonWriter& w, const Profile& p) {
 std::string RenderSummaryText(const SummaryView& v) {
   const Profile& p = v.profile;
   std::string out;
+  // An attach job's on-demand trace marks no steps: its "per step" figures are of the window.
+  const bool windowed =
+      !p.real_steps.has_value() && !p.step_ms.has_value() && p.window_wall_ms.has_value();
+  const std::string per = windowed ? "window" : "step";
+  const std::string ms_per = absl::StrCat("ms/", per);
   absl::StrAppend(&out, "verdict: ", p.bound.empty() ? "n/a" : p.bound, "\n");
   if (!p.bound_why.empty()) absl::StrAppend(&out, "  ", p.bound_why, "\n");
   if (v.unreliable) {
@@ -371,8 +376,8 @@ std::string RenderSummaryText(const SummaryView& v) {
   } else if (p.window_wall_ms.has_value()) {
     // An attach job's on-demand trace: a recorded duration with no step marks in it.
     Line(out, "window", absl::StrCat(FmtUnit(p.window_wall_ms, "ms"),
-                                     " recorded, no steps marked: each \"per step\" figure "
-                                     "below is of this one window"));
+                                     " recorded, no steps marked: the figures below are per "
+                                     "window, of this one window"));
   }
   if (!v.profiler_overhead.empty()) Line(out, "profiler overhead", v.profiler_overhead);
   if (!v.profiler_switches.empty()) Line(out, "profiler switches", v.profiler_switches);
@@ -390,7 +395,7 @@ std::string RenderSummaryText(const SummaryView& v) {
          absl::StrCat(ValueSd(p, "step_ms", p.step_ms, "ms"),
                       StepTimingOf(p) == StepTiming::kUnprofiled
                           ? "  (measured without the profiler)"
-                          : ""));
+                          : (windowed ? "  (no steps marked in the window)" : "")));
     if (profiled_step) {
       Line(out, "profiled step",
            absl::StrCat(FmtUnit(profiled_step, "ms"), "  (window / steps: ",
@@ -436,7 +441,7 @@ std::string RenderSummaryText(const SummaryView& v) {
   }
   if (v.cpu_job) {
     Line(out, "CPU threads", v.cpu_threads.empty() ? "n/a (not recorded)" : v.cpu_threads);
-    Line(out, "CPU op time", absl::StrCat(FmtUnit(p.self_cpu_total_ms_per_step, "ms/step"),
+    Line(out, "CPU op time", absl::StrCat(FmtUnit(p.self_cpu_total_ms_per_step, ms_per),
                                           "  (self time of every operator)"));
     Line(out, "peak host memory",
          p.peak_cpu_alloc_mb
@@ -450,14 +455,14 @@ std::string RenderSummaryText(const SummaryView& v) {
   }
   if (!v.cpu_job) {
     Line(out, "GPU utilisation",
-         absl::StrCat(FmtPct(p.gpu_util), "  (busy ", FmtUnit(p.gpu_busy_ms_per_step, "ms/step"),
-                      ", kernel sum ", FmtUnit(p.gpu_kernel_ms_per_step, "ms/step"), ")"));
+         absl::StrCat(FmtPct(p.gpu_util), "  (busy ", FmtUnit(p.gpu_busy_ms_per_step, ms_per),
+                      ", kernel sum ", FmtUnit(p.gpu_kernel_ms_per_step, ms_per), ")"));
     Line(out, "GPU active",
-         absl::StrCat(FmtUnit(p.gpu_active_ms_per_step, "ms/step"), "  (kernels, memcpy, memset)"));
+         absl::StrCat(FmtUnit(p.gpu_active_ms_per_step, ms_per), "  (kernels, memcpy, memset)"));
     if (p.comm_ms_per_step.value_or(0) > 0) {
       Line(out, "communication",
-           absl::StrCat(FmtUnit(p.comm_ms_per_step, "ms/step"), ", exposed ",
-                        FmtUnit(p.comm_exposed_ms_per_step, "ms/step"), " (",
+           absl::StrCat(FmtUnit(p.comm_ms_per_step, ms_per), ", exposed ",
+                        FmtUnit(p.comm_exposed_ms_per_step, ms_per), " (",
                         p.comm_overlap_pct ? absl::StrFormat("%.1f %%", *p.comm_overlap_pct)
                                            : std::string("n/a"),
                         " hidden behind compute)"));
@@ -471,34 +476,34 @@ std::string RenderSummaryText(const SummaryView& v) {
                                                           FmtUnit(p.peak_reserved_mb, "MB", 1), ")")
                                            : "")
                         : "n/a");
-    std::string host = ValueSd(p, "host_overhead_ms", p.host_overhead_ms_per_step, "ms/step");
+    std::string host = ValueSd(p, "host_overhead_ms", p.host_overhead_ms_per_step, ms_per);
     if (p.host_overhead_method == "measured") {
       absl::StrAppend(&host, " measured (GPU idle waiting for launches); CUDA API ",
-                      FmtUnit(p.host_api_ms_per_step, "ms/step"), ", launch calls ",
-                      FmtUnit(p.launch_api_ms_per_step, "ms/step"));
+                      FmtUnit(p.host_api_ms_per_step, ms_per), ", launch calls ",
+                      FmtUnit(p.launch_api_ms_per_step, ms_per));
     } else if (p.host_overhead_method == "residual") {
-      absl::StrAppend(&host, " (residual: step - GPU busy - data loading)");
+      absl::StrAppend(&host, " (residual: ", per, " - GPU busy - data loading)");
     }
     Line(out, "host overhead", host);
     Line(out, "kernel launches",
-         absl::StrCat(Fmt(p.launches_per_step, 1), " /step",
+         absl::StrCat(Fmt(p.launches_per_step, 1), " /", per,
                       p.launches_source == "kernels" ? " (no runtime events: kernel count)" : ""));
     Line(out, "kernels",
-         absl::StrCat(Fmt(p.kernels_per_step, 1), " /step, ",
+         absl::StrCat(Fmt(p.kernels_per_step, 1), " /", per, ", ",
                       p.unique_kernels ? absl::StrCat(*p.unique_kernels) : "n/a", " unique, mean ",
                       FmtUnit(p.mean_kernel_us, "us", 1)));
-    Line(out, "memcpy + memset", FmtUnit(p.memcpy_ms_per_step, "ms/step", 3));
+    Line(out, "memcpy + memset", FmtUnit(p.memcpy_ms_per_step, ms_per, 3));
   }
   Line(out, "data loading",
-       absl::StrCat(FmtUnit(p.dataload_ms, "ms"), " (", FmtPct(p.dataload_frac), " of step)"));
+       absl::StrCat(FmtUnit(p.dataload_ms, "ms"), " (", FmtPct(p.dataload_frac), " of ", per, ")"));
   if (!v.cpu_job) {
-    Line(out, "cudaMalloc/Free", absl::StrCat(Fmt(p.cuda_mallocs_per_step, 1), " /step"));
+    Line(out, "cudaMalloc/Free", absl::StrCat(Fmt(p.cuda_mallocs_per_step, 1), " /", per));
   }
   if (p.flops_per_step.has_value()) {
     // A total that misses convolutions or matmuls with no formula is a lower bound, and says
     // which ops it lacks (profile-json.md, flops_uncounted_ops).
     const std::string at_least = FlopsAreLowerBound(p) ? "at least " : "";
-    Line(out, "FLOPs", absl::StrCat(at_least, FmtFlops(p.flops_per_step), "/step, achieved ",
+    Line(out, "FLOPs", absl::StrCat(at_least, FmtFlops(p.flops_per_step), "/", per, ", achieved ",
                                     at_least, FmtUnit(p.achieved_tflops, "TFLOP/s", 3),
                                     FlopsAreLowerBound(p)
                                         ? absl::StrCat(" (not counted: ",
@@ -509,7 +514,7 @@ std::string RenderSummaryText(const SummaryView& v) {
 
   if (v.cpu_job && !v.cpu_op_categories.empty()) {
     out += "\nCPU op time by category (self time)\n";
-    TextTable t({{"category", TextTable::Align::kLeft}, {"% CPU ops"}, {"ms/step"}});
+    TextTable t({{"category", TextTable::Align::kLeft}, {"% CPU ops"}, {ms_per}});
     for (const CategoryRow& c : v.cpu_op_categories) {
       t.AddRow({c.name, Fmt(c.pct, 1), Fmt(c.ms_per_step, 3)});
     }
@@ -517,16 +522,20 @@ std::string RenderSummaryText(const SummaryView& v) {
   }
   if (!p.categories.empty()) {
     out += "\nkernel composition\n";
-    TextTable t({{"category", TextTable::Align::kLeft}, {"% GPU"}, {"ms/step"}});
+    TextTable t({{"category", TextTable::Align::kLeft}, {"% GPU"}, {ms_per}});
     for (const CategoryRow& c : p.categories) {
       t.AddRow({c.name, Fmt(c.pct, 1), Fmt(c.ms_per_step, 3)});
     }
     out += t.Render();
   }
   if (!p.kernels.empty()) {
-    out += "\ntop kernels per step\n";
-    TextTable t({{"% GPU"}, {"ms/step"}, {"calls/step"}, {"TC", TextTable::Align::kLeft},
-                 {"category", TextTable::Align::kLeft}, {"kernel", TextTable::Align::kLeft, 70}});
+    absl::StrAppend(&out, "\ntop kernels per ", per, "\n");
+    TextTable t({{"% GPU"},
+                 {ms_per},
+                 {absl::StrCat("calls/", per)},
+                 {"TC", TextTable::Align::kLeft},
+                 {"category", TextTable::Align::kLeft},
+                 {"kernel", TextTable::Align::kLeft, 70}});
     for (const KernelRow& k : p.kernels) {
       t.AddRow({Fmt(k.pct_of_gpu, 1), Fmt(k.ms_per_step, 3), Fmt(k.count_per_step, 1),
                 k.tensorcore ? "yes" : "", k.category,
