@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/cli/exit_codes.h"
 #include "client/remote/daemon_answer.h"
+#include "client/remote/daemon_connection.h"
 #include "client/remote/remote_reader.h"
 #include "common/io/atomic_file.h"
 #include "common/json/json_writer.h"
@@ -55,7 +56,7 @@ int Fail(std::ostream& err, int code, const std::string& msg) {
 }  // namespace
 
 CommandSpec ReportCommandSpec() {
-  return CommandSpec{
+  CommandSpec spec{
       "report",
       "one self-contained HTML page of a profile (two inputs: a comparison page)",
       "Writes one HTML file that opens anywhere, offline (inline CSS and SVG, no network):\n"
@@ -79,6 +80,10 @@ CommandSpec ReportCommandSpec() {
       {{"output", "FILE", kDefaultOutput, "the HTML file to write ('-': standard output)", false,
         'o'},
        {"json", "", "", "print what was written as JSON ({output, bytes, inputs})"}}};
+  // `job:<id>` from a daemon, as every reader (issue 39 §2: report was the one reader without
+  // --remote).
+  for (const FlagSpec& f : RemoteFlagSpecs()) spec.flags.push_back(f);
+  return spec;
 }
 
 absl::StatusOr<std::string> WriteReport(const std::vector<std::string>& paths,

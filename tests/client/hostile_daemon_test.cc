@@ -197,6 +197,21 @@ TEST_F(HostileDaemonTest, AWellFormedJobStillDownloads) {
   EXPECT_TRUE(fs::exists(project_ / "infer" / "profile_trace.json"));
 }
 
+// Issue 39 §2: `profile report job:<id> --remote` reads from the daemon named (it was the one
+// reader without --remote: "unknown flag --remote for 'report'", exit 2).
+TEST_F(HostileDaemonTest, ReportTakesRemoteAsEveryReaderDoes) {
+  Serve({"profile.json"});
+  const std::string html = (root_ / "report.html").string();
+  const int code = RunCli({"profile", "report", "job:job-1", "--remote", "unix:" + socket_, "-o",
+                           html},
+                          out_, err_);
+  EXPECT_THAT(err_.str(), Not(HasSubstr("unknown flag")));
+  EXPECT_GE(daemon_->reads, 1) << "the profile was read from the daemon named: " << err_.str();
+  // This daemon serves a shell line as its profile.json: refused as a profile, not written.
+  EXPECT_NE(code, 0);
+  EXPECT_FALSE(fs::exists(html));
+}
+
 // Issue 36 §6: `jobs delete` says what it freed (the deleted job's artifacts), and prints the
 // daemon's answer escaped.
 TEST_F(HostileDaemonTest, JobsDeleteSaysWhatWasFreed) {
@@ -219,7 +234,7 @@ v1::Job RanksJob(std::vector<std::string> names, int64_t first_rank) {
   v1::Job job = JobWith(std::move(names), v1::JOB_KIND_RUN);
   job.add_devices("cpu:0");
   job.add_devices("cpu:1");
-  job.mutable_world()->set_first_rank(first_rank);
+  job.mutable_world()->set_first_rank(static_cast<int32_t>(first_rank));
   return job;
 }
 
