@@ -40,6 +40,16 @@ int64_t RankOf(const v1::Job& job, const RankArtifact& file) {
   return first + file.rank;
 }
 
+// An attach job that traced several processes: its artifacts carry rank names
+// (produced_files.h, AnalyseIntoJob), so that its files lie as a data-parallel job's do.
+bool MultiProcessAttach(const v1::Job& job) {
+  if (job.kind() != v1::JOB_KIND_ATTACH) return false;
+  for (const v1::Artifact& art : job.artifacts()) {
+    if (SplitRankArtifact(art.name()).rank > 0) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::string> Destination(const std::string& project, const v1::Job& job,
                                         const std::string& name) {
   if (!IsPlainArtifactName(name)) {
@@ -59,6 +69,15 @@ absl::StatusOr<std::string> Destination(const std::string& project, const v1::Jo
                                               ") is not a rank's plain file name"));
     }
     return (dir / absl::StrCat("rank", rank) / file.file).string();
+  }
+  if (MultiProcessAttach(job)) {
+    // Each traced process's files in <project>/attach/rank<R>/ (R: its rank name's).
+    const RankArtifact file = SplitRankArtifact(name);
+    if (file.rank >= jobspec::bounds::kMaxWorldSize || !IsPlainArtifactName(file.file)) {
+      return absl::DataLossError(
+          absl::StrCat("artifact name ", Quoted(name), " is not a rank's plain file name"));
+    }
+    return (dir / absl::StrCat("rank", file.rank) / file.file).string();
   }
   if (IsRepeatFileName(name)) return (fs::path(project) / name).string();
   // A --repeat job: each trial's files in the Python tool's <kind>_<T>/ folders.

@@ -342,5 +342,34 @@ TEST(ScratchFolder, IsPrivateUnpredictableAndRemoved) {
   EXPECT_FALSE(fs::exists(path));
 }
 
+// Issue 37 §3: an attach job that traced several processes names its files by rank; they go
+// into <project>/attach/rank<R>/ as a data-parallel job's go into prof/, so that `summary
+// <project>/attach/` reads them as one run's ranks. One process: its files as they are.
+TEST(ArtifactDestination, AMultiProcessAttachJobsFilesGoIntoRankFolders) {
+  const std::vector<std::string> names = {"profile.json", "profile_trace.json",
+                                          "rank1.profile.json", "rank1.profile_trace.json"};
+  const v1::Job ranks = JobWith(names, v1::JOB_KIND_ATTACH);
+  EXPECT_TRUE(CheckJobAnswer(ranks, "d").ok());
+  EXPECT_EQ(*ArtifactDestination("p", ranks, "profile.json"), "p/attach/rank0/profile.json");
+  EXPECT_EQ(*ArtifactDestination("p", ranks, "profile_trace.json"),
+            "p/attach/rank0/profile_trace.json");
+  EXPECT_EQ(*ArtifactDestination("p", ranks, "rank1.profile_trace.json"),
+            "p/attach/rank1/profile_trace.json");
+  const v1::Job one = JobWith({"profile.json", "profile_trace.json"}, v1::JOB_KIND_ATTACH);
+  EXPECT_EQ(*ArtifactDestination("p", one, "profile.json"), "p/attach/profile.json");
+  // A run's own rank-like file name without rank folders stays a run's.
+  EXPECT_EQ(*ArtifactDestination("p", JobWith(names, v1::JOB_KIND_RUN), "rank1.profile.json"),
+            "p/prof/rank1.profile.json");
+  EXPECT_FALSE(CheckJobAnswer(JobWith({"profile.json", "rank1.profile.json",
+                                       "rank1024.profile.json"},
+                                      v1::JOB_KIND_ATTACH),
+                              "d")
+                   .ok());
+  EXPECT_FALSE(
+      CheckJobAnswer(JobWith({"rank1.profile.json", "rank01.profile.json"}, v1::JOB_KIND_ATTACH),
+                     "d")
+          .ok());  // two names for one file
+}
+
 }  // namespace
 }  // namespace libreyolo::cli
