@@ -36,7 +36,7 @@ class FinetuneJob : public ::testing::Test {
     spec_.warmup = 1;
     spec_.steps = 1;
     spec_.workers = 0;
-    // Cheap: no auto switch to decide, and a budget that one probe round settles.
+    // Cheap: every switch off, so one probe (the overhead) and no switch cost to measure.
     spec_.profiler.record_shapes = spec_.profiler.profile_memory = spec_.profiler.with_flops =
         false;
     spec_.profiler.with_modules = false;

@@ -27,7 +27,9 @@ size_t Index(CostlySwitch s) { return static_cast<size_t>(s); }
 BudgetOutcome Start(const ProfilerSwitches& requested) {
   BudgetOutcome o;
   o.switches = ResolveSwitches(requested);
-  for (CostlySwitch s : kCostlySwitches) o.from_flag[Index(s)] = Requested(requested, s).has_value();
+  for (CostlySwitch s : kCostlySwitches) {
+    o.from_flag[Index(s)] = Requested(requested, s).has_value();
+  }
   return o;
 }
 
@@ -97,7 +99,9 @@ void ResolvedSwitches::Set(CostlySwitch s, bool on) {
 
 ResolvedSwitches ResolveSwitches(const ProfilerSwitches& requested) {
   ResolvedSwitches r;
-  for (CostlySwitch s : kCostlySwitches) r.Set(s, Requested(requested, s).value_or(DefaultSwitch(s)));
+  for (CostlySwitch s : kCostlySwitches) {
+    r.Set(s, Requested(requested, s).value_or(DefaultSwitch(s)));
+  }
   return r;
 }
 
