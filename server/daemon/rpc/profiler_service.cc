@@ -386,6 +386,7 @@ grpc::Status ProfilerServiceImpl::GetDaemonInfo(grpc::ServerContext* ctx,
     resp->set_allows_local_paths(MayNameLocalPaths(*config, *who));
   }
   for (const std::string& d : jobs_->devices()) {
+    if (d == kAttachLane) continue;  // a lane, not a device (ListAttachable is its view)
     v1::DeviceInfo* info = resp->add_devices();
     info->set_name(d);
     info->set_description(jobs_->runner().DescribeDevice(d));
