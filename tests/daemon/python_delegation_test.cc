@@ -1,5 +1,6 @@
 // Issue 38 §4: `libreyolo profile infer|run` of a native checkpoint of a family the engine lacks,
-// through the private daemon the client starts: the job runs the Python LibreYOLO's own
+// through the private daemon the client starts (and once on a daemon of its own, --remote, the
+// checkpoint named in its models directory): the job runs the Python LibreYOLO's own
 // `libreyolo profile run|infer` (the project's Python environment) and gives a job and its
 // profile like any other; its failures come back with its last line and the mapped exit code; a
 // cancel mid-run leaves no process of its group behind. The checkpoints (YOLOX-n and D-FINE-n
@@ -135,6 +136,37 @@ TEST_F(PythonDelegationTest, InferOfAYoloxCheckpointIsAJobOfThePythonTool) {
   EXPECT_TRUE(fs::exists(repeated + "/infer_0/profile.json")) << r.Describe();
   EXPECT_TRUE(fs::exists(repeated + "/infer_1/profile.json")) << r.Describe();
   EXPECT_THAT(ReadFile(repeated + "/infer_repeat.json"), HasSubstr("\"img_per_s_n\": 2"));
+}
+
+// A shared daemon: the checkpoint by name in its models directory, its Python tool configured,
+// the stored job read and drawn remotely.
+TEST_F(PythonDelegationTest, RemoteInferByNameInTheModelsDirectory) {
+  DaemonDirs dirs(dir_.File("d"));
+  fs::copy_file(Input("yolox_n.pt"), dirs.models + "/yolox_n.pt");
+  const std::string tool = fs::path(LIBREYOLO_PYTHON).parent_path().string() + "/libreyolo";
+  std::vector<std::string> flags = dirs.Flags();
+  flags.insert(flags.end(), {"--python-tool", tool});
+  auto daemon = DaemonProcess::Start(flags, dir_.File("daemon.log"));
+  ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
+  const std::vector<std::string> remote = {"--remote", "unix:" + dirs.socket};
+  std::vector<std::string> args = {"profile", "infer", "--weights", "yolox_n.pt", "--device",
+                                   "cpu", "--imgsz", "64", "--warmup", "0", "--runs", "1",
+                                   "--no-trace", "--project", dir_.File("pm"), "--json"};
+  args.insert(args.end(), remote.begin(), remote.end());
+  const CommandResult c = RunClient(args);
+  ASSERT_EQ(c.exit_code, 0) << c.Describe() << daemon->LogTail();
+  const std::string id = QueuedJobId(c.out + c.err);
+  std::vector<std::string> summary = {"profile", "summary", "job:" + id};
+  summary.insert(summary.end(), remote.begin(), remote.end());
+  const CommandResult s = RunClient(summary);
+  EXPECT_EQ(s.exit_code, 0) << s.Describe();
+  EXPECT_THAT(s.out, HasSubstr("the Python LibreYOLO")) << s.out;
+  std::vector<std::string> report = {"profile", "report", "job:" + id, "-o", dir_.File("r.html")};
+  report.insert(report.end(), remote.begin(), remote.end());
+  const CommandResult h = RunClient(report);
+  EXPECT_EQ(h.exit_code, 0) << h.Describe();
+  EXPECT_TRUE(fs::exists(dir_.File("r.html")));
+  EXPECT_EQ(daemon->Terminate(seconds(60), nullptr), 0) << daemon->LogTail();
 }
 
 TEST_F(PythonDelegationTest, RunOfAYoloxCheckpointTrainsOnTheTestsDataset) {
