@@ -52,7 +52,7 @@ TEST(DeclaredImageSize, SaysNothingOfWhatItCannotRead) {
 TEST(DecodeImageBytes, AnImageOverTheBoundIsRefusedFromItsHeader) {
   std::string png = Encode(".png", 8, 8);
   auto be32 = [&](size_t at, uint32_t v) {
-    for (int i = 0; i < 4; ++i) png[at + i] = static_cast<char>((v >> (24 - 8 * i)) & 0xFF);
+    for (size_t i = 0; i < 4; ++i) png[at + i] = static_cast<char>((v >> (24 - 8 * i)) & 0xFF);
   };
   be32(16, 20000);
   be32(20, 20000);
