@@ -20,12 +20,6 @@ template <OptDouble Profile::*M>
 void SetNum(Profile& p, const MetricCell& c) {
   p.*M = c.AsDouble();
 }
-// A count the model keeps as a double (always integral: PerStepCount).
-template <OptDouble Profile::*M>
-MetricCell CountOf(const Profile& p) {
-  if (!(p.*M).has_value()) return {};
-  return MetricCell::Count(CountFromDouble(*(p.*M)));
-}
 template <std::optional<int64_t> Profile::*M>
 MetricCell Int(const Profile& p) {
   return MetricCell::Count(p.*M);
@@ -109,15 +103,15 @@ constexpr std::array kTable = {
   MetricDef{"mean_kernel_us", "", "mean_kernel_us", "us", K::kNumber, A::kGpu, B::kNone, true,
     "mean kernel", 1, "sum of kernel durations / number of kernels",
     Num<&Profile::mean_kernel_us>, SetNum<&Profile::mean_kernel_us>},
-  MetricDef{"kernels_per_step", "", "kernels_per_step", "", K::kCount, A::kGpu, B::kNone, true,
-    "kernels", 0, "kernels in the window // real_steps",
-    CountOf<&Profile::kernels_per_step>, SetNum<&Profile::kernels_per_step>},
+  MetricDef{"kernels_per_step", "", "kernels_per_step", "", K::kNumber, A::kGpu, B::kNone, true,
+    "kernels", 2, "kernels in the window / real_steps (a mean: one kernel in two steps is 0.5)",
+    Num<&Profile::kernels_per_step>, SetNum<&Profile::kernels_per_step>},
   MetricDef{"unique_kernels", "", "unique_kernels", "", K::kCount, A::kGpu, B::kNone, true,
     "unique kernels", 0, "distinct kernel names in the window",
     Int<&Profile::unique_kernels>, SetInt<&Profile::unique_kernels>},
-  MetricDef{"ops_per_step", "", "ops_per_step", "", K::kCount, A::kAlways, B::kNone, false,
-    "operators", 0, "CPU operator events in the window // real_steps",
-    CountOf<&Profile::ops_per_step>, SetNum<&Profile::ops_per_step>},
+  MetricDef{"ops_per_step", "", "ops_per_step", "", K::kNumber, A::kAlways, B::kNone, false,
+    "operators", 2, "CPU operator events in the window / real_steps (a mean)",
+    Num<&Profile::ops_per_step>, SetNum<&Profile::ops_per_step>},
   MetricDef{"memcpy_ms", "", "memcpy_ms_per_step", "ms", K::kNumber, A::kGpu, B::kNone, true,
     "memcpy + memset", 3, "sum of memcpy and memset durations per step",
     Num<&Profile::memcpy_ms_per_step>, SetNum<&Profile::memcpy_ms_per_step>},
@@ -156,16 +150,16 @@ constexpr std::array kTable = {
     B::kNone, false, "GPU waiting for the host", 2,
     "GPU idle gaps that end at a kernel launched after the gap began, per step",
     Num<&Profile::gpu_wait_host_ms_per_step>, SetNum<&Profile::gpu_wait_host_ms_per_step>},
-  MetricDef{"launches_per_step", "", "launches_per_step", "", K::kCount, A::kGpu, B::kLower,
-    true, "kernel launches", 0, "launch calls in the window // real_steps (no runtime "
+  MetricDef{"launches_per_step", "", "launches_per_step", "", K::kNumber, A::kGpu, B::kLower,
+    true, "kernel launches", 2, "launch calls in the window / real_steps, a mean (no runtime "
     "events: kernels_per_step)",
-    CountOf<&Profile::launches_per_step>, SetNum<&Profile::launches_per_step>},
+    Num<&Profile::launches_per_step>, SetNum<&Profile::launches_per_step>},
   MetricDef{"launches_source", "", "launches_source", "", K::kText, A::kGpu, B::kNone, false,
     "launches counted from", 0, "runtime or kernels",
     Text<&Profile::launches_source>, SetText<&Profile::launches_source>},
-  MetricDef{"cuda_mallocs_per_step", "", "cuda_mallocs_per_step", "", K::kCount, A::kGpu,
-    B::kNone, true, "cudaMalloc/Free", 0, "cudaMalloc and cudaFree calls // real_steps",
-    CountOf<&Profile::cuda_mallocs_per_step>, SetNum<&Profile::cuda_mallocs_per_step>},
+  MetricDef{"cuda_mallocs_per_step", "", "cuda_mallocs_per_step", "", K::kNumber, A::kGpu,
+    B::kNone, true, "cudaMalloc/Free", 2, "cudaMalloc and cudaFree calls / real_steps (a mean)",
+    Num<&Profile::cuda_mallocs_per_step>, SetNum<&Profile::cuda_mallocs_per_step>},
   MetricDef{"memory_pressure", "", "memory_pressure", "", K::kFlag, A::kGpu, B::kNone, false,
     "memory pressure", 0, "the CUDA allocator thrashed (cudaMalloc/Free every step)",
     Flag<&Profile::memory_pressure>, SetFlag<&Profile::memory_pressure>},

@@ -271,7 +271,7 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
     }
     if (!p.ops_per_step) {
       if (const OptDouble ops = r.Double(*metrics, "ops_per_step", "metrics.")) {
-        p.ops_per_step = std::floor(*ops);
+        p.ops_per_step = *ops;  // a mean (issue 40); the Python tool's are whole
       }
     }
   }

@@ -188,7 +188,11 @@ class Analyser {
  private:
   double PerStepMs(int64_t ns) const { return static_cast<double>(ns) / kNsPerMs / steps_; }
   double PerStep(double v) const { return v / steps_; }
-  // Counts per step: the Python LibreYOLO's rule (metric_table.h PerStepCount).
+  // The step's mean of a count: one kernel in two steps is 0.5 (kernels_per_step,
+  // launches_per_step, ops_per_step, cuda_mallocs_per_step; issue 40).
+  double MeanPerStep(int64_t n) const { return static_cast<double>(n) / steps_; }
+  // Counts per step of the rows (kernel, op and phase tables): the Python LibreYOLO's rule
+  // (metric_table.h PerStepCount), which its readers format as integers.
   double CountPerStep(int64_t n, bool row = false) const {
     return static_cast<double>(PerStepCount(n, win_.real_steps, row));
   }
@@ -314,7 +318,7 @@ class Analyser {
       }
     }
     p.gpu_kernel_ms_per_step = PerStepMs(sum_ns);
-    p.kernels_per_step = CountPerStep(static_cast<int64_t>(count));
+    p.kernels_per_step = MeanPerStep(count);
     p.unique_kernels = static_cast<int64_t>(by_name.size());
     p.mean_kernel_us = count > 0 ? static_cast<double>(sum_ns) / 1000.0 / static_cast<double>(count)
                                  : 0.0;
@@ -429,13 +433,13 @@ class Analyser {
       if (!sync_names_.contains(e.name)) SatAdd(api_ns, e.dur_ns);
     }
     if (runtime > 0) {
-      p.launches_per_step = CountPerStep(static_cast<int64_t>(launches));
+      p.launches_per_step = MeanPerStep(launches);
       p.launches_source = "runtime";
     } else {
       p.launches_per_step = p.kernels_per_step;
       p.launches_source = "kernels";
     }
-    p.cuda_mallocs_per_step = CountPerStep(static_cast<int64_t>(mallocs));
+    p.cuda_mallocs_per_step = MeanPerStep(mallocs);
     p.launch_api_ms_per_step = PerStepMs(launch_ns);
     p.host_api_ms_per_step = PerStepMs(api_ns);
   }
@@ -531,7 +535,7 @@ class Analyser {
         add(pa.op_names[e.name]);
       }
     }
-    p.ops_per_step = CountPerStep(static_cast<int64_t>(cpu_op_count));
+    p.ops_per_step = MeanPerStep(cpu_op_count);
     p.self_cpu_total_ms_per_step = PerStepMs(self_total);
     p.self_device_total_ms_per_step = PerStepMs(self_dev_total);
     if (any_flops) p.flops_per_step = PerStep(flops_total);

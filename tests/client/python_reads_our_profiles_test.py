@@ -8,8 +8,10 @@ on each, and checks that
 
   - phases, kernels, ops, get (every metric), what-if and, on GPU profiles, summary and compare
     run without an exception;
-  - every count they print with :d is a JSON integer in our file (count_per_step,
-    kernels_per_step, ops_per_step, launches_per_step);
+  - every count they print with :d is a JSON integer in our file (the rows' count_per_step, a
+    phase's kernels_per_step and ops_per_step); the top-level kernels_per_step,
+    launches_per_step and cuda_mallocs_per_step are means (issue 40: 0.5 for one kernel in two
+    steps), which its readers print without a format spec;
   - the numbers they print are ours: its `get` prints the value our file holds.
 
 A CPU job's GPU metrics are null in our file (docs/metrics.md: never 0 in one view and n/a in
@@ -64,8 +66,7 @@ def check_counts_are_integers(name, doc):
     ints(doc.get("phases"), ["kernels_per_step", "ops_per_step", "unique_kernels"], "phases")
     for rows in (doc.get("ops_by_phase") or {}).values():
         ints(rows, ["count_per_step"], "ops_by_phase")
-    ints([doc], ["kernels_per_step", "launches_per_step", "cuda_mallocs_per_step",
-                 "unique_kernels"], "top level")
+    ints([doc], ["unique_kernels"], "top level")
 
 
 with tempfile.TemporaryDirectory() as tmp:

@@ -26,10 +26,10 @@ TEST(Window, CpuStepCopyWinsOverEarlierGpuCopy) {
   EXPECT_OPT_CLOSE(p.window_wall_ms, 1.9);
   EXPECT_OPT_CLOSE(p.step_ms, 0.95);  // 1.9 / 2
   EXPECT_EQ(p.parse_stats.duplicate_steps, 2);
-  // Only "inside": 300 us / 2 steps = 0.15 ms; 1 kernel // 2 steps = 0 (counts per step
-  // are the Python tool's integers, docs/metrics.md), yet a GPU job: one unique kernel.
+  // Only "inside": 300 us / 2 steps = 0.15 ms; 1 kernel / 2 steps = 0.5 (a mean, issue 40;
+  // the Python tool's total // steps said 0), one unique kernel.
   EXPECT_OPT_CLOSE(p.gpu_kernel_ms_per_step, 0.15);
-  EXPECT_OPT_CLOSE(p.kernels_per_step, 0.0);
+  EXPECT_OPT_CLOSE(p.kernels_per_step, 0.5);
   EXPECT_EQ(p.unique_kernels, std::optional<int64_t>(1));
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_EQ(p.kernels[0].raw_name, "inside");
@@ -187,7 +187,7 @@ TEST(Mallocs, BelowFivePerStepIsNotMemoryPressure) {
   std::vector<std::string> ev = {Step(1, 0, 1000), Step(2, 1000, 1000), Kernel("k", 100, 100)};
   for (int i = 0; i < 9; ++i) ev.push_back(Runtime("cuMemFree", 200 + 100 * i, 5));
   const Profile p = AnalyseEvents(ev);
-  EXPECT_OPT_CLOSE(p.cuda_mallocs_per_step, 4.0);  // 9 // 2
+  EXPECT_OPT_CLOSE(p.cuda_mallocs_per_step, 4.5);  // 9 / 2: a mean
   EXPECT_EQ(p.memory_pressure, std::optional<bool>(false));
 }
 
@@ -228,6 +228,31 @@ TEST(HostOverhead, ResidualIsFlooredAtZero) {
                                    Ann("## dataload ##", 0, 50)});
   // 0.1 - 0.09 - 0.05 < 0 -> 0.
   EXPECT_OPT_CLOSE(p.host_overhead_residual_ms_per_step, 0.0);
+}
+
+}  // namespace
+}  // namespace libreyolo::testing
+
+namespace libreyolo::testing {
+namespace {
+
+// Issue 40: the per-step figures of the whole window are means, not counts. One kernel (and its
+// launch) in two steps is 0.5 per step, beside its non-zero GPU busy time, and the verdict sees
+// a GPU job (with the Python tool's total // steps it was 0, "no GPU kernels").
+TEST(PerStepMeans, OneKernelInTwoStepsIsHalfAKernelPerStep) {
+  const Profile p = AnalyseEvents({Step(1, 0, 1000), Step(2, 1000, 1000), Launch(10, 5, 1),
+                                   Kernel("k1", 20, 100, 1), Op("aten::add", 30, 10),
+                                   Runtime("cudaMalloc", 40, 5)});
+  ASSERT_EQ(p.real_steps, 2);
+  EXPECT_DOUBLE_EQ(*p.kernels_per_step, 0.5);
+  EXPECT_DOUBLE_EQ(*p.launches_per_step, 0.5);
+  EXPECT_DOUBLE_EQ(*p.ops_per_step, 0.5);
+  EXPECT_DOUBLE_EQ(*p.cuda_mallocs_per_step, 0.5);
+  EXPECT_GT(*p.gpu_busy_ms_per_step, 0);
+  EXPECT_NE(p.bound_why.find("GPU is busy"), std::string::npos) << p.bound_why;
+  // The rows keep the Python tool's integer rule (its readers format them with :d).
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels[0].count_per_step, 1);
 }
 
 }  // namespace

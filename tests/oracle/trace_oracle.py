@@ -70,9 +70,10 @@ Readings chosen where docs/metrics.md leaves room (the C++ side should match):
      order); parent = top of a stack after popping every event whose end <= ts.
      Self CPU per event = max(dur - sum of direct children's dur, 0), floored per
      event, then summed.
- R19 Counts per step are integers, the Python LibreYOLO's rule: total // real_steps
-     (kernels_per_step, launches_per_step, cuda_mallocs_per_step, a phase's kernels
-     and ops); a kernel or op row shows max(count // real_steps, 1).
+ R19 kernels_per_step, launches_per_step and cuda_mallocs_per_step are means:
+     total / real_steps (one kernel in two steps is 0.5; issue 40).  The rows'
+     counts are integers, the Python LibreYOLO's rule: a phase's kernels and ops
+     total // real_steps, a kernel or op row max(count // real_steps, 1).
  R20 A CPU job (no kernel, no memcpy/memset time, no runtime event, no device
      memory) has null GPU-side metrics (GPU_ONLY_KEYS), never 0.
  R11 Device time of ops: a kernel with a launch call belongs to the nearest
@@ -522,7 +523,7 @@ def analyse(raw_events):
     comm_ms_per_step = per_step_ms(comm_t)
     comm_exposed_ms_per_step = per_step_ms(exposed_t)
     comm_overlap_pct = 100 * (1 - exposed_t / comm_t) if comm_t else None
-    kernels_per_step = len(kernels) // real_steps  # R19: counts per step are integers
+    kernels_per_step = len(kernels) / real_steps  # R19: a mean
     unique_kernels = len({k.name for k in kernels})
     mean_kernel_us = div(k_dur, U * len(kernels))
     memcpy_ms_per_step = per_step_ms(sum(e.dur for e in memcpys))
@@ -554,12 +555,12 @@ def analyse(raw_events):
     # ---- launches and API time ----
     launch_calls = [r for r in runtime if strip_v(r.name).startswith(LAUNCH_PREFIXES)]
     if runtime:
-        launches_per_step = len(launch_calls) // real_steps
+        launches_per_step = len(launch_calls) / real_steps
         launches_source = "runtime"
     else:
         launches_per_step = kernels_per_step
         launches_source = "kernels"
-    cuda_mallocs_per_step = sum(1 for r in runtime if strip_v(r.name) in MALLOC_NAMES) // real_steps
+    cuda_mallocs_per_step = sum(1 for r in runtime if strip_v(r.name) in MALLOC_NAMES) / real_steps
     launch_api_ms_per_step = per_step_ms(sum(r.dur for r in launch_calls))
     host_api_ms_per_step = per_step_ms(sum(r.dur for r in runtime if "Synchronize" not in r.name))
 
