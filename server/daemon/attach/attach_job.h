@@ -10,8 +10,9 @@
 //             only the owner's processes (an admin's: anyone's); each skipped one says why
 //   prepare   one drop folder for the job (external::MakeDropFolder) under the daemon's
 //             /tmp/libreyolod-<uid>/, or under the traced processes' KINETO_ONDEMAND_TRACE_DIR
-//             when their environment sets it (Kineto accepts no other on-demand path); the
-//             event says which
+//             when their environment sets it and it is a directory of their user's (opened
+//             without following a symlink, used through /proc/self/fd: Kineto accepts no
+//             other on-demand path); the event says which
 //   request   the Kineto configuration (KinetoConfigText: one PROFILE_START_TIME for every
 //             target, far enough ahead that each will have polled; REQUEST_TRACE_ID = the job
 //             id) set pending for each target (AttachRegistry::SetPendingConfig)
