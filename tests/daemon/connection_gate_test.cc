@@ -117,6 +117,22 @@ TEST(ConnectionGate, AFullBudgetClosesAnIdleConnectionUnauthenticatedFirstBefore
   EXPECT_NE(why.find("(max_connections)"), std::string::npos) << why;
 }
 
+TEST(ConnectionGate, AFullBudgetTakesFromWhoeverHoldsTheMostNotFromTheOldest) {
+  FakeClock clock;
+  ConnectionGate gate(Caps(4, 4), 0, clock.fn());
+  Conn lone, f1, f2, f3, f4;
+  ASSERT_EQ(gate.Admit(lone.daemon, "10.0.0.9"), "");  // the oldest, alone on its address
+  for (Conn* c : {&f1, &f2, &f3}) {
+    clock.now += seconds(1);
+    ASSERT_EQ(gate.Admit(c->daemon, "10.0.0.1"), "");  // a flood's address
+  }
+  clock.now += seconds(1);
+  EXPECT_EQ(gate.Admit(f4.daemon, "10.0.0.1"), "");
+  EXPECT_FALSE(lone.ShutByGate()) << "the flood pays, not the one connection of 10.0.0.9";
+  EXPECT_TRUE(f1.ShutByGate()) << "the flood's oldest idle";
+  EXPECT_FALSE(f2.ShutByGate() || f3.ShutByGate() || f4.ShutByGate());
+}
+
 TEST(ConnectionGate, AfterItsFirstAuthenticatedCallAConnectionIsChargedToItsUser) {
   FakeClock clock;
   ConnectionGate gate(Caps(100, 2), 0, clock.fn());

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <map>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -15,12 +17,11 @@
 namespace libreyolo::daemon {
 namespace {
 
-// The order in which idle connections go: never-authenticated TCP ones first, then the one
-// idle the longest.
-bool GoesBefore(bool a_anonymous, std::chrono::steady_clock::time_point a_idle,
-                bool b_anonymous, std::chrono::steady_clock::time_point b_idle) {
-  if (a_anonymous != b_anonymous) return a_anonymous;
-  return a_idle < b_idle;
+// Who holds a connection, for the order in which idle ones go: a uid on the Unix socket, an
+// address on TCP until the connection's first authenticated call, then its user.
+std::string Holder(bool unix_socket, const std::string& peer, const std::string& user) {
+  if (unix_socket) return peer;
+  return user.empty() ? "address " + peer : "user " + user;
 }
 
 }  // namespace
@@ -78,23 +79,39 @@ bool ConnectionGate::CloseLocked(size_t index) {
 
 bool ConnectionGate::CloseIdleLocked(const std::function<bool(const Entry&)>& group,
                                      uint64_t except, std::string* closed) {
+  // The idle connection that goes: a never-authenticated one before one charged to a user;
+  // then one of whoever holds the most in the group (a flood's address, never the user with
+  // one connection); then the one idle the longest.
+  std::map<std::string, int64_t> held;
+  for (const Entry& e : entries_) {
+    if (group(e)) ++held[Holder(e.unix_socket, e.peer, e.user)];
+  }
+  struct Rank {
+    bool authenticated;
+    int64_t fewer;  // minus the holder's count: more held goes first
+    TimePoint idle_since;
+    bool operator<(const Rank& o) const {
+      return std::tie(authenticated, fewer, idle_since) <
+             std::tie(o.authenticated, o.fewer, o.idle_since);
+    }
+  };
   size_t best = entries_.size();
+  Rank best_rank{};
   for (size_t i = 0; i < entries_.size(); ++i) {
     const Entry& e = entries_[i];
     if (e.serial == except || e.in_flight > 0 || !group(e)) continue;
-    if (best == entries_.size() ||
-        GoesBefore(e.user.empty() && !e.unix_socket, e.idle_since,
-                   entries_[best].user.empty() && !entries_[best].unix_socket,
-                   entries_[best].idle_since)) {
+    const Rank rank{e.unix_socket || !e.user.empty(),
+                    -held[Holder(e.unix_socket, e.peer, e.user)], e.idle_since};
+    if (best == entries_.size() || rank < best_rank) {
       best = i;
+      best_rank = rank;
     }
   }
   if (best == entries_.size()) return false;
   const Entry& e = entries_[best];
-  std::string what =
-      absl::StrCat("an idle connection of ", e.user.empty() ? e.peer : e.user, " (idle ",
-                   std::chrono::duration_cast<std::chrono::seconds>(clock_() - e.idle_since).count(),
-                   " s)");
+  std::string what = absl::StrCat(
+      "an idle connection of ", Holder(e.unix_socket, e.peer, e.user), " (idle ",
+      std::chrono::duration_cast<std::chrono::seconds>(clock_() - e.idle_since).count(), " s)");
   if (!CloseLocked(best)) return false;
   ++closed_.idle;
   if (closed != nullptr) *closed = std::move(what);

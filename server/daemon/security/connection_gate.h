@@ -13,8 +13,9 @@
 //   authenticated call, then the call's user (so one user's channels never take the
 //   connections of everyone else behind the same address); on the Unix socket a uid.
 // - A cap reached closes an idle connection of the same group (no call in flight; on TCP the
-//   unauthenticated first, then the oldest idle) to admit the new one; only when every one has
-//   a call in flight is the new connection refused. A user past the cap when a connection
+//   never-authenticated first; then one of whoever holds the most, so that a flood's address
+//   pays, not a user with one connection; then the oldest idle) to admit the new one; only
+//   when every one has a call in flight is the new connection refused. A user past the cap when a connection
 //   becomes theirs loses their oldest idle one, or, with every one busy, that newest one.
 // - A TCP connection that has neither carried an authenticated call nor completed a call
 //   within handshake_timeout_s of its accept is closed (ExpireHandshakes): a peer that sends
@@ -98,8 +99,8 @@ class ConnectionGate {
     TimePoint idle_since;
   };
   void SweepLocked();
-  // Closes the idle entry of `group` that goes first (unauthenticated, then oldest idle),
-  // `except` excluded; false when each has a call in flight.
+  // Closes the idle entry of `group` that goes first (see above), `except` excluded; false
+  // when each has a call in flight.
   bool CloseIdleLocked(const std::function<bool(const Entry&)>& group, uint64_t except,
                        std::string* closed);
   // shutdown(2) of the entry's socket and its removal; false when its descriptor could not be
