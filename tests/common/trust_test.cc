@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <string>
 
+#include "common/analysis/compare.h"
 #include "common/analysis/verdict.h"
 #include "common/load/load_profile.h"
 #include "common/profile/profile_json.h"
+#include "common/readers/compare_view.h"
 #include "common/readers/summary_view.h"
 #include "tests/common/trace_builder.h"
 
@@ -179,6 +181,20 @@ TEST(Trust, TheBlockSurvivesProfileJson) {
     EXPECT_EQ(back->trust_checks[i].evidence, p.trust_checks[i].evidence);
   }
   EXPECT_EQ(AssessTrust(*back).confidence, kConfidenceReduced);
+}
+
+TEST(Trust, SummaryJsonAndCompareCarryIt) {
+  const Profile good = AnalyseEvents(TwoLaunches({Kernel("k1", 12, 5, 1), Kernel("k2", 30, 5, 2)}));
+  const Profile bad = AnalyseEvents(TwoLaunches({Kernel("k1", 12, 5, 1), Kernel("k2", 18, 5, 2)}));
+  EXPECT_THAT(RenderSummaryJson(BuildSummary(bad, "b")),
+              ::testing::ContainsRegex(R"("trust": ?\{[^}]*"confidence": ?"reduced")"));
+  EXPECT_THAT(RenderSummaryJson(BuildSummary(Profile{}, "p")),
+              ::testing::ContainsRegex(R"("trust": ?null)"));
+  // compare names the trust of both sides when one is not high, and only then.
+  EXPECT_THAT(RenderCompareText(Compare(good, bad, "a", "b")),
+              HasSubstr("trust: before high (2 checks passed, 2 not applicable); after reduced: "
+                        "kernel timestamps corrupted"));
+  EXPECT_THAT(RenderCompareText(Compare(good, good, "a", "b")), Not(HasSubstr("trust:")));
 }
 
 // --- the fixtures made from the real traces ---------------------------------------------------
