@@ -174,8 +174,9 @@ TEST(StartupAndDocs, ListenEntriesAreCappedAndTheMessageIsShort) {
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("listen: 200001 addresses; at most 64"));
   EXPECT_LT(s.message().size(), 1024u);
-  c.listen.assign(kMaxListenAddresses, "unix:/tmp/s");
-  EXPECT_TRUE(ValidateDaemonConfig(c).ok());
+  c.listen.clear();  // the cap itself, each address once (a repeat is refused: issue 40 A.10)
+  for (size_t i = 0; i < kMaxListenAddresses; ++i) c.listen.push_back("unix:/tmp/s" + std::to_string(i));
+  EXPECT_TRUE(ValidateDaemonConfig(c).ok()) << ValidateDaemonConfig(c);
   // Many malformed entries under the cap: the first problems, then how many more.
   c.listen.assign(kMaxListenAddresses, "nonsense");
   s = ValidateDaemonConfig(c);

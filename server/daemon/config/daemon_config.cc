@@ -200,9 +200,13 @@ namespace {
 // Rules across fields that no single option's bound catches (issue 40 A.10): each used to
 // start a daemon that failed later with the wrong exit code or blamed another libreyolod.
 void CrossFieldProblems(const DaemonConfig& config, std::vector<std::string>* problems) {
-  std::set<std::string> seen;
+  // Each well-formed address repeated, once (a malformed one is its own problem; past the
+  // cap on addresses the cap is the problem).
+  std::set<std::string> seen, said;
   for (const std::string& address : config.listen) {
-    if (!seen.insert(address).second) {
+    if (config.listen.size() > kMaxListenAddresses) break;
+    if (!seen.insert(address).second && ParseListenAddress(address).ok() &&
+        said.insert(address).second) {
       problems->push_back(absl::StrCat("listen: '", Excerpt(address),
                                        "' is given twice: give each address once"));
     }
