@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -150,10 +151,16 @@ class AttachJobTest : public ::testing::Test {
     });
   }
 
-  v1::Job Job(v1::AttachSpec spec, const std::string& owner = "uid:0") {
+  // The job as SubmitJob records it: `owner_uid` the submitter's (nullopt: a token user).
+  v1::Job Job(v1::AttachSpec spec, std::optional<uid_t> owner_uid = 0,
+              const std::string& owner = "") {
     job_.set_id("20261206-00000000000000a1");
     job_.set_kind(v1::JOB_KIND_ATTACH);
-    job_.set_owner(owner);
+    job_.set_owner(!owner.empty()     ? owner
+                   : owner_uid ? absl::StrCat("uid:", *owner_uid)
+                               : std::string("token-user"));
+    job_.clear_owner_uid();
+    if (owner_uid) job_.set_owner_uid(static_cast<int32_t>(*owner_uid));
     job_.set_device("attach");
     *job_.mutable_request()->mutable_attach() = std::move(spec);
     EXPECT_TRUE(store_->PutJob(job_).ok());
@@ -276,11 +283,13 @@ TEST_F(AttachJobTest, NoMatchListsWhatPollsAndStoresNothing) {
 
 TEST_F(AttachJobTest, AnotherUsersProcessIsRefused) {
   Poll(::getpid());  // root's (uid 0)
-  const RunOutcome out = Run(Job(ByPid(::getpid()), "uid:4321"));
+  const RunOutcome out = Run(Job(ByPid(::getpid()), 4321));
   EXPECT_EQ(out.status.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(out.status.message(), HasSubstr("belongs to another user (uid 0)"));
-  const RunOutcome token = Run(Job(ByPid(::getpid()), "no-such-unix-user-42"));
+  // A token user with no uid, even named "root", traces nothing: the record says who it is.
+  const RunOutcome token = Run(Job(ByPid(::getpid()), std::nullopt, "root"));
   EXPECT_EQ(token.status.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(token.status.message(), HasSubstr("has no Unix user"));
 }
 
 TEST_F(AttachJobTest, TraceThatNeverArrivesFailsAtTheDeadline) {

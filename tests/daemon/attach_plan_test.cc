@@ -160,25 +160,44 @@ TEST(SelectTargets, SlurmJobAndAll) {
   EXPECT_THAT(Skipped(*mixed, 400)->reason(), HasSubstr("a job of its own"));
 }
 
-TEST(ResolveOwner, UnixUsersAdminsAndNoOneElse) {
-  DaemonConfig config;
-  config.admins = {"carol"};
-  auto by_uid = ResolveOwner("uid:4321", config);
+// The owner is the daemon's record of the submitter (Job.owner_uid, owner_admin), not its name
+// looked up again: a name that is some Unix user's gives nothing by itself.
+TEST(ResolveOwner, FromTheJobsRecordNotItsName) {
+  v1::Job job;
+  job.set_owner("alice");
+  job.set_owner_uid(4321);
+  auto by_uid = ResolveOwner(job);
   ASSERT_TRUE(by_uid.ok());
   EXPECT_EQ(by_uid->uid, 4321u);
   EXPECT_FALSE(by_uid->admin);
-  auto root = ResolveOwner("root", config);
-  ASSERT_TRUE(root.ok());
-  EXPECT_EQ(root->uid, 0u);
-  EXPECT_TRUE(root->admin);
-  auto carol = ResolveOwner("carol", config);
+  v1::Job root;
+  root.set_owner("root");
+  root.set_owner_uid(0);
+  ASSERT_TRUE(ResolveOwner(root).ok());
+  EXPECT_TRUE(ResolveOwner(root)->admin);
+  v1::Job admin_token;  // an admin by token over TCP: no uid
+  admin_token.set_owner("carol");
+  admin_token.set_owner_admin(true);
+  auto carol = ResolveOwner(admin_token);
   ASSERT_TRUE(carol.ok());
   EXPECT_TRUE(carol->admin);
-  auto token_user = ResolveOwner("no-such-unix-user-42", config);
+  EXPECT_FALSE(carol->uid.has_value());
+  v1::Job named_root;  // "root" by name only (a token user called root): not uid 0
+  named_root.set_owner("root");
+  auto token_user = ResolveOwner(named_root);
   ASSERT_FALSE(token_user.ok());
   EXPECT_EQ(token_user.status().code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_THAT(token_user.status().message(), HasSubstr("is no Unix user of this host"));
-  EXPECT_FALSE(ResolveOwner("uid:12x", config).ok());
+  EXPECT_THAT(token_user.status().message(), HasSubstr("has no Unix user"));
+  EXPECT_THAT(token_user.status().message(), HasSubstr("attach over the daemon's Unix socket"));
+  EXPECT_THAT(token_user.status().message(), HasSubstr("or ask an admin"));
+}
+
+TEST(IsUnixNameOf, TheNameTheDaemonGivesAUid) {
+  EXPECT_TRUE(IsUnixNameOf("uid:4321", 4321));
+  EXPECT_FALSE(IsUnixNameOf("uid:4321", 4322));
+  EXPECT_TRUE(IsUnixNameOf("root", 0));
+  EXPECT_FALSE(IsUnixNameOf("root", 4321));
+  EXPECT_FALSE(IsUnixNameOf("uid:12x", 12));
 }
 
 TEST(KinetoConfigText, DurationMode) {

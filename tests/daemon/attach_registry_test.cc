@@ -142,14 +142,45 @@ TEST_F(AttachRegistryTest, WaitForDeliveryWakesOnThePoll) {
 
 TEST(ProcessFacts, EnvironGivesSlurmJobAndRanks) {
   ProcessFacts f;
-  static const char kEnv[] = "PATH=/bin\0RANK=3\0LOCAL_RANK=1\0SLURM_JOB_ID=4242\0X\0";
+  static const char kEnv[] =
+      "PATH=/bin\0RANK=3\0LOCAL_RANK=1\0WORLD_SIZE=4\0SLURM_JOB_ID=4242\0X\0";
   ParseEnviron(std::string(kEnv, sizeof(kEnv) - 1), &f);
   EXPECT_EQ(f.rank, 3);
   EXPECT_EQ(f.local_rank, 1);
+  EXPECT_EQ(f.world_size, 4);
   EXPECT_EQ(f.slurm_job_id, "4242");
   ProcessFacts bad;
-  ParseEnviron(std::string("RANK=x\0", 7), &bad);
+  static const char kBad[] = "RANK=x\0WORLD_SIZE=\0";
+  ParseEnviron(std::string(kBad, sizeof(kBad) - 1), &bad);
   EXPECT_FALSE(bad.rank.has_value());
+  EXPECT_FALSE(bad.world_size.has_value());
+}
+
+// A GPU held is an open /dev/nvidia<N> (or ROCm's /dev/kfd, a DRM render node); nvidiactl and
+// nvidia-uvm, which a CUDA import opens, are not; an unreadable fd folder is unknown.
+TEST(ProcessFacts, HoldsGpuDeviceReadsTheOpenDescriptors) {
+  const std::string root = ::testing::TempDir() + "/lyproc" + std::to_string(::getpid());
+  std::filesystem::remove_all(root);
+  auto process = [&](int pid, const std::vector<std::string>& targets) {
+    const std::string fd = root + "/" + std::to_string(pid) + "/fd";
+    std::filesystem::create_directories(fd);
+    for (size_t i = 0; i < targets.size(); ++i) {
+      std::filesystem::create_symlink(targets[i], fd + "/" + std::to_string(i));
+    }
+  };
+  process(10, {"/dev/null", "/dev/nvidiactl", "/dev/nvidia-uvm", "socket:[123]"});
+  process(11, {"/dev/null", "/dev/nvidia3"});
+  process(12, {"/dev/kfd"});
+  process(13, {"/dev/dri/renderD128"});
+  process(14, {"/dev/nvidia3x"});
+  EXPECT_EQ(HoldsGpuDevice(10, root), false);
+  EXPECT_EQ(HoldsGpuDevice(11, root), true);
+  EXPECT_EQ(HoldsGpuDevice(12, root), true);
+  EXPECT_EQ(HoldsGpuDevice(13, root), true);
+  EXPECT_EQ(HoldsGpuDevice(14, root), false);
+  EXPECT_EQ(HoldsGpuDevice(99, root), std::nullopt);
+  EXPECT_EQ(HoldsGpuDevice(::getpid()), false);  // this test holds no GPU
+  std::filesystem::remove_all(root);
 }
 
 TEST(ProcessFacts, OwnProcess) {

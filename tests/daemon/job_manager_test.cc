@@ -337,6 +337,38 @@ TEST_F(JobManagerTest, UsersSeeTheirOwnJobsAdminsSeeAll) {
   EXPECT_TRUE(p2->next_page_token().empty());
 }
 
+// Who submitted is the daemon's record (Job.owner_uid, Job.owner_admin: the caller's Identity),
+// durable with the job: the attach job's owner check reads it (issue 37 §4).
+TEST_F(JobManagerTest, TheSubmittersUidAndAdminFlagAreRecorded) {
+  Identity peer = User("alice");
+  peer.unix_peer = true;
+  peer.uid = 4321;
+  auto by_peer = jobs_->Submit(peer, InferRequest("p"), "cpu");
+  ASSERT_TRUE(by_peer.ok()) << by_peer.status();
+  ASSERT_TRUE(by_peer->has_owner_uid());
+  EXPECT_EQ(by_peer->owner_uid(), 4321);
+  EXPECT_FALSE(by_peer->owner_admin());
+  auto by_token = jobs_->Submit(User("carol", /*admin=*/true), InferRequest("t"), "cpu");
+  ASSERT_TRUE(by_token.ok()) << by_token.status();
+  EXPECT_FALSE(by_token->has_owner_uid());  // a token user: no Unix uid
+  EXPECT_TRUE(by_token->owner_admin());
+  std::vector<std::string> warnings;
+  auto stored = store_->LoadAll(&warnings);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  int seen = 0;
+  for (const auto& s : *stored) {
+    if (s.job.id() == by_peer->id()) {
+      EXPECT_EQ(s.job.owner_uid(), 4321);
+      ++seen;
+    } else if (s.job.id() == by_token->id()) {
+      EXPECT_FALSE(s.job.has_owner_uid());
+      EXPECT_TRUE(s.job.owner_admin());
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 2);
+}
+
 TEST_F(JobManagerTest, RequestIdMakesSubmitIdempotent) {
   v1::SubmitJobRequest r = InferRequest("a1");
   r.set_request_id("retry-1");

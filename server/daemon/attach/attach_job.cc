@@ -171,8 +171,7 @@ std::string AttachJobRunner::DescribeDevice(const std::string& device) const {
 
 // select: the targets, the owner checked.
 absl::Status AttachJobRunner::Select(AttachRun& run) const {
-  const std::shared_ptr<const DaemonConfig> config = config_.Get();
-  absl::StatusOr<AttachOwner> owner = ResolveOwner(run.job.owner(), *config);
+  absl::StatusOr<AttachOwner> owner = ResolveOwner(run.job);
   if (!owner.ok()) return owner.status();
   run.Report("select", 0, 0, "choosing the processes to trace");
   absl::StatusOr<TargetSelection> chosen =
@@ -421,9 +420,9 @@ absl::Status AttachJobRunner::Analyse(AttachRun& run, RunOutcome* out) const {
   std::vector<external::TracedProcess> processes;
   for (const AttachableProcess& p : run.selection.traced) {
     if (std::find(run.written.begin(), run.written.end(), p.pid) == run.written.end()) continue;
-    processes.push_back(
-        external::TracedProcess{p.pid, p.facts.rank, p.facts.command_line,
-                                TraceFileName(run.job.id(), p.pid)});
+    processes.push_back(external::TracedProcess{p.pid, p.facts.rank, p.facts.command_line,
+                                                TraceFileName(run.job.id(), p.pid),
+                                                p.facts.world_size});
   }
   external::TraceOrigin origin;
   origin.tool = kToolKineto;

@@ -66,18 +66,21 @@ inline constexpr std::chrono::milliseconds kPollSlack{1000};
 // After the window: Kineto's flush and JSON write, the rename, our inotify wake-up.
 inline constexpr std::chrono::milliseconds kTraceMargin{30000};
 
-// Who the job's owner is, as far as attaching goes. The service checked at submit
-// (ValidateSubmit) that an attach job's owner is a Unix-socket caller whose name is its own
-// Unix user's, or an admin: so the owner's name resolves to its uid here.
+// Who the job's owner is, as far as attaching goes: what the daemon recorded at SubmitJob
+// (Job.owner_uid, Job.owner_admin: the caller's Identity, never taken from a request), not
+// re-derived from the owner's name afterwards.
 struct AttachOwner {
   std::string user;
   std::optional<uid_t> uid;  // nullopt: an admin who is no Unix user
   bool admin = false;
 };
-// `owner` (Job.owner): "uid:N" -> N; a name in `config.admins` is an admin; else the Unix user
-// of that name (getpwnam). PERMISSION_DENIED naming the owner when none applies (a token user
-// with no Unix user: attach over the daemon's Unix socket).
-absl::StatusOr<AttachOwner> ResolveOwner(const std::string& owner, const DaemonConfig& config);
+// The owner of `job` from its record: owner_uid (uid 0 is an admin) and owner_admin.
+// PERMISSION_DENIED naming the owner when it has neither (a token user with no Unix user).
+absl::StatusOr<AttachOwner> ResolveOwner(const v1::Job& job);
+// Whether `user` is the name the daemon gives a Unix-socket caller of `uid` ("uid:N", or the
+// uid's name in the password database): SubmitJob's check that a caller who is no admin
+// attaches under its own name (a token naming another user, sent over the socket, is not).
+bool IsUnixNameOf(const std::string& user, uid_t uid);
 
 // Which processes a spec traces, from the registry's list at the job's start.
 struct TargetSelection {

@@ -43,6 +43,7 @@ struct ProcessFacts {
   std::string command_line;      // arguments joined by spaces; "" when unreadable
   std::string slurm_job_id;      // SLURM_JOB_ID of its environment, "" when unset or unreadable
   std::optional<int64_t> rank, local_rank;  // RANK, LOCAL_RANK
+  std::optional<int64_t> world_size;        // WORLD_SIZE (torchrun's, or a launcher's own)
   // KINETO_ONDEMAND_TRACE_DIR: the folder besides /tmp where its Kineto accepts an on-demand
   // trace path (issue 37 §4); "" when unset.
   std::string ondemand_trace_dir;

@@ -3,14 +3,11 @@
 #include <pwd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
 #include <map>
 #include <set>
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/render/terminal_text.h"
@@ -24,14 +21,14 @@ namespace {
 constexpr size_t kMaxTraced = jobspec::bounds::kMaxAttachPids;
 constexpr size_t kCommandLineBytes = 256;
 
-std::optional<uid_t> UidOfUser(const std::string& name) {
+std::optional<std::string> NameOfUid(uid_t uid) {
   std::vector<char> buf(16384);
   struct passwd pw {};
   struct passwd* found = nullptr;
-  if (::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
     return std::nullopt;
   }
-  return found->pw_uid;
+  return std::string(found->pw_name);
 }
 
 bool Visible(const AttachableProcess& p, const AttachOwner& owner) {
@@ -155,27 +152,25 @@ absl::Status NoMatch(const v1::AttachSpec& spec, const std::vector<AttachablePro
 
 }  // namespace
 
-absl::StatusOr<AttachOwner> ResolveOwner(const std::string& owner, const DaemonConfig& config) {
+absl::StatusOr<AttachOwner> ResolveOwner(const v1::Job& job) {
   AttachOwner out;
-  out.user = owner;
-  out.admin = std::find(config.admins.begin(), config.admins.end(), owner) != config.admins.end();
-  if (absl::StartsWith(owner, "uid:")) {
-    const std::string digits = owner.substr(4);
-    uint32_t n = 0;
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-    if (ec == std::errc() && end == digits.data() + digits.size() && !digits.empty()) {
-      out.uid = static_cast<uid_t>(n);
-    }
-  } else {
-    out.uid = UidOfUser(owner);
-  }
+  out.user = job.owner();
+  out.admin = job.owner_admin();
+  if (job.has_owner_uid() && job.owner_uid() >= 0) out.uid = static_cast<uid_t>(job.owner_uid());
   if (out.uid && *out.uid == 0) out.admin = true;
   if (!out.uid && !out.admin) {
     return absl::PermissionDeniedError(absl::StrCat(
-        "the job's owner ", Excerpt(owner), " is no Unix user of this host: only a process's "
-        "owner (or an admin) may attach; submit over the daemon's Unix socket as that user"));
+        "the job's owner ", Excerpt(job.owner()), " has no Unix user: only a process's owner (or "
+        "an admin) may attach; attach over the daemon's Unix socket as the process's user, or "
+        "ask an admin"));
   }
   return out;
+}
+
+bool IsUnixNameOf(const std::string& user, uid_t uid) {
+  if (user == absl::StrCat("uid:", uid)) return true;
+  const std::optional<std::string> name = NameOfUid(uid);
+  return name.has_value() && *name == user;
 }
 
 absl::StatusOr<TargetSelection> SelectTargets(const v1::AttachSpec& spec,

@@ -71,6 +71,8 @@ void ParseEnviron(absl::string_view environ_block, ProcessFacts* facts) {
       facts->rank = Integer(value);
     } else if (name == "LOCAL_RANK") {
       facts->local_rank = Integer(value);
+    } else if (name == "WORLD_SIZE") {
+      facts->world_size = Integer(value);
     } else if (name == "KINETO_ONDEMAND_TRACE_DIR" && value.size() <= 4096) {
       facts->ondemand_trace_dir = std::string(value);
     }

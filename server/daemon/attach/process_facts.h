@@ -20,8 +20,13 @@ namespace libreyolo::daemon::attach {
 std::optional<pid_t> NamespacePid(pid_t pid, const std::string& proc_root = "/proc");
 
 // Ancestors (PPid chain, parent first, stopping after pid 1 or at 64), command line, and
-// SLURM_JOB_ID / RANK / LOCAL_RANK / KINETO_ONDEMAND_TRACE_DIR of the environment.
+// SLURM_JOB_ID / RANK / LOCAL_RANK / WORLD_SIZE / KINETO_ONDEMAND_TRACE_DIR of the environment.
 ProcessFacts ReadProcessFacts(pid_t pid, const std::string& proc_root = "/proc");
+
+// Whether `pid` holds a GPU now: an open descriptor of /dev/nvidia<N>, /dev/kfd or
+// /dev/dri/renderD<N> in /proc/<pid>/fd. nullopt when that folder cannot be read (another
+// user's process and the daemon not root): unknown, which the attach job takes as "it may".
+std::optional<bool> HoldsGpuDevice(pid_t pid, const std::string& proc_root = "/proc");
 
 // The facts of an environment block (NUL-separated NAME=value), for ReadProcessFacts and tests.
 void ParseEnviron(absl::string_view environ_block, ProcessFacts* facts);

@@ -325,6 +325,10 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
                                     : v1::JOB_KIND_INFER);
   job.set_state(v1::JOB_STATE_QUEUED);
   job.set_owner(who.user);
+  // Who submitted, as the daemon knows it (never from the request): the attach job's owner
+  // check reads these (attach_job.h: ResolveOwner).
+  if (who.uid.has_value()) job.set_owner_uid(static_cast<int32_t>(*who.uid));
+  job.set_owner_admin(who.admin);
   *job.mutable_labels() = request.labels();
   job.set_priority(request.priority());
   job.set_max_wall_seconds(JobWallSeconds(request.max_wall_seconds(), limits_.max_job_seconds));

@@ -121,23 +121,11 @@ absl::Status CheckModel(const v1::ModelOptions& m, const DaemonConfig& config, b
 // "cpu" and the further CPU slots ("cpu:1"): jobs that run on the host.
 bool IsCpuSlot(const std::string& device) { return absl::StartsWith(device, "cpu"); }
 
-// The daemon's configured limits, as the job spec's validator takes them.
-jobspec::JobLimits JobLimitsOf(const Limits& l) {
-  jobspec::JobLimits j;
-  j.max_batch = l.max_batch;
-  j.max_imgsz = l.max_imgsz;
-  j.max_runs = l.max_runs;
-  j.max_steps = l.max_steps;
-  j.max_repeat = l.max_repeat;
-  j.limit_owner = "this daemon's";
-  return j;
-}
-
 absl::Status CheckInfer(const v1::InferSpec& s, const DaemonConfig& config, bool local_ok,
                         const std::string& device) {
   const Limits& l = config.limits;
   // The options' values (ranges, the imgsz grid, the limits): the job spec's one validator.
-  if (auto st = jobspec::ValidateInferSpec(s, JobLimitsOf(l), IsCpuSlot(device)); !st.ok()) {
+  if (auto st = jobspec::ValidateInferSpec(s, l, IsCpuSlot(device)); !st.ok()) {
     return st;
   }
   if (!s.source().empty() && s.images_size() > 0) {
@@ -181,7 +169,7 @@ absl::Status CheckRun(const v1::RunSpec& s, const DaemonConfig& config, bool loc
   }
   // The options' values (ranges, the imgsz grid, the schedule's total, the limits): the job
   // spec's one validator.
-  return jobspec::ValidateRunSpec(s, JobLimitsOf(l), IsCpuSlot(device));
+  return jobspec::ValidateRunSpec(s, l, IsCpuSlot(device));
 }
 
 absl::Status CheckLabels(const std::string& field,
@@ -315,10 +303,11 @@ absl::Status CheckAttachSpec(const v1::AttachSpec& a) {
   return absl::OkStatus();
 }
 
-// Only a process's owner or an admin may attach (issue 37 §4). The job's owner name is what
-// the attach runner resolves to a uid (attach_job.h: ResolveOwner), so a caller who is not an
-// admin must be a Unix-socket peer whose name is its own uid's: a token user has no Unix user
-// here (no mapping), and a token naming another user on the socket is refused.
+// Only a process's owner or an admin may attach (issue 37 §4). The attach runner traces the
+// processes of the uid the daemon records at SubmitJob (Job.owner_uid: the Unix-socket peer's),
+// so a caller who is not an admin must be a Unix-socket peer under its own uid's name: a token
+// user has no Unix user here (no mapping), and a token naming another user on the socket is
+// refused (the job would be that user's, tracing the peer's processes).
 absl::Status CheckAttachCaller(const Identity& who, const DaemonConfig& config) {
   if (config.attach_dir.empty() && !config.attach_dynolog_compat) {
     return absl::FailedPreconditionError(
@@ -332,8 +321,7 @@ absl::Status CheckAttachCaller(const Identity& who, const DaemonConfig& config) 
         "owner (or an admin) may attach to it; run `libreyolo profile attach` over the "
         "daemon's Unix socket as the process's user"));
   }
-  const absl::StatusOr<attach::AttachOwner> owner = attach::ResolveOwner(who.user, config);
-  if (!owner.ok() || !owner->uid.has_value() || *owner->uid != *who.uid) {
+  if (!attach::IsUnixNameOf(who.user, *who.uid)) {
     return absl::PermissionDeniedError(absl::StrCat(
         "you call as ", Excerpt(who.user), " (a token) from Unix uid ", *who.uid,
         ": attach as your own Unix user (unset LIBREYOLO_TOKEN / --token-file)"));
