@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -23,6 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/daemon/config/daemon_config.h"
+#include "server/daemon/config/daemon_options.h"
 #include "tests/daemon/security_test_util.h"
 
 namespace libreyolo::daemon {
@@ -441,7 +443,7 @@ TEST(DaemonConfigValidateTest, MessagesNameTheKeyAndTheWayOut) {
   bad = c;
   bad.tls.cert_file = "/nonexistent/cert.pem";
   EXPECT_THAT(message(bad), HasSubstr("tls.cert is set but tls.key is not"));
-  EXPECT_THAT(message(bad), HasSubstr("tls.cert /nonexistent/cert.pem: cannot read"));
+  EXPECT_THAT(message(bad), HasSubstr("tls.cert (--tls-cert) /nonexistent/cert.pem: cannot read"));
   bad = c;
   bad.tls.require_client_cert = true;
   EXPECT_THAT(message(bad), HasSubstr("tls.require_client_cert needs tls.client_ca"));
@@ -453,15 +455,15 @@ TEST(DaemonConfigValidateTest, MessagesNameTheKeyAndTheWayOut) {
   bad = c;
   bad.retention.max_jobs = -1;
   bad.drain_timeout_s = -5;
-  EXPECT_THAT(message(bad), HasSubstr("retention.max_jobs must be 0 or more"));
+  EXPECT_THAT(message(bad), HasSubstr("retention.max_jobs (--retention-max-jobs) must be 0 or more"));
   EXPECT_THAT(message(bad), HasSubstr("drain_timeout_s (--drain-timeout)"));
   bad = c;
   bad.devices = {"gpu0", "1", "1"};
-  EXPECT_THAT(message(bad), HasSubstr("devices: 'gpu0' is not a device"));
-  EXPECT_THAT(message(bad), HasSubstr("devices: '1' is listed twice"));
+  EXPECT_THAT(message(bad), HasSubstr("devices (--device): 'gpu0' is not a device"));
+  EXPECT_THAT(message(bad), HasSubstr("devices (--device): '1' is listed twice"));
   bad = c;
   bad.unix_socket_mode = 0066;
-  EXPECT_THAT(message(bad), HasSubstr("unix_socket_mode: the owner needs read and write"));
+  EXPECT_THAT(message(bad), HasSubstr("unix_socket_mode (--unix-socket-mode): the owner needs read and write"));
   bad = c;
   bad.state_dir.clear();
   EXPECT_THAT(message(bad), HasSubstr("state_dir is empty"));
@@ -641,6 +643,129 @@ TEST(DaemonConfigValidateTest, RulesAcrossFieldsAreCheckedBeforeStart) {
   EXPECT_THAT(problem(watchers),
               HasSubstr("limits.max_watchers_per_user (11) is above limits.max_watchers (10)"));
   std::filesystem::remove_all(root);
+}
+
+}  // namespace
+}  // namespace libreyolo::daemon
+
+namespace libreyolo::daemon {
+namespace {
+
+// Issue 39 §1: one row per option. Every row names a distinct key and flag, its bound (if any)
+// is on an integer, and the rows of a section share one reload rule (a reload's note names the
+// section).
+TEST(DaemonOptionsTest, RowsAreDistinctAndConsistent) {
+  std::set<std::string> keys, flags;
+  std::map<std::string, Reload> section_reload;
+  for (const DaemonOption& option : DaemonOptions()) {
+    SCOPED_TRACE(option.key);
+    EXPECT_TRUE(keys.insert(option.key).second) << "key given twice";
+    EXPECT_TRUE(flags.insert(option.flag).second) << "flag given twice";
+    EXPECT_NE(std::string(option.flag), "config");
+    EXPECT_NE(std::string(option.flag), "help");
+    EXPECT_EQ(option.value == nullptr, option.kind == OptionKind::kSwitch);
+    const bool integer = std::holds_alternative<int32_t& (*)(DaemonConfig&)>(option.field) ||
+                         std::holds_alternative<int64_t& (*)(DaemonConfig&)>(option.field);
+    EXPECT_TRUE(integer || option.bound == OptionBound::kNone);
+    const std::string key = option.key;
+    if (const size_t dot = key.find('.'); dot != std::string::npos) {
+      const auto [it, fresh] = section_reload.emplace(key.substr(0, dot), option.reload);
+      EXPECT_TRUE(fresh || it->second == option.reload) << "a section's rows reload alike";
+    }
+  }
+  // Every default is inside its bound and passes its row's check.
+  DaemonConfig defaults;
+  defaults.listen = {"unix:/run/x.sock"};
+  std::vector<std::string> problems;
+  OptionProblems(defaults, &problems);
+  EXPECT_THAT(problems, ::testing::IsEmpty());
+}
+
+// Every bound's message names the key and the flag (limits.max_repeat, max_imgsz, max_watchers,
+// max_reads, max_downloads and retention's keys used to name no flag), and a value one past the
+// bound is refused while the bound itself passes.
+TEST(DaemonOptionsTest, EveryBoundNamesItsFlagAndHoldsAtItsEdges) {
+  int bounded = 0;
+  for (const DaemonOption& option : DaemonOptions()) {
+    if (option.bound == OptionBound::kNone) continue;
+    SCOPED_TRACE(option.key);
+    ++bounded;
+    auto set = [&option](DaemonConfig* c, int64_t v) {
+      std::visit(
+          [&](auto at) {
+            using T = std::decay_t<decltype(at(*c))>;
+            if constexpr (std::is_integral_v<T>) at(*c) = static_cast<T>(v);
+          },
+          option.field);
+    };
+    auto problems = [](const DaemonConfig& c) {
+      std::vector<std::string> out;
+      OptionProblems(c, &out);
+      return out;
+    };
+    DaemonConfig c;
+    c.listen = {"unix:/run/x.sock"};
+    set(&c, option.min);
+    EXPECT_THAT(problems(c), ::testing::IsEmpty());
+    set(&c, option.min - 1);
+    EXPECT_THAT(problems(c), ::testing::ElementsAre(HasSubstr(
+                                 absl::StrCat(option.key, " (--", option.flag, ")"))));
+    const bool int32 = std::holds_alternative<int32_t& (*)(DaemonConfig&)>(option.field);
+    if (option.max != kNoMax && (!int32 || option.max < INT32_MAX)) {
+      set(&c, option.max);
+      EXPECT_THAT(problems(c), ::testing::IsEmpty());
+      set(&c, option.max + 1);
+      EXPECT_THAT(problems(c), ::testing::ElementsAre(HasSubstr(absl::StrCat(
+                                   option.key, " (--", option.flag, "): "))));
+    }
+  }
+  EXPECT_GE(bounded, 28);  // every limit and retention key, the timeouts, the caps
+  DaemonConfig c;
+  c.listen = {"unix:/run/x.sock"};
+  c.limits.max_repeat = 0;
+  c.limits.max_imgsz = -1;
+  const std::string message(ValidateDaemonConfig(c).message());
+  EXPECT_THAT(message, HasSubstr("limits.max_repeat (--max-repeat) must be positive, got 0"));
+  EXPECT_THAT(message, HasSubstr("limits.max_imgsz (--max-imgsz) must be positive, got -1"));
+}
+
+// The job spec's validator takes the daemon's limits as they are: Limits is a JobLimits with the
+// daemon's defaults (1536, not the engine's 4096), and a limit set in the file reaches it.
+TEST(DaemonOptionsTest, LimitsAreTheJobSpecsJobLimits) {
+  const Limits limits;
+  const jobspec::JobLimits& job = limits;
+  EXPECT_EQ(job.max_imgsz, 1536);
+  EXPECT_EQ(job.max_batch, 256);
+  EXPECT_EQ(job.max_runs, 10000);
+  EXPECT_EQ(job.max_steps, 1000);
+  EXPECT_EQ(job.max_repeat, 20);
+  EXPECT_EQ(job.limit_owner, "this daemon's");
+  DaemonConfig c;
+  ASSERT_TRUE(ApplyDaemonFlags({"--max-imgsz=640", "--max-repeat=3"}, &c).ok());
+  const jobspec::JobLimits& set = c.limits;
+  EXPECT_EQ(set.max_imgsz, 640);
+  EXPECT_EQ(set.max_repeat, 3);
+}
+
+// docs/deploy.md's option table is the rows' (DaemonOptionsMarkdown): a row added, changed or
+// removed without the doc fails here, printing the table to paste.
+TEST(DaemonOptionsTest, DeployDocTableIsTheRows) {
+  std::ifstream in(std::string(LIBREYOLO_SOURCE_DIR) + "/docs/deploy.md");
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  const std::string begin = "<!-- daemon-options:begin";
+  const std::string end = "<!-- daemon-options:end -->";
+  const size_t b = doc.find(begin);
+  ASSERT_NE(b, std::string::npos) << "docs/deploy.md lacks the " << begin << " marker";
+  const size_t table = doc.find("-->\n", b) + 4;
+  const size_t e = doc.find(end, table);
+  ASSERT_NE(e, std::string::npos);
+  EXPECT_EQ(doc.substr(table, e - table), DaemonOptionsMarkdown())
+      << "docs/deploy.md's option table differs from the rows (server/daemon/config/"
+         "daemon_options.cc); paste this between its markers:\n"
+      << DaemonOptionsMarkdown();
 }
 
 }  // namespace

@@ -28,7 +28,7 @@
 #include "absl/strings/string_view.h"
 #include "common/render/terminal_text.h"
 #include "server/daemon/config/daemon_config_internal.h"
-#include "server/daemon/security/auth.h"
+#include "server/daemon/config/daemon_options.h"
 
 namespace libreyolo::daemon {
 
@@ -103,40 +103,6 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path, absl::strin
 }  // namespace config_internal
 
 namespace {
-
-using config_internal::Readable;
-
-// ---- Validation helpers ---------------------------------------------------------------------
-
-// Why the metrics textfile can never be written (its folder is missing, not a folder or not
-// writable), or "". The daemon writes it atomically: a temp file and a rename in that folder.
-std::string MetricsFolderProblem(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  const std::string folder = parent.empty() ? std::string(".") : parent.string();
-  const std::string prefix = absl::StrCat("metrics_textfile ", Excerpt(path, 4096), ": ");
-  constexpr absl::string_view fix =
-      "; create it (node_exporter's --collector.textfile.directory) or choose another path "
-      "(--metrics-textfile)";
-  struct stat info {};
-  if (::stat(folder.c_str(), &info) != 0) {
-    return absl::StrCat(prefix, "the folder ", Excerpt(folder, 4096), " does not exist (",
-                        std::strerror(errno), ")", fix);
-  }
-  if (!S_ISDIR(info.st_mode)) {
-    return absl::StrCat(prefix, Excerpt(folder, 4096), " is not a folder", fix);
-  }
-  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
-    return absl::StrCat(prefix, "the folder ", Excerpt(folder, 4096),
-                        " is not writable by this user (", std::strerror(errno),
-                        "); give libreyolod write access to it or choose another path "
-                        "(--metrics-textfile)");
-  }
-  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
-    return absl::StrCat(prefix, "is a folder; name a file in it, e.g. ", Excerpt(path, 4096),
-                        "/libreyolod.prom (--metrics-textfile)");
-  }
-  return "";
-}
 
 bool AllDigits(absl::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
@@ -247,8 +213,52 @@ void CrossFieldProblems(const DaemonConfig& config, std::vector<std::string>* pr
     if (mine > all && all > 0) {
       problems->push_back(absl::StrCat("limits.", name, "_per_user (", mine,
                                        ") is above limits.", name, " (", all,
-                                       "): a user's share cannot exceed the total"));
+                                       "): a user's share cannot exceed the total (",
+                                       DaemonFlagForKey(absl::StrCat("limits.", name, "_per_user")),
+                                       ", ", DaemonFlagForKey(absl::StrCat("limits.", name)), ")"));
     }
+  }
+}
+
+// TLS's files come in pairs, and TCP needs TLS (or insecure_tcp) and bearer tokens.
+void TransportProblems(const DaemonConfig& config, std::vector<std::string>* problems) {
+  std::string first_tcp;
+  for (const std::string& address : config.listen) {
+    if (config.listen.size() > kMaxListenAddresses) break;
+    absl::StatusOr<ListenAddress> parsed = ParseListenAddress(address);
+    if (parsed.ok() && !parsed->unix_socket) {
+      first_tcp = Excerpt(address);
+      break;
+    }
+  }
+  const TlsConfig& tls = config.tls;
+  const bool has_tls = !tls.cert_file.empty();
+  if (!tls.cert_file.empty() && tls.key_file.empty()) {
+    problems->push_back("tls.cert is set but tls.key is not: set tls.key (--tls-key)");
+  }
+  if (tls.cert_file.empty() && !tls.key_file.empty()) {
+    problems->push_back("tls.key is set but tls.cert is not: set tls.cert (--tls-cert)");
+  }
+  if (!tls.client_ca_file.empty() && !has_tls) {
+    problems->push_back(
+        "tls.client_ca is set without tls.cert: client certificates need TLS, set "
+        "tls.cert/tls.key (--tls-cert/--tls-key)");
+  }
+  if (tls.require_client_cert && tls.client_ca_file.empty()) {
+    problems->push_back(
+        "tls.require_client_cert needs tls.client_ca (--tls-client-ca) to verify client "
+        "certificates");
+  }
+  if (first_tcp.empty()) return;
+  if (!has_tls && !config.insecure_tcp) {
+    problems->push_back(absl::StrCat("listen ", first_tcp,
+                                     " without TLS: set tls.cert/tls.key, or --insecure-tcp for a "
+                                     "trusted network"));
+  }
+  if (config.tokens_file.empty()) {
+    problems->push_back(absl::StrCat("listen ", first_tcp,
+                                     ": TCP callers authenticate with bearer tokens: set "
+                                     "tokens_file (--tokens-file)"));
   }
 }
 
@@ -257,205 +267,13 @@ void CrossFieldProblems(const DaemonConfig& config, std::vector<std::string>* pr
 absl::Status ValidateDaemonConfig(const DaemonConfig& config) {
   std::vector<std::string> problems;
   CrossFieldProblems(config, &problems);
-  if (config.listen.empty()) {
-    problems.push_back(
-        "no listen address: set `listen` in the config file or pass --listen (e.g. --listen "
-        "unix:/run/libreyolod/libreyolod.sock)");
-  }
-  bool tcp = false;
-  std::string first_tcp;
-  if (config.listen.size() > kMaxListenAddresses) {
-    // Each address would hold a socket: thousands end in "Too many open files" (exit 1).
-    problems.push_back(absl::StrCat("listen: ", config.listen.size(), " addresses; at most ",
-                                    kMaxListenAddresses,
-                                    " (one Unix socket and a TCP address or two are usual)"));
-  }
-  for (const std::string& address : config.listen) {
-    if (config.listen.size() > kMaxListenAddresses) break;
-    absl::StatusOr<ListenAddress> parsed = ParseListenAddress(address);
-    if (!parsed.ok()) {
-      problems.emplace_back(parsed.status().message());
-    } else if (!parsed->unix_socket && !tcp) {
-      tcp = true;
-      first_tcp = Excerpt(address);
-    }
-  }
-  const TlsConfig& tls = config.tls;
-  const bool has_tls = !tls.cert_file.empty();
-  if (!tls.cert_file.empty() && tls.key_file.empty()) {
-    problems.push_back("tls.cert is set but tls.key is not: set tls.key (--tls-key)");
-  }
-  if (tls.cert_file.empty() && !tls.key_file.empty()) {
-    problems.push_back("tls.key is set but tls.cert is not: set tls.cert (--tls-cert)");
-  }
-  if (!tls.client_ca_file.empty() && !has_tls) {
-    problems.push_back(
-        "tls.client_ca is set without tls.cert: client certificates need TLS, set "
-        "tls.cert/tls.key (--tls-cert/--tls-key)");
-  }
-  if (tls.require_client_cert && tls.client_ca_file.empty()) {
-    problems.push_back(
-        "tls.require_client_cert needs tls.client_ca (--tls-client-ca) to verify client "
-        "certificates");
-  }
-  const std::pair<const char*, const std::string*> tls_files[] = {
-      {"tls.cert", &tls.cert_file},
-      {"tls.key", &tls.key_file},
-      {"tls.client_ca", &tls.client_ca_file}};
-  for (const auto& [key, file] : tls_files) {
-    if (file->empty()) continue;
-    if (const std::string error = Readable(*file); !error.empty()) {
-      problems.push_back(absl::StrCat(key, " ", *file, ": cannot read: ", error));
-    }
-  }
-  if (tcp && !has_tls && !config.insecure_tcp) {
-    problems.push_back(absl::StrCat("listen ", first_tcp,
-                                    " without TLS: set tls.cert/tls.key, or --insecure-tcp for a "
-                                    "trusted network"));
-  }
-  if (tcp && config.tokens_file.empty()) {
-    problems.push_back(absl::StrCat("listen ", first_tcp,
-                                    ": TCP callers authenticate with bearer tokens: set "
-                                    "tokens_file (--tokens-file)"));
-  }
-  const std::pair<const char*, const std::string*> dirs[] = {
-      {"state_dir", &config.state_dir},   {"store_dir", &config.store_dir},
-      {"models_dir", &config.models_dir}, {"datasets_dir", &config.datasets_dir},
-      {"images_dir", &config.images_dir},
-  };
-  for (const auto& [key, dir] : dirs) {
-    if (dir->empty()) {
-      problems.push_back(
-          absl::StrCat(key, " is empty: set it (--", absl::StrReplaceAll(key, {{"_", "-"}}), ")"));
-    }
-  }
-  std::set<std::string> devices;
-  if (config.devices.size() > kMaxDevices) {
-    problems.push_back(
-        absl::StrCat("devices: ", config.devices.size(), " entries; at most ", kMaxDevices));
-  }
-  for (const std::string& device : config.devices) {
-    if (config.devices.size() > kMaxDevices) break;
-    int slot = 0;
-    const bool cpu_slot = absl::StartsWith(device, "cpu:") && AllDigits(device.substr(4)) &&
-                          absl::SimpleAtoi(device.substr(4), &slot) && slot >= 1 && slot <= 63;
-    if (device != "cpu" && !cpu_slot && !AllDigits(device)) {
-      problems.push_back(absl::StrCat("devices: '", Excerpt(device),
-                                      "' is not a device: use cpu, a CUDA index such as 0, or "
-                                      "cpu:N (N = 1..63) for a further CPU slot"));
-    } else if (!devices.insert(device).second) {
-      problems.push_back(absl::StrCat("devices: '", Excerpt(device), "' is listed twice"));
-    }
-  }
-  if (config.admins.size() > kMaxAdmins) {
-    problems.push_back(
-        absl::StrCat("admins: ", config.admins.size(), " names; at most ", kMaxAdmins));
-  }
-  for (const std::string& admin : config.admins) {
-    if (config.admins.size() > kMaxAdmins) break;
-    if (admin.empty()) {
-      problems.push_back("admins: an empty user name");
-    } else if (!IsValidUserName(admin)) {
-      problems.push_back(absl::StrCat("admins: '", Excerpt(admin),
-                                      "' is not a user name: user names hold 1..",
-                                      kMaxUserNameBytes, " letters, digits, _ - . @ (--admin)"));
-    }
-  }
-  if (!config.metrics_textfile.empty()) {
-    if (std::string why = MetricsFolderProblem(config.metrics_textfile); !why.empty()) {
-      problems.push_back(std::move(why));
-    }
-  }
-  if (!config.python_tool.empty() && config.python_tool != "off") {
-    struct stat st {};
-    if (::stat(config.python_tool.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        ::access(config.python_tool.c_str(), X_OK) != 0) {
-      problems.push_back(absl::StrCat("python_tool (--python-tool) ",
-                                      Excerpt(config.python_tool, 4096),
-                                      " is not an executable file: give the Python LibreYOLO's "
-                                      "bin/libreyolo, \"off\", or leave it unset for the "
-                                      "project's Python environment"));
-    }
-  }
-  if (config.unix_socket_mode < 0 || config.unix_socket_mode > 0777) {
-    problems.push_back("unix_socket_mode: expected an octal mode between 0 and 0777");
-  } else if ((config.unix_socket_mode & 0600) != 0600) {
-    problems.push_back(
-        "unix_socket_mode: the owner needs read and write permission (e.g. 0600 or 0660)");
-  }
-  if (config.cpu_slots < 1 || config.cpu_slots > 64) {
-    problems.push_back(
-        absl::StrCat("cpu_slots (--cpu-slots): expected 1..64, got ", config.cpu_slots));
-  }
-  if (config.cancel_grace_s < 1 || config.cancel_grace_s > 86400) {
-    problems.push_back(absl::StrCat(
-        "cancel_grace_s (--cancel-grace): expected 1..86400 seconds, got ", config.cancel_grace_s));
-  }
-  if (config.connection_idle_timeout_s < 1 || config.connection_idle_timeout_s > 86400) {
-    problems.push_back(absl::StrCat(
-        "connection_idle_timeout_s (--connection-idle-timeout): expected 1..86400 seconds, got ",
-        config.connection_idle_timeout_s));
-  }
-  if (config.max_connections < 1 || config.max_connections > 1000000) {
-    problems.push_back(
-        absl::StrCat("max_connections (--max-connections): expected 1..1000000, "
-                     "got ",
-                     config.max_connections));
-  }
-  if (config.max_connections_per_peer < 1 ||
-      config.max_connections_per_peer > config.max_connections) {
+  // Each option's own bound and rule (daemon_options.cc), then the rules across options.
+  OptionProblems(config, &problems);
+  TransportProblems(config, &problems);
+  if (config.max_connections_per_peer > config.max_connections) {
     problems.push_back(absl::StrCat(
         "max_connections_per_peer (--max-connections-per-peer): ", "expected 1..max_connections (",
         config.max_connections, "), got ", config.max_connections_per_peer));
-  }
-  if (config.reserved_descriptors < 0 || config.reserved_descriptors > 65536) {
-    problems.push_back(absl::StrCat("reserved_descriptors (--reserved-descriptors): expected ",
-                                    "0..65536, got ", config.reserved_descriptors));
-  }
-  if (config.handshake_timeout_s < 1 || config.handshake_timeout_s > 3600) {
-    problems.push_back(absl::StrCat("handshake_timeout_s (--handshake-timeout): expected 1..3600 ",
-                                    "seconds, got ", config.handshake_timeout_s));
-  }
-  if (config.progress_timeout_s < 1 || config.progress_timeout_s > 86400) {
-    problems.push_back(absl::StrCat("progress_timeout_s (--progress-timeout): expected 1..86400 ",
-                                    "seconds, got ", config.progress_timeout_s));
-  }
-  const Limits& limits = config.limits;
-  if (limits.max_job_seconds > kMaxJobSeconds) {
-    problems.push_back(absl::StrCat("limits.max_job_seconds (--max-job-seconds): at most ",
-                                    kMaxJobSeconds, " seconds, got ", limits.max_job_seconds));
-  }
-  const std::pair<const char*, int64_t> positive[] = {
-      {"limits.max_queue_length (--max-queue-length)", limits.max_queue_length},
-      {"limits.max_jobs_per_user (--max-jobs-per-user)", limits.max_jobs_per_user},
-      {"limits.max_steps (--max-steps)", limits.max_steps},
-      {"limits.max_runs (--max-runs)", limits.max_runs},
-      {"limits.max_repeat", limits.max_repeat},
-      {"limits.max_batch (--max-batch)", limits.max_batch},
-      {"limits.max_imgsz", limits.max_imgsz},
-      {"limits.max_inline_image_bytes", limits.max_inline_image_bytes},
-      {"limits.max_artifact_bytes", limits.max_artifact_bytes},
-      {"limits.max_watchers", limits.max_watchers},
-      {"limits.max_watchers_per_user", limits.max_watchers_per_user},
-      {"limits.max_reads", limits.max_reads},
-      {"limits.max_reads_per_user", limits.max_reads_per_user},
-      {"limits.max_downloads", limits.max_downloads},
-      {"limits.max_downloads_per_user", limits.max_downloads_per_user},
-      {"limits.max_job_seconds (--max-job-seconds)", limits.max_job_seconds},
-  };
-  for (const auto& [key, value] : positive) {
-    if (value <= 0) problems.push_back(absl::StrCat(key, " must be positive, got ", value));
-  }
-  const std::pair<const char*, int64_t> non_negative[] = {
-      {"retention.max_age_hours", config.retention.max_age_hours},
-      {"retention.max_jobs", config.retention.max_jobs},
-      {"drain_timeout_s (--drain-timeout)", config.drain_timeout_s},
-      {"cpu_threads (--threads)", config.cpu_threads},
-  };
-  for (const auto& [key, value] : non_negative) {
-    if (value < 0) {
-      problems.push_back(absl::StrCat(key, " must be 0 or more, got ", value));
-    }
   }
   if (problems.empty()) return absl::OkStatus();
   const size_t more =

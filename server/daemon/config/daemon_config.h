@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "proto/job_spec/job_spec.h"
 
 namespace libreyolo::daemon {
 
@@ -19,14 +20,18 @@ struct TlsConfig {
   bool require_client_cert = false;
 };
 
-struct Limits {
+// The daemon's limits. Its base is the job spec's JobLimits (max_batch, max_imgsz, max_runs,
+// max_steps, max_repeat), which the job spec's validator takes at submission as they are, with
+// this daemon's defaults; then the daemon's own caps. Each is one row of daemon_options.cc.
+struct Limits : jobspec::JobLimits {
+  Limits()
+      : jobspec::JobLimits{.max_batch = 256,
+                           .max_imgsz = 1536,
+                           .max_runs = 10000,  // infer: warmup + runs
+                           .max_steps = 1000,  // run: warmup + steps per cycle, x cycles
+                           .max_repeat = 20} {}
   int32_t max_queue_length = 100;  // queued jobs per device
   int32_t max_jobs_per_user = 10;  // queued + running, per user
-  int64_t max_steps = 1000;        // run: warmup + steps per cycle, x cycles
-  int64_t max_runs = 10000;        // infer: warmup + runs
-  int64_t max_repeat = 20;
-  int64_t max_batch = 256;
-  int64_t max_imgsz = 1536;
   int64_t max_inline_image_bytes = 16 << 20;  // all inline images of one request
   int64_t max_artifact_bytes = int64_t{2} << 30;
   int32_t max_watchers = 256;  // concurrent WatchJob streams
@@ -153,9 +158,10 @@ std::vector<std::string> DaemonConfigKeyPaths();
 // The flag ("--max-batch") that overrides a key path, or "" when none does.
 std::string DaemonFlagForKey(const std::string& key_path);
 
-// Cross-field checks after flags: 1..kMaxListenAddresses listen addresses, TLS files readable,
-// a TCP listener has TLS or insecure_tcp, a tokens file when TCP is on, admins are user names
-// (IsValidUserName), the metrics textfile's folder exists, limits positive. Every problem found
+// The checks after flags: each option's bound and rule (its row in daemon_options.cc: listen
+// addresses, TLS files readable, admins are user names, the metrics textfile's folder exists,
+// limits positive, ...), then the rules across options (a TCP listener has TLS or
+// insecure_tcp and a tokens file, TLS files come in pairs, ...). Every problem found
 // is reported, joined by "; " (the first kMaxReportedProblems, then how many more); values are
 // echoed as excerpts (common/render/terminal_text.h).
 inline constexpr size_t kMaxReportedProblems = 10;
@@ -191,7 +197,7 @@ class LiveConfig {
 };
 
 // What a reload may change without a restart. Fills `next` from `running` with the keys of
-// `loaded` that the key tree (daemon_config_file.cc) marks reloadable (ReloadableKeys) and
+// `loaded` whose rows (daemon_options.cc) are marked reloadable (ReloadableKeys) and
 // returns one line per other top-level key or section that differs ("listen changed: restart
 // libreyolod to apply it"); those keep their running values.
 std::vector<std::string> MergeReloadable(const DaemonConfig& running, const DaemonConfig& loaded,

@@ -1,12 +1,14 @@
-// libreyolod's YAML configuration file: the one tree of its keys (each top-level key marked
-// reloadable or restart-only), parsing it into a DaemonConfig, and a reload's merge.
+// libreyolod's YAML configuration file: parsing it into a DaemonConfig as the option rows say
+// (daemon_options.cc: each key, its kind and where it lands), and a reload's merge.
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
-#include <functional>
+#include <set>
+#include <type_traits>
+#include <variant>
 #include <limits>
 #include <sstream>
 
@@ -19,6 +21,7 @@
 #include "common/render/terminal_text.h"
 #include "server/daemon/config/daemon_config.h"
 #include "server/daemon/config/daemon_config_internal.h"
+#include "server/daemon/config/daemon_options.h"
 
 namespace libreyolo::daemon {
 
@@ -45,22 +48,6 @@ namespace {
 using config_internal::ParseMode;
 
 // ---- YAML -----------------------------------------------------------------------------------
-
-// A key's setter: parses `node` (found at `key_path`) into the config.
-using Setter = std::function<absl::Status(const YAML::Node& node, const std::string& key_path)>;
-// Whether SIGHUP applies a key to the running daemon, or only a restart does.
-enum class Reload { kRestart, kLive };
-
-struct Key {
-  const char* name = "";
-  Setter set;
-  std::vector<Key> children;  // a section's keys (`set` then parses the mapping)
-  Reload reload = Reload::kRestart;  // marked on top-level keys and sections (Live below)
-  // A leaf's bound field, compared with / copied from the same key bound to another config.
-  std::function<bool(const Key& other)> same;
-  std::function<void(const Key& other)> take;
-  const void* field = nullptr;
-};
 
 // "limits.max_batch: expected an integer (line 12)".
 absl::Status KeyError(const std::string& key_path, const YAML::Node& node,
@@ -135,11 +122,52 @@ absl::Status ParseModeNode(const YAML::Node& node, const std::string& key_path, 
   return absl::OkStatus();
 }
 
+// A value of `option` at `key_path`, parsed into `config` as its kind says.
+absl::Status ParseValue(const DaemonOption& option, const YAML::Node& node,
+                        const std::string& key_path, DaemonConfig* config) {
+  return std::visit(
+      [&](auto at) -> absl::Status {
+        auto* field = &at(*config);
+        using T = std::remove_pointer_t<decltype(field)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          return ParseBool(node, key_path, field);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return ParseString(node, key_path, field);
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          return ParseStringList(node, key_path, field);
+        } else {
+          if constexpr (std::is_same_v<T, int32_t>) {
+            if (option.kind == OptionKind::kMode) return ParseModeNode(node, key_path, field);
+          }
+          return ParseInt(node, key_path, field);
+        }
+      },
+      option.field);
+}
+
+// The names one level below `prefix` ("" = the top level), in the rows' order: the last part of
+// an option's key, or a section's name.
+std::vector<std::string> NamesUnder(const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const DaemonOption& option : DaemonOptions()) {
+    absl::string_view key = option.key;
+    if (!prefix.empty()) {
+      if (!absl::StartsWith(key, prefix) || key.substr(prefix.size(), 1) != ".") continue;
+      key.remove_prefix(prefix.size() + 1);
+    }
+    std::string name(key.substr(0, key.find('.')));
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
+}
+
+// The mapping at `prefix` ("" = the file): each key an option (its row parses it) or a section.
 absl::Status ParseMapping(const YAML::Node& node, const std::string& prefix,
-                          const std::vector<Key>& keys) {
+                          DaemonConfig* config) {
   const std::string what = prefix.empty() ? "the configuration" : prefix;
   if (node.IsNull()) return absl::OkStatus();  // an empty section keeps the defaults
   if (!node.IsMap()) return Expected(what, node, "a mapping of keys to values");
+  const std::vector<std::string> names = NamesUnder(prefix);
   std::set<std::string> seen;
   for (const auto& item : node) {
     if (!item.first.IsScalar()) return Expected(what, item.first, "string keys");
@@ -148,161 +176,23 @@ absl::Status ParseMapping(const YAML::Node& node, const std::string& prefix,
     if (!seen.insert(name).second) {
       return KeyError(key_path, item.first, "duplicate key");
     }
-    const Key* key = nullptr;
-    for (const Key& candidate : keys) {
-      if (name == candidate.name) key = &candidate;
-    }
-    if (key == nullptr) {
-      std::vector<std::string> names;
-      for (const Key& candidate : keys) names.push_back(candidate.name);
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
       return KeyError(
           Excerpt(key_path), item.first,
           absl::StrCat("unknown key (known keys of ", what, ": ", absl::StrJoin(names, ", "), ")"));
     }
-    if (absl::Status status = key->set(item.second, key_path); !status.ok()) return status;
+    const DaemonOption* option = FindDaemonOption(key_path);
+    absl::Status status = option != nullptr ? ParseValue(*option, item.second, key_path, config)
+                                            : ParseMapping(item.second, key_path, config);
+    if (!status.ok()) return status;
   }
   return absl::OkStatus();
 }
 
-// A leaf bound to `field`, parsed by `parse`.
-template <typename T, typename Parse>
-Key Leaf(const char* name, T* field, Parse parse) {
-  Key key;
-  key.name = name;
-  key.set = [field, parse](const YAML::Node& n, const std::string& p) {
-    return parse(n, p, field);
-  };
-  key.field = field;
-  key.same = [field](const Key& other) { return *field == *static_cast<const T*>(other.field); };
-  key.take = [field](const Key& other) { *field = *static_cast<const T*>(other.field); };
-  return key;
-}
-
-template <typename Int>
-Key IntKey(const char* name, Int* field) {
-  return Leaf(name, field, [](const YAML::Node& n, const std::string& p, Int* f) {
-    return ParseInt(n, p, f);
-  });
-}
-Key BoolKey(const char* name, bool* field) { return Leaf(name, field, ParseBool); }
-Key StringKey(const char* name, std::string* field) { return Leaf(name, field, ParseString); }
-Key ListKey(const char* name, std::vector<std::string>* field) {
-  return Leaf(name, field, ParseStringList);
-}
-Key ModeKey(const char* name, int* field) { return Leaf(name, field, ParseModeNode); }
-
-Key Section(const char* name, std::vector<Key> keys) {
-  Key key;
-  key.name = name;
-  key.children = std::move(keys);
-  key.set = [name, children = key.children](const YAML::Node& n, const std::string&) {
-    return ParseMapping(n, name, children);
-  };
-  return key;
-}
-
-// A key (or a whole section) that a reload applies without a restart.
-Key Live(Key key) {
-  key.reload = Reload::kLive;
-  return key;
-}
-
-// Every key of the YAML file, bound to `config`: the one list of the file's keys, and of which
-// of them a reload (SIGHUP) applies (Live); every other key needs a restart.
-std::vector<Key> ConfigKeys(DaemonConfig* config) {
-  TlsConfig& tls = config->tls;
-  Limits& limits = config->limits;
-  Retention& retention = config->retention;
-  return {
-      ListKey("listen", &config->listen),
-      StringKey("state_dir", &config->state_dir),
-      StringKey("store_dir", &config->store_dir),
-      StringKey("models_dir", &config->models_dir),
-      StringKey("datasets_dir", &config->datasets_dir),
-      StringKey("images_dir", &config->images_dir),
-      ListKey("devices", &config->devices),
-      Section("tls",
-              {
-                  StringKey("cert", &tls.cert_file),
-                  StringKey("key", &tls.key_file),
-                  StringKey("client_ca", &tls.client_ca_file),
-                  BoolKey("require_client_cert", &tls.require_client_cert),
-              }),
-      Live(StringKey("tokens_file", &config->tokens_file)),
-      Live(ListKey("admins", &config->admins)),
-      BoolKey("insecure_tcp", &config->insecure_tcp),
-      BoolKey("allow_local_paths", &config->allow_local_paths),
-      ModeKey("unix_socket_mode", &config->unix_socket_mode),
-      Live(Section("limits",
-                   {
-                       IntKey("max_queue_length", &limits.max_queue_length),
-                       IntKey("max_jobs_per_user", &limits.max_jobs_per_user),
-                       IntKey("max_steps", &limits.max_steps),
-                       IntKey("max_runs", &limits.max_runs),
-                       IntKey("max_repeat", &limits.max_repeat),
-                       IntKey("max_batch", &limits.max_batch),
-                       IntKey("max_imgsz", &limits.max_imgsz),
-                       IntKey("max_inline_image_bytes", &limits.max_inline_image_bytes),
-                       IntKey("max_artifact_bytes", &limits.max_artifact_bytes),
-                       IntKey("max_watchers", &limits.max_watchers),
-                       IntKey("max_watchers_per_user", &limits.max_watchers_per_user),
-                       IntKey("max_reads", &limits.max_reads),
-                       IntKey("max_reads_per_user", &limits.max_reads_per_user),
-                       IntKey("max_downloads", &limits.max_downloads),
-                       IntKey("max_downloads_per_user", &limits.max_downloads_per_user),
-                       IntKey("max_job_seconds", &limits.max_job_seconds),
-                   })),
-      Live(Section("retention",
-                   {
-                       IntKey("max_age_hours", &retention.max_age_hours),
-                       IntKey("max_jobs", &retention.max_jobs),
-                   })),
-      Live(StringKey("metrics_textfile", &config->metrics_textfile)),
-      Live(IntKey("drain_timeout_s", &config->drain_timeout_s)),
-      IntKey("cpu_threads", &config->cpu_threads),
-      IntKey("cpu_slots", &config->cpu_slots),
-      IntKey("cancel_grace_s", &config->cancel_grace_s),
-      IntKey("connection_idle_timeout_s", &config->connection_idle_timeout_s),
-      IntKey("handshake_timeout_s", &config->handshake_timeout_s),
-      Live(IntKey("max_connections", &config->max_connections)),
-      Live(IntKey("max_connections_per_peer", &config->max_connections_per_peer)),
-      Live(IntKey("reserved_descriptors", &config->reserved_descriptors)),
-      Live(IntKey("progress_timeout_s", &config->progress_timeout_s)),
-      StringKey("lease_dir", &config->lease_dir),
-      StringKey("worker_binary", &config->worker_binary),
-      StringKey("attach_dir", &config->attach_dir),
-      BoolKey("attach_dynolog_compat", &config->attach_dynolog_compat),
-      StringKey("python_tool", &config->python_tool),
-  };
-}
-
-absl::Status ParseConfig(const YAML::Node& root, DaemonConfig* config) {
-  return ParseMapping(root, "", ConfigKeys(config));
-}
-
-void CollectKeyPaths(const std::vector<Key>& keys, const std::string& prefix,
-                     std::vector<std::string>* out) {
-  for (const Key& key : keys) {
-    const std::string path = prefix.empty() ? key.name : absl::StrCat(prefix, ".", key.name);
-    if (key.children.empty()) {
-      out->push_back(path);
-    } else {
-      CollectKeyPaths(key.children, path, out);
-    }
-  }
-}
-
-bool Same(const Key& a, const Key& b) {
-  if (a.children.empty()) return a.same(b);
-  for (size_t i = 0; i < a.children.size(); ++i) {
-    if (!Same(a.children[i], b.children[i])) return false;
-  }
-  return true;
-}
-
-void Take(const Key& to, const Key& from) {
-  if (to.children.empty()) return to.take(from);
-  for (size_t i = 0; i < to.children.size(); ++i) Take(to.children[i], from.children[i]);
+// The top-level key or section of an option ("limits" for limits.max_batch).
+std::string TopLevel(const DaemonOption& option) {
+  const absl::string_view key = option.key;
+  return std::string(key.substr(0, key.find('.')));
 }
 
 }  // namespace
@@ -320,7 +210,7 @@ absl::StatusOr<DaemonConfig> LoadDaemonConfig(const std::string& path) {
   }
   DaemonConfig config;
   try {
-    if (absl::Status status = ParseConfig(root, &config); !status.ok()) {
+    if (absl::Status status = ParseMapping(root, "", &config); !status.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("config file ", path, ": ", status.message()));
     }
   } catch (const YAML::Exception& e) {
@@ -330,17 +220,19 @@ absl::StatusOr<DaemonConfig> LoadDaemonConfig(const std::string& path) {
 }
 
 std::vector<std::string> DaemonConfigKeyPaths() {
-  DaemonConfig scratch;
   std::vector<std::string> paths;
-  CollectKeyPaths(ConfigKeys(&scratch), "", &paths);
+  for (const DaemonOption& option : DaemonOptions()) paths.emplace_back(option.key);
   return paths;
 }
 
 std::vector<std::string> ReloadableKeys() {
-  DaemonConfig scratch;
   std::vector<std::string> names;
-  for (const Key& key : ConfigKeys(&scratch)) {
-    if (key.reload == Reload::kLive) names.push_back(key.name);
+  for (const DaemonOption& option : DaemonOptions()) {
+    const std::string top = TopLevel(option);
+    if (option.reload == Reload::kLive &&
+        std::find(names.begin(), names.end(), top) == names.end()) {
+      names.push_back(top);
+    }
   }
   return names;
 }
@@ -348,16 +240,18 @@ std::vector<std::string> ReloadableKeys() {
 std::vector<std::string> MergeReloadable(const DaemonConfig& running, const DaemonConfig& loaded,
                                          DaemonConfig* next) {
   *next = running;
-  DaemonConfig from = loaded;
-  const std::vector<Key> to_keys = ConfigKeys(next);
-  const std::vector<Key> from_keys = ConfigKeys(&from);  // the same tree, bound to `from`
-  std::vector<std::string> kept;
-  for (size_t i = 0; i < to_keys.size(); ++i) {
-    if (to_keys[i].reload == Reload::kLive) {
-      Take(to_keys[i], from_keys[i]);
-    } else if (!Same(to_keys[i], from_keys[i])) {
-      kept.push_back(absl::StrCat(to_keys[i].name, " changed: restart libreyolod to apply it"));
+  std::vector<std::string> changed;  // top-level keys and sections, in the file's order
+  for (const DaemonOption& option : DaemonOptions()) {
+    if (option.reload == Reload::kLive) {
+      CopyOption(option, loaded, next);
+    } else if (!SameOption(option, running, loaded)) {
+      const std::string top = TopLevel(option);
+      if (std::find(changed.begin(), changed.end(), top) == changed.end()) changed.push_back(top);
     }
+  }
+  std::vector<std::string> kept;
+  for (const std::string& top : changed) {
+    kept.push_back(absl::StrCat(top, " changed: restart libreyolod to apply it"));
   }
   return kept;
 }
