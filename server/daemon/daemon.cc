@@ -207,7 +207,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
           ? static_cast<int64_t>(files.rlim_cur)
           : 0;
   d->gate_ = std::make_unique<ConnectionGate>(
-      ConnectionCaps{c.max_connections, c.max_connections_per_peer, c.reserved_descriptors},
+      ConnectionCaps{c.max_connections, c.max_connections_per_peer, c.reserved_descriptors,
+                     c.handshake_timeout_s},
       fd_limit);  // Reload sets new caps
   for (auto& l : d->own_listeners_) l->Serve(d->server_.get(), d->auth_.get(), d->gate_.get());
   d->server_->GetHealthCheckService()->SetServingStatus(true);
@@ -284,7 +285,7 @@ absl::Status Daemon::Reload(const DaemonConfig& loaded, std::vector<std::string>
   jobs_->SetLimits(next.limits, next.retention);
   // New connections meet the new caps; those already open stay (a lower cap closes nothing).
   gate_->set_caps(ConnectionCaps{next.max_connections, next.max_connections_per_peer,
-                                 next.reserved_descriptors});
+                                 next.reserved_descriptors, next.handshake_timeout_s});
   live_->Set(std::move(next));
   cv_.notify_all();  // the metrics loop picks up a new textfile now
   return absl::OkStatus();
