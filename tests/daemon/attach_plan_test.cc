@@ -223,6 +223,31 @@ TEST(KinetoConfigText, DurationMode) {
   EXPECT_THAT(d, ::testing::Not(HasSubstr("PROFILE_PROFILE_MEMORY")));
 }
 
+// A window with nothing on a GPU to trace asks Kineto for no warm-up (its 5 s are CUPTI's):
+// CPU activities only, or "cuda" asked of processes that hold no GPU. Iteration mode keeps
+// Kineto's own (counted in iterations).
+TEST(KinetoWarmupSecs, NoneWithNothingOnAGpuToTrace) {
+  v1::AttachSpec cpu = Pids({300});
+  cpu.mutable_profiler()->add_activities("cpu");
+  EXPECT_EQ(KinetoWarmupSecs(cpu, /*any_gpu=*/true), 0);
+  v1::AttachSpec all = Pids({300});  // every activity
+  EXPECT_EQ(KinetoWarmupSecs(all, /*any_gpu=*/false), 0);
+  EXPECT_EQ(KinetoWarmupSecs(all, /*any_gpu=*/true), std::nullopt);
+  v1::AttachSpec cuda = Pids({300});
+  cuda.mutable_profiler()->add_activities("cpu");
+  cuda.mutable_profiler()->add_activities("cuda");
+  EXPECT_EQ(KinetoWarmupSecs(cuda, /*any_gpu=*/true), std::nullopt);
+  v1::AttachSpec steps = cpu;
+  steps.set_iterations(3);
+  EXPECT_EQ(KinetoWarmupSecs(steps, /*any_gpu=*/false), std::nullopt);
+  TraceRequest request{"/tmp/a.json", 5, "j"};
+  EXPECT_THAT(KinetoConfigText(cpu, request), ::testing::Not(HasSubstr("WARMUP")));
+  request.warmup_s = 0;
+  EXPECT_THAT(KinetoConfigText(cpu, request),
+              HasSubstr("ACTIVITIES_DURATION_MSECS=1000\nACTIVITIES_WARMUP_PERIOD_SECS=0\n"));
+  EXPECT_THAT(KinetoConfigText(steps, request), ::testing::Not(HasSubstr("WARMUP")));
+}
+
 TEST(KinetoConfigText, IterationMode) {
   v1::AttachSpec spec = Pids({300});
   spec.set_iterations(5);
@@ -253,6 +278,9 @@ TEST(SharedStart, EveryTargetPollsAndWarmsUpFirst) {
   AttachableProcess overdue = Proc(3, 1, {});
   overdue.last_poll_unix_ms = now - 9000;  // late already: due any moment
   EXPECT_EQ(SharedStartUnixMs({overdue}, now), now + extra);
+  // No warm-up asked: the start is that much sooner.
+  EXPECT_EQ(SharedStartUnixMs({older}, now, std::chrono::milliseconds(0)),
+            now + 500 + extra - kKinetoWarmup.count());
   EXPECT_EQ(TraceFileName("20261206-ab", 4242), "20261206-ab_4242.json");
 }
 

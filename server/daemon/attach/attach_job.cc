@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "common/io/rank_artifacts.h"
 #include "common/status/exit_code.h"
+#include "server/daemon/attach/process_facts.h"
 #include "server/daemon/external/produced_files.h"
 
 namespace libreyolo::daemon::attach {
@@ -144,6 +145,8 @@ struct AttachRun {
   std::map<pid_t, std::string> notes;      // what happened to a traced process
   std::vector<pid_t> written;              // traces arrived, in order
   int64_t requested_ms = 0, start_ms = 0, written_ms = 0;
+  std::optional<int> warmup_s;          // ACTIVITIES_WARMUP_PERIOD_SECS sent (KinetoWarmupSecs)
+  milliseconds warmup = kKinetoWarmup;  // the warm-up Kineto takes
 
   void Report(const std::string& stage, int64_t done, int64_t total, std::string message) const {
     if (progress) progress(RunProgress{stage, done, total, std::move(message)});
@@ -233,11 +236,19 @@ absl::Status AttachJobRunner::Prepare(AttachRun& run) const {
 // request: one configuration, one shared start, set pending for every target.
 absl::Status AttachJobRunner::Request(AttachRun& run) const {
   run.requested_ms = clock_.NowUnixMs();
-  run.start_ms = SharedStartUnixMs(run.selection.traced, run.requested_ms);
+  // Unknown (another user's /proc/<pid>/fd unreadable) counts as holding one.
+  const bool any_gpu = std::any_of(run.selection.traced.begin(), run.selection.traced.end(),
+                                   [](const AttachableProcess& p) {
+                                     return HoldsGpuDevice(p.pid).value_or(true);
+                                   });
+  run.warmup_s = KinetoWarmupSecs(run.spec, any_gpu);
+  if (run.warmup_s) run.warmup = std::chrono::seconds(*run.warmup_s);
+  run.start_ms = SharedStartUnixMs(run.selection.traced, run.requested_ms, run.warmup);
   TraceRequest request;
   request.log_file = absl::StrCat(run.drop_path, "/", run.job.id(), ".json");
   request.start_unix_ms = run.start_ms;
   request.trace_id = run.job.id();
+  request.warmup_s = run.warmup_s;
   const std::string text = KinetoConfigText(run.spec, request);
   for (const AttachableProcess& p : run.selection.traced) {
     absl::StatusOr<uint64_t> ticket = endpoint_->registry().SetPendingConfig(p.pid, text);
@@ -279,7 +290,7 @@ absl::Status AttachJobRunner::Deliver(AttachRun& run) const {
         std::string msg = absl::StrCat("config delivered to ", pid, " after ",
                                        Seconds(d->delivered_unix_ms - run.requested_ms));
         if (!run.spec.has_iterations() &&
-            d->delivered_unix_ms + kKinetoWarmup.count() > run.start_ms) {
+            d->delivered_unix_ms + run.warmup.count() > run.start_ms) {
           run.notes[pid] = "took the request too late to warm up before the shared start";
           absl::StrAppend(&msg, ": too late to warm up before the start (Kineto may drop it)");
         }
@@ -326,7 +337,7 @@ absl::Status AttachJobRunner::Collect(AttachRun& run) const {
   const bool iterations = run.spec.has_iterations();
   const int64_t window_ms = iterations ? 0 : AttachDurationMs(run.spec);
   const int64_t end_ms = iterations
-                             ? last_delivery + kKinetoWarmup.count() +
+                             ? last_delivery + run.warmup.count() +
                                    run.spec.iterations() * kPerIteration.count()
                              : run.start_ms + window_ms;
   const Clock::SteadyTime deadline =
@@ -334,8 +345,12 @@ absl::Status AttachJobRunner::Collect(AttachRun& run) const {
   run.Report("warmup", 0, 0,
              iterations ? absl::StrCat("Kineto warms up, then records ", run.spec.iterations(),
                                        " iteration(s) from the next step")
-                        : absl::StrCat("Kineto warms up; the window starts at ",
-                                       ClockTime(run.start_ms), " and lasts ", window_ms, " ms"));
+                        : absl::StrCat(run.warmup_s ? absl::StrCat(
+                                                          "Kineto warms up for ", *run.warmup_s,
+                                                          " s (nothing on a GPU to trace)")
+                                                    : std::string("Kineto warms up (5 s)"),
+                                       "; the window starts at ", ClockTime(run.start_ms),
+                                       " and lasts ", window_ms, " ms"));
   bool collecting_said = iterations;
   std::vector<std::string> pending = expected;
   while (!pending.empty()) {

@@ -58,7 +58,8 @@ namespace libreyolo::daemon::attach {
 
 // Kineto's warm-up (ACTIVITIES_WARMUP_PERIOD_SECS' default, spec §1.5): a request picked up
 // less than this before its PROFILE_START_TIME is dropped. Its controller acts on one-second
-// ticks: kKinetoTicks more.
+// ticks: kKinetoTicks more. A window with nothing on a GPU to trace asks for none
+// (KinetoWarmupSecs): the warm-up is CUPTI's, and Kineto honours 0 (measured with torch 2.11).
 inline constexpr std::chrono::milliseconds kKinetoWarmup{5000};
 inline constexpr std::chrono::milliseconds kKinetoTicks{2000};
 // A poll may come this late after its interval (the config thread's own work).
@@ -101,6 +102,8 @@ struct TraceRequest {
   std::string log_file;          // <drop folder>/<job id>.json
   int64_t start_unix_ms = 0;     // PROFILE_START_TIME; 0 = Kineto's own (pickup + warm-up)
   std::string trace_id;          // REQUEST_TRACE_ID: the job id
+  // ACTIVITIES_WARMUP_PERIOD_SECS; nullopt: not sent (Kineto's default, kKinetoWarmup).
+  std::optional<int> warmup_s = std::nullopt;
 };
 std::string KinetoConfigText(const v1::AttachSpec& spec, const TraceRequest& request);
 // The window asked (duration_ms, else the default); iteration mode has none.
@@ -108,9 +111,15 @@ int64_t AttachDurationMs(const v1::AttachSpec& spec);
 // A traced process as the job records it (Job.attach_targets).
 v1::AttachTarget TracedTarget(const AttachableProcess& p);
 
+// The warm-up a duration window asks of Kineto: 0 when it has nothing on a GPU to trace (no
+// "cuda" among the activities asked, or `any_gpu` false: no target holds a GPU device now);
+// nullopt (Kineto's 5 s) otherwise, and in iteration mode (warm-up counted in iterations).
+std::optional<int> KinetoWarmupSecs(const v1::AttachSpec& spec, bool any_gpu);
+
 // The shared start: late enough that every target has polled (its last poll + the poll
-// interval + kPollSlack) and warmed up (kKinetoWarmup + kKinetoTicks).
-int64_t SharedStartUnixMs(const std::vector<AttachableProcess>& targets, int64_t now_unix_ms);
+// interval + kPollSlack) and warmed up (`warmup` + kKinetoTicks).
+int64_t SharedStartUnixMs(const std::vector<AttachableProcess>& targets, int64_t now_unix_ms,
+                          std::chrono::milliseconds warmup = kKinetoWarmup);
 
 // `<job id>_<pid>.json`: the name Kineto gives the trace of `pid` for ACTIVITIES_LOG_FILE
 // <drop>/<job id>.json.

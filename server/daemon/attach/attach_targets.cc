@@ -239,6 +239,9 @@ std::string KinetoConfigText(const v1::AttachSpec& spec, const TraceRequest& req
   } else {
     lines.push_back(absl::StrCat("PROFILE_START_TIME=", request.start_unix_ms));
     lines.push_back(absl::StrCat("ACTIVITIES_DURATION_MSECS=", AttachDurationMs(spec)));
+    if (request.warmup_s) {
+      lines.push_back(absl::StrCat("ACTIVITIES_WARMUP_PERIOD_SECS=", *request.warmup_s));
+    }
   }
   lines.push_back(absl::StrCat("REQUEST_TRACE_ID=", request.trace_id));
   // Kineto's activity types: the CPU side (ops, annotations) and, with "cuda", CUPTI's.
@@ -264,7 +267,16 @@ std::string KinetoConfigText(const v1::AttachSpec& spec, const TraceRequest& req
   return absl::StrCat(absl::StrJoin(lines, "\n"), "\n");
 }
 
-int64_t SharedStartUnixMs(const std::vector<AttachableProcess>& targets, int64_t now_unix_ms) {
+std::optional<int> KinetoWarmupSecs(const v1::AttachSpec& spec, bool any_gpu) {
+  if (spec.has_iterations()) return std::nullopt;
+  const auto& asked = spec.profiler().activities();
+  const bool cuda = asked.empty() || std::find(asked.begin(), asked.end(), "cuda") != asked.end();
+  if (cuda && any_gpu) return std::nullopt;
+  return 0;
+}
+
+int64_t SharedStartUnixMs(const std::vector<AttachableProcess>& targets, int64_t now_unix_ms,
+                          std::chrono::milliseconds warmup) {
   const int64_t poll = std::chrono::milliseconds(kPollInterval).count();
   // Each target's next poll is due one interval after its last (kPollSlack for its jitter);
   // Kineto then needs its warm-up before the start, or it drops the request.
@@ -272,7 +284,7 @@ int64_t SharedStartUnixMs(const std::vector<AttachableProcess>& targets, int64_t
   for (const AttachableProcess& p : targets) {
     last_pickup = std::max(last_pickup, std::max(p.last_poll_unix_ms, now_unix_ms - poll) + poll);
   }
-  return last_pickup + kPollSlack.count() + kKinetoWarmup.count() + kKinetoTicks.count();
+  return last_pickup + kPollSlack.count() + warmup.count() + kKinetoTicks.count();
 }
 
 std::string TraceFileName(const std::string& job_id, pid_t pid) {

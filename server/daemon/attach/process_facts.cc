@@ -1,5 +1,9 @@
 #include "server/daemon/attach/process_facts.h"
 
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -57,6 +61,42 @@ std::optional<pid_t> NamespacePid(pid_t pid, const std::string& proc_root) {
   const auto last = Integer(pids.back());
   if (!last || *last <= 0) return std::nullopt;
   return static_cast<pid_t>(*last);
+}
+
+namespace {
+
+// A GPU's device file: /dev/nvidia<N> (not nvidiactl or nvidia-uvm, which every CUDA import
+// may open), /dev/kfd (ROCm), /dev/dri/renderD<N>.
+bool IsGpuDevice(absl::string_view target) {
+  for (absl::string_view prefix : {"/dev/nvidia", "/dev/dri/renderD"}) {
+    absl::string_view rest = target;
+    if (absl::ConsumePrefix(&rest, prefix) && !rest.empty() &&
+        std::all_of(rest.begin(), rest.end(), [](char c) { return absl::ascii_isdigit(c); })) {
+      return true;
+    }
+  }
+  return target == "/dev/kfd";
+}
+
+}  // namespace
+
+std::optional<bool> HoldsGpuDevice(pid_t pid, const std::string& proc_root) {
+  const std::string dir = absl::StrCat(proc_root, "/", pid, "/fd");
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return std::nullopt;
+  bool holds = false;
+  while (const struct dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    char target[256];
+    const std::string link = absl::StrCat(dir, "/", e->d_name);
+    const ssize_t n = ::readlink(link.c_str(), target, sizeof(target) - 1);
+    if (n > 0 && IsGpuDevice(absl::string_view(target, static_cast<size_t>(n)))) {
+      holds = true;
+      break;
+    }
+  }
+  ::closedir(d);
+  return holds;
 }
 
 void ParseEnviron(absl::string_view environ_block, ProcessFacts* facts) {
