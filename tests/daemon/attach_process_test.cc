@@ -4,8 +4,11 @@
 // `attach --list` as idle with its pid and command line; and a duration configuration handed
 // to such a process through the endpoint makes Kineto write a trace carrying the requested
 // trace_id (the path `profile attach --pid` takes next).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <rapidjson/document.h>
+#include <sys/socket.h>
 
 #include "server/daemon/attach/attach_endpoint.h"
 #include "tests/daemon/daemon_process.h"
@@ -187,51 +190,175 @@ TEST_F(AttachProcessTest, DeliveredDurationConfigWritesATraceWithTheTraceId) {
   EXPECT_GT(doc["traceEvents"].Size(), 0u);
 }
 
+// ---- attach jobs on one shared daemon (issue 37 §3 and §6) ---------------------------------
+
+// A CPU training loop that steps an optimizer (Kineto's iteration mode counts its steps).
+constexpr char kTrainLoop[] = R"(import sys, time, torch
+torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+end = time.time() + float(sys.argv[2])
+while time.time() < end:
+    loss = model(torch.randn(8, 64)).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    time.sleep(0.01)
+)";
+
+// tests/fixtures/attach/make_attach_fixtures.py's DDP loop: 2 Gloo ranks under torchrun, rank
+// SLOW_RANK sleeping SLOW_S before each backward (the other waits in the all-reduce).
+constexpr char kDdpLoop[] = R"(import os, time, torch, torch.distributed as dist
+torch.set_num_threads(1)
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+model = torch.nn.parallel.DistributedDataParallel(
+    torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+end = time.time() + float(os.environ["LOOP_SECONDS"])
+go = torch.zeros(1)
+while go.item() == 0:
+    loss = model(torch.randn(8, 64)).sum()
+    opt.zero_grad()
+    if rank == int(os.environ["SLOW_RANK"]):
+        time.sleep(float(os.environ["SLOW_S"]))
+    loss.backward()
+    opt.step()
+    time.sleep(0.002)
+    go = torch.tensor([1.0 if time.time() > end else 0.0])
+    dist.all_reduce(go, op=dist.ReduceOp.MAX)
+dist.destroy_process_group()
+)";
+
+// One libreyolod with an attach endpoint for every case of the suite; each case starts its own
+// processes with `attach --env`'s environment and attaches to them as a job.
+class AttachJobProcessTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    shared_ = new Shared;
+    DaemonDirs dirs(shared_->tmp.path());
+    std::vector<std::string> flags = dirs.Flags();
+    flags.insert(flags.end(), {"--attach-dir", shared_->tmp.File("attach")});
+    shared_->daemon = DaemonProcess::Start(flags, shared_->tmp.File("daemon.log"));
+    shared_->remote = {"--remote", "unix:" + dirs.socket};
+    if (!shared_->daemon->WaitServing()) return;
+    const CommandResult env = RunClient(With({"profile", "attach", "--env"}));
+    if (env.exit_code == 0) shared_->env = Lines(env.out);
+  }
+  static void TearDownTestSuite() {
+    delete shared_;
+    shared_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_EQ(shared_->env.size(), 2u) << shared_->daemon->LogTail();
+  }
+  void TearDown() override {
+    for (pid_t pid : started_) {
+      ::kill(pid, SIGTERM);  // torchrun passes it to its workers
+      if (!PollUntil([&] { return ::waitpid(pid, nullptr, WNOHANG) == pid; }, seconds(15))) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+    for (pid_t pid : ProcessesWithArgument(tmp_.path())) ::kill(pid, SIGKILL);
+  }
+
+  // `args` with the shared daemon's connection flags.
+  static std::vector<std::string> With(std::vector<std::string> args) {
+    args.insert(args.end(), shared_->remote.begin(), shared_->remote.end());
+    return args;
+  }
+  pid_t Start(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env) {
+    std::vector<std::string> env = shared_->env;
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    const pid_t pid = Spawn(argv, ChildEnvironment(env), tmp_.File("py.log"), tmp_.File("py.log"));
+    started_.push_back(pid);
+    return pid;
+  }
+  // Waits until `n` polling processes have `marker` in their command line (and, with
+  // `ranked`, a RANK).
+  bool WaitPolling(const std::string& marker, size_t n, bool ranked = false) {
+    return PollUntil(
+        [&] {
+          const CommandResult r = RunClient(With({"profile", "attach", "--list", "--json"}));
+          rapidjson::Document doc;
+          if (r.exit_code != 0 || doc.Parse(r.out.c_str()).HasParseError()) return false;
+          if (!doc.HasMember("processes")) return false;
+          size_t found = 0;
+          for (const auto& p : doc["processes"].GetArray()) {
+            const std::string line = p["command_line"].GetString();
+            if (line.find(marker) == std::string::npos) continue;
+            if (!ranked || p.HasMember("rank")) ++found;
+          }
+          return found >= n;
+        },
+        seconds(60), milliseconds(200));
+  }
+  // `profile attach ARGS --json`: the job's id ("" on failure, with the output in `failure`).
+  std::string AttachJob(const std::vector<std::string>& args, std::string* failure,
+                        std::string* events = nullptr, double* took = nullptr) {
+    std::vector<std::string> all = {"profile", "attach"};
+    all.insert(all.end(), args.begin(), args.end());
+    all.insert(all.end(), {"--project", tmp_.File("proj"), "--json"});
+    const auto asked = Clock::now();
+    const CommandResult job = RunClient(With(all), {}, seconds(120));
+    if (took != nullptr) *took = std::chrono::duration<double>(Clock::now() - asked).count();
+    if (events != nullptr) *events = job.err;
+    rapidjson::Document summary;
+    if (job.exit_code != 0 || summary.Parse(job.out.c_str()).HasParseError() ||
+        !summary.HasMember("job_id")) {
+      *failure = job.Describe() + shared_->daemon->LogTail() + ReadFile(tmp_.File("py.log"));
+      return "";
+    }
+    return summary["job_id"].GetString();
+  }
+  // The job's "from the request: ..." event text, printed with how long the command took.
+  static void PrintLatency(const std::string& what, const std::string& events, double took) {
+    const size_t at = events.find("from the request: ");
+    if (at == std::string::npos) return;
+    std::cout << what << ": " << took << " s for the command; the job's "
+              << events.substr(at, events.find('"', at) - at) << "\n";
+  }
+  static CommandResult Read(const std::string& reader, const std::string& id) {
+    return RunClient(With({"profile", reader, "job:" + id}));
+  }
+
+  struct Shared {
+    TempDir tmp{"lypj"};
+    std::unique_ptr<DaemonProcess> daemon;
+    std::vector<std::string> remote, env;
+  };
+  static Shared* shared_;
+  TempDir tmp_{"lyp"};
+  std::vector<pid_t> started_;
+};
+AttachJobProcessTest::Shared* AttachJobProcessTest::shared_ = nullptr;
+
 // Issue 37 §3: `libreyolo profile attach --pid` is a job: a torch loop started with --env's
 // environment, traced for a one-second window, the job SUCCEEDED with the trace and its
 // profile, which `profile summary job:<id>` reads. Prints the latency from the request to the
 // analysed profile, broken into its parts (the job's "analysed" event).
-TEST_F(AttachProcessTest, AttachByPidIsAJobWhoseProfileTheReadersRead) {
-  DaemonDirs dirs(tmp_.path());
-  std::vector<std::string> flags = dirs.Flags();
-  flags.insert(flags.end(), {"--attach-dir", tmp_.File("attach")});
-  auto daemon = DaemonProcess::Start(flags, tmp_.File("daemon.log"));
-  ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
-  const std::vector<std::string> remote = {"--remote", "unix:" + dirs.socket};
-  std::vector<std::string> args = {"profile", "attach", "--env"};
-  args.insert(args.end(), remote.begin(), remote.end());
-  const CommandResult env = RunClient(args);
-  ASSERT_EQ(env.exit_code, 0) << env.Describe();
-  loop_ = StartLoop(tmp_, Lines(env.out), "attach-marker-job");
-  ASSERT_TRUE(WaitListed(remote, loop_, {}, seconds(60)).has_value())
-      << ReadFile(tmp_.File("py.log")) << daemon->LogTail();
-  args = {"profile", "attach", "--pid", std::to_string(loop_), "--duration-ms", "1000",
-          "--activities", "cpu", "--project", tmp_.File("proj"), "--json"};
-  args.insert(args.end(), remote.begin(), remote.end());
-  const auto asked = Clock::now();
-  const CommandResult job = RunClient(args, {}, seconds(90));
-  const double took = std::chrono::duration<double>(Clock::now() - asked).count();
-  ASSERT_EQ(job.exit_code, 0) << job.Describe() << daemon->LogTail()
-                              << ReadFile(tmp_.File("py.log"));
-  rapidjson::Document summary;
-  ASSERT_FALSE(summary.Parse(job.out.c_str()).HasParseError()) << job.out;
-  ASSERT_TRUE(summary.HasMember("job_id")) << job.out;
-  const std::string id = summary["job_id"].GetString();
-  // The stages as events, and the latency's parts.
+TEST_F(AttachJobProcessTest, AttachByPidIsAJobWhoseProfileTheReadersRead) {
+  const std::string script = tmp_.Write("loop.py", kLoop);
+  const pid_t loop = Start({LIBREYOLO_PYTHON, script, "attach-marker-job", "120"}, {});
+  ASSERT_TRUE(WaitPolling("attach-marker-job", 1)) << ReadFile(tmp_.File("py.log"));
+  std::string failure, events;
+  double took = 0;
+  const std::string id =
+      AttachJob({"--pid", std::to_string(loop), "--duration-ms", "1000", "--activities", "cpu"},
+                &failure, &events, &took);
+  ASSERT_FALSE(id.empty()) << failure;
+  // The stages as events, and the latency's parts; a CPU window asks Kineto for no warm-up.
   for (const char* stage : {"\"select\"", "\"waiting\"", "\"delivered\"", "\"written\"",
                             "\"analysed\""}) {
-    EXPECT_NE(job.err.find(stage), std::string::npos) << stage << "\n" << job.err;
+    EXPECT_NE(events.find(stage), std::string::npos) << stage << "\n" << events;
   }
-  const size_t at = job.err.find("from the request: ");
-  ASSERT_NE(at, std::string::npos) << job.err;
-  std::cout << "attach --pid: " << took << " s for the command; the job's "
-            << job.err.substr(at, job.err.find('"', at) - at) << "\n";
+  EXPECT_NE(events.find("Kineto warms up for 0 s"), std::string::npos) << events;
+  PrintLatency("attach --pid", events, took);
   EXPECT_TRUE(fs::exists(tmp_.File("proj") + "/attach/profile.json"));
   EXPECT_TRUE(fs::exists(tmp_.File("proj") + "/attach/profile_trace.json"));
   // The job's record: SUCCEEDED, Kineto's, the process traced.
-  args = {"jobs", "show", id, "--json"};
-  args.insert(args.end(), remote.begin(), remote.end());
-  const CommandResult shown = RunClient(args);
+  const CommandResult shown = RunClient(With({"jobs", "show", id, "--json"}));
   ASSERT_EQ(shown.exit_code, 0) << shown.Describe();
   rapidjson::Document record;
   ASSERT_FALSE(record.Parse(shown.out.c_str()).HasParseError());
@@ -239,21 +366,98 @@ TEST_F(AttachProcessTest, AttachByPidIsAJobWhoseProfileTheReadersRead) {
   EXPECT_STREQ(record["kind"].GetString(), "JOB_KIND_ATTACH");
   EXPECT_STREQ(record["tool"].GetString(), "kineto-on-demand");
   ASSERT_TRUE(record.HasMember("attach_targets")) << shown.out;
-  EXPECT_EQ(record["attach_targets"][0]["pid"].GetInt(), loop_);
+  EXPECT_EQ(record["attach_targets"][0]["pid"].GetInt(), loop);
   EXPECT_TRUE(record["attach_targets"][0]["traced"].GetBool());
   // The readers of the stored profile, over the daemon: who measured, and the real process's
-  // ops (its loop's matmul).
-  args = {"profile", "summary", "job:" + id};
-  args.insert(args.end(), remote.begin(), remote.end());
-  const CommandResult read = RunClient(args);
+  // ops (its loop's matmul) over the whole window (Kineto honoured the warm-up of 0).
+  const CommandResult read = Read("summary", id);
   ASSERT_EQ(read.exit_code, 0) << read.Describe();
   EXPECT_NE(read.out.find("the traced process's own Kineto"), std::string::npos) << read.out;
-  EXPECT_NE(read.out.find(std::to_string(loop_)), std::string::npos) << read.out;
-  args = {"profile", "ops", "job:" + id};
-  args.insert(args.end(), remote.begin(), remote.end());
-  const CommandResult ops = RunClient(args);
+  EXPECT_NE(read.out.find(std::to_string(loop)), std::string::npos) << read.out;
+  // The whole window was recorded without a warm-up.
+  std::smatch window;
+  ASSERT_TRUE(std::regex_search(read.out, window, std::regex(R"(window +([0-9.]+) ms recorded)")))
+      << read.out;
+  EXPECT_GT(std::stod(window[1].str()), 900.0) << read.out;
+  const CommandResult ops = Read("ops", id);
   ASSERT_EQ(ops.exit_code, 0) << ops.Describe();
   EXPECT_NE(ops.out.find("aten::mm"), std::string::npos) << ops.out;
+}
+
+// Issue 37 §6: iteration mode on a loop that steps an optimizer: Kineto counts the optimizer's
+// steps (torch's step hook under KINETO_USE_DAEMON) and records that many from the next one.
+TEST_F(AttachJobProcessTest, IterationModeRecordsTheOptimizersSteps) {
+  const std::string script = tmp_.Write("train.py", kTrainLoop);
+  const pid_t loop = Start({LIBREYOLO_PYTHON, script, "attach-marker-steps", "120"}, {});
+  ASSERT_TRUE(WaitPolling("attach-marker-steps", 1)) << ReadFile(tmp_.File("py.log"));
+  std::string failure, events;
+  double took = 0;
+  const std::string id = AttachJob(
+      {"--pid", std::to_string(loop), "--iterations", "3", "--activities", "cpu"}, &failure,
+      &events, &took);
+  ASSERT_FALSE(id.empty()) << failure;
+  PrintLatency("attach --iterations 3", events, took);
+  EXPECT_NE(events.find("records 3 iteration(s)"), std::string::npos) << events;
+  // The training's own ops: the optimizer's step and the backward.
+  const CommandResult ops = Read("ops", id);
+  ASSERT_EQ(ops.exit_code, 0) << ops.Describe();
+  EXPECT_NE(ops.out.find("aten::addmm"), std::string::npos) << ops.out;
+  EXPECT_NE(ReadFile(tmp_.File("proj") + "/attach/profile_trace.json").find("Optimizer.step#SGD"),
+            std::string::npos);
+}
+
+// Issue 37 §6: a 2-rank Gloo DDP started by torchrun, attached as one job by the launcher's
+// pid: the launcher is skipped, both ranks traced over one window, and the job's cross-rank
+// view names rank 1, slowed on purpose, the straggler.
+TEST_F(AttachJobProcessTest, TorchrunDdpByTheLaunchersPidIsOneJobThatNamesTheSlowRank) {
+  const std::string script = tmp_.Write("ddp_loop.py", kDdpLoop);
+  int port = 0;
+  {
+    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    ::close(s);
+  }
+  const pid_t launcher = Start(
+      {LIBREYOLO_PYTHON, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+       std::to_string(port), script},
+      {"LOOP_SECONDS=90", "SLOW_RANK=1", "SLOW_S=0.015", "OMP_NUM_THREADS=1"});
+  ASSERT_TRUE(WaitPolling("ddp_loop.py", 2, /*ranked=*/true)) << ReadFile(tmp_.File("py.log"));
+  std::string failure, events;
+  double took = 0;
+  const std::string id = AttachJob({"--pid", std::to_string(launcher), "--duration-ms", "1000",
+                                    "--activities", "cpu"},
+                                   &failure, &events, &took);
+  ASSERT_FALSE(id.empty()) << failure;
+  PrintLatency("attach --pid <torchrun>", events, took);
+  // Two ranks traced, the launcher skipped as one.
+  const CommandResult shown = RunClient(With({"jobs", "show", id, "--json"}));
+  ASSERT_EQ(shown.exit_code, 0) << shown.Describe();
+  rapidjson::Document record;
+  ASSERT_FALSE(record.Parse(shown.out.c_str()).HasParseError());
+  int traced = 0;
+  bool launcher_skipped = false;
+  for (const auto& t : record["attach_targets"].GetArray()) {
+    if (t["traced"].GetBool()) ++traced;
+    if (t["pid"].GetInt() == launcher) {
+      launcher_skipped = !t["traced"].GetBool() &&
+                         std::string(t["reason"].GetString()).find("launcher") != std::string::npos;
+    }
+  }
+  EXPECT_EQ(traced, 2) << shown.out;
+  EXPECT_TRUE(launcher_skipped) << shown.out;
+  EXPECT_TRUE(fs::exists(tmp_.File("proj") + "/attach/rank0/profile_trace.json"));
+  EXPECT_TRUE(fs::exists(tmp_.File("proj") + "/attach/rank1/profile_trace.json"));
+  // The cross-rank view, per window: rank 1 the straggler.
+  const CommandResult summary = Read("summary", id);
+  ASSERT_EQ(summary.exit_code, 0) << summary.Describe();
+  EXPECT_NE(summary.out.find("straggler            rank 1"), std::string::npos) << summary.out;
+  std::cout << summary.out.substr(0, 3000) << "\n";
 }
 
 }  // namespace
