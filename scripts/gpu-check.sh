@@ -36,6 +36,10 @@
 #             with the Python LibreYOLO on the CPU (carried in gpu-extra), run on the device
 #             (issue 20 §2; an export traced on the CPU may bake a "cpu" device into its graph)
 #   python    the Python LibreYOLO's `profile infer` on the same device (wheels carried along)
+#   attach    a torch loop on the device started with `profile attach --env`'s environment, run
+#             by the host's Python, attached by pid for 1 s with --activities cpu,cuda (issue 37):
+#             the job must succeed and, on a GPU, its profile list CUDA kernels (Kineto's CUPTI
+#             in that process); ~25 s (the poll, the shared start, 5 s of Kineto's warm-up)
 #   report    scripts/gpu_report.py -> gpu-report.md
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -236,6 +240,52 @@ if "$py" -c 'import libreyolo' 2>/dev/null; then
     profile infer --weights "$weights" --device "$device" --imgsz "$imgsz" --warmup 10 \
     --runs "$runs" --project "$out/python"
 fi
+# A running PyTorch process attached by pid: a daemon with an attach endpoint, a loop started with
+# the environment it prints, `profile attach --pid` with CUDA activities (issue 37 §6).
+attach() {
+  local sock="$XDG_RUNTIME_DIR/attach.sock" dir="$out/attach" dpid lpid rc=0 id dev
+  mkdir -p "$dir"
+  "$bin/libreyolod" --listen "unix:$sock" --device "$device" --state-dir "$dir/state" \
+    --store-dir "$dir/store" --attach-dir "$dir/sockets" > "$dir/daemon.log" 2>&1 &
+  dpid=$!
+  for _ in $(seq 1 300); do
+    "$bin/libreyolo" jobs list --remote "unix:$sock" > /dev/null 2>&1 && break
+    kill -0 "$dpid" 2>/dev/null || { echo "libreyolod exited"; cat "$dir/daemon.log"; return 1; }
+    sleep 0.2
+  done
+  case "$device" in cpu) dev=cpu ;; *) dev="cuda:${device#cuda:}" ;; esac
+  env $("$bin/libreyolo" profile attach --env --remote "unix:$sock") "$py" -c "
+import time, torch
+x = torch.randn(512, 512, device='$dev')
+end = time.time() + 90
+while time.time() < end:
+    y = x @ x
+    if x.is_cuda: torch.cuda.synchronize()
+    time.sleep(0.005)
+" > "$dir/loop.log" 2>&1 &
+  lpid=$!
+  for _ in $(seq 1 100); do
+    "$bin/libreyolo" profile attach --list --remote "unix:$sock" 2>/dev/null | grep -qw "$lpid" && break
+    sleep 0.2
+  done
+  "$bin/libreyolo" profile attach --pid "$lpid" --duration-ms 1000 --activities cpu,cuda \
+    --remote "unix:$sock" --project "$dir/proj" --json > "$dir/job.json" || rc=1
+  id=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1])).get("job_id", ""))' \
+    "$dir/job.json" 2>/dev/null)
+  [ -n "$id" ] && "$bin/libreyolo" profile summary "job:$id" --remote "unix:$sock" || rc=1
+  if [ "$device" != cpu ] && [ $rc -eq 0 ]; then
+    "$py" - "$dir/proj/attach/profile.json" <<'PY' || rc=1
+import json, sys
+kernels = json.load(open(sys.argv[1])).get("kernels") or []
+print(f"attach: {len(kernels)} CUDA kernel(s) in the job's profile")
+sys.exit(0 if kernels else 1)
+PY
+  fi
+  kill "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null
+  kill -TERM "$dpid"; wait "$dpid" || true
+  return $rc
+}
+step attach attach
 step report "$py" "$root/scripts/gpu_report.py" --out "$out" --libreyolo "$bin/libreyolo"
 cat "$out/gpu-report.md" 2>/dev/null
 # The dry run fails when our own steps fail (the Python peer and nvidia-smi are optional).

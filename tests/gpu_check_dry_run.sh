@@ -11,7 +11,7 @@ bash "$root/scripts/gpu-check.sh" --device cpu --quick --build "$build" --out "$
 report="$out/gpu-report.md"
 fail() { echo "gpu_check_dry_run: $*" >&2; cat "$report" >&2 || true; exit 1; }
 [ -s "$report" ] || fail "no report"
-for step in infer run kineto twice ddp export report; do
+for step in infer run kineto twice ddp export attach report; do
   awk -F'\t' -v s="$step" '$1 == s && $2 == 0 {found=1} END {exit !found}' "$out/steps.tsv" ||
     fail "step $step did not exit 0"
 done
