@@ -770,3 +770,31 @@ TEST(DaemonOptionsTest, DeployDocTableIsTheRows) {
 
 }  // namespace
 }  // namespace libreyolo::daemon
+
+namespace libreyolo::daemon {
+namespace {
+
+// deploy/libreyolod.example.yaml documents every option (a row's key, set or commented out) and
+// loads as it is (cpu_slots was missing from it).
+TEST(DaemonOptionsTest, ExampleConfigNamesEveryOption) {
+  const std::string path = std::string(LIBREYOLO_SOURCE_DIR) + "/deploy/libreyolod.example.yaml";
+  absl::StatusOr<DaemonConfig> loaded = LoadDaemonConfig(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  std::ifstream in(path);
+  std::set<std::string> named;
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t at = line.find_first_not_of(" #");
+    if (at == std::string::npos) continue;
+    const size_t colon = line.find(':', at);
+    if (colon != std::string::npos) named.insert(line.substr(at, colon - at));
+  }
+  for (const DaemonOption& option : DaemonOptions()) {
+    const std::string key = option.key;
+    const std::string leaf = key.substr(key.rfind('.') + 1);
+    EXPECT_EQ(named.count(leaf), 1u) << key << " is not in deploy/libreyolod.example.yaml";
+  }
+}
+
+}  // namespace
+}  // namespace libreyolo::daemon
