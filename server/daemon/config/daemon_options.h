@@ -1,6 +1,7 @@
 // The one table of libreyolod's options (issue 39 §1): a row per option names its YAML key, its
 // flag, its --help text, its bounds, whether a SIGHUP reload applies it, and the DaemonConfig
-// field it lands in (the field's initializer is its default). The YAML reader
+// field it lands in (its default is that field's initializer; the job spec's five limits take
+// theirs in Limits()). The YAML reader
 // (daemon_config_file.cc), the flag parser and --help (daemon_config_flags.cc), the bound checks
 // and reload rule (daemon_options.cc) and docs/deploy.md's option table (checked by
 // daemon_config_test) are loops over these rows; ValidateDaemonConfig keeps only the rules
