@@ -8,7 +8,6 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/json/json_read.h"
 #include "common/render/terminal_text.h"
 
@@ -19,23 +18,163 @@ using R = ExportResize;
 using O = ExportOutput;
 using N = ExportNms;
 
-// FAMILIES.md sections 1-6 (the Python backend's _preprocess / _parse_outputs / _build_result).
-// YOLO7 is class-agnostic: the backend's class-aware list (base.py:4088) does not name it.
-constexpr std::array<ExportFamily, 7> kFamilies = {{
-    {"yolo9", "LibreYOLO9", R::kLetterboxCv, false, true, false, O::kDenseXyxy, N::kClassAware,
-     true, 0, false},
-    {"yolox", "LibreYOLOX", R::kLetterboxPil, true, false, false, O::kYoloxCxcywh,
-     N::kClassAware, false, 0, false},
-    {"yolo7", "LibreYOLO7", R::kLetterboxPil, false, true, false, O::kDenseXyxy, N::kAgnostic,
-     false, 0, false},
-    {"dfine", "LibreDFINE", R::kStretchPil, false, true, false, O::kDetr, N::kNone, false, 0,
-     false},
-    {"deim", "LibreDEIM", R::kStretchPil, false, true, false, O::kDetr, N::kNone, false, 0, false},
-    {"rtdetr", "LibreRTDETR", R::kStretchCv, false, true, false, O::kDetr, N::kNone, false, 0,
-     false},
-    {"lwdetr", "LibreLWDETR", R::kStretchPil, false, true, true, O::kDetr, N::kNone, false, 100,
-     true},
-}};
+constexpr size_t kFamilyCount = 34;
+constexpr std::array<float, 3> kImageNetMean = {0.485f, 0.456f, 0.406f};
+constexpr std::array<float, 3> kImageNetStd = {0.229f, 0.224f, 0.225f};
+// ImageNet's in 0..255 units (PicoDet, PP-YOLOE: RGB; RTMDet: B, G, R).
+constexpr std::array<float, 3> kImageNet255Mean = {123.675f, 116.28f, 103.53f};
+constexpr std::array<float, 3> kImageNet255Std = {58.395f, 57.12f, 57.375f};
+constexpr std::array<float, 3> kImageNet255MeanBgr = {103.53f, 116.28f, 123.675f};
+constexpr std::array<float, 3> kImageNet255StdBgr = {57.375f, 57.12f, 58.395f};
+// EfficientDet: np.float32(ImageNet) * 255.0, in float32.
+constexpr std::array<float, 3> kEffDetMean = {0.485f * 255.0f, 0.456f * 255.0f, 0.406f * 255.0f};
+constexpr std::array<float, 3> kEffDetStd = {0.229f * 255.0f, 0.224f * 255.0f, 0.225f * 255.0f};
+
+constexpr ExportFamily Family(absl::string_view name, absl::string_view prefix, R resize, bool bgr,
+                              bool unit_range, O output, N nms) {
+  ExportFamily f{};
+  f.name = name;
+  f.prefix = prefix;
+  f.resize = resize;
+  f.bgr = bgr;
+  f.unit_range = unit_range;
+  f.output = output;
+  f.nms = nms;
+  return f;
+}
+constexpr ExportFamily Norm(ExportFamily f, std::array<float, 3> mean, std::array<float, 3> std) {
+  f.mean = mean;
+  f.std = std;
+  return f;
+}
+
+// One row per family of the Python LibreYOLO 1.6.0 registry with a detection task, read from its
+// TorchScript backend (backends/base.py: _preprocess, _parse_outputs, _build_result;
+// tests/engine/torchscript/FAMILIES.md and registry_exports.py). The NMS column is the backend's
+// class-aware list (base.py:4088) and its NMS-free list (_is_nms_free_family).
+constexpr std::array<ExportFamily, kFamilyCount> MakeFamilies() {
+  std::array<ExportFamily, kFamilyCount> t{};
+  size_t i = 0;
+  ExportFamily f = Family("yolo9", "LibreYOLO9", R::kLetterboxCv, false, true, O::kDenseXyxy,
+                          N::kClassAware);
+  f.rectangular = true;
+  t[i++] = f;
+  f.name = "yolo9_p2";  // the backend's fallback branch: _parse_yolo9, NMS over all boxes
+  f.prefix = "LibreYOLO9P2";
+  f.nms = N::kAgnostic;
+  t[i++] = f;
+  f.name = "yolo9_e2e";  // NMS-free: the top max_det anchors, then the top-k pairs
+  f.prefix = "LibreYOLO9E2E";
+  f.output = O::kDenseTopK;
+  f.nms = N::kNone;
+  t[i++] = f;
+  t[i++] = Family("yolox", "LibreYOLOX", R::kLetterboxPil, true, false, O::kYoloxCxcywh,
+                  N::kClassAware);
+  t[i++] = Family("yolo7", "LibreYOLO7", R::kLetterboxPil, false, true, O::kDenseXyxy,
+                  N::kAgnostic);
+  for (auto [name, prefix] : {std::pair<absl::string_view, absl::string_view>{"yolo2", "LibreYOLO2"},
+                              {"yolo3", "LibreYOLO3"},
+                              {"yolo4", "LibreYOLO4"}}) {
+    f = Family(name, prefix, R::kLetterboxPil, false, true, O::kDenseXyxy, N::kAgnostic);
+    f.pad = {128, 128, 128};  // models/darknet/preprocess.py _PAD_VALUE
+    t[i++] = f;
+  }
+  for (auto [name, prefix] : {std::pair<absl::string_view, absl::string_view>{"dfine", "LibreDFINE"},
+                              {"deim", "LibreDEIM"},
+                              {"rtdetrv4", "LibreRTDETRv4"}}) {
+    t[i++] = Family(name, prefix, R::kStretchPil, false, true, O::kDetr, N::kNone);
+  }
+  f = Norm(Family("deimv2", "LibreDEIMv2", R::kStretchPil, false, true, O::kDetr, N::kNone),
+           kImageNetMean, kImageNetStd);
+  f.norm_sizes = "s,m,l,x";  // preprocess/deimv2.py DINO_SIZES
+  t[i++] = f;
+  t[i++] = Norm(Family("tinyformer", "LibreTinyFormer", R::kStretchPil, false, true, O::kDetr,
+                       N::kNone),
+                kImageNetMean, kImageNetStd);
+  t[i++] = Family("rtdetr", "LibreRTDETR", R::kStretchCv, false, true, O::kDetr, N::kNone);
+  t[i++] = Family("rtdetrv2", "LibreRTDETRv2", R::kStretchCv, false, true, O::kDetr, N::kNone);
+  f = Norm(Family("lwdetr", "LibreLWDETR", R::kStretchPil, false, true, O::kDetr, N::kNone),
+           kImageNetMean, kImageNetStd);
+  f.small_size_top_k = 100;
+  f.coco91_logits = true;
+  t[i++] = f;
+  f = Norm(Family("detr", "LibreDETR", R::kStretchPil, false, true, O::kDetrSoftmax, N::kNone),
+           kImageNetMean, kImageNetStd);
+  f.coco91_logits = true;  // 92 softmax columns: 91 COCO ids and "no object"
+  t[i++] = f;
+  for (auto [name, prefix] : {std::pair<absl::string_view, absl::string_view>{
+                                  "deformable_detr", "LibreDeformableDETR"},
+                              {"dinodetr", "LibreDINODETR"}}) {
+    f = Norm(Family(name, prefix, R::kStretchPil, false, true, O::kDetr, N::kNone), kImageNetMean,
+             kImageNetStd);
+    f.coco91_logits = true;
+    f.max_det_cap = 300;  // _parse_deformable_detr: min(max_det, 300)
+    t[i++] = f;
+  }
+  f = Norm(Family("picodet", "LibrePICODET", R::kStretchCv, false, false, O::kRowsXyxy,
+                  N::kClassAware),
+           kImageNet255Mean, kImageNet255Std);
+  f.candidates = 1000;  // nms_pre, per level (the backend's _parse_picodet)
+  f.level_strides = {8, 16, 32, 64};
+  f.drop_empty = false;
+  t[i++] = f;
+  f = Norm(Family("ppyoloe", "LibrePPYOLOE", R::kStretchCv, false, false, O::kBoxesScores,
+                  N::kClassAware),
+           kImageNet255Mean, kImageNet255Std);
+  f.candidates = 1024;  // PPYOLOE_PRE_NMS_TOP_K
+  t[i++] = f;
+  f = Norm(Family("rtmdet", "LibreRTMDet", R::kLetterboxPil, true, false, O::kRowsXyxy,
+                  N::kClassAware),
+           kImageNet255MeanBgr, kImageNet255StdBgr);
+  f.level_strides = {8, 16, 32, 0};  // nms_pre 30000 per level (the backend's _parse_rtmdet)
+  t[i++] = f;
+  f = Family("yolonas", "LibreYOLONAS", R::kLetterboxPilCenter, false, true, O::kBoxesScores,
+             N::kClassAware);
+  f.multi_label = false;  // _parse_yolonas: the best class of each box
+  f.candidates = 1000;    // YOLO_NAS_PRE_NMS_TOP_K
+  f.fit_cap = 636;        // YOLO_NAS_RESIZE_SIZE
+  t[i++] = f;
+  f = Norm(Family("efficientdet", "LibreEfficientDet", R::kLetterboxPil, false, false, O::kRows6,
+                  N::kClassAware),
+           kEffDetMean, kEffDetStd);
+  f.pad = {124, 116, 104};  // round(255 * ImageNet mean)
+  f.candidates = 0;
+  t[i++] = f;
+  // Families whose preprocessing or output this engine does not reproduce yet.
+  f = Family("centernet", "LibreCenterNet", R::kStretchCv, false, true, O::kRows6, N::kNone);
+  f.unsupported = "its preprocessing is an affine warp (models/centernet/utils.py) and its boxes "
+                  "go back through the inverse warp, which the engine does not reproduce";
+  t[i++] = f;
+  f = Family("fcos", "LibreFCOS", R::kStretchCv, false, true, O::kRowsXyxy, N::kClassAware);
+  f.unsupported = "its preprocessing resizes by a scale factor to a size-divisible canvas "
+                  "(models/fcos/utils.py) and its rows carry a level id, which the engine does not "
+                  "reproduce";
+  t[i++] = f;
+  t[i++] = Norm(Family("ec", "LibreEC", R::kStretchPil, false, true, O::kDetr, N::kNone),
+                kImageNetMean, kImageNetStd);  // preprocess/ec.py
+  t[i++] = Norm(Family("gtr", "LibreGTR", R::kStretchPil, false, true, O::kDetr, N::kNone),
+                kImageNetMean, kImageNetStd);  // tinyformer's preprocessing, _parse_dfine
+  // Families the Python tool (1.6.0) itself does not export to TorchScript: rows, so that the
+  // registry test knows them and an export made by another version is named, not misread.
+  constexpr std::pair<absl::string_view, absl::string_view> kNotExported[] = {
+      {"domedetr", "the Python tool refuses its TorchScript export (its query count is data "
+                   "dependent) and its backend has no DOME-DETR decode"},
+      {"ssd", "the Python tool blocks its TorchScript export (ONNX only)"},
+      {"retinanet", "the Python tool blocks its TorchScript export (ONNX only)"},
+      {"faster_rcnn", "the Python tool blocks its TorchScript export (ONNX only)"},
+      {"mask_rcnn", "the Python tool blocks its TorchScript export (ONNX only)"},
+      {"yolo1", "the Python tool's own TorchScript export of it fails (1.6.0: a shape error in "
+                "its head at 320 and at 448)"},
+  };
+  for (auto [name, why] : kNotExported) {
+    f = Family(name, "", R::kStretchCv, false, true, O::kDenseXyxy, N::kNone);
+    f.unsupported = why;
+    t[i++] = f;
+  }
+  return t;
+}
+constexpr std::array<ExportFamily, kFamilyCount> kFamilies = MakeFamilies();
+static_assert(kFamilies.back().name == "yolo1", "every row of MakeFamilies is filled");
 
 absl::Status Bad(absl::string_view what, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(what, ": ", why));
@@ -70,10 +209,20 @@ const ExportFamily* FindExportFamily(absl::string_view model_family) {
   return nullptr;
 }
 
-std::string ExportFamilyNames() {
-  std::vector<absl::string_view> names;
-  for (const ExportFamily& f : kFamilies) names.push_back(f.name);
-  return absl::StrJoin(names, ", ");
+const ExportFamily& UnknownExportFamily() {
+  static constexpr ExportFamily kUnknown = [] {
+    ExportFamily f = Family("", "", R::kStretchCv, false, true, O::kDenseXyxy, N::kNone);
+    f.rectangular = true;
+    f.unsupported = "the engine has no row for this family";
+    return f;
+  }();
+  return kUnknown;
+}
+
+std::vector<std::string> ExportFamilyTable() {
+  std::vector<std::string> names;
+  for (const ExportFamily& f : kFamilies) names.emplace_back(f.name);
+  return names;
 }
 
 const std::vector<int64_t>& Coco91CategoryIds() {
@@ -86,7 +235,9 @@ const std::vector<int64_t>& Coco91CategoryIds() {
 }
 
 std::string ExportMetadata::Label() const {
-  return family == nullptr ? std::string("export") : absl::StrCat(family->prefix, size);
+  if (family == nullptr) return "export";
+  if (family->prefix.empty()) return absl::StrCat(family_name, size.empty() ? "" : "-", size);
+  return absl::StrCat(family->prefix, size);
 }
 
 absl::StatusOr<ExportMetadata> ParseExportMetadata(absl::string_view json, absl::string_view what) {
@@ -101,11 +252,11 @@ absl::StatusOr<ExportMetadata> ParseExportMetadata(absl::string_view json, absl:
     return Bad(what, "its metadata names no model_family; re-export the model with "
                      "`libreyolo export --format torchscript`");
   }
+  // A family without a row still loads: its forward runs and can be profiled, and its outputs
+  // are refused by TorchScriptModel::Postprocess with their shapes.
+  m.family_name = family;
   m.family = FindExportFamily(family);
-  if (m.family == nullptr) {
-    return Bad(what, absl::StrCat("a ", family, " export; the engine runs the detection families ",
-                                  ExportFamilyNames()));
-  }
+  if (m.family == nullptr) m.family = &UnknownExportFamily();
   m.size = StringOr(doc, "model_size", StringOr(doc, "size", ""));
   m.task = StringOr(doc, "task", "detect");
   if (m.task != "detect") {

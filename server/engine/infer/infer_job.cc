@@ -218,7 +218,7 @@ absl::StatusOr<JobModel> LoadInferModel(const InferJobSpec& spec, const DeviceCh
       m.height = meta.height;
       m.width = meta.width;
       std::vector<std::string> notes = {absl::StrCat(
-          spec.model.weights, ": a ", meta.family->name, " TorchScript export (", m.label,
+          spec.model.weights, ": a ", meta.family_name, " TorchScript export (", m.label,
           "), run as the Python LibreYOLO's TorchScript backend runs it")};
       if (spec.imgsz != meta.height || spec.imgsz != meta.width) {
         notes.push_back(absl::StrCat("it runs at the ", meta.width, "x", meta.height,
@@ -538,7 +538,7 @@ class InferKind final : public JobKindOf<InferJobSpec> {
     if (model_->exported) {
       const ExportMetadata& meta = model_->exported->metadata();
       config.Field("format", "torchscript")
-          .Field("model_family", std::string(meta.family->name))
+          .Field("model_family", std::string(meta.family_name))
           .Field("num_classes", meta.num_classes)
           .Field("export_precision", model_->exported->FloatType());
       if (!meta.libreyolo_version.empty()) {

@@ -80,20 +80,85 @@ namespace libreyolo::engine {
 
 Candidates DenseCandidates(const torch::Tensor& image_pred, const PostprocessOptions& o) {
   const torch::Tensor p = image_pred.to(torch::kFloat).transpose(0, 1);  // [N, 4 + nc]
-  const torch::Tensor cls_scores = p.slice(1, 4);
-  const torch::Tensor pairs = (cls_scores > o.conf).nonzero();  // row-major, as np.nonzero
+  return PairCandidates(p.slice(1, 0, 4), p.slice(1, 4), o.conf,
+                        o.max_candidates > 0 ? std::max(o.max_det, o.max_candidates) : 0);
+}
+
+Candidates PairCandidates(const torch::Tensor& boxes, const torch::Tensor& scores_in, double conf,
+                          int64_t cap) {
+  const torch::Tensor cls_scores = scores_in.to(torch::kFloat);
+  const torch::Tensor pairs = (cls_scores > conf).nonzero();  // row-major, as np.nonzero
   torch::Tensor anchor = pairs.select(1, 0);
   torch::Tensor cls = pairs.select(1, 1);
   torch::Tensor score = cls_scores.index({anchor, cls});
-  const int64_t cap = std::max(o.max_det, o.max_candidates);
-  if (score.size(0) > cap) {
+  if (cap > 0 && score.size(0) > cap) {
     const torch::Tensor top =
         std::get<1>(score.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true)).slice(0, 0, cap);
     anchor = anchor.index_select(0, top);
     cls = cls.index_select(0, top);
     score = score.index_select(0, top);
   }
-  return Candidates{p.slice(1, 0, 4).index_select(0, anchor), score, cls};
+  return Candidates{boxes.to(torch::kFloat).index_select(0, anchor), score, cls, anchor};
+}
+
+Candidates CapPerLevel(const Candidates& c, const std::vector<int64_t>& bounds, int64_t cap) {
+  std::vector<torch::Tensor> keep;
+  for (size_t l = 0; l + 1 < bounds.size(); ++l) {
+    torch::Tensor idx = ((c.anchors >= bounds[l]) & (c.anchors < bounds[l + 1])).nonzero().squeeze(1);
+    if (idx.size(0) > cap) {
+      const torch::Tensor top = std::get<1>(
+          c.scores.index_select(0, idx).sort(/*stable=*/true, 0, /*descending=*/true));
+      idx = idx.index_select(0, top.slice(0, 0, cap));
+    }
+    keep.push_back(idx);
+  }
+  const torch::Tensor k = keep.empty() ? torch::empty({0}, torch::kLong) : torch::cat(keep);
+  return Candidates{c.boxes.index_select(0, k), c.scores.index_select(0, k),
+                    c.classes.index_select(0, k), c.anchors.index_select(0, k)};
+}
+
+Candidates BestClassCandidates(const torch::Tensor& boxes, const torch::Tensor& scores,
+                               double conf, int64_t cap) {
+  const auto [best, cls] = scores.to(torch::kFloat).max(1);
+  torch::Tensor keep = (best > conf).nonzero().squeeze(1);
+  if (cap > 0 && keep.size(0) > cap) {
+    const torch::Tensor order = std::get<1>(
+        best.index_select(0, keep).sort(/*stable=*/true, 0, /*descending=*/true));
+    keep = keep.index_select(0, order.slice(0, 0, cap));
+  }
+  return Candidates{boxes.to(torch::kFloat).index_select(0, keep), best.index_select(0, keep),
+                    cls.index_select(0, keep)};
+}
+
+Candidates TopKAnchorCandidates(const torch::Tensor& image_pred, double conf, int64_t max_det) {
+  const torch::Tensor p = image_pred.to(torch::kFloat).transpose(0, 1);  // [N, 4 + nc]
+  const torch::Tensor scores = p.slice(1, 4);
+  const int64_t nc = scores.size(1);
+  const int64_t k_anchors = std::min(max_det, scores.size(0));
+  if (k_anchors == 0 || nc == 0) {
+    return Candidates{torch::empty({0, 4}), torch::empty({0}), torch::empty({0}, torch::kLong)};
+  }
+  const torch::Tensor anchor = std::get<1>(
+      std::get<0>(scores.max(1)).sort(/*stable=*/true, 0, /*descending=*/true)).slice(0, 0, k_anchors);
+  const torch::Tensor flat = scores.index_select(0, anchor).reshape({-1});
+  const int64_t k = std::min(max_det, flat.size(0));
+  const torch::Tensor idx =
+      std::get<1>(flat.sort(/*stable=*/true, 0, /*descending=*/true)).slice(0, 0, k);
+  const torch::Tensor score = flat.index_select(0, idx);
+  const torch::Tensor keep = (score > conf).nonzero().squeeze(1);
+  const torch::Tensor which = idx.index_select(0, keep);
+  const torch::Tensor boxes =
+      p.slice(1, 0, 4).index_select(0, anchor.index_select(0, which.div(nc, "floor")));
+  return Candidates{boxes, score.index_select(0, keep), which.remainder(nc)};
+}
+
+Candidates Rows6Candidates(const torch::Tensor& rows_in, double conf) {
+  const torch::Tensor rows = rows_in.to(torch::kFloat);
+  const torch::Tensor keep =
+      ((rows.select(1, 4) > conf) & (rows.select(1, 5) >= 0)).nonzero().squeeze(1);
+  const torch::Tensor r = rows.index_select(0, keep);
+  return Candidates{r.slice(1, 0, 4), r.select(1, 4).contiguous(),
+                    r.select(1, 5).to(torch::kLong)};
 }
 
 namespace {
@@ -113,10 +178,13 @@ Candidates YoloxCandidates(const torch::Tensor& image_pred, double conf) {
                     score.index_select(0, keep), cls.index_select(0, keep)};
 }
 
-Detections FinishCandidates(const Candidates& c, double iou, int64_t max_det, bool class_aware) {
+Detections FinishCandidates(const Candidates& c, double iou, int64_t max_det, bool class_aware,
+                            bool drop_empty) {
   const torch::Tensor b = c.boxes;
   const torch::Tensor valid =
-      ((b.select(1, 2) > b.select(1, 0)) & (b.select(1, 3) > b.select(1, 1))).nonzero().squeeze(1);
+      drop_empty
+          ? ((b.select(1, 2) > b.select(1, 0)) & (b.select(1, 3) > b.select(1, 1))).nonzero().squeeze(1)
+          : torch::arange(b.size(0), torch::kLong);
   const torch::Tensor boxes = b.index_select(0, valid);
   const torch::Tensor scores = c.scores.index_select(0, valid);
   const torch::Tensor classes = c.classes.index_select(0, valid);
@@ -155,6 +223,24 @@ Detections DetrDetections(const torch::Tensor& logits, const torch::Tensor& boxe
   const torch::Tensor keep = (score > conf).nonzero().squeeze(1);
   return Detections{xyxy.index_select(0, keep), score.index_select(0, keep),
                     cls.index_select(0, keep)};
+}
+
+Detections DetrSoftmaxDetections(const torch::Tensor& logits, const torch::Tensor& boxes,
+                                 const torch::Tensor& columns, double conf, int64_t top_k,
+                                 double width, double height) {
+  torch::Tensor prob = logits.to(torch::kFloat).softmax(1);
+  prob = prob.slice(1, 0, prob.size(1) - 1);
+  if (columns.defined()) prob = prob.index_select(1, columns);
+  const auto [best, cls] = prob.max(1);
+  const int64_t k = std::min(top_k, best.size(0));
+  const torch::Tensor query =
+      std::get<1>(best.sort(/*stable=*/true, 0, /*descending=*/true)).slice(0, 0, k);
+  torch::Tensor xyxy = CxcywhToXyxy(boxes.to(torch::kFloat)).index_select(0, query);
+  xyxy = xyxy * torch::tensor({width, height, width, height}, torch::kFloat);
+  const torch::Tensor score = best.index_select(0, query);
+  const torch::Tensor keep = (score > conf).nonzero().squeeze(1);
+  return Detections{xyxy.index_select(0, keep), score.index_select(0, keep),
+                    cls.index_select(0, query).index_select(0, keep)};
 }
 
 }  // namespace libreyolo::engine

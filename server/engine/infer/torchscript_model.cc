@@ -8,9 +8,11 @@
 #include <opencv2/imgproc.hpp>
 #include <unordered_map>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "server/engine/data/pil_resize.h"
 #include "server/engine/data/transforms.h"
@@ -100,35 +102,59 @@ absl::StatusOr<std::unique_ptr<TorchScriptModel>> TorchScriptModel::Load(const s
 
 cv::Mat TorchScriptModel::Canvas(const cv::Mat& bgr, ExportGeometry* geometry) const {
   const int h = static_cast<int>(meta_.height), w = static_cast<int>(meta_.width);
+  const ExportFamily& f = *meta_.family;
   ExportGeometry g;
   g.src_width = bgr.cols;
   g.src_height = bgr.rows;
   cv::Mat canvas;
-  switch (meta_.family->resize) {
+  switch (f.resize) {
     case ExportResize::kLetterboxCv:
-    case ExportResize::kLetterboxPil: {
-      g.ratio = std::min(static_cast<double>(h) / bgr.rows, static_cast<double>(w) / bgr.cols);
-      const int nh = std::clamp(static_cast<int>(bgr.rows * g.ratio), 1, h);
-      const int nw = std::clamp(static_cast<int>(bgr.cols * g.ratio), 1, w);
-      const cv::Mat resized = meta_.family->resize == ExportResize::kLetterboxCv
-                                  ? ResizeCv(bgr, nw, nh)
-                                  : PilBilinearResize(bgr, nw, nh);
-      if (meta_.family->resize == ExportResize::kLetterboxCv && meta_.letterbox_pad == "center") {
+    case ExportResize::kLetterboxPil:
+    case ExportResize::kLetterboxPilCenter: {
+      int nh = 0, nw = 0;
+      if (f.resize == ExportResize::kLetterboxPilCenter) {
+        // YOLO-NAS (models/yolonas/utils.py): fitted within min(cap, canvas), round() (half to
+        // even, as Python's), centred.
+        const double fit = std::min({static_cast<double>(f.fit_cap > 0 ? f.fit_cap : h),
+                                     static_cast<double>(h), static_cast<double>(w)});
+        g.ratio = std::min(fit / bgr.rows, fit / bgr.cols);
+        nh = std::clamp(static_cast<int>(std::nearbyint(bgr.rows * g.ratio)), 1, h);
+        nw = std::clamp(static_cast<int>(std::nearbyint(bgr.cols * g.ratio)), 1, w);
         g.pad_left = (w - nw) / 2;
         g.pad_top = (h - nh) / 2;
+      } else {
+        g.ratio = std::min(static_cast<double>(h) / bgr.rows, static_cast<double>(w) / bgr.cols);
+        nh = std::clamp(static_cast<int>(bgr.rows * g.ratio), 1, h);
+        nw = std::clamp(static_cast<int>(bgr.cols * g.ratio), 1, w);
+        if (f.resize == ExportResize::kLetterboxCv && meta_.letterbox_pad == "center") {
+          g.pad_left = (w - nw) / 2;
+          g.pad_top = (h - nh) / 2;
+        }
       }
-      canvas = cv::Mat(h, w, CV_8UC3, cv::Scalar::all(kPadValue));
+      const cv::Mat resized = f.resize == ExportResize::kLetterboxCv
+                                  ? ResizeCv(bgr, nw, nh)
+                                  : PilBilinearResize(bgr, nw, nh);
+      canvas = cv::Mat(h, w, CV_8UC3, cv::Scalar(f.pad[2], f.pad[1], f.pad[0]));
       resized.copyTo(canvas(cv::Rect(g.pad_left, g.pad_top, nw, nh)));
+      g.ratio_x = g.ratio_y = g.ratio;
       break;
     }
     case ExportResize::kStretchPil: canvas = PilBilinearResize(bgr, w, h); break;
     case ExportResize::kStretchCv: canvas = ResizeCv(bgr, w, h); break;
+  }
+  if (f.resize == ExportResize::kStretchPil || f.resize == ExportResize::kStretchCv) {
+    g.ratio_x = static_cast<double>(w) / bgr.cols;
+    g.ratio_y = static_cast<double>(h) / bgr.rows;
   }
   if (geometry != nullptr) *geometry = g;
   return canvas;
 }
 
 absl::StatusOr<torch::Tensor> TorchScriptModel::ToInput(const std::vector<cv::Mat>& canvases) const {
+  const ExportFamily& f = *meta_.family;
+  const bool norm = f.std[0] != 0 && (f.norm_sizes.empty() ||
+                                      absl::c_linear_search(absl::StrSplit(f.norm_sizes, ','),
+                                                            absl::string_view(meta_.size)));
   std::vector<torch::Tensor> images;
   for (size_t i = 0; i < canvases.size(); ++i) {
     const cv::Mat& c = canvases[i];
@@ -137,12 +163,12 @@ absl::StatusOr<torch::Tensor> TorchScriptModel::ToInput(const std::vector<cv::Ma
           "image ", i, " is not a ", meta_.width, "x", meta_.height, " 8-bit BGR canvas"));
     }
     torch::Tensor hwc = torch::from_blob(c.data, {c.rows, c.cols, 3}, torch::kUInt8);
-    if (!meta_.family->bgr) hwc = hwc.flip({2});  // B, G, R -> R, G, B
+    if (!f.bgr) hwc = hwc.flip({2});  // B, G, R -> R, G, B
     torch::Tensor x = hwc.permute({2, 0, 1}).to(torch::kFloat);
-    if (meta_.family->unit_range) x = x / 255.0f;  // divided, as numpy's / 255.0 (not x * 1/255)
-    if (meta_.family->imagenet_norm) {
-      const torch::Tensor mean = torch::tensor({0.485f, 0.456f, 0.406f}).view({3, 1, 1});
-      const torch::Tensor std = torch::tensor({0.229f, 0.224f, 0.225f}).view({3, 1, 1});
+    if (f.unit_range) x = x / 255.0f;  // divided, as numpy's / 255.0 (not x * 1/255)
+    if (norm) {
+      const torch::Tensor mean = torch::tensor({f.mean[0], f.mean[1], f.mean[2]}).view({3, 1, 1});
+      const torch::Tensor std = torch::tensor({f.std[0], f.std[1], f.std[2]}).view({3, 1, 1});
       x = (x - mean) / std;
     }
     images.push_back(x);
@@ -171,7 +197,8 @@ std::string TorchScriptModel::FloatType() const {
 
 namespace {
 
-std::vector<torch::Tensor> OutputTensors(const torch::IValue& output) {
+std::vector<torch::Tensor> OutputTensors(const torch::IValue& output,
+                                         torch::ScalarType type = torch::kDouble) {
   std::vector<torch::Tensor> outs;
   if (output.isTensor()) outs.push_back(output.toTensor());
   if (output.isTuple()) {
@@ -184,7 +211,7 @@ std::vector<torch::Tensor> OutputTensors(const torch::IValue& output) {
       if (v.isTensor()) outs.push_back(v.toTensor());
     }
   }
-  for (torch::Tensor& t : outs) t = t.detach().to(torch::kCPU, torch::kDouble);
+  for (torch::Tensor& t : outs) t = t.detach().to(torch::kCPU, type);
   return outs;
 }
 
@@ -247,63 +274,144 @@ absl::Status TorchScriptModel::CheckBatch(int64_t batch) {
   return absl::OkStatus();
 }
 
+namespace {
+
+std::string ShapesOf(const std::vector<torch::Tensor>& outs) {
+  std::vector<std::string> shapes;
+  for (const torch::Tensor& t : outs) shapes.push_back(c10::str(t.sizes()));
+  return shapes.empty() ? std::string("no tensors") : absl::StrJoin(shapes, ", ");
+}
+
+// How many output tensors a layout takes, and whether `outs` has that form: the decoder is
+// chosen by the family's row, and outputs of another form are named rather than misread.
+bool LayoutFits(ExportOutput layout, const std::vector<torch::Tensor>& outs, int64_t nc) {
+  const auto rank3 = [&](size_t k) { return outs.size() > k && outs[k].dim() == 3; };
+  switch (layout) {
+    case ExportOutput::kDenseXyxy:
+    case ExportOutput::kDenseTopK: return rank3(0) && outs[0].size(1) == 4 + nc;
+    case ExportOutput::kRowsXyxy: return rank3(0) && outs[0].size(2) == 4 + nc;
+    case ExportOutput::kYoloxCxcywh: return rank3(0) && outs[0].size(2) == 5 + nc;
+    case ExportOutput::kRows6: return rank3(0) && outs[0].size(2) == 6;
+    case ExportOutput::kBoxesScores:
+    case ExportOutput::kDetr:
+    case ExportOutput::kDetrSoftmax:
+      return rank3(0) && rank3(1) && (outs[0].size(2) == 4 || outs[1].size(2) == 4) &&
+             outs[0].size(1) == outs[1].size(1);
+  }
+  return false;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<Detections>> TorchScriptModel::Postprocess(
     const torch::IValue& output, const PostprocessOptions& o,
     const std::vector<ExportGeometry>& geometry) const {
-  std::vector<torch::Tensor> outs;
-  if (output.isTensor()) {
-    outs.push_back(output.toTensor());
-  } else if (output.isTuple()) {
-    for (const torch::IValue& v : output.toTupleRef().elements()) {
-      if (v.isTensor()) outs.push_back(v.toTensor());
-    }
-  } else if (output.isList()) {
-    for (const torch::IValue& v : output.toListRef()) {
-      if (v.isTensor()) outs.push_back(v.toTensor());
-    }
-  }
+  const std::vector<torch::Tensor> outs = OutputTensors(output, torch::kFloat);
   const ExportFamily& f = *meta_.family;
-  const size_t want = f.output == ExportOutput::kDetr ? 2 : 1;
-  if (outs.size() < want) {
+  const std::string shapes = ShapesOf(outs);
+  const std::string no_decode =
+      "; its forward and preprocessing are what `profile infer` measures before the decode, "
+      "and the engine has no `--postprocess none` to stop there yet: profile the family's "
+      "native checkpoint instead (a daemon runs the Python LibreYOLO's own profiler for a family "
+      "the engine lacks, `profile infer --weights <checkpoint>.pt`)";
+  if (!f.unsupported.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the ", f.name, " export returned ", outs.size(), " tensors; its family returns ", want));
+        "a ", meta_.family_name, " export (outputs ", shapes, "): the engine does not decode it: ",
+        f.unsupported, no_decode));
   }
-  for (torch::Tensor& t : outs) t = t.detach().to(torch::kCPU, torch::kFloat);
+  if (!LayoutFits(f.output, outs, meta_.num_classes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a ", meta_.family_name, " export returned outputs ", shapes, " with ", meta_.num_classes,
+        " classes in its metadata, not the layout the engine decodes for ", meta_.family_name,
+        no_decode));
+  }
+  const int64_t max_det = f.max_det_cap > 0 ? std::min(o.max_det, f.max_det_cap) : o.max_det;
   std::vector<Detections> result;
   for (size_t img = 0; img < geometry.size(); ++img) {
     const ExportGeometry& g = geometry[img];
     const auto i = static_cast<int64_t>(img);
-    if (f.output == ExportOutput::kDetr) {
+    if (f.output == ExportOutput::kDetr || f.output == ExportOutput::kDetrSoftmax) {
       // The boxes are the output whose last dimension is 4 (the backend's _parse_rtdetr).
       const bool second_is_boxes = outs[1].size(-1) == 4;
       torch::Tensor logits = (second_is_boxes ? outs[0] : outs[1])[i];
       const torch::Tensor boxes = (second_is_boxes ? outs[1] : outs[0])[i];
-      int64_t top_k = o.max_det;
+      int64_t top_k = max_det;
       // LW-DETR's cap (the backend's _lwdetr_num_select): its t size's queries, else 300.
       if (f.small_size_top_k > 0) {
         top_k = std::min<int64_t>(top_k, meta_.size == "t" ? f.small_size_top_k : 300);
       }
-      if (f.coco91_logits && logits.size(1) == 91 && meta_.num_classes == 80) {
-        logits = logits.index_select(1, torch::tensor(Coco91CategoryIds(), torch::kLong));
+      // COCO-91 logits (91 ids, +1 for DETR's "no object") cut to the 80 classes.
+      const int64_t id_columns = logits.size(1) - (f.output == ExportOutput::kDetrSoftmax ? 1 : 0);
+      const torch::Tensor columns = f.coco91_logits && id_columns == 91 && meta_.num_classes == 80
+                                        ? torch::tensor(Coco91CategoryIds(), torch::kLong)
+                                        : torch::Tensor();
+      if (f.output == ExportOutput::kDetrSoftmax) {
+        result.push_back(DetrSoftmaxDetections(logits, boxes, columns, o.conf, top_k, g.src_width,
+                                               g.src_height));
+        continue;
       }
+      if (columns.defined()) logits = logits.index_select(1, columns);
       result.push_back(DetrDetections(logits, boxes, o.conf, top_k, g.src_width, g.src_height));
       continue;
     }
-    Candidates c = f.output == ExportOutput::kDenseXyxy ? DenseCandidates(outs[0][i], o)
-                                                        : YoloxCandidates(outs[0][i], o.conf);
+    Candidates c;
+    switch (f.output) {
+      case ExportOutput::kDenseXyxy: {
+        PostprocessOptions po = o;
+        po.max_candidates = f.candidates;
+        c = DenseCandidates(outs[0][i], po);
+        break;
+      }
+      case ExportOutput::kDenseTopK: c = TopKAnchorCandidates(outs[0][i], o.conf, max_det); break;
+      case ExportOutput::kRowsXyxy: {
+        const torch::Tensor rows = outs[0][i];
+        std::vector<int64_t> bounds = {0};
+        for (int s : f.level_strides) {
+          if (s > 0) bounds.push_back(bounds.back() + (meta_.height + s - 1) / s * ((meta_.width + s - 1) / s));
+        }
+        if (bounds.size() > 1 && bounds.back() == rows.size(0)) {
+          c = CapPerLevel(PairCandidates(rows.slice(1, 0, 4), rows.slice(1, 4), o.conf, 0), bounds,
+                          f.candidates);
+        } else {
+          c = PairCandidates(rows.slice(1, 0, 4), rows.slice(1, 4), o.conf, f.candidates);
+        }
+        break;
+      }
+      case ExportOutput::kYoloxCxcywh: c = YoloxCandidates(outs[0][i], o.conf); break;
+      case ExportOutput::kRows6: c = Rows6Candidates(outs[0][i], o.conf); break;
+      case ExportOutput::kBoxesScores: {
+        // The boxes are the output whose last dimension is 4 (the backend's _parse_yolonas).
+        const bool first_is_boxes = outs[0].size(-1) == 4 && outs[1].size(-1) != 4;
+        const bool second_is_boxes = !first_is_boxes && outs[1].size(-1) == 4;
+        const torch::Tensor boxes = (second_is_boxes ? outs[1] : outs[0])[i];
+        const torch::Tensor scores = (second_is_boxes ? outs[0] : outs[1])[i];
+        c = f.multi_label ? PairCandidates(boxes, scores, o.conf, f.candidates)
+                          : BestClassCandidates(boxes, scores, o.conf, f.candidates);
+        break;
+      }
+      default: break;
+    }
     // Back to the source image, clipped (the backend does both before its NMS).
     torch::Tensor b = c.boxes.clone();
     b.select(1, 0).sub_(g.pad_left);
     b.select(1, 2).sub_(g.pad_left);
     b.select(1, 1).sub_(g.pad_top);
     b.select(1, 3).sub_(g.pad_top);
-    b.div_(static_cast<float>(g.ratio));
+    b.select(1, 0).div_(static_cast<float>(g.ratio_x));
+    b.select(1, 2).div_(static_cast<float>(g.ratio_x));
+    b.select(1, 1).div_(static_cast<float>(g.ratio_y));
+    b.select(1, 3).div_(static_cast<float>(g.ratio_y));
     b.select(1, 0).clamp_(0, g.src_width);
     b.select(1, 2).clamp_(0, g.src_width);
     b.select(1, 1).clamp_(0, g.src_height);
     b.select(1, 3).clamp_(0, g.src_height);
     c.boxes = b;
-    result.push_back(FinishCandidates(c, o.iou, o.max_det, f.nms == ExportNms::kClassAware));
+    if (f.nms == ExportNms::kNone) {
+      result.push_back(FinishCandidates(c, 2.0, max_det, false));  // IoU never > 2: no NMS
+    } else {
+      result.push_back(
+          FinishCandidates(c, o.iou, max_det, f.nms == ExportNms::kClassAware, f.drop_empty));
+    }
   }
   return result;
 }

@@ -21,6 +21,7 @@ namespace libreyolo::engine {
 // Where a source image sits on the module's canvas (boxes go back through it).
 struct ExportGeometry {
   double ratio = 1;  // letterbox: source -> canvas scale
+  double ratio_x = 1, ratio_y = 1;  // source -> canvas per axis (a stretch; ratio twice otherwise)
   int pad_left = 0, pad_top = 0;
   int src_width = 0, src_height = 0;
 };
