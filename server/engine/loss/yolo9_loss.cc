@@ -112,4 +112,14 @@ Yolo9Loss ComputeYolo9Loss(const std::vector<torch::Tensor>& raw, const torch::T
   return out;
 }
 
+Yolo9Loss CombineAuxLoss(const Yolo9Loss& main, const Yolo9Loss& aux, double aux_weight) {
+  Yolo9Loss out;
+  out.total = main.total + aux_weight * aux.total;
+  out.box = main.box + aux_weight * aux.box;
+  out.dfl = main.dfl + aux_weight * aux.dfl;
+  out.cls = main.cls + aux_weight * aux.cls;
+  out.num_foreground = main.num_foreground;
+  return out;
+}
+
 }  // namespace libreyolo::engine

@@ -46,6 +46,12 @@ inline Yolo9Loss ComputeYolo9Loss(const std::vector<torch::Tensor>& raw,
   return ComputeYolo9Loss(raw, targets, imgsz, imgsz, o);
 }
 
+// LibreYOLO9Model.combine_aux_losses: the PGI auxiliary head's loss (its own assignment, on
+// its own maps: a second YOLO9Loss in Python) added at `aux_weight` to the main head's, part by
+// part: total, box, dfl and cls are each main + aux_weight * aux. num_foreground is the main
+// head's.
+Yolo9Loss CombineAuxLoss(const Yolo9Loss& main, const Yolo9Loss& aux, double aux_weight);
+
 }  // namespace libreyolo::engine
 
 #endif  // LIBREYOLO_SERVER_ENGINE_LOSS_YOLO9_LOSS_H_

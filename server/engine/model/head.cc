@@ -69,9 +69,13 @@ DDetectImpl::DDetectImpl(int64_t num_classes, const std::vector<int64_t>& channe
   class_hidden_ = class_hidden;
   auto box_list = register_module("cv2", torch::nn::ModuleList());
   auto class_list = register_module("cv3", torch::nn::ModuleList());
+  // Every box tower, then every class tower, as Python builds cv2 then cv3: the same draws
+  // from the same seed (a fresh auxiliary head, yolo9.h EnableAux).
   for (int64_t c : channels) {
     box_towers_.emplace_back(c, box_hidden, box_out, kBoxGroups);
     box_list->push_back(box_towers_.back());
+  }
+  for (int64_t c : channels) {
     class_towers_.emplace_back(c, class_hidden, num_classes, 1);
     class_list->push_back(class_towers_.back());
   }

@@ -20,14 +20,14 @@ constexpr size_t kMaxListed = 20;
 constexpr const char* kIgnoredKeys[] = {"head.dfl.conv.weight"};
 
 // Checkpoints the Python LibreYOLO 1.6 trains carry its PGI auxiliary branch ("aux.*" neck,
-// "aux_head.*"), a training-only branch this model does not have: Python drops those tensors
-// when it loads them into a single-head model (LibreYOLO9._filter_incoming_state_dict), and so
-// do we.
+// "aux_head.*"), a training-only branch: Python drops those tensors when it loads them into a
+// single-head model (LibreYOLO9._filter_incoming_state_dict), and so do we. A model with the
+// branch attached lists them among its own names, so they load (or are missing) as any other.
 bool Ignored(const std::string& name) {
   for (const char* key : kIgnoredKeys) {
     if (name == key) return true;
   }
-  return name.rfind("aux.", 0) == 0 || name.rfind("aux_head.", 0) == 0;
+  return IsAuxKey(name);
 }
 
 std::string ShapeString(torch::IntArrayRef sizes) {

@@ -52,14 +52,41 @@ class Yolo9Impl : public torch::nn::Module {
 
   const Yolo9Options& options() const { return options_; }
   DDetect& head() { return head_; }
-  // FLOPs of every convolution at batch 1 for an h x w input (see ForwardFlops).
+  // FLOPs of every convolution at batch 1 for an h x w input (see ForwardFlops), the PGI
+  // branch's included while it is attached (a training step runs it).
   double Flops(int64_t h, int64_t w) const;
 
+  // ---- The PGI auxiliary branch (training only) -----------------------------------------------
+  // LibreYOLO9Model.enable_aux: attaches the auxiliary neck "aux" (AuxNeck9) and a second
+  // DDetect "aux_head" (the main head's level widths, a fresh class-tower width for the class
+  // count), drawn from the global generator in Python's construction order, so that after
+  // torch::manual_seed(s) its values are those of Python's enable_aux after torch.manual_seed(s).
+  // On the CPU; move the model after. Already attached: only the weight changes. `weight` > 0.
+  void EnableAux(double weight);
+  // LibreYOLO9Model.disable_aux: drops the branch (its parameters leave the model).
+  void DisableAux();
+  bool has_aux() const { return !aux_.is_empty(); }
+  double aux_weight() const { return aux_weight_; }
+
+  // The training forward: the main head's raw maps (forward_raw's) and, while the branch is
+  // attached with a positive weight and the module is in training mode, the auxiliary head's
+  // on the same backbone features (else `aux` is empty), as Python's forward with targets.
+  struct TrainMaps {
+    std::vector<torch::Tensor> main;
+    std::vector<torch::Tensor> aux;
+  };
+  TrainMaps forward_train(const torch::Tensor& x);
+
  private:
+  void CheckInput(const torch::Tensor& x) const;
+
   Yolo9Options options_;
   Backbone9 backbone_{nullptr};
   Neck9 neck_{nullptr};
   DDetect head_{nullptr};
+  AuxNeck9 aux_{nullptr};
+  DDetect aux_head_{nullptr};
+  double aux_weight_ = 0.0;
 };
 TORCH_MODULE(Yolo9);
 
@@ -68,10 +95,19 @@ TORCH_MODULE(Yolo9);
 // and nothing is copied unless all match. Values are converted to each parameter's dtype and
 // device.
 // Names in `leave` are skipped: neither checked nor copied (the model keeps its own values).
-// The DFL's fixed conv and the PGI branch (aux.*, aux_head.*) of a checkpoint are ignored, as
-// Python ignores them in a single-head model.
+// The DFL's fixed conv of a checkpoint is ignored, and so is its PGI branch (aux.*, aux_head.*)
+// while the model has none, as Python ignores it in a single-head model; with the branch
+// attached its tensors load as the others do.
 absl::Status LoadStateDict(Yolo9& model, const std::map<std::string, torch::Tensor>& tensors,
                            const std::set<std::string>& leave = {});
+
+// LibreYOLO9._load_aux_tensors: copies the checkpoint's PGI tensors (aux.*, aux_head.*) whose
+// name and shape match the attached branch's; the others are skipped, as Python skips them.
+// Returns how many were copied (0 without a branch or without such tensors).
+int64_t LoadAuxTensors(Yolo9& model, const std::map<std::string, torch::Tensor>& tensors);
+
+// True for a PGI branch tensor's name ("aux." or "aux_head." prefix).
+bool IsAuxKey(const std::string& name);
 
 // A checkpoint tensor as an owning, contiguous CPU tensor of the same dtype, shape and values
 // (strides and storage offset honoured). Throws c10::Error when the view does not fit in its

@@ -85,7 +85,8 @@ BackboneOutputs Backbone9Impl::forward(const torch::Tensor& x) {
   BackboneOutputs out;
   out.p3 = elan2_(down2_(y));
   out.p4 = elan3_(down3_(out.p3));
-  out.p5 = spp_(elan4_(down4_(out.p4)));
+  out.b5 = elan4_(down4_(out.p4));
+  out.p5 = spp_(out.b5);
   return out;
 }
 
@@ -132,6 +133,27 @@ double Neck9Impl::Flops(const std::array<Hw, 3>& levels) const {
   // Upsampled maps are assumed to land exactly on the finer level (inputs a multiple of 32).
   return elan_up1_->Flops(levels[1]) + elan_up2_->Flops(levels[0]) + down1_.Flops(levels[0]) +
          elan_down1_->Flops(levels[1]) + down2_.Flops(levels[1]) + elan_down2_->Flops(levels[2]);
+}
+
+AuxNeck9Impl::AuxNeck9Impl(const Yolo9Config& cfg) {
+  // Python's construction order (spp, elan_a4, elan_a3): the same draws from the same seed.
+  const int64_t b3 = cfg.stages[0].elan.out;
+  const int64_t b4 = cfg.stages[1].elan.out;
+  spp_ = register_module("spp", SPPELAN(cfg.stages[2].elan.out, cfg.spp_out / 2, cfg.spp_out));
+  elan_a4_ = register_module("elan_a4", MakeElan(cfg.spp_out + b4, cfg.up1, cfg.repeat));
+  elan_a3_ = register_module("elan_a3", MakeElan(cfg.up1.out + b3, cfg.up2, cfg.repeat));
+}
+
+std::vector<torch::Tensor> AuxNeck9Impl::forward(const BackboneOutputs& b) {
+  const ModuleScope scope(this);
+  torch::Tensor a5 = spp_(b.b5);
+  torch::Tensor a4 = elan_a4_(torch::cat({Upsample2x(a5), b.p4}, 1));
+  torch::Tensor a3 = elan_a3_(torch::cat({Upsample2x(a4), b.p3}, 1));
+  return {a3, a4, a5};
+}
+
+double AuxNeck9Impl::Flops(const std::array<Hw, 3>& levels) const {
+  return spp_->Flops(levels[2]) + elan_a4_->Flops(levels[1]) + elan_a3_->Flops(levels[0]);
 }
 
 }  // namespace libreyolo::engine

@@ -61,6 +61,7 @@ struct BackboneOutputs {
   torch::Tensor p3;
   torch::Tensor p4;
   torch::Tensor p5;  // after SPPELAN
+  torch::Tensor b5;  // before SPPELAN: the PGI auxiliary neck's input (Python's return_b5)
 };
 
 class Backbone9Impl : public torch::nn::Module {
@@ -100,6 +101,24 @@ class Neck9Impl : public torch::nn::Module {
   RepNCSPELAN elan_down2_{nullptr};
 };
 TORCH_MODULE(Neck9);
+
+// LibreYOLO9's PGI auxiliary neck ("aux", Python's AuxNeck; MultimediaTechLab's v9 `auxiliary`),
+// built only for training: SPPELAN on the pre-SPP B5 (A5), then top-down: upsample, concat
+// B4, RepNCSPELAN (A4); upsample, concat B3, RepNCSPELAN (A3). Keys aux.spp, aux.elan_a4,
+// aux.elan_a3 with the widths of the main neck's top-down blocks.
+class AuxNeck9Impl : public torch::nn::Module {
+ public:
+  explicit AuxNeck9Impl(const Yolo9Config& cfg);
+  // {A3, A4, A5}, the auxiliary head's inputs at strides 8, 16, 32.
+  std::vector<torch::Tensor> forward(const BackboneOutputs& b);
+  double Flops(const std::array<Hw, 3>& levels) const;
+
+ private:
+  SPPELAN spp_{nullptr};
+  RepNCSPELAN elan_a4_{nullptr};
+  RepNCSPELAN elan_a3_{nullptr};
+};
+TORCH_MODULE(AuxNeck9);
 
 }  // namespace libreyolo::engine
 

@@ -25,7 +25,8 @@ void ProbeStep(Yolo9& model, const torch::Device& device, bool amp, int64_t imgs
   auto targets = row.view({1, 1, 5}).expand({batch, 1, 5}).contiguous();
   Yolo9LossOptions lo;
   lo.num_classes = model->options().num_classes;
-  const Yolo9Loss loss = ComputeYolo9Loss(ForwardMaps(model, images, amp), targets, imgsz, lo);
+  // With the PGI branch attached the probe runs it too: it is part of the step's memory.
+  const Yolo9Loss loss = TrainingLoss(model, images, targets, imgsz, lo, amp);
   loss.total.backward();
   model->zero_grad();
   torch::cuda::synchronize(device.index());

@@ -31,6 +31,24 @@ std::vector<torch::Tensor> ForwardMaps(Yolo9& model, const torch::Tensor& images
   return raw;
 }
 
+Yolo9Loss TrainingLoss(Yolo9& model, const torch::Tensor& images, const torch::Tensor& targets,
+                       int64_t imgsz, const Yolo9LossOptions& options, bool amp) {
+  Yolo9Impl::TrainMaps maps;
+  {
+    const CudaAutocast autocast(amp, /*bfloat16=*/false);
+    maps = model->forward_train(images);
+  }
+  if (amp) {
+    for (auto* level : {&maps.main, &maps.aux}) {
+      for (torch::Tensor& r : *level) r = r.to(torch::kFloat32);
+    }
+  }
+  const Yolo9Loss main = ComputeYolo9Loss(maps.main, targets, imgsz, options);
+  if (maps.aux.empty()) return main;
+  return CombineAuxLoss(main, ComputeYolo9Loss(maps.aux, targets, imgsz, options),
+                        model->aux_weight());
+}
+
 PhaseTimes& PhaseTimes::operator+=(const PhaseTimes& o) {
   dataload += o.dataload;
   to_device += o.to_device;
@@ -95,8 +113,7 @@ absl::StatusOr<PhaseTimes> Trainer::Step(BatchSource& source, bool sync) {
   {
     ScopedRange r("step/forward");
     if (data_parallel_ != nullptr) data_parallel_->BeforeForward();
-    loss = ComputeYolo9Loss(ForwardMaps(model_, images, scaler_ != nullptr), targets,
-                            options_.imgsz, loss_options_);
+    loss = TrainingLoss(model_, images, targets, options_.imgsz, loss_options_, scaler_ != nullptr);
     if (data_parallel_ != nullptr) data_parallel_->BeforeBackward();
     Sync(sync);
   }

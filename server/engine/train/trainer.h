@@ -1,6 +1,7 @@
 // One LibreYOLO9 training step with its phases marked for the profiler: step/dataload (the
-// loader's next batch), step/to_device, step/forward (forward_raw and the loss: the reference
-// computes its loss inside the model's forward, so its "forward" includes it and ours does too),
+// loader's next batch), step/to_device, step/forward (forward_train, the PGI auxiliary branch's
+// included while attached, and the loss: the reference computes its loss inside the model's
+// forward, so its "forward" includes it and ours does too),
 // step/backward, step/optimizer (step + zero_grad) and step/ema.
 #ifndef LIBREYOLO_SERVER_ENGINE_TRAIN_TRAINER_H_
 #define LIBREYOLO_SERVER_ENGINE_TRAIN_TRAINER_H_
@@ -33,6 +34,13 @@ inline torch::Device CudaDevice(const DeviceChoice& d) {
 // loss (its assigner scatters into float32 tensors) is written for float32, so with AMP the
 // loss runs in float32 on the float16 maps cast up.
 std::vector<torch::Tensor> ForwardMaps(Yolo9& model, const torch::Tensor& images, bool amp);
+
+// One step's loss as the Python LibreYOLO9Model's forward with targets computes it: the main
+// head's, plus the PGI auxiliary head's at the model's aux_weight while the branch is attached
+// (CombineAuxLoss). Both heads' maps come from one forward_train, under float16 autocast when
+// `amp`, cast up to float32 for the loss as ForwardMaps does.
+Yolo9Loss TrainingLoss(Yolo9& model, const torch::Tensor& images, const torch::Tensor& targets,
+                       int64_t imgsz, const Yolo9LossOptions& options, bool amp);
 
 // Wall milliseconds of one step's phases.
 struct PhaseTimes {

@@ -89,6 +89,39 @@ TEST_F(Yolo9Test, EverySizeRunsForward) {
   }
 }
 
+// The PGI auxiliary branch (issue 38 §0) of every size, 3 classes: the state-dict tensors and
+// trainable parameters the Python LibreYOLO 1.6's LibreYOLO9Model(config, nb_classes=3)
+// .enable_aux() adds (counted there: t 432 / 746,217, s 432 / 2,548,489, m 288 / 7,427,049,
+// c 288 / 10,182,089); the auxiliary maps only in training; removal leaves the model as built.
+TEST_F(Yolo9Test, ThePgiBranchHasPythonsSizeAndRunsOnlyInTraining) {
+  const std::map<std::string, std::pair<int64_t, int64_t>> python = {
+      {"t", {432, 746217}}, {"s", {432, 2548489}}, {"m", {288, 7427049}}, {"c", {288, 10182089}}};
+  for (const auto& [size, want] : python) {
+    Yolo9 model(Yolo9Options{size, 3});
+    const int64_t plain = CountParameters(model);
+    const double plain_flops = ForwardFlops(model, 64);
+    model->EnableAux(0.25);
+    int64_t tensors = 0;
+    for (const auto& p : model->named_parameters()) tensors += IsAuxKey(p.key());
+    for (const auto& b : model->named_buffers()) tensors += IsAuxKey(b.key());
+    EXPECT_EQ(tensors, want.first) << size;
+    EXPECT_EQ(CountParameters(model) - plain, want.second) << size;
+    EXPECT_GT(ForwardFlops(model, 64), plain_flops) << size;
+    if (size == "t") {
+      model->train();
+      const auto maps = model->forward_train(torch::rand({2, 3, 64, 64}));
+      ASSERT_EQ(maps.aux.size(), 3U);
+      for (size_t i = 0; i < 3; ++i) EXPECT_EQ(Shape(maps.aux[i]), Shape(maps.main[i])) << i;
+      model->eval();
+      torch::NoGradGuard no_grad;
+      EXPECT_TRUE(model->forward_train(torch::rand({1, 3, 64, 64})).aux.empty());
+    }
+    model->DisableAux();
+    EXPECT_EQ(CountParameters(model), plain) << size;
+    EXPECT_EQ(ForwardFlops(model, 64), plain_flops) << size;
+  }
+}
+
 TEST_F(Yolo9Test, ValidateOptions) {
   EXPECT_TRUE(ValidateYolo9Options({"c", 3}).ok());
   EXPECT_EQ(ValidateYolo9Options({"x", 80}).code(), absl::StatusCode::kInvalidArgument);
