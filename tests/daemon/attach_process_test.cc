@@ -268,10 +268,12 @@ class AttachJobProcessTest : public ::testing::Test {
     args.insert(args.end(), shared_->remote.begin(), shared_->remote.end());
     return args;
   }
-  pid_t Start(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env) {
+  pid_t Start(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+              const std::string& cwd = "") {
     std::vector<std::string> env = shared_->env;
     env.insert(env.end(), extra_env.begin(), extra_env.end());
-    const pid_t pid = Spawn(argv, ChildEnvironment(env), tmp_.File("py.log"), tmp_.File("py.log"));
+    const pid_t pid =
+        Spawn(argv, ChildEnvironment(env), tmp_.File("py.log"), tmp_.File("py.log"), cwd);
     started_.push_back(pid);
     return pid;
   }
@@ -404,6 +406,68 @@ TEST_F(AttachJobProcessTest, IterationModeRecordsTheOptimizersSteps) {
   EXPECT_NE(ops.out.find("aten::addmm"), std::string::npos) << ops.out;
   EXPECT_NE(ReadFile(tmp_.File("proj") + "/attach/profile_trace.json").find("Optimizer.step#SGD"),
             std::string::npos);
+}
+
+// The inputs of a `libreyolo train` of the Python LibreYOLO, offline: a YOLOX-n from random init
+// (its own `save`) and a 4+4-image detection dataset of noise, one box each (as
+// make_delegated_inputs.py, without its D-FINE).
+constexpr char kTrainInputs[] = R"(import os, sys
+import numpy as np, torch
+from PIL import Image
+from libreyolo import LibreYOLOX
+out = sys.argv[1]
+torch.manual_seed(0)
+LibreYOLOX(model_path=None, size="n", nb_classes=2, device="cpu").save(f"{out}/yolox_n.pt")
+rng = np.random.default_rng(0)
+for split in ("train", "val"):
+    os.makedirs(f"{out}/data/images/{split}", exist_ok=True)
+    os.makedirs(f"{out}/data/labels/{split}", exist_ok=True)
+    for i in range(4):
+        Image.fromarray((rng.random((96, 96, 3)) * 255).astype("uint8")).save(
+            f"{out}/data/images/{split}/img{i}.jpg")
+        with open(f"{out}/data/labels/{split}/img{i}.txt", "w") as f:
+            f.write(f"{i % 2} 0.5 0.5 0.3 0.4\n")
+with open(f"{out}/data/data.yaml", "w") as f:
+    f.write(f"path: {out}/data\ntrain: images/train\nval: images/val\nnc: 2\nnames: [a, b]\n")
+)";
+
+// Issue 37 §6: the Python LibreYOLO's own `libreyolo train` of a family our engine does not train
+// (YOLOX), started with --env's environment and attached once it trains: the job's profile
+// reads the real training (its forward, backward and optimizer ops).
+TEST_F(AttachJobProcessTest, ThePythonLibreYolosOwnTrainingAttachedMidRun) {
+  const std::string work = tmp_.File("train");
+  fs::create_directories(work);
+  const CommandResult inputs =
+      RunCommand({LIBREYOLO_PYTHON, tmp_.Write("inputs.py", kTrainInputs), work}, {}, seconds(120));
+  ASSERT_EQ(inputs.exit_code, 0) << inputs.Describe();
+  const std::string cli = fs::path(LIBREYOLO_PYTHON).parent_path().string() + "/libreyolo";
+  const pid_t train = Start({cli, "train", "--data", work + "/data/data.yaml", "--model",
+                             work + "/yolox_n.pt", "--epochs", "300", "--batch", "2", "--imgsz",
+                             "64", "--device", "cpu", "--workers", "0"},
+                            {"HF_HUB_OFFLINE=1"}, work);
+  // Mid-run: once it polls and has trained an epoch (its set-up, before, takes seconds and
+  // trains nothing).
+  ASSERT_TRUE(WaitPolling("yolox_n.pt", 1)) << ReadFile(tmp_.File("py.log"));
+  ASSERT_TRUE(PollUntil(
+      [&] { return ReadFile(tmp_.File("py.log")).find("Epoch 1 ") != std::string::npos; },
+      seconds(60), milliseconds(200)))
+      << ReadFile(tmp_.File("py.log"));
+  std::string failure, events;
+  double took = 0;
+  const std::string id = AttachJob(
+      {"--pid", std::to_string(train), "--duration-ms", "1000", "--activities", "cpu"}, &failure,
+      &events, &took);
+  ASSERT_FALSE(id.empty()) << failure;
+  PrintLatency("attach --pid <libreyolo train>", events, took);
+  const CommandResult ops = Read("ops", id);
+  ASSERT_EQ(ops.exit_code, 0) << ops.Describe();
+  EXPECT_NE(ops.out.find("aten::convolution"), std::string::npos) << ops.out;
+  EXPECT_NE(ops.out.find("aten::convolution_backward"), std::string::npos) << ops.out;
+  const CommandResult phases = Read("phases", id);
+  ASSERT_EQ(phases.exit_code, 0) << phases.Describe();
+  EXPECT_NE(phases.out.find("backward"), std::string::npos) << phases.out;
+  EXPECT_NE(phases.out.find("optimizer"), std::string::npos) << phases.out;
+  std::cout << phases.out.substr(0, 2000) << "\n";
 }
 
 // Issue 37 §6: a 2-rank Gloo DDP started by torchrun, attached as one job by the launcher's
