@@ -25,8 +25,10 @@ torch takes as its intra-op pool; the header prints what torch reports under it)
      overhead_pct of a training step with each collector) and the Python LibreYOLO's
      `libreyolo profile run` on the
      same generated YOLO dataset (no AMP, 0 workers): step_ms, img/s and the forward,
-     backward and optimizer walls each tool reports; and the same Python training through
-     its API with the PGI auxiliary branch off (aux_weight=0), the model ours trains.
+     backward and optimizer walls each tool reports; both train LibreYOLO9 with its PGI
+     auxiliary branch (aux_weight 0.25, the Python tool's default, issue 38 section 0); and
+     both again without it: ours `--aux-weight 0`, the Python training through its API with
+     aux_weight=0.
 Each rep runs them all in that order, so machine noise hits every contender; the tables quote
 medians over reps and the ratio ours / Python. Targets: fwd ratio <= 1.0, e2e ratio < 1.0,
 overhead with the default (auto) switches <= 3 %. See bench/README.md.
@@ -173,13 +175,15 @@ def python_infer(a, env, imgsz, traced, tag):
     return {**infer_numbers(prof), "wall_s": round(wall, 1)}
 
 
-def engine_train(a, env, tag, collector="native"):
+def engine_train(a, env, tag, collector="native", aux_weight=None):
     project = os.path.join(a.work_dir, "runs", tag)
     shutil.rmtree(project, ignore_errors=True)
     cmd = [a.engine, "run", a.dataset, "--device", "cpu", "--weights", a.weights, "--size", a.size,
            "--imgsz", str(a.train_imgsz), "--batch", str(a.train_batch), "--workers", "0",
            "--no-amp", "--steps", str(a.train_steps), "--warmup", str(a.train_warmup),
            "--threads", str(a.threads), "--project", project, "--collector", collector, "--json"]
+    if aux_weight is not None:
+        cmd += ["--aux-weight", str(aux_weight)]
     out, err, wall = run(cmd, env, a.timeout)
     if err:
         return {"error": err, "wall_s": wall}
@@ -196,7 +200,7 @@ def engine_train(a, env, tag, collector="native"):
 
 # What `libreyolo profile run` does (cli/commands/profile.py run_cmd), through the Python API, with
 # LibreYOLO's PGI auxiliary branch off (aux_weight=0; the CLI keeps its default 0.25): the model
-# our engine trains.
+# our engine trains with --aux-weight 0.
 NO_AUX_TRAIN = (
     "import sys; from libreyolo import LibreYOLO; w, z, d, s, b, st, wu, pr = sys.argv[1:]; "
     "m = LibreYOLO(model_path=w, size=z, device='cpu'); "
@@ -395,7 +399,7 @@ def main():
         (["auto_lt", "forced_lt"] if "libtorch" in a.collectors else []) + ["notrace"]
     kinds = tuple(ours_kinds) + ("py_notrace", "py_traced")
     runs = {s: {k: [] for k in kinds} for s in sizes}
-    train = {"ours": [], "ours_lt": [], "python": [], "py_no_aux": []}
+    train = {"ours": [], "ours_lt": [], "python": [], "ours_no_aux": [], "py_no_aux": []}
     for rep in range(a.reps):
         for s in sizes:
             if a.engine:
@@ -420,7 +424,7 @@ def main():
                       f"  ({r['wall_s']:.0f} s)", flush=True)
         if a.no_train:
             continue
-        for who in ("ours", "ours_lt", "python", "py_no_aux"):
+        for who in ("ours", "ours_lt", "python", "ours_no_aux", "py_no_aux"):
             mine = who.startswith("ours")
             if mine and not a.engine or not mine and a.no_peer:
                 continue
@@ -430,10 +434,12 @@ def main():
                 r = engine_train(a, env, "train_ours")
             elif who == "ours_lt":
                 r = engine_train(a, env, "train_ours_lt", collector="libtorch")
+            elif who == "ours_no_aux":
+                r = engine_train(a, env, "train_ours_no_aux", aux_weight=0)
             else:
                 r = python_train(a, f"train_{who}", no_aux=who == "py_no_aux")
             train[who].append(r)
-            print(f"  rep {rep + 1} train {a.train_imgsz}px {who:9s}: " + (r.get("error") or
+            print(f"  rep {rep + 1} train {a.train_imgsz}px {who:11s}: " + (r.get("error") or
                   f"step {fmt(r['step_ms'])} ms, forward {fmt(r['forward_ms'])}, backward "
                   f"{fmt(r['backward_ms'])}, optimizer {fmt(r['optimizer_ms'])} ms" +
                   (f", overhead {fmt_ci(r)}" if mine else "")) +
@@ -528,15 +534,17 @@ def main():
         print()
         print(f"training, {a.train_imgsz} px, batch {a.train_batch} (ms per step; ratio = ours / "
               f"Python LibreYOLO)")
-        print(f"{'':>12} | {'ours':>8} {'python':>8} {'ratio':>6} | {'py noaux':>8} {'ratio':>6}")
+        print(f"{'':>12} | {'ours':>8} {'python':>8} {'ratio':>6} | {'ours noaux':>10} "
+              f"{'py noaux':>8} {'ratio':>6}")
         train_row = {}
         for key in ("step_ms", "forward_ms", "backward_ms", "optimizer_ms", "ema_ms",
                     "dataload_ms", "img_per_s"):
-            o, p, q = tmed("ours", key), tmed("python", key), tmed("py_no_aux", key)
-            train_row[key] = {"ours": o, "python": p, "ratio": ratio(o, p), "python_no_aux": q,
-                              "ratio_no_aux": ratio(o, q)}
+            o, p = tmed("ours", key), tmed("python", key)
+            on, q = tmed("ours_no_aux", key), tmed("py_no_aux", key)
+            train_row[key] = {"ours": o, "python": p, "ratio": ratio(o, p), "ours_no_aux": on,
+                              "python_no_aux": q, "ratio_no_aux": ratio(on, q)}
             print(f"{key:>12} | {fmt(o):>8} {fmt(p):>8} {fmt(ratio(o, p), '{:.2f}'):>6} | "
-                  f"{fmt(q):>8} {fmt(ratio(o, q), '{:.2f}'):>6}")
+                  f"{fmt(on):>10} {fmt(q):>8} {fmt(ratio(on, q), '{:.2f}'):>6}")
         for who in ("ours", "ours_lt"):
             ok = [r for r in train[who] if "error" not in r]
             if ok:
@@ -548,9 +556,10 @@ def main():
               "window, the Python tool's from its first profiled steps (it has no unprofiled "
               "window); phase rows: ours config.measured_phases_ms (unprofiled), the Python "
               "tool's synced phase walls under its profiler (its EMA update is in no phase). "
-              "python: `libreyolo profile run` (LibreYOLO 1.6 trains YOLOv9 with its PGI "
-              "auxiliary branch, aux_weight 0.25); py noaux: the same training through its "
-              "Python API with aux_weight=0, the model ours trains.")
+              "ours, python: LibreYOLO9 with its PGI auxiliary branch (aux_weight 0.25, the "
+              "Python tool's default; python: `libreyolo profile run`); ours noaux: "
+              "--aux-weight 0; py noaux: the same training through the Python API with "
+              "aux_weight=0.")
     print(f"Total {time.monotonic() - t_start:.0f} s; loadavg {os.getloadavg()[0]:.2f}.")
     if a.json:
         with open(a.json, "w") as f:

@@ -42,6 +42,9 @@ inline constexpr int64_t kRunWarmup = 5;
 inline constexpr int64_t kSkipFirst = 0;
 inline constexpr int64_t kWait = 0;
 inline constexpr int64_t kCycles = 1;
+// The PGI auxiliary branch's loss weight (the Python LibreYOLO's YOLO9Config.aux_weight and its
+// `libreyolo train --aux-weight`): > 0 trains LibreYOLO9 with the branch, 0 without it.
+inline constexpr double kAuxWeight = 0.25;
 
 // DataParallelOptions (DistributedDataParallel's defaults; the rendezvous torchrun's)
 inline constexpr double kBucketCapMb = 25;

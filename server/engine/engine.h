@@ -169,6 +169,11 @@ struct TrainJobSpec {
   int64_t imgsz = job_defaults::kImgsz;
   int64_t workers = job_defaults::kWorkers;
   bool amp = job_defaults::kAmp;  // float16 autocast + loss scaling on CUDA; none on the CPU
+  // LibreYOLO9's PGI auxiliary branch, as the Python LibreYOLO trains it (aux_weight, its
+  // `libreyolo train --aux-weight`): > 0 attaches the branch for the run (its tensors from the
+  // checkpoint where it has them, else a seeded fresh init) and adds its loss at this weight;
+  // 0 trains the main head only. Training only: inference never builds it. Finite, >= 0.
+  double aux_weight = job_defaults::kAuxWeight;
   int64_t steps = job_defaults::kSteps;  // measured steps, and the profiler's active steps/cycle
   int64_t warmup = job_defaults::kRunWarmup;  // steps before measuring, and the profiler's warmup
   int64_t repeat = job_defaults::kRepeat;  // measured windows (trials) for mean and std deviation

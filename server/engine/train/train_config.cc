@@ -102,6 +102,20 @@ std::string TrainConfigJson(const TrainConfigFacts& f) {
     // Autocast here is the CUDA path of the reference; on the CPU training stays float32.
     w.Field("amp_note", "--amp has no effect on the CPU: training ran in float32");
   }
+  // Python's YOLO9Config.aux_weight: the PGI auxiliary branch trained beside the main head.
+  w.Field("aux_weight", s.aux_weight);
+  if (s.aux_weight > 0) {
+    w.Field("aux_branch",
+            f.aux_tensors_loaded == f.aux_tensors
+                ? absl::StrCat("PGI auxiliary branch (aux, aux_head): its ", f.aux_tensors,
+                               " tensors from the checkpoint")
+                : absl::StrCat("PGI auxiliary branch (aux, aux_head): ", f.aux_tensors_loaded,
+                               " of its ", f.aux_tensors, " tensors from the checkpoint, the ",
+                               "rest a fresh init (seed ", f.aux_init_seed,
+                               ") as the Python LibreYOLO's enable_aux draws it"));
+  } else {
+    w.Field("aux_branch", "off (aux_weight 0): the main head only");
+  }
   w.Field("device", f.device_label);
   if (f.data_parallel != nullptr) WriteDataParallel(w, *f.data_parallel, f.batch);
   if (s.inject_dataload_delay_ms > 0) {

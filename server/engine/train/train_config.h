@@ -26,6 +26,10 @@ struct TrainConfigFacts {
   std::string batch_note;       // why `batch` is not what was asked for
   std::string batch_rule;       // non-empty after --batch -1
   bool amp_effective = false;
+  // The PGI auxiliary branch (spec->aux_weight > 0): its tensors, and how many of them came
+  // from the checkpoint (the rest a fresh init from aux_init_seed).
+  int64_t aux_tensors = 0, aux_tensors_loaded = 0;
+  uint64_t aux_init_seed = 0;
   std::string device_label, weights_label, model_label;
   const std::vector<std::string>* weights_searched = nullptr;  // a random init's (LoadedModel)
   std::string dataset;
@@ -47,7 +51,7 @@ struct TrainConfigFacts {
 };
 
 // The config object (model, size, weights, head_reinitialised, data, batch, imgsz, workers, amp,
-// amp_effective and why, device, data_parallel (a rank of a data-parallel run), steps, warmup,
+// amp_effective and why, aux_weight and the PGI branch's origin (aux_branch), device, data_parallel (a rank of a data-parallel run), steps, warmup,
 // schedule, threads, interop_threads, blas, blas_threads, omp_wait_policy, optimizer, EMA,
 // losses, composition).
 std::string TrainConfigJson(const TrainConfigFacts& f);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <utility>
@@ -15,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "common/analysis/latency_stats.h"
 #include "common/analysis/repeat_trials.h"
+#include "server/engine/checkpoint/checkpoint.h"
 #include "server/engine/collect/profiling_session.h"
 #include "server/engine/data/dataset.h"
 #include "server/engine/data/dataset_spec.h"
@@ -26,6 +29,7 @@
 #include "server/engine/job/overhead_budget.h"
 #include "server/engine/job/pipeline.h"
 #include "server/engine/model/module_scope.h"
+#include "server/engine/model/yolo9.h"
 #include "server/engine/runtime/runtime_info.h"
 #include "server/engine/train/auto_batch.h"
 #include "server/engine/train/data_parallel.h"
@@ -39,6 +43,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// The PGI auxiliary branch's fresh init, where the checkpoint does not hold it. The Python tool
+// draws it from whatever its global generator holds when train() attaches it; a fixed seed here
+// keeps ours the same from run to run.
+constexpr uint64_t kAuxInitSeed = 0;
 
 // The images one rank reads per epoch: the whole dataset, or a data-parallel rank's shard.
 int64_t ImagesPerRank(const TrainJobSpec& s, const DetectionDataset& data) {
@@ -89,6 +98,12 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
 
   absl::Status Prepare(const StageContext& ctx) override {
     if (auto s = ParseJobDevice(); !s.ok()) return s;
+    if (!std::isfinite(spec_.aux_weight) || spec_.aux_weight < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "aux_weight must be a finite number >= 0, got ", spec_.aux_weight,
+          ": the PGI auxiliary branch's loss weight (", job_defaults::kAuxWeight,
+          " as the Python LibreYOLO trains LibreYOLO9; 0 trains the main head only)"));
+    }
     auto dataset_spec = ResolveDataset(spec_.data);
     if (!dataset_spec.ok()) return dataset_spec.status();
     auto dataset = OpenDataset(*dataset_spec, Split::kTrain, /*allow_empty=*/true);
@@ -111,6 +126,9 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     if (!loaded.ok()) return loaded.status();
     loaded_ = *std::move(loaded);
     if (!loaded_->notice.empty()) ctx.Report("loading model", 1, 1, loaded_->notice);
+    // Before the device, the module scopes, the optimizer, the EMA and data-parallel: they all
+    // see the branch's parameters, as Python attaches it before trainer.setup().
+    if (auto aux = AttachAuxBranch(); !aux.ok()) return aux;
     if (device_.cuda) loaded_->model->to(CudaDevice(device_));
     loaded_->model->train();
     // Module scopes for the probes and the recorded steps (the measured windows record none).
@@ -295,6 +313,9 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     facts.batch_note = batch_note_;
     facts.batch_rule = batch_rule_;
     facts.amp_effective = amp_;
+    facts.aux_tensors = aux_tensors_;
+    facts.aux_tensors_loaded = aux_tensors_loaded_;
+    facts.aux_init_seed = kAuxInitSeed;
     facts.device_label = device_.Label();
     facts.weights_label = loaded_->weights_label;
     facts.model_label = p->model;
@@ -338,6 +359,27 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
   }
 
  private:
+  // The PGI auxiliary branch as the Python tool's LibreYOLO9.train() attaches it (aux_weight
+  // > 0): built fresh (kAuxInitSeed), then the checkpoint's own aux.* / aux_head.* tensors
+  // where their names and shapes fit (_reload_aux_from_path). aux_weight 0: none.
+  absl::Status AttachAuxBranch() {
+    if (spec_.aux_weight == 0) return absl::OkStatus();
+    Yolo9& model = loaded_->model;
+    torch::manual_seed(kAuxInitSeed);
+    model->EnableAux(spec_.aux_weight);
+    for (const auto& item : model->named_parameters()) aux_tensors_ += IsAuxKey(item.key());
+    for (const auto& item : model->named_buffers()) aux_tensors_ += IsAuxKey(item.key());
+    if (loaded_->weights_label == "random-init") return absl::OkStatus();
+    auto checkpoint = ReadCheckpoint(loaded_->weights_label);
+    if (!checkpoint.ok()) return checkpoint.status();
+    std::map<std::string, torch::Tensor> aux;
+    for (const auto& [name, tensor] : checkpoint->tensors) {
+      if (IsAuxKey(name)) aux.emplace(name, ToTorch(tensor));
+    }
+    aux_tensors_loaded_ = LoadAuxTensors(model, aux);
+    return absl::OkStatus();
+  }
+
   TorchProfilerOptions Options(const ResolvedSwitches& sw) const {
     return SessionOptions(sw, spec_.profiler.collector, device_.cuda && spec_.profiler.cuda);
   }
@@ -377,6 +419,7 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
   bool amp_ = false;
   std::optional<CudaAllocatorStats> at_start_;
   std::optional<LoadedModel> loaded_;
+  int64_t aux_tensors_ = 0, aux_tensors_loaded_ = 0;  // the PGI branch's (AttachAuxBranch)
   std::optional<ModuleScopes> module_scopes_;
   int64_t batch_ = 0;            // the loader's batch: --batch, or --batch -1's choice
   int64_t images_per_step_ = 0;  // the batch, or the whole dataset (a rank's) when smaller
