@@ -305,9 +305,30 @@ TEST_F(TrainJobErrors, ModuleScopesOfTheTrainingForward) {
   const ModuleTable t = BuildModuleTable(*data, 1);
   std::vector<std::string> parts;
   for (const ModuleRow& row : t.rows) parts.push_back(row.path);
-  // Training runs forward_raw: no decode, so no head.decode joining "head".
-  EXPECT_EQ(parts, (std::vector<std::string>{"backbone", "neck", "head"}));
+  // Training runs forward_train: no decode, so no head.decode joining "head"; the PGI
+  // auxiliary branch (aux_weight 0.25 by default, issue 38) after the main head, as Python's
+  // forward runs it.
+  EXPECT_EQ(parts, (std::vector<std::string>{"backbone", "neck", "head", "aux", "aux_head"}));
   for (const ModuleRow& row : t.rows) EXPECT_DOUBLE_EQ(row.calls_per_step, 1) << row.path;
+  EXPECT_NE(r->profile.config_json.find("\"aux_weight\":0.25"), std::string::npos);
+
+  // aux_weight 0: the main head alone.
+  spec_.aux_weight = 0;
+  r = RunTrainJob(spec_, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  data = ReadTraceFile(r->trace_path);
+  ASSERT_TRUE(data.ok()) << data.status();
+  parts.clear();
+  for (const ModuleRow& row : BuildModuleTable(*data, 1).rows) parts.push_back(row.path);
+  EXPECT_EQ(parts, (std::vector<std::string>{"backbone", "neck", "head"}));
+  EXPECT_NE(r->profile.config_json.find("\"aux_branch\":\"off"), std::string::npos)
+      << r->profile.config_json;
+  spec_.aux_weight = -1;
+  r = RunTrainJob(spec_, nullptr, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("aux_weight"), std::string::npos) << r.status();
+  spec_.aux_weight = 0.25;
 
   spec_.profiler.with_modules = false;
   r = RunTrainJob(spec_, nullptr, nullptr);
