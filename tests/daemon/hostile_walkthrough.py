@@ -399,7 +399,7 @@ def main():
             state = os.path.join(tmp, "fullfs")
             os.makedirs(state)
             d = daemon("full")
-            script = (f"mount -t tmpfs -o size=1m tmpfs {state} || exit 99; "
+            script = (f"mount -t tmpfs -o size=1m,mode=0700 tmpfs {state} || exit 99; "
                       f"exec {' '.join(d.args)} --state-dir {state}")
             d.args = ["unshare", "-m", "--propagation", "private", "sh", "-c", script]
             if not d.start():
