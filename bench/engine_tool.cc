@@ -77,10 +77,6 @@ std::vector<FlagSpec> WithToolFlags(std::vector<FlagSpec> flags, bool infer) {
                      "its port"});
   }
   if (!infer) {
-    // Issue 38 §0: the engine's TrainJobSpec::aux_weight, until RunSpec carries it.
-    flags.push_back({"aux-weight", "W", absl::StrCat(libreyolo::jobspec::defaults::kAuxWeight),
-                     "LibreYOLO9's PGI auxiliary-branch loss weight, as the Python LibreYOLO's "
-                     "`libreyolo train --aux-weight` (0 trains the main head only)"});
     flags.push_back({"inject-dataload-delay", "MS", "0",
                      "sleep MS inside every step's data loading (a straggler made on purpose, "
                      "to check the cross-rank analysis; recorded in the profile), 0..60000"});
@@ -254,11 +250,6 @@ int RunTrain(const ParsedArgs& a) {
                           60000);
   if (!delay.ok()) return UsageError("run", delay.status());
   s.inject_dataload_delay_ms = *delay;
-  const std::string aux = a.ValueOr("aux-weight", "");
-  if (!aux.empty() && !absl::SimpleAtod(aux, &s.aux_weight)) {
-    return UsageError("run", absl::InvalidArgumentError(absl::StrCat(
-                                 "--aux-weight must be a number >= 0, not '", aux, "'")));
-  }
   return Finish("run", libreyolo::engine::RunTrainJob(s, PrintProgress, nullptr), a.Switch("json"));
 }
 

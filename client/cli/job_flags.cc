@@ -206,6 +206,9 @@ std::vector<FlagSpec> RunSpecFlags() {
         {"skip-first", "N", Num(def::kSkipFirst), "steps skipped once before the first cycle"},
         {"wait", "N", Num(def::kWait), "steps without the profiler at the start of each cycle"},
         {"cycles", "N", Num(def::kCycles), "profiler cycles; each writes profile_trace.<step>.json"},
+        {"aux-weight", "W", absl::StrCat(def::kAuxWeight),
+         "LibreYOLO9's PGI auxiliary-branch loss weight, as the Python LibreYOLO's `libreyolo "
+         "train --aux-weight` (0 trains the main head only)"},
         {"repeat", "N", Num(def::kRepeat), "trials for mean and standard deviation"}},
        DataParallelFlags(), ProfilerFlags()});
 }
@@ -246,6 +249,15 @@ absl::Status ReadRunSpec(const ParsedArgs& a, v1::RunSpec* s) {
   err(MaybeInt(a, "skip-first", [&](int64_t v) { s->set_skip_first(v); }));
   err(MaybeInt(a, "wait", [&](int64_t v) { s->set_wait(v); }));
   err(MaybeInt(a, "cycles", [&](int64_t v) { s->set_cycles(v); }));
+  if (const auto aux = a.Value("aux-weight"); aux) {
+    double w = 0;
+    if (!absl::SimpleAtod(*aux, &w)) {
+      err(absl::InvalidArgumentError(
+          absl::StrCat("--aux-weight must be a number >= 0, not '", Excerpt(*aux), "'")));
+    } else {
+      s->set_aux_weight(w);
+    }
+  }
   if (a.switches.count("amp")) s->set_amp(a.Switch("amp"));
   err(ReadDataParallel(a, s->mutable_data_parallel(), s->mutable_model()));
   err(ReadProfiler(a, s->mutable_profiler()));

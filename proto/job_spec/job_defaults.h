@@ -84,6 +84,8 @@ inline constexpr int64_t kImgszStep = 32;  // imgsz is a multiple of this
 inline constexpr int32_t kMaxThreads = 1024;
 inline constexpr int64_t kMaxWorkers = 64;
 inline constexpr int64_t kMaxCycles = 100;
+// RunSpec.aux_weight (PGI auxiliary-branch loss weight): 0..100.
+inline constexpr double kMaxAuxWeight = 100;
 inline constexpr int64_t kMaxDet = 30000;
 inline constexpr int kMaxActivities = 8;
 inline constexpr double kMaxOverheadBudgetPct = 1000;

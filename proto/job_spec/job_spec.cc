@@ -330,6 +330,7 @@ void ApplyDefaults(v1::RunSpec* s) {
   if (!s->has_warmup()) s->set_warmup(defaults::kRunWarmup);
   if (!s->has_repeat()) s->set_repeat(defaults::kRepeat);
   if (!s->has_cycles()) s->set_cycles(defaults::kCycles);
+  if (!s->has_aux_weight()) s->set_aux_weight(defaults::kAuxWeight);
   ApplyDefaults(s->mutable_profiler());
   ApplyDefaults(s->mutable_data_parallel());
 }
@@ -401,6 +402,9 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec, const JobLimits& l, bool c
     return st;
   }
   if (auto st = Range("run.cycles", s.cycles(), 1, bounds::kMaxCycles); !st.ok()) return st;
+  if (auto st = Finite("run.aux_weight", s.aux_weight(), 0, bounds::kMaxAuxWeight); !st.ok()) {
+    return st;
+  }
   // repeat x (warmup + steps) + skip_first + cycles x (wait + warmup + steps), without wrapping.
   const std::optional<int64_t> total =
       Add(Add(Mul(s.repeat(), Add(s.warmup(), s.steps())), s.skip_first()),

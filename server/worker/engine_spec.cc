@@ -97,6 +97,7 @@ engine::TrainJobSpec ToEngineTrainSpec(const v1::RunSpec& request, const std::st
   s.skip_first = r.skip_first();
   s.wait = r.wait();
   s.cycles = r.cycles();
+  s.aux_weight = r.aux_weight();
   const v1::DataParallelOptions& d = r.data_parallel();
   s.data_parallel.world_size = placement.world_size;
   s.data_parallel.placed = placement.placed;
