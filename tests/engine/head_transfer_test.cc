@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "server/engine/job/model_loader.h"
 #include "tests/engine/data/test_util.h"
+#include "tests/support/json_command.h"
 
 namespace libreyolo::engine {
 
@@ -62,20 +63,7 @@ void RunPython(PythonView* v) {
   v->saved = v->dir->path() + "/python_finetune_start.pt";
   const std::string command = absl::StrCat("'", LIBREYOLO_PYTHON, "' '", kScript, "' '", kWeights,
                                            "' '", yaml, "' '", v->saved, "'");
-  std::string out;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[1 << 16];
-    size_t n = 0;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-    const int status = ::pclose(pipe);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) v->error = "python failed: " + command;
-  } else {
-    v->error = "cannot run " + command;
-  }
-  if (v->error.empty()) {
-    v->json.Parse(out.c_str());
-    if (v->json.HasParseError() || !v->json.IsObject()) v->error = "not JSON: " + out;
-  }
+  v->error = test::RunJsonCommand(command, &v->json);
 }
 
 PythonView& Python() {

@@ -23,6 +23,7 @@
 #include "server/engine/model/yolo9.h"
 #include "server/engine/train/trainer.h"
 #include "tests/engine/loss/npy_reader.h"
+#include "tests/support/json_command.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -48,20 +49,7 @@ void RunPython(PythonStep* v) {
   fs::create_directories(v->dir);
   const std::string command = absl::StrCat("'", LIBREYOLO_PYTHON, "' '", kScript, "' '",
                                            LIBREYOLO_SHARED_DIR, "' '", v->dir, "'");
-  std::string out;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[1 << 16];
-    size_t n = 0;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-    const int status = ::pclose(pipe);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) v->error = "python failed: " + command;
-  } else {
-    v->error = "cannot run " + command;
-  }
-  if (v->error.empty()) {
-    v->json.Parse(out.c_str());
-    if (v->json.HasParseError() || !v->json.IsObject()) v->error = "not JSON: " + out;
-  }
+  v->error = test::RunJsonCommand(command, &v->json);
 }
 
 PythonStep& Python() {
