@@ -193,6 +193,7 @@ TEST_F(JobOptions, EveryRunFieldFromTheFlagToProfileJsonAndBack) {
       {"RunSpec.skip_first", {"--skip-first", "1"}, "config.skip_first", "1"},
       {"RunSpec.wait", {"--wait", "1"}, "config.wait", "1"},
       {"RunSpec.cycles", {"--cycles", "2"}, "config.cycles", "2"},
+      {"RunSpec.aux_weight", {"--aux-weight", "0.5"}, "config.aux_weight", "0.5"},
       {"ProfilerOptions.activities", {"--activities", "cpu"}, "profiler.activities", "\"cpu\""},
       {"ProfilerOptions.record_shapes", {"--no-record-shapes"}, "profiler.record_shapes",
        "false"},
