@@ -238,6 +238,24 @@ TEST_F(AttachJobTest, TracesOneProcessIntoTheJob) {
   EXPECT_EQ(runner_->ToolFor(job_), kToolKineto);
 }
 
+// A process started a moment before `attach --pid` (or a private daemon the command itself
+// started, its registry still empty) has not polled yet: the job waits for its first poll
+// instead of failing "does not poll this daemon" (seen with the private daemon).
+TEST_F(AttachJobTest, AProcessThatHasNotPolledYetIsWaitedFor) {
+  const pid_t pid = ::getpid();
+  StartProducer(pid, Producer::kWrites);
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    Poll(pid);
+  });
+  const RunOutcome out = Run(Job(ByPid(pid)));
+  late.join();
+  // Not registered when the job started: it used to fail at once (NOT_FOUND).
+  ASSERT_TRUE(out.status.ok()) << out.status << "\n" << messages_;
+  ASSERT_EQ(out.attach_targets.size(), 1u);
+  EXPECT_TRUE(out.attach_targets[0].traced());
+}
+
 // Kineto takes an on-demand path under the process's KINETO_ONDEMAND_TRACE_DIR: the drop folder
 // goes there when it is a directory of the process's user, and the event says so; a symlink
 // there is not followed (the job falls back to /tmp, and says why).

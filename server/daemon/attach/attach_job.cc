@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -49,6 +50,19 @@ bool KinetoUsedItsDefault(pid_t pid, int64_t since_unix_ms) {
   const int64_t mtime_ms =
       static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
   return mtime_ms >= since_unix_ms - 1000;
+}
+
+// Whether a --pid target is alive but neither polls nor has a polling descendant yet.
+bool AwaitsFirstPoll(const v1::AttachSpec& spec, const std::vector<AttachableProcess>& listed) {
+  for (const int32_t pid : spec.pids()) {
+    if (!Alive(pid)) continue;
+    const bool known = std::any_of(listed.begin(), listed.end(), [&](const AttachableProcess& p) {
+      return p.pid == pid || std::find(p.facts.ancestors.begin(), p.facts.ancestors.end(), pid) !=
+                                 p.facts.ancestors.end();
+    });
+    if (!known) return true;
+  }
+  return false;
 }
 
 std::string Seconds(int64_t ms) { return absl::StrFormat("%.1f s", static_cast<double>(ms) / 1e3); }
@@ -179,6 +193,20 @@ absl::Status AttachJobRunner::Select(AttachRun& run) const {
   run.Report("select", 0, 0, "choosing the processes to trace");
   absl::StatusOr<TargetSelection> chosen =
       SelectTargets(run.spec, endpoint_->registry().List(), *owner);
+  // A process started a moment ago has not polled yet (its first poll comes within an
+  // interval; a private daemon this very command started has an empty registry): a --pid
+  // that is alive and that no registered process is or descends from is waited for, up to two
+  // intervals (real time: the registry fills from real polls).
+  for (int64_t tick = 0; !chosen.ok() && absl::IsNotFound(chosen.status()) && !run.Cancelled() &&
+                         tick < kDeliveryWait / kTick;
+       ++tick) {
+    if (!AwaitsFirstPoll(run.spec, endpoint_->registry().List())) break;
+    if (tick == 0) {
+      run.Report("select", 0, 0, "waiting for the process's first poll (every 5 s)");
+    }
+    std::this_thread::sleep_for(kTick);
+    chosen = SelectTargets(run.spec, endpoint_->registry().List(), *owner);
+  }
   if (!chosen.ok()) return chosen.status();
   run.selection = *std::move(chosen);
   std::vector<std::string> said;
