@@ -21,8 +21,6 @@ CPU profile they raise TypeError: that is checked too, so a change on either sid
 usage: python_reads_our_profiles_test.py WRITE_PROFILES TRACE...
 (run with the project environment's python, which holds the Python LibreYOLO).
 """
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -33,25 +31,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 from libreyolo.cli.commands import profile as py  # noqa: E402
 
 WRITER, TRACES = sys.argv[1], sys.argv[2:]
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg, flush=True)
-
-
-def run(fn, *args, **kwargs):
-    """Calls a Python LibreYOLO command; returns (stdout, exception or None)."""
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-            fn(*args, **kwargs)
-    except SystemExit as e:  # typer.Exit
-        return out.getvalue(), e if e.code else None
-    except Exception as e:  # noqa: BLE001: any crash is the finding
-        return out.getvalue(), e
-    return out.getvalue(), None
+from python_tool_calls import fail, failures, run  # noqa: E402
 
 
 def check_counts_are_integers(name, doc):

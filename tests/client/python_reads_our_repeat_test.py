@@ -17,8 +17,6 @@ fixture checkpoint) and checks that
 usage: python_reads_our_repeat_test.py LIBREYOLO_CLIENT LIBREYOLOD WEIGHTS
 (run with the project environment's python, which holds the Python LibreYOLO).
 """
-import contextlib
-import io
 import json
 import os
 import statistics
@@ -30,25 +28,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 from libreyolo.cli.commands import profile as py  # noqa: E402
 
 CLIENT, LIBREYOLOD, WEIGHTS = (os.path.abspath(a) for a in sys.argv[1:4])
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg, flush=True)
-
-
-def run(fn, *args, **kwargs):
-    """Calls a Python LibreYOLO command; returns (stdout, exception or None)."""
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-            fn(*args, **kwargs)
-    except SystemExit as e:  # typer.Exit
-        return out.getvalue(), e if e.code else None
-    except Exception as e:  # noqa: BLE001: any crash is the finding
-        return out.getvalue(), e
-    return out.getvalue(), None
+from python_tool_calls import fail, failures, run  # noqa: E402
 
 
 with tempfile.TemporaryDirectory() as tmp:
