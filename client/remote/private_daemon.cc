@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/io/unique_fd.h"
+#include "common/status/exit_code.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -98,6 +101,106 @@ std::string SignalName(int sig) {
   }
 }
 
+
+// LIBREYOLO_DAEMON_STOP_WAIT_S: how long a command waits for a private daemon that is stopping
+// (default kStopWaitDefaultS: a private daemon drains for at most 10 s, then its engine
+// workers end).
+constexpr int64_t kStopWaitDefaultS = 30;
+absl::StatusOr<int64_t> StopWaitSeconds() {
+  const std::string text = EnvOr("LIBREYOLO_DAEMON_STOP_WAIT_S", "");
+  if (text.empty()) return kStopWaitDefaultS;
+  int64_t s = 0;
+  if (!absl::SimpleAtoi(text, &s) || s < 0 || s > 3600) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LIBREYOLO_DAEMON_STOP_WAIT_S=", text,
+                     " is not a number of seconds in 0..3600; fix it or unset it (default ",
+                     kStopWaitDefaultS, ")"));
+  }
+  return s;
+}
+
+// The process that holds `dir`/libreyolod.lock, libreyolod's lock on its state or store
+// directory (server/daemon/store/dir_lock.h: an exclusive flock, the holder's pid written in
+// the file): its pid (0 when the file names none), or nullopt while nobody holds it. Probed
+// with a non-blocking shared flock that is dropped at once; the caller holds the lease
+// directory's lock, so no other `libreyolo` command starts a daemon meanwhile.
+std::optional<int64_t> DirLockHolder(const fs::path& dir) {
+  const std::string path = (dir / "libreyolod.lock").string();
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return std::nullopt;
+  if (::flock(fd.get(), LOCK_SH | LOCK_NB) == 0 || errno != EWOULDBLOCK) return std::nullopt;
+  int64_t pid = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadText(path)), &pid)) pid = 0;
+  return pid;
+}
+
+std::string PidText(int64_t pid) { return pid > 0 ? absl::StrCat(" (pid ", pid, ")") : ""; }
+
+// Waits until no process holds the private daemon's state or store directory, or `deadline`.
+// The first wait says so on `notes` (once per command: `*said`); past the deadline the error
+// names the holder and the ways out.
+absl::Status WaitForStoppingDaemon(const PrivateDaemonPaths& paths,
+                                   std::chrono::steady_clock::time_point deadline,
+                                   int64_t bound_s, std::ostream& notes, bool* said) {
+  const fs::path root = paths.state_root;
+  for (;;) {
+    std::optional<int64_t> holder;
+    fs::path held;
+    for (const char* sub : {"state", "store"}) {
+      holder = DirLockHolder(root / sub);
+      if (holder) {
+        held = root / sub;
+        break;
+      }
+    }
+    if (!holder) return absl::OkStatus();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return absl::UnavailableError(absl::StrCat(
+          held.string(), " is still held by libreyolod", PidText(*holder), " after ", bound_s,
+          " s, and nothing answers on ", paths.socket,
+          ": a private daemon stuck stopping (kill it", PidText(*holder),
+          "), or another libreyolod that uses this state directory (stop it, or set "
+          "LIBREYOLO_STATE_DIR to another directory); LIBREYOLO_DAEMON_STOP_WAIT_S sets the "
+          "wait"));
+    }
+    if (!*said) {
+      notes << "libreyolo: waiting for libreyolod" << PidText(*holder) << " to stop: it still holds "
+            << held.string() << " (at most " << bound_s << " s)" << std::endl;
+      *said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+// The command line of a private daemon started on demand.
+std::vector<std::string> DaemonArgs(const PrivateDaemonPaths& paths, const std::string& binary,
+                                    const std::string& address) {
+  const fs::path state = paths.state_root;
+  const std::string datasets =
+      EnvOr("LIBREYOLO_DATASETS",
+            (fs::path(EnvOr("HOME", ".")) / ".cache/libreyolo/datasets").string());
+  std::vector<std::string> args = {
+      binary,
+      "--listen", address,
+      "--state-dir", (state / "state").string(),
+      "--store-dir", (state / "store").string(),
+      "--models-dir", (state / "models").string(),
+      "--datasets-dir", datasets,
+      "--images-dir", (state / "images").string(),
+      "--allow-local-paths",
+      "--unix-socket-mode", "0600",
+      "--drain-timeout", "10",
+      // One CPU slot per core, at most 8: the ranks of `profile run --nproc N --device cpu`
+      // (each slot's worker starts at its first job).
+      "--cpu-slots", absl::StrCat(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8)),
+      "--lease-dir", paths.leases,
+      // `profile attach --env`: this user's Kineto socket directory, beside the daemon's socket.
+      "--attach-dir", (fs::path(paths.runtime_dir) / "attach").string(),
+  };
+  for (const std::string& f : PrivateDaemonRetentionFlags()) args.push_back(f);
+  return args;
+}
+
 }  // namespace
 
 PrivateDaemonPaths PrivateDaemonPathsForUser() {
@@ -148,7 +251,7 @@ absl::StatusOr<std::string> FindDaemonBinary() {
       "--remote HOST:PORT");
 }
 
-absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire() {
+absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire(std::ostream& notes) {
   const PrivateDaemonPaths paths = PrivateDaemonPathsForUser();
   std::error_code ec;
   fs::create_directories(paths.runtime_dir, ec);
@@ -158,6 +261,8 @@ absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire() {
     return absl::PermissionDeniedError(absl::StrCat(
         paths.runtime_dir, " is not owned by you; set XDG_RUNTIME_DIR to a private directory"));
   }
+  auto stop_wait = StopWaitSeconds();
+  if (!stop_wait.ok()) return stop_wait.status();
   auto d = std::unique_ptr<PrivateDaemon>(new PrivateDaemon());
   d->paths_ = paths;
   // Under the lease directory's lock until the daemon serves: a daemon stopping now (its last
@@ -189,28 +294,29 @@ absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire() {
         absl::StrCat("cannot create ", state.string(), ": ", ec.message(),
                      " (set LIBREYOLO_STATE_DIR to a writable directory)"));
   }
-  const std::string datasets =
-      EnvOr("LIBREYOLO_DATASETS",
-            (fs::path(EnvOr("HOME", ".")) / ".cache/libreyolo/datasets").string());
-  std::vector<std::string> args = {
-      *binary,
-      "--listen", target.address,
-      "--state-dir", (state / "state").string(),
-      "--store-dir", (state / "store").string(),
-      "--models-dir", (state / "models").string(),
-      "--datasets-dir", datasets,
-      "--images-dir", (state / "images").string(),
-      "--allow-local-paths",
-      "--unix-socket-mode", "0600",
-      "--drain-timeout", "10",
-      // One CPU slot per core, at most 8: the ranks of `profile run --nproc N --device cpu`
-      // (each slot's worker starts at its first job).
-      "--cpu-slots", absl::StrCat(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8)),
-      "--lease-dir", paths.leases,
-      // `profile attach --env`: this user's Kineto socket directory, beside the daemon's socket.
-      "--attach-dir", (fs::path(paths.runtime_dir) / "attach").string(),
-  };
-  for (const std::string& f : PrivateDaemonRetentionFlags()) args.push_back(f);
+  const std::vector<std::string> args = DaemonArgs(paths, *binary, target.address);
+  // A daemon that is stopping (nothing answers on the socket any more) keeps its state and
+  // store directories locked while it drains its jobs: a fresh one started now would exit 3,
+  // "state_dir ... in use". Wait for it (saying so once), then start; a start that still meets
+  // the lock (it was taken in between) waits again, within the same bound.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*stop_wait);
+  bool said = false;
+  for (;;) {
+    if (absl::Status s = WaitForStoppingDaemon(paths, deadline, *stop_wait, notes, &said); !s.ok()) {
+      return s;
+    }
+    absl::Status started = d->StartAndWait(args);
+    if (started.ok()) return d;
+    if (!absl::IsAlreadyExists(started) || std::chrono::steady_clock::now() >= deadline) {
+      return started;
+    }
+  }
+}
+
+absl::Status PrivateDaemon::StartAndWait(const std::vector<std::string>& args) {
+  pid_ = -1;
+  child_ = false;
+  wait_status_.reset();
   const pid_t pid = ::fork();
   if (pid < 0) return absl::InternalError("fork failed: cannot start libreyolod");
   if (pid == 0) {
@@ -218,41 +324,45 @@ absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire() {
     // decides what happens to the job), output to the log, cwd in the state directory. The
     // lock and the lease are close-on-exec: the daemon holds neither.
     ::setpgid(0, 0);
-    const int log = ::open(paths.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    const int log = ::open(paths_.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     const int null = ::open("/dev/null", O_RDONLY);
     if (null >= 0) ::dup2(null, 0);
     if (log >= 0) {
       ::dup2(log, 1);
       ::dup2(log, 2);
     }
-    if (::chdir(state.c_str()) != 0) _exit(126);
+    if (::chdir(paths_.state_root.c_str()) != 0) _exit(126);
     std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     ::execv(argv[0], argv.data());
     _exit(127);
   }
-  d->pid_ = pid;
-  d->child_ = true;
+  pid_ = pid;
+  child_ = true;
   {
-    std::ofstream pid_file(paths.pid_file, std::ios::trunc);
+    std::ofstream pid_file(paths_.pid_file, std::ios::trunc);
     pid_file << pid << "\n";
   }
+  std::error_code ec;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < until) {
-    if (d->Ended()) {
-      d->pid_ = -1;
-      d->child_ = false;
+    if (Ended()) {
+      const bool in_use = wait_status_ && WIFEXITED(*wait_status_) &&
+                          WEXITSTATUS(*wait_status_) == kDaemonExitInUse;
+      pid_ = -1;
+      child_ = false;
       // A daemon the user started at the same moment: use it.
-      if (Answers(*d->connection_)) return d;
-      return absl::UnavailableError(absl::StrCat("libreyolod exited at start (log ", paths.log,
-                                                 "):", LogTail(paths.log)));
+      if (Answers(*connection_)) return absl::OkStatus();
+      const std::string why =
+          absl::StrCat("libreyolod exited at start (log ", paths_.log, "):", LogTail(paths_.log));
+      return in_use ? absl::AlreadyExistsError(why) : absl::UnavailableError(why);
     }
-    if (fs::exists(paths.socket, ec) && Answers(*d->connection_)) return d;
+    if (fs::exists(paths_.socket, ec) && Answers(*connection_)) return absl::OkStatus();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return absl::DeadlineExceededError(absl::StrCat(
-      "libreyolod did not answer on ", paths.socket, " within 60 s (log ", paths.log, ")"));
+      "libreyolod did not answer on ", paths_.socket, " within 60 s (log ", paths_.log, ")"));
 }
 
 bool PrivateDaemon::Ended() {

@@ -8,13 +8,16 @@
 // finds with nothing left to run; a daemon started on demand (--lease-dir) also stops itself
 // once it has no job and no live lease, so a command killed with SIGKILL, whose lease dies with
 // it, keeps it only until its job ends. Starting, counting and stopping happen under the lease
-// directory's lock: a command that comes while a daemon stops waits, then starts a fresh one.
+// directory's lock: a command that comes while a daemon stops waits, then starts a fresh one
+// (also for a daemon stopped otherwise, SIGTERM from the user: its directories' locks are
+// waited for before the start).
 #ifndef LIBREYOLO_CLIENT_REMOTE_PRIVATE_DAEMON_H_
 #define LIBREYOLO_CLIENT_REMOTE_PRIVATE_DAEMON_H_
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,8 +55,10 @@ absl::StatusOr<std::string> FindDaemonBinary();
 class PrivateDaemon {
  public:
   // Takes a lease (the file names this command line), then connects to the running private
-  // daemon or starts one (waiting until it serves).
-  static absl::StatusOr<std::unique_ptr<PrivateDaemon>> Acquire();
+  // daemon or starts one (waiting until it serves). A daemon that is still stopping (its state
+  // or store directory locked, nothing answering on the socket) is waited for first, at most
+  // LIBREYOLO_DAEMON_STOP_WAIT_S seconds (default 30), said once on `notes`.
+  static absl::StatusOr<std::unique_ptr<PrivateDaemon>> Acquire(std::ostream& notes = std::cerr);
   // Ends the lease. When no other live lease remains and the daemon (one started on demand)
   // has no queued or running job, stops it (SIGTERM, then waits) before returning.
   ~PrivateDaemon();
@@ -71,6 +76,9 @@ class PrivateDaemon {
   PrivateDaemon() = default;
   bool Ended();
   bool HasLiveJobs();
+  // Starts libreyolod (`args`) and waits until it answers (60 s). ALREADY_EXISTS when it exits
+  // kDaemonExitInUse: another process held its state or store directory.
+  absl::Status StartAndWait(const std::vector<std::string>& args);
   void Stop();
 
   PrivateDaemonPaths paths_;
