@@ -3,6 +3,7 @@
 init, and record what its TorchScript backend makes of it.
 
     python registry_exports.py OUT_DIR [--families a,b] [--list] [--imgsz 320] [--timeout 240]
+                               [--isolate]
 
 Run it with the LibreYOLO Python environment (`$(bash scripts/python-env.sh)/bin/python`).
 
@@ -11,7 +12,11 @@ the Python tool's CLI and docs use): every family whose tasks include "detect", 
 ``available`` (its optional runtime installed) and whose export is not ``blocked``. ``--list``
 prints them, one a line, and exits.
 
-For each family, in a child process of its own (a family that hangs or crashes costs only itself):
+For each family, all in this one process (the imports, ~5 s a process, are paid once; a family
+that raises or runs past --timeout, a SIGALRM, writes its error and the next one goes on), or with
+--isolate each in a child process of its own (a family that crashes or hangs in native code costs
+only itself; bench/export_bench.py's whole-registry sweep, whose latencies a shared process would
+also skew):
   1. builds the smallest size from random init without a download (``Family._from_scratch``),
   2. makes the random net informative (make_exports.make_informative: constant weights re-drawn,
      BatchNorm statistics from the sample image), so detections have distinct scores,
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -61,11 +67,24 @@ def registry_families() -> list[tuple[str, str, str, int]]:
     return out
 
 
+def export_metadata(ts: Path) -> dict:
+    """The archive's extra file <folder>/extra/libreyolo_metadata.json, read from the zip (what
+    torch.jit.load's _extra_files gives, without loading the graph a second time)."""
+    import zipfile
+
+    with zipfile.ZipFile(ts) as z:
+        names = [n for n in z.namelist() if n.endswith("/extra/libreyolo_metadata.json")]
+        return json.loads(z.read(names[0]) or b"{}") if names else {}
+
+
 def _shapes(outs) -> list:
     return [list(o.shape) for o in outs]
 
 
-def one_family(family: str, cls_path: str, size: str, native_imgsz: int, args) -> dict:
+def one_family(family: str, cls_path: str, size: str, native_imgsz: int, args,
+               variant: dict | None = None) -> dict:
+    """variant (a user's own export, --variants): {"name", "nb_classes", "imgsz": [h, w],
+    "batch"}: the files are named after it, the export made only at its size."""
     import importlib
     import logging
     import warnings
@@ -83,18 +102,24 @@ def one_family(family: str, cls_path: str, size: str, native_imgsz: int, args) -
     mod, cls_name = cls_path.rsplit(".", 1)
     cls = getattr(importlib.import_module(mod), cls_name)
     rec: dict = {"family": family, "class": cls_name, "size": size, "native_imgsz": native_imgsz}
+    name, nb_classes, batch, sizes = family, 80, 1, (args.imgsz, native_imgsz)
+    if variant:
+        name, nb_classes, batch = variant["name"], variant["nb_classes"], variant["batch"]
+        h, w = variant["imgsz"]
+        sizes = (h if h == w else (h, w),)
+        rec.update(variant=name, batch=batch)
     torch.manual_seed(0)
-    model = cls._from_scratch(size=size, device="cpu", seed=0)
-    ts = Path(args.out_dir) / f"{family}.torchscript"
+    model = cls._from_scratch(size=size, nb_classes=nb_classes, device="cpu", seed=0)
+    ts = Path(args.out_dir) / f"{name}.torchscript"
     errors = []
-    for imgsz in dict.fromkeys((args.imgsz, native_imgsz)):
+    for imgsz in dict.fromkeys(sizes):
         try:
             try:
                 rec["init"] = make_informative(model, family, imgsz, args.image, 0)
             except Exception as e:  # a preprocess the fake backend lacks: random init as it is
                 rec["init"] = {"error": f"{type(e).__name__}: {e}"[:300]}
             model.export(format="torchscript", output_path=str(ts), imgsz=imgsz, half=False,
-                         int8=False, dynamic=False, simplify=True, opset=None, batch=1,
+                         int8=False, dynamic=batch > 1, simplify=True, opset=None, batch=batch,
                          device="auto", verbose=False)
             rec["imgsz"] = imgsz
             break
@@ -102,9 +127,7 @@ def one_family(family: str, cls_path: str, size: str, native_imgsz: int, args) -
             errors.append(f"export at {imgsz}: {type(e).__name__}: {e}"[:400])
     if "imgsz" not in rec:
         raise RuntimeError("; ".join(errors))
-    extra = {"libreyolo_metadata.json": ""}
-    torch.jit.load(str(ts), map_location="cpu", _extra_files=extra)
-    rec["metadata"] = json.loads(extra["libreyolo_metadata.json"] or "{}")
+    rec["metadata"] = export_metadata(ts)
     rec["metadata"].pop("names", None)
     backend = libreyolo.LibreYOLO(str(ts), device="cpu")
     captured = {}
@@ -127,9 +150,9 @@ def one_family(family: str, cls_path: str, size: str, native_imgsz: int, args) -
     rec["input_shape"], rec["output_shapes"] = captured["input"], captured["outs"]
     rec["image"] = str(Path(args.image).resolve())
     # The exact blob the backend fed the module and its raw outputs (the last predict's).
-    np.save(Path(args.out_dir) / f"{family}.input.npy", captured["blob"].astype(np.float32))
+    np.save(Path(args.out_dir) / f"{name}.input.npy", captured["blob"].astype(np.float32))
     for i, o in enumerate(captured["raw"]):
-        np.save(Path(args.out_dir) / f"{family}.output{i}.npy", np.asarray(o, dtype=np.float32))
+        np.save(Path(args.out_dir) / f"{name}.output{i}.npy", np.asarray(o, dtype=np.float32))
     boxes = np.asarray(res.boxes.xyxy, dtype=np.float32).reshape(-1, 4)
     scores = np.asarray(res.boxes.conf, dtype=np.float32).reshape(-1)
     classes = np.asarray(res.boxes.cls).reshape(-1).astype(np.int64)
@@ -152,6 +175,30 @@ def one_family(family: str, cls_path: str, size: str, native_imgsz: int, args) -
     return rec
 
 
+class FamilyTimeout(BaseException):
+    """Not an Exception: the `except Exception` inside a family's own code does not swallow it."""
+
+
+def in_process(fam: str, cls_path: str, size: str, imgsz: int, args,
+               variant: dict | None = None) -> dict:
+    """one_family's record, or its error: an exception, or --timeout s passing (SIGALRM, raised
+    between Python steps: a hang inside one native call is --isolate's to cut)."""
+
+    def expire(signum, frame):
+        raise FamilyTimeout(f"timed out after {args.timeout:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, args.timeout)
+    try:
+        return one_family(fam, cls_path, size, imgsz, args, variant)
+    except (Exception, FamilyTimeout) as e:
+        return {"family": fam, "class": cls_path, "size": size,
+                "error": f"{type(e).__name__}: {e}"[:600]}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out_dir")
@@ -161,7 +208,12 @@ def main(argv=None) -> int:
     p.add_argument("--image", default="")
     p.add_argument("--runs", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--timeout", type=float, default=240)
+    p.add_argument("--timeout", type=float, default=240, help="seconds per family")
+    p.add_argument("--variants", default="",
+                   help="a user's own exports, FAMILY:CLASSES:H[xW]:BATCH,... (files named "
+                        "FAMILY_CLASSES_HxW_BATCH), besides --families")
+    p.add_argument("--isolate", action="store_true",
+                   help="each family in a child process of its own (default: all in this one)")
     p.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     out = Path(args.out_dir)
@@ -172,11 +224,7 @@ def main(argv=None) -> int:
         args.image = libreyolo.SAMPLE_IMAGE
     if args.child:
         fam, cls_path, size, imgsz = json.loads(args.child)
-        try:
-            rec = one_family(fam, cls_path, size, imgsz, args)
-        except Exception as e:
-            rec = {"family": fam, "class": cls_path, "size": size,
-                   "error": f"{type(e).__name__}: {e}"[:600]}
+        rec = in_process(fam, cls_path, size, imgsz, args)
         (out / f"{fam}.reference.json").write_text(json.dumps(rec, indent=1))
         return 0
     fams = registry_families()
@@ -186,13 +234,36 @@ def main(argv=None) -> int:
         for f in fams:
             print(f[0])
         return 0
+    # A user's own exports (--variants): each after the registry's families, in this process.
+    variants = []
+    for v in filter(None, args.variants.split(",")):
+        fam, nc, hw, batch = v.split(":")
+        h, _, w = hw.partition("x")
+        variants.append({"name": v.replace(":", "_"), "family": fam, "nb_classes": int(nc),
+                         "imgsz": [int(h), int(w or h)], "batch": int(batch)})
+    registry = {f[0]: f for f in fams}
+    for v in variants:
+        if v["family"] not in registry:
+            sys.exit(f"--variants: {v['family']} is not a detection family of the registry")
     want = [f for f in args.families.split(",") if f]
-    if want:
+    if want or variants:
         fams = [f for f in fams if f[0] in want]
+    for v in variants:
+        _, cls_path, size, imgsz = registry[v["family"]]
+        ref = out / f"{v['name']}.reference.json"
+        t = time.perf_counter()
+        if not ref.exists():
+            ref.write_text(json.dumps(in_process(v["family"], cls_path, size, imgsz, args, v),
+                                      indent=1))
+        rec = json.loads(ref.read_text())
+        print(f"{v['name']:16s} {time.perf_counter() - t:6.1f}s "
+              f"{rec.get('error') or rec['output_shapes']}", flush=True)
     for fam, cls_path, size, imgsz in fams:
         ref = out / f"{fam}.reference.json"
         t = time.perf_counter()
-        if not ref.exists():
+        if not ref.exists() and not args.isolate:
+            ref.write_text(json.dumps(in_process(fam, cls_path, size, imgsz, args), indent=1))
+        elif not ref.exists():
             cmd = [sys.executable, __file__, str(out), "--imgsz", str(args.imgsz), "--image",
                    args.image, "--runs", str(args.runs), "--threads", str(args.threads),
                    "--child", json.dumps([fam, cls_path, size, imgsz])]
