@@ -560,8 +560,9 @@ def report(soak, backlog_window, stats):
             start, end = soak.real_ms(j.start_time_unix_ms), soak.real_ms(j.finish_time_unix_ms)
             u["wait_s"].append((start - soak.real_ms(j.create_time_unix_ms)) / 1000)
             u["device_s"] += max(0.0, min(end / 1000, hi) - max(start / 1000, lo))
-            if abs(j.finish_time_unix_ms - j.start_time_unix_ms) > 3_600_000:
-                straddled.append(job_id)
+            span = j.finish_time_unix_ms - j.start_time_unix_ms
+            if abs(span) > 3_600_000:
+                straddled.append(f"{user} {span / DAY_MS:+.0f} d")
     print(f"\nsubmitted {len(soak.user_of)} (acknowledged {len(soak.acked)}), "
           + ", ".join(f"{k.lower()} {v}" for k, v in sorted(states.items()))
           + f", lost {len(lost)}, run twice {len(twice)}"
@@ -590,7 +591,8 @@ def report(soak, backlog_window, stats):
               + "; ".join(f"{when}: {n} jobs, mean {total / n if n else 0:.2f} s, "
                           f"{above} over 3600 s" for when, n, total, above in soak.histograms))
         print(f"job records whose wall-clock start and finish straddle a step (their spans read "
-              f"+-1 day; the records are wall-clock times): {len(straddled)}")
+              f"+-1 day; the records are wall-clock times): {len(straddled)}"
+              + (f" ({', '.join(sorted(straddled))})" if straddled else ""))
     print("seconds root's GetDaemonInfo went unanswered (Unix socket, every 0.5 s), by fault: "
           + (", ".join(f"{k} {v:.1f}" for k, v in soak.outages.items()) or "none"))
     print("\n| | daemon RSS MiB | daemon fds | workers | workers RSS MiB | workers fds | "
