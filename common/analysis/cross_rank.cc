@@ -1,11 +1,17 @@
 #include "common/analysis/cross_rank.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/analysis/trust.h"
 
 namespace libreyolo {
 namespace {
@@ -173,12 +179,183 @@ void Verdict(CrossRankResult& r) {
   }
 }
 
+// With ranks missing, the verdict says over which ranks it holds, after its headline (the part
+// before the first ':', which `compare` sets side by side).
+void MarkPartialVerdict(CrossRankResult& r) {
+  if (!r.partial()) return;
+  const std::string over =
+      absl::StrFormat(" (over the %d of %d ranks present; rank%s %s missing)", r.ranks.size(),
+                      r.world_size, r.missing_ranks.size() == 1 ? "" : "s",
+                      RanksText(r.missing_ranks));
+  const size_t colon = r.verdict.find(':');
+  r.verdict.insert(colon == std::string::npos ? r.verdict.size() : colon, over);
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// A rank whose steps start further from the reference rank's than its clock allows.
+struct SkewedRank {
+  int64_t rank;
+  double offset_ms;     // median over the shared steps of (its start - the reference's)
+  double allowance_ms;  // the longest of those steps + kClockSkewAllowanceMs
+  size_t shared;
+};
+
+// The median offset of f's ProfilerStep#N starts from ref's over the step numbers both mark, and
+// the allowance; nullopt when they share none.
+std::optional<SkewedRank> StepOffset(const RankFigures& ref, const RankFigures& f) {
+  std::map<int64_t, Interval> ref_steps;
+  for (size_t i = 0; i < ref.comm_ms_by_step.size() && i < ref.step_spans.size(); ++i) {
+    ref_steps.emplace(ref.comm_ms_by_step[i].first, ref.step_spans[i]);
+  }
+  std::vector<double> offsets;
+  double longest_ns = 0;
+  for (size_t i = 0; i < f.comm_ms_by_step.size() && i < f.step_spans.size(); ++i) {
+    const auto it = ref_steps.find(f.comm_ms_by_step[i].first);
+    if (it == ref_steps.end()) continue;
+    const Interval& a = it->second;
+    const Interval& b = f.step_spans[i];
+    offsets.push_back(static_cast<double>(b.first - a.first) / 1e6);
+    longest_ns = std::max({longest_ns, static_cast<double>(a.second - a.first),
+                           static_cast<double>(b.second - b.first)});
+  }
+  if (offsets.empty()) return std::nullopt;
+  return SkewedRank{f.info.rank, Median(offsets), longest_ns / 1e6 + kClockSkewAllowanceMs,
+                    offsets.size()};
+}
+
+TrustCheck ClockCheck(const CrossRankResult& r) {
+  if (r.windowed) {
+    return {kCheckClocks, kTrustNotApplicable,
+            "figures per window: the traces mark no steps to set the ranks' clocks against"};
+  }
+  if (r.ranks.size() < 2) return {kCheckClocks, kTrustNotApplicable, "one rank: no other clock"};
+  const RankFigures& ref = r.ranks[0];
+  std::vector<SkewedRank> skewed;
+  double largest = 0;
+  size_t compared = 0;
+  for (size_t i = 1; i < r.ranks.size(); ++i) {
+    const std::optional<SkewedRank> o = StepOffset(ref, r.ranks[i]);
+    if (!o) continue;
+    ++compared;
+    largest = std::max(largest, std::abs(o->offset_ms));
+    if (std::abs(o->offset_ms) > o->allowance_ms) skewed.push_back(*o);
+  }
+  if (compared == 0) {
+    return {kCheckClocks, kTrustNotApplicable,
+            absl::StrCat("no other rank marks a ProfilerStep#N that rank ", ref.info.rank,
+                         " marks: no step to set their clocks against")};
+  }
+  if (skewed.empty()) {
+    return {kCheckClocks, kTrustPassed,
+            absl::StrFormat("every rank's steps start within %.3f ms of rank %d's (median over "
+                            "the steps they share), within one step plus %.0f ms",
+                            largest, ref.info.rank, kClockSkewAllowanceMs)};
+  }
+  std::vector<std::string> said;
+  for (const SkewedRank& s : skewed) {
+    if (said.size() == 3) {
+      said.push_back(absl::StrCat("and ", skewed.size() - 3, " more"));
+      break;
+    }
+    said.push_back(absl::StrFormat(
+        "rank %d's ProfilerStep#N start %.1f ms %s rank %d's (median over %d shared step%s), "
+        "beyond one step plus %.0f ms (%.1f ms): its clock is off by at least %.1f ms",
+        s.rank, std::abs(s.offset_ms), s.offset_ms > 0 ? "after" : "before", ref.info.rank,
+        s.shared, s.shared == 1 ? "" : "s", kClockSkewAllowanceMs, s.allowance_ms,
+        std::abs(s.offset_ms) - (s.allowance_ms - kClockSkewAllowanceMs)));
+  }
+  return {kCheckClocks, kTrustFailed,
+          absl::StrCat(absl::StrJoin(said, "; "),
+                       ". A synchronous job's ranks run each step together (its collectives "
+                       "need every rank), so the traces' clocks disagree beyond the skew hosts' "
+                       "clocks allow: times set side by side across ranks are not to be relied "
+                       "on; each rank's per-step figures are durations on its own clock and "
+                       "stand")};
+}
+
+TrustCheck RanksCheck(const CrossRankResult& r) {
+  if (!r.partial()) {
+    return {kCheckRanksComplete, kTrustPassed,
+            absl::StrCat("every rank of the ", r.world_size, "-rank job is present")};
+  }
+  std::vector<int64_t> held;
+  for (const RankFigures& f : r.ranks) held.push_back(f.info.rank);
+  return {kCheckRanksComplete, kTrustFailed,
+          absl::StrFormat("the folder holds rank%s %s of a %d-rank job; rank%s %s %s missing: %s "
+                          "are over the %d ranks present only (partial)",
+                          held.size() == 1 ? "" : "s", RanksText(held), r.world_size,
+                          r.missing_ranks.size() == 1 ? "" : "s", RanksText(r.missing_ranks),
+                          r.missing_ranks.size() == 1 ? "is" : "are",
+                          "the step spread, the rank waited for, its wait, the straggler and the "
+                          "load imbalance",
+                          held.size())};
+}
+
 }  // namespace
 
-CrossRankResult AnalyseCrossRank(std::vector<RankFigures> ranks) {
+std::string RanksText(const std::vector<int64_t>& ranks) {
+  std::vector<std::string> runs;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (runs.size() == 6) {
+      runs.push_back("...");
+      break;
+    }
+    runs.push_back(j == i ? absl::StrCat(ranks[i]) : absl::StrCat(ranks[i], "..", ranks[j]));
+    i = j + 1;
+  }
+  return absl::StrJoin(runs, ", ");
+}
+
+const std::vector<std::string>& PartialFigures() {
+  static const auto* names = new std::vector<std::string>{
+      "step_spread_ms",  "step_spread_pct",
+      "wait_for_rank",   "collective_wait_ms",
+      "collective_wait_median_ms", "straggler",
+      "straggler_extra_dataload_ms", "straggler_extra_compute_ms",
+      "load_imbalance_pct"};
+  return *names;
+}
+
+void AssessRanksTrust(CrossRankResult& r) {
+  r.trust_checks = {RanksCheck(r), ClockCheck(r)};
+  r.trust_reasons.clear();
+  for (const TrustCheck& c : r.trust_checks) {
+    if (c.outcome != kTrustFailed) continue;
+    r.trust_reasons.push_back(c.name == kCheckRanksComplete
+                                  ? absl::StrCat(r.missing_ranks.size(), " of ", r.world_size,
+                                                 " ranks missing: the cross-rank figures are "
+                                                 "partial")
+                                  : std::string("the ranks' clocks disagree beyond the skew "
+                                                "they allow"));
+  }
+  r.confidence = r.trust_reasons.empty() ? kConfidenceHigh : kConfidenceReduced;
+}
+
+CrossRankResult AnalyseCrossRank(std::vector<RankFigures> ranks, int64_t world_size) {
   CrossRankResult r;
   r.ranks = std::move(ranks);
-  r.world_size = static_cast<int64_t>(r.ranks.size());
+  r.world_size = std::max<int64_t>(world_size, static_cast<int64_t>(r.ranks.size()));
+  if (r.world_size <= kMaxWorldSize) {  // the folder's reader refuses larger ones
+    std::vector<bool> held(static_cast<size_t>(r.world_size), false);
+    for (const RankFigures& f : r.ranks) {
+      if (f.info.rank >= 0 && f.info.rank < r.world_size) {
+        held[static_cast<size_t>(f.info.rank)] = true;
+      }
+    }
+    // Ranks given without a rank number (hand-made figures) are 0..n-1 in order.
+    const bool numbered = std::any_of(r.ranks.begin(), r.ranks.end(),
+                                      [](const RankFigures& f) { return f.info.rank >= 0; });
+    for (int64_t k = 0; numbered && k < r.world_size; ++k) {
+      if (!held[static_cast<size_t>(k)]) r.missing_ranks.push_back(k);
+    }
+  }
   if (!r.ranks.empty()) r.backend = r.ranks[0].info.backend;
   r.windowed = !r.ranks.empty() && r.ranks[0].windowed;
   r.step_ms_mean = Mean(r.ranks, [](const RankFigures& f) { return f.step_ms; });
@@ -201,6 +378,8 @@ CrossRankResult AnalyseCrossRank(std::vector<RankFigures> ranks) {
   FindStraggler(r);
   Bandwidth(r);
   Verdict(r);
+  MarkPartialVerdict(r);
+  AssessRanksTrust(r);
   return r;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/analysis/rank_trace.h"
+#include "common/profile/profile.h"
 
 namespace libreyolo {
 
@@ -24,11 +25,33 @@ inline constexpr double kCommBoundFrac = 0.15;
 // A straggler whose extra compute and extra dataload are both below this share of the wait it
 // causes is slow outside its profiled ops (a sleep, Python between ops, CPU contention).
 inline constexpr double kStragglerExplainedFrac = 0.25;
+// The clock check (clocks_consistent): in a synchronous job every step has collectives that need
+// every rank at once, so two ranks' ProfilerStep#N start within one step of each other; the
+// ranks' clocks (each host's own: one host's ranks share one) may add this much more (NTP keeps
+// hosts within a few ms of each other).
+inline constexpr double kClockSkewAllowanceMs = 5.0;
+
+// The largest world size a trace may declare (the largest jobs have ~10^5 ranks): a folder of
+// some ranks lists the others, so a hostile `world_size` must not make that list huge.
+inline constexpr int64_t kMaxWorldSize = int64_t{1} << 20;
+
+// The trust checks of a folder of rank traces (docs/metrics.md "Trust", "Cross-rank analysis").
+inline constexpr char kCheckRanksComplete[] = "ranks_complete";
+inline constexpr char kCheckClocks[] = "clocks_consistent";
 
 struct CrossRankResult {
   std::string backend;
-  int64_t world_size = 0;
-  std::vector<RankFigures> ranks;  // by rank
+  int64_t world_size = 0;          // the job's: the ranks present may be fewer
+  std::vector<RankFigures> ranks;  // by rank: the ranks present
+  // The job's ranks the folder does not hold. With any, the figures that compare every rank
+  // with every other (PartialFigures()) are over the ranks present only: `partial`.
+  std::vector<int64_t> missing_ranks;
+  bool partial() const { return !missing_ranks.empty(); }
+  // ranks_complete and clocks_consistent, each with its evidence; the confidence they give
+  // (high / reduced) and one reason per failed check.
+  std::vector<TrustCheck> trust_checks;
+  std::string confidence;
+  std::vector<std::string> trust_reasons;
   // Every figure is per window, not per step: the ranks' traces mark no steps (Kineto's
   // on-demand traces of an attach job) and were cut to the span all of them cover; step_ms_mean
   // is that window's length and the step spread 0.
@@ -64,8 +87,23 @@ struct CrossRankResult {
   std::vector<std::string> levers;
 };
 
-// `ranks` holds one entry per rank 0..n-1, in rank order (the folder checks come first).
-CrossRankResult AnalyseCrossRank(std::vector<RankFigures> ranks);
+// `ranks` holds one entry per rank present, in rank order (the folder checks come first), of a
+// job of `world_size` ranks (0: as many as given, none missing).
+CrossRankResult AnalyseCrossRank(std::vector<RankFigures> ranks, int64_t world_size = 0);
+
+// The names (as CrossRankMetrics writes them) of the figures that need every rank of the job: the
+// step spread, the rank waited for and its wait, the straggler and its extra times, the load
+// imbalance. With ranks missing they are over the ranks present and marked partial.
+const std::vector<std::string>& PartialFigures();
+
+// The folder's trust checks and confidence from r's ranks (sets r.trust_checks, confidence,
+// trust_reasons): ranks_complete (failed: ranks missing) and clocks_consistent (failed: a
+// rank's ProfilerStep#N starts further from the lowest rank's than one step plus
+// kClockSkewAllowanceMs, in the median over the steps both mark; not applicable per window).
+void AssessRanksTrust(CrossRankResult& r);
+
+// "1..127", "0..33, 35..299", "1, 3" (at most 6 runs listed).
+std::string RanksText(const std::vector<int64_t>& ranks);
 
 }  // namespace libreyolo
 

@@ -377,10 +377,10 @@ std::optional<double> BytesPerStep(const std::vector<SizedCall>& calls, const In
 }
 
 // The ms of the merged `comm` inside each step, by step number, in the order of the steps'
-// starts.
+// starts; each step's span appended to `spans` in the same order.
 std::vector<std::pair<int64_t, double>> CommByStep(const Intervals& steps,
                                                    const std::vector<int64_t>& numbers,
-                                                   const Intervals& comm) {
+                                                   const Intervals& comm, Intervals& spans) {
   std::vector<size_t> order(steps.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return steps[a] < steps[b]; });
@@ -394,6 +394,7 @@ std::vector<std::pair<int64_t, double>> CommByStep(const Intervals& steps,
       ns += std::min(it->second, s.second) - std::max(it->first, s.first);
     }
     out.emplace_back(numbers[i], static_cast<double>(ns) / 1e6);
+    spans.push_back(s);
   }
   return out;
 }
@@ -423,7 +424,9 @@ void Reduce(Collected& c, const Intervals& window, int64_t periods, RankFigures&
   f.collectives = CountInside(f.gpu_comm ? c.comm_gpu_starts : c.comm_cpu_starts, window);
   f.allreduce_bytes =
       BytesPerStep(c.param_sizes.empty() ? c.span_sizes : c.param_sizes, window, periods);
-  if (!f.windowed) f.comm_ms_by_step = CommByStep(c.steps, c.step_numbers_in_order, comm);
+  if (!f.windowed) {
+    f.comm_ms_by_step = CommByStep(c.steps, c.step_numbers_in_order, comm, f.step_spans);
+  }
 }
 
 absl::StatusOr<RankFigures> Figures(Collected c, const std::string& what) {

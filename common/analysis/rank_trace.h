@@ -47,6 +47,9 @@ struct RankFigures {
   // (N of ProfilerStep#N, ms of comm_ms' union inside that step), in the order of the steps'
   // starts: the per-step waits of the cross-rank analysis. Empty when windowed.
   std::vector<std::pair<int64_t, double>> comm_ms_by_step;
+  // Each of those steps' span (ns, the rank's own clock), in the same order: the clock check of
+  // the cross-rank analysis (cross_rank.h, clocks_consistent).
+  std::vector<Interval> step_spans;
 };
 
 // One streaming pass's kept intervals of one rank's trace (move-only): read once, reduced to

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/analysis/trust.h"
 #include "common/io/file_reader.h"
 #include "common/io/rank_artifacts.h"
 #include "common/json/json_read.h"
@@ -31,22 +32,6 @@ namespace fs = std::filesystem;
 
 bool IsTraceName(const std::string& name) {
   return absl::EndsWith(name, ".json") || absl::EndsWith(name, ".json.gz");
-}
-
-// Runs of consecutive ranks: "1..127", "0..33, 35..299", "1, 3" (at most 6 runs listed).
-std::string RanksText(const std::vector<int64_t>& ranks) {
-  std::vector<std::string> runs;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (runs.size() == 6) {
-      runs.push_back("...");
-      break;
-    }
-    runs.push_back(j == i ? absl::StrCat(ranks[i]) : absl::StrCat(ranks[i], "..", ranks[j]));
-    i = j + 1;
-  }
-  return absl::StrJoin(runs, ", ");
 }
 
 absl::StatusOr<std::vector<std::string>> TraceFiles(const std::string& dir) {
@@ -94,6 +79,12 @@ absl::Status CheckRanks(const std::string& dir, const std::vector<RankFile>& fil
           dir, first.path, first.info.rank, first.info.world_size, first.info.backend, f.path,
           f.info.rank, f.info.world_size, f.info.backend));
     }
+    if (f.info.world_size > kMaxWorldSize) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s says its job has %d ranks, more than any job's (at most %d): not a trace of a "
+          "distributed run; read it alone with `libreyolo profile summary %s`",
+          f.path, f.info.world_size, kMaxWorldSize, f.path));
+    }
     if (f.info.rank < 0 || f.info.rank >= f.info.world_size) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s says rank %d of a %d-rank job: not a rank of that job", f.path,
@@ -116,7 +107,8 @@ absl::Status CheckRanks(const std::string& dir, const std::vector<RankFile>& fil
   for (const auto& [r, f] : by_rank) held.push_back(r);
   return absl::InvalidArgumentError(absl::StrFormat(
       "%s holds rank%s %s of a %d-rank job (backend %s); rank%s %s %s missing: put every "
-      "rank's trace in the folder, or read one rank with --rank %d (or give its file alone)",
+      "rank's trace in the folder (two or more of its ranks are analysed for the ranks "
+      "present), or read one rank with --rank %d (or give its file alone)",
       dir, held.size() == 1 ? "" : "s", RanksText(held), first.info.world_size,
       first.info.backend.empty() ? "unknown" : first.info.backend, missing.size() == 1 ? "" : "s",
       RanksText(missing), missing.size() == 1 ? "is" : "are", held.front()));
@@ -330,7 +322,10 @@ absl::StatusOr<RanksView> BuildRanksViewOfTraces(const std::string& dir,
 absl::StatusOr<RanksView> BuildRanksViewOfTraces(const std::string& dir,
                                                  const std::vector<RankTraceInput>& traces,
                                                  int threads) {
-  auto files = ScanRankTraces(dir, traces, /*require_all=*/true);
+  // Two or more ranks of a larger job are analysed for the ranks present (the missing ones
+  // named in `trust`, the figures that need every rank partial); one rank alone has no other to
+  // set against, so a lone rank of a larger job is refused, naming --rank.
+  auto files = ScanRankTraces(dir, traces, /*require_all=*/traces.size() < 2);
   if (!files.ok()) return files.status();
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const size_t n = files->size();
@@ -353,7 +348,7 @@ absl::StatusOr<RanksView> BuildRanksViewOfTraces(const std::string& dir,
   RanksView v;
   v.source = dir;
   v.threads = std::min(threads, static_cast<int>(n));
-  v.result = AnalyseCrossRank(std::move(figures));
+  v.result = AnalyseCrossRank(std::move(figures), files->front().info.world_size);
   return v;
 }
 
@@ -445,6 +440,14 @@ CompareResult CompareRanks(const RanksView& before, const RanksView& after) {
     r.warnings.push_back(absl::StrCat("different backend: ", b.backend, " before, ", a.backend,
                                       " after; the numbers are not like for like"));
   }
+  for (const auto& [side, v] : {std::pair{"before", &b}, std::pair{"after", &a}}) {
+    if (v->partial()) {
+      r.warnings.push_back(absl::StrFormat(
+          "%s holds %d of %d ranks (%s missing): its straggler, wait and load imbalance are "
+          "partial",
+          side, v->ranks.size(), v->world_size, RanksText(v->missing_ranks)));
+    }
+  }
   for (const CrossRankMetric& m : CrossRankMetrics()) {
     if (!m.compared) continue;
     CompareDelta d{m.name, m.unit, m.higher_is_better, m.Value(b), m.Value(a)};
@@ -470,12 +473,43 @@ CompareResult CompareRanks(const RanksView& before, const RanksView& after) {
   return r;
 }
 
+namespace {
+
+// The folder's checks as trust.h's assessment, for its one-line summary.
+TrustAssessment RanksAssessment(const CrossRankResult& r) {
+  TrustAssessment t;
+  t.checks = r.trust_checks;
+  t.checked = !t.checks.empty();
+  t.confidence = r.confidence;
+  t.reasons = r.trust_reasons;
+  return t;
+}
+
+// "trust: reduced: 126 of 128 ranks missing: ...", each failed check's evidence below.
+void AppendRanksTrustLines(std::string& out, const CrossRankResult& r) {
+  absl::StrAppend(&out, "trust: ", TrustSummary(RanksAssessment(r)), "\n");
+  for (const TrustCheck& c : r.trust_checks) {
+    if (c.outcome == kTrustFailed) absl::StrAppend(&out, "  ", c.name, ": ", c.evidence, "\n");
+  }
+}
+
+}  // namespace
+
 std::string RenderRanksText(const RanksView& v) {
   const CrossRankResult& r = v.result;
   const char* per = r.windowed ? "window" : "step";
-  std::string out = absl::StrFormat("%s: %d ranks (%s)\nverdict: %s\n", v.source, r.world_size,
+  const std::string count =
+      r.partial() ? absl::StrFormat("%d of %d ranks, %s missing", r.ranks.size(), r.world_size,
+                                    RanksText(r.missing_ranks))
+                  : absl::StrFormat("%d ranks", r.world_size);
+  std::string out = absl::StrFormat("%s: %s (%s)\nverdict: %s\n", v.source, count,
                                     r.backend.empty() ? "backend unknown" : r.backend, r.verdict);
   for (const std::string& l : r.levers) absl::StrAppend(&out, "  lever: ", l, "\n");
+  AppendRanksTrustLines(out, r);
+  // The figures that need every rank, over the ranks present only.
+  const std::string part = r.partial() ? absl::StrCat(" [partial: ", r.ranks.size(), " of ",
+                                                      r.world_size, " ranks]")
+                                       : std::string();
   TextTable t({{"rank"},
                {"steps"},
                {r.windowed ? "window ms" : "step ms"},
@@ -496,22 +530,22 @@ std::string RenderRanksText(const RanksView& v) {
   } else {
     absl::StrAppend(&out, "step-time spread     ", Fmt(r.step_spread_ms, 2), " ms (",
                     Fmt(r.step_spread_pct, 1), " % of the mean step ", Fmt(r.step_ms_mean, 2),
-                    " ms)\n");
+                    " ms)", part, "\n");
   }
   absl::StrAppend(
       &out, "straggler            ", r.straggler ? absl::StrCat("rank ", *r.straggler) : "none",
-      "\n", "wait for rank ", Opt(r.wait_for_rank), "      ",
+      part, "\n", "wait for rank ", Opt(r.wait_for_rank), "      ",
       FmtUnit(r.collective_wait_ms, "ms", 2), " per ", per,
       r.windowed ? std::string()
                  : absl::StrCat(", median over steps ",
                                 FmtUnit(r.collective_wait_median_ms, "ms", 2)),
-      " (the others' time in collectives minus its)\n", "communication        ",
+      " (the others' time in collectives minus its)", part, "\n", "communication        ",
       Fmt(r.comm_ms, 2), " ms per ", per, ", exposed ", Fmt(r.exposed_comm_ms, 2),
       " ms, overlapped ", FmtUnit(r.comm_overlap_pct, "%", 1), "\n", "all-reduce           ",
       FmtBytes(r.allreduce_bytes), " per ", per, ", algbw ", FmtUnit(r.algbw_gbps, "GB/s", 3),
       ", busbw ", FmtUnit(r.busbw_gbps, "GB/s", 3), "\n", "load imbalance       ",
       FmtUnit(r.load_imbalance_pct, "%", 1),
-      " (busiest rank's compute + dataload over the mean)\n");
+      " (busiest rank's compute + dataload over the mean)", part, "\n");
   return out;
 }
 
@@ -605,6 +639,29 @@ absl::StatusOr<RanksView> RanksViewFromJson(std::string_view json) {
       if (x.IsString()) r.levers.push_back(x.GetString());
     }
   }
+  // Absent in profiles written before issue 40: every rank present, the checks not run.
+  if (const auto m = d.FindMember("missing_ranks"); m != d.MemberEnd() && m->value.IsArray()) {
+    for (const rapidjson::Value& x : m->value.GetArray()) {
+      if (x.IsInt64()) r.missing_ranks.push_back(x.GetInt64());
+    }
+  }
+  if (const auto t = d.FindMember("trust"); t != d.MemberEnd() && t->value.IsObject()) {
+    r.confidence = StringOf(t->value, "confidence");
+    const auto reasons = t->value.FindMember("reasons");
+    if (reasons != t->value.MemberEnd() && reasons->value.IsArray()) {
+      for (const rapidjson::Value& x : reasons->value.GetArray()) {
+        if (x.IsString()) r.trust_reasons.push_back(x.GetString());
+      }
+    }
+    const auto checks = t->value.FindMember("checks");
+    if (checks != t->value.MemberEnd() && checks->value.IsArray()) {
+      for (const rapidjson::Value& c : checks->value.GetArray()) {
+        if (!c.IsObject()) continue;
+        r.trust_checks.push_back(
+            {StringOf(c, "name"), StringOf(c, "outcome"), StringOf(c, "evidence")});
+      }
+    }
+  }
   return v;
 }
 
@@ -637,7 +694,26 @@ std::string RenderRanksJson(const RanksView& v) {
   w.Field("verdict", r.verdict);
   w.Key("levers").BeginArray();
   for (const std::string& l : r.levers) w.String(l);
-  w.EndArray().EndObject();
+  w.EndArray();
+  w.Key("missing_ranks").BeginArray();
+  for (int64_t k : r.missing_ranks) w.Int(k);
+  w.EndArray().Key("partial").BeginArray();
+  if (r.partial()) {
+    for (const std::string& name : PartialFigures()) w.String(name);
+  }
+  w.EndArray();
+  if (!r.trust_checks.empty()) {
+    w.Key("trust").BeginObject().Field("confidence", r.confidence)
+        .Field("line", TrustSummary(RanksAssessment(r))).Key("reasons").BeginArray();
+    for (const std::string& reason : r.trust_reasons) w.String(reason);
+    w.EndArray().Key("checks").BeginArray();
+    for (const TrustCheck& c : r.trust_checks) {
+      w.BeginObject().Field("name", c.name).Field("outcome", c.outcome)
+          .Field("evidence", c.evidence).EndObject();
+    }
+    w.EndArray().EndObject();
+  }
+  w.EndObject();
   return w.Take();
 }
 

@@ -8,7 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/analysis/compare.h"
+#include "common/analysis/trust.h"
 #include "common/render/html_escape.h"
 #include "common/report/html_page.h"
 #include "common/report/report_sections.h"
@@ -48,8 +50,10 @@ std::string PerRankChart(const std::vector<StackedBar>& bars, double y_max = 0) 
 
 // "SOURCE: 4 ranks, nccl"
 std::string RunLine(const RanksView& v) {
-  return absl::StrCat(HtmlEscape(v.source), ": ", v.result.world_size, " ranks, ",
-                      HtmlEscape(v.result.backend));
+  const std::string count = v.result.partial() ? absl::StrCat(v.result.ranks.size(), " of ",
+                                                              v.result.world_size, " ranks")
+                                               : absl::StrCat(v.result.world_size, " ranks");
+  return absl::StrCat(HtmlEscape(v.source), ": ", count, ", ", HtmlEscape(v.result.backend));
 }
 
 std::string VerdictBody(const CrossRankResult& r) {
@@ -58,6 +62,13 @@ std::string VerdictBody(const CrossRankResult& r) {
     verdict += "<ul>";
     for (const std::string& l : r.levers) absl::StrAppend(&verdict, "<li>", HtmlEscape(l), "</li>");
     verdict += "</ul>";
+  }
+  // The folder's trust checks (ranks missing, clocks): one line, a warning when not high.
+  if (!r.trust_checks.empty()) {
+    std::string line = r.confidence;
+    if (!r.trust_reasons.empty()) line += ": " + absl::StrJoin(r.trust_reasons, "; ");
+    absl::StrAppend(&verdict, "<p class=\"", r.confidence == kConfidenceHigh ? "why" : "warn",
+                    "\" data-key=\"trust\">trust: ", HtmlEscape(line), "</p>");
   }
   return verdict;
 }

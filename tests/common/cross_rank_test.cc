@@ -437,11 +437,23 @@ TEST(RankFolder, Errors) {
     ExpectError(d.path(), absl::StatusCode::kInvalidArgument, "rank 1 appears twice");
   }
   {
+    // Two ranks of a 4-rank job are analysed for the ranks present (issue 40), the missing ones
+    // named; one rank alone of it is refused, naming what the folder holds and --rank.
     test::TempDir d;
     d.Write("a.json", RankTrace(0, 4, CpuRankEvents()));
     d.Write("b.json", RankTrace(2, 4, CpuRankEvents()));
-    ExpectError(d.path(), absl::StatusCode::kInvalidArgument,
-                "holds ranks 0, 2 of a 4-rank job (backend gloo); ranks 1, 3 are missing");
+    auto v = BuildRanksView(d.path());
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(v->result.world_size, 4);
+    EXPECT_EQ(v->result.missing_ranks, (std::vector<int64_t>{1, 3}));
+    test::TempDir huge;  // a hostile world size: the missing ranks are not listed
+    huge.Write("a.json", RankTrace(0, 1 << 30, CpuRankEvents()));
+    huge.Write("b.json", RankTrace(1, 1 << 30, CpuRankEvents()));
+    ExpectError(huge.path(), absl::StatusCode::kInvalidArgument, "more than any job's");
+    test::TempDir one;
+    one.Write("b.json", RankTrace(2, 4, CpuRankEvents()));
+    ExpectError(one.path(), absl::StatusCode::kInvalidArgument,
+                "holds rank 2 of a 4-rank job (backend gloo); ranks 0..1, 3 are missing");
   }
   {
     test::TempDir d;
