@@ -95,6 +95,7 @@ int RunCompareGate(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   }
   CompareResult r = Compare(profiles[0], profiles[1], inputs[0], inputs[1]);
   r.gate = EvaluateGate(ImgPerSTrials(profiles[0]), ImgPerSTrials(profiles[1]), *pct, drift);
+  QualifyGateByTrust(profiles[0], profiles[1], *r.gate);  // no confidence: INCONCLUSIVE
   out << (a.Switch("json") ? RenderCompareJson(r)
                            : TerminalSafe(RenderCompareText(r), /*multiline=*/true));
   out.flush();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "common/analysis/compare.h"
 #include "common/analysis/repeat_trials.h"
+#include "common/analysis/trust.h"
 #include "common/status/exit_code.h"
 
 namespace libreyolo {
@@ -86,6 +88,24 @@ std::optional<std::string> GateNotLikeForLike(const Profile& before, const Profi
       absl::StrJoin(differ, "; "),
       ". Profile both sides with the same settings (a different batch or precision is a lever "
       "the gate compares per image); plain `compare` without --fail-if-slower shows the deltas");
+}
+
+void QualifyGateByTrust(const Profile& before, const Profile& after, CompareGate& g) {
+  std::vector<std::string> none;
+  for (const auto& [side, p] : {std::pair{"before", &before}, std::pair{"after", &after}}) {
+    const TrustAssessment t = AssessTrust(*p);
+    if (t.checked && t.confidence == kConfidenceNone) {
+      none.push_back(absl::StrCat("the ", side, " side's (", absl::StrJoin(t.reasons, "; "),
+                                  ")"));
+    }
+  }
+  if (none.empty()) return;
+  const char* was = GateVerdictName(g.verdict);
+  g.verdict = GateVerdict::kInconclusive;
+  g.reason = absl::StrCat(
+      "no answer: ", absl::StrJoin(none, " and "), " verdict has no confidence (trust: none), "
+      "so the gate neither passes nor fails it (the img/s alone said ", was, ": ", g.reason,
+      "). Profile that side again with GPU activity recorded (`summary` shows its trust line)");
 }
 
 std::optional<double> JobDriftFromPairs(const std::vector<RecordedPair>& pairs) {

@@ -71,6 +71,12 @@ CompareGate EvaluateGate(const ThroughputTrials& before, const ThroughputTrials&
 // different batch or precision is a lever: compare reads it per image (CompareMismatches).
 std::optional<std::string> GateNotLikeForLike(const Profile& before, const Profile& after);
 
+// A side whose verdict has no confidence (trust.h: `none`, the trace has GPU launch calls and no
+// kernels) gives the gate nothing to stand on: a PASS or FAIL becomes INCONCLUSIVE, the reason
+// naming the side and why, the img/s interval kept. Profiles without trust checks (the Python
+// tool's, ours before issue 40) and reduced confidence leave the answer as it is.
+void QualifyGateByTrust(const Profile& before, const Profile& after, CompareGate& g);
+
 // D from recorded identical pairs (A/A: the same command twice on the machine class, each with
 // n >= 2 trials): for pair i, the relative difference r_i = (m_a - m_b) / m̄ and its
 // within-job part w_i² = (s_b²/n_b + s_a²/n_a) / m̄² (m̄ the pair's mean of means); since

@@ -39,6 +39,26 @@ Period PeriodOf(const Profile& p) {
   return {p.step_ms.value_or(0), "step"};
 }
 
+// Exposed communication (>= 10 % of the period) no less than the host overhead: the rank waits
+// on its collectives more than on its own launches.
+Verdict CommunicationVerdict(const Profile& p, const Period& period, double host) {
+  const double comm = p.comm_ms_per_step.value_or(0);
+  const double kernel = p.gpu_kernel_ms_per_step.value_or(0);
+  return {kBoundCommunication,
+          absl::StrFormat(
+              "%.1f ms of the %.1f ms %s is communication with no compute beside it (exposed; "
+              "%.1f ms of communication per %s, %.0f%% of the GPU's kernel time, %.0f%% of it "
+              "hidden), at least the %.2f ms per %s of host overhead (%s): the rank waits on its "
+              "collectives, that is on the slowest rank or the interconnect, before its own "
+              "launches. Read every rank's traces together (`libreyolo profile summary DIR/`) "
+              "for a straggler; overlap gradient all-reduce with backward (DDP buckets, "
+              "bucket_cap_mb), accumulate gradients over more micro-batches, or use a faster "
+              "interconnect.",
+              p.comm_exposed_ms_per_step.value_or(0), period.ms, period.word, comm, period.word,
+              kernel > 0 ? 100 * comm / kernel : 0, p.comm_overlap_pct.value_or(0), host,
+              period.word, p.host_overhead_method.value_or("residual"))};
+}
+
 Verdict TrainingVerdict(const Profile& p) {
   const Period period = PeriodOf(p);
   const double step = period.ms;
@@ -95,16 +115,23 @@ Verdict TrainingVerdict(const Profile& p) {
                             p.gpu_busy_ms_per_step.value_or(0), step, per, util,
                             p.tensorcore_pct.value_or(0))};
   }
+  // A distributed rank: communication nothing overlaps is weighed before the host's launches.
+  const double host = p.host_overhead_ms_per_step.value_or(0);
+  const bool comm_exposed = step > 0 && exposed >= kExposedCommFrac * step;
+  if (comm_exposed && exposed >= host) return CommunicationVerdict(p, period, host);
   return {kBoundHost,
           absl::StrFormat("the GPU is busy only %.1f ms per %.1f ms %s (utilisation %.2f up to "
                           "the end of the last kernel, < 0.80) with %.0f kernel launches per %s; "
-                          "host overhead %.2f ms per %s (%s). Raise --batch, use CUDA graphs or "
+                          "host overhead %.2f ms per %s (%s)%s. Raise --batch, use CUDA graphs or "
                           "torch.compile to cut launches, and avoid host synchronisations "
                           "(.item(), .cpu()).",
                           p.gpu_busy_ms_per_step.value_or(0), step, per, util,
-                          p.launches_per_step.value_or(0), per,
-                          p.host_overhead_ms_per_step.value_or(0), per,
-                          p.host_overhead_method.value_or("residual"))};
+                          p.launches_per_step.value_or(0), per, host, per,
+                          p.host_overhead_method.value_or("residual"),
+                          comm_exposed ? absl::StrFormat("; besides, %.1f ms per %s of "
+                                                         "communication runs with no compute "
+                                                         "beside it", exposed, per)
+                                       : std::string())};
 }
 
 Verdict InferenceVerdict(const Profile& p) {

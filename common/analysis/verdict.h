@@ -12,6 +12,9 @@ inline constexpr char kBoundMemoryPressure[] = "memory-pressure";
 inline constexpr char kBoundDataloader[] = "dataloader";
 inline constexpr char kBoundCompute[] = "compute";
 inline constexpr char kBoundHost[] = "host / launch";
+// A distributed rank whose exposed communication is at least 10 % of the step and no less than
+// its host overhead (docs/metrics.md "Verdicts").
+inline constexpr char kBoundCommunication[] = "communication";
 inline constexpr char kBoundNms[] = "nms / postprocess";
 inline constexpr char kBoundPreprocess[] = "preprocess";
 // The trace cannot say: GPU launch calls and no kernels (CUPTI did not attach), trust.h.

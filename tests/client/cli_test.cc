@@ -233,7 +233,7 @@ TEST(CliContract, ModulesReaderTableJsonFoldedAndNoScopes) {
 TEST(CliContract, SummaryPutsTheVerdictFirst) {
   const Result r = Cli({"profile", "summary", kTrace});
   ASSERT_EQ(r.code, 0);
-  EXPECT_EQ(r.out.rfind("verdict: host / launch", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.rfind("verdict: communication", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("kernel composition"), std::string::npos);
   EXPECT_NE(r.out.find("top kernels per step"), std::string::npos);
 }
@@ -243,7 +243,7 @@ TEST(CliContract, GetPrintsOneValueAndNothingElse) {
   ASSERT_EQ(r.code, 0);
   EXPECT_EQ(r.out, "615.1445\n");
   const Result b = Cli({"profile", "get", kTrace, "bound"});
-  EXPECT_EQ(b.out, "host / launch\n");
+  EXPECT_EQ(b.out, "communication\n");
 }
 
 TEST(CliContract, GetUnknownFieldExits2WithHint) {

@@ -11,12 +11,16 @@
 #include <string>
 
 #include "common/analysis/compare.h"
+#include "common/analysis/compare_gate.h"
+#include "common/analysis/cross_rank.h"
 #include "common/analysis/verdict.h"
 #include "common/load/load_profile.h"
 #include "common/profile/profile_json.h"
 #include "common/readers/compare_view.h"
+#include "common/readers/ranks_view.h"
 #include "common/readers/summary_view.h"
 #include "tests/common/trace_builder.h"
+#include "tests/support/test_files.h"
 
 namespace libreyolo {
 namespace {
@@ -248,18 +252,174 @@ TEST(TrustFixtures, TheKernelLessRankGetsNoCpuVerdict) {
   EXPECT_THAT(p->bound_why, Not(HasSubstr("use a GPU device")));
 }
 
-// Every shared fixture trace gets a trust line; the real ones pass, except the CUPTI range
-// profiler's run, whose 77 launches have no kernel records.
-TEST(TrustFixtures, EverySharedTraceHasItsLine) {
+// Every fixture trace (tests/fixtures/traces: the shared ones and ours), walked, gets a trust
+// line; the real ones pass, except the CUPTI range profiler's run, whose 77 launches have no
+// kernel records.
+TEST(TrustFixtures, EveryFixtureTraceHasItsLine) {
   const std::filesystem::path root = std::filesystem::path(LIBREYOLO_FIXTURES_DIR) / "traces";
-  for (const char* name : {"alexnet", "amd_trace", "cpu_only", "cupti_profiler", "simple_add",
-                           "trace_filter"}) {
-    auto p = LoadProfile((root / (std::string(name) + ".json.gz")).string());
-    ASSERT_TRUE(p.ok()) << p.status();
+  int walked = 0;
+  for (const auto& e : std::filesystem::directory_iterator(root)) {
+    const std::string name = e.path().filename().string();
+    if (!name.ends_with(".json.gz") && !name.ends_with(".json")) continue;
+    ++walked;
+    auto p = LoadProfile(e.path().string());
+    ASSERT_TRUE(p.ok()) << name << ": " << p.status();
     const std::string text = RenderSummaryText(BuildSummary(*p, name));
-    const bool cupti = std::string(name) == "cupti_profiler";
-    EXPECT_THAT(text, HasSubstr(cupti ? "trust: none" : "trust: high")) << name;
+    const bool cupti = name.starts_with("cupti_profiler");
+    EXPECT_THAT(text, HasSubstr(cupti ? "\ntrust: none" : "\ntrust: high")) << name;
   }
+  EXPECT_GE(walked, 6);
+}
+
+// --- a folder of rank traces: ranks missing, clocks skewed ------------------------------------
+
+std::string RankFixture(const char* name) {
+  return (std::filesystem::path(LIBREYOLO_FIXTURES_DIR) / "trust" / "ranks" / name).string();
+}
+
+const TrustCheck& RankCheck(const CrossRankResult& r, std::string_view name) {
+  for (const TrustCheck& c : r.trust_checks) {
+    if (c.name == name) return c;
+  }
+  static const TrustCheck kMissing{"missing", "missing", ""};
+  ADD_FAILURE() << "no check " << name;
+  return kMissing;
+}
+
+// Two of the 128 ranks of the real NCCL job: analysed for the two (was refused: "ranks 2..127
+// are missing"), the missing ranks named in `trust`, the figures that need every rank partial.
+TEST(TrustRanks, SomeRanksOfALargerJobAreAnalysedForTheRanksPresent) {
+  test::TempDir d;
+  std::filesystem::copy_file(RankFixture("rank0.json.gz"), d.File("rank0.json.gz"));
+  std::filesystem::copy_file(RankFixture("rank1.json.gz"), d.File("rank1.json.gz"));
+  auto v = BuildRanksView(d.path(), 2);
+  ASSERT_TRUE(v.ok()) << v.status();
+  const CrossRankResult& r = v->result;
+  EXPECT_EQ(r.world_size, 128);
+  ASSERT_EQ(r.ranks.size(), 2u);
+  ASSERT_EQ(r.missing_ranks.size(), 126u);
+  EXPECT_EQ(r.missing_ranks.front(), 2);
+  EXPECT_EQ(r.missing_ranks.back(), 127);
+  EXPECT_EQ(RankCheck(r, kCheckRanksComplete).outcome, kTrustFailed);
+  EXPECT_THAT(RankCheck(r, kCheckRanksComplete).evidence,
+              HasSubstr("holds ranks 0..1 of a 128-rank job; ranks 2..127 are missing"));
+  EXPECT_EQ(RankCheck(r, kCheckClocks).outcome, kTrustPassed);  // one clock, the same steps
+  EXPECT_EQ(r.confidence, kConfidenceReduced);
+  EXPECT_THAT(r.verdict, HasSubstr("(over the 2 of 128 ranks present; ranks 2..127 missing)"));
+  const std::string text = RenderRanksText(*v);
+  EXPECT_THAT(text, HasSubstr(": 2 of 128 ranks, 2..127 missing (nccl)"));
+  EXPECT_THAT(text, HasSubstr("trust: reduced: 126 of 128 ranks missing"));
+  EXPECT_THAT(text, HasSubstr("[partial: 2 of 128 ranks]"));
+  const std::string json = RenderRanksJson(*v);
+  EXPECT_THAT(json, ::testing::ContainsRegex(R"("partial": ?\[[^]]*"straggler")"));
+  EXPECT_THAT(json, ::testing::ContainsRegex(R"("partial": ?\[[^]]*"collective_wait_ms")"));
+  // The job profile's `ranks` object reads back with its trust block and missing ranks.
+  auto back = RanksViewFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(RenderRanksJson(*back), json);
+  EXPECT_EQ(back->result.missing_ranks.size(), 126u);
+  // compare of two such folders warns that both sides are partial.
+  EXPECT_THAT(RenderCompareText(CompareRanks(*v, *v)),
+              HasSubstr("before holds 2 of 128 ranks (2..127 missing)"));
+  // One rank alone of a larger job has no other to set against: still refused, naming --rank.
+  test::TempDir one;
+  std::filesystem::copy_file(RankFixture("rank0.json.gz"), one.File("rank0.json.gz"));
+  EXPECT_THAT(BuildRanksView(one.path()).status().message(), HasSubstr("--rank 0"));
+}
+
+// Rank 1's trace as from a host whose clock is 30 s ahead: its steps cannot be 30 s from rank
+// 0's in a synchronous job, so the clocks disagree beyond what they allow.
+TEST(TrustRanks, ASkewedClockIsFound) {
+  test::TempDir d;
+  std::filesystem::copy_file(RankFixture("rank0.json.gz"), d.File("rank0.json.gz"));
+  std::filesystem::copy_file(RankFixture("rank1_clock_skewed.json.gz"), d.File("rank1.json.gz"));
+  auto v = BuildRanksView(d.path(), 1);
+  ASSERT_TRUE(v.ok()) << v.status();
+  const TrustCheck& c = RankCheck(v->result, kCheckClocks);
+  EXPECT_EQ(c.outcome, kTrustFailed);
+  EXPECT_THAT(c.evidence, HasSubstr("rank 1's ProfilerStep#N start 30000.0 ms after rank 0's"));
+  EXPECT_THAT(c.evidence, HasSubstr("its clock is off by at least"));
+  EXPECT_THAT(RenderRanksText(*v), HasSubstr("the ranks' clocks disagree"));
+}
+
+// Hand-made figures for the clock check's edge: one step plus the allowance is allowed.
+TEST(TrustRanks, TheClockAllowanceIsOneStepPlusFiveMs) {
+  const auto fig = [](int64_t rank, int64_t start_ns) {
+    RankFigures f;
+    f.info = {"nccl", rank, 2};
+    f.steps = 1;
+    f.step_ms = 100;
+    f.comm_ms_by_step = {{7, 1.0}};
+    f.step_spans = {{start_ns, start_ns + 100'000'000}};
+    return f;
+  };
+  const int64_t allowed = 105'000'000;  // 100 ms step + 5 ms
+  EXPECT_EQ(RankCheck(AnalyseCrossRank({fig(0, 0), fig(1, allowed)}), kCheckClocks).outcome,
+            kTrustPassed);
+  EXPECT_EQ(RankCheck(AnalyseCrossRank({fig(0, 0), fig(1, -allowed - 1000)}), kCheckClocks)
+                .outcome,
+            kTrustFailed);
+  RankFigures other = fig(1, 10'000'000'000);
+  other.comm_ms_by_step = {{8, 1.0}};  // no step in common: nothing to set the clocks against
+  EXPECT_EQ(RankCheck(AnalyseCrossRank({fig(0, 0), other}), kCheckClocks).outcome,
+            kTrustNotApplicable);
+}
+
+// --- the verdict on a distributed rank ---------------------------------------------------------
+
+// trace_filter (a rank of the 128-rank NCCL job): 615 ms step, 168 ms of exposed communication,
+// 142 ms of measured host overhead. Communication is weighed before host launch (was
+// "host / launch").
+TEST(TrustVerdict, ADistributedRankWaitingOnItsCollectivesNamesCommunication) {
+  auto p = LoadProfile(std::string(LIBREYOLO_FIXTURES_DIR) + "/traces/trace_filter.json.gz");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->bound, kBoundCommunication);
+  EXPECT_THAT(p->bound_why, HasSubstr("168.5 ms of the 615.1 ms step is communication"));
+  EXPECT_THAT(p->bound_why, HasSubstr("65% of the GPU's kernel time"));
+  EXPECT_THAT(p->bound_why, HasSubstr("141.54 ms per step of host overhead (measured)"));
+}
+
+Profile Distributed(double exposed, double host) {
+  Profile p;
+  p.step_ms = 100;
+  p.gpu_util = 0.5;
+  p.kernels_per_step = 50;
+  p.comm_ms_per_step = exposed + 5;
+  p.comm_exposed_ms_per_step = exposed;
+  p.gpu_kernel_ms_per_step = 60;
+  p.host_overhead_ms_per_step = host;
+  p.host_overhead_method = "measured";
+  return p;
+}
+
+TEST(TrustVerdict, CommunicationAgainstHostOverhead) {
+  EXPECT_EQ(ComputeVerdict(Distributed(10, 10)).bound, kBoundCommunication);  // both edges
+  const Verdict host = ComputeVerdict(Distributed(10, 30));
+  EXPECT_EQ(host.bound, kBoundHost);
+  EXPECT_THAT(host.why, HasSubstr("besides, 10.0 ms per step of communication"));
+  EXPECT_EQ(ComputeVerdict(Distributed(9.9, 0)).bound, kBoundHost);  // under 10 % of the step
+}
+
+// --- the CI gate --------------------------------------------------------------------------------
+
+TEST(TrustGate, ASideWithoutConfidenceIsInconclusive) {
+  Profile none;
+  none.trust_checks = {{kCheckGpuActivity, kTrustFailed, "577 GPU launch calls and 0 kernels"}};
+  Profile high;
+  high.trust_checks = {{kCheckGpuActivity, kTrustPassed, "577 launch calls, 577 kernels"}};
+  for (GateVerdict was : {GateVerdict::kPass, GateVerdict::kFail}) {
+    CompareGate g;
+    g.verdict = was;
+    g.reason = "img/s -1.00 %";
+    QualifyGateByTrust(high, none, g);
+    EXPECT_EQ(g.verdict, GateVerdict::kInconclusive);
+    EXPECT_THAT(g.reason, HasSubstr("the after side's (GPU launch calls but no kernels"));
+    EXPECT_THAT(g.reason, HasSubstr(std::string("the img/s alone said ") + GateVerdictName(was)));
+  }
+  CompareGate g;
+  g.verdict = GateVerdict::kFail;
+  QualifyGateByTrust(high, Profile{}, g);  // no checks (the Python tool's): the answer stands
+  EXPECT_EQ(g.verdict, GateVerdict::kFail);
 }
 
 }  // namespace

@@ -764,6 +764,8 @@ def analyse(raw_events):
         bound = "dataloader"
     elif busy_t * 5 >= 4 * span_t or not kernels:
         bound = "compute"
+    elif exposed_t * 10 >= wall_t and comm_exposed_ms_per_step >= host_overhead_ms_per_step:
+        bound = "communication"  # exposed communication weighed before host launch (issue 40)
     else:
         bound = "host / launch"
 
