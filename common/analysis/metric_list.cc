@@ -67,11 +67,16 @@ std::vector<MetricValue> FlatMetrics(const Profile& p) {
   for (const MetricDef& d : MetricTable()) {
     out.push_back(MetricValueFromCell(d, MetricValueOf(d, p)));
   }
-  // The per-phase columns, as the Python LibreYOLO names them.
+  // The per-phase columns, as the Python LibreYOLO names them. A CPU job's phases have no GPU
+  // time and no kernels: n/a (null), as every GPU metric of it (metric_table.h, kGpu).
+  const bool cpu = IsCpuJob(p);
   for (const PhaseRow& r : p.phases) {
-    out.push_back(Num(r.phase + "_gpu_ms", "ms", r.gpu_ms_per_step));
+    out.push_back(Num(r.phase + "_gpu_ms", "ms",
+                      cpu ? std::nullopt : std::optional<double>(r.gpu_ms_per_step)));
     out.push_back(Num(r.phase + "_wall_ms", "ms", r.wall_ms_per_step));
-    out.push_back(Count(r.phase + "_kernels", CountFromDouble(r.kernels_per_step)));
+    out.push_back(Count(r.phase + "_kernels", cpu ? std::nullopt
+                                                  : std::optional<int64_t>(
+                                                        CountFromDouble(r.kernels_per_step))));
     out.push_back(Count(r.phase + "_ops", CountFromDouble(r.ops_per_step)));
     if (r.cpu_ms_per_step) out.push_back(Num(r.phase + "_cpu_ms", "ms", r.cpu_ms_per_step));
   }

@@ -107,11 +107,15 @@ std::string RenderPhasesJson(const PhasesView& v) {
       .Field("unattributed_gpu_ms_per_step", v.unattributed_gpu_ms_per_step);
   w.Key("phases").BeginArray();
   for (const PhaseRow& r : v.phases) {
-    w.BeginObject().Field("phase", r.phase).Field("gpu_ms_per_step", r.gpu_ms_per_step)
+    // A CPU job's GPU columns are n/a (null), not 0.
+    const auto gpu = [&](double x) { return v.cpu_job ? std::nullopt : std::optional<double>(x); };
+    w.BeginObject().Field("phase", r.phase).Field("gpu_ms_per_step", gpu(r.gpu_ms_per_step))
         .Field("wall_ms_per_step", r.wall_ms_per_step)
         .Field("cpu_ms_per_step", r.cpu_ms_per_step)
-        .Field("kernels_per_step", r.kernels_per_step).Field("ops_per_step", r.ops_per_step)
-        .Field("unique_kernels", r.unique_kernels).EndObject();
+        .Field("kernels_per_step", gpu(r.kernels_per_step)).Field("ops_per_step", r.ops_per_step)
+        .Field("unique_kernels", v.cpu_job ? std::nullopt
+                                           : std::optional<int64_t>(r.unique_kernels))
+        .EndObject();
   }
   w.EndArray().EndObject();
   return w.Take();

@@ -571,7 +571,8 @@ std::string RenderSummaryText(const SummaryView& v) {
 namespace {
 
 // The Python tool's `summary --json` keys that the metric loop above does not write, with its
-// values: the profile's trace and config as recorded, its window object and the phases' GPU time.
+// values: the profile's trace and config as recorded, its window object and the phases' GPU time
+// (null for a CPU job: no phase has GPU time there, as every GPU metric of it is null).
 void WritePythonSummaryKeys(JsonWriter& w, const Profile& p) {
   w.Field("trace", p.trace).Key("config").Raw(p.config_json.empty() ? "{}" : p.config_json);
   w.Key("window").BeginObject();
@@ -581,6 +582,10 @@ void WritePythonSummaryKeys(JsonWriter& w, const Profile& p) {
     }
   }
   w.EndObject();
+  if (IsCpuJob(p)) {
+    w.Key("phases_gpu").Null();
+    return;
+  }
   w.Key("phases_gpu").BeginArray();
   for (const PhaseRow& r : p.phases) {
     w.BeginObject().Field("phase", r.phase).Field("gpu_ms_per_step", r.gpu_ms_per_step).EndObject();

@@ -236,6 +236,17 @@ std::string PerStepChart(const ReportInput& in, double y_max) {
 
 std::string PhasesTable(const PhasesView& v) {
   if (v.phases.empty()) return NotAvailable("this profile has no phase spans");
+  if (v.cpu_job) {
+    // No GPU columns on the CPU (n/a, not 0): the CPU time of the phase's ops instead.
+    HtmlTable t({"phase", "CPU ms/step", "wall ms/step", "ops/step"});
+    for (const PhaseRow& r : v.phases) {
+      t.AddRow({HtmlTable::Text(r.phase),
+                HtmlTable::Num(r.cpu_ms_per_step, Fmt(r.cpu_ms_per_step, 3)),
+                HtmlTable::Num(r.wall_ms_per_step, Fmt(r.wall_ms_per_step, 3)),
+                HtmlTable::Num(r.ops_per_step, Fmt(r.ops_per_step, 1))});
+    }
+    return t.Render();
+  }
   HtmlTable t({"phase", "GPU ms/step", "wall ms/step", "kernels/step", "ops/step"});
   for (const PhaseRow& r : v.phases) {
     t.AddRow({HtmlTable::Text(r.phase),
