@@ -10,6 +10,7 @@
 #include "client/remote/artifact_download.h"
 #include "client/remote/daemon_answer.h"
 #include "client/remote/daemon_session.h"
+#include "common/io/trace_artifact.h"
 #include "common/io/trial_artifacts.h"
 #include "common/job/names.h"
 #include "common/load/load_profile.h"
@@ -108,10 +109,12 @@ absl::StatusOr<std::vector<std::string>> FetchJobInputs(const std::vector<std::s
     auto got = DownloadArtifact(c, ref->job_id, name, dest);
     if (!got.ok()) return got.status();
     paths[i] = dest;
-    if (with_trace && name != "profile_trace.json") {
-      // The timeline needs the trace; a job stored without one still gets its report.
-      auto trace = DownloadArtifact(c, ref->job_id, "profile_trace.json",
-                                    (sub / "profile_trace.json").string());
+    const std::string trace_name = TraceArtifactBeside(name);
+    if (with_trace && trace_name != name) {
+      // The timeline needs the trace, put beside the profile where its local read finds it
+      // (ProfileTracePath); a job stored without one still gets its report.
+      auto trace =
+          DownloadArtifact(c, ref->job_id, trace_name, (sub / kTraceFileName).string());
       if (!trace.ok() && trace.status().code() != absl::StatusCode::kNotFound) {
         return trace.status();
       }

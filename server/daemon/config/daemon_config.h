@@ -10,15 +10,9 @@
 
 #include "absl/status/statusor.h"
 #include "proto/job_spec/job_spec.h"
+#include "server/daemon/security/tls_config.h"
 
 namespace libreyolo::daemon {
-
-struct TlsConfig {
-  std::string cert_file;       // PEM server certificate chain; empty = no TLS
-  std::string key_file;        // PEM private key
-  std::string client_ca_file;  // PEM CA for client certificates; empty = none asked for
-  bool require_client_cert = false;
-};
 
 // The daemon's limits. Its base is the job spec's JobLimits (max_batch, max_imgsz, max_runs,
 // max_steps, max_repeat), which the job spec's validator takes at submission as they are, with

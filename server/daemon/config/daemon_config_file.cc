@@ -22,6 +22,7 @@
 #include "server/daemon/config/daemon_config.h"
 #include "server/daemon/config/daemon_config_internal.h"
 #include "server/daemon/config/daemon_options.h"
+#include "server/daemon/security/regular_file.h"
 
 namespace libreyolo::daemon {
 
@@ -199,7 +200,7 @@ std::string TopLevel(const DaemonOption& option) {
 
 absl::StatusOr<DaemonConfig> LoadDaemonConfig(const std::string& path) {
   // Opened without blocking and refused unless a regular file (issue 40 A.7).
-  absl::StatusOr<std::string> text = config_internal::ReadRegularFile(path, "config file");
+  absl::StatusOr<std::string> text = ReadRegularFile(path, "config file");
   if (!text.ok()) return text.status();
   YAML::Node root;
   try {

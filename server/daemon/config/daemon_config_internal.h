@@ -14,15 +14,6 @@ namespace libreyolo::daemon::config_internal {
 // A permission mode, always octal: 0660, "660", 0o660. INVALID_ARGUMENT (no message) otherwise.
 absl::StatusOr<int> ParseMode(absl::string_view text);
 
-// Empty when `path` is a regular file we can open, else why not. Opened without blocking: a
-// FIFO or a device in a file's place is refused, not waited on.
-std::string Readable(const std::string& path);
-
-// The contents of the regular file `path`, opened without blocking (issue 40 A.7: a FIFO in a
-// config file's place used to hang start-up and every reload). NOT_FOUND, or
-// FAILED_PRECONDITION naming `what` ("config file") and `path` and saying what is there.
-absl::StatusOr<std::string> ReadRegularFile(const std::string& path, absl::string_view what);
-
 }  // namespace libreyolo::daemon::config_internal
 
 #endif  // LIBREYOLO_SERVER_DAEMON_CONFIG_DAEMON_CONFIG_INTERNAL_H_

@@ -20,6 +20,7 @@
 #include "common/render/terminal_text.h"
 #include "server/daemon/config/daemon_config_internal.h"
 #include "server/daemon/security/auth.h"
+#include "server/daemon/security/regular_file.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -111,7 +112,7 @@ void CheckReadable(const DaemonOption& option, const DaemonConfig& config,
                    std::vector<std::string>* problems) {
   const std::string& file = Value<std::string>(option, config);
   if (file.empty()) return;
-  if (const std::string error = config_internal::Readable(file); !error.empty()) {
+  if (const std::string error = RegularFileProblem(file); !error.empty()) {
     problems->push_back(absl::StrCat(OptionName(option), " ", file, ": cannot read: ", error));
   }
 }

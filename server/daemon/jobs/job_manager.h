@@ -30,8 +30,8 @@
 #include "common/time/clock.h"
 #include "server/daemon/config/daemon_config.h"
 #include "server/daemon/jobs/job_runner.h"
+#include "server/daemon/jobs/metrics_snapshot.h"
 #include "server/daemon/jobs/user_slots.h"
-#include "server/daemon/rpc/prometheus.h"
 #include "server/daemon/security/auth.h"
 #include "server/daemon/store/job_store.h"
 

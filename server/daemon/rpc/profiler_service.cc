@@ -7,14 +7,9 @@
 #include <fstream>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/io/rank_artifacts.h"
-#include "common/io/trial_artifacts.h"
-#include "common/load/load_profile.h"
-#include "common/readers/run_reader.h"
 #include "proto/reader_spec/reader_request.h"
 #include "server/daemon/attach/attach_endpoint.h"
 #include "server/daemon/rpc/prometheus.h"
@@ -95,6 +90,42 @@ v1::AttachableProcess ToProto(const attach::AttachableProcess& p, const std::str
   return out;
 }
 
+// Streams `artifact` from the request's offset in chunks of its chunk_size (0: 1 MiB), the
+// last one with the recorded SHA-256. OK when the reader stops reading.
+absl::Status StreamArtifact(const grpc::ServerContext& ctx, const v1::ReadArtifactRequest& req,
+                            const ServedArtifact& artifact,
+                            grpc::ServerWriter<v1::ArtifactChunk>* writer) {
+  std::ifstream in(artifact.path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("artifact ", req.name(), " is gone"));
+  in.seekg(0, std::ios::end);
+  const int64_t size = static_cast<int64_t>(in.tellg());
+  if (req.offset() > size) {
+    return absl::OutOfRangeError(
+        absl::StrCat("offset: ", req.offset(), " is past the end (", size, " bytes)"));
+  }
+  in.seekg(req.offset());
+  const int32_t chunk = req.chunk_size() == 0 ? kDefaultChunk : req.chunk_size();
+  std::string buffer(static_cast<size_t>(chunk), '\0');
+  int64_t offset = req.offset();
+  do {
+    if (ctx.IsCancelled()) return absl::CancelledError("the reader went away");
+    const int64_t n = std::min<int64_t>(chunk, size - offset);
+    in.read(buffer.data(), n);
+    if (in.gcount() != n) {
+      return absl::DataLossError(absl::StrCat("artifact ", req.name(), " changed while read"));
+    }
+    v1::ArtifactChunk c;
+    c.set_offset(offset);
+    c.set_data(buffer.data(), static_cast<size_t>(n));
+    c.set_total_size(size);
+    offset += n;
+    c.set_last(offset == size);
+    if (c.last()) c.set_sha256(artifact.sha256);
+    if (!writer->Write(c)) return absl::OkStatus();
+  } while (offset < size);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 grpc::Status ToGrpc(const absl::Status& s) {
@@ -110,6 +141,11 @@ ProfilerServiceImpl::ProfilerServiceImpl(const LiveConfig& config, const Authent
       auth_(auth),
       jobs_(jobs),
       store_(store),
+      reader_(JobArtifacts{
+          [jobs](const Identity& who, const std::string& id) { return jobs->Readable(who, id); },
+          [jobs](const v1::Job& job, const std::string& name) {
+            return jobs->VerifiedArtifactPath(job, name);
+          }}),
       start_time_unix_ms_(absl::ToUnixMillis(absl::Now())) {}
 
 const PathRedactor* ProfilerServiceImpl::RedactorFor(const Identity& who) const {
@@ -153,15 +189,25 @@ grpc::Status ProfilerServiceImpl::WatchJob(grpc::ServerContext* ctx, const v1::W
   return Finish(s);
 }
 
-grpc::Status ProfilerServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
-                                         v1::Job* resp) {
+// GetJob, CancelJob, DeleteJob: the caller, the request's checks, one job manager call on the
+// request's job id, and the job as the caller may see it.
+template <typename Request, typename Call>
+grpc::Status ProfilerServiceImpl::OnJob(grpc::ServerContext* ctx, const Request& req,
+                                        v1::Job* resp, const Call& call) {
   auto who = auth_->Identify(*ctx);
   if (!who.ok()) return Finish(who.status());
-  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
-  auto job = jobs_->Get(*who, req->job_id());
+  if (auto s = ValidateRequest(req); !s.ok()) return Finish(s);
+  absl::StatusOr<v1::Job> job = call(*who, req.job_id());
   if (!job.ok()) return Finish(job.status());
   *resp = ForCaller(*std::move(job), RedactorFor(*who));
   return grpc::Status::OK;
+}
+
+grpc::Status ProfilerServiceImpl::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                                         v1::Job* resp) {
+  return OnJob(ctx, *req, resp, [&](const Identity& who, const std::string& id) {
+    return jobs_->Get(who, id);
+  });
 }
 
 grpc::Status ProfilerServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
@@ -176,26 +222,18 @@ grpc::Status ProfilerServiceImpl::ListJobs(grpc::ServerContext* ctx, const v1::L
   return grpc::Status::OK;
 }
 
-grpc::Status ProfilerServiceImpl::CancelJob(grpc::ServerContext* ctx,
-                                            const v1::CancelJobRequest* req, v1::Job* resp) {
-  auto who = auth_->Identify(*ctx);
-  if (!who.ok()) return Finish(who.status());
-  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
-  auto job = jobs_->Cancel(*who, req->job_id());
-  if (!job.ok()) return Finish(job.status());
-  *resp = ForCaller(*std::move(job), RedactorFor(*who));
-  return grpc::Status::OK;
+grpc::Status ProfilerServiceImpl::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req,
+                                            v1::Job* resp) {
+  return OnJob(ctx, *req, resp, [&](const Identity& who, const std::string& id) {
+    return jobs_->Cancel(who, id);
+  });
 }
 
-grpc::Status ProfilerServiceImpl::DeleteJob(grpc::ServerContext* ctx,
-                                            const v1::DeleteJobRequest* req, v1::Job* resp) {
-  auto who = auth_->Identify(*ctx);
-  if (!who.ok()) return Finish(who.status());
-  if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
-  auto job = jobs_->Delete(*who, req->job_id());
-  if (!job.ok()) return Finish(job.status());
-  *resp = ForCaller(*std::move(job), RedactorFor(*who));
-  return grpc::Status::OK;
+grpc::Status ProfilerServiceImpl::DeleteJob(grpc::ServerContext* ctx, const v1::DeleteJobRequest* req,
+                                            v1::Job* resp) {
+  return OnJob(ctx, *req, resp, [&](const Identity& who, const std::string& id) {
+    return jobs_->Delete(who, id);
+  });
 }
 
 grpc::Status ProfilerServiceImpl::ReadArtifact(grpc::ServerContext* ctx,
@@ -209,47 +247,14 @@ grpc::Status ProfilerServiceImpl::ReadArtifact(grpc::ServerContext* ctx,
   }
   if (req->offset() < 0) return Finish(absl::InvalidArgumentError("offset: must be >= 0"));
   if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
+  auto id = JobId::Parse(req->job_id());
+  if (!id.ok()) return Finish(id.status());
   const auto limits = config_.Get()->limits;
   auto slot = downloads_.Acquire(who->user, limits.max_downloads, limits.max_downloads_per_user);
   if (!slot.ok()) return Finish(slot.status());
-  auto job = jobs_->Readable(*who, req->job_id());
-  if (!job.ok()) return Finish(job.status());
-  auto path = jobs_->VerifiedArtifactPath(*job, req->name());
-  if (!path.ok()) return Finish(path.status());
-  std::string sha;
-  for (const v1::Artifact& a : job->artifacts()) {
-    if (a.name() == req->name()) sha = a.sha256();
-  }
-  std::ifstream in(*path, std::ios::binary);
-  if (!in) return Finish(absl::NotFoundError(absl::StrCat("artifact ", req->name(), " is gone")));
-  in.seekg(0, std::ios::end);
-  const int64_t size = static_cast<int64_t>(in.tellg());
-  if (req->offset() > size) {
-    return Finish(absl::OutOfRangeError(
-        absl::StrCat("offset: ", req->offset(), " is past the end (", size, " bytes)")));
-  }
-  in.seekg(req->offset());
-  const int32_t chunk = req->chunk_size() == 0 ? kDefaultChunk : req->chunk_size();
-  std::string buffer(static_cast<size_t>(chunk), '\0');
-  int64_t offset = req->offset();
-  do {
-    if (ctx->IsCancelled()) return Finish(absl::CancelledError("the reader went away"));
-    const int64_t n = std::min<int64_t>(chunk, size - offset);
-    in.read(buffer.data(), n);
-    if (in.gcount() != n) {
-      return Finish(
-          absl::DataLossError(absl::StrCat("artifact ", req->name(), " changed while read")));
-    }
-    v1::ArtifactChunk c;
-    c.set_offset(offset);
-    c.set_data(buffer.data(), static_cast<size_t>(n));
-    c.set_total_size(size);
-    offset += n;
-    c.set_last(offset == size);
-    if (c.last()) c.set_sha256(sha);
-    if (!writer->Write(c)) return grpc::Status::OK;
-  } while (offset < size);
-  return grpc::Status::OK;
+  auto artifact = reader_.Artifact(*who, *id, req->name());
+  if (!artifact.ok()) return Finish(artifact.status());
+  return Finish(StreamArtifact(*ctx, *req, *artifact, writer));
 }
 
 grpc::Status ProfilerServiceImpl::Read(grpc::ServerContext* ctx, const v1::ReadRequest* req,
@@ -259,55 +264,16 @@ grpc::Status ProfilerServiceImpl::Read(grpc::ServerContext* ctx, const v1::ReadR
   if (auto s = ValidateRequest(*req); !s.ok()) return Finish(s);
   auto call = readerspec::FromReadRequest(*req);
   if (!call.ok()) return Finish(call.status());
+  std::vector<ArtifactRef> refs;
+  for (const v1::ProfileRef& ref : call->refs) {
+    auto id = JobId::Parse(ref.job_id(), "profile.job_id");
+    if (!id.ok()) return Finish(id.status());
+    refs.push_back(ArtifactRef{*std::move(id), ref.artifact()});
+  }
   const auto limits = config_.Get()->limits;
   auto slot = reads_.Acquire(who->user, limits.max_reads, limits.max_reads_per_user);
   if (!slot.ok()) return Finish(slot.status());
-  ReaderInvocation inv = call->invocation;
-  for (const v1::ProfileRef& ref : call->refs) {
-    // No artifact named: the job's profile (JobProfileArtifact), chosen once the job is read.
-    inv.inputs.push_back(absl::StrCat(ref.job_id(), "/", ref.artifact()));
-    inv.labels.push_back(
-        absl::StrCat("job:", ref.job_id(), ref.artifact().empty() ? "" : "/" + ref.artifact()));
-  }
-  // Inputs are "<job id>/<artifact>", resolved through the store: never a path from a request.
-  auto artifact = [&](const std::string& input,
-                      const std::string& name) -> absl::StatusOr<std::string> {
-    auto job = jobs_->Readable(*who, input.substr(0, input.find('/')));
-    if (!job.ok()) return job.status();
-    if (job->artifacts_size() == 0) {
-      return absl::NotFoundError(absl::StrCat("job ", job->id(), " has no profile (state ",
-                                              v1::JobState_Name(job->state()), ")"));
-    }
-    if (!name.empty()) return jobs_->VerifiedArtifactPath(*job, name);
-    std::vector<std::string> names;
-    for (const v1::Artifact& a : job->artifacts()) names.push_back(a.name());
-    return jobs_->VerifiedArtifactPath(*job, JobProfileArtifact(names));
-  };
-  auto load = [&](const std::string& input) -> absl::StatusOr<Profile> {
-    auto path = artifact(input, input.substr(input.find('/') + 1));
-    if (!path.ok()) return path.status();
-    return LoadProfile(*path);
-  };
-  // modules: the job's trace artifact beside the profile read ("rank1.profile.json" ->
-  // "rank1.profile_trace.json"), or the artifact itself when it is a trace.
-  auto locate = [&](const std::string& input, const Profile&) -> absl::StatusOr<TraceInput> {
-    const size_t slash = input.find('/');
-    std::string name = input.substr(slash + 1);
-    if (name.empty() || IsRepeatFileName(name)) {
-      name = kTraceFileName;  // the job's trace: a --repeat job's final trial's, the aggregate's
-    } else if (absl::EndsWith(name, "profile.json")) {
-      name = absl::StrCat(name.substr(0, name.size() - 5), "_trace.json");
-    }
-    auto path = artifact(input, name);
-    if (!path.ok()) {
-      if (path.status().code() != absl::StatusCode::kNotFound) return path.status();
-      return absl::FailedPreconditionError(
-          absl::StrCat("modules reads the Chrome trace, and job ", input.substr(0, slash),
-                       " has no ", name, " (", path.status().message(), ")"));
-    }
-    return TraceInput{*path, absl::StrCat("job:", input.substr(0, slash), "/", name)};
-  };
-  auto out = RunReader(inv, load, locate);
+  auto out = reader_.Read(*who, std::move(call->invocation), refs);
   if (!out.ok()) return Finish(out.status());
   resp->set_json(out->json);
   resp->set_text(out->text);
@@ -315,62 +281,47 @@ grpc::Status ProfilerServiceImpl::Read(grpc::ServerContext* ctx, const v1::ReadR
 }
 
 // The v1 reader RPCs: each is Read with its own request in the oneof.
+template <typename Request>
+grpc::Status ProfilerServiceImpl::ReadAs(grpc::ServerContext* ctx, const Request& req,
+                                         Request* (v1::ReadRequest::*field)(),
+                                         v1::ReaderResponse* resp) {
+  v1::ReadRequest read;
+  *(read.*field)() = req;
+  return Read(ctx, &read, resp);
+}
+
 grpc::Status ProfilerServiceImpl::Summary(grpc::ServerContext* ctx, const v1::SummaryRequest* req,
                                           v1::ReaderResponse* resp) {
-  v1::ReadRequest read;
-  *read.mutable_summary() = *req;
-  return Read(ctx, &read, resp);
+  return ReadAs(ctx, *req, &v1::ReadRequest::mutable_summary, resp);
 }
-
 grpc::Status ProfilerServiceImpl::Get(grpc::ServerContext* ctx, const v1::GetRequest* req,
                                       v1::ReaderResponse* resp) {
-  v1::ReadRequest read;
-  *read.mutable_get() = *req;
-  return Read(ctx, &read, resp);
+  return ReadAs(ctx, *req, &v1::ReadRequest::mutable_get, resp);
 }
-
 grpc::Status ProfilerServiceImpl::Phases(grpc::ServerContext* ctx, const v1::PhasesRequest* req,
                                          v1::ReaderResponse* resp) {
-  v1::ReadRequest read;
-  *read.mutable_phases() = *req;
-  return Read(ctx, &read, resp);
+  return ReadAs(ctx, *req, &v1::ReadRequest::mutable_phases, resp);
 }
-
 grpc::Status ProfilerServiceImpl::Kernels(grpc::ServerContext* ctx, const v1::KernelsRequest* req,
                                           v1::ReaderResponse* resp) {
-  v1::ReadRequest read;
-  *read.mutable_kernels() = *req;
-  return Read(ctx, &read, resp);
+  return ReadAs(ctx, *req, &v1::ReadRequest::mutable_kernels, resp);
 }
-
 grpc::Status ProfilerServiceImpl::Ops(grpc::ServerContext* ctx, const v1::OpsRequest* req,
                                       v1::ReaderResponse* resp) {
-  v1::ReadRequest read;
-  *read.mutable_ops() = *req;
-  return Read(ctx, &read, resp);
+  return ReadAs(ctx, *req, &v1::ReadRequest::mutable_ops, resp);
 }
-
 grpc::Status ProfilerServiceImpl::Modules(grpc::ServerContext* ctx, const v1::ModulesRequest* req,
                                           v1::ReaderResponse* resp) {
-  v1::ReadRequest read;
-  *read.mutable_modules() = *req;
-  return Read(ctx, &read, resp);
+  return ReadAs(ctx, *req, &v1::ReadRequest::mutable_modules, resp);
 }
-
 grpc::Status ProfilerServiceImpl::Compare(grpc::ServerContext* ctx, const v1::CompareRequest* req,
                                           v1::ReaderResponse* resp) {
-  v1::ReadRequest read;
-  *read.mutable_compare() = *req;
-  return Read(ctx, &read, resp);
+  return ReadAs(ctx, *req, &v1::ReadRequest::mutable_compare, resp);
 }
-
 grpc::Status ProfilerServiceImpl::WhatIf(grpc::ServerContext* ctx, const v1::WhatIfRequest* req,
                                          v1::ReaderResponse* resp) {
-  v1::ReadRequest read;
-  *read.mutable_what_if() = *req;
-  return Read(ctx, &read, resp);
+  return ReadAs(ctx, *req, &v1::ReadRequest::mutable_what_if, resp);
 }
-
 
 grpc::Status ProfilerServiceImpl::GetDaemonInfo(grpc::ServerContext* ctx,
                                                 const v1::GetDaemonInfoRequest*,

@@ -10,6 +10,7 @@
 #include "server/daemon/config/daemon_config.h"
 #include "server/daemon/jobs/job_manager.h"
 #include "server/daemon/jobs/user_slots.h"
+#include "server/daemon/reads/store_reader.h"
 #include "server/daemon/rpc/rpc_edge.h"
 #include "server/daemon/security/auth.h"
 #include "server/daemon/store/job_store.h"
@@ -57,7 +58,7 @@ class ProfilerServiceImpl final : public v1::ProfilerService::Service {
                       v1::ReaderResponse* resp) override;
   grpc::Status Modules(grpc::ServerContext* ctx, const v1::ModulesRequest* req,
                        v1::ReaderResponse* resp) override;
-  // Every reader; the RPCs above wrap their request into this one.
+  // Every reader; the RPCs above wrap their request into this one (ReadAs).
   grpc::Status Read(grpc::ServerContext* ctx, const v1::ReadRequest* req,
                     v1::ReaderResponse* resp) override;
   grpc::Status GetDaemonInfo(grpc::ServerContext* ctx, const v1::GetDaemonInfoRequest* req,
@@ -78,6 +79,14 @@ class ProfilerServiceImpl final : public v1::ProfilerService::Service {
 
  private:
   grpc::Status Finish(const absl::Status& s);
+  // A v1 reader RPC: `req` put into the ReadRequest's oneof by `field`, then Read.
+  template <typename Request>
+  grpc::Status ReadAs(grpc::ServerContext* ctx, const Request& req,
+                      Request* (v1::ReadRequest::*field)(), v1::ReaderResponse* resp);
+  // An RPC on one job (GetJob, CancelJob, DeleteJob): `call(who, job_id)` is the job manager's.
+  template <typename Request, typename Call>
+  grpc::Status OnJob(grpc::ServerContext* ctx, const Request& req, v1::Job* resp,
+                     const Call& call);
   // The redactor for a caller's job errors and event messages; null when it may see paths.
   const PathRedactor* RedactorFor(const Identity& who) const;
 
@@ -86,6 +95,7 @@ class ProfilerServiceImpl final : public v1::ProfilerService::Service {
   const Authenticator* auth_;
   JobManager* jobs_;
   JobStore* store_;
+  StoreReader reader_;  // reads and downloads, over jobs_
   attach::AttachEndpoint* attach_ = nullptr;
   int64_t start_time_unix_ms_;
   // Shared by every caller, capped in all and per user (limits.max_reads*, max_downloads*).

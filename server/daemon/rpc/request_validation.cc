@@ -207,14 +207,6 @@ absl::Status CheckTop(bool has, int32_t top) {
 
 }  // namespace
 
-bool IsPlainName(const std::string& name) {
-  if (name.empty() || name.size() > kMaxNameBytes || name[0] == '.') return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '_' || c == '-';
-  });
-}
-
 bool IsLabelKey(const std::string& k) {
   if (k.empty() || k.size() > kMaxLabelKeyBytes) return false;
   return std::all_of(k.begin(), k.end(), [](char c) {

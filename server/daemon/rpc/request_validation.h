@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "libreyolo/profiler/v1/profiler.pb.h"
 #include "server/daemon/config/daemon_config.h"
+#include "server/daemon/config/plain_name.h"
 #include "server/daemon/security/auth.h"
 
 namespace libreyolo::daemon {
@@ -25,7 +26,6 @@ namespace v1 = ::libreyolo::profiler::v1;
 
 // Bounds of the contract that are not daemon settings (docs/rpc.md, "Bounds"); those of a job's
 // options are the job spec's (proto/job_spec/job_defaults.h).
-inline constexpr size_t kMaxNameBytes = 255;        // a name in one of the daemon's directories
 inline constexpr size_t kMaxLocalPathBytes = 4096;  // a caller's path on a private daemon
 inline constexpr int kMaxWeightsSearched = 8;       // ModelOptions.weights_searched
 inline constexpr size_t kMaxShortStringBytes = 64;  // device, size, sort, phase, category, ...
@@ -36,10 +36,6 @@ inline constexpr size_t kMaxLabelKeyBytes = 63;
 inline constexpr int kMaxInlineImages = 1000;
 inline constexpr int kMaxStates = 16;
 inline constexpr int64_t kMaxSyntheticImages = 1000000;
-
-// A file or directory name in one of the daemon's directories: [A-Za-z0-9._-], not starting
-// with '.', at most 255 bytes.
-bool IsPlainName(const std::string& name);
 
 // True when `who` may name local paths: the daemon allows it and the caller is on the Unix
 // socket with the daemon's own uid.

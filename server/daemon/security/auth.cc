@@ -29,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/render/terminal_text.h"
+#include "server/daemon/security/regular_file.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -213,52 +214,17 @@ absl::StatusOr<TokenTable> TokenTable::Parse(const std::vector<std::string>& lin
 }
 
 absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
-  // Without blocking (issue 40 A.7): a FIFO, or a device, in the file's place is refused below
-  // instead of hanging start-up or the reload (and with it SIGTERM's drain).
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) {
-    const int error = errno;
-    if (error == ENOENT)
-      return absl::NotFoundError(absl::StrCat("tokens file ", path, " not found"));
-    return absl::FailedPreconditionError(
-        absl::StrCat("tokens file ", path, " cannot be read: ", std::strerror(error)));
-  }
-  struct stat info {};
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    close(fd);
-    const char* kind = S_ISFIFO(info.st_mode)  ? " (a FIFO)"
-                       : S_ISDIR(info.st_mode) ? " (a directory)"
-                       : S_ISSOCK(info.st_mode) ? " (a socket)"
-                       : S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode) ? " (a device)"
-                                                                        : "";
-    return absl::FailedPreconditionError(
-        absl::StrCat("tokens file ", path, " is not a regular file", kind,
-                     ": it is refused rather than waited on; point tokens_file at a regular "
-                     "file (mode 600)"));
-  }
-  if ((info.st_mode & 077) != 0) {
-    close(fd);
-    return absl::FailedPreconditionError(
-        absl::StrFormat("tokens file %s is accessible by group/others (mode %04o): it holds "
-                        "secrets, run `chmod 600 %s`",
-                        path, info.st_mode & 07777, path));
-  }
-  std::string text;
-  char buffer[4096];
-  for (;;) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      close(fd);
-      return absl::FailedPreconditionError(
-          absl::StrCat("tokens file ", path, " cannot be read: ", std::strerror(error)));
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  close(fd);
-  return Parse(absl::StrSplit(text, '\n'), absl::StrCat("tokens file ", path));
+  const absl::StatusOr<std::string> text = ReadRegularFile(
+      path, "tokens file", "point tokens_file at a regular file (mode 600)",
+      [&](const struct stat& info) -> absl::Status {
+        if ((info.st_mode & 077) == 0) return absl::OkStatus();
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "tokens file %s is accessible by group/others (mode %04o): it holds secrets, run "
+            "`chmod 600 %s`",
+            path, info.st_mode & 07777, path));
+      });
+  if (!text.ok()) return text.status();
+  return Parse(absl::StrSplit(*text, '\n'), absl::StrCat("tokens file ", path));
 }
 
 TokenTable TokenTable::FromLines(const std::vector<std::string>& lines) {

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "server/daemon/config/daemon_config.h"
+#include "server/daemon/security/tls_config.h"
 
 namespace grpc {
 class ServerContextBase;  // ServerContext (sync API) and CallbackServerContext both are one
