@@ -9,6 +9,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -20,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -28,6 +30,7 @@
 #include "common/io/block_reader.h"
 #include "common/io/file_reader.h"
 #include "common/json/json_read.h"
+#include "common/status/thread_guard.h"
 #include "common/trace/trace_data_builder.h"
 #include "common/trace/trace_reader_internal.h"
 
@@ -1668,6 +1671,11 @@ class OrderedWalk {
   }
   // Merges every batch in flight. false: one failed.
   bool Drain() { return Merge(0); }
+  // Why a walker's thread ended by an exception, "" when none did.
+  std::string thread_error() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return thread_error_;
+  }
 
   const TraceHandler& handler() const { return main_.handler(); }
   internal::EventWalkCounts counts() const {
@@ -1697,20 +1705,41 @@ class OrderedWalk {
     job->counts = parser.counts();
     job->piece = Piece();  // the text is not needed any more
   }
+  // A walker's thread. One that throws (std::bad_alloc, the test's injection) marks its batch
+  // done and failed, and the reader failed (thread_error): the caller walks the batches left.
   void Work() {
+    Job* job = nullptr;
+    RunGuarded(
+        "trace batch walker", "the trace read fails", [&] { WorkLoop(&job); },
+        [&](const std::string& what) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (job != nullptr) job->done = true;  // ok stays false
+            if (thread_error_.empty()) {
+              thread_error_ = absl::StrCat("a trace batch walker thread threw: ", what);
+            }
+          }
+          done_cv_.notify_all();
+        });
+  }
+  void WorkLoop(Job** job) {
     while (true) {
-      Job* job = nullptr;
       {
         std::unique_lock<std::mutex> lock(mu_);
+        *job = nullptr;
         work_cv_.wait(lock, [&] { return stop_ || !todo_.empty(); });
         if (stop_) return;
-        job = todo_.front();
+        *job = todo_.front();
         todo_.pop_front();
       }
-      Run(job);
+      if (internal::g_batch_walker_throws_for_test.load() > 0 &&
+          internal::g_batch_walker_throws_for_test.fetch_sub(1) > 0) {
+        throw std::runtime_error("injected by the test");
+      }
+      Run(*job);
       {
         std::lock_guard<std::mutex> lock(mu_);
-        job->done = true;
+        (*job)->done = true;
       }
       done_cv_.notify_all();
     }
@@ -1757,6 +1786,7 @@ class OrderedWalk {
   std::condition_variable work_cv_, done_cv_;
   std::deque<Job*> todo_;  // not started yet
   bool stop_ = false;
+  std::string thread_error_;  // under mu_
   std::vector<std::thread> threads_;  // last: joined (by the destructor) before the rest goes
 };
 
@@ -1781,7 +1811,7 @@ std::optional<absl::StatusOr<TraceData>> ReadFileStreaming(const std::string& pa
   PieceQueue queue(4);
   absl::Status source_status;
   bool split_ok = true;
-  std::thread producer([&] {
+  auto produce = [&] {
     EventSplitter splitter(kBatchBytes, [&](Piece&& p) {
       pool.Index(p);
       return queue.Push(std::move(p));
@@ -1803,6 +1833,14 @@ std::optional<absl::StatusOr<TraceData>> ReadFileStreaming(const std::string& pa
       }
     }
     queue.Close();
+  };
+  // The read thread: one that throws fails the read (and closes the queue, so the parse ends).
+  std::thread producer([&] {
+    RunGuarded("trace read", "the trace read fails", produce, [&](const std::string& what) {
+      source_status = absl::InternalError(
+          absl::StrCat("reading ", path, ": the trace read thread threw: ", what));
+      queue.Close();
+    });
   });
   bool parse_ok = true;
   Piece piece;
@@ -1816,6 +1854,9 @@ std::optional<absl::StatusOr<TraceData>> ReadFileStreaming(const std::string& pa
   if (parse_ok) parse_ok = parser.Drain();
   producer.join();
   if (!source_status.ok()) return source_status;
+  if (std::string e = parser.thread_error(); !e.empty()) {
+    return absl::InternalError(absl::StrCat("reading ", path, ": ", e));
+  }
   if (!parse_ok || !split_ok) return std::nullopt;
   return Finish(std::move(data), parser.handler(), path);
 }
@@ -1823,6 +1864,8 @@ std::optional<absl::StatusOr<TraceData>> ReadFileStreaming(const std::string& pa
 }  // namespace
 
 namespace internal {
+
+std::atomic<int> g_batch_walker_throws_for_test{0};
 
 std::optional<absl::StatusOr<TraceData>> ReadTraceTextSimdjson(std::string_view json,
                                                                 size_t block_bytes,
@@ -1846,12 +1889,13 @@ std::optional<absl::StatusOr<TraceData>> ReadTraceTextSimdjson(std::string_view 
   OrderedWalk parser(&data, nullptr, workers);
   EventSplitter splitter(batch_bytes, [&](Piece&& p) { return parser.Take(p); });
   block_bytes = std::max<size_t>(block_bytes, 1);
-  for (size_t at = 0; at < json.size(); at += block_bytes) {
-    if (!splitter.Feed(json.data() + at, std::min(block_bytes, json.size() - at))) {
-      return std::nullopt;
-    }
+  bool ok = true;
+  for (size_t at = 0; ok && at < json.size(); at += block_bytes) {
+    ok = splitter.Feed(json.data() + at, std::min(block_bytes, json.size() - at));
   }
-  if (!splitter.Finish() || !parser.Drain()) return std::nullopt;
+  ok = ok && splitter.Finish() && parser.Drain();
+  if (std::string e = parser.thread_error(); !e.empty()) return absl::InternalError(e);
+  if (!ok) return std::nullopt;
   if (counts != nullptr) *counts = parser.counts();
   return Finish(std::move(data), parser.handler(), "trace");
 }

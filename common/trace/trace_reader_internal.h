@@ -2,6 +2,7 @@
 #ifndef LIBREYOLO_COMMON_TRACE_TRACE_READER_INTERNAL_H_
 #define LIBREYOLO_COMMON_TRACE_TRACE_READER_INTERNAL_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -33,6 +34,11 @@ std::optional<absl::StatusOr<TraceData>> ReadTraceTextSimdjson(std::string_view 
                                                                 size_t batch_bytes,
                                                                 EventWalkCounts* counts,
                                                                 int workers);
+
+// Set by a test: that many batches taken by a batch walker's thread (not the caller's) throw
+// instead of being walked, each taking one off (the throw injection of the catch-all at the
+// threads' top, common/status/thread_guard.h: the read then fails naming it).
+extern std::atomic<int> g_batch_walker_throws_for_test;
 
 }  // namespace libreyolo::internal
 

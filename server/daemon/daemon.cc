@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status/thread_guard.h"
 #include "server/daemon/attach/attach_endpoint.h"
 #include "server/daemon/attach/attach_job.h"
 #include "server/daemon/jobs/job_manager.h"
@@ -31,6 +32,9 @@
 #include "server/daemon/workers/routing_runner.h"
 
 namespace libreyolo::daemon {
+
+// What the metrics thread's catch-all (common/status/thread_guard.h) says it does.
+constexpr char kMetricsThreadAction[] = "libreyolod keeps serving; the textfile is not written";
 
 std::vector<std::string> ServedDevices(const DaemonConfig& config, int cuda_device_count) {
   std::vector<std::string> out;
@@ -223,7 +227,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
     if (raw->jobs_->accepting()) raw->server_->GetHealthCheckService()->SetServingStatus(ok);
   });
   d->jobs_->Start();
-  d->metrics_thread_ = std::thread([raw = d.get()] { raw->MetricsLoop(); });
+  d->metrics_thread_ = std::thread([raw = d.get()] {
+    RunGuarded("metrics textfile", kMetricsThreadAction, [raw] { raw->MetricsLoop(); });
+  });
   return d;
 }
 

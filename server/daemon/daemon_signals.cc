@@ -7,11 +7,15 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/io/lease_dir.h"
+#include "common/status/thread_guard.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -154,7 +158,8 @@ ReloadRunner::ReloadRunner(std::function<void()> reload) : state_(std::make_shar
       state->running = true;
       state->started = std::chrono::steady_clock::now();
       lock.unlock();
-      state->reload();
+      // A reload that throws changes nothing it had not applied yet; the next SIGHUP retries.
+      (void)RunGuarded("SIGHUP reload", "the running configuration stays", state->reload);
       lock.lock();
       state->running = false;
       state->cv.notify_all();
@@ -189,6 +194,59 @@ bool ReloadRunner::Stop(std::chrono::milliseconds timeout) {
     state_->thread.detach();  // blocked in the reload: it keeps the state alive
   }
   return idle;
+}
+
+SignalLoopEnd RunSignalLoop(int fd, ReloadRunner& reloader, const SignalLoopTarget& target,
+                            std::ostream& err) {
+  std::map<int, int64_t> ignored;  // per logged signal, how many arrived
+  while (true) {
+    char byte = 0;
+    const ssize_t n = ::read(fd, &byte, 1);
+    if (n == 0) return SignalLoopEnd::kClosed;
+    if (n < 0 && errno != EINTR && errno != EAGAIN) return SignalLoopEnd::kClosed;
+    if (n != 1) continue;
+    const int sig = byte;
+    if (byte == kUnleasedByte) {
+      err << "libreyolod: no job to run and no lease in " << target.lease_dir << ": stopping"
+          << std::endl;
+      target.drain();
+      return SignalLoopEnd::kUnleased;
+    }
+    const SignalAction action = DaemonSignalAction(sig);
+    if (action == SignalAction::kLog) {
+      const std::string line = IgnoredSignalLogLine(sig, ++ignored[sig]);
+      if (!line.empty()) err << line << std::endl;
+      continue;
+    }
+    if (action == SignalAction::kReload) {
+      std::chrono::steady_clock::duration running{};
+      if (!reloader.Request(&running)) {
+        err << "libreyolod: SIGHUP: the reload before has run for "
+            << std::chrono::duration_cast<std::chrono::seconds>(running).count()
+            << " s (a config or tokens file on a mount that hangs?); this one follows it"
+            << std::endl;
+      }
+      continue;
+    }
+    if (action != SignalAction::kDrain) continue;
+    err << "libreyolod: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining (up to "
+        << target.drain_timeout_s() << " s)" << std::endl;
+    target.drain();
+    return SignalLoopEnd::kDrain;
+  }
+}
+
+void WatchLeases(const std::function<bool()>& busy, const std::string& dir, int write_fd,
+                 const std::atomic<bool>& stopped, std::chrono::milliseconds interval) {
+  while (!stopped.load()) {
+    std::this_thread::sleep_for(interval);
+    if (busy()) continue;
+    std::optional<LeaseDirLock> lock = LeaseDirLock::TryAcquire(dir);
+    if (!lock || busy() || CountLiveLeases(dir) > 0) continue;
+    lock->HoldUntilExit();
+    (void)!::write(write_fd, &kUnleasedByte, 1);
+    return;
+  }
 }
 
 }  // namespace libreyolo::daemon

@@ -6,10 +6,12 @@
 #ifndef LIBREYOLO_SERVER_DAEMON_DAEMON_SIGNALS_H_
 #define LIBREYOLO_SERVER_DAEMON_DAEMON_SIGNALS_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "absl/status/status.h"
@@ -46,7 +48,8 @@ std::string IgnoredSignalLogLine(int sig, int64_t count);
 // Runs the SIGHUP reload on a thread of its own (issue 40 A.7), so that a reload that blocks (a
 // config or tokens file on a hung NFS or FUSE mount, where no O_NONBLOCK helps) never holds the
 // signal thread: SIGTERM always drains. A SIGHUP that comes while a reload runs is folded into
-// one more reload after it.
+// one more reload after it. A reload that throws is logged (RunGuarded, "SIGHUP reload") and the
+// thread stays for the next SIGHUP.
 class ReloadRunner {
  public:
   explicit ReloadRunner(std::function<void()> reload);
@@ -66,6 +69,41 @@ class ReloadRunner {
   struct State;
   std::shared_ptr<State> state_;  // shared with the thread, which may outlive this object
 };
+
+// The byte the lease watcher writes to the signal fd (0 is no signal's number): stop, nobody
+// needs this daemon any more.
+inline constexpr char kUnleasedByte = 0;
+
+// What the signal loop acts on: the running daemon in libreyolod (DaemonMain), a recorder in
+// the tests.
+struct SignalLoopTarget {
+  std::function<void()> drain;              // stop accepting, drain, let the daemon's Wait end
+  std::function<int64_t()> drain_timeout_s;  // for the SIGTERM line (a reload may change it)
+  std::string lease_dir;                    // for the line of kUnleasedByte
+};
+
+// Why RunSignalLoop returned.
+enum class SignalLoopEnd {
+  kDrain,     // SIGTERM or SIGINT: target.drain ran
+  kUnleased,  // the lease watcher's kUnleasedByte: target.drain ran
+  kClosed,    // the fd's write end was closed (or it failed): nothing drained
+};
+
+// The daemon's signal loop: reads one byte per event from `fd` (the pipe the handlers of
+// InstallDaemonSignalHandlers and the lease watcher write to; a test's pipe) and acts on it:
+// SIGHUP asks `reloader` for a reload (the loop never waits for one), a kLog signal writes
+// IgnoredSignalLogLine to `err`, SIGTERM/SIGINT and kUnleasedByte write why to `err`, run
+// target.drain and return. EOF on `fd` returns kClosed without draining.
+SignalLoopEnd RunSignalLoop(int fd, ReloadRunner& reloader, const SignalLoopTarget& target,
+                            std::ostream& err);
+
+// --lease-dir: every `interval`, when `busy` says no job is queued or running, counts the live
+// leases under `dir`'s control lock; with none, keeps that lock until the process exits (a
+// client that comes now waits for it, then starts a fresh daemon), writes kUnleasedByte to
+// `write_fd` and returns. Returns when `stopped` is set.
+void WatchLeases(const std::function<bool()>& busy, const std::string& dir, int write_fd,
+                 const std::atomic<bool>& stopped,
+                 std::chrono::milliseconds interval = std::chrono::milliseconds(250));
 
 }  // namespace libreyolo::daemon
 

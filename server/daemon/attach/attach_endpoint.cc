@@ -13,6 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status/thread_guard.h"
 #include "server/daemon/attach/kineto_wire.h"
 #include "server/daemon/attach/process_facts.h"
 
@@ -100,7 +101,10 @@ absl::StatusOr<std::unique_ptr<AttachEndpoint>> AttachEndpoint::Start(
     std::lock_guard<std::mutex> lock(e->mu_);
     e->last_prepare_.reset();  // a restart's rebinding keeps no daemon alive by itself
   }
-  e->thread_ = std::thread([raw = e.get()] { raw->Loop(); });
+  e->thread_ = std::thread([raw = e.get()] {
+    RunGuarded("attach endpoint", "libreyolod keeps serving; attach is off until it restarts",
+               [raw] { raw->Loop(); });
+  });
   return e;
 }
 

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "common/render/terminal_text.h"
 #include "common/status/exit_code.h"
+#include "common/status/thread_guard.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -202,9 +203,16 @@ void JobManager::RebuildUsageLocked() {
 void JobManager::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [device, state] : device_state_) {
-    state.worker = std::thread([this, d = device] { WorkerLoop(d); });
+    state.worker = std::thread([this, d = device] {
+      RunGuarded(absl::StrCat("job worker ", d),
+                 absl::StrCat("libreyolod keeps serving; ", d, " starts no job until it restarts"),
+                 [&] { WorkerLoop(d); });
+    });
   }
-  retention_thread_ = std::thread([this] { SweepRetention(); });
+  retention_thread_ = std::thread([this] {
+    RunGuarded("retention sweep", "libreyolod keeps serving; no job expires until it restarts",
+               [this] { SweepRetention(); });
+  });
 }
 
 void JobManager::Drain(std::chrono::milliseconds deadline) {

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status/exit_code.h"
+#include "common/status/thread_guard.h"
 #include "server/daemon/jobs/job_manager.h"
 
 namespace libreyolo::daemon {
@@ -325,7 +326,13 @@ void JobManager::RunOne(Entry& e) {
     std::lock_guard<std::mutex> lock(mu_);
     AppendNoteLocked(e, p.stage, p.done, p.total, p.message);
   };
-  RunOutcome out = runner_->Run(snapshot, progress, e.cancel);
+  RunOutcome out;
+  RunGuarded(absl::StrCat("job worker (job ", snapshot.id(), ")"), "the job fails",
+             [&] { out = runner_->Run(snapshot, progress, e.cancel); },
+             [&](const std::string& what) {
+               out = RunOutcome{};
+               out.status = absl::InternalError(absl::StrCat("libreyolod: the job threw: ", what));
+             });
   std::lock_guard<std::mutex> lock(mu_);
   std::string stage;
   const v1::Job finished = FinishedRecord(e, out, &stage);

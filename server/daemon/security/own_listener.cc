@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status/thread_guard.h"
 #include "server/daemon/security/auth.h"
 #include "server/daemon/security/connection_gate.h"
 
@@ -224,15 +225,9 @@ void OwnListener::Serve(grpc::Server* server, Authenticator* auth, ConnectionGat
   // connection is busy, and whose it is once a call authenticates.
   auth->set_connection_gate(gate);
   thread_ = std::thread([this, server, auth, gate] {
-    try {
-      AcceptLoop(server, auth, gate);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "libreyolod: Unix listener on %s stopped: %s\n", path_.c_str(),
-                   e.what());
-    } catch (...) {
-      std::fprintf(stderr, "libreyolod: Unix listener on %s stopped: unknown exception\n",
-                   path_.c_str());
-    }
+    RunGuarded(absl::StrCat("listener ", path_),
+               "libreyolod keeps serving; this listener accepts no more connections",
+               [&] { AcceptLoop(server, auth, gate); });
   });
 }
 

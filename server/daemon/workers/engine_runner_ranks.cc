@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "common/io/rank_artifacts.h"
 #include "common/io/unique_fd.h"
 #include "common/profile/profile_json.h"
+#include "common/status/thread_guard.h"
 #include "common/readers/ranks_view.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/daemon/workers/engine_runner.h"
@@ -57,6 +59,19 @@ struct RankRun {
 };
 
 bool Succeeded(const EngineWorker::JobEnd& end) { return end.done && end.done->code() == 0; }
+
+// A rank's run on its thread, under the thread's catch-all (common/status/thread_guard.h): an
+// exception is this rank's death, which fails the job.
+EngineWorker::JobEnd RunRankGuarded(int64_t rank, const std::string& job,
+                                    const std::function<EngineWorker::JobEnd()>& run) {
+  EngineWorker::JobEnd end;
+  RunGuarded(absl::StrCat("rank ", rank, " of job ", job), "the job fails", [&] { end = run(); },
+             [&](const std::string& what) {
+               end = EngineWorker::JobEnd{};
+               end.death = absl::StrCat("libreyolod's thread for this rank threw: ", what);
+             });
+  return end;
+}
 
 bool DiedOnItsOwn(const EngineWorker::JobEnd& e) {
   return !e.done && !e.cancelled_by_kill && !e.stalled && !e.wall_limit_reached;
@@ -167,8 +182,10 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
       placement.set_master_addr(master_addr);
       placement.set_master_port(*port);
       placement.set_group_id(group);
-      EngineWorker::JobEnd end = at(r).worker->RunJob(resolved, scratch, r == 0 ? progress : none,
-                                                      at(r).cancel, watch, placement);
+      EngineWorker::JobEnd end = RunRankGuarded(first + r, resolved.id(), [&] {
+        return at(r).worker->RunJob(resolved, scratch, r == 0 ? progress : none, at(r).cancel,
+                                    watch, placement);
+      });
       std::lock_guard<std::mutex> lock(mu);
       at(r).end = std::move(end);
       at(r).finished = ended++;
