@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "common/time/clock.h"
 #include "server/daemon/config/daemon_config.h"
+#include "server/daemon/jobs/artifact_verifier.h"
 #include "server/daemon/jobs/job_runner.h"
 #include "server/daemon/jobs/metrics_snapshot.h"
 #include "server/daemon/jobs/user_slots.h"
@@ -93,9 +94,10 @@ class JobManager {
   }
 
   // The path of artifact `name` of `job` (from Readable) for serving, after checking its bytes
-  // against the recorded size and SHA-256 (a file unchanged since its last check is not hashed
-  // again). A corrupt one is DATA_LOSS, counted (libreyolod_artifacts_corrupt_total), logged
-  // and recorded as a "corrupt" event of the job. Errors of ArtifactPath otherwise.
+  // against the recorded size and SHA-256 (ArtifactVerifier: a file unchanged since its last
+  // check is not hashed again). A corrupt one is DATA_LOSS, counted
+  // (libreyolod_artifacts_corrupt_total), logged and recorded as a "corrupt" event of the job.
+  // Errors of ArtifactPath otherwise.
   absl::StatusOr<std::string> VerifiedArtifactPath(const v1::Job& job, const std::string& name);
   // How many artifacts that check remembers as intact (a job's go when retention deletes it).
   size_t VerifiedArtifactsRemembered() const;
@@ -255,11 +257,12 @@ class JobManager {
   int64_t finished_runs_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t finished_run_ms_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t artifacts_corrupt_ ABSL_GUARDED_BY(mu_) = 0;
-  // "<job>/<artifact>" -> the identity of the file last verified intact (its own lock:
-  // hashing runs outside mu_; taken after mu_ where both are held).
-  mutable std::mutex verified_mu_;
-  void ForgetVerifiedLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::map<std::string, std::string> verified_ ABSL_GUARDED_BY(verified_mu_);
+  // The artifacts last verified intact (its own lock: hashing runs outside mu_; taken after
+  // mu_ where both are held, as Record and Forget are).
+  ArtifactVerifier verifier_{store_};
+  void ForgetVerifiedLocked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    verifier_.Forget(job_id);
+  }
 };
 
 // The device slots a job runs on: a data-parallel job's devices (rank order), else its device.
