@@ -35,8 +35,8 @@ int Fail(std::ostream& err, int code, const std::string& msg) {
 FlagSpec FailIfSlowerFlagSpec() {
   return {"fail-if-slower", "PCT", "",
           "CI gate: PASS (exit 0), FAIL (exit 4) when img/s is slower than PCT % beyond the "
-          "interval, INCONCLUSIVE (exit 5) when the interval straddles it or n < 2; like-for-like "
-          "profiles only (exit 2 otherwise)"};
+          "interval, INCONCLUSIVE (exit 5) when the interval straddles it, n < 2 or a side's "
+          "trust is none; like-for-like profiles only (exit 2 otherwise)"};
 }
 
 FlagSpec JobDriftFlagSpec() {
