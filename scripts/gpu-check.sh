@@ -5,7 +5,9 @@
 #   bash scripts/gpu-check.sh --bundle            # here: pack build/gpu-bundle and build/gpu-extra
 #   bash scripts/gpu-check.sh --device 0 --out $OUT   # on the GPU host (runs the bundle)
 #   bash scripts/gpu-check.sh --device cpu --out DIR  # dry run on any machine (the test suite's)
-#   (--build DIR: the build folder, default ./build; --quick: tiny sizes, for the dry run)
+#   (--build DIR: the build folder, default ./build; --quick: tiny sizes and no overhead probe
+#   before the two training steps, for the dry run: it checks the script's plumbing, the infer
+#   steps keep their probe and the report's overhead row; the probes of `run` cost ~50 s there)
 #
 # The device call carries at most 64 MiB, so the pack is two folders, one per call (the machine
 # keeps an earlier call's ignored folders while it stays warm): build/gpu-extra (the weights and
@@ -54,6 +56,7 @@ imgsz=640
 runs=100
 steps=10
 batch=16
+run_probe=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) device="$2"; shift 2 ;;
@@ -61,7 +64,7 @@ while [ $# -gt 0 ]; do
     --bundle) bundle_only=1; shift ;;
     --bundle-dir) bundle="$2"; shift 2 ;;
     --build) build="$(cd "$2" && pwd)"; shift 2 ;;
-    --quick) imgsz=64; runs=6; steps=2; batch=2; shift ;;
+    --quick) imgsz=64; runs=6; steps=2; batch=2; run_probe=(--no-probe-overhead); shift ;;
     -h|--help) sed -n 2,26p "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -179,7 +182,8 @@ if [ ${#gpu_flags[@]} -gt 0 ]; then
   step half "$bin/libreyolo" profile infer "${common[@]}" --half --project "$out/half"
 fi
 step run "$bin/libreyolo" profile run synthetic --device "$device" --weights "$weights" \
-  --imgsz "$imgsz" --batch "$batch" --steps "$steps" --warmup 3 --workers 2 --project "$out/run"
+  --imgsz "$imgsz" --batch "$batch" --steps "$steps" --warmup 3 --workers 2 "${run_probe[@]}" \
+  --project "$out/run"
 step kineto "$bin/libreyolo-engine" infer "${common[@]}" --project "$out/kineto" \
   --kineto-trace "$out/kineto/kineto_trace.json"
 # The profiler's cost with each CPU collector, same device, same run (issue 13's 1 % and 2 %).
@@ -187,7 +191,7 @@ step infer_lt "$bin/libreyolo" profile infer "${common[@]}" --collector libtorch
   --project "$out/infer_lt"
 step run_lt "$bin/libreyolo" profile run synthetic --device "$device" --weights "$weights" \
   --imgsz "$imgsz" --batch "$batch" --steps "$steps" --warmup 3 --workers 2 \
-  --collector libtorch --project "$out/run_lt"
+  --collector libtorch "${run_probe[@]}" --project "$out/run_lt"
 # Two identical jobs in one engine worker: a daemon serving the device, the same job twice back to
 # back; gpu_report.py compares their kernel times and counts (issue 23 item 10).
 twice() {
