@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -88,6 +89,45 @@ TEST(SelectTargets, ALauncherPidSelectsTheLeavesAndSkipsThePollingLauncher) {
   auto direct = SelectTargets(Pids({100}), Tree(), User(1000));
   ASSERT_TRUE(direct.ok()) << direct.status();
   EXPECT_EQ(TracedPids(*direct), std::vector<pid_t>({110, 120}));
+}
+
+// Issue 37 §3, on CUDA: a rank (110) whose data loader workers (111, 112; spawned, so they
+// imported torch and poll too) hold no GPU device is traced itself, its workers skipped as
+// holding none; a launcher without a device stays skipped as one. With no process on a GPU, or
+// when it cannot be told, the leaves are traced as before.
+TEST(SelectTargets, OnAGpuHostTheProcessesHoldingADeviceAreTraced) {
+  std::vector<AttachableProcess> r = Tree();
+  r.push_back(Proc(111, 1000, {110, 100, 90, 1}));
+  r.push_back(Proc(112, 1000, {110, 100, 90, 1}));
+  const std::set<pid_t> on_gpu = {110, 120};
+  const GpuHolding holds = [&](pid_t pid) -> std::optional<bool> { return on_gpu.count(pid) > 0; };
+  auto s = SelectTargets(Pids({90}), r, User(1000), holds);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(TracedPids(*s), std::vector<pid_t>({110, 120}));
+  for (int32_t worker : {111, 112}) {
+    const v1::AttachTarget* t = Skipped(*s, worker);
+    ASSERT_NE(t, nullptr) << worker;
+    EXPECT_THAT(t->reason(), HasSubstr("holds no GPU device while 110, 120 hold(s) one"));
+  }
+  const v1::AttachTarget* launcher = Skipped(*s, 100);
+  ASSERT_NE(launcher, nullptr);
+  EXPECT_THAT(launcher->reason(), HasSubstr("a launcher"));
+  // Without a GPU holder (a CPU job) or unknown: the leaves, the rank skipped as their launcher.
+  auto cpu =
+      SelectTargets(Pids({90}), r, User(1000), [](pid_t) { return std::optional<bool>(false); });
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_THAT(TracedPids(*cpu), ::testing::UnorderedElementsAre(111, 112, 120));
+  auto unknown =
+      SelectTargets(Pids({90}), r, User(1000), [](pid_t) { return std::optional<bool>(); });
+  ASSERT_TRUE(unknown.ok()) << unknown.status();
+  EXPECT_THAT(TracedPids(*unknown), ::testing::UnorderedElementsAre(111, 112, 120));
+  // Every GPU holder busy with its own profiler: said as such.
+  for (AttachableProcess& p : r) {
+    if (on_gpu.count(p.pid) > 0) p.state = AttachState::kBusy;
+  }
+  auto busy = SelectTargets(Pids({90}), r, User(1000), holds);
+  ASSERT_FALSE(busy.ok());
+  EXPECT_THAT(busy.status().message(), HasSubstr("busy with its own torch.profiler"));
 }
 
 TEST(SelectTargets, AnotherUsersProcessIsRefused) {

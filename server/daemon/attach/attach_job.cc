@@ -186,13 +186,16 @@ std::string AttachJobRunner::DescribeDevice(const std::string& device) const {
                       endpoint_->registry().size(), " polling)");
 }
 
+// Whether a process holds a GPU device now (its open descriptors, process_facts.h).
+static std::optional<bool> HoldsGpu(pid_t pid) { return HoldsGpuDevice(pid); }
+
 // select: the targets, the owner checked.
 absl::Status AttachJobRunner::Select(AttachRun& run) const {
   absl::StatusOr<AttachOwner> owner = ResolveOwner(run.job);
   if (!owner.ok()) return owner.status();
   run.Report("select", 0, 0, "choosing the processes to trace");
   absl::StatusOr<TargetSelection> chosen =
-      SelectTargets(run.spec, endpoint_->registry().List(), *owner);
+      SelectTargets(run.spec, endpoint_->registry().List(), *owner, HoldsGpu);
   // A process started a moment ago has not polled yet (its first poll comes within an
   // interval; a private daemon this very command started has an empty registry): a --pid
   // that is alive and that no registered process is or descends from is waited for, up to two
@@ -205,7 +208,7 @@ absl::Status AttachJobRunner::Select(AttachRun& run) const {
       run.Report("select", 0, 0, "waiting for the process's first poll (every 5 s)");
     }
     std::this_thread::sleep_for(kTick);
-    chosen = SelectTargets(run.spec, endpoint_->registry().List(), *owner);
+    chosen = SelectTargets(run.spec, endpoint_->registry().List(), *owner, HoldsGpu);
   }
   if (!chosen.ok()) return chosen.status();
   run.selection = *std::move(chosen);

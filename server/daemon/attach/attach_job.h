@@ -7,6 +7,7 @@
 //   select    the targets from the registry (SelectTargets): a polling pid is taken, a pid that
 //             does not poll selects its polling descendants (the leaves; a poller whose
 //             descendants poll too is a launcher, skipped), a Slurm job's, or all of the owner's;
+//             on a GPU host those holding a device (a rank, not its data loader workers);
 //             only the owner's processes (an admin's: anyone's); each skipped one says why
 //   prepare   one drop folder for the job (external::MakeDropFolder) under the daemon's
 //             /tmp/libreyolod-<uid>/, or under the traced processes' KINETO_ONDEMAND_TRACE_DIR
@@ -91,9 +92,15 @@ struct TargetSelection {
 // NOT_FOUND when nothing is traced: the message names the target asked and lists every
 // registered process the owner may see with why it was not taken (or says none polls).
 // FAILED_PRECONDITION when every matching process is busy with its own profiler.
+// On a GPU host the processes holding a device do the work (`holds_gpu`: HoldsGpuDevice, nullopt
+// unknown; null: not asked): when a matched process holds one, a matched one that holds none is
+// skipped (a data loader worker, a helper, a launcher) and a holder is traced even where its
+// descendants poll (a rank whose spawned data loader workers imported torch).
+using GpuHolding = std::function<std::optional<bool>(pid_t)>;
 absl::StatusOr<TargetSelection> SelectTargets(const v1::AttachSpec& spec,
                                               const std::vector<AttachableProcess>& registered,
-                                              const AttachOwner& owner);
+                                              const AttachOwner& owner,
+                                              const GpuHolding& holds_gpu = nullptr);
 
 // The configuration handed to every target: ACTIVITIES_LOG_FILE, PROFILE_START_TIME,
 // ACTIVITIES_DURATION_MSECS or ACTIVITIES_ITERATIONS (+ PROFILE_START_ITERATION=0),

@@ -173,9 +173,36 @@ bool IsUnixNameOf(const std::string& user, uid_t uid) {
   return name.has_value() && *name == user;
 }
 
+namespace {
+
+// Which matched processes hold a GPU device (only when `holds_gpu` is given): each one's answer,
+// and the pids that hold one.
+struct GpuView {
+  std::map<pid_t, std::optional<bool>> of;
+  std::vector<pid_t> holders;
+  std::optional<bool> Of(pid_t pid) const {
+    const auto it = of.find(pid);
+    return it == of.end() ? std::nullopt : it->second;
+  }
+};
+
+GpuView ViewGpus(const std::vector<const AttachableProcess*>& matching, const GpuHolding& holds_gpu) {
+  GpuView view;
+  if (!holds_gpu) return view;
+  for (const AttachableProcess* p : matching) {
+    const std::optional<bool> h = holds_gpu(p->pid);
+    view.of[p->pid] = h;
+    if (h.value_or(false)) view.holders.push_back(p->pid);
+  }
+  return view;
+}
+
+}  // namespace
+
 absl::StatusOr<TargetSelection> SelectTargets(const v1::AttachSpec& spec,
                                               const std::vector<AttachableProcess>& registered,
-                                              const AttachOwner& owner) {
+                                              const AttachOwner& owner,
+                                              const GpuHolding& holds_gpu) {
   std::vector<std::string> unmatched;
   const std::vector<const AttachableProcess*> matching =
       Matching(spec, registered, owner, &unmatched);
@@ -188,12 +215,23 @@ absl::StatusOr<TargetSelection> SelectTargets(const v1::AttachSpec& spec,
       if (q != p && HasAncestor(*q, p->pid)) below[p->pid].push_back(q->pid);
     }
   }
+  // On a GPU host, those that hold a device do the work, launcher or not.
+  const GpuView gpu = ViewGpus(matching, holds_gpu);
+  const bool prefer_gpu = !gpu.holders.empty();
   size_t busy = 0;
+  size_t not_workers = 0;  // launchers and, on a GPU host, processes holding no device
   for (const AttachableProcess* p : matching) {
     std::string why;
-    if (const auto it = below.find(p->pid); it != below.end()) {
-      why = absl::StrCat("a launcher: its descendants ", absl::StrJoin(it->second, ", "),
+    const std::optional<bool> on_gpu = gpu.Of(p->pid);
+    const auto launched = below.find(p->pid);
+    if (launched != below.end() && !(prefer_gpu && on_gpu == true)) {
+      why = absl::StrCat("a launcher: its descendants ", absl::StrJoin(launched->second, ", "),
                          " poll (the leaves are traced)");
+      ++not_workers;
+    } else if (prefer_gpu && on_gpu == false) {
+      why = absl::StrCat("holds no GPU device while ", absl::StrJoin(gpu.holders, ", "),
+                         " hold(s) one (a data loader worker or a helper, not the work on the GPU)");
+      ++not_workers;
     } else if (p->state == AttachState::kBusy) {
       why = "busy: its own torch.profiler runs, and Kineto takes no on-demand request meanwhile";
       ++busy;
@@ -212,7 +250,7 @@ absl::StatusOr<TargetSelection> SelectTargets(const v1::AttachSpec& spec,
     }
   }
   if (!out.traced.empty()) return out;
-  if (busy > 0 && busy + below.size() == matching.size()) {
+  if (busy > 0 && busy + not_workers == matching.size()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "every process ", TargetText(spec), " selects is busy with its own torch.profiler (",
         absl::StrJoin(out.skipped, ", ",
