@@ -479,5 +479,58 @@ TEST(AttachSubmit, OnlyUnixUsersUnderTheirOwnNameOrAdmins) {
   EXPECT_TRUE(Submit(ok, numbered).ok());
 }
 
+// Issue 37 §4: a token user attaches as the Unix user attach_unix_users maps it to (nobody,
+// uid 65534, is on every host these tests run on); none: refused with that reason.
+TEST(AttachSubmit, ATokenUserAttachesAsItsMappedUnixUser) {
+  DaemonConfig config;
+  config.attach_unix_users = {"alice=nobody", "carol=root", "dave=no-such-user-37x"};
+  Identity alice;
+  alice.user = "alice";  // a token over TCP
+  absl::StatusOr<Identity> mapped = AttachIdentity(alice, config);
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  ASSERT_TRUE(mapped->uid.has_value());
+  EXPECT_EQ(*mapped->uid, 65534u);
+  EXPECT_EQ(mapped->user, "alice");  // still the job's owner by name
+  Identity bob;
+  bob.user = "bob";
+  absl::StatusOr<Identity> none = AttachIdentity(bob, config);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(none.status().message(), HasSubstr("attach_unix_users maps none for it"));
+  EXPECT_THAT(none.status().message(), HasSubstr("'bob=<unix user>'"));
+  // A mapping to root or to a user gone from the host since the daemon checked it.
+  Identity carol;
+  carol.user = "carol";
+  EXPECT_THAT(AttachIdentity(carol, config).status().message(), HasSubstr("is root"));
+  Identity dave;
+  dave.user = "dave";
+  EXPECT_THAT(AttachIdentity(dave, config).status().message(), HasSubstr("is not on this host"));
+  // On the Unix socket, a token is accepted where it maps to the peer's own uid only.
+  Identity peer = alice;
+  peer.uid = 65534;
+  peer.unix_peer = true;
+  EXPECT_TRUE(AttachIdentity(peer, config).ok());
+  peer.uid = 4321;
+  EXPECT_EQ(AttachIdentity(peer, config).status().code(), absl::StatusCode::kPermissionDenied);
+}
+
+// The mapping is checked where the daemon reads its config (start-up and SIGHUP): the entry's
+// form, one per token user, a Unix user of this host, not root.
+TEST(AttachSubmit, TheMappingIsCheckedWithTheConfig) {
+  auto problems = [](std::vector<std::string> entries) {
+    DaemonConfig config;
+    config.listen = {"unix:/tmp/x.sock"};
+    config.attach_unix_users = std::move(entries);
+    return std::string(ValidateDaemonConfig(config).message());
+  };
+  EXPECT_EQ(problems({"alice=nobody", "bob=nobody"}), problems({}));
+  EXPECT_THAT(problems({"alice"}), HasSubstr("attach_unix_users (--attach-unix-user): 'alice' is "
+                                             "not TOKEN_USER=UNIX_USER"));
+  EXPECT_THAT(problems({"al ice=nobody"}), HasSubstr("is not a token user name"));
+  EXPECT_THAT(problems({"alice=nobody", "alice=daemon"}), HasSubstr("'alice' is mapped twice"));
+  EXPECT_THAT(problems({"alice=no-such-user-37x"}),
+              HasSubstr("alice=no-such-user-37x: Unix user 'no-such-user-37x' is not on this host"));
+  EXPECT_THAT(problems({"alice=root"}), HasSubstr("is root"));
+}
+
 }  // namespace
 }  // namespace libreyolo::daemon::attach

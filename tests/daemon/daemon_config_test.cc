@@ -383,14 +383,17 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
     std::vector<std::string> args = {name};
     if (name != "--help" && name != "--insecure-tcp" && name != "--allow-local-paths" &&
         name != "--require-client-cert" && name != "--attach-dynolog-compat") {
-      args.push_back(name == "--unix-socket-mode" ? "600" : "1");
+      args.push_back(name == "--unix-socket-mode"   ? "600"
+                     : name == "--attach-unix-user" ? "x=nobody"
+                                                    : "1");
     }
     EXPECT_TRUE(ApplyDaemonFlags(args, &c).ok()) << name;
   }
   // With --worker-binary, --connection-idle-timeout, --handshake-timeout, --cpu-slots and the
   // per-user caps of reads and downloads (--max-reads, --max-downloads and their _per_user), and
-  // issue 37's --attach-dir and --attach-dynolog-compat, and issue 38's --python-tool.
-  EXPECT_EQ(documented, 52);
+  // issue 37's --attach-dir, --attach-dynolog-compat and --attach-unix-user, and issue 38's
+  // --python-tool.
+  EXPECT_EQ(documented, 53);
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {
@@ -528,7 +531,8 @@ TEST(DaemonConfigValidateTest, ParsesListenAddresses) {
 // accepts (none of them is a default).
 absl::StatusOr<DaemonConfig> LoadWithChanged(const std::string& key_path, const TempDir& dir) {
   const size_t dot = key_path.find('.');
-  for (const char* value : {"7", "true", "[\"x:1\"]", "0600", "/changed"}) {
+  // attach_unix_users' entry needs a non-root Unix user of the host: nobody.
+  for (const char* value : {"7", "true", "[\"x:1\"]", "0600", "/changed", "[\"x=nobody\"]"}) {
     const std::string yaml =
         dot == std::string::npos
             ? absl::StrCat(key_path, ": ", value, "\n")
@@ -550,7 +554,7 @@ TEST(DaemonConfigReloadTest, EveryKeyIsAppliedOrNamed) {
       "tokens_file",         "admins",          "limits",
       "retention",           "drain_timeout_s", "metrics_textfile",
       "progress_timeout_s",  "max_connections", "max_connections_per_peer",
-      "reserved_descriptors"};
+      "reserved_descriptors", "attach_unix_users"};
   const std::vector<std::string> reloadable = ReloadableKeys();
   EXPECT_EQ(std::set<std::string>(reloadable.begin(), reloadable.end()), live);
   for (const std::string& key_path : DaemonConfigKeyPaths()) {

@@ -61,7 +61,7 @@ struct EndpointCounters {
 
 class AttachEndpoint {
  public:
-  // Binds the abstract name when asked (FAILED_PRECONDITION when it is taken) and every user
+  // Binds the abstract name when asked (ALREADY_EXISTS when it is taken) and every user
   // directory already under socket_root (one that fails is a line in `warnings`), then starts
   // the loop thread.
   static absl::StatusOr<std::unique_ptr<AttachEndpoint>> Start(AttachEndpointOptions options,

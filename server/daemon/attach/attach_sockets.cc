@@ -148,8 +148,8 @@ absl::StatusOr<int> BindAbstractSocket(const std::string& name) {
   Fd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return Errno("cannot make a socket for", "@" + name, errno);
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
-    if (errno == EADDRINUSE) {
-      return absl::FailedPreconditionError(absl::StrCat(
+    if (errno == EADDRINUSE) {  // in use: libreyolod's start-up exits 3, as for a taken port
+      return absl::AlreadyExistsError(absl::StrCat(
           "the abstract socket name '", name,
           "' (Kineto's default daemon address) is held by "
           "another process: dynolog (--enable_ipc_monitor), a dynolog that Ray started, or "

@@ -33,7 +33,8 @@ absl::StatusOr<std::string> EnsureUserDir(const std::string& root, uid_t uid);
 absl::StatusOr<int> BindDirSocket(const std::string& dir);
 
 // Binds the abstract name `\0<name>\0` (Kineto's address includes the trailing NUL).
-// FAILED_PRECONDITION naming the likely holder when the name is taken (EADDRINUSE).
+// ALREADY_EXISTS naming the likely holder when the name is taken (EADDRINUSE): something the
+// daemon needs is in use, so its start-up exits 3 (docs/deploy.md, "Start-up errors").
 absl::StatusOr<int> BindAbstractSocket(const std::string& name);
 
 // The peer of one datagram.

@@ -123,6 +123,9 @@ struct DaemonConfig {
   // set only KINETO_USE_DAEMON=1 register; any local user's process reaches it. Start-up fails
   // when another daemon (dynolog) holds it.
   bool attach_dynolog_compat = false;
+  // Which Unix user a token user attaches as, "TOKEN_USER=UNIX_USER" entries (issue 37 §4): a
+  // token user without one may not attach (it has no Unix user here). Reloaded on SIGHUP.
+  std::vector<std::string> attach_unix_users;
   // Issue 38 §4: the Python LibreYOLO CLI (its bin/libreyolo) that runs the `profile run|infer`
   // jobs of a native checkpoint of a family the engine lacks (server/daemon/workers/
   // python_runner.h). "" = the project's Python environment: $LIBREYOLO_PYTHON_ENV/bin/libreyolo,

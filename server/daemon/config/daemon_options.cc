@@ -181,6 +181,33 @@ void CheckSocketMode(const DaemonOption&, const DaemonConfig& config,
   }
 }
 
+// attach_unix_users: each entry TOKEN_USER=UNIX_USER, one entry per token user, every Unix user
+// on this host and not root (issue 37 §4).
+void CheckAttachUnixUsers(const DaemonOption& option, const DaemonConfig& config,
+                          std::vector<std::string>* problems) {
+  const std::string name = OptionName(option);
+  if (config.attach_unix_users.size() > kMaxAttachUnixUsers) {
+    problems->push_back(absl::StrCat(name, ": ", config.attach_unix_users.size(),
+                                     " entries; at most ", kMaxAttachUnixUsers));
+    return;
+  }
+  std::set<std::string> seen;
+  for (const std::string& entry : config.attach_unix_users) {
+    absl::StatusOr<AttachUnixUser> m = ParseAttachUnixUser(entry);
+    if (!m.ok()) {
+      problems->push_back(absl::StrCat(name, ": ", m.status().message()));
+    } else if (!seen.insert(m->token_user).second) {
+      problems->push_back(absl::StrCat(name, ": token user '", m->token_user,
+                                       "' is mapped twice: keep one entry"));
+    } else if (absl::StatusOr<uid_t> uid = AttachUnixUid(m->unix_user); !uid.ok()) {
+      problems->push_back(absl::StrCat(name, ": ", entry, ": ", uid.status().message(),
+                                       absl::IsNotFound(uid.status())
+                                           ? " (create it, or remove the entry)"
+                                           : ""));
+    }
+  }
+}
+
 // ---- The rows ---------------------------------------------------------------------------------
 
 // Where a row lands: DaemonConfig's member `path`.
@@ -350,6 +377,10 @@ std::vector<DaemonOption> RunningRows() {
        "also bind Kineto's default abstract address (dynolog's; any local user reaches it); "
        "refused when dynolog holds it",
        kSwitch, LANDS(attach_dynolog_compat)},
+      {"attach_unix_users", "attach-unix-user", "TOKEN_USER=UNIX_USER",
+       "profile attach: the Unix user a token user attaches as (only that user's processes), "
+       "repeatable; a token user without one may not attach; replaces the file's list",
+       kList, LANDS(attach_unix_users), kLive, {}, 0, kNoMax, "", CheckAttachUnixUsers},
       {"python_tool", "python-tool", "PATH",
        "the Python LibreYOLO's bin/libreyolo, which runs profile run|infer of a native checkpoint "
        "of a family the engine lacks; default: the project's Python environment "

@@ -165,7 +165,10 @@ grpc::Status ProfilerServiceImpl::SubmitJob(grpc::ServerContext* ctx,
   const std::shared_ptr<const DaemonConfig> config = config_.Get();  // SIGHUP may swap it
   if (auto s = ValidateSubmit(*req, *config, *who, &device); !s.ok()) return Finish(s);
   if (auto s = CheckInputsExist(*req, *config); !s.ok()) return Finish(s);
-  auto job = jobs_->Submit(*who, *req, device);
+  // An attach job's owner uid: a token user's is its attach_unix_users entry's (issue 37 §4).
+  absl::StatusOr<Identity> submitter = req->has_attach() ? AttachIdentity(*who, *config) : *who;
+  if (!submitter.ok()) return Finish(submitter.status());
+  auto job = jobs_->Submit(*submitter, *req, device);
   if (!job.ok()) return Finish(job.status());
   *resp = ForCaller(*std::move(job), RedactorFor(*who));
   return grpc::Status::OK;
@@ -383,12 +386,19 @@ grpc::Status ProfilerServiceImpl::ListAttachable(grpc::ServerContext* ctx,
     resp->add_env("KINETO_USE_DAEMON=1");
     resp->add_env(absl::StrCat("KINETO_IPC_SOCKET_DIR=", *dir));
   }
+  // Owners see their own processes: by uid on the Unix socket, for a token user by the Unix user
+  // attach_unix_users maps it to (none: nothing; issue 37 §4); admins all.
+  std::optional<uid_t> own_uid = who->uid;
+  if (!own_uid && !who->admin) {
+    absl::StatusOr<std::optional<uid_t>> mapped =
+        MappedUnixUid(config_.Get()->attach_unix_users, who->user);
+    if (mapped.ok()) own_uid = *mapped;
+  }
   std::map<uid_t, std::string> names;
   for (const attach::AttachableProcess& p : attach_->registry().List()) {
     auto name = names.find(p.uid);
     if (name == names.end()) name = names.emplace(p.uid, UserName(p.uid)).first;
-    // Owners see their own processes (by uid on the Unix socket, by name for a token), admins all.
-    const bool own = who->uid ? *who->uid == p.uid : name->second == who->user;
+    const bool own = own_uid.has_value() && *own_uid == p.uid;
     if (who->admin || own) *resp->add_processes() = ToProto(p, name->second);
   }
   resp->set_poll_interval_s(static_cast<int32_t>(attach::kPollInterval.count()));

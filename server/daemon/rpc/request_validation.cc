@@ -296,29 +296,41 @@ absl::Status CheckAttachSpec(const v1::AttachSpec& a) {
 }
 
 // Only a process's owner or an admin may attach (issue 37 §4). The attach runner traces the
-// processes of the uid the daemon records at SubmitJob (Job.owner_uid: the Unix-socket peer's),
-// so a caller who is not an admin must be a Unix-socket peer under its own uid's name: a token
-// user has no Unix user here (no mapping), and a token naming another user on the socket is
-// refused (the job would be that user's, tracing the peer's processes).
-absl::Status CheckAttachCaller(const Identity& who, const DaemonConfig& config) {
+// processes of the uid the daemon records at SubmitJob (Job.owner_uid), so the caller's uid is
+// decided here: a Unix-socket peer's own under its own uid's name, or a token user's through the
+// daemon's attach_unix_users (no entry: refused with that reason). A token naming another user
+// on the socket is refused unless it maps to the peer's uid (the job would be that user's,
+// tracing the peer's processes).
+absl::StatusOr<Identity> AttachIdentity(const Identity& who, const DaemonConfig& config) {
   if (config.attach_dir.empty() && !config.attach_dynolog_compat) {
     return absl::FailedPreconditionError(
         "this daemon serves no attach endpoint (attach_dir is empty and attach_dynolog_compat "
         "off): set attach_dir in its config to attach to processes");
   }
-  if (who.admin) return absl::OkStatus();
+  if (who.admin) return who;
+  if (who.uid.has_value() && attach::IsUnixNameOf(who.user, *who.uid)) return who;
+  absl::StatusOr<std::optional<uid_t>> mapped = MappedUnixUid(config.attach_unix_users, who.user);
+  if (!mapped.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "token user ", Excerpt(who.user), " maps to a Unix user this host cannot use: ",
+        mapped.status().message(), "; an admin fixes attach_unix_users (docs/deploy.md, \"Attach\")"));
+  }
   if (!who.uid.has_value()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "token user ", Excerpt(who.user), " has no Unix user on this host: only a process's "
-        "owner (or an admin) may attach to it; run `libreyolo profile attach` over the "
-        "daemon's Unix socket as the process's user"));
+    if (!mapped->has_value()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "token user ", Excerpt(who.user), " has no Unix user on this host (the daemon's "
+          "attach_unix_users maps none for it): only a process's owner (or an admin) may attach "
+          "to it; an admin adds '", Excerpt(who.user), "=<unix user>' to attach_unix_users, or "
+          "run `libreyolo profile attach` over the daemon's Unix socket as the process's user"));
+    }
+    Identity out = who;
+    out.uid = **mapped;
+    return out;
   }
-  if (!attach::IsUnixNameOf(who.user, *who.uid)) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "you call as ", Excerpt(who.user), " (a token) from Unix uid ", *who.uid,
-        ": attach as your own Unix user (unset LIBREYOLO_TOKEN / --token-file)"));
-  }
-  return absl::OkStatus();
+  if (mapped->has_value() && **mapped == *who.uid) return who;
+  return absl::PermissionDeniedError(absl::StrCat(
+      "you call as ", Excerpt(who.user), " (a token) from Unix uid ", *who.uid,
+      ": attach as your own Unix user (unset LIBREYOLO_TOKEN / --token-file)"));
 }
 
 absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& config,
@@ -337,7 +349,7 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& c
   }
   if (r.has_attach()) {
     if (auto s = CheckAttachSpec(r.attach()); !s.ok()) return s;
-    if (auto s = CheckAttachCaller(who, config); !s.ok()) return s;
+    if (auto a = AttachIdentity(who, config); !a.ok()) return a.status();
     *device = kAttachLane;
     return absl::OkStatus();
   }

@@ -45,6 +45,13 @@ bool MayNameLocalPaths(const DaemonConfig& config, const Identity& who);
 absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& config,
                             const Identity& who, std::string* device);
 
+// Who an attach job is submitted as (issue 37 §4): `who`, with the Unix uid a token user maps to
+// through the daemon's attach_unix_users; PERMISSION_DENIED with the reason when the caller may
+// attach to nobody's processes (a token user without a mapping, a token of another user sent
+// over the Unix socket), FAILED_PRECONDITION when the daemon serves no attach endpoint or the
+// mapped Unix user is gone from the host.
+absl::StatusOr<Identity> AttachIdentity(const Identity& who, const DaemonConfig& config);
+
 // A label key: [a-z0-9_.-/]{1,63}. A label value: at most 256 bytes of printable UTF-8 (no
 // control characters, no tab/CR/newline, no bidirectional overrides; libreyolo::IsPrintableUtf8).
 bool IsLabelKey(const std::string& key);

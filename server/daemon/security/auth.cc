@@ -401,4 +401,59 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
   return grpc::SslServerCredentials(options);
 }
 
+// ---- attach_unix_users (issue 37 §4) -------------------------------------------------------
+
+absl::StatusOr<AttachUnixUser> ParseAttachUnixUser(absl::string_view entry) {
+  const size_t eq = entry.find('=');
+  const absl::string_view token_user = entry.substr(0, eq);
+  const absl::string_view unix_user =
+      eq == absl::string_view::npos ? absl::string_view() : entry.substr(eq + 1);
+  if (eq == absl::string_view::npos || token_user.empty() || unix_user.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", Excerpt(std::string(entry)), "' is not TOKEN_USER=UNIX_USER (e.g. alice=alice)"));
+  }
+  if (!IsValidUserName(token_user)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", Excerpt(std::string(token_user)),
+                                                   "' is not a token user name: user names hold "
+                                                   "1..",
+                                                   kMaxUserNameBytes, " letters, digits, _ - . @"));
+  }
+  if (!IsValidUserName(unix_user) || unix_user.size() > 32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", Excerpt(std::string(unix_user)), "' is not a Unix user name (at most 32 letters, "
+        "digits, _ - . @)"));
+  }
+  return AttachUnixUser{std::string(token_user), std::string(unix_user)};
+}
+
+absl::StatusOr<uid_t> AttachUnixUid(const std::string& unix_user) {
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  const int err = ::getpwnam_r(unix_user.c_str(), &pw, buf.data(), buf.size(), &found);
+  if (err != 0 || found == nullptr) {
+    return absl::NotFoundError(absl::StrCat("Unix user '", unix_user, "' is not on this host",
+                                            err != 0 ? absl::StrCat(" (", std::strerror(err), ")")
+                                                     : std::string()));
+  }
+  if (found->pw_uid == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Unix user '", unix_user, "' is root, who may attach to every process: give the token "
+        "user `admin` in the tokens file instead"));
+  }
+  return found->pw_uid;
+}
+
+absl::StatusOr<std::optional<uid_t>> MappedUnixUid(const std::vector<std::string>& entries,
+                                                   const std::string& token_user) {
+  for (const std::string& entry : entries) {
+    absl::StatusOr<AttachUnixUser> m = ParseAttachUnixUser(entry);
+    if (!m.ok() || m->token_user != token_user) continue;  // the config's check refused bad ones
+    absl::StatusOr<uid_t> uid = AttachUnixUid(m->unix_user);
+    if (!uid.ok()) return uid.status();
+    return std::optional<uid_t>(*uid);
+  }
+  return std::optional<uid_t>();
+}
+
 }  // namespace libreyolo::daemon

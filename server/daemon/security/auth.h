@@ -110,6 +110,24 @@ class Authenticator {
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     const TlsConfig& tls);
 
+// Issue 37 §4: the Unix user a token user attaches to processes as (the daemon's
+// attach_unix_users: "TOKEN_USER=UNIX_USER" entries). A token user has no Unix user on the host
+// otherwise, so `libreyolo profile attach` refuses it.
+inline constexpr size_t kMaxAttachUnixUsers = 1024;
+struct AttachUnixUser {
+  std::string token_user;
+  std::string unix_user;
+};
+// One entry; INVALID_ARGUMENT saying what is wrong with it.
+absl::StatusOr<AttachUnixUser> ParseAttachUnixUser(absl::string_view entry);
+// The uid of `unix_user` in the password database: NOT_FOUND when there is none,
+// FAILED_PRECONDITION for root (map an operator through the tokens file's `admin` instead).
+absl::StatusOr<uid_t> AttachUnixUid(const std::string& unix_user);
+// The uid `token_user` maps to: nullopt without an entry; an error (AttachUnixUid's) when its
+// Unix user is gone from the host since the daemon checked it.
+absl::StatusOr<std::optional<uid_t>> MappedUnixUid(const std::vector<std::string>& entries,
+                                                   const std::string& token_user);
+
 }  // namespace libreyolo::daemon
 
 #endif  // LIBREYOLO_SERVER_DAEMON_SECURITY_AUTH_H_
