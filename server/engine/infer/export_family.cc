@@ -140,15 +140,24 @@ constexpr std::array<ExportFamily, kFamilyCount> MakeFamilies() {
   f.pad = {124, 116, 104};  // round(255 * ImageNet mean)
   f.candidates = 0;
   t[i++] = f;
-  // Families whose preprocessing or output this engine does not reproduce yet.
-  f = Family("centernet", "LibreCenterNet", R::kStretchCv, false, true, O::kRows6, N::kNone);
-  f.unsupported = "its preprocessing is an affine warp (models/centernet/utils.py) and its boxes "
-                  "go back through the inverse warp, which the engine does not reproduce";
+  // CenterNet: B, G, R of the affine canvas, (x / 255 - mean) / std (CENTERNET_MEAN, _STD); its
+  // graph returns its top-100 peaks decoded ([B, 100, 6], CenterNetExportWrapper), no NMS
+  // (_parse_centernet, postprocess/centernet.py).
+  f = Norm(Family("centernet", "LibreCenterNet", R::kAffineCentre, true, true, O::kRows6, N::kNone),
+           {0.408f, 0.447f, 0.470f}, {0.289f, 0.274f, 0.278f});
+  f.ranked_rows = true;
+  f.max_det_cap = 100;      // max_det=min(max_det, 100)
+  f.drop_empty = false;     // no area filter: a random net's negative sizes stay, as there
   t[i++] = f;
-  f = Family("fcos", "LibreFCOS", R::kStretchCv, false, true, O::kRowsXyxy, N::kClassAware);
-  f.unsupported = "its preprocessing resizes by a scale factor to a size-divisible canvas "
-                  "(models/fcos/utils.py) and its rows carry a level id, which the engine does not "
-                  "reproduce";
+  // FCOS: ImageNet's normalisation in float before the resize (_preprocess_tensor); rows
+  // [xyxy, level id, scores], 1000 candidates per level 0..4, class-aware NMS, max_det at most
+  // 100 (_parse_fcos, _build_result).
+  f = Norm(Family("fcos", "LibreFCOS", R::kScaleFloat, false, true, O::kRowsLevelXyxy,
+                  N::kClassAware),
+           kImageNetMean, kImageNetStd);
+  f.candidates = 1000;
+  f.level_count = 5;
+  f.max_det_cap = 100;
   t[i++] = f;
   t[i++] = Norm(Family("ec", "LibreEC", R::kStretchPil, false, true, O::kDetr, N::kNone),
                 kImageNetMean, kImageNetStd);  // preprocess/ec.py

@@ -23,6 +23,13 @@ enum class ExportResize {
   kLetterboxPilCenter,  // scale to fit within min(fit_cap, canvas) (round()), PIL, centred (YOLO-NAS)
   kStretchPil,          // stretch to the canvas, PIL BILINEAR
   kStretchCv,           // stretch to the canvas, cv2 INTER_LINEAR
+  // CenterNet (models/centernet/utils.py): cv2.warpAffine of the image's centred square (side its
+  // longer edge) onto the canvas, INTER_LINEAR, black outside; boxes go back through the inverse.
+  kAffineCentre,
+  // FCOS (models/fcos/utils.py, torchvision's transform): normalised in float, resized by one
+  // scale factor (the shorter edge to imgsz, the longer at most imgsz * 1333 / 800; bilinear,
+  // sizes floored), zero-padded bottom-right to a multiple of 32: the canvas is the image's own.
+  kScaleFloat,
 };
 // What the module returns: one decoder per layout, whichever family returns it.
 enum class ExportOutput {
@@ -32,6 +39,8 @@ enum class ExportOutput {
   kYoloxCxcywh,   // [B, N, 5 + nc]: cxcywh canvas pixels, objectness, class scores; single-label
   kBoxesScores,   // ([B, N, 4] xyxy canvas pixels, [B, N, nc] scores), either order
   kRows6,         // [B, K, 6]: x1, y1, x2, y2, score, class (decoded, ranked in the graph)
+  kRowsLevelXyxy,  // [B, N, 5 + nc]: xyxy canvas pixels, an FPN level id, class scores; multi-label,
+                   // the best `candidates` of each level 0..level_count-1
   kDetr,          // (logits [B, Q, nc], boxes [B, Q, 4] normalised cxcywh): sigmoid, top-k pairs
   kDetrSoftmax,   // the same with softmax logits [B, Q, nc + 1] (the last: no object), per query
 };
@@ -63,6 +72,10 @@ struct ExportFamily {
   int64_t small_size_top_k = 0;
   bool coco91_logits = false;
   int fit_cap = 0;  // kLetterboxPilCenter: the fitted size's ceiling (YOLO-NAS: 636)
+  // kRows6: the graph ranked its rows and the backend takes the first min(max_det, cap) before
+  // --conf (CenterNet's top-100 peaks); kRowsLevelXyxy: the levels.
+  bool ranked_rows = false;
+  int level_count = 0;
   // Not run: why (preprocessing or decoding this engine does not reproduce); empty: runs.
   absl::string_view unsupported = "";
 };

@@ -117,6 +117,23 @@ Candidates CapPerLevel(const Candidates& c, const std::vector<int64_t>& bounds, 
                     c.classes.index_select(0, k), c.anchors.index_select(0, k)};
 }
 
+Candidates CapPerGroup(const Candidates& c, const torch::Tensor& group, int64_t groups,
+                       int64_t cap) {
+  std::vector<torch::Tensor> keep;
+  for (int64_t g = 0; g < groups; ++g) {
+    torch::Tensor idx = (group == g).nonzero().squeeze(1);
+    if (idx.size(0) > cap) {
+      const torch::Tensor top = std::get<1>(
+          c.scores.index_select(0, idx).sort(/*stable=*/true, 0, /*descending=*/true));
+      idx = idx.index_select(0, top.slice(0, 0, cap));
+    }
+    keep.push_back(idx);
+  }
+  const torch::Tensor k = keep.empty() ? torch::empty({0}, torch::kLong) : torch::cat(keep);
+  return Candidates{c.boxes.index_select(0, k), c.scores.index_select(0, k),
+                    c.classes.index_select(0, k), c.anchors.index_select(0, k)};
+}
+
 Candidates BestClassCandidates(const torch::Tensor& boxes, const torch::Tensor& scores,
                                double conf, int64_t cap) {
   const auto [best, cls] = scores.to(torch::kFloat).max(1);

@@ -52,6 +52,11 @@ Candidates PairCandidates(const torch::Tensor& boxes, const torch::Tensor& score
 // The candidates of each level (rows [bounds[l], bounds[l + 1])) cut to the best `cap` of that
 // level (PicoDet's nms_pre per FPN level, postprocess/picodet.py); the order is kept otherwise.
 Candidates CapPerLevel(const Candidates& c, const std::vector<int64_t>& bounds, int64_t cap);
+// The candidates of each group g = 0 .. groups - 1 (`group`: each candidate's), each cut to its
+// best `cap` by score when it has more, concatenated in group order; a candidate of no such group
+// is dropped (FCOS: the FPN level id its row carries, the backend's _parse_fcos).
+Candidates CapPerGroup(const Candidates& c, const torch::Tensor& group, int64_t groups,
+                       int64_t cap);
 Candidates BestClassCandidates(const torch::Tensor& boxes, const torch::Tensor& scores,
                                double conf, int64_t cap);
 // YOLO9-E2E (the backend's _parse_yolo9, e2e branch): of [4 + nc, N], the top max_det anchors by

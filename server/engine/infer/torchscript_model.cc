@@ -62,6 +62,69 @@ bool IsTorchScriptArchive(const std::string& path) {
   return absl::StrContains(bytes, "/constants.pkl");
 }
 
+namespace {
+
+// CenterNet's canvas (models/centernet/utils.py get_affine_transform, no rotation): the image's
+// centre to the canvas's and its longer edge to the canvas width, cv2.warpAffine INTER_LINEAR,
+// black outside. The three point pairs are float32 as numpy makes them (exact: halves of whole
+// numbers) and the matrices OpenCV's own, the inverse kept for the boxes.
+cv::Mat AffineCentreCanvas(const cv::Mat& bgr, int w, int h, ExportGeometry* g) {
+  const auto third = [](cv::Point2f a, cv::Point2f b) {
+    const cv::Point2f d = a - b;
+    return b + cv::Point2f(-d.y, d.x);
+  };
+  const auto side = static_cast<float>(std::max(bgr.cols, bgr.rows));
+  cv::Point2f src[3], dst[3];
+  src[0] = cv::Point2f(static_cast<float>(bgr.cols) / 2.0f, static_cast<float>(bgr.rows) / 2.0f);
+  src[1] = src[0] + cv::Point2f(0.0f, -0.5f * side);
+  src[2] = third(src[0], src[1]);
+  dst[0] = cv::Point2f(0.5f * static_cast<float>(w), 0.5f * static_cast<float>(h));
+  dst[1] = dst[0] + cv::Point2f(0.0f, -0.5f * static_cast<float>(w));
+  dst[2] = third(dst[0], dst[1]);
+  cv::Mat canvas;
+  cv::warpAffine(bgr, canvas, cv::getAffineTransform(src, dst), cv::Size(w, h), cv::INTER_LINEAR,
+                 cv::BORDER_CONSTANT, cv::Scalar(0, 0, 0));
+  const cv::Mat inverse = cv::getAffineTransform(dst, src);  // CV_64F, 2 x 3
+  for (int k = 0; k < 6; ++k) g->inverse_affine[static_cast<size_t>(k)] = inverse.at<double>(k / 3, k % 3);
+  return canvas;
+}
+
+// FCOS's resized size (models/fcos/utils.py resize_dimensions): one scale bringing the shorter
+// edge to `size` and the longer to at most round(size * 1333 / 800) (half to even, as Python's),
+// each edge floored as F.interpolate(recompute_scale_factor=True) floors it.
+cv::Size FcosResized(int rows, int cols, int64_t size) {
+  const double max_size = std::nearbyint(static_cast<double>(size) * 1333.0 / 800.0);
+  const double scale = std::min(static_cast<double>(size) / std::min(rows, cols),
+                                max_size / std::max(rows, cols));
+  return cv::Size(std::max(1, static_cast<int>(cols * scale)),
+                  std::max(1, static_cast<int>(rows * scale)));
+}
+
+// FCOS's input (models/fcos/utils.py _preprocess_tensor): the normalised float image [3, H, W]
+// resized bilinearly (align_corners false) to FcosResized.
+torch::Tensor FcosResize(const torch::Tensor& chw, int64_t size) {
+  const cv::Size r = FcosResized(static_cast<int>(chw.size(1)), static_cast<int>(chw.size(2)), size);
+  return at::upsample_bilinear2d(chw.unsqueeze(0), {r.height, r.width}, /*align_corners=*/false)[0];
+}
+
+// Each image zero-padded bottom-right to the batch's largest height and width, rounded up to a
+// multiple of `divisor` (torchvision's batching; one image: its own size rounded up, as FCOS's).
+std::vector<torch::Tensor> PadToMultiple(std::vector<torch::Tensor> images, int64_t divisor) {
+  int64_t h = 0, w = 0;
+  for (const torch::Tensor& x : images) {
+    h = std::max(h, x.size(1));
+    w = std::max(w, x.size(2));
+  }
+  h = (h + divisor - 1) / divisor * divisor;
+  w = (w + divisor - 1) / divisor * divisor;
+  for (torch::Tensor& x : images) {
+    x = torch::constant_pad_nd(x, {0, w - x.size(2), 0, h - x.size(1)}, 0);
+  }
+  return images;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<TorchScriptModel>> TorchScriptModel::Load(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
@@ -141,6 +204,14 @@ cv::Mat TorchScriptModel::Canvas(const cv::Mat& bgr, ExportGeometry* geometry) c
     }
     case ExportResize::kStretchPil: canvas = PilBilinearResize(bgr, w, h); break;
     case ExportResize::kStretchCv: canvas = ResizeCv(bgr, w, h); break;
+    case ExportResize::kAffineCentre: canvas = AffineCentreCanvas(bgr, w, h, &g); break;
+    case ExportResize::kScaleFloat: {  // the image itself: ToInput resizes it in float
+      canvas = bgr.isContinuous() ? bgr : bgr.clone();
+      const cv::Size r = FcosResized(bgr.rows, bgr.cols, h);
+      g.ratio_x = static_cast<double>(r.width) / bgr.cols;
+      g.ratio_y = static_cast<double>(r.height) / bgr.rows;
+      break;
+    }
   }
   if (f.resize == ExportResize::kStretchPil || f.resize == ExportResize::kStretchCv) {
     g.ratio_x = static_cast<double>(w) / bgr.cols;
@@ -158,7 +229,9 @@ absl::StatusOr<torch::Tensor> TorchScriptModel::ToInput(const std::vector<cv::Ma
   std::vector<torch::Tensor> images;
   for (size_t i = 0; i < canvases.size(); ++i) {
     const cv::Mat& c = canvases[i];
-    if (c.type() != CV_8UC3 || c.rows != meta_.height || c.cols != meta_.width || !c.isContinuous()) {
+    const bool own_size = f.resize == ExportResize::kScaleFloat;  // FCOS: any image's size
+    if (c.type() != CV_8UC3 || !c.isContinuous() ||
+        (!own_size && (c.rows != meta_.height || c.cols != meta_.width))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "image ", i, " is not a ", meta_.width, "x", meta_.height, " 8-bit BGR canvas"));
     }
@@ -171,9 +244,11 @@ absl::StatusOr<torch::Tensor> TorchScriptModel::ToInput(const std::vector<cv::Ma
       const torch::Tensor std = torch::tensor({f.std[0], f.std[1], f.std[2]}).view({3, 1, 1});
       x = (x - mean) / std;
     }
+    if (f.resize == ExportResize::kScaleFloat) x = FcosResize(x, meta_.height);
     images.push_back(x);
   }
   if (images.empty()) return absl::InvalidArgumentError("no images");
+  if (f.resize == ExportResize::kScaleFloat) images = PadToMultiple(std::move(images), 32);
   return torch::stack(images).contiguous().to(dtype_);
 }
 
@@ -290,7 +365,8 @@ bool LayoutFits(ExportOutput layout, const std::vector<torch::Tensor>& outs, int
     case ExportOutput::kDenseXyxy:
     case ExportOutput::kDenseTopK: return rank3(0) && outs[0].size(1) == 4 + nc;
     case ExportOutput::kRowsXyxy: return rank3(0) && outs[0].size(2) == 4 + nc;
-    case ExportOutput::kYoloxCxcywh: return rank3(0) && outs[0].size(2) == 5 + nc;
+    case ExportOutput::kYoloxCxcywh:
+    case ExportOutput::kRowsLevelXyxy: return rank3(0) && outs[0].size(2) == 5 + nc;
     case ExportOutput::kRows6: return rank3(0) && outs[0].size(2) == 6;
     case ExportOutput::kBoxesScores:
     case ExportOutput::kDetr:
@@ -378,7 +454,18 @@ absl::StatusOr<std::vector<Detections>> TorchScriptModel::Postprocess(
         break;
       }
       case ExportOutput::kYoloxCxcywh: c = YoloxCandidates(outs[0][i], o.conf); break;
-      case ExportOutput::kRows6: c = Rows6Candidates(outs[0][i], o.conf); break;
+      case ExportOutput::kRows6:
+        // CenterNet's ranked peaks: the first max_det rows (_parse_centernet's budget).
+        c = Rows6Candidates(f.ranked_rows ? outs[0][i].slice(0, 0, max_det) : outs[0][i], o.conf);
+        break;
+      case ExportOutput::kRowsLevelXyxy: {
+        const torch::Tensor rows = outs[0][i];
+        c = PairCandidates(rows.slice(1, 0, 4), rows.slice(1, 5), o.conf, 0);
+        // np.rint: half to even, as torch.round.
+        const torch::Tensor level = rows.select(1, 4).round().to(torch::kLong).index_select(0, c.anchors);
+        c = CapPerGroup(c, level, f.level_count, f.candidates);
+        break;
+      }
       case ExportOutput::kBoxesScores: {
         // The boxes are the output whose last dimension is 4 (the backend's _parse_yolonas).
         const bool first_is_boxes = outs[0].size(-1) == 4 && outs[1].size(-1) != 4;
@@ -390,6 +477,19 @@ absl::StatusOr<std::vector<Detections>> TorchScriptModel::Postprocess(
         break;
       }
       default: break;
+    }
+    if (f.resize == ExportResize::kAffineCentre) {
+      // Through the inverse warp, in float32 as postprocess/centernet.py; not clipped: its
+      // clamp_ acts on a copy (boxes[:, [0, 2]] is advanced indexing), so the backend's boxes
+      // may leave the image, and ours do as well.
+      const std::array<double, 6>& m = g.inverse_affine;
+      const torch::Tensor mt =
+          torch::tensor({m[0], m[1], m[2], m[3], m[4], m[5]}, torch::kDouble).view({2, 3}).to(torch::kFloat).t();
+      const torch::Tensor ones = torch::ones({c.boxes.size(0), 1}, torch::kFloat);
+      c.boxes = torch::cat({torch::cat({c.boxes.slice(1, 0, 2), ones}, 1).matmul(mt),
+                            torch::cat({c.boxes.slice(1, 2, 4), ones}, 1).matmul(mt)}, 1);
+      result.push_back(FinishCandidates(c, 2.0, max_det, false, f.drop_empty));
+      continue;
     }
     // Back to the source image, clipped (the backend does both before its NMS).
     torch::Tensor b = c.boxes.clone();

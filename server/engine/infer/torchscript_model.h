@@ -7,6 +7,7 @@
 
 #include <torch/script.h>
 
+#include <array>
 #include <memory>
 #include <opencv2/core.hpp>
 #include <string>
@@ -24,6 +25,8 @@ struct ExportGeometry {
   double ratio_x = 1, ratio_y = 1;  // source -> canvas per axis (a stretch; ratio twice otherwise)
   int pad_left = 0, pad_top = 0;
   int src_width = 0, src_height = 0;
+  // kAffineCentre: canvas -> source, row-major 2 x 3 (cv2.getAffineTransform(dst, src)).
+  std::array<double, 6> inverse_affine = {0, 0, 0, 0, 0, 0};
 };
 
 // True when `path` is a TorchScript archive (a zip holding <name>/constants.pkl or code/), read

@@ -8,7 +8,7 @@
 //   - per exported family, in three layers: our input tensor against the blob the backend fed the
 //     module; the backend's raw outputs through our decode against its detections (float32
 //     rounding); our forward end to end against its detections; then the job (`profile infer`'s
-//     RunInferJob, 2 runs after 1 warmup) profiles it;
+//     RunInferJob, 2 runs after 1 warmup, one traced, without the overhead probes) profiles it;
 //   - a family whose outputs the engine does not decode: the decode's error names the family and
 //     the output shapes it saw.
 // ctest makes the exports once (the engine_torchscript_registry_exports fixture: one family per
@@ -29,6 +29,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "server/engine/data/image_io.h"
 #include "server/engine/engine.h"
 #include "server/engine/infer/torchscript_model.h"
@@ -90,6 +91,7 @@ class RegistryFamily : public ::testing::TestWithParam<std::string> {
     options_.max_det = params["max_det"].GetInt64();
   }
   bool Decodes() const { return model_->metadata().family->unsupported.empty(); }
+  void MatchesAndProfiles();
   // Compares ours with the backend's list at a score tolerance. A list cut at max_det ends among
   // near-equal scores (a random net's are dense there: up to ~20 within 1e-4 of the 300th), whose
   // order and so whose membership float rounding may change: such a list is compared above the
@@ -131,7 +133,9 @@ class RegistryFamily : public ::testing::TestWithParam<std::string> {
 // up to ~1300 px, 1e-6 on scores). End to end: our forward is not bit for bit the Python one
 // (LibTorch picks kernels and splits reductions by thread count), so the same detections within
 // half a source pixel and 1e-4 in score, as engine_torchscript_model_test. Then the job.
-TEST_P(RegistryFamily, MatchesThePythonBackendAndProfiles) {
+TEST_P(RegistryFamily, MatchesThePythonBackendAndProfiles) { MatchesAndProfiles(); }
+
+void RegistryFamily::MatchesAndProfiles() {
   if (!Decodes()) {
     // The error names the family and the shapes it saw, and says what there is instead.
     auto dets = Decode(PythonOutputs());
@@ -187,12 +191,43 @@ TEST_P(RegistryFamily, MatchesThePythonBackendAndProfiles) {
   spec.warmup = 1;
   spec.runs = 2;
   spec.profiled_runs = 1;
+  // No overhead probes (17 to 51 more forwards; engine_infer_job_test covers them): the trace,
+  // its analysis and the profile are what a family adds.
+  spec.profiler.probe_overhead = false;
   spec.conf = options_.conf;
+  // A user's export traced at a batch above 1 (--variants) runs at it.
+  if (reference_.HasMember("batch")) spec.batch = reference_["batch"].GetInt64();
   spec.project = out.path() + "/runs";
   auto r = RunInferJob(spec, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->profile.model, model_->metadata().Label());
+  EXPECT_EQ(r->profile.batch, spec.batch);
 }
+
+// A user's own exports (registry_exports.py --variants, the CMake list
+// LIBREYOLO_REGISTRY_VARIANTS): another class count (3, 5, 1000), another export size (416, 512,
+// 256x320), traced at batch 2. Everything the engine needs comes from the export's metadata: its
+// class count, its canvas; then the same checks as a family's, the job at the traced batch.
+class UserExport : public RegistryFamily {};
+
+TEST_P(UserExport, ItsMetadataSaysTheClassesAndSizeAndItMatchesThePythonBackend) {
+  const rapidjson::Value& meta = reference_["metadata"];
+  const ExportMetadata& m = model_->metadata();
+  EXPECT_EQ(m.num_classes, meta["nb_classes"].GetInt64());
+  EXPECT_EQ(m.height, meta["imgsz_h"].GetInt64());
+  EXPECT_EQ(m.width, meta["imgsz_w"].GetInt64());
+  // The variant's name says what was asked of the Python tool: FAMILY_CLASSES_HxW_BATCH.
+  EXPECT_EQ(GetParam(), absl::StrCat(m.family_name, "_", m.num_classes, "_",
+                                     m.height == m.width ? absl::StrCat(m.height)
+                                                         : absl::StrCat(m.height, "x", m.width),
+                                     "_", reference_["batch"].GetInt64()));
+  MatchesAndProfiles();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, UserExport,
+    ::testing::ValuesIn(std::vector<std::string>(absl::StrSplit(LIBREYOLO_REGISTRY_VARIANTS, ','))),
+    [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 // One case per row of the engine's table (the registry test above keeps the table a superset of
 // the registry); a family this run did not export skips.
