@@ -39,13 +39,16 @@ void AppendActivityRecord(const CUpti_Activity& record, CuptiRecords* out) {
   }
 }
 
-size_t AppendActivityBuffer(uint8_t* buffer, size_t valid_size, CuptiRecords* out) {
+size_t AppendActivityBuffer(uint8_t* buffer, size_t valid_size, CuptiRecords* out,
+                            CUptiResult* end) {
   size_t n = 0;
   CUpti_Activity* record = nullptr;
-  while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+  CUptiResult r = CUPTI_SUCCESS;
+  while ((r = cuptiActivityGetNextRecord(buffer, valid_size, &record)) == CUPTI_SUCCESS) {
     AppendActivityRecord(*record, out);
     ++n;
   }
+  if (end != nullptr) *end = r;
   return n;
 }
 

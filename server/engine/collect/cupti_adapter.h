@@ -148,8 +148,10 @@ CuptiMemoryRecord MemoryRecordOf(const M& m) {
 void AppendActivityRecord(const CUpti_Activity& record, CuptiRecords* out);
 
 // Walks a completed activity buffer with cuptiActivityGetNextRecord. Returns the number of
-// records read.
-size_t AppendActivityBuffer(uint8_t* buffer, size_t valid_size, CuptiRecords* out);
+// records read; `end`, when given, gets the result that ended the walk
+// (CUPTI_ERROR_MAX_LIMIT_REACHED at the buffer's end; anything else left records unread).
+size_t AppendActivityBuffer(uint8_t* buffer, size_t valid_size, CuptiRecords* out,
+                            CUptiResult* end = nullptr);
 
 }  // namespace libreyolo::engine
 

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <ctime>
+#include <iostream>
 #include <optional>
 #include <set>
 #include <string>
@@ -22,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/engine/collect/cupti_adapter.h"
+#include "server/engine/collect/cupti_call.h"
 #include "server/engine/collect/cupti_convert.h"
 #include "server/engine/collect/cupti_session.h"
 
@@ -31,6 +33,8 @@ namespace {
 std::atomic<bool> g_running{false};
 std::atomic<size_t> g_buffer_bytes{size_t{8} << 20};
 std::atomic<uint64_t> g_callback_failures{0};
+// Buffers whose dropped-record count CUPTI would not tell (the count may then be low).
+std::atomic<uint64_t> g_dropped_count_failures{0};
 
 // Never destroyed: CUPTI may call back during exit.
 CuptiSessionSink& TheSink() {
@@ -49,24 +53,24 @@ void CUPTIAPI BufferCompleted(CUcontext context, uint32_t stream, uint8_t* buffe
                               size_t valid_size) {
   try {  // CUPTI's thread: nothing may escape
     CuptiRecords local;
-    if (buffer != nullptr && valid_size > 0) AppendActivityBuffer(buffer, valid_size, &local);
+    if (buffer != nullptr && valid_size > 0) {
+      // The walk ends at the buffer's end (CUPTI_ERROR_MAX_LIMIT_REACHED); anything else left
+      // records unread.
+      CUptiResult end = CUPTI_ERROR_MAX_LIMIT_REACHED;
+      AppendActivityBuffer(buffer, valid_size, &local, &end);
+      if (end != CUPTI_ERROR_MAX_LIMIT_REACHED) ++g_callback_failures;
+    }
     size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS) {
+    if (CUPTI_CALL(cuptiActivityGetNumDroppedRecords(context, stream, &dropped)).ok()) {
       local.dropped += dropped;
+    } else {
+      ++g_dropped_count_failures;
     }
     TheSink().Deliver(std::move(local));
   } catch (...) {
     ++g_callback_failures;
   }
   std::free(buffer);
-}
-
-// The checked call of the style guide: the call's text and CUPTI's own error string.
-absl::Status CuptiStatus(CUptiResult r, const std::string& call) {
-  if (r == CUPTI_SUCCESS) return absl::OkStatus();
-  const char* text = nullptr;
-  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) text = "unknown error";
-  return absl::InternalError(absl::StrCat(call, ": ", text));
 }
 
 struct Kind {
@@ -89,32 +93,49 @@ std::vector<Kind> KindsFor(const CuptiOptions& o) {
   return kinds;
 }
 
-void DisableKinds(const std::vector<Kind>& kinds) {
-  for (const Kind& k : kinds) (void)cuptiActivityDisable(k.kind);
+using EnabledKinds = std::vector<std::pair<int, const char*>>;  // CUpti_ActivityKind, name
+
+// Disables every kind enabled; the first failure (that kind stays enabled in this process).
+absl::Status DisableKinds(const EnabledKinds& kinds) {
+  absl::Status first;
+  for (const auto& [kind, name] : kinds) {
+    first.Update(CUPTI_CALL_FOR(cuptiActivityDisable(static_cast<CUpti_ActivityKind>(kind)), name));
+  }
+  return first;
+}
+
+// What the collection's end could not undo, said where no caller can hear it (the destructor of
+// a collection never stopped): one line on stderr.
+void LogUnstopped(const absl::Status& s) {
+  if (!s.ok()) std::cerr << "libreyolo: CUPTI: " << s.message() << " (abandoned collection)\n";
 }
 
 // Once per process: the callbacks are the same functions for every collection (the sink tells
 // the collections apart), and re-registering them per session is what trips PyTorch's profiler
 // on its second session.
 absl::Status RegisterCallbacksOnce() {
-  static const absl::Status* registered = new absl::Status(
-      CuptiStatus(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted),
-                  "cuptiActivityRegisterCallbacks"));
+  static const absl::Status* registered =
+      new absl::Status(CUPTI_CALL(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted)));
   return *registered;
 }
 
-absl::Status EnableActivity(const CuptiOptions& o) {
+// Enables the kinds of `o` into `enabled`; a required kind that fails disables the others again.
+absl::Status EnableActivity(const CuptiOptions& o, EnabledKinds* enabled) {
   g_buffer_bytes = std::max<size_t>(o.buffer_bytes / ACTIVITY_RECORD_ALIGNMENT, 1024) *
                    ACTIVITY_RECORD_ALIGNMENT;
   absl::Status s = RegisterCallbacksOnce();
   if (!s.ok()) return s;
-  std::vector<Kind> enabled;
+  enabled->clear();
   for (const Kind& k : KindsFor(o)) {
-    s = CuptiStatus(cuptiActivityEnable(k.kind), absl::StrCat("cuptiActivityEnable(", k.name, ")"));
+    s = CUPTI_CALL_FOR(cuptiActivityEnable(k.kind), k.name);
     if (s.ok()) {
-      enabled.push_back(k);
+      enabled->emplace_back(k.kind, k.name);
     } else if (k.required) {
-      DisableKinds(enabled);
+      const absl::Status undone = DisableKinds(*enabled);
+      enabled->clear();
+      if (!undone.ok()) {
+        return absl::InternalError(absl::StrCat(s.message(), "; then ", undone.message()));
+      }
       return s;
     }
   }
@@ -133,10 +154,10 @@ std::vector<ClockSample> SampleClocks(const std::function<int64_t()>& cpu_clock)
     ClockSample s;
     uint64_t cupti = 0;
     s.cpu_before_ns = cpu_clock();
-    const CUptiResult r = cuptiGetTimestamp(&cupti);
+    const absl::Status read = CUPTI_CALL(cuptiGetTimestamp(&cupti));
     s.cpu_after_ns = cpu_clock();
     s.other_ns = static_cast<int64_t>(cupti);
-    if (r == CUPTI_SUCCESS) out.push_back(s);
+    if (read.ok()) out.push_back(s);  // a failed sample is left out: the others align the clocks
   }
   return out;
 }
@@ -281,9 +302,10 @@ absl::StatusOr<std::unique_ptr<CuptiCollector>> CuptiCollector::Start(const Cupt
     return c;
   }
   g_callback_failures = 0;
+  g_dropped_count_failures = 0;
   // Opened before the kinds are enabled, so a buffer that fills at once is this collection's.
   TheSink().Open(SampleClocks(c->options_.cpu_clock_ns));
-  if (const absl::Status s = EnableActivity(c->options_); !s.ok()) {
+  if (const absl::Status s = EnableActivity(c->options_, &c->enabled_kinds_); !s.ok()) {
     (void)TheSink().Close({});
     c->inactive_note_ = absl::StrCat("CUPTI: cannot start activity tracing (", s.message(),
                                      "); GPU activity not recorded");
@@ -296,9 +318,9 @@ absl::StatusOr<std::unique_ptr<CuptiCollector>> CuptiCollector::Start(const Cupt
 CuptiCollector::~CuptiCollector() {
   if (stopped_) return;
   if (active_) {
-    DisableKinds(KindsFor(options_));
-    (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    (void)TheSink().Close({});
+    LogUnstopped(DisableKinds(enabled_kinds_));
+    LogUnstopped(CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)));
+    (void)TheSink().Close({});  // nobody reads an abandoned collection's records
   }
   g_running = false;
 }
@@ -314,11 +336,12 @@ absl::StatusOr<CollectedTrace> CuptiCollector::Stop() {
   }
   active_ = false;
   std::vector<ClockSample> stop_samples = SampleClocks(options_.cpu_clock_ns);
-  DisableKinds(KindsFor(options_));
+  const absl::Status disabled = DisableKinds(enabled_kinds_);
   const absl::Status flushed =
-      CuptiStatus(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
+      CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   CuptiSessionRecords session = TheSink().Close(std::move(stop_samples));
   const uint64_t failures = g_callback_failures.exchange(0);
+  const uint64_t uncounted = g_dropped_count_failures.exchange(0);
   g_running = false;
 
   CompleteDevices(libcuda_, &session.records);
@@ -326,6 +349,14 @@ absl::StatusOr<CollectedTrace> CuptiCollector::Stop() {
   if (!flushed.ok()) {
     trace.notes.push_back(
         absl::StrCat("CUPTI: ", flushed.message(), "; GPU activity may be incomplete"));
+  }
+  if (!disabled.ok()) {
+    trace.notes.push_back(absl::StrCat("CUPTI: ", disabled.message(),
+                                       "; activity may still be recorded in this process"));
+  }
+  if (uncounted > 0) {
+    trace.notes.push_back(absl::StrCat("CUPTI: cuptiActivityGetNumDroppedRecords failed for ",
+                                       uncounted, " buffers; records dropped may be undercounted"));
   }
   if (failures > 0) {
     trace.notes.push_back(absl::StrCat("CUPTI: ", failures,

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -59,6 +60,8 @@ class CuptiCollector {
   std::string inactive_note_;
   CuptiOptions options_;
   void* libcuda_ = nullptr;  // dlopen handle of the driver, for device attributes
+  // The activity kinds Start enabled (CUpti_ActivityKind, its name): the ones Stop disables.
+  std::vector<std::pair<int, const char*>> enabled_kinds_;
 };
 
 // Whether this build has the real collector (LIBREYOLO_CUPTI found CUPTI).

@@ -2,12 +2,15 @@
 // filled in memory, and a hand-built activity buffer walked by cuptiActivityGetNextRecord.
 // Built only with the CUDA toolkit; needs no driver or GPU.
 #include "server/engine/collect/cupti_adapter.h"
+#include "server/engine/collect/cupti_call.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "server/engine/collect/cupti_convert.h"
 
@@ -235,9 +238,30 @@ TEST(CuptiAdapter, HandBuiltActivityBuffer) {
   b.Add(MemoryActivity(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION));
   b.Add(MemoryActivity(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE));
   CuptiRecords r;
-  EXPECT_EQ(AppendActivityBuffer(b.data(), b.size(), &r), 8u);
+  CUptiResult end = CUPTI_SUCCESS;
+  EXPECT_EQ(AppendActivityBuffer(b.data(), b.size(), &r, &end), 8u);
+  EXPECT_EQ(end, CUPTI_ERROR_MAX_LIMIT_REACHED) << "the walk ends at the buffer's end";
   ExpectAllKinds(r);
   EXPECT_EQ(r.other, 0u);
+}
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// Issue 39 §4: the checked call names itself (server/engine/collect/cupti_call.h).
+CUptiResult Refused(int) { return CUPTI_ERROR_INVALID_PARAMETER; }
+CUptiResult Accepted() { return CUPTI_SUCCESS; }
+
+TEST(CuptiCall, TheCallNamesItselfAndCuptisError) {
+  EXPECT_TRUE(CUPTI_CALL(Accepted()).ok());
+  int evaluated = 0;
+  const absl::Status refused = CUPTI_CALL(Refused(++evaluated));
+  EXPECT_EQ(evaluated, 1) << "the call is evaluated once";
+  EXPECT_TRUE(absl::IsInternal(refused));
+  EXPECT_THAT(std::string(refused.message()), StartsWith("Refused(++evaluated): "));
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("CUPTI_ERROR_INVALID_PARAMETER"));
+  const absl::Status kind = CUPTI_CALL_FOR(Refused(0), "MEMCPY");
+  EXPECT_THAT(std::string(kind.message()), StartsWith("Refused(0) for MEMCPY: "));
 }
 
 }  // namespace
