@@ -189,6 +189,9 @@ std::vector<FlagSpec> InferSpecFlags() {
                   {"conf", "X", Num(def::kConf), "confidence threshold (changes NMS work)"},
                   {"iou", "X", Num(def::kIou), "NMS IoU threshold"},
                   {"max-det", "N", Num(def::kMaxDet), "max detections per image"},
+                  {"postprocess", "MODE", def::kPostprocess,
+                   "auto: the model's decode (and NMS); none: the forward only, no decode (an "
+                   "export whose outputs no decoder knows)"},
                   {"trace", "", OnOff(def::kTrace), "export the Chrome trace", true}},
                  ProfilerFlags()});
 }
@@ -225,6 +228,8 @@ absl::Status ReadInferSpec(const ParsedArgs& a, v1::InferSpec* s) {
   err(MaybeInt(a, "max-det", [&](int64_t v) { s->set_max_det(v); }));
   err(MaybeDouble(a, "conf", [&](double v) { s->set_conf(v); }));
   err(MaybeDouble(a, "iou", [&](double v) { s->set_iou(v); }));
+  // auto | none, checked with the rest of the spec (job_spec.cc names --postprocess).
+  if (auto p = a.Value("postprocess")) s->set_postprocess(*p);
   if (a.switches.count("half")) s->set_half(a.Switch("half"));
   if (auto t = a.Value("amp-dtype")) s->set_amp_dtype(*t);
   if (a.switches.count("trace")) s->set_trace(a.Switch("trace"));

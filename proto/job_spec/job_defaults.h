@@ -31,6 +31,8 @@ inline constexpr int64_t kRepeat = 1;  // infer and run
 inline constexpr double kConf = 0.25;
 inline constexpr double kIou = 0.45;
 inline constexpr int64_t kMaxDet = 300;
+// InferSpec.postprocess: "auto" (the model's decode) or "none" (the forward only).
+inline constexpr const char* kPostprocess = "auto";
 inline constexpr bool kTrace = true;
 
 // RunSpec

@@ -316,6 +316,7 @@ void ApplyDefaults(v1::InferSpec* s) {
   if (!s->has_conf()) s->set_conf(defaults::kConf);
   if (!s->has_iou()) s->set_iou(defaults::kIou);
   if (!s->has_max_det()) s->set_max_det(defaults::kMaxDet);
+  if (s->postprocess().empty()) s->set_postprocess(defaults::kPostprocess);
   if (!s->has_trace()) s->set_trace(defaults::kTrace);
   ApplyDefaults(s->mutable_profiler());
 }
@@ -368,6 +369,11 @@ absl::Status ValidateInferSpec(const v1::InferSpec& spec, const JobLimits& l, bo
   if (auto st = Finite("infer.conf", s.conf(), 0, 1); !st.ok()) return st;
   if (auto st = Finite("infer.iou", s.iou(), 0, 1); !st.ok()) return st;
   if (auto st = Range("infer.max_det", s.max_det(), 1, bounds::kMaxDet); !st.ok()) return st;
+  if (s.postprocess() != "auto" && s.postprocess() != "none") {
+    return FieldError("infer.postprocess",
+                      absl::StrCat("'", Excerpt(s.postprocess()),
+                                   "' is not auto (the model's decode) or none (the forward only)"));
+  }
   if (s.amp_dtype() != "float16" && s.amp_dtype() != "bfloat16") {
     return FieldError("infer.amp_dtype", absl::StrCat("'", Excerpt(s.amp_dtype()),
                                                       "' is not float16 or bfloat16"));

@@ -90,6 +90,9 @@ struct InferJobSpec {
   double conf = job_defaults::kConf;
   double iou = job_defaults::kIou;
   int64_t max_det = job_defaults::kMaxDet;
+  // "auto": the model's decode (and NMS where its backend has one); "none": the forward only, the
+  // postprocess stage not run (InferSpec.postprocess, `--postprocess`).
+  std::string postprocess = job_defaults::kPostprocess;
   bool trace = job_defaults::kTrace;
   int64_t profiled_runs = job_defaults::kProfiledRuns;  // iterations recorded in the trace (at most `runs`)
   ProfilerSwitches profiler;

@@ -79,6 +79,7 @@ engine::InferJobSpec ToEngineInferSpec(const v1::InferSpec& request, const std::
   s.conf = r.conf();
   s.iou = r.iou();
   s.max_det = r.max_det();
+  s.postprocess = r.postprocess();
   s.trace = r.trace();
   return s;
 }

@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 using ::libreyolo::test::TempDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using std::chrono::milliseconds;
 
 // A protocol-2 pickle of a dict of strings, as torch.save writes LibreYOLO's metadata.
@@ -136,6 +137,14 @@ TEST(DelegatedFamilyTest, WhyNotNamesTheMissingToolOrTheOptionItLacks) {
   EXPECT_THAT(why_not, HasSubstr("is a yolox checkpoint"));
   EXPECT_THAT(why_not, HasSubstr("--record-shapes (infer.profiler.record_shapes)"));
   EXPECT_THAT(why_not, HasSubstr("has no such option"));
+  // --postprocess none is the engine's: the Python tool's profile infer always decodes.
+  job = InferJob(yolox);
+  job.mutable_request()->mutable_infer()->set_postprocess("none");
+  EXPECT_EQ(DelegatedFamily(job, config, &why_not), "yolox");
+  EXPECT_THAT(why_not, HasSubstr("--postprocess (infer.postprocess)"));
+  job.mutable_request()->mutable_infer()->set_postprocess("auto");
+  EXPECT_EQ(DelegatedFamily(job, config, &why_not), "yolox");
+  EXPECT_THAT(why_not, Not(HasSubstr("--postprocess")));
   job = InferJob(yolox);
   job.mutable_request()->mutable_infer()->mutable_model()->set_size("t");
   EXPECT_EQ(DelegatedFamily(job, config, &why_not), "yolox");

@@ -189,6 +189,11 @@ TEST(ValidateSubmit, NamesTheFieldOfEveryBadValue) {
   // Messages name the CLI flag beside the field (issue 11), and a CPU job refuses cuda activity.
   bad([](auto& x) { x.mutable_infer()->set_half(true); }, "--half (infer.half)", kInvalid);
   bad([](auto& x) { x.mutable_infer()->set_max_det(-1); }, "--max-det (infer.max_det)", kInvalid);
+  // Issue 38: auto or none ("" is auto); anything else names the flag and the two values.
+  bad([](auto& x) { x.mutable_infer()->set_postprocess("nms"); },
+      "--postprocess (infer.postprocess): 'nms' is not auto (the model's decode) or none",
+      kInvalid);
+  bad([](auto& x) { x.mutable_infer()->set_postprocess("None"); }, "--postprocess", kInvalid);
   bad([](auto& x) { x.mutable_infer()->mutable_model()->set_device("gpu"); },
       "--device (model.device)", kInvalid);
   bad([](auto& x) { x.mutable_infer()->mutable_profiler()->add_activities("cuda"); },

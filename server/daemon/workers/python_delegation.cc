@@ -257,6 +257,8 @@ absl::StatusOr<std::vector<std::string>> PythonToolArgs(const v1::Job& job, cons
     for (std::string& f : RunFlags(spec)) args.push_back(std::move(f));
   } else {
     if (absl::Status s = CheckProfiler(job.request().infer().profiler(), "infer"); !s.ok()) return s;
+    // The Python tool's profile infer always decodes: --postprocess none is the engine's.
+    if (job.request().infer().postprocess() == "none") return Unsupported("infer.postprocess", "infer");
     positional = job.request().infer().source();  // "" = the tool's bundled sample image
     v1::InferSpec spec = job.request().infer();
     jobspec::ApplyDefaults(&spec);

@@ -386,10 +386,9 @@ absl::StatusOr<std::vector<Detections>> TorchScriptModel::Postprocess(
   const ExportFamily& f = *meta_.family;
   const std::string shapes = ShapesOf(outs);
   const std::string no_decode =
-      "; its forward and preprocessing are what `profile infer` measures before the decode, "
-      "and the engine has no `--postprocess none` to stop there yet: profile the family's "
-      "native checkpoint instead (a daemon runs the Python LibreYOLO's own profiler for a family "
-      "the engine lacks, `profile infer --weights <checkpoint>.pt`)";
+      "; `profile infer --postprocess none` profiles its preprocessing and forward without a "
+      "decode (or profile the family's native checkpoint: a daemon runs the Python LibreYOLO's "
+      "own profiler for a family the engine lacks, `profile infer --weights <checkpoint>.pt`)";
   if (!f.unsupported.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a ", meta_.family_name, " export (outputs ", shapes, "): the engine does not decode it: ",
