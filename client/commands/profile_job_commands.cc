@@ -20,6 +20,7 @@
 #include "client/commands/command_output.h"
 #include "client/commands/job_commands.h"
 #include "client/commands/job_request.h"
+#include "client/commands/profile_summary_file.h"
 #include "client/commands/report_command.h"
 #include "client/remote/artifact_download.h"
 #include "client/remote/daemon_answer.h"
@@ -77,7 +78,7 @@ void RemoveAndSay(const std::filesystem::path& path, const std::string& why, std
 }
 
 bool SingleRunFile(const std::string& name) {
-  return name == "profile.json" || name == "report.html" ||
+  return name == "profile.json" || name == "report.html" || name == kProfileSummaryFileName ||
          (absl::StartsWith(name, "profile_trace") && absl::EndsWith(name, ".json"));
 }
 
@@ -164,6 +165,28 @@ namespace {
 
 // A download that failed after profile.json arrived: says what is missing and why (a daemon
 // that went away), and returns the exit code the command ends with. kExitOk when none failed.
+// The Python LibreYOLO's profile_summary.json beside each profile.json fetched, made from it
+// (profile_summary_file.h). One that cannot be written is a warning: the profile is there.
+void WriteProfileSummaries(const std::vector<std::string>& profiles, const std::string& cmd,
+                           std::ostream& err, bool json) {
+  for (const std::string& profile : profiles) {
+    auto path = WriteProfileSummaryBeside(profile);
+    if (path.ok() && json) {
+      JsonLine(err, "wrote", {{"path", *path}});
+    } else if (path.ok()) {
+      err << "wrote " << *path << "\n";
+    } else {
+      const std::string message =
+          absl::StrCat("no ", kProfileSummaryFileName, ": ", path.status().message());
+      if (json) {
+        JsonLine(err, "warning", {{"message", message}});
+      } else {
+        err << "libreyolo profile " << cmd << ": warning: " << message << "\n";
+      }
+    }
+  }
+}
+
 int FetchFailed(std::ostream& err, const std::string& cmd, const absl::Status& status,
                 const std::string& job_id, const std::string& project, bool json) {
   if (status.ok()) return kExitOk;
@@ -234,6 +257,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   std::vector<std::string> written;
   absl::Status fetch_error;  // the first download that failed; the files before it are kept
   std::map<std::string, std::string> fetched;  // identical artifacts: one download, links
+  std::vector<std::string> profile_files;  // every folder's profile.json (trials, ranks)
   for (const v1::Artifact& art : job.artifacts()) {
     // WatchJob checked the job's names (CheckJobAnswer): nothing here lands outside project.
     auto dest_or = ArtifactDestination(project, job, art.name());
@@ -245,6 +269,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
       break;
     }
     written.push_back(art.name());
+    if (std::filesystem::path(dest).filename() == "profile.json") profile_files.push_back(dest);
     if (art.name() == "profile.json") profile_path = dest;
     if (art.name() == "profile_trace.json") trace_path = dest;
     if (IsRepeatFileName(art.name())) repeat_path = dest;
@@ -266,6 +291,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   if (!fetch_error.ok() && profile_path.empty()) {
     return FailJobStatus(err, cmd, fetch_error, json);
   }
+  WriteProfileSummaries(profile_files, cmd, err, json);
   // Without the rest, the profile is still read: warn now, fail at the end.
   const int fetch_code = FetchFailed(err, cmd, fetch_error, job.id(), project, json);
   if (!json && ranks) {

@@ -115,9 +115,9 @@ class OtherRunsTest : public ::testing::Test {
 };
 
 TEST_F(OtherRunsTest, ADataParallelRunRemovesASingleRunsFilesAndLargerRanks) {
-  for (const char* f : {"profile.json", "profile_trace.json", "profile_trace.7.json",
-                        "report.html", "notes.txt", "rank0/profile.json", "rank1/profile.json",
-                        "rank2/profile.json"}) {
+  for (const char* f : {"profile.json", "profile_summary.json", "profile_trace.json",
+                        "profile_trace.7.json", "report.html", "notes.txt", "rank0/profile.json",
+                        "rank1/profile.json", "rank2/profile.json"}) {
     Make(f);
   }
   std::ostringstream err;

@@ -447,7 +447,8 @@ TEST(DaemonE2eTest, PrivateDaemonStartedAndStoppedByTheClient) {
     if (e.is_regular_file()) tree.push_back(fs::relative(e.path(), dir.File("proj")).string());
   }
   std::sort(tree.begin(), tree.end());
-  EXPECT_THAT(tree, ::testing::ElementsAre("infer_0/profile.json", "infer_1/profile.json",
+  EXPECT_THAT(tree, ::testing::ElementsAre("infer_0/profile.json", "infer_0/profile_summary.json",
+                                           "infer_1/profile.json", "infer_1/profile_summary.json",
                                            "infer_1/profile_trace.json", "infer_1/report.html",
                                            "infer_repeat.json"))
       << c.Describe();
