@@ -36,10 +36,14 @@ namespace {
 // An error's first line, what follows it counted ("... (+12 lines)"): a model file's
 // error is one line of the job's error, never a block of LibTorch's internals.
 std::string OneLine(const std::string& what) {
-  const size_t nl = what.find('\n');
-  if (nl == std::string::npos) return what;
+  // From the first line that says something: LibTorch's script errors start with a newline
+  // ("\nUnknown type name 'posix.system':\nposix.system"), which left an empty first line.
+  const size_t from = what.find_first_not_of(" \t\r\n");
+  if (from == std::string::npos) return what;
+  const size_t nl = what.find('\n', from);
+  if (nl == std::string::npos) return what.substr(from);
   const size_t more = static_cast<size_t>(std::count(what.begin() + static_cast<std::ptrdiff_t>(nl), what.end(), '\n'));
-  return absl::StrCat(what.substr(0, nl), " (+", more, " lines)");
+  return absl::StrCat(what.substr(from, nl - from), " (+", more, " lines)");
 }
 
 }  // namespace
