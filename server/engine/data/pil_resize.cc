@@ -18,10 +18,21 @@ struct Coefficients {
   int ksize = 0;
 };
 
-Coefficients Precompute(int in_size, int out_size) {
+// Resample.c's bilinear_filter and bicubic_filter (a = -0.5); their supports are 1 and 2.
+double FilterWeight(PilFilter filter, double x) {
+  x = std::fabs(x);
+  if (filter == PilFilter::kBilinear) return x < 1.0 ? 1.0 - x : 0.0;
+  constexpr double a = -0.5;
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+
+Coefficients Precompute(int in_size, int out_size, PilFilter filter = PilFilter::kBilinear) {
   const double scale = static_cast<double>(in_size) / out_size;
   const double filterscale = std::max(scale, 1.0);
-  const double support = 1.0 * filterscale;  // bilinear's support 1, widened when downscaling
+  // The filter's support (bilinear 1, bicubic 2), widened when downscaling.
+  const double support = (filter == PilFilter::kBicubic ? 2.0 : 1.0) * filterscale;
   Coefficients c;
   c.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
   c.first.resize(static_cast<size_t>(out_size));
@@ -34,15 +45,14 @@ Coefficients Precompute(int in_size, int out_size) {
     const int xmax = std::min(static_cast<int>(center + support + 0.5), in_size) - xmin;
     double total = 0;
     for (int x = 0; x < xmax; ++x) {
-      const double t = std::fabs((x + xmin - center + 0.5) / filterscale);
-      w[static_cast<size_t>(x)] = t < 1.0 ? 1.0 - t : 0.0;
+      w[static_cast<size_t>(x)] = FilterWeight(filter, (x + xmin - center + 0.5) / filterscale);
       total += w[static_cast<size_t>(x)];
     }
     for (int x = 0; x < xmax; ++x) {
       const double v = total != 0.0 ? w[static_cast<size_t>(x)] / total : w[static_cast<size_t>(x)];
-      // normalize_coeffs_8bpc: round half away from zero (the weights are >= 0 here).
+      // normalize_coeffs_8bpc: round half away from zero (bicubic's weights can be negative).
       c.weights[static_cast<size_t>(xx) * static_cast<size_t>(c.ksize) + static_cast<size_t>(x)] =
-          static_cast<int32_t>(0.5 + v * (1 << kPrecisionBits));
+          static_cast<int32_t>((v < 0 ? -0.5 : 0.5) + v * (1 << kPrecisionBits));
     }
     c.first[static_cast<size_t>(xx)] = xmin;
     c.count[static_cast<size_t>(xx)] = xmax;
@@ -85,8 +95,8 @@ void HorizontalRows(const cv::Mat& src, const Coefficients& c, int row0, cv::Mat
   }
 }
 
-cv::Mat Horizontal(const cv::Mat& src, int row0, int rows, int width) {
-  const Coefficients c = Precompute(src.cols, width);
+cv::Mat Horizontal(const cv::Mat& src, int row0, int rows, int width, PilFilter filter) {
+  const Coefficients c = Precompute(src.cols, width, filter);
   cv::Mat out(rows, width, src.type());
   switch (src.channels()) {
     case 1: HorizontalRows<1>(src, c, row0, out); break;
@@ -124,14 +134,18 @@ cv::Mat Vertical(const cv::Mat& src, const Coefficients& c, int row0, int height
 }  // namespace
 
 cv::Mat PilBilinearResize(const cv::Mat& src, int width, int height) {
-  const Coefficients vertical = Precompute(src.rows, height);
+  return PilResize(src, width, height, PilFilter::kBilinear);
+}
+
+cv::Mat PilResize(const cv::Mat& src, int width, int height, PilFilter filter) {
+  const Coefficients vertical = Precompute(src.rows, height, filter);
   cv::Mat tmp = src;
   int row0 = 0;
   if (width != src.cols) {
     // ImagingResampleInner: the horizontal pass only over the rows the vertical pass reads.
     row0 = vertical.first.front();
     const int row_end = vertical.first.back() + vertical.count.back();
-    tmp = Horizontal(src, row0, row_end - row0, width);
+    tmp = Horizontal(src, row0, row_end - row0, width, filter);
   }
   if (height == src.rows) return tmp.clone();
   return Vertical(tmp, vertical, row0, height);

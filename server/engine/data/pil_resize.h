@@ -14,6 +14,12 @@ namespace libreyolo::engine {
 // The horizontal pass runs first, over the source rows the vertical pass reads, into 8 bits.
 cv::Mat PilBilinearResize(const cv::Mat& src, int width, int height);
 
+// The same with Pillow's BICUBIC filter too (a = -0.5, support 2; negative weights, clipped to
+// 8 bits after each pass): torchvision's Resize of a PIL image, which the Python LibreYOLO's
+// classification eval transform runs (interpolation "bicubic" in an export's metadata).
+enum class PilFilter { kBilinear, kBicubic };
+cv::Mat PilResize(const cv::Mat& src, int width, int height, PilFilter filter);
+
 }  // namespace libreyolo::engine
 
 #endif  // LIBREYOLO_SERVER_ENGINE_DATA_PIL_RESIZE_H_

@@ -268,10 +268,19 @@ absl::StatusOr<ExportMetadata> ParseExportMetadata(absl::string_view json, absl:
   if (m.family == nullptr) m.family = &UnknownExportFamily();
   m.size = StringOr(doc, "model_size", StringOr(doc, "size", ""));
   m.task = StringOr(doc, "task", "detect");
-  if (m.task != "detect") {
-    return Bad(what, absl::StrCat("a ", family, " '", m.task,
-                                  "' export; the engine profiles detection ('detect') exports"));
+  // Other tasks (classification, semantic segmentation, depth, ...): task_family.h.
+  absl::StatusOr<TaskSettings> task = ParseTaskSettings(json, family, m.task, what);
+  if (!task.ok()) return task.status();
+  m.task_settings = *std::move(task);
+  if (m.task != "detect" && m.task_settings.input == TaskInputKind::kDetection &&
+      !m.family->unsupported.empty()) {
+    return Bad(what, absl::StrCat("a ", family, " '", m.task, "' export: its preprocessing is its ",
+                                  "detection family's, which the engine does not run (",
+                                  m.family->unsupported, ")"));
   }
+  // The backend's classification transform is square (_get_eval_transform); a dense task's
+  // canvas may not be.
+  const bool own_input = m.task_settings.input != TaskInputKind::kDetection;
   m.precision = StringOr(doc, "precision", "fp32");
   m.letterbox_pad = StringOr(doc, "letterbox_pad", "topleft");
   if (m.letterbox_pad != "topleft" && m.letterbox_pad != "center") {
@@ -289,7 +298,8 @@ absl::StatusOr<ExportMetadata> ParseExportMetadata(absl::string_view json, absl:
   if (!w.ok()) return w.status();
   m.height = *h;
   m.width = *w;
-  if (m.height != m.width && !m.family->rectangular) {
+  if (m.height != m.width &&
+      (own_input ? m.task_settings.task == ExportTask::kClassify : !m.family->rectangular)) {
     return Bad(what, absl::StrCat("a ", family, " export is square; its metadata says ", m.width,
                                   "x", m.height));
   }

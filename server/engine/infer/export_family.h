@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/engine/infer/task_family.h"
 
 namespace libreyolo::engine {
 
@@ -95,7 +96,8 @@ struct ExportMetadata {
   const ExportFamily* family = nullptr;
   std::string family_name;    // metadata's model_family (also one the table lacks)
   std::string size;           // "t", "n", "r18" ...
-  std::string task;           // "detect"
+  std::string task;           // "detect", or another task (task_family.h)
+  TaskSettings task_settings;  // what the backend does for a task other than detect
   std::string precision;      // "fp32" / "fp16"
   std::string letterbox_pad;  // "topleft" (default) / "center"
   std::string libreyolo_version;

@@ -27,6 +27,7 @@
 #include "server/engine/data/transforms.h"
 #include "server/engine/engine.h"
 #include "server/engine/infer/postprocess.h"
+#include "server/engine/infer/task_postprocess.h"
 #include "server/engine/infer/torchscript_model.h"
 #include "server/engine/job/job_files.h"
 #include "server/engine/job/model_loader.h"
@@ -65,6 +66,9 @@ class InferModel {
   virtual torch::IValue Forward(const torch::Tensor& input) = 0;
   virtual absl::StatusOr<int64_t> Decode(const torch::IValue& output,
                                          const PostprocessOptions& o) = 0;
+  // Why the engine does not decode this model's outputs (the postprocess stage is not run and
+  // its time is null); empty: it does.
+  virtual std::string NoPostprocess() const { return ""; }
 };
 
 class Yolo9InferModel final : public InferModel {
@@ -105,14 +109,25 @@ class ExportInferModel final : public InferModel {
   torch::IValue Forward(const torch::Tensor& input) override { return model_->Forward(input); }
   absl::StatusOr<int64_t> Decode(const torch::IValue& output,
                                  const PostprocessOptions& o) override {
+    if (model_->metadata().task != "detect") {  // task_postprocess.h: top-k, mask, depth map
+      auto decoded = TaskPostprocess(model_->metadata(), output, geometry_, o, kTopK);
+      if (!decoded.ok()) return decoded.status();
+      int64_t n = 0;
+      for (const TaskOutput& d : *decoded) n += d.count;
+      return n;
+    }
     auto dets = model_->Postprocess(output, o, geometry_);
     if (!dets.ok()) return dets.status();
     int64_t n = 0;
     for (const Detections& d : *dets) n += d.scores.size(0);
     return n;
   }
+  std::string NoPostprocess() const override {
+    return model_->metadata().task_settings.no_postprocess;
+  }
 
  private:
+  static constexpr int64_t kTopK = 5;  // classification: the backend's Probs.top5
   TorchScriptModel* model_;
   std::vector<ExportGeometry> geometry_;  // of the images last prepared
 };
@@ -159,6 +174,11 @@ class InferIteration {
       Sync(sync_stages);
     }
     auto t2 = Clock::now();
+    if (!model_->NoPostprocess().empty()) {  // not decoded: no stage, its time null
+      t.pre = Ms(t1 - t0);
+      t.fwd = Ms(t2 - t1);
+      return t;
+    }
     {
       ScopedRange r("step/postprocess");
       torch::InferenceMode guard;
@@ -212,7 +232,7 @@ absl::StatusOr<JobModel> LoadInferModel(const InferJobSpec& spec, const DeviceCh
       if (!exported.ok()) return exported.status();
       m.exported = *std::move(exported);
       const ExportMetadata& meta = m.exported->metadata();
-      m.label = meta.Label();
+      m.label = meta.task == "detect" ? meta.Label() : TaskLabel(meta);
       m.weights_label = spec.model.weights;
       m.size = meta.size;
       m.height = meta.height;
@@ -338,6 +358,7 @@ class InferKind final : public JobKindOf<InferJobSpec> {
       m.step_ms = ComputeLatencyStats(m.latency_samples_ms).mean_ms;
       const double k = stage_n > 0 ? 1.0 / static_cast<double>(stage_n) : 0.0;
       m.stages = Stages{stage_sum.pre * k, stage_sum.fwd * k, stage_sum.post * k};
+      if (!model_->runner->NoPostprocess().empty()) m.stages->postprocess.reset();
       trials_.push_back(std::move(m));
     }
     files_ = JobFilesFor(spec_.project, "infer", spec_.output, -1, spec_.repeat);
@@ -540,7 +561,11 @@ class InferKind final : public JobKindOf<InferJobSpec> {
       config.Field("format", "torchscript")
           .Field("model_family", std::string(meta.family_name))
           .Field("num_classes", meta.num_classes)
-          .Field("export_precision", model_->exported->FloatType());
+          .Field("export_precision", model_->exported->FloatType())
+          .Field("task", meta.task);
+      if (!meta.task_settings.no_postprocess.empty()) {
+        config.Field("postprocess_skipped", meta.task_settings.no_postprocess);
+      }
       if (!meta.libreyolo_version.empty()) {
         config.Field("exported_by_libreyolo", meta.libreyolo_version);
       }

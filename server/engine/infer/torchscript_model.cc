@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "server/engine/data/pil_resize.h"
 #include "server/engine/data/transforms.h"
+#include "server/engine/infer/task_postprocess.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -168,6 +169,7 @@ absl::StatusOr<std::unique_ptr<TorchScriptModel>> TorchScriptModel::Load(const s
 }
 
 cv::Mat TorchScriptModel::Canvas(const cv::Mat& bgr, ExportGeometry* geometry) const {
+  if (TaskOwnsInput(meta_)) return TaskCanvas(meta_, bgr, geometry);  // task_postprocess.h
   const int h = static_cast<int>(meta_.height), w = static_cast<int>(meta_.width);
   const ExportFamily& f = *meta_.family;
   ExportGeometry g;
@@ -226,6 +228,7 @@ cv::Mat TorchScriptModel::Canvas(const cv::Mat& bgr, ExportGeometry* geometry) c
 }
 
 absl::StatusOr<torch::Tensor> TorchScriptModel::ToInput(const std::vector<cv::Mat>& canvases) const {
+  if (TaskOwnsInput(meta_)) return TaskInput(meta_, canvases, dtype_);
   const ExportFamily& f = *meta_.family;
   const bool norm = f.std[0] != 0 && (f.norm_sizes.empty() ||
                                       absl::c_linear_search(absl::StrSplit(f.norm_sizes, ','),
