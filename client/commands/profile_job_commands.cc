@@ -181,7 +181,7 @@ void WriteProfileSummaries(const std::vector<std::string>& profiles, const std::
       if (json) {
         JsonLine(err, "warning", {{"message", message}});
       } else {
-        err << "libreyolo profile " << cmd << ": warning: " << message << "\n";
+        err << "libreyolo " << cmd << ": warning: " << message << "\n";
       }
     }
   }
@@ -329,7 +329,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
     JsonLine(err, "warning",
              {{"message", absl::StrCat("no report.html: ", report.status().message())}});
   } else {
-    err << "libreyolo profile " << cmd << ": warning: no report.html: "
+    err << "libreyolo " << cmd << ": warning: no report.html: "
         << report.status().message() << "\n";
   }
   ReaderInvocation inv;

@@ -8,8 +8,11 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -18,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/cli/cli.h"
 #include "client/remote/daemon_answer.h"
+#include "client/remote/job_watch.h"
 #include "common/io/sha256.h"
 #include "common/io/trial_artifacts.h"
 #include "gmock/gmock.h"
@@ -64,9 +68,18 @@ class HostileDaemon final : public v1::ProfilerService::Service {
     Fill(req->job_id(), v1::JOB_STATE_SUCCEEDED, job);
     return grpc::Status::OK;
   }
-  grpc::Status ReadArtifact(grpc::ServerContext*, const v1::ReadArtifactRequest*,
+  grpc::Status ReadArtifact(grpc::ServerContext* ctx, const v1::ReadArtifactRequest* req,
                             grpc::ServerWriter<v1::ArtifactChunk>* w) override {
     ++reads;
+    if (!interrupt_on.empty() && req->name() == interrupt_on) {
+      // The user presses Ctrl-C while this file downloads (the client shares this process):
+      // nothing more comes until the client gives up on the call.
+      ::raise(SIGINT);
+      for (int i = 0; i < 500 && !ctx->IsCancelled(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client");
+    }
     v1::ArtifactChunk c;
     c.set_offset(0);
     c.set_data(kPayload);
@@ -78,6 +91,7 @@ class HostileDaemon final : public v1::ProfilerService::Service {
   }
 
   int reads = 0;
+  std::string interrupt_on;  // an artifact whose download the user interrupts
 
  private:
   void Fill(const std::string& asked, v1::JobState state, v1::Job* job) const {
@@ -89,7 +103,8 @@ class HostileDaemon final : public v1::ProfilerService::Service {
       v1::Artifact* a = job->add_artifacts();
       a->set_name(n);
       a->set_size_bytes(static_cast<int64_t>(sizeof(kPayload) - 1));
-      a->set_sha256(sha_);
+      // The interrupted one differs from the others (identical artifacts are fetched once).
+      a->set_sha256(n == interrupt_on ? std::string(64, 'a') : sha_);
     }
   }
 
@@ -195,6 +210,27 @@ TEST_F(HostileDaemonTest, AWellFormedJobStillDownloads) {
   EXPECT_EQ(Run({"jobs", "download", "job-1"}), 0) << err_.str();
   EXPECT_TRUE(fs::exists(project_ / "infer" / "profile.json"));
   EXPECT_TRUE(fs::exists(project_ / "infer" / "profile_trace.json"));
+}
+
+// Issue 36 §6: Ctrl-C during the final download of `profile infer` (the job has ended, its files
+// are coming) was swallowed: exit 0, no message. It stops the download in flight, keeps the files
+// already written, leaves nothing of the one in flight, and exits 130 naming the command that
+// fetches the rest.
+TEST_F(HostileDaemonTest, CtrlCDuringTheFinalDownloadExits130AndSaysHowToFetchTheRest) {
+  Serve({"profile.json", "profile_trace.json"});
+  daemon_->interrupt_on = "profile_trace.json";
+  ClearInterrupt();
+  const int code = Run({"profile", "infer", "--device", "cpu"});
+  ClearInterrupt();
+  EXPECT_EQ(code, 130) << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("interrupted during the download of job job-1"));
+  EXPECT_THAT(err_.str(), HasSubstr("libreyolo jobs download job-1 --project"));
+  EXPECT_TRUE(fs::exists(project_ / "infer" / "profile.json"));  // written before: kept
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(project_ / "infer")) {
+    names.push_back(e.path().filename().string());
+  }
+  EXPECT_EQ(names, std::vector<std::string>{"profile.json"});  // no partial trace, no temp file
 }
 
 // Issue 39 §2: `profile report job:<id> --remote` reads from the daemon named (it was the one
