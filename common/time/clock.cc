@@ -1,6 +1,8 @@
 #include "common/time/clock.h"
 
 #include <algorithm>
+#include <fstream>
+#include <utility>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -8,10 +10,23 @@
 namespace libreyolo {
 namespace {
 
+// The kernel's id of this boot (a UUID), "" when it cannot be read (not Linux, no /proc).
+std::string ReadBootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (!std::getline(in, id)) return "";
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
 class RealClock final : public Clock {
  public:
   int64_t NowUnixMs() const override { return absl::ToUnixMillis(absl::Now()); }
   SteadyTime SteadyNow() const override { return std::chrono::steady_clock::now(); }
+  std::string BootId() const override {
+    static const std::string* const id = new std::string(ReadBootId());
+    return *id;
+  }
   void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
                  SteadyTime deadline) const override {
     cv.wait_until(lock, deadline);
@@ -32,6 +47,16 @@ ManualClock::ManualClock(int64_t unix_ms) : unix_ms_(unix_ms) {}
 
 Clock::SteadyTime ManualClock::SteadyNow() const {
   return SteadyTime(std::chrono::milliseconds(steady_ms_.load()));
+}
+
+std::string ManualClock::BootId() const {
+  std::lock_guard<std::mutex> lock(boot_mu_);
+  return boot_id_;
+}
+
+void ManualClock::SetBootId(std::string boot_id) {
+  std::lock_guard<std::mutex> lock(boot_mu_);
+  boot_id_ = std::move(boot_id);
 }
 
 void ManualClock::WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,

@@ -1,11 +1,13 @@
 // The job manager on a ManualClock (issue 22 §5): every time it records or measures comes from
 // the clock it is given, so these tests drive time instead of sleeping for it: the times a job
 // record carries, uptime, the throttling of progress events and retention by age.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -143,6 +145,58 @@ TEST_F(JobManagerClockTest, AWallClockStepDuringAJobBillsOnlyTheTimeItRan) {
   ASSERT_EQ(durations.size(), 2u);
   EXPECT_DOUBLE_EQ(durations[0], 1.5);
   EXPECT_DOUBLE_EQ(durations[1], 1.5);
+}
+
+// Issue 40 A.6 across a restart: a job that was running when the daemon stopped counts the time
+// it ran on the monotonic clock when the restart is in the same boot, whatever the wall clock
+// did meanwhile (here +1 day). In another boot only its wall-clock span is left: bounded by
+// its time limit, and said in the start-up warnings; a negative span (a -1 day step) counts 0.
+// The recovered record keeps what was counted. Before the fix the first counted a day, the
+// second two, and the third was skipped by the device time but observed as 0.
+TEST_F(JobManagerClockTest, ARestartCountsTheTimeARecoveredJobRanNotItsWallClockSpan) {
+  clock_.Advance(milliseconds(10'000));
+  const int64_t now = clock_.NowUnixMs();
+  const int64_t steady_ms =
+      std::chrono::duration_cast<milliseconds>(clock_.SteadyNow().time_since_epoch()).count();
+  auto put = [&](const std::string& id, v1::JobState state, int64_t started, int64_t finished,
+                 std::optional<RunClock> run) {
+    v1::Job j;
+    j.set_id(id);
+    j.set_owner("alice");
+    j.set_state(state);
+    j.set_device("cpu");
+    j.set_create_time_unix_ms(started);
+    j.set_start_time_unix_ms(started);
+    j.set_finish_time_unix_ms(finished);
+    j.set_max_wall_seconds(3600);
+    *j.mutable_request() = InferRequest();
+    ASSERT_TRUE(store_->PutJob(j, run).ok());
+  };
+  // Started 2 s ago by the monotonic clock; the wall clock has since been stepped +1 day.
+  put("same-boot", v1::JOB_STATE_RUNNING, now - 86'402'000, 0,
+      RunClock{clock_.BootId(), steady_ms - 2000, -1});
+  put("other-boot", v1::JOB_STATE_RUNNING, now - 2 * 86'400'000, 0,
+      RunClock{"a-boot-before", 5, -1});
+  put("stepped-back", v1::JOB_STATE_SUCCEEDED, now, now - 86'389'000, std::nullopt);
+  jobs_ = std::make_unique<JobManager>(store_.get(), &runner_, std::vector<std::string>{"cpu"},
+                                       Limits(), Retention(), clock_);
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(jobs_->Recover(&warnings).ok());
+  std::vector<double> durations = jobs_->Metrics().job_durations_s["infer"];
+  std::sort(durations.begin(), durations.end());
+  EXPECT_THAT(durations, ::testing::ElementsAre(0.0, 2.0, 3600.0));
+  EXPECT_THAT(warnings, ::testing::Contains(::testing::AllOf(
+                            ::testing::HasSubstr("other-boot"), ::testing::HasSubstr("wall-clock"),
+                            ::testing::HasSubstr("3600 s"))));
+  std::vector<std::string> ignored;
+  auto stored = store_->LoadAll(&ignored);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  for (const StoredJob& j : *stored) {
+    if (j.job.id() != "same-boot") continue;
+    EXPECT_EQ(j.job.state(), v1::JOB_STATE_FAILED);
+    ASSERT_TRUE(j.run.has_value());
+    EXPECT_EQ(j.run->ran_ms, 2000);
+  }
 }
 
 // Within one stage, a progress event is recorded at most every 250 ms of the clock; a new

@@ -2,6 +2,7 @@
 // an equal share of device time (the least served user goes next; priority orders only a
 // user's own jobs), and no user takes every watcher slot. Time is a fake clock the runner
 // advances by each job's cost, so the order is exact and nothing sleeps.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -39,6 +40,10 @@ class ClockRunner : public JobRunner {
       cv_.wait(lock, [&] { return hold_ != labels.at("name"); });
     }
     clock_->Advance(std::chrono::milliseconds(labels.count("ms") ? std::stoll(labels.at("ms")) : 100));
+    // "step_ms": the wall clock is stepped by that much while it runs (NTP, `date -s`).
+    if (labels.count("step_ms")) {
+      clock_->SetUnixMs(clock_->NowUnixMs() + std::stoll(labels.at("step_ms")));
+    }
     return RunOutcome{};
   }
   // The job `name` waits (holding the device, on a stopped clock) until Release.
@@ -180,6 +185,51 @@ TEST_F(FairnessTest, ARestartedDaemonRemembersWhoWasServed) {
   jobs_->Start();
   EXPECT_THAT(runner_.WaitStarted(2),
               ElementsAreArray({"20261202-00000000000000b1", "20261202-00000000000000a2"}));
+}
+
+// Issue 40 A.6, the soak's case: alice's job ran 300 ms across a +1 day step of the wall clock,
+// bob's 500 ms; then the daemon restarted with both users' next jobs queued. The restarted
+// daemon must bill alice the 300 ms it ran (stored in the record on the monotonic clock), not
+// the day its wall-clock span says: her next job goes first, and the durations it reports are
+// 0.3 s and 0.5 s. Before the fix alice was billed 86,400.3 s and got no start while bob
+// waited (the soak: 0 starts for the users whose jobs crossed the step), and the histogram had
+// an observation of a day.
+TEST_F(FairnessTest, AClockStepBeforeARestartDoesNotTakeItsOwnersTurn) {
+  const int64_t submitted = clock_.NowUnixMs();
+  v1::SubmitJobRequest a1 = Job("a1", 300);
+  (*a1.mutable_labels())["step_ms"] = "86400000";
+  Submit("alice", a1);
+  Submit("bob", Job("b1", 500));
+  jobs_->Start();
+  ASSERT_EQ(runner_.WaitStarted(2).size(), 2u);
+  ASSERT_TRUE(
+      test::Eventually([&] { return jobs_->Metrics().job_durations_s["infer"].size() == 2; }));
+  jobs_.reset();  // the restart
+  // Queued when it stopped, submitted before a1 ran.
+  auto queued = [&](const std::string& id, const std::string& user, const std::string& name) {
+    v1::Job j;
+    j.set_id(id);
+    j.set_owner(user);
+    j.set_state(v1::JOB_STATE_QUEUED);
+    j.set_device("cpu");
+    j.set_create_time_unix_ms(submitted);
+    *j.mutable_request() = Job(name);
+    ASSERT_TRUE(store_->PutJob(j).ok());
+  };
+  queued("20261206-00000000000000b2", "bob", "b2");
+  queued("20261206-00000000000000b3", "bob", "b3");
+  queued("20261206-00000000000000a2", "alice", "a2");
+  jobs_ = std::make_unique<JobManager>(store_.get(), &runner_, std::vector<std::string>{"cpu"},
+                                       Limits(), Retention(), clock_);
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(jobs_->Recover(&warnings).ok());
+  std::vector<double> durations = jobs_->Metrics().job_durations_s["infer"];
+  std::sort(durations.begin(), durations.end());
+  EXPECT_THAT(durations, ElementsAreArray({0.3, 0.5}));
+  jobs_->Start();
+  const std::vector<std::string> started = runner_.WaitStarted(3);
+  ASSERT_GE(started.size(), 3u);
+  EXPECT_EQ(started[2], "a2") << "alice was billed the day her job's wall-clock span crossed";
 }
 
 // One user cannot hold every watcher slot: the per-user cap refuses the third stream of

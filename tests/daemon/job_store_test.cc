@@ -190,6 +190,31 @@ TEST_F(JobStoreTest, RoundTripsJobsAndEvents) {
   EXPECT_THAT(ReadAll(Record("job-a")), HasSubstr("\"create_time_unix_ms\""));
 }
 
+// Issue 40 A.6: the run clock (the monotonic start and run time a wall-clock step cannot
+// move) is kept in the record file beside the Job's fields and read back; the Job itself is
+// unchanged, a record without one loads with none, and a malformed one is ignored.
+TEST_F(JobStoreTest, KeepsARunClockBesideTheRecord) {
+  const v1::Job job = MakeJob("timed", v1::JOB_STATE_SUCCEEDED, 1000);
+  ASSERT_OK(js_->PutJob(job, RunClock{"3f0c-boot", 123'456'789, 1500}));
+  ASSERT_OK(js_->PutJob(MakeJob("plain", v1::JOB_STATE_SUCCEEDED, 2000)));
+  WriteAll(Record("odd"), R"({"id":"odd","create_time_unix_ms":"3000",)"
+                          R"("libreyolod_run_clock":{"boot_id":7,"start_steady_ms":-5}})");
+  Reopen();
+  std::vector<std::string> warnings;
+  std::vector<StoredJob> jobs = Load(&warnings);
+  EXPECT_THAT(warnings, IsEmpty());
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_TRUE(Equal(jobs[0].job, job));
+  ASSERT_TRUE(jobs[0].run.has_value());
+  EXPECT_EQ(jobs[0].run->boot_id, "3f0c-boot");
+  EXPECT_EQ(jobs[0].run->start_steady_ms, 123'456'789);
+  EXPECT_EQ(jobs[0].run->ran_ms, 1500);
+  EXPECT_FALSE(jobs[1].run.has_value());
+  EXPECT_EQ(jobs[2].job.id(), "odd");
+  EXPECT_FALSE(jobs[2].run.has_value());
+  EXPECT_THAT(ReadAll(Record("timed")), HasSubstr("\"libreyolod_run_clock\":{"));
+}
+
 TEST_F(JobStoreTest, LoadsEventsInSequenceOrder) {
   ASSERT_OK(js_->PutJob(MakeJob("j", v1::JOB_STATE_RUNNING)));
   for (int64_t seq : {3, 1, 2}) ASSERT_OK(js_->AppendEvent(MakeEvent("j", seq, "m")));

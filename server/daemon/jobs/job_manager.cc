@@ -112,6 +112,7 @@ absl::Status JobManager::Recover(std::vector<std::string>* warnings) {
       e->job.set_last_sequence(e->events.back().sequence());
     }
     const std::string id = e->job.id();
+    RecoverRunTimeLocked(*e, s.run, warnings);
     if (e->job.state() == v1::JOB_STATE_RUNNING) {
       v1::Job failed = e->job;
       failed.set_state(v1::JOB_STATE_FAILED);
@@ -158,7 +159,7 @@ void JobManager::RecoverAsFailedLocked(Entry& e, v1::Job failed,
   // it so for good): the job stays as it is on disk (RUNNING or QUEUED, which nothing starts)
   // and the manager out of service until RetryStore writes the record and its "failed" event.
   // Nothing runs twice: a restart before that decides the same again.
-  if (absl::Status st = store_->PutJob(failed); !st.ok()) {
+  if (absl::Status st = store_->PutJob(failed, RunClockLocked(e, failed)); !st.ok()) {
     StoreFailedLocked(st);
     if (warnings != nullptr) {
       warnings->push_back(absl::StrCat(
@@ -175,11 +176,66 @@ void JobManager::RecoverAsFailedLocked(Entry& e, v1::Job failed,
   AppendEventLocked(e, "failed", 0, 0, e.job.error());
 }
 
+void JobManager::RecoverRunTimeLocked(Entry& e, const std::optional<RunClock>& run,
+                                      std::vector<std::string>* warnings) {
+  const v1::Job& j = e.job;
+  if (j.start_time_unix_ms() <= 0) return;  // it never started
+  if (run.has_value()) {
+    e.started_boot = run->boot_id;
+    e.started_steady = Clock::SteadyTime(std::chrono::milliseconds(run->start_steady_ms));
+    if (run->ran_ms >= 0) {  // measured on the monotonic clock when it ended
+      e.ran_ms = run->ran_ms;
+      return;
+    }
+  }
+  // Running when the daemon stopped, or ended before records kept a run clock. In the same
+  // boot, the monotonic clock says how long ago it started; otherwise only the wall clock
+  // does, which a step (NTP, `date -s`) may have moved by days: its span is bounded by the
+  // job's time limit, and a negative one counts 0. A job that was running ends, for this, at
+  // its last stored event (its last sign of life), not at this restart.
+  const bool same_boot = !Terminal(j.state()) && run.has_value() && !run->boot_id.empty() &&
+                         run->boot_id == clock_.BootId();
+  int64_t ms = 0;
+  if (same_boot) {
+    ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock_.SteadyNow() - e.started_steady)
+            .count();
+  } else {
+    const int64_t end = Terminal(j.state()) ? j.finish_time_unix_ms()
+                        : e.events.empty()  ? NowMs()
+                                            : e.events.back().time_unix_ms();
+    ms = end - j.start_time_unix_ms();
+  }
+  const int64_t limit_s =
+      j.max_wall_seconds() > 0 ? j.max_wall_seconds() : limits_.max_job_seconds;
+  const int64_t limit_ms = limit_s > 0 ? std::min(limit_s, kMaxJobSeconds) * 1000 : INT64_MAX;
+  e.ran_ms = std::clamp<int64_t>(ms, 0, limit_ms);
+  if (e.ran_ms != ms && warnings != nullptr) {
+    warnings->push_back(absl::StrCat(
+        "job ", j.id(), ": its ", same_boot ? "monotonic" : "wall-clock", " run time (", ms,
+        " ms, from its record's times) is outside 0..its time limit (", limit_s,
+        " s): the clock was stepped while it ran; its device time and duration count ", e.ran_ms,
+        " ms"));
+  }
+}
+
+std::optional<RunClock> JobManager::RunClockLocked(const Entry& e, const v1::Job& record) const {
+  if (record.start_time_unix_ms() <= 0) return std::nullopt;
+  return RunClock{
+      e.started_boot,
+      std::chrono::duration_cast<std::chrono::milliseconds>(e.started_steady.time_since_epoch())
+          .count(),
+      Terminal(record.state()) ? e.ran_ms : -1};
+}
+
 // Fair share survives a restart: device usage lives in memory, so without this a restarted
 // daemon forgot who had been served (bench/daemon_soak.py measured 1.30x between users where
 // 1.25x is the goal). The busy period that is still going on began no later than the oldest
 // queued job's submission; every job that ran since counts for its owner, as it did when it
-// finished (time x slots).
+// finished (time x slots), the time it ran on the monotonic clock (RecoverRunTimeLocked),
+// never its wall-clock span, which a clock step makes days long (issue 40 A.6). Which jobs
+// fall in the busy period is read on the wall clock; a job that started before it counts the
+// part after its start, at most the time it ran.
 void JobManager::RebuildUsageLocked() {
   usage_ms_.clear();
   int64_t since = INT64_MAX;
@@ -191,12 +247,13 @@ void JobManager::RebuildUsageLocked() {
   if (since == INT64_MAX) return;  // idle: the next busy period starts level
   for (const auto& [id, e] : jobs_) {
     const v1::Job& j = e->job;
-    if (j.start_time_unix_ms() <= 0 || j.finish_time_unix_ms() <= 0) continue;
+    if (j.start_time_unix_ms() <= 0 || j.finish_time_unix_ms() <= 0 || e->ran_ms <= 0) continue;
     if (j.device() == kAttachLane) continue;  // holds no device
-    const int64_t from = std::max(j.start_time_unix_ms(), since);
-    if (j.finish_time_unix_ms() <= from) continue;
-    usage_ms_[j.owner()] +=
-        (j.finish_time_unix_ms() - from) * static_cast<int64_t>(JobDevices(j).size());
+    int64_t ms = e->ran_ms;
+    if (j.start_time_unix_ms() < since) {
+      ms = std::min(ms, std::max<int64_t>(0, j.finish_time_unix_ms() - since));
+    }
+    usage_ms_[j.owner()] += ms * static_cast<int64_t>(JobDevices(j).size());
   }
 }
 
@@ -660,14 +717,11 @@ MetricsSnapshot JobManager::Metrics() const {
     if (j.state() == v1::JOB_STATE_QUEUED) {
       for (const std::string& d : JobDevices(j)) ++queued[d];
     }
-    if (Terminal(j.state()) && j.start_time_unix_ms() > 0) {
-      // Measured on the monotonic clock when it ran here; a recovered job's wall-clock times
-      // are all there is (never negative).
-      const int64_t ms =
-          e->ran_ms >= 0 ? e->ran_ms
-                         : std::max<int64_t>(0, j.finish_time_unix_ms() - j.start_time_unix_ms());
+    if (Terminal(j.state()) && j.start_time_unix_ms() > 0 && e->ran_ms >= 0) {
+      // Measured on the monotonic clock (RunOne), or what recovery made of the stored run
+      // clock (RecoverRunTimeLocked): never a wall-clock span a step stretched to days.
       m.job_durations_s[j.kind() == v1::JOB_KIND_RUN ? "run" : "infer"].push_back(
-          static_cast<double>(ms) / 1000.0);
+          static_cast<double>(e->ran_ms) / 1000.0);
     }
   }
   for (const std::string& d : devices_) {

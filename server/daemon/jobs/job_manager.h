@@ -150,9 +150,11 @@ class JobManager {
     std::optional<v1::JobEvent> unstored;
     int64_t unstored_gen = 0;
     // When it started and how long it ran, on the monotonic clock (issue 40 A.6: a step of
-    // the wall clock must not bill device time or durations). `ran_ms` is -1 until it ends
-    // in this process (a job recovered from the store has only its wall-clock times).
+    // the wall clock must not bill device time or durations). `ran_ms` is -1 until it ends;
+    // both are kept in its record file (RunClock), so a restart reads them back, and
+    // `started_boot` names the boot `started_steady` belongs to ("" when not known).
     Clock::SteadyTime started_steady{};
+    std::string started_boot;
     int64_t ran_ms = -1;
   };
   struct DeviceState {
@@ -163,6 +165,12 @@ class JobManager {
     std::string reserved;
   };
 
+  // What `record`'s file keeps of e's run clock: none before it started.
+  std::optional<RunClock> RunClockLocked(const Entry& e, const v1::Job& record) const;
+  // How long a recovered job ran (e.ran_ms), from its stored run clock when it has one, else
+  // its wall-clock span bounded by its time limit (said in `warnings` when bounded).
+  void RecoverRunTimeLocked(Entry& e, const std::optional<RunClock>& run,
+                            std::vector<std::string>* warnings);
   bool Visible(const Identity& who, const v1::Job& job) const;
   // Queued jobs of `device` in the order they will run.
   std::vector<Entry*> QueueOrderLocked(const std::string& device) const;

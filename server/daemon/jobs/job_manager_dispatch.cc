@@ -161,7 +161,7 @@ void JobManager::AppendNoteLocked(Entry& e, const std::string& stage, int64_t do
 }
 
 bool JobManager::CommitLocked(Entry& e, const v1::Job& next) {
-  if (absl::Status s = store_->PutJob(next); !s.ok()) {
+  if (absl::Status s = store_->PutJob(next, RunClockLocked(e, next)); !s.ok()) {
     StoreFailedLocked(s);
     return false;
   }
@@ -203,7 +203,8 @@ bool JobManager::RetryStoreLocked() {
   for (auto& [id, e] : jobs_) {
     if (!e->pending) continue;
     const bool requeue = e->pending_stage.empty();  // a start that was not recorded
-    if (absl::Status s = store_->PutJob(requeue ? e->job : *e->pending); !s.ok()) {
+    const v1::Job& record = requeue ? e->job : *e->pending;
+    if (absl::Status s = store_->PutJob(record, RunClockLocked(*e, record)); !s.ok()) {
       ++store_write_failures_;
       return false;
     }
@@ -257,6 +258,10 @@ void JobManager::WorkerLoop(const std::string& device) {
       running.set_queue_position(0);
       running.set_start_time_unix_ms(NowMs());
       running.set_tool(runner_->ToolFor(next->job));
+      // Its start on the monotonic clock goes into the RUNNING record: a restart in this boot
+      // knows how long it ran whatever the wall clock did.
+      next->started_steady = clock_.SteadyNow();
+      next->started_boot = clock_.BootId();
       if (!CommitLocked(*next, running)) {
         // The RUNNING record may be in place without being durable (a failed directory
         // fsync): RetryStore writes the QUEUED one again before the job may start. A gang's
@@ -268,7 +273,6 @@ void JobManager::WorkerLoop(const std::string& device) {
       for (const std::string& d : JobDevices(next->job)) {
         device_state_.at(d).running = next->job.id();
       }
-      next->started_steady = clock_.SteadyNow();
       if (forming_gang_ == next->job.id()) forming_gang_.clear();
       last_start_by_user_[next->job.owner()] = ++starts_;
       AppendEventLocked(*next, "starting", 0, 0,

@@ -34,6 +34,7 @@
 #include <exception>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <set>
 #include <system_error>
 #include <tuple>
@@ -47,6 +48,7 @@
 #include "common/io/sha256.h"
 #include "common/io/unique_fd.h"
 #include "common/status/status_macros.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/daemon/store/job_store_internal.h"
 
@@ -85,6 +87,54 @@ std::string FromJson(absl::string_view json, google::protobuf::Message* message)
   if (st.ok()) return "";
   const std::string why = st.message().ToString();
   return why.empty() ? "unparsable JSON" : why;
+}
+
+// The record file's own key beside the Job's fields (RunClock); a Job parse ignores it.
+constexpr char kRunClockKey[] = "libreyolod_run_clock";
+
+// `job_json` (a Job's JSON object, never empty: it has an id) with the run clock added as its
+// last key.
+absl::StatusOr<std::string> WithRunClock(std::string job_json, const RunClock& run) {
+  google::protobuf::Struct clock;
+  auto& fields = *clock.mutable_fields();
+  fields["boot_id"].set_string_value(run.boot_id);
+  fields["start_steady_ms"].set_number_value(static_cast<double>(run.start_steady_ms));
+  fields["ran_ms"].set_number_value(static_cast<double>(run.ran_ms));
+  ASSIGN_OR_RETURN(const std::string value, ToJson(clock));
+  const size_t close = job_json.rfind('}');
+  if (close == std::string::npos) {
+    return absl::InternalError("job store: a record is not an object");
+  }
+  job_json.replace(close, 1, absl::StrCat(",\"", kRunClockKey, "\":", value, "}"));
+  return job_json;
+}
+
+// The run clock of a record file, if it has a well-formed one (anything else: none, and the
+// job's wall-clock times are all there is).
+std::optional<RunClock> ReadRunClock(absl::string_view record) {
+  if (!absl::StrContains(record, kRunClockKey)) return std::nullopt;
+  google::protobuf::Struct all;
+  if (!FromJson(record, &all).empty()) return std::nullopt;
+  auto it = all.fields().find(kRunClockKey);
+  if (it == all.fields().end() || !it->second.has_struct_value()) return std::nullopt;
+  const auto& f = it->second.struct_value().fields();
+  const auto boot = f.find("boot_id");
+  const auto start = f.find("start_steady_ms");
+  const auto ran = f.find("ran_ms");
+  if (boot == f.end() || start == f.end() || ran == f.end() ||
+      boot->second.kind_case() != google::protobuf::Value::kStringValue ||
+      start->second.kind_case() != google::protobuf::Value::kNumberValue ||
+      ran->second.kind_case() != google::protobuf::Value::kNumberValue) {
+    return std::nullopt;
+  }
+  const double start_ms = start->second.number_value();
+  const double ran_ms = ran->second.number_value();
+  constexpr double kMaxMs = 9.0e15;  // exact in a double, and far beyond any uptime
+  if (!(start_ms >= 0 && start_ms < kMaxMs && ran_ms >= -1 && ran_ms < kMaxMs)) {
+    return std::nullopt;
+  }
+  return RunClock{boot->second.string_value(), static_cast<int64_t>(start_ms),
+                  static_cast<int64_t>(ran_ms)};
 }
 
 // Moves <dir>/<name> to <state_dir>/corrupt/ (never overwriting an earlier one) and says so.
@@ -293,6 +343,7 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(std::vector<std::string
                    warnings, ops_);
         continue;
       }
+      job.run = ReadRunClock(*data);
       ids.insert(id);
       jobs.push_back(std::move(job));
     }
@@ -325,10 +376,13 @@ absl::StatusOr<std::vector<StoredJob>> JobStore::LoadAll(std::vector<std::string
   });
 }
 
-absl::Status JobStore::PutJob(const v1::Job& job) {
+absl::Status JobStore::PutJob(const v1::Job& job, const std::optional<RunClock>& run) {
   return Guarded("PutJob", [&]() -> absl::Status {
     RETURN_IF_ERROR(CheckJobId(job.id()));
     ASSIGN_OR_RETURN(std::string json, ToJson(job));
+    if (run.has_value()) {
+      ASSIGN_OR_RETURN(json, WithRunClock(std::move(json), *run));
+    }
     json.push_back('\n');
     const std::string jobs = LayoutOf(state_dir_, store_dir_).jobs;
     return WriteFileAtomically(Join(jobs, absl::StrCat(job.id(), ".json")), json, 0600, ops_);

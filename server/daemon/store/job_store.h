@@ -1,5 +1,6 @@
 // Durable job state. Layout:
-//   <state_dir>/jobs/<id>.json        the Job record (protobuf JSON), replaced atomically
+//   <state_dir>/jobs/<id>.json        the Job record (protobuf JSON; with the daemon's own
+//                                     "libreyolod_run_clock" key, RunClock), replaced atomically
 //   <state_dir>/events/<id>.jsonl     the job's events, one JSON object per line, appended
 //   <store_dir>/<id>/<artifact>       the job's artifacts, published by rename
 // Every replace is write temp -> fsync -> rename -> fsync(dir), so a crash leaves the old or the
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,9 +23,21 @@ namespace libreyolo::daemon {
 
 namespace v1 = ::libreyolo::profiler::v1;
 
+// How long a job ran on the monotonic clock (issue 40 A.6: a step of the wall clock must not
+// bill fair share or durations, across a restart either). Kept in the job's record file beside
+// the Job's fields (key "libreyolod_run_clock"), not in the Job message that clients get:
+// `start_steady_ms` is CLOCK_MONOTONIC at its start, in ms, valid in the boot `boot_id` names
+// (Clock::BootId); `ran_ms` how long it ran, once it ended (-1 before).
+struct RunClock {
+  std::string boot_id;
+  int64_t start_steady_ms = 0;
+  int64_t ran_ms = -1;
+};
+
 struct StoredJob {
   v1::Job job;
   std::vector<v1::JobEvent> events;  // in sequence order
+  std::optional<RunClock> run;       // absent in records written before it existed
 };
 
 class JobStore {
@@ -40,7 +54,8 @@ class JobStore {
   // <state_dir>/corrupt/ and reported in `warnings` (never silently dropped, never fatal).
   absl::StatusOr<std::vector<StoredJob>> LoadAll(std::vector<std::string>* warnings);
 
-  absl::Status PutJob(const v1::Job& job);
+  // `run`, when given, is written into the record file with the job (see RunClock).
+  absl::Status PutJob(const v1::Job& job, const std::optional<RunClock>& run = std::nullopt);
   absl::Status AppendEvent(const v1::JobEvent& event);  // write + fsync
 
   // The job's artifact directory (created on demand) and a scratch directory for a running
