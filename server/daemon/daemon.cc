@@ -25,6 +25,7 @@
 #include "server/daemon/security/auth.h"
 #include "server/daemon/security/connection_gate.h"
 #include "server/daemon/security/own_listener.h"
+#include "server/daemon/security/token_checks.h"
 #include "server/daemon/store/dir_lock.h"
 #include "server/daemon/store/job_store.h"
 #include "server/daemon/workers/engine_runner.h"
@@ -105,6 +106,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   if (!c.tokens_file.empty()) {
     auto t = TokenTable::Load(c.tokens_file);
     if (!t.ok()) return t.status();
+    if (auto s = CheckLoadedTokens(c.tokens_file, *t, c.listen, warnings); !s.ok()) return s;
     tokens = *std::move(t);
   }
   d->auth_ = std::make_unique<Authenticator>(std::move(tokens), c.admins);
@@ -285,6 +287,7 @@ absl::Status Daemon::Reload(const DaemonConfig& loaded, std::vector<std::string>
   if (!next.tokens_file.empty()) {
     absl::StatusOr<TokenTable> t = TokenTable::Load(next.tokens_file);
     if (!t.ok()) return t.status();
+    if (auto s = CheckLoadedTokens(next.tokens_file, *t, next.listen, notes); !s.ok()) return s;
     tokens = *std::move(t);
   }
   auth_->Reload(std::move(tokens), next.admins);

@@ -21,6 +21,7 @@
 
 #include "server/daemon/config/daemon_config.h"
 #include "server/daemon/security/auth.h"
+#include "server/daemon/security/token_checks.h"
 #include "tests/daemon/security_test_util.h"
 
 namespace libreyolo::daemon {
@@ -131,6 +132,74 @@ TEST(TokenTableTest, LoadChecksPermissions) {
 
 // ---- Authenticator decisions -----------------------------------------------------------------
 
+
+// ---- what the daemon asks of its tokens file (issue 40 A.10, token_checks.h) ----------------
+
+TEST(TokenChecksTest, APlaintextTokenUnderSixteenBytesIsRefusedNamingItsLine) {
+  std::vector<std::string> warnings;
+  const std::vector<std::string> tcp = {"tcp:127.0.0.1:0"};
+  const TokenTable weak = TokenTable::FromLines(
+      {"# ops", std::string(kSomeDigest) + " ops admin", "0123456789abcdef bob", "t0k3n alice"});
+  const absl::Status status = CheckLoadedTokens("/etc/t", weak, tcp, &warnings);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("tokens file /etc/t line 4: a plaintext token of 5 bytes can be guessed "
+                        "(at least 16 are needed): make one with `openssl rand -hex 32`"));
+  // 16 bytes pass; a sha256: entry's token is not in the file, so it is not judged.
+  const TokenTable strong = TokenTable::FromLines(
+      {std::string(kSomeDigest) + " ops admin", "0123456789abcdef bob", "# t0k3n alice"});
+  EXPECT_TRUE(CheckLoadedTokens("/etc/t", strong, tcp, &warnings).ok());
+  EXPECT_TRUE(warnings.empty());
+  const TokenTable fifteen = TokenTable::FromLines({"0123456789abcde bob"});
+  EXPECT_THAT(std::string(CheckLoadedTokens("/etc/t", fifteen, tcp, &warnings).message()),
+              HasSubstr("line 1: a plaintext token of 15 bytes"));
+}
+
+TEST(TokenChecksTest, AnEmptyTokensFileWarnsOnlyWhenTheDaemonListensOnTcp) {
+  const TokenTable empty = TokenTable::FromLines({"# nobody yet", ""});
+  std::vector<std::string> warnings;
+  EXPECT_TRUE(CheckLoadedTokens("/etc/t", empty, {"unix:/run/l.sock"}, &warnings).ok());
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_TRUE(
+      CheckLoadedTokens("/etc/t", empty, {"unix:/run/l.sock", "0.0.0.0:50051", "tcp:[::]:1"},
+                        &warnings)
+          .ok());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "tokens file /etc/t holds no token, so no caller can authenticate on 0.0.0.0:50051: "
+            "add '<token> <user>' lines and reload (SIGHUP), or remove the TCP address from "
+            "listen");
+  warnings.clear();
+  const TokenTable one = TokenTable::FromLines({std::string(kAliceToken) + " alice"});
+  EXPECT_TRUE(CheckLoadedTokens("/etc/t", one, {"tcp:127.0.0.1:0"}, &warnings).ok());
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST(TokenChecksTest, ATokensFileOwnedByAnotherUserIsRefused) {
+  EXPECT_TRUE(CheckTokensFileOwner("/etc/t", 0, 0).ok());
+  EXPECT_TRUE(CheckTokensFileOwner("/etc/t", 0, 99991).ok());    // root's, daemon not root
+  EXPECT_TRUE(CheckTokensFileOwner("/etc/t", 99991, 99991).ok());  // the daemon's user's
+  const absl::Status other = CheckTokensFileOwner("/etc/t", 424242, 99991);
+  EXPECT_EQ(other.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(other.message()),
+              HasSubstr("tokens file /etc/t is owned by uid 424242, who is neither root nor "
+                        "libreyolod's user (uid 99991) and could rewrite it"));
+  EXPECT_THAT(std::string(other.message()), HasSubstr("`chown root /etc/t`"));
+  EXPECT_EQ(CheckTokensFileOwner("/etc/t", 424242, 0).code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  // TokenTable::Load checks the opened file's owner (only root can give a file away).
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a file to another user needs root";
+  TempDir dir;
+  const std::string path = dir.File("tokens");
+  WriteFile(path, std::string(kAliceToken) + " alice\n", 0600);
+  ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
+  const absl::StatusOr<TokenTable> table = TokenTable::Load(path);
+  EXPECT_EQ(table.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(table.status().message()), HasSubstr("is owned by uid 65534"));
+  ASSERT_EQ(::chown(path.c_str(), 0, 0), 0);
+  EXPECT_TRUE(TokenTable::Load(path).ok());
+}
 
 TEST(AuthenticatorTest, TcpNeedsAValidBearerToken) {
   const Authenticator auth = MakeAuthenticator();

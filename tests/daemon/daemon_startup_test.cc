@@ -48,8 +48,14 @@ TEST(DaemonStartupTest, ConfigMistakesExitTwoWithAMessageNeverASignal) {
   DaemonDirs dirs(dir.path());
   WriteFile(dir.File("regular"), "x");
   WriteFile(dir.File("bad-tokens"), "only-a-token-and-no-user\n");
-  WriteFile(dir.File("tokens"), "t0k3n alice\n");
+  WriteFile(dir.File("tokens"), "t0k3n-0123456789abcdef alice\n");
   WriteFile(dir.File("unknown.yaml"), "limits:\n  max_bath: 3\n");
+  // Issue 40 A.10: a guessable plaintext token; a tokens file another user could rewrite.
+  WriteFile(dir.File("short-tokens"),
+            "# ok\nsha256:" + std::string(64, 'a') + " bob\nt0k3n alice\n");
+  WriteFile(dir.File("foreign-tokens"), "t0k3n-0123456789abcdef alice\n");
+  const bool as_root = ::geteuid() == 0;
+  if (as_root) ASSERT_EQ(::chown(dir.File("foreign-tokens").c_str(), 65534, 65534), 0);
   struct Case {
     std::string name;
     std::vector<std::string> extra;
@@ -76,8 +82,17 @@ TEST(DaemonStartupTest, ConfigMistakesExitTwoWithAMessageNeverASignal) {
        "worker_binary " + dir.File("no-worker") + " is not an executable file"},
       {"worker executable not executable", {"--worker-binary", dir.File("regular")}, 0600,
        "point it at libreyolod-worker"},
+      {"plaintext token of 5 bytes", {"--tokens-file", dir.File("short-tokens")}, 0600,
+       "short-tokens line 3: a plaintext token of 5 bytes can be guessed"},
   };
-  for (const Case& c : cases) {
+  std::vector<Case> all = cases;
+  if (as_root) {  // only root can give a file away
+    all.push_back({"tokens file owned by uid 65534",
+                   {"--tokens-file", dir.File("foreign-tokens")},
+                   0600,
+                   "is owned by uid 65534"});
+  }
+  for (const Case& c : all) {
     ASSERT_EQ(::chmod(dir.File("tokens").c_str(), c.tokens_mode), 0);
     std::vector<std::string> args = dirs.Flags();
     args.insert(args.end(), c.extra.begin(), c.extra.end());
@@ -91,7 +106,7 @@ TEST(DaemonStartupTest, ConfigMistakesExitTwoWithAMessageNeverASignal) {
 
 TEST(DaemonStartupTest, ATakenTcpPortFailsTheStart) {
   TempDir dir;
-  WriteFile(dir.File("tokens"), "t0k3n alice\n");
+  WriteFile(dir.File("tokens"), "t0k3n-0123456789abcdef alice\n");
   DaemonDirs first(dir.path() + "/a");
   DaemonDirs second(dir.path() + "/b");
   auto tcp_flags = [&](const DaemonDirs& d, const std::string& listen) {
@@ -109,7 +124,7 @@ TEST(DaemonStartupTest, ATakenTcpPortFailsTheStart) {
   EXPECT_THAT(r.err, HasSubstr(port));
   // Every call still reaches the first daemon.
   for (int i = 0; i < 5; ++i) {
-    EXPECT_TRUE(ListJobs(TcpChannel("127.0.0.1:" + port), "t0k3n").ok());
+    EXPECT_TRUE(ListJobs(TcpChannel("127.0.0.1:" + port), "t0k3n-0123456789abcdef").ok());
   }
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
 
@@ -175,7 +190,7 @@ TEST(DaemonStartupTest, ASecondDaemonOnTheSameStateDirRefusesAndTouchesNothing) 
 TEST(DaemonStartupTest, SighupReloadsTokensAndLimitsAndKeepsJobsAndStreams) {
   TempDir dir;
   DaemonDirs dirs(dir.path());
-  WriteFile(dir.File("tokens"), "old-token alice\n");
+  WriteFile(dir.File("tokens"), "old-token-0123456789 alice\n");
   WriteFile(dir.File("d.yaml"), "limits:\n  max_queue_length: 5\n");
   std::vector<std::string> flags = dirs.Flags({"unix:" + dirs.socket, "tcp:127.0.0.1:0"});
   flags.insert(flags.end(), {"--insecure-tcp", "--tokens-file", dir.File("tokens"), "--config",
@@ -183,9 +198,9 @@ TEST(DaemonStartupTest, SighupReloadsTokensAndLimitsAndKeepsJobsAndStreams) {
   auto daemon = DaemonProcess::Start(flags, dir.File("daemon.log"));
   ASSERT_TRUE(daemon->WaitServing()) << daemon->LogTail();
   auto tcp = TcpChannel("127.0.0.1:" + std::to_string(daemon->tcp_port()));
-  ASSERT_TRUE(ListJobs(tcp, "old-token").ok());
+  ASSERT_TRUE(ListJobs(tcp, "old-token-0123456789").ok());
   v1::DaemonInfo info;
-  ASSERT_TRUE(DaemonInfo(tcp, "old-token", &info).ok());
+  ASSERT_TRUE(DaemonInfo(tcp, "old-token-0123456789", &info).ok());
   EXPECT_EQ(info.max_queue_length(), 5);
 
   // A job runs and a stream watches it across the reloads.
@@ -196,29 +211,51 @@ TEST(DaemonStartupTest, SighupReloadsTokensAndLimitsAndKeepsJobsAndStreams) {
   grpc::Status watched;
   std::thread watcher([&] { watched = Watch(*stub, job.id(), 0, &events); });
 
-  WriteFile(dir.File("tokens"), "new-token alice\n");
+  WriteFile(dir.File("tokens"), "new-token-0123456789 alice\n");
   WriteFile(dir.File("d.yaml"), "limits:\n  max_queue_length: 7\n");
   ASSERT_EQ(::kill(daemon->pid(), SIGHUP), 0);
   ASSERT_TRUE(PollUntil([&] { return daemon->Log().find("SIGHUP: reloaded") != std::string::npos; },
                         seconds(20)))
       << daemon->LogTail();
-  EXPECT_TRUE(ListJobs(tcp, "new-token").ok());
-  EXPECT_EQ(ListJobs(tcp, "old-token").error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  ASSERT_TRUE(DaemonInfo(tcp, "new-token", &info).ok());
+  EXPECT_TRUE(ListJobs(tcp, "new-token-0123456789").ok());
+  EXPECT_EQ(ListJobs(tcp, "old-token-0123456789").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  ASSERT_TRUE(DaemonInfo(tcp, "new-token-0123456789", &info).ok());
   EXPECT_EQ(info.max_queue_length(), 7);
 
   // A reload that fails (a tokens file others can read) keeps everything as it was.
-  WriteFile(dir.File("tokens"), "third-token alice\n", 0644);
+  WriteFile(dir.File("tokens"), "third-token-0123456789 alice\n", 0644);
   ASSERT_EQ(::kill(daemon->pid(), SIGHUP), 0);
   ASSERT_TRUE(PollUntil(
       [&] { return daemon->Log().find("SIGHUP: reload failed") != std::string::npos; },
       seconds(20)))
       << daemon->LogTail();
   EXPECT_THAT(daemon->Log(), HasSubstr("chmod 600"));
-  EXPECT_TRUE(ListJobs(tcp, "new-token").ok());
-  EXPECT_EQ(ListJobs(tcp, "third-token").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(ListJobs(tcp, "new-token-0123456789").ok());
+  EXPECT_EQ(ListJobs(tcp, "third-token-0123456789").error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  // Issue 40 A.10: so does one with a guessable plaintext token; an empty tokens file reloads
+  // (it revokes every token user) and says that TCP callers cannot authenticate now.
+  WriteFile(dir.File("tokens"), "t0k3n alice\n");
+  ASSERT_EQ(::kill(daemon->pid(), SIGHUP), 0);
+  ASSERT_TRUE(PollUntil(
+      [&] { return daemon->Log().find("5 bytes can be guessed") != std::string::npos; },
+      seconds(20)))
+      << daemon->LogTail();
+  EXPECT_THAT(daemon->Log(), HasSubstr("reload failed, the running configuration stays: tokens "
+                                       "file " + dir.File("tokens") + " line 1"));
+  EXPECT_TRUE(ListJobs(tcp, "new-token-0123456789").ok());
+  EXPECT_EQ(ListJobs(tcp, "t0k3n").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  WriteFile(dir.File("tokens"), "# nobody for now\n");
+  ASSERT_EQ(::kill(daemon->pid(), SIGHUP), 0);
+  ASSERT_TRUE(PollUntil(
+      [&] { return daemon->Log().find("holds no token") != std::string::npos; }, seconds(20)))
+      << daemon->LogTail();
+  EXPECT_THAT(daemon->Log(), HasSubstr("SIGHUP: tokens file " + dir.File("tokens") +
+                                       " holds no token, so no caller can authenticate on tcp:"));
+  EXPECT_EQ(ListJobs(tcp, "new-token-0123456789").error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
   // A key that needs a restart is named, not applied.
-  WriteFile(dir.File("tokens"), "new-token alice\n");
+  WriteFile(dir.File("tokens"), "new-token-0123456789 alice\n");
   WriteFile(dir.File("d.yaml"), "limits:\n  max_queue_length: 7\nunix_socket_mode: 0600\n");
   ASSERT_EQ(::kill(daemon->pid(), SIGHUP), 0);
   ASSERT_TRUE(PollUntil(

@@ -205,7 +205,7 @@ def main():
     try:
         tokens = os.path.join(tmp, "tokens")
         with open(tokens, "w") as f:
-            f.write("t0k3n alice\n")
+            f.write("t0k3n-0123456789abcdef alice\n")
 
         # ---- 1. start-up errors: a message and exit 2, never a signal ----------------------
         for mode in (0o644, 0o640):
@@ -321,7 +321,7 @@ def main():
               f"{code}: {details!r}")
 
         # ---- 11. no daemon paths in remote errors ------------------------------------------
-        tcp = Rpc(pb, f"127.0.0.1:{port}", token="t0k3n")
+        tcp = Rpc(pb, f"127.0.0.1:{port}", token="t0k3n-0123456789abcdef")
         r = tiny_infer(pb)
         r.infer.model.weights = "missing-weights.pt"
         code, details = tcp.submit_expecting_refusal(r)
@@ -348,14 +348,14 @@ def main():
         # ---- 4. SIGHUP reloads the tokens file, keeps the job ------------------------------
         code, _, job = unix.submit(tiny_infer(pb, runs=30))
         with open(tokens, "w") as f:
-            f.write("n3w-t0k3n alice\n")
+            f.write("n3w-t0k3n-0123456789abcdef alice\n")
         os.kill(main_d.proc.pid, signal.SIGHUP)
         deadline = time.time() + 20
         while "SIGHUP: reloaded" not in main_d.text() and time.time() < deadline:
             time.sleep(0.1)
-        new_ok = Rpc(pb, f"127.0.0.1:{port}", token="n3w-t0k3n").call(
+        new_ok = Rpc(pb, f"127.0.0.1:{port}", token="n3w-t0k3n-0123456789abcdef").call(
             "ListJobs", pb.ListJobsRequest(), pb.ListJobsResponse)[0]
-        old = Rpc(pb, f"127.0.0.1:{port}", token="t0k3n").call(
+        old = Rpc(pb, f"127.0.0.1:{port}", token="t0k3n-0123456789abcdef").call(
             "ListJobs", pb.ListJobsRequest(), pb.ListJobsResponse)[0]
         done = unix.wait_state(job.id, terminal(pb)) if code == "OK" else None
         check("4", "SIGHUP with a new tokens file during a job",

@@ -30,6 +30,7 @@
 #include "absl/strings/string_view.h"
 #include "common/render/terminal_text.h"
 #include "server/daemon/security/regular_file.h"
+#include "server/daemon/security/token_checks.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -189,6 +190,7 @@ absl::StatusOr<TokenTable> TokenTable::Parse(const std::vector<std::string>& lin
       if (entry.sha256.empty()) return bad("a sha256: token needs 64 hex digits");
     } else {
       entry.sha256 = Sha256(fields[0]);
+      table.plaintext_tokens_.push_back({line_number, fields[0].size()});
     }
     if (!IsValidUserName(fields[1])) {
       return bad(absl::StrCat("user '", Excerpt(std::string(fields[1])),
@@ -217,6 +219,9 @@ absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
   const absl::StatusOr<std::string> text = ReadRegularFile(
       path, "tokens file", "point tokens_file at a regular file (mode 600)",
       [&](const struct stat& info) -> absl::Status {
+        if (absl::Status s = CheckTokensFileOwner(path, info.st_uid, ::geteuid()); !s.ok()) {
+          return s;
+        }
         if ((info.st_mode & 077) == 0) return absl::OkStatus();
         return absl::FailedPreconditionError(absl::StrFormat(
             "tokens file %s is accessible by group/others (mode %04o): it holds secrets, run "

@@ -42,7 +42,8 @@ bool IsValidUserName(absl::string_view user);
 // The tokens file: one "<token> <user> [admin]" per line, '#' comments, blank lines ignored.
 // A token may be given as "sha256:<64 hex>" so the file need not hold secrets in clear.
 // INVALID_ARGUMENT names the line; the file must not be readable by group/others
-// (FAILED_PRECONDITION saying to chmod 600).
+// (FAILED_PRECONDITION saying to chmod 600) nor owned by a user other than root and the
+// daemon's (CheckTokensFileOwner, token_checks.h).
 class TokenTable {
  public:
   static absl::StatusOr<TokenTable> Load(const std::string& path);
@@ -53,6 +54,13 @@ class TokenTable {
   // The identity of a bearer token (constant-time compare of SHA-256 digests), or nullopt.
   std::optional<Identity> Lookup(const std::string& token) const;
   size_t size() const { return entries_.size(); }
+  // Each plaintext (not sha256:) token's line and length: the daemon refuses short ones
+  // (token_checks.h, issue 40 A.10).
+  struct PlaintextToken {
+    size_t line = 0;
+    size_t bytes = 0;
+  };
+  const std::vector<PlaintextToken>& plaintext_tokens() const { return plaintext_tokens_; }
 
  private:
   struct Entry {
@@ -61,6 +69,7 @@ class TokenTable {
     bool admin = false;
   };
   std::vector<Entry> entries_;
+  std::vector<PlaintextToken> plaintext_tokens_;
 };
 
 // Maps a call to an identity. TCP: the "authorization: Bearer <token>" metadata (a missing or
