@@ -96,5 +96,24 @@ TEST(Postprocess, ClassAwareMultiLabelThresholdAndMaxDet) {
   EXPECT_EQ(dets[0].scores.size(0), 0);
 }
 
+// FCOS's per-level cap (the backend's _parse_fcos): each level's best `cap` by score when it has
+// more, its own order otherwise, the levels in order; a level id outside 0..groups-1 is dropped.
+TEST(CapPerGroup, KeepsEachLevelsBestInLevelOrderAndDropsOthers) {
+  Candidates c;
+  c.scores = torch::tensor({0.5f, 0.9f, 0.7f, 0.8f, 0.6f, 0.95f});
+  c.boxes = torch::arange(24, torch::kFloat).view({6, 4});
+  c.classes = torch::tensor({0, 1, 2, 3, 4, 5}, torch::kLong);
+  c.anchors = torch::tensor({10, 11, 12, 13, 14, 15}, torch::kLong);
+  const torch::Tensor level = torch::tensor({1, 0, 1, 1, 0, 7}, torch::kLong);
+  const Candidates k = CapPerGroup(c, level, 2, 2);
+  // Level 0 (anchors 11, 14: two, kept in order), then level 1's best two (13: 0.8, 12: 0.7);
+  // anchor 15 (level 7) is gone.
+  ASSERT_EQ(k.scores.size(0), 4);
+  EXPECT_EQ(std::vector<int64_t>(k.anchors.data_ptr<int64_t>(), k.anchors.data_ptr<int64_t>() + 4),
+            (std::vector<int64_t>{11, 14, 13, 12}));
+  EXPECT_FLOAT_EQ(k.boxes[2][0].item<float>(), 12);  // candidate 3's box moved with it
+  EXPECT_EQ(k.classes[3].item<int64_t>(), 2);
+}
+
 }  // namespace
 }  // namespace libreyolo::engine
