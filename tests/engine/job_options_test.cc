@@ -135,6 +135,7 @@ TEST_F(JobOptions, EveryInferFieldFromTheFlagToProfileJsonAndBack) {
       {"InferSpec.conf", {"--conf", "0.3"}, "config.conf", "0.3"},
       {"InferSpec.iou", {"--iou", "0.6"}, "config.iou", "0.6"},
       {"InferSpec.max_det", {"--max-det", "50"}, "config.max_det", "50"},
+      {"InferSpec.postprocess", {"--postprocess", "none"}, "config.postprocess", "\"none\""},
       {"InferSpec.trace", {"--no-trace"}, "profiler.profiled_iterations", "0"},
       {"ProfilerOptions.activities", {"--activities", "cpu"}, "profiler.activities", "\"cpu\""},
       // Asked for, but --no-trace records nothing: the record says false (a switch record is
@@ -172,6 +173,12 @@ TEST_F(JobOptions, EveryInferFieldFromTheFlagToProfileJsonAndBack) {
                {"InferSpec.source", "InferSpec.images", "ProfilerOptions.with_stack",
                 "ModelOptions.weights_searched"});
   EXPECT_EQ(ProfileValue(*p, "config.source"), "\"sample\"");
+  // --postprocess none: the stage not run, its time null, the reason in the config.
+  ASSERT_TRUE(p->stages_ms.has_value());
+  EXPECT_FALSE(p->stages_ms->postprocess.has_value());
+  EXPECT_TRUE(p->stages_ms->forward.has_value());
+  EXPECT_NE(ProfileValue(*p, "config.postprocess_skipped").find("--postprocess none"),
+            std::string::npos);
 }
 
 TEST_F(JobOptions, EveryRunFieldFromTheFlagToProfileJsonAndBack) {
@@ -336,6 +343,8 @@ TEST(JobOptionDefaults, OnePlaceForTheDefaults) {
   EXPECT_EQ(i.conf, i0.conf);
   EXPECT_EQ(i.iou, i0.iou);
   EXPECT_EQ(i.max_det, i0.max_det);
+  EXPECT_EQ(i.postprocess, "auto");  // "" in the request is auto
+  EXPECT_EQ(i0.postprocess, "auto");
   EXPECT_EQ(i.trace, i0.trace);
   EXPECT_EQ(i.amp_dtype, i0.amp_dtype);
   EXPECT_EQ(i.model.weights, i0.model.weights);

@@ -211,6 +211,31 @@ class InferIteration {
   int64_t detections_ = 0;
 };
 
+// `--postprocess none`: the model's preparation and forward, no decode (NoPostprocess says why,
+// so the iteration stops after the forward and the stage's time is null).
+class ForwardOnlyModel final : public InferModel {
+ public:
+  static constexpr char kReason[] =
+      "--postprocess none: the forward only, nothing decoded (no detections)";
+  explicit ForwardOnlyModel(std::unique_ptr<InferModel> inner) : inner_(std::move(inner)) {}
+  absl::StatusOr<torch::Tensor> Prepare(const std::vector<cv::Mat>& images, bool pin) override {
+    return inner_->Prepare(images, pin);
+  }
+  torch::IValue Forward(const torch::Tensor& input) override { return inner_->Forward(input); }
+  absl::StatusOr<int64_t> Decode(const torch::IValue&, const PostprocessOptions&) override {
+    return absl::InternalError("--postprocess none: nothing is decoded");
+  }
+  // A model that has no decode of its own keeps its reason.
+  std::string NoPostprocess() const override {
+    std::string own = inner_->NoPostprocess();
+    return own.empty() ? std::string(kReason) : own;
+  }
+  bool OwnReason() const { return !inner_->NoPostprocess().empty(); }
+
+ private:
+  std::unique_ptr<InferModel> inner_;
+};
+
 // The job's model, of either kind, on its device.
 struct JobModel {
   std::optional<LoadedModel> yolo9;            // a LibreYOLO9 checkpoint (or its random init)
@@ -282,6 +307,10 @@ class InferKind final : public JobKindOf<InferJobSpec> {
 
   absl::Status Prepare(const StageContext& ctx) override {
     if (auto s = ParseJobDevice(); !s.ok()) return s;
+    if (spec_.postprocess != "auto" && spec_.postprocess != "none") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--postprocess: '", spec_.postprocess, "' is not auto or none"));
+    }
     threads_ = ConfigureThreads(spec_.model.threads);
     auto source = ResolveInferenceSource(spec_.source);
     if (!source.ok()) return source.status();
@@ -297,6 +326,11 @@ class InferKind final : public JobKindOf<InferJobSpec> {
     auto loaded = LoadInferModel(spec_, device_);
     if (!loaded.ok()) return loaded.status();
     model_ = *std::move(loaded);
+    if (spec_.postprocess == "none") {
+      auto forward_only = std::make_unique<ForwardOnlyModel>(std::move(model_->runner));
+      forward_only_ = forward_only.get();
+      model_->runner = std::move(forward_only);
+    }
     if (!model_->notice.empty()) ctx.Report("loading model", 1, 1, model_->notice);
     iteration_.emplace(spec_, *source_, model_->runner.get(), device_);
     // Module scopes for the probes and the recorded window (nothing is recorded with
@@ -582,7 +616,11 @@ class InferKind final : public JobKindOf<InferJobSpec> {
         .Field("conf", spec_.conf)
         .Field("iou", spec_.iou)
         .Field("max_det", spec_.max_det)
-        .Field("warmup", spec_.warmup)
+        .Field("postprocess", spec_.postprocess);
+    if (forward_only_ != nullptr && !forward_only_->OwnReason()) {
+      config.Field("postprocess_skipped", ForwardOnlyModel::kReason);
+    }
+    config.Field("warmup", spec_.warmup)
         .Field("runs", spec_.runs)
         .Field("repeat", spec_.repeat)
         .Field("mode", "inference");
@@ -621,6 +659,7 @@ class InferKind final : public JobKindOf<InferJobSpec> {
   std::optional<InferenceSource> source_;
   std::optional<CudaAllocatorStats> at_start_;
   std::optional<JobModel> model_;
+  ForwardOnlyModel* forward_only_ = nullptr;  // model_'s runner with --postprocess none
   std::optional<InferIteration> iteration_;
   std::optional<ModuleScopes> module_scopes_;
   int64_t recorded_runs_ = 0;

@@ -204,6 +204,58 @@ void RegistryFamily::MatchesAndProfiles() {
   EXPECT_EQ(r->profile.batch, spec.batch);
 }
 
+// A family the engine has no row for (an export of a Python tool newer than 1.6.0, made here: a
+// TorchScript module with that family's metadata and outputs no decoder knows). The decode's
+// error names the family and the output shapes and says `--postprocess none`; with it the job
+// profiles the preprocessing and forward, the postprocess stage null and the reason recorded.
+TEST(UnknownFamily, ItsErrorNamesItAndPostprocessNoneProfilesTheForward) {
+  test::TempDir dir("unknownfamily");
+  torch::jit::Module head("NewHead");
+  head.register_parameter("w", torch::ones({3}), /*is_buffer=*/false);
+  head.define(R"(
+def forward(self, x):
+    y = x.mean(dim=[2, 3]) * self.w
+    return (y.unsqueeze(1).repeat(1, 7, 1), x.sum(dim=[1, 2, 3]))
+)");
+  const std::string weights = dir.path() + "/newfamily.torchscript";
+  head.save(weights, {{"libreyolo_metadata.json",
+                       R"({"model_family": "newfamily", "model_size": "n", "task": "detect",
+                           "imgsz": 64, "nb_classes": 80})"}});
+  InferJobSpec spec;
+  spec.model.device = "cpu";
+  spec.model.threads = 1;
+  spec.model.weights = weights;
+  spec.warmup = 0;
+  spec.runs = 2;
+  spec.profiled_runs = 1;
+  spec.profiler.probe_overhead = false;
+  spec.project = dir.path() + "/runs";
+  auto refused = RunInferJob(spec, nullptr, nullptr);
+  ASSERT_FALSE(refused.ok());
+  const std::string msg(refused.status().message());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << msg;
+  EXPECT_NE(msg.find("newfamily"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[1, 7, 3], [1]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("`profile infer --postprocess none`"), std::string::npos) << msg;
+
+  spec.postprocess = "none";
+  auto r = RunInferJob(spec, nullptr, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->profile.stages_ms.has_value());
+  EXPECT_GT(r->profile.stages_ms->forward.value_or(0), 0);
+  EXPECT_FALSE(r->profile.stages_ms->postprocess.has_value());
+  EXPECT_NE(r->profile.config_json.find(R"("postprocess":"none")"), std::string::npos)
+      << r->profile.config_json;
+  EXPECT_NE(r->profile.config_json.find(R"("postprocess_skipped":"--postprocess none)"),
+            std::string::npos)
+      << r->profile.config_json;
+
+  spec.postprocess = "nms";  // RunInferJob's own callers (the engine tool validates first)
+  auto bad = RunInferJob(spec, nullptr, nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--postprocess: 'nms'"), std::string::npos) << bad.status();
+}
+
 // A user's own exports (registry_exports.py --variants, the CMake list
 // LIBREYOLO_REGISTRY_VARIANTS): another class count (3, 5, 1000), another export size (416, 512,
 // 256x320), traced at batch 2. Everything the engine needs comes from the export's metadata: its
