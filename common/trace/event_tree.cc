@@ -12,7 +12,8 @@ EventTree BuildEventTree(const TraceData& trace) {
   tree.order.reserve(ev.size());
   for (uint32_t i = 0; i < ev.size(); ++i) {
     const EventClass c = ev[i].cls;
-    if (IsCpuSpan(c) || c == EventClass::kMemoryInstant || c == EventClass::kFlowStart) {
+    if (IsCpuSpan(c) || c == EventClass::kMemoryInstant || c == EventClass::kFlowStart ||
+        c == EventClass::kFwdBwdStart) {
       tree.order.push_back(i);
     }
   }

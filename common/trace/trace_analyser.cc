@@ -127,6 +127,9 @@ struct PhaseAgg {
 struct Ancestry {
   std::vector<uint16_t> phase;     // innermost enclosing phase (self included)
   std::vector<int32_t> op;         // innermost enclosing cpu_op (self included), -1 none
+  // Outermost enclosing cpu_op (self included) that is neither a phase span nor a
+  // ProfilerStep#N: the "top-level op" of the inferred forward phase; -1 none.
+  std::vector<int32_t> top_op;
 };
 
 class Analyser {
@@ -142,6 +145,8 @@ class Analyser {
     p.has_input_shapes = t_.has_input_shapes;
     // What the trace can vouch for, on the whole trace as read (trust.h).
     p.trust_checks = RunTraceChecks(t_);
+    // No forward marks anywhere in the trace: forward is inferred from the fwdbwd flows.
+    infer_forward_ = !HasForwardMarks();
     // Every metric uses only the window's events (docs/metrics.md): CPU events that start in
     // it, and the GPU activities their launch calls started there.
     win_ = SelectWindow(t_, &p.parse_stats);
@@ -197,11 +202,24 @@ class Analyser {
     return static_cast<double>(PerStepCount(n, win_.real_steps, row));
   }
 
+  // Whether any CPU-side span of the trace names the forward phase ("step/forward",
+  // "## forward ##"): our engine's and the Python tool's profile traces have them.
+  bool HasForwardMarks() {
+    for (const TraceEvent& e : ev_) {
+      if (e.cls != EventClass::kCpuOp && e.cls != EventClass::kAnnotation) continue;
+      const uint16_t ph = SpanPhase(e.name);
+      if (ph != 0 && phases_.Name(ph) == "forward") return true;
+    }
+    return false;
+  }
+
   void ComputeAncestry() {
     const size_t n = ev_.size();
     anc_.phase.assign(n, 0);
     anc_.op.assign(n, -1);
+    anc_.top_op.assign(n, -1);
     autograd_.assign(n, 0);
+    forward_root_.assign(n, 0);
     phase_name_of_string_.clear();
     for (const uint32_t i : tree_.order) {
       const int32_t par = tree_.parent[i];
@@ -209,12 +227,20 @@ class Analyser {
       uint16_t phase = par >= 0 ? anc_.phase[static_cast<size_t>(par)] : 0;
       int32_t op = par >= 0 ? anc_.op[static_cast<size_t>(par)] : -1;
       uint8_t autograd = par >= 0 ? autograd_[static_cast<size_t>(par)] : 0;
+      int32_t top = par >= 0 ? anc_.top_op[static_cast<size_t>(par)] : -1;
+      uint16_t own = 0;
       if (e.cls == EventClass::kCpuOp || e.cls == EventClass::kAnnotation) {
-        const uint16_t own = SpanPhase(e.name);
+        own = SpanPhase(e.name);
         if (own != 0) phase = own;
+      }
+      if (e.cls == EventClass::kFwdBwdStart && top >= 0) {
+        forward_root_[static_cast<size_t>(top)] = 1;  // a forward op's flow: its top-level op
       }
       if (e.cls == EventClass::kCpuOp) {
         op = static_cast<int32_t>(i);
+        if (top < 0 && own == 0 && !absl::StartsWith(t_.strings.Get(e.name), "ProfilerStep#")) {
+          top = static_cast<int32_t>(i);
+        }
         if (!autograd && absl::StartsWith(t_.strings.Get(e.name),
                                           "autograd::engine::evaluate_function:")) {
           autograd = 1;
@@ -222,6 +248,7 @@ class Analyser {
       }
       anc_.phase[i] = phase;
       anc_.op[i] = op;
+      anc_.top_op[i] = top;
       autograd_[i] = autograd;
     }
   }
@@ -236,10 +263,16 @@ class Analyser {
     return id;
   }
 
-  // The phase of a CPU-side node: its enclosing phase span, else backward inside autograd.
+  // The phase of a CPU-side node: its enclosing phase span, else backward inside autograd,
+  // else, in a trace without forward marks, forward inside a top-level op that holds the start
+  // of a fwdbwd flow (a forward op whose backward ran in the trace; docs/metrics.md).
   uint16_t NodePhase(size_t i) {
     if (anc_.phase[i] != 0) return anc_.phase[i];
     if (autograd_[i]) return phases_.Id("backward");
+    const int32_t top = anc_.top_op[i];
+    if (infer_forward_ && top >= 0 && forward_root_[static_cast<size_t>(top)]) {
+      return phases_.Id("forward");
+    }
     return 0;
   }
 
@@ -682,6 +715,8 @@ class Analyser {
   EventTree tree_;
   Ancestry anc_;
   std::vector<uint8_t> autograd_;
+  std::vector<uint8_t> forward_root_;  // by event index: a top-level op holding a fwdbwd start
+  bool infer_forward_ = false;
   std::vector<int32_t> launch_of_;
   PhaseTable phases_;
   absl::flat_hash_map<uint32_t, uint16_t> phase_name_of_string_;

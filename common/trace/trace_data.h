@@ -25,6 +25,8 @@ enum class EventClass : uint8_t {
   kRuntime,
   kMemoryInstant,  // ph "i", name "[memory]"
   kFlowStart,      // ph "s", cat "ac2g"
+  kFwdBwdStart,    // ph "s", cat "fwdbwd": Kineto's forward -> backward arrow, at a forward op
+                   // whose autograd node ran in the same trace (the inferred forward phase)
   kModule,  // ph "X", name "nn.Module: ...", cat python_function (PyTorch's with_modules) or
             // user_annotation (our --with-modules): a module scope; only the per-layer view
             // (analysis/module_table.h) reads these
@@ -62,7 +64,7 @@ class StringTable {
 struct TraceEvent {
   int64_t ts_ns = 0;
   int64_t dur_ns = 0;
-  int64_t correlation = kNoId;  // args.correlation, or the flow id for kFlowStart
+  int64_t correlation = kNoId;  // args.correlation, or the flow id for kFlowStart/kFwdBwdStart
   uint32_t name = 0;    // StringTable id
   uint32_t thread = 0;  // StringTable id of "pid/tid"
   uint32_t shapes = 0;  // StringTable id of args["Input Dims"] as compact JSON; 0 when absent

@@ -167,14 +167,16 @@ void TraceDataBuilder::AddMemory(const TraceMemoryEvent& m) {
 void TraceDataBuilder::AddFlow(const std::string& cat, int64_t id, int64_t from_pid,
                                int64_t from_tid, double from_ts_us, int64_t, int64_t, double) {
   data_.stats.events += 2;  // the start ("s") and the finish ("f")
-  if (!absl::EqualsIgnoreCase(cat, "ac2g")) return;  // only launch -> kernel starts are kept
+  // Kept: launch -> kernel starts, and forward -> backward starts (the inferred forward phase).
+  const bool ac2g = absl::EqualsIgnoreCase(cat, "ac2g");
+  if (!ac2g && !absl::EqualsIgnoreCase(cat, "fwdbwd")) return;
   if (!(from_ts_us >= kMinTsUs && from_ts_us <= kMaxTsUs)) {
     ++data_.stats.skipped_events;
     return;
   }
   TraceEvent ev;
   ev.ts_ns = Ns(from_ts_us);
-  ev.cls = EventClass::kFlowStart;
+  ev.cls = ac2g ? EventClass::kFlowStart : EventClass::kFwdBwdStart;
   ev.correlation = id;
   ev.name = data_.strings.Intern(cat);
   ev.thread = Thread(from_pid, from_tid);

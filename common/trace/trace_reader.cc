@@ -521,6 +521,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     } else if (ph_ == "s" && absl::EqualsIgnoreCase(cat_, "ac2g")) {
       ev.cls = EventClass::kFlowStart;
       ev.correlation = flow_id_;
+    } else if (ph_ == "s" && absl::EqualsIgnoreCase(cat_, "fwdbwd")) {
+      ev.cls = EventClass::kFwdBwdStart;
+      ev.correlation = flow_id_;
     } else {
       return;
     }

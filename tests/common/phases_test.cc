@@ -216,5 +216,102 @@ TEST(Phases, SpanNames) {
   EXPECT_EQ(PhaseOfSpanName("ProfilerStep#3"), "");
 }
 
+// docs/metrics.md "Phases", inferred forward: a trace without forward marks (the Python
+// LibreYOLO's `libreyolo train` attached: cpu_op events, Optimizer.step/zero_grad and
+// enumerate(DataLoader) only) gets its forward from Kineto's fwdbwd flows: the top-level op
+// holding the start of one (a forward op whose autograd node ran in the trace) is forward.
+std::string FwdBwd(int64_t id, int64_t ts, const Th& th = kMain) {
+  return absl::StrCat(R"({"ph": "s", "cat": "fwdbwd", "name": "fwdbwd", "id": )", id,
+                      R"(, "pid": )", th.pid, R"(, "tid": )", th.tid, R"(, "ts": )", ts, "}");
+}
+std::string FwdBwdEnd(int64_t id, int64_t ts, const Th& th = kMain) {
+  return absl::StrCat(R"({"ph": "f", "bp": "e", "cat": "fwdbwd", "name": "fwdbwd", "id": )", id,
+                      R"(, "pid": )", th.pid, R"(, "tid": )", th.tid, R"(, "ts": )", ts, "}");
+}
+
+// One step [0, 10000) us on 1/1 (the step mark's category given):
+//  aten::conv2d [100, 500) > aten::convolution [150, 400) holding flow 1's start: forward
+//  aten::relu [600, 700) holding flow 2's start: forward
+//  aten::to [800, 900), no flow (a copy without autograd): no phase
+//  aten::add [950, 1000) with a flow start on another thread only: no phase
+//  autograd::engine::evaluate_function: ReluBackward0 [2000, 2100) holding the flows' ends:
+//    backward
+//  Optimizer.step#SGD.step [3000, 3500) > aten::add_ [3100, 3200): optimizer
+std::vector<std::string> UnmarkedTraining(absl::string_view step_cat) {
+  return {Step(1, 0, 10000, step_cat),
+          Op("aten::conv2d", 100, 400),
+          Op("aten::convolution", 150, 250),
+          FwdBwd(1, 150),
+          Op("aten::relu", 600, 100),
+          FwdBwd(2, 600),
+          Op("aten::to", 800, 100),
+          Op("aten::add", 950, 50),
+          FwdBwd(3, 960, Thread(2)),
+          Op("autograd::engine::evaluate_function: ReluBackward0", 2000, 100),
+          FwdBwdEnd(2, 2000),
+          FwdBwdEnd(1, 2050),
+          Ann("Optimizer.step#SGD.step", 3000, 500),
+          Op("aten::add_", 3100, 100)};
+}
+
+TEST(Phases, WithoutForwardMarksTheFwdBwdFlowsMarkTheForwardOps) {
+  // A ProfilerStep#N of category cpu_op (older Kineto) is not the "top-level op".
+  for (const char* step_cat : {"user_annotation", "cpu_op"}) {
+    SCOPED_TRACE(step_cat);
+    const Profile p = AnalyseEvents(UnmarkedTraining(step_cat));
+    std::vector<std::string> names;
+    for (const PhaseRow& r : p.phases) names.push_back(r.phase);
+    EXPECT_EQ(names, (std::vector<std::string>{"forward", "backward", "optimizer"}));
+    const PhaseRow* fwd = FindPhase(p, "forward");
+    ASSERT_NE(fwd, nullptr);
+    // conv2d (self 150), convolution (250), relu (100); aten::to and aten::add are not.
+    EXPECT_CLOSE(fwd->ops_per_step, 3.0);
+    EXPECT_OPT_CLOSE(fwd->cpu_ms_per_step, 0.5);
+    EXPECT_FALSE(fwd->wall_ms_per_step.has_value()) << "no span: like backward, no wall time";
+    ASSERT_EQ(p.ops_by_phase.count("forward"), 1u);
+    EXPECT_EQ(p.ops_by_phase.at("forward").size(), 3u);
+    EXPECT_OPT_CLOSE(FindPhase(p, "backward")->cpu_ms_per_step, 0.1);
+    EXPECT_OPT_CLOSE(FindPhase(p, "optimizer")->cpu_ms_per_step, 0.1);
+  }
+}
+
+TEST(Phases, ForwardMarksAnywhereInTheTraceTurnTheFlowRuleOff) {
+  // "## forward ##" around the relu only (our engine's and the Python tool's profile traces
+  // mark their forward): the conv2d, whose flow would make it forward, stays unmarked.
+  std::vector<std::string> events = UnmarkedTraining("user_annotation");
+  events.push_back(Ann("## forward ##", 590, 200));
+  const Profile p = AnalyseEvents(events);
+  const PhaseRow* fwd = FindPhase(p, "forward");
+  ASSERT_NE(fwd, nullptr);
+  EXPECT_CLOSE(fwd->ops_per_step, 1.0);  // aten::relu
+  EXPECT_OPT_CLOSE(fwd->wall_ms_per_step, 0.2);
+  // A mark outside the window (after the step) counts too: it is the trace's convention.
+  events.back() = Ann("## forward ##", 20000, 100);
+  const Profile q = AnalyseEvents(events);
+  EXPECT_EQ(FindPhase(q, "forward"), nullptr);
+}
+
+// A cut of a real trace (tests/fixtures/traces/libreyolo_train_cpu.json.gz): the Python
+// LibreYOLO's `libreyolo train` of YOLOX-n on the CPU, attached with Kineto's on-demand
+// profiling (default settings: no forward mark). The values are the independent oracle's
+// (tests/fixtures/expected/libreyolo_train_cpu.expected.json).
+TEST(Phases, TheAttachedPythonTrainingHasItsForward) {
+  auto loaded =
+      AnalyseTraceFile(std::string(LIBREYOLO_FIXTURES_DIR) + "/traces/libreyolo_train_cpu.json.gz");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const Profile& p = *loaded;
+  const PhaseRow* fwd = FindPhase(p, "forward");
+  const PhaseRow* bwd = FindPhase(p, "backward");
+  ASSERT_NE(fwd, nullptr);
+  ASSERT_NE(bwd, nullptr);
+  EXPECT_CLOSE(fwd->ops_per_step, 1339.0);
+  EXPECT_NEAR(fwd->cpu_ms_per_step.value_or(0), 446.006953, 1e-6);
+  EXPECT_NEAR(bwd->cpu_ms_per_step.value_or(0), 303.693191, 1e-6);
+  // Forward is 43% of the window's CPU self time, backward 30%.
+  ASSERT_TRUE(p.self_cpu_total_ms_per_step.has_value());
+  EXPECT_NEAR(*fwd->cpu_ms_per_step / *p.self_cpu_total_ms_per_step, 0.4348, 1e-3);
+  EXPECT_NEAR(*bwd->cpu_ms_per_step / *p.self_cpu_total_ms_per_step, 0.2960, 1e-3);
+}
+
 }  // namespace
 }  // namespace libreyolo::testing

@@ -105,6 +105,7 @@ TEST_P(FixtureMetrics, MatchesOracle) {
     ExpectClose(phases[i], "kernels_per_step", r.kernels_per_step, c);
     ExpectClose(phases[i], "ops_per_step", r.ops_per_step, c);
     ExpectClose(phases[i], "unique_kernels", static_cast<double>(r.unique_kernels), c);
+    ExpectClose(phases[i], "cpu_ms_per_step", r.cpu_ms_per_step, c);
   }
 
   // Every kernel row, in order.
@@ -143,7 +144,8 @@ TEST_P(FixtureMetrics, MatchesOracle) {
 
 INSTANTIATE_TEST_SUITE_P(RealTraces, FixtureMetrics,
                          ::testing::Values("alexnet", "amd_trace", "cpu_only", "cupti_profiler",
-                                           "simple_add", "synthetic_async", "trace_filter"));
+                                           "simple_add", "synthetic_async", "trace_filter",
+                                           "libreyolo_train_cpu"));
 
 }  // namespace
 }  // namespace libreyolo

@@ -74,6 +74,18 @@ Readings chosen where docs/metrics.md leaves room (the C++ side should match):
      total / real_steps (one kernel in two steps is 0.5; issue 40).  The rows'
      counts are integers, the Python LibreYOLO's rule: a phase's kernels and ops
      total // real_steps, a kernel or op row max(count // real_steps, 1).
+ R21 Inferred forward (docs/metrics.md "Phases"): only when no cpu_op or
+     user_annotation of the whole trace is a "forward" phase span (R9 names).
+     Kineto's fwdbwd flow starts (ph "s", cat "fwdbwd") are kept like ac2g ones
+     (in window by ts).  Top-level candidates: in-window cpu_ops that are not a
+     phase span and whose name does not start with "ProfilerStep#".  A forward
+     root is the OUTERMOST (smallest inner_key) candidate on a flow start's
+     pid/tid containing its ts (R5).  A (thread, time) with no span and no
+     autograd op around it is "forward" when the outermost candidate on that
+     thread containing the time is a forward root.  wall stays null (no span).
+ R22 A phase's cpu_ms_per_step = sum over its cpu_ops (the phase of the op's
+     own (thread, ts), as ops_per_step counts them) of the op's self CPU (R10)
+     / real_steps; null when the phase has no cpu_op.
  R20 A CPU job (no kernel, no memcpy/memset time, no runtime event, no device
      memory) has null GPU-side metrics (GPU_ONLY_KEYS), never 0.
  R11 Device time of ops: a kernel with a launch call belongs to the nearest
@@ -110,6 +122,7 @@ Readings chosen where docs/metrics.md leaves room (the C++ side should match):
 """
 
 import argparse
+import bisect
 import gzip
 import json
 import math
@@ -345,6 +358,46 @@ def innermost_on_threads(cands_by_thr, queries):
     return out
 
 
+def outermost_each(cands, times):
+    """For each t: the containing (R5) candidate with the SMALLEST inner_key (earliest ts,
+    then longer dur, then earlier in file order), or None.
+
+    Queries in ascending t; candidates are added in inner_key order once their ts <= t.  Of two
+    added candidates a before b with a.end >= b.end, a contains every t that b contains, so only
+    the candidates whose end exceeds every earlier one's are kept (ends strictly increasing);
+    the answer is the first kept one whose end > t."""
+    evs = sorted(cands, key=inner_key)
+    out = [None] * len(times)
+    kept, ends = [], []
+    i, n = 0, len(evs)
+    for qi in sorted(range(len(times)), key=times.__getitem__):
+        t = times[qi]
+        while i < n and evs[i].ts <= t:
+            if not ends or evs[i].end > ends[-1]:
+                kept.append(evs[i])
+                ends.append(evs[i].end)
+            i += 1
+        j = bisect.bisect_right(ends, t)
+        if j < len(kept):
+            out[qi] = kept[j]
+    return out
+
+
+def outermost_on_threads(cands_by_thr, queries):
+    """queries: list of (thr, t); outermost_each per thread."""
+    out = [None] * len(queries)
+    qs_by_thr = {}
+    for qi, (thr, _) in enumerate(queries):
+        qs_by_thr.setdefault(thr, []).append(qi)
+    for thr, qis in qs_by_thr.items():
+        cands = cands_by_thr.get(thr)
+        if cands:
+            res = outermost_each(cands, [queries[qi][1] for qi in qis])
+            for qi, r in zip(qis, res):
+                out[qi] = r
+    return out
+
+
 def union_length(intervals):
     """intervals: list of (start, end); half-open; returns total covered length."""
     total = 0
@@ -387,6 +440,8 @@ def analyse(raw_events):
             usable.append(("mem", idx, name, cat, ts, 0, args, e))
         elif ph == "s" and lower(cat) == "ac2g":
             usable.append(("flow", idx, name, cat, ts, 0, args, e))
+        elif ph == "s" and lower(cat) == "fwdbwd":
+            usable.append(("fwdbwd", idx, name, cat, ts, 0, args, e))
 
     # Exact time arithmetic (R17): every ts/dur becomes an integer number of
     # ticks, 1 tick = 10**-D us, D = the most decimals any time value has.
@@ -401,13 +456,15 @@ def analyse(raw_events):
         mant, ex = dec_parts(v)
         return mant * 10 ** (ex + D)
 
-    complete, instants, flow_starts = [], [], []
+    complete, instants, flow_starts, fwdbwd_starts = [], [], [], []
     for kind, idx, name, cat, ts, dur, args, e in usable:
         ev = Ev(idx, name, lower(cat), ticks(ts), ticks(dur), e.get("pid"), e.get("tid"), args)
         if kind == "X":
             complete.append(ev)
         elif kind == "mem":
             instants.append(ev)
+        elif kind == "fwdbwd":
+            fwdbwd_starts.append(ev)
         else:
             ev.fid = e.get("id")
             flow_starts.append(ev)
@@ -486,6 +543,7 @@ def analyse(raw_events):
     win = [e for e in complete if keep(e)]
     instants = [e for e in instants if inwin(e)]
     flow_starts = [e for e in flow_starts if inwin(e)]
+    fwdbwd_starts = [e for e in fwdbwd_starts if inwin(e)]
 
     kernels = [e for e in win if classify(e.cat) == "kernel"]
     memcpys = [e for e in win if classify(e.cat) in ("memcpy", "memset")]
@@ -600,13 +658,39 @@ def analyse(raw_events):
             autograd_by_thr.setdefault(o.thr, []).append(o)
     all_spans = [e for _, e in spans]
 
+    # R21: inferred forward, only when no cpu_op/user_annotation of the WHOLE trace (window or
+    # not) is a "forward" phase span.
+    infer_forward = not any(e.cat in ("cpu_op", "user_annotation")
+                            and phase_of_span(e.name) == "forward" for e in complete)
+    top_cands_by_thr = {}
+    for o in cpu_ops:
+        if phase_of_span(o.name) is None and not o.name.startswith("ProfilerStep#"):
+            top_cands_by_thr.setdefault(o.thr, []).append(o)
+    forward_roots = set()
+    if infer_forward:
+        for r in outermost_on_threads(top_cands_by_thr, [(f.thr, f.ts) for f in fwdbwd_starts]):
+            if r is not None:
+                forward_roots.add(id(r))
+
     def phases_on_threads(queries):
         """phase of each (thr, t): innermost span on thr containing t, else
-        "backward" if any autograd op on thr contains t, else None."""
+        "backward" if any autograd op on thr contains t, else "forward" if the
+        outermost candidate op on thr containing t is a forward root (R21), else None."""
         sp = innermost_on_threads(spans_by_thr, queries)
         ag = innermost_on_threads(autograd_by_thr, queries)
-        return [span_phase[id(s)] if s is not None else ("backward" if a is not None else None)
-                for s, a in zip(sp, ag)]
+        fw = (outermost_on_threads(top_cands_by_thr, queries) if forward_roots
+              else [None] * len(queries))
+        out = []
+        for s, a, f in zip(sp, ag, fw):
+            if s is not None:
+                out.append(span_phase[id(s)])
+            elif a is not None:
+                out.append("backward")
+            elif f is not None and id(f) in forward_roots:
+                out.append("forward")
+            else:
+                out.append(None)
+        return out
 
     # kernel phases: via the launch call's thread, else time overlap with any span
     k_phase = [None] * len(kernels)
@@ -631,7 +715,8 @@ def analyse(raw_events):
             st["k_us"] += k.dur
             st["k_n"] += 1
             st["names"].add(k.name)
-    for p in phases_on_threads([(o.thr, o.ts) for o in cpu_ops]):
+    op_phases = phases_on_threads([(o.thr, o.ts) for o in cpu_ops])
+    for p in op_phases:
         if p is not None:
             pst(p)["ops"] += 1
 
@@ -648,6 +733,7 @@ def analyse(raw_events):
             "kernels_per_step": st["k_n"] // real_steps,
             "ops_per_step": st["ops"] // real_steps,
             "unique_kernels": len(st["names"]),
+            "cpu_ms_per_step": None,  # R22, filled in after the nesting (R10)
         })
     dl_t = 0
     if "dataload" in ph_stats and ph_stats["dataload"]["spans"]:
@@ -720,6 +806,15 @@ def analyse(raw_events):
                 pi, ci = incl[id(e.parent)], incl[id(e)]
                 for j in range(3):
                     pi[j] += ci[j]
+
+    # ---- phases' CPU time (R22) ----
+    phase_self = {}
+    for o, p in zip(cpu_ops, op_phases):
+        if p is not None:
+            phase_self[p] = phase_self.get(p, 0) + max(o.dur - o.children_dur, 0)
+    for row in phases:
+        if ph_stats[row["phase"]]["ops"] > 0:
+            row["cpu_ms_per_step"] = per_step_ms(phase_self[row["phase"]])
 
     # ---- ops table ----
     groups = {}
