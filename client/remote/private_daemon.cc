@@ -164,8 +164,9 @@ absl::Status WaitForStoppingDaemon(const PrivateDaemonPaths& paths,
           "wait"));
     }
     if (!*said) {
-      notes << "libreyolo: waiting for libreyolod" << PidText(*holder) << " to stop: it still holds "
-            << held.string() << " (at most " << bound_s << " s)" << std::endl;
+      notes << "libreyolo: waiting for libreyolod" << PidText(*holder)
+            << " to stop: it still holds " << held.string() << " (at most " << bound_s << " s)"
+            << std::endl;
       *said = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -302,9 +303,8 @@ absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire(std::ostre
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*stop_wait);
   bool said = false;
   for (;;) {
-    if (absl::Status s = WaitForStoppingDaemon(paths, deadline, *stop_wait, notes, &said); !s.ok()) {
-      return s;
-    }
+    absl::Status waited = WaitForStoppingDaemon(paths, deadline, *stop_wait, notes, &said);
+    if (!waited.ok()) return waited;
     absl::Status started = d->StartAndWait(args);
     if (started.ok()) return d;
     if (!absl::IsAlreadyExists(started) || std::chrono::steady_clock::now() >= deadline) {
