@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "client/cli/exit_codes.h"
 #include "client/commands/command_output.h"
 #include "client/commands/job_commands.h"
+#include "client/commands/profile_summary_file.h"
 #include "client/remote/artifact_download.h"
 #include "client/remote/daemon_answer.h"
 #include "client/remote/daemon_session.h"
@@ -275,6 +277,16 @@ int JobsDownload(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
     }
     if (!got.ok()) return FailStatus(err, "jobs download", got.status());
     out << dest << "\n";
+    // The Python LibreYOLO's profile_summary.json beside each profile.json, from it.
+    if (std::filesystem::path(dest).filename() == "profile.json") {
+      auto summary = WriteProfileSummaryBeside(dest);
+      if (summary.ok()) {
+        out << *summary << "\n";
+      } else {
+        err << "libreyolo jobs download: warning: no " << kProfileSummaryFileName << ": "
+            << summary.status().message() << "\n";
+      }
+    }
   }
   return kExitOk;
 }

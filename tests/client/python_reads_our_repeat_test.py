@@ -12,7 +12,10 @@ fixture checkpoint) and checks that
     its `profile infer --repeat` computes them (libreyolo/cli/commands/profile.py);
   - the Python tool's own readers (its typer functions, in this process) read each file: its
     `get` prints the value our file holds for every metric (img_per_s the mean on the repeat
-    file, each trial's own on a trial's), its `phases`, `kernels` and `ops` run.
+    file, each trial's own on a trial's), its `phases`, `kernels` and `ops` run;
+  - each trial folder holds profile_summary.json with the Python tool's keys (its recorded
+    tests/fixtures/python_cli/profile_summary/infer/profile_summary.json) and our profile.json's
+    numbers, and the Python tool's analyze_trace on our trace reads its step time from it.
 
 usage: python_reads_our_repeat_test.py LIBREYOLO_CLIENT LIBREYOLOD WEIGHTS
 (run with the project environment's python, which holds the Python LibreYOLO).
@@ -46,7 +49,8 @@ with tempfile.TemporaryDirectory() as tmp:
         sys.exit(f"our `profile infer --repeat 2` exited {job.returncode}")
     tree = sorted(os.path.relpath(os.path.join(d, f), project)
                   for d, _, files in os.walk(project) for f in files)
-    python_tree = ["infer_0/profile.json", "infer_1/profile.json", "infer_repeat.json"]
+    python_tree = ["infer_0/profile.json", "infer_0/profile_summary.json", "infer_1/profile.json",
+                   "infer_1/profile_summary.json", "infer_repeat.json"]
     ours_adds = ["infer_1/profile_trace.json", "infer_1/report.html"]
     if tree != sorted(python_tree + ours_adds):
         fail(f"the project holds {tree}, the Python tool's tree is {python_tree} (+ {ours_adds})")
@@ -88,6 +92,52 @@ with tempfile.TemporaryDirectory() as tmp:
             if err is not None:
                 fail(f"{rel}: Python `profile {label}` raised {err!r}")
         print(f"{rel}: read by the Python LibreYOLO's readers (img_per_s {doc.get('img_per_s')})")
+
+    # profile_summary.json in each trial folder, as the Python tool writes it: every key of its
+    # own (recorded from its `profile infer`), with our profile.json's numbers; and its trace
+    # analyser (analyze_trace, which reads the sibling profile_summary.json) takes its step time
+    # from ours.
+    from libreyolo.training.profiler import analyze_trace  # noqa: E402
+    recorded = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                            "python_cli", "profile_summary", "infer", "profile_summary.json")
+
+    def key_paths(v, prefix=""):
+        if not isinstance(v, dict):
+            return {prefix}
+        return {prefix} | {p for k, x in v.items() for p in key_paths(x, f"{prefix}.{k}")}
+
+    python_keys = key_paths(json.load(open(recorded)))
+    for trial in ("infer_0", "infer_1"):
+        path = os.path.join(project, trial, "profile_summary.json")
+        if not os.path.exists(path):
+            fail(f"{trial}/profile_summary.json: not written")
+            continue
+        summary = json.load(open(path))
+        doc = json.load(open(os.path.join(project, trial, "profile.json")))
+        missing = sorted(python_keys - key_paths(summary))
+        if missing:
+            fail(f"{trial}/profile_summary.json lacks the Python tool's keys {missing}")
+        expect = {("real", "step_ms"): doc["step_ms"], ("real", "img_per_s"): doc["img_per_s"],
+                  ("meta", "batch"): doc["config"]["batch"], ("bound",): doc["bound"]}
+        for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms", "min_ms", "max_ms", "n"):
+            expect[("latency", k)] = doc["latency"][k]
+        for k in ("preprocess", "forward", "postprocess"):
+            expect[("stages_ms", k)] = doc["stages_ms"][k]
+        for keys, want in expect.items():
+            got = summary
+            for k in keys:
+                got = got.get(k) if isinstance(got, dict) else None
+            if got != want:
+                fail(f"{trial}/profile_summary.json {'.'.join(keys)} = {got!r}, "
+                     f"profile.json's {want!r}")
+        print(f"{trial}/profile_summary.json: the Python tool's keys, profile.json's numbers")
+    analysed = analyze_trace(os.path.join(project, "infer_1", "profile_trace.json"))
+    ours_step = json.load(open(os.path.join(project, "infer_1", "profile.json")))["step_ms"]
+    if analysed.get("step_ms") != round(ours_step, 2):
+        fail(f"the Python tool's analyze_trace on our trace: step_ms {analysed.get('step_ms')}, "
+             f"ours (from profile_summary.json) {round(ours_step, 2)}")
+    else:
+        print(f"analyze_trace took step_ms {analysed['step_ms']} from our profile_summary.json")
 
 print(f"{len(failures)} failed" if failures else "our --repeat files read as the Python tool's")
 sys.exit(1 if failures else 0)
