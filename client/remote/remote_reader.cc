@@ -14,7 +14,6 @@
 #include "common/io/trial_artifacts.h"
 #include "common/job/names.h"
 #include "common/load/load_profile.h"
-#include "common/render/terminal_text.h"
 #include "proto/reader_spec/reader_request.h"
 
 namespace libreyolo::cli {
@@ -87,10 +86,7 @@ absl::StatusOr<std::vector<std::string>> FetchJobInputs(const std::vector<std::s
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::optional<JobRef> ref = ParseJobRef(inputs[i], bare_ok);
     if (!ref) continue;
-    if (!IsJobId(ref->job_id)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("'", Excerpt(ref->job_id), "' is not a job id"));
-    }
+    if (absl::Status bad = CheckJobId(ref->job_id); !bad.ok()) return bad;
     if (session == nullptr) {
       auto opened = DaemonSession::Open(args);
       if (!opened.ok()) return opened.status();
@@ -132,9 +128,8 @@ absl::StatusOr<ReaderOutput> RunRemoteReader(const ReaderInvocation& inv, const 
     all_jobs = all_jobs && refs.back().has_value();
   }
   for (const auto& r : refs) {
-    if (r && !IsJobId(r->job_id)) {
-      return absl::InvalidArgumentError(absl::StrCat("'", Excerpt(r->job_id), "' is not a job id"));
-    }
+    if (!r) continue;
+    if (absl::Status bad = CheckJobId(r->job_id); !bad.ok()) return bad;
   }
   if (!all_jobs) {
     // A mix of stored jobs and local files: fetch the jobs' profiles, read everything here.

@@ -7,7 +7,9 @@
 #define LIBREYOLO_COMMON_JOB_NAMES_H_
 
 #include <cstddef>
+#include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace libreyolo {
@@ -17,6 +19,16 @@ inline constexpr size_t kMaxArtifactNameBytes = 128;
 
 // 1-64 bytes of [A-Za-z0-9_-].
 bool IsJobId(absl::string_view id);
+
+// The one message for a string that is no job id, whoever checks it (the client, the daemon's
+// request validation, its store): "'<id>' is not a job id (at most 64 bytes of letters,
+// digits, - and _; `libreyolo jobs list` shows yours)". `id` is echoed as an Excerpt
+// (common/render/terminal_text.h), so a hostile one prints safely.
+std::string NotAJobIdMessage(absl::string_view id);
+
+// OK when `id` passes IsJobId; else INVALID_ARGUMENT with NotAJobIdMessage, after "<field>: "
+// when `field` is not empty.
+absl::Status CheckJobId(absl::string_view id, absl::string_view field = {});
 
 // A plain file name: 1-128 bytes of [A-Za-z0-9._-], not starting with '.', without "..". No
 // '/', so it cannot name another directory; no leading '.', so no hidden or temp file; no

@@ -207,7 +207,7 @@ absl::StatusOr<DropFolder> MakeDropFolder(const std::string& parent, const std::
                                           uid_t producer) {
   if (!IsJobId(job_id)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("'", job_id, "' is not a job id: no drop folder is made for it"));
+        absl::StrCat(NotAJobIdMessage(job_id), ": no drop folder is made for it"));
   }
   const uid_t self = ::geteuid();
   if (producer != self && self != 0) {

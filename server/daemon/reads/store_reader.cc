@@ -9,16 +9,11 @@
 #include "common/io/trial_artifacts.h"
 #include "common/job/names.h"
 #include "common/load/load_profile.h"
-#include "common/render/terminal_text.h"
 
 namespace libreyolo::daemon {
 
 absl::StatusOr<JobId> JobId::Parse(absl::string_view id, absl::string_view field) {
-  if (!IsJobId(id)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": '", Excerpt(std::string(id)), "' is not a job id (at most ", kMaxJobIdBytes,
-        " bytes of letters, digits, - and _; `libreyolo jobs list` shows yours)"));
-  }
+  if (absl::Status bad = CheckJobId(id, field); !bad.ok()) return bad;
   return JobId(std::string(id));
 }
 

@@ -223,11 +223,7 @@ bool MayNameLocalPaths(const DaemonConfig& config, const Identity& who) {
 
 absl::Status ValidateJobId(const std::string& field, const std::string& id) {
   if (id.empty()) return Bad(field, "required");
-  if (!IsJobId(id)) {
-    return Bad(field, absl::StrCat("'", Excerpt(id),
-                                   "' is not a job id (at most 64 bytes of letters, digits, - "
-                                   "and _; `libreyolo jobs list` shows yours)"));
-  }
+  if (!IsJobId(id)) return Bad(field, NotAJobIdMessage(id));
   return absl::OkStatus();
 }
 

@@ -25,11 +25,7 @@ std::string Quote(absl::string_view s) {
   return absl::StrCat("'", Excerpt(std::string_view(s.data(), s.size())), "'");
 }
 
-absl::Status CheckJobId(absl::string_view id) {
-  if (ValidJobId(id)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "job id ", Quote(id), " is invalid: expected 1-64 characters from [A-Za-z0-9_-]"));
-}
+absl::Status CheckJobId(absl::string_view id) { return ::libreyolo::CheckJobId(id); }
 
 std::string Join(absl::string_view dir, absl::string_view name) {
   return absl::StrCat(dir, "/", name);

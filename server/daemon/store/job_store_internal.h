@@ -42,7 +42,8 @@ absl::Status OsError(int err, absl::string_view what, absl::string_view path);
 // A quoted, escaped and shortened rendering of an untrusted string for error messages.
 std::string Quote(absl::string_view s);
 
-// Job ids (common/job/names.h); CheckJobId says so as INVALID_ARGUMENT.
+// Job ids (common/job/names.h); CheckJobId says so as INVALID_ARGUMENT, in the one message
+// (NotAJobIdMessage).
 inline bool ValidJobId(absl::string_view id) { return IsJobId(id); }
 
 absl::Status CheckJobId(absl::string_view id);
