@@ -335,16 +335,31 @@ void WriteTrustJson(JsonWriter& w, const Profile& p) {
   w.EndArray().EndObject();
 }
 
-}  // namespace
+// RenderSummaryText's stages, in the order the text shows them: the verdict (with the trust
+// line), where the profile came from, the step time, an inference profile's latency and
+// stages, the CPU job's or the GPU job's figures, data loading and FLOPs, the tables, the
+// notes on what the trace lacked.
 
-std::string RenderSummaryText(const SummaryView& v) {
-  const Profile& p = v.profile;
-  std::string out;
-  // An attach job's on-demand trace marks no steps: its "per step" figures are of the window.
-  const bool windowed =
+// What a "per step" figure is per: a step, or the window (an attach job's on-demand trace marks
+// no steps: its "per step" figures are of the window).
+struct PerUnit {
+  bool windowed = false;
+  std::string per;     // "step" or "window"
+  std::string ms_per;  // "ms/step" or "ms/window"
+};
+
+PerUnit PerUnitOf(const Profile& p) {
+  PerUnit u;
+  u.windowed =
       !p.real_steps.has_value() && !p.step_ms.has_value() && p.window_wall_ms.has_value();
-  const std::string per = windowed ? "window" : "step";
-  const std::string ms_per = absl::StrCat("ms/", per);
+  u.per = u.windowed ? "window" : "step";
+  u.ms_per = absl::StrCat("ms/", u.per);
+  return u;
+}
+
+// The verdict, its reason, the warnings and the trust line.
+void AppendVerdictLines(std::string& out, const SummaryView& v) {
+  const Profile& p = v.profile;
   absl::StrAppend(&out, "verdict: ", p.bound.empty() ? "n/a" : p.bound, "\n");
   if (!p.bound_why.empty()) absl::StrAppend(&out, "  ", p.bound_why, "\n");
   if (v.unreliable) {
@@ -355,6 +370,11 @@ std::string RenderSummaryText(const SummaryView& v) {
   if (!v.load_shift.empty()) absl::StrAppend(&out, "  WARNING: ", v.load_shift, ".\n");
   AppendTrustLines(out, p);
   out += "\n";
+}
+
+// Where the profile came from: source, who measured, model, device, batch, window, profiler.
+void AppendSourceLines(std::string& out, const SummaryView& v) {
+  const Profile& p = v.profile;
   std::string what = p.source_kind == "trace" ? "Chrome trace, analysed now" : "profile";
   if (p.mode == "inference") what += ", inference";
   Line(out, "source", absl::StrCat(v.source, " (", what, ")"));
@@ -383,6 +403,10 @@ std::string RenderSummaryText(const SummaryView& v) {
   if (!v.profiler_switches.empty()) Line(out, "profiler switches", v.profiler_switches);
   for (const std::string& over : v.switches_over_budget) Line(out, "over budget", over);
   out += "\n";
+}
+
+// The step time (or the profiled step) and the throughput.
+void AppendStepTimeLines(std::string& out, const Profile& p, bool windowed) {
   const OptDouble profiled_step = ProfiledStepMs(p);
   if (p.source_kind == "trace") {
     // A trace holds only the profiled window: its step_ms is that window's.
@@ -405,6 +429,10 @@ std::string RenderSummaryText(const SummaryView& v) {
   Line(out, "throughput",
        p.img_per_s ? ValueSd(p, "img_per_s", p.img_per_s, "img/s")
                    : "n/a (batch size not recorded in a trace)");
+}
+
+// An inference profile's latency percentiles and its stages' shares.
+void AppendInferenceLines(std::string& out, const Profile& p) {
   if (p.latency.has_value()) {
     const Latency& l = *p.latency;
     std::string line = absl::StrFormat("%.2f / %.2f / %.2f ms (min %.2f, max %.2f, n=%d)",
@@ -439,61 +467,74 @@ std::string RenderSummaryText(const SummaryView& v) {
                                      ", forward ", share(s.forward, "forward_ms"),
                                      ", postprocess ", share(s.postprocess, "nms_ms")));
   }
-  if (v.cpu_job) {
-    Line(out, "CPU threads", v.cpu_threads.empty() ? "n/a (not recorded)" : v.cpu_threads);
-    Line(out, "CPU op time", absl::StrCat(FmtUnit(p.self_cpu_total_ms_per_step, ms_per),
-                                          "  (self time of every operator)"));
-    Line(out, "peak host memory",
-         p.peak_cpu_alloc_mb
-             ? absl::StrCat(FmtUnit(p.peak_cpu_alloc_mb, "MB", 1),
-                            "  (CPU allocator's Total Allocated in the window)")
-             : "n/a (no CPU memory events: record with profile_memory)");
-    for (const char* gpu : {"GPU utilisation", "Tensor Core share", "peak VRAM", "host overhead",
-                            "kernel launches"}) {
-      Line(out, gpu, kCpuNa);
-    }
+}
+
+// A CPU job's figures, and n/a for the GPU ones.
+void AppendCpuJobLines(std::string& out, const SummaryView& v, const std::string& ms_per) {
+  const Profile& p = v.profile;
+  Line(out, "CPU threads", v.cpu_threads.empty() ? "n/a (not recorded)" : v.cpu_threads);
+  Line(out, "CPU op time", absl::StrCat(FmtUnit(p.self_cpu_total_ms_per_step, ms_per),
+                                        "  (self time of every operator)"));
+  Line(out, "peak host memory",
+       p.peak_cpu_alloc_mb
+           ? absl::StrCat(FmtUnit(p.peak_cpu_alloc_mb, "MB", 1),
+                          "  (CPU allocator's Total Allocated in the window)")
+           : "n/a (no CPU memory events: record with profile_memory)");
+  for (const char* gpu : {"GPU utilisation", "Tensor Core share", "peak VRAM", "host overhead",
+                          "kernel launches"}) {
+    Line(out, gpu, kCpuNa);
   }
-  if (!v.cpu_job) {
-    Line(out, "GPU utilisation",
-         absl::StrCat(FmtPct(p.gpu_util), "  (busy ", FmtUnit(p.gpu_busy_ms_per_step, ms_per),
-                      ", kernel sum ", FmtUnit(p.gpu_kernel_ms_per_step, ms_per), ")"));
-    Line(out, "GPU active",
-         absl::StrCat(FmtUnit(p.gpu_active_ms_per_step, ms_per), "  (kernels, memcpy, memset)"));
-    if (p.comm_ms_per_step.value_or(0) > 0) {
-      Line(out, "communication",
-           absl::StrCat(FmtUnit(p.comm_ms_per_step, ms_per), ", exposed ",
-                        FmtUnit(p.comm_exposed_ms_per_step, ms_per), " (",
-                        p.comm_overlap_pct ? absl::StrFormat("%.1f %%", *p.comm_overlap_pct)
-                                           : std::string("n/a"),
-                        " hidden behind compute)"));
-    }
-    Line(out, "Tensor Core share", p.tensorcore_pct ? absl::StrFormat("%.1f %%", *p.tensorcore_pct)
-                                                    : "n/a");
-    Line(out, "peak VRAM",
-         p.peak_vram_mb ? absl::StrCat(FmtUnit(p.peak_vram_mb, "MB", 1),
-                                       p.peak_reserved_mb
-                                           ? absl::StrCat(" (reserved ",
-                                                          FmtUnit(p.peak_reserved_mb, "MB", 1), ")")
-                                           : "")
-                        : "n/a");
-    std::string host = ValueSd(p, "host_overhead_ms", p.host_overhead_ms_per_step, ms_per);
-    if (p.host_overhead_method == "measured") {
-      absl::StrAppend(&host, " measured (GPU idle waiting for launches); CUDA API ",
-                      FmtUnit(p.host_api_ms_per_step, ms_per), ", launch calls ",
-                      FmtUnit(p.launch_api_ms_per_step, ms_per));
-    } else if (p.host_overhead_method == "residual") {
-      absl::StrAppend(&host, " (residual: ", per, " - GPU busy - data loading)");
-    }
-    Line(out, "host overhead", host);
-    Line(out, "kernel launches",
-         absl::StrCat(Fmt(p.launches_per_step, 1), " /", per,
-                      p.launches_source == "kernels" ? " (no runtime events: kernel count)" : ""));
-    Line(out, "kernels",
-         absl::StrCat(Fmt(p.kernels_per_step, 1), " /", per, ", ",
-                      p.unique_kernels ? absl::StrCat(*p.unique_kernels) : "n/a", " unique, mean ",
-                      FmtUnit(p.mean_kernel_us, "us", 1)));
-    Line(out, "memcpy + memset", FmtUnit(p.memcpy_ms_per_step, ms_per, 3));
+}
+
+// A GPU job's figures: utilisation, communication, Tensor Cores, VRAM, host overhead, kernels.
+void AppendGpuLines(std::string& out, const Profile& p, const PerUnit& u) {
+  const std::string& per = u.per;
+  const std::string& ms_per = u.ms_per;
+  Line(out, "GPU utilisation",
+       absl::StrCat(FmtPct(p.gpu_util), "  (busy ", FmtUnit(p.gpu_busy_ms_per_step, ms_per),
+                    ", kernel sum ", FmtUnit(p.gpu_kernel_ms_per_step, ms_per), ")"));
+  Line(out, "GPU active",
+       absl::StrCat(FmtUnit(p.gpu_active_ms_per_step, ms_per), "  (kernels, memcpy, memset)"));
+  if (p.comm_ms_per_step.value_or(0) > 0) {
+    Line(out, "communication",
+         absl::StrCat(FmtUnit(p.comm_ms_per_step, ms_per), ", exposed ",
+                      FmtUnit(p.comm_exposed_ms_per_step, ms_per), " (",
+                      p.comm_overlap_pct ? absl::StrFormat("%.1f %%", *p.comm_overlap_pct)
+                                         : std::string("n/a"),
+                      " hidden behind compute)"));
   }
+  Line(out, "Tensor Core share", p.tensorcore_pct ? absl::StrFormat("%.1f %%", *p.tensorcore_pct)
+                                                  : "n/a");
+  Line(out, "peak VRAM",
+       p.peak_vram_mb ? absl::StrCat(FmtUnit(p.peak_vram_mb, "MB", 1),
+                                     p.peak_reserved_mb
+                                         ? absl::StrCat(" (reserved ",
+                                                        FmtUnit(p.peak_reserved_mb, "MB", 1), ")")
+                                         : "")
+                      : "n/a");
+  std::string host = ValueSd(p, "host_overhead_ms", p.host_overhead_ms_per_step, ms_per);
+  if (p.host_overhead_method == "measured") {
+    absl::StrAppend(&host, " measured (GPU idle waiting for launches); CUDA API ",
+                    FmtUnit(p.host_api_ms_per_step, ms_per), ", launch calls ",
+                    FmtUnit(p.launch_api_ms_per_step, ms_per));
+  } else if (p.host_overhead_method == "residual") {
+    absl::StrAppend(&host, " (residual: ", per, " - GPU busy - data loading)");
+  }
+  Line(out, "host overhead", host);
+  Line(out, "kernel launches",
+       absl::StrCat(Fmt(p.launches_per_step, 1), " /", per,
+                    p.launches_source == "kernels" ? " (no runtime events: kernel count)" : ""));
+  Line(out, "kernels",
+       absl::StrCat(Fmt(p.kernels_per_step, 1), " /", per, ", ",
+                    p.unique_kernels ? absl::StrCat(*p.unique_kernels) : "n/a", " unique, mean ",
+                    FmtUnit(p.mean_kernel_us, "us", 1)));
+  Line(out, "memcpy + memset", FmtUnit(p.memcpy_ms_per_step, ms_per, 3));
+}
+
+// Data loading, cudaMalloc/Free (a GPU job) and the FLOPs.
+void AppendDataLoadingAndFlopsLines(std::string& out, const SummaryView& v,
+                                    const std::string& per) {
+  const Profile& p = v.profile;
   Line(out, "data loading",
        absl::StrCat(FmtUnit(p.dataload_ms, "ms"), " (", FmtPct(p.dataload_frac), " of ", per, ")"));
   if (!v.cpu_job) {
@@ -511,7 +552,14 @@ std::string RenderSummaryText(const SummaryView& v) {
                                                        ")")
                                         : ""));
   }
+}
 
+// The tables: a CPU job's op categories, the kernel composition, the top kernels (or why
+// there are none).
+void AppendTables(std::string& out, const SummaryView& v, const PerUnit& u) {
+  const Profile& p = v.profile;
+  const std::string& per = u.per;
+  const std::string& ms_per = u.ms_per;
   if (v.cpu_job && !v.cpu_op_categories.empty()) {
     out += "\nCPU op time by category (self time)\n";
     TextTable t({{"category", TextTable::Align::kLeft}, {"% CPU ops"}, {ms_per}});
@@ -549,6 +597,10 @@ std::string RenderSummaryText(const SummaryView& v) {
     out += v.cpu_job ? "\ncpu job: no GPU kernels; see `libreyolo profile ops` for the operators.\n"
                      : "\nno GPU kernels in this profile: see `libreyolo profile ops` for the CPU side.\n";
   }
+}
+
+// What the trace lacked (malformed events, kernels with no launch) and a job's ranks.
+void AppendNotes(std::string& out, const Profile& p) {
   if (p.parse_stats.skipped_events > 0) {
     absl::StrAppendFormat(&out, "\nnote: %d malformed events were skipped.\n",
                           p.parse_stats.skipped_events);
@@ -565,6 +617,24 @@ std::string RenderSummaryText(const SummaryView& v) {
     out += ranks.ok() ? absl::StrCat("\nthe job's ranks: ", RenderRanksText(*ranks))
                       : absl::StrCat("\nnote: ", ranks.status().message(), "\n");
   }
+}
+}  // namespace
+
+std::string RenderSummaryText(const SummaryView& v) {
+  const PerUnit u = PerUnitOf(v.profile);
+  std::string out;
+  AppendVerdictLines(out, v);
+  AppendSourceLines(out, v);
+  AppendStepTimeLines(out, v.profile, u.windowed);
+  AppendInferenceLines(out, v.profile);
+  if (v.cpu_job) {
+    AppendCpuJobLines(out, v, u.ms_per);
+  } else {
+    AppendGpuLines(out, v.profile, u);
+  }
+  AppendDataLoadingAndFlopsLines(out, v, u.per);
+  AppendTables(out, v, u);
+  AppendNotes(out, v.profile);
   return out;
 }
 
