@@ -55,7 +55,9 @@ TEST(DaemonStartupTest, ConfigMistakesExitTwoWithAMessageNeverASignal) {
             "# ok\nsha256:" + std::string(64, 'a') + " bob\nt0k3n alice\n");
   WriteFile(dir.File("foreign-tokens"), "t0k3n-0123456789abcdef alice\n");
   const bool as_root = ::geteuid() == 0;
-  if (as_root) ASSERT_EQ(::chown(dir.File("foreign-tokens").c_str(), 65534, 65534), 0);
+  if (as_root) {
+    ASSERT_EQ(::chown(dir.File("foreign-tokens").c_str(), 65534, 65534), 0);
+  }
   struct Case {
     std::string name;
     std::vector<std::string> extra;
