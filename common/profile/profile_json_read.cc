@@ -199,14 +199,18 @@ int MaxNesting(std::string_view text) {
 
 constexpr int kMaxProfileDepth = 64;
 
-}  // namespace
+// ReadProfileJson's stages, each reading its keys in the order the file's errors are reported
+// (the first wrong-typed key is the error): the document, what the job was, the scalar metrics,
+// the trust checks, the extra metrics, the tables, latency and stages, a repeat's aggregation,
+// the provenance (device, tool, profiler, ranks).
 
-absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string& what) {
+// The text parsed into `doc`: not nested too deep, valid JSON, an object.
+absl::Status ParseProfileDocument(std::string_view text, const std::string& what,
+                                  rapidjson::Document& doc) {
   if (MaxNesting(text) > kMaxProfileDepth) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": nested deeper than ", kMaxProfileDepth, " levels; not a libreyolo profile"));
   }
-  rapidjson::Document doc;
   if (const rapidjson::ParseResult parsed = ParseJson(text, &doc); parsed.IsError()) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": not valid JSON at byte ", parsed.Offset(), ": ",
@@ -215,16 +219,11 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
   if (!doc.IsObject()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": a profile must be a JSON object"));
   }
-  absl::Status status;
-  FieldReader r(what, &status);
-  Profile p;
-  p.source_kind = "profile";
-  p.schema = r.String(doc, "schema").value_or("");
-  if (!absl::StartsWith(p.schema, kProfileSchemaPrefix)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": schema \"", p.schema, "\" is not a libreyolo profile (expected \"",
-                     kProfileSchema, "\")"));
-  }
+  return absl::OkStatus();
+}
+
+// What the job was: its trace, model, config (and batch), mode and the verdict's reason.
+void ReadIdentity(FieldReader& r, const Value& doc, Profile& p) {
   p.trace = r.String(doc, "trace");
   p.model = r.String(doc, "model").value_or("");
   if (const Value* cfg = r.Object(doc, "config")) {
@@ -233,6 +232,10 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
   }
   p.mode = r.String(doc, "mode");
   p.bound_why = r.String(doc, "bound_why").value_or("");
+}
+
+// The scalar metrics, then where older files kept peak VRAM and the unattributed kernels.
+void ReadScalarMetrics(FieldReader& r, const Value& doc, Profile& p) {
   // Every scalar metric from its place (metric_table.h).
   for (const MetricDef& d : MetricTable()) {
     if (d.field.empty() || d.set == nullptr) continue;
@@ -252,6 +255,10 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
     p.parse_stats.unattributed_kernels =
         r.Int(*stats, "unattributed_kernels", "parse_stats.").value_or(0);
   }
+}
+
+// The trace's trust checks.
+void ReadTrustChecks(FieldReader& r, const Value& doc, Profile& p) {
   if (const Value* trust = r.Object(doc, "trust")) {
     // The trace's checks; load_steady is derived again from the profile's own numbers.
     if (const Value* checks = r.Array(*trust, "checks")) {
@@ -264,6 +271,10 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
       }
     }
   }
+}
+
+// The metrics object, kept as written (and an older file's ops_per_step from it).
+void ReadExtraMetrics(FieldReader& r, const Value& doc, Profile& p) {
   if (const Value* metrics = r.Object(doc, "metrics")) {
     for (const auto& m : metrics->GetObject()) {
       p.extra_metrics_json[std::string(m.name.GetString(), m.name.GetStringLength())] =
@@ -275,6 +286,10 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
       }
     }
   }
+}
+
+// The tables: categories, phases, kernels and ops (by phase, by input shape), uncounted ops.
+void ReadTables(FieldReader& r, const Value& doc, Profile& p) {
   if (const Value* cats = r.Array(doc, "categories")) {
     for (const Value& c : cats->GetArray()) {
       if (!c.IsObject()) continue;
@@ -320,7 +335,10 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
       if (v.IsString()) p.flops_uncounted_ops.emplace_back(v.GetString(), v.GetStringLength());
     }
   }
+}
 
+// An inference profile's latency and its stages.
+void ReadLatencyAndStages(FieldReader& r, const Value& doc, Profile& p) {
   if (const Value* lat = r.Object(doc, "latency")) {
     Latency l;
     l.p50_ms = r.DoubleOr(*lat, "p50_ms", 0, "latency.");
@@ -344,6 +362,10 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
                          r.Double(*st, "forward", "stages_ms."),
                          r.Double(*st, "postprocess", "stages_ms.")};
   }
+}
+
+// A repeat profile's trials and aggregation.
+void ReadRepeat(FieldReader& r, const Value& doc, Profile& p) {
   p.repeat.img_per_s_std = r.Double(doc, "img_per_s_std");
   p.repeat.img_per_s_n = r.Int(doc, "img_per_s_n");
   if (const Value* trials = r.Array(doc, "img_per_s_trials")) {
@@ -377,6 +399,10 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
       }
     }
   }
+}
+
+// Where the profile came from: device, tool, time, the profiler's record, the ranks.
+void ReadProvenance(FieldReader& r, const Value& doc, Profile& p) {
   if (const Value* dev = r.Object(doc, "device")) {
     DeviceInfo d;
     d.type = r.String(*dev, "type", "device.").value_or("");
@@ -394,6 +420,31 @@ absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string
   p.created_at = r.String(doc, "created_at");
   if (const Value* prof = r.Object(doc, "profiler")) p.profiler_json = ToJson(*prof);
   if (const Value* ranks = r.Object(doc, "ranks")) p.ranks_json = ToJson(*ranks);
+}
+
+}  // namespace
+
+absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string& what) {
+  rapidjson::Document doc;
+  if (absl::Status parsed = ParseProfileDocument(text, what, doc); !parsed.ok()) return parsed;
+  absl::Status status;
+  FieldReader r(what, &status);
+  Profile p;
+  p.source_kind = "profile";
+  p.schema = r.String(doc, "schema").value_or("");
+  if (!absl::StartsWith(p.schema, kProfileSchemaPrefix)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": schema \"", p.schema, "\" is not a libreyolo profile (expected \"",
+                     kProfileSchema, "\")"));
+  }
+  ReadIdentity(r, doc, p);
+  ReadScalarMetrics(r, doc, p);
+  ReadTrustChecks(r, doc, p);
+  ReadExtraMetrics(r, doc, p);
+  ReadTables(r, doc, p);
+  ReadLatencyAndStages(r, doc, p);
+  ReadRepeat(r, doc, p);
+  ReadProvenance(r, doc, p);
   if (!status.ok()) return status;
   ApplyMetricRules(p);  // a CPU job's GPU metrics are n/a, whatever an older file wrote
   return p;

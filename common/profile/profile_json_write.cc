@@ -100,18 +100,24 @@ void WriteTrust(JsonWriter& w, const Profile& p) {
   w.EndArray().EndObject();
 }
 
-}  // namespace
+// WriteProfileJson's stages, in the order of the file's keys: what the job was, the scalar
+// metrics (top level, memory, window, metrics), the tables, latency and stages, a repeat's
+// aggregation, the provenance (device, tool, profiler, ranks, time), the parse stats; then the
+// trust assessment (WriteTrust).
 
-std::string WriteProfileJson(const Profile& p) {
-  JsonWriter w;
-  w.BeginObject()
-      .Field("schema", std::string_view(kProfileSchema))
+// What the job was: schema, trace, model, config, mode and the verdict's reason.
+void WriteIdentity(JsonWriter& w, const Profile& p) {
+  w.Field("schema", std::string_view(kProfileSchema))
       .Field("trace", p.trace)
       .Field("model", p.model)
       .Key("config")
       .Raw(p.config_json);
   if (p.mode.has_value()) w.Field("mode", *p.mode);
   w.Field("bound_why", p.bound_why);
+}
+
+// The scalar metrics at their places, and the metrics object of every flat metric.
+void WriteScalarMetrics(JsonWriter& w, const Profile& p) {
   // Every scalar metric at its place (metric_table.h): top level first, then the memory and
   // window objects (memory.peak_allocated_mb repeats peak_vram_mb, as the Python tool's does).
   for (const MetricDef& d : MetricTable()) {
@@ -126,14 +132,16 @@ std::string WriteProfileJson(const Profile& p) {
   w.Key("window").BeginObject();
   WriteObjectCells(w, "window", p);
   w.EndObject();
-
   w.Key("metrics").BeginObject();
   for (const MetricValue& m : FlatMetrics(p)) {
     w.Key(m.name);
     WriteMetricValue(w, m);
   }
   w.EndObject();
+}
 
+// The tables: categories, phases, kernels and ops (by phase, top, all, by input shape).
+void WriteTables(JsonWriter& w, const Profile& p) {
   w.Key("categories").BeginArray();
   for (const CategoryRow& c : p.categories) {
     w.BeginObject().Field("name", c.name).Field("pct", c.pct)
@@ -170,7 +178,10 @@ std::string WriteProfileJson(const Profile& p) {
     w.Key("ops_by_input_shape");
     WriteOpRows(w, p.ops_by_input_shape);
   }
+}
 
+// An inference profile's latency and its stages.
+void WriteLatencyAndStages(JsonWriter& w, const Profile& p) {
   if (p.latency.has_value()) {
     const Latency& l = *p.latency;
     w.Key("latency").BeginObject().Field("p50_ms", l.p50_ms).Field("p90_ms", l.p90_ms)
@@ -190,6 +201,10 @@ std::string WriteProfileJson(const Profile& p) {
         .Field("forward", p.stages_ms->forward).Field("postprocess", p.stages_ms->postprocess)
         .EndObject();
   }
+}
+
+// A repeat profile's trials and aggregation.
+void WriteRepeat(JsonWriter& w, const Profile& p) {
   if (p.repeat.img_per_s_n.has_value()) {
     w.Field("img_per_s_std", p.repeat.img_per_s_std).Field("img_per_s_n", p.repeat.img_per_s_n);
     w.Key("img_per_s_trials").BeginArray();
@@ -217,6 +232,10 @@ std::string WriteProfileJson(const Profile& p) {
     }
     w.EndObject().EndObject();
   }
+}
+
+// Where the profile came from: device, tool, the profiler's record, the ranks, the time.
+void WriteProvenance(JsonWriter& w, const Profile& p) {
   if (p.device.has_value()) {
     w.Key("device").BeginObject().Field("type", p.device->type).Field("name", p.device->name)
         .Field("index", p.device->index).Field("sm_count", p.device->sm_count)
@@ -230,11 +249,27 @@ std::string WriteProfileJson(const Profile& p) {
   if (!p.profiler_json.empty()) w.Key("profiler").Raw(p.profiler_json);
   if (!p.ranks_json.empty()) w.Key("ranks").Raw(p.ranks_json);
   if (p.created_at.has_value()) w.Field("created_at", *p.created_at);
-  const ParseStats& s = p.parse_stats;
+}
+
+void WriteParseStats(JsonWriter& w, const ParseStats& s) {
   w.Key("parse_stats").BeginObject().Field("events", s.events)
       .Field("complete_events", s.complete_events).Field("skipped_events", s.skipped_events)
       .Field("non_numeric_ids", s.non_numeric_ids).Field("duplicate_steps", s.duplicate_steps)
       .Field("unattributed_kernels", s.unattributed_kernels).EndObject();
+}
+
+}  // namespace
+
+std::string WriteProfileJson(const Profile& p) {
+  JsonWriter w;
+  w.BeginObject();
+  WriteIdentity(w, p);
+  WriteScalarMetrics(w, p);
+  WriteTables(w, p);
+  WriteLatencyAndStages(w, p);
+  WriteRepeat(w, p);
+  WriteProvenance(w, p);
+  WriteParseStats(w, p.parse_stats);
   WriteTrust(w, p);
   w.EndObject();
   return w.Take();
