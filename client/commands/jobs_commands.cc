@@ -24,7 +24,9 @@
 #include "client/remote/daemon_session.h"
 #include "client/remote/job_watch.h"
 #include "client/remote/progress_display.h"
+#include "common/job/names.h"
 #include "common/render/terminal_text.h"
+#include "proto/job_spec/job_defaults.h"
 #include "proto/job_spec/job_spec.h"
 
 namespace libreyolo::cli {
@@ -260,7 +262,7 @@ int JobsDownload(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
     return Fail(err, "jobs download", kExitUsage,
                 absl::StrCat("job ", job.id(), " has no artifacts (", StateName(job.state()), ")"));
   }
-  const std::string project = a.ValueOr("project", "runs/profile");
+  const std::string project = a.ValueOr("project", jobspec::defaults::kProject);
   InstallInterruptFlag();  // Ctrl-C ends the download in flight and removes its temp file
   std::map<std::string, std::string> fetched;  // identical artifacts: one download, links
   for (const v1::Artifact& art : job.artifacts()) {
@@ -344,7 +346,7 @@ const std::vector<JobCommand>& JobsCommands() {
         "Downloads every artifact of a finished job (checksums verified) into the layout\n"
         "`profile run|infer` uses.",
         {{"job", true, "job id"}},
-        WithRemote({{"project", "DIR", "runs/profile", "output root"}})},
+        WithRemote({{"project", "DIR", jobspec::defaults::kProject, "output root"}})},
        JobsDownload},
   };
   return *commands;

@@ -31,10 +31,12 @@
 #include "common/json/json_read.h"
 #include "common/json/json_writer.h"
 #include "common/io/trial_artifacts.h"
+#include "common/job/names.h"
 #include "common/load/load_profile.h"
 #include "common/readers/ranks_view.h"
 #include "common/readers/run_reader.h"
 #include "common/status/exit_code.h"
+#include "proto/job_spec/job_defaults.h"
 #include "proto/job_spec/job_spec.h"
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
@@ -87,7 +89,7 @@ bool SingleRunFile(const std::string& name) {
 void RemoveOtherRuns(const std::string& project, int world_size, std::ostream& err, bool json) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  const fs::path prof = fs::path(project) / "prof";
+  const fs::path prof = fs::path(project) / kRunOutputFolder;
   std::vector<fs::directory_entry> entries;
   for (const fs::directory_entry& e : fs::directory_iterator(prof, ec)) entries.push_back(e);
   std::sort(entries.begin(), entries.end());
@@ -248,7 +250,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
                    absl::StrCat("job ", job.id(), " ", StateName(job.state()), ": ", job.error()),
                    json);
   }
-  const std::string project = a.ValueOr("project", "runs/profile");
+  const std::string project = a.ValueOr("project", jobspec::defaults::kProject);
   const bool ranks = jobspec::DataParallelJob(job);
   if (job.kind() == v1::JOB_KIND_RUN) {
     RemoveOtherRuns(project, ranks ? static_cast<int>(jobspec::JobWorldSize(job)) : 0, err, json);
@@ -296,7 +298,8 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   const int fetch_code = FetchFailed(err, cmd, fetch_error, job.id(), project, json);
   if (!json && ranks) {
     err << "job " << job.id() << " (read its ranks again with: libreyolo profile summary "
-        << (std::filesystem::path(project) / "prof").string() << "/; rank 0's profile: job:"
+        << (std::filesystem::path(project) / kRunOutputFolder).string()
+        << "/; rank 0's profile: job:"
         << job.id() << ")\n";
   } else if (!json) {
     // A --repeat job's aggregate is its repeat file (job:<id> alone is the final trial's).
@@ -430,7 +433,8 @@ std::vector<FlagSpec> JobFlags() {
        "stop the job if still running after this long (90s, 30m, 2h); default and cap: the "
        "daemon's limits.max_job_seconds"},
       {"detach", "", "", "print the job id and return once queued"},
-      {"project", "DIR", "runs/profile", "output root for the fetched profile and traces"},
+      {"project", "DIR", jobspec::defaults::kProject,
+       "output root for the fetched profile and traces"},
       {"json", "", "", "the summary as JSON on stdout; progress events as JSON lines on stderr"},
   };
 }

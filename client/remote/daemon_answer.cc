@@ -56,9 +56,10 @@ absl::StatusOr<std::string> Destination(const std::string& project, const v1::Jo
     return absl::DataLossError(
         absl::StrCat("artifact name ", Quoted(name), " is not a plain file name"));
   }
-  const fs::path dir = fs::path(project) / (job.kind() == v1::JOB_KIND_RUN      ? "prof"
-                                            : job.kind() == v1::JOB_KIND_ATTACH ? "attach"
-                                                                                : "infer");
+  const fs::path dir =
+      fs::path(project) / (job.kind() == v1::JOB_KIND_RUN      ? kRunOutputFolder
+                           : job.kind() == v1::JOB_KIND_ATTACH ? kAttachOutputFolder
+                                                               : kInferOutputFolder);
   if (jobspec::DataParallelJob(job)) {
     // The run's rank: across hosts, this daemon's names count from its first rank.
     const RankArtifact file = SplitRankArtifact(name);

@@ -23,15 +23,17 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/job/names.h"
 
 namespace libreyolo {
 
 inline constexpr char kInferRepeatFileName[] = "infer_repeat.json";
 inline constexpr char kRunRepeatFileName[] = "profile_repeat.json";
 
-// The repeat file of a job whose single-run folder is `kind_folder` ("infer" or "prof").
+// The repeat file of a job whose single-run folder is `kind_folder` (kInferOutputFolder or
+// kRunOutputFolder).
 inline std::string RepeatFileName(absl::string_view kind_folder) {
-  return kind_folder == "infer" ? kInferRepeatFileName : kRunRepeatFileName;
+  return kind_folder == kInferOutputFolder ? kInferRepeatFileName : kRunRepeatFileName;
 }
 
 // Either tool's name for a repeat file (ours before issue 36 wrote profile_repeat.json for infer).

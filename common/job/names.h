@@ -17,6 +17,14 @@ namespace libreyolo {
 inline constexpr size_t kMaxJobIdBytes = 64;  // ids are "YYYYMMDD-<16 hex>" (25 bytes)
 inline constexpr size_t kMaxArtifactNameBytes = 128;
 
+// The folder under a job's project directory (--project, default "runs/profile") that its
+// output lands in, as the Python LibreYOLO names them: `profile run` writes <project>/prof,
+// `profile infer` <project>/infer; a downloaded attach job's files go to <project>/attach.
+// The engine writes there, the daemon collects from there, the client fetches into there.
+inline constexpr char kRunOutputFolder[] = "prof";
+inline constexpr char kInferOutputFolder[] = "infer";
+inline constexpr char kAttachOutputFolder[] = "attach";
+
 // 1-64 bytes of [A-Za-z0-9_-].
 bool IsJobId(absl::string_view id);
 

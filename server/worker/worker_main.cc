@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/job/names.h"
 #include "libreyolo/worker/v1/worker.pb.h"
 #include "server/engine/runtime/cuda_runtime.h"
 #include "server/worker/engine_spec.h"
@@ -168,12 +169,12 @@ class Worker {
     output.report_label = absl::StrCat("job:", run.job().id());
     try {
       if (request.has_infer()) {
-        done.set_job_dir((fs::path(run.project_dir()) / "infer").string());
+        done.set_job_dir((fs::path(run.project_dir()) / kInferOutputFolder).string());
         engine::InferJobSpec spec = ToEngineInferSpec(request.infer(), device_, run.project_dir());
         spec.output = output;
         result = engine::RunInferJob(spec, progress, &cancel_);
       } else if (request.has_run()) {
-        done.set_job_dir((fs::path(run.project_dir()) / "prof").string());
+        done.set_job_dir((fs::path(run.project_dir()) / kRunOutputFolder).string());
         RankPlacement placement;  // one rank of a data-parallel job, or world size 1
         if (run.has_rank()) {
           placement.rank = run.rank().rank();

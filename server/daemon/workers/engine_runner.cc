@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/io/trial_artifacts.h"
+#include "common/job/names.h"
 #include "common/status/exit_code.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/daemon/jobs/job_inputs.h"
@@ -203,7 +204,7 @@ absl::Status EngineRunner::Publish(const v1::Job& job, const std::string& job_di
   };
   const int64_t trials = prefix.empty() ? jobspec::JobTrials(job) : 1;
   if (absl::Status s = list(job_dir, trials - 1, trials); !s.ok()) return s;
-  const std::string kind = job.kind() == v1::JOB_KIND_RUN ? "prof" : "infer";
+  const std::string kind = job.kind() == v1::JOB_KIND_RUN ? kRunOutputFolder : kInferOutputFolder;
   for (int64_t t = 0; t + 1 < trials; ++t) {
     if (absl::Status s = list(fs::path(scratch) / TrialFolderName(kind, t), t, trials); !s.ok()) {
       return s;

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/job/names.h"
 #include "common/load/load_profile.h"
 #include "common/status/exit_code.h"
 #include "server/daemon/external/produced_files.h"
@@ -135,7 +136,7 @@ absl::Status PythonRunner::TakeFiles(const v1::Job& job, const std::string& proj
                                      int64_t trials, const DaemonConfig& config,
                                      RunOutcome* out) {
   const bool run = job.request().has_run();
-  const std::string kind = run ? "prof" : "infer";
+  const std::string kind = run ? kRunOutputFolder : kInferOutputFolder;
   const int64_t max_bytes = config.limits.max_artifact_bytes;
   const uid_t self = ::geteuid();
   // Trial T's folder: <project>/<kind>_T (the last one is the job's profile), or <kind>.

@@ -17,6 +17,7 @@
 #include "common/analysis/latency_stats.h"
 #include "common/analysis/repeat_trials.h"
 #include "common/json/json_writer.h"
+#include "common/job/names.h"
 #include "server/engine/collect/module_scope_events.h"
 #include "server/engine/collect/profiling_session.h"
 #include "server/engine/collect/recorded_kinds.h"
@@ -395,7 +396,7 @@ class InferKind final : public JobKindOf<InferJobSpec> {
       if (!model_->runner->NoPostprocess().empty()) m.stages->postprocess.reset();
       trials_.push_back(std::move(m));
     }
-    files_ = JobFilesFor(spec_.project, "infer", spec_.output, -1, spec_.repeat);
+    files_ = JobFilesFor(spec_.project, kInferOutputFolder, spec_.output, -1, spec_.repeat);
     return CreateJobDir(files_);
   }
 

@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "common/analysis/latency_stats.h"
 #include "common/analysis/repeat_trials.h"
+#include "common/job/names.h"
 #include "server/engine/checkpoint/checkpoint.h"
 #include "server/engine/collect/profiling_session.h"
 #include "server/engine/data/dataset.h"
@@ -241,7 +242,7 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     m_.phases = m_.phases.Scaled(synced_n > 0 ? 1.0 / static_cast<double>(synced_n) : 0.0);
     m_.synced_step_ms = synced_n > 0 ? synced_ms / static_cast<double>(synced_n) : m_.step_ms;
 
-    files_ = JobFilesFor(spec_.project, "prof", spec_.output,
+    files_ = JobFilesFor(spec_.project, kRunOutputFolder, spec_.output,
                          data_parallel_ != nullptr ? data_parallel_->facts().rank : -1,
                          spec_.repeat);
     if (auto made = CreateJobDir(files_); !made.ok()) return made;
