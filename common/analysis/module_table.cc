@@ -97,136 +97,175 @@ struct Pass {
   std::map<std::string, int64_t> folded;  // stack -> self ns
 };
 
-Pass Walk(const TraceData& t, const StepWindow& win, bool folded) {
-  Pass out;
-  absl::flat_hash_map<int64_t, KernelSum> kernel_of;  // correlation -> kernels
-  std::map<uint32_t, std::vector<Frame>> frames;      // by thread, std::map: stable order
+// Walk's stages: the window's frames gathered by thread (and the kernels by correlation); each
+// thread's frames nested, module scopes opened and charged with their ops' FLOPs and their
+// calls' kernels, folded stacks closed; then the inclusive sums, children into parents.
+
+using KernelsByCorrelation = absl::flat_hash_map<int64_t, KernelSum>;
+
+// The window's CPU frames, by thread (std::map: stable order), and its kernels by correlation.
+struct WindowFrames {
+  KernelsByCorrelation kernel_of;
+  std::map<uint32_t, std::vector<Frame>> frames;
+};
+
+WindowFrames GatherFrames(const TraceData& t, const StepWindow& win, Pass& out) {
+  WindowFrames w;
   for (uint32_t i = 0; i < t.events.size(); ++i) {
     const TraceEvent& e = t.events[i];
     if (!win.Contains(e.ts_ns)) continue;
     switch (e.cls) {
       case EventClass::kKernel:
         if (e.correlation != kNoId) {
-          KernelSum& k = kernel_of[e.correlation];
+          KernelSum& k = w.kernel_of[e.correlation];
           SatAdd(k.ns, e.dur_ns);
           ++k.count;
           out.has_gpu = true;
         }
         break;
       case EventClass::kModule:
-        frames[e.thread].push_back(
+        w.frames[e.thread].push_back(
             Frame{e.ts_ns, e.ts_ns + std::max<int64_t>(e.dur_ns, 0), i, Kind::kModule});
         break;
       case EventClass::kCpuOp:
         if (t.FlopsOf(e) >= 0) out.has_flops = true;
-        frames[e.thread].push_back(
+        w.frames[e.thread].push_back(
             Frame{e.ts_ns, e.ts_ns + std::max<int64_t>(e.dur_ns, 0), i, Kind::kOp});
         break;
       case EventClass::kRuntime:
-        frames[e.thread].push_back(
+        w.frames[e.thread].push_back(
             Frame{e.ts_ns, e.ts_ns + std::max<int64_t>(e.dur_ns, 0), i, Kind::kRuntime});
         break;
       default:
         break;
     }
   }
+  return w;
+}
 
-  struct Open {
-    size_t frame;
-    int32_t scope;      // innermost module scope at or above this frame (-1: none)
-    int64_t child_ns;   // direct child frames' time (folded self time)
-    std::string stack;  // folded: "a;b;c"
-  };
-  for (auto& thread_frames : frames) {
-    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
-    std::vector<Frame>& list = thread_frames.second;
-    std::sort(list.begin(), list.end(), [](const Frame& a, const Frame& b) {
-      if (a.s != b.s) return a.s < b.s;
-      if (a.e != b.e) return a.e > b.e;  // the longer one encloses
-      return a.kind < b.kind;            // a module encloses an op of the same extent
-    });
-    std::vector<Open> open;
-    auto close = [&](Open& o) {
-      if (!folded) return;
-      const Frame& f = list[o.frame];
-      const int64_t self = std::max<int64_t>(f.e - f.s - o.child_ns, 0);
-      if (self > 0) SatAdd(out.folded[o.stack], self);
-    };
-    for (size_t i = 0; i < list.size(); ++i) {
-      const Frame& f = list[i];
-      while (!open.empty() && list[open.back().frame].e <= f.s) {
-        close(open.back());
-        open.pop_back();
-      }
-      const int32_t scope = open.empty() ? -1 : open.back().scope;
-      const TraceEvent& e = t.events[f.event];
-      std::string_view name = t.strings.Get(e.name);
-      if (f.kind == Kind::kModule) name.remove_prefix(kPrefix.size());
-      if (f.kind != Kind::kModule && scope >= 0) {
-        // The op's FLOPs and the call's kernels belong to the innermost module.
-        Scope& sc = out.scopes[static_cast<size_t>(scope)];
-        if (f.kind == Kind::kOp && t.FlopsOf(e) >= 0) sc.self_flops += t.FlopsOf(e);
-        if (f.kind == Kind::kRuntime && e.correlation != kNoId) {
-          const auto it = kernel_of.find(e.correlation);
-          if (it != kernel_of.end()) {
-            SatAdd(sc.self_gpu_ns, it->second.ns);
-            sc.kernels += it->second.count;
-          }
-        }
-      }
-      if (open.size() >= kMaxNesting ||
-          (f.kind == Kind::kModule && scope >= 0 &&
-           out.scopes[static_cast<size_t>(scope)].nesting + 1 >= kMaxModuleNesting)) {
-        continue;  // too deep: its time stays with the enclosing frame and module
-      }
-      if (!open.empty()) {
-        const Frame& parent = list[open.back().frame];
-        SatAdd(open.back().child_ns, std::max<int64_t>(std::min(f.e, parent.e) - f.s, 0));
-      }
-      int32_t own_scope = scope;
-      std::string frame_name;
-      if (f.kind == Kind::kModule) {
-        Scope sc;
-        sc.path = ScopePath(
-            scope < 0 ? std::string_view() : out.scopes[static_cast<size_t>(scope)].path, name);
-        sc.parent = scope;
-        sc.nesting = scope < 0 ? 0 : out.scopes[static_cast<size_t>(scope)].nesting + 1;
-        sc.end_ns = f.e;
-        sc.dur_ns = f.e - f.s;
-        if (scope >= 0) {
-          Scope& par = out.scopes[static_cast<size_t>(scope)];
-          SatAdd(par.child_ns, std::max<int64_t>(std::min(f.e, par.end_ns) - f.s, 0));
-        }
-        own_scope = static_cast<int32_t>(out.scopes.size());
-        if (folded) frame_name = FrameName(sc.path);
-        out.scopes.push_back(std::move(sc));
-      } else if (folded) {
-        frame_name = FrameName(name);
-      }
-      std::string stack;
-      if (folded) {
-        stack = open.empty() ? frame_name : absl::StrCat(open.back().stack, ";", frame_name);
-      }
-      open.push_back(Open{i, own_scope, 0, std::move(stack)});
-    }
-    while (!open.empty()) {
-      close(open.back());
-      open.pop_back();
+// A frame still open while one thread's frames are nested.
+struct OpenFrame {
+  size_t frame;
+  int32_t scope;      // innermost module scope at or above this frame (-1: none)
+  int64_t child_ns;   // direct child frames' time (folded self time)
+  std::string stack;  // folded: "a;b;c"
+};
+
+// Folded: a closing frame's self time (its time less its direct children's) to its stack.
+void CloseFrame(const std::vector<Frame>& list, const OpenFrame& o, bool folded, Pass& out) {
+  if (!folded) return;
+  const Frame& f = list[o.frame];
+  const int64_t self = std::max<int64_t>(f.e - f.s - o.child_ns, 0);
+  if (self > 0) SatAdd(out.folded[o.stack], self);
+}
+
+// The op's FLOPs and the call's kernels belong to the innermost module.
+void ChargeToScope(const TraceData& t, const Frame& f, const KernelsByCorrelation& kernel_of,
+                   Scope& sc) {
+  const TraceEvent& e = t.events[f.event];
+  if (f.kind == Kind::kOp && t.FlopsOf(e) >= 0) sc.self_flops += t.FlopsOf(e);
+  if (f.kind == Kind::kRuntime && e.correlation != kNoId) {
+    const auto it = kernel_of.find(e.correlation);
+    if (it != kernel_of.end()) {
+      SatAdd(sc.self_gpu_ns, it->second.ns);
+      sc.kernels += it->second.count;
     }
   }
-  // Inclusive GPU time, kernels and FLOPs: children come after their parents.
-  for (Scope& sc : out.scopes) {
+}
+
+// A module frame's scope inside `scope` (-1: top level), its time a child of its parent's;
+// returns its index.
+int32_t AddScope(const Frame& f, std::string_view name, int32_t scope, Pass& out) {
+  Scope sc;
+  sc.path = ScopePath(
+      scope < 0 ? std::string_view() : out.scopes[static_cast<size_t>(scope)].path, name);
+  sc.parent = scope;
+  sc.nesting = scope < 0 ? 0 : out.scopes[static_cast<size_t>(scope)].nesting + 1;
+  sc.end_ns = f.e;
+  sc.dur_ns = f.e - f.s;
+  if (scope >= 0) {
+    Scope& par = out.scopes[static_cast<size_t>(scope)];
+    SatAdd(par.child_ns, std::max<int64_t>(std::min(f.e, par.end_ns) - f.s, 0));
+  }
+  const auto own_scope = static_cast<int32_t>(out.scopes.size());
+  out.scopes.push_back(std::move(sc));
+  return own_scope;
+}
+
+// One thread's frames nested by time: module scopes opened, ops and calls charged to theirs,
+// and (folded) each frame's self time given to its stack.
+void NestThreadFrames(const TraceData& t, const KernelsByCorrelation& kernel_of,
+                      std::vector<Frame>& list, bool folded, Pass& out) {
+  std::sort(list.begin(), list.end(), [](const Frame& a, const Frame& b) {
+    if (a.s != b.s) return a.s < b.s;
+    if (a.e != b.e) return a.e > b.e;  // the longer one encloses
+    return a.kind < b.kind;            // a module encloses an op of the same extent
+  });
+  std::vector<OpenFrame> open;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Frame& f = list[i];
+    while (!open.empty() && list[open.back().frame].e <= f.s) {
+      CloseFrame(list, open.back(), folded, out);
+      open.pop_back();
+    }
+    const int32_t scope = open.empty() ? -1 : open.back().scope;
+    std::string_view name = t.strings.Get(t.events[f.event].name);
+    if (f.kind == Kind::kModule) name.remove_prefix(kPrefix.size());
+    if (f.kind != Kind::kModule && scope >= 0) {
+      ChargeToScope(t, f, kernel_of, out.scopes[static_cast<size_t>(scope)]);
+    }
+    if (open.size() >= kMaxNesting ||
+        (f.kind == Kind::kModule && scope >= 0 &&
+         out.scopes[static_cast<size_t>(scope)].nesting + 1 >= kMaxModuleNesting)) {
+      continue;  // too deep: its time stays with the enclosing frame and module
+    }
+    if (!open.empty()) {
+      const Frame& parent = list[open.back().frame];
+      SatAdd(open.back().child_ns, std::max<int64_t>(std::min(f.e, parent.e) - f.s, 0));
+    }
+    int32_t own_scope = scope;
+    std::string frame_name;
+    if (f.kind == Kind::kModule) {
+      own_scope = AddScope(f, name, scope, out);
+      if (folded) frame_name = FrameName(out.scopes[static_cast<size_t>(own_scope)].path);
+    } else if (folded) {
+      frame_name = FrameName(name);
+    }
+    std::string stack;
+    if (folded) {
+      stack = open.empty() ? frame_name : absl::StrCat(open.back().stack, ";", frame_name);
+    }
+    open.push_back(OpenFrame{i, own_scope, 0, std::move(stack)});
+  }
+  while (!open.empty()) {
+    CloseFrame(list, open.back(), folded, out);
+    open.pop_back();
+  }
+}
+
+// Inclusive GPU time, kernels and FLOPs: children come after their parents.
+void SumIntoParents(std::vector<Scope>& scopes) {
+  for (Scope& sc : scopes) {
     sc.gpu_ns = sc.self_gpu_ns;
     sc.flops = sc.self_flops;
   }
-  for (size_t i = out.scopes.size(); i-- > 0;) {
-    const Scope& sc = out.scopes[i];
+  for (size_t i = scopes.size(); i-- > 0;) {
+    const Scope& sc = scopes[i];
     if (sc.parent < 0) continue;
-    Scope& par = out.scopes[static_cast<size_t>(sc.parent)];
+    Scope& par = scopes[static_cast<size_t>(sc.parent)];
     SatAdd(par.gpu_ns, sc.gpu_ns);
     par.kernels += sc.kernels;
     par.flops += sc.flops;
   }
+}
+
+Pass Walk(const TraceData& t, const StepWindow& win, bool folded) {
+  Pass out;
+  WindowFrames w = GatherFrames(t, win, out);
+  for (auto& thread_frames : w.frames) {
+    NestThreadFrames(t, w.kernel_of, thread_frames.second, folded, out);
+  }
+  SumIntoParents(out.scopes);
   return out;
 }
 
