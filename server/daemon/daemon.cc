@@ -81,27 +81,26 @@ absl::Status Daemon::StartRunners(std::vector<std::string>* warnings) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
-                                                      std::vector<std::string>* warnings,
-                                                      const std::string& worker_name) {
-  std::unique_ptr<Daemon> d(new Daemon());
-  d->config_ = std::move(config);
-  const DaemonConfig& c = d->config_;
-  // Dataset names resolve in the daemon's datasets directory (the engine reads this variable).
-  ::setenv("LIBREYOLO_DATASETS", c.datasets_dir.c_str(), 1);
+// Start's stages, in order; each error names the part that failed.
 
+absl::Status Daemon::OpenStore() {
+  const DaemonConfig& c = config_;
   auto store = JobStore::Open(c.state_dir, c.store_dir);
   if (!store.ok()) return store.status();
-  d->store_ = *std::move(store);
+  store_ = *std::move(store);
   // One daemon per state and store dir: a second one would recover (fail) the first one's
   // running jobs and sweep its scratch files. Locked before anything is read or changed.
   for (const auto& [dir, what] : {std::pair<std::string, const char*>{c.state_dir, "state_dir"},
                                   {c.store_dir, "store_dir"}}) {
     auto lock = DirLock::Acquire(dir, what);
     if (!lock.ok()) return lock.status();
-    d->locks_.push_back(*std::move(lock));
+    locks_.push_back(*std::move(lock));
   }
+  return absl::OkStatus();
+}
 
+absl::Status Daemon::LoadAuth(std::vector<std::string>* warnings) {
+  const DaemonConfig& c = config_;
   TokenTable tokens;
   if (!c.tokens_file.empty()) {
     auto t = TokenTable::Load(c.tokens_file);
@@ -109,8 +108,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
     if (auto s = CheckLoadedTokens(c.tokens_file, *t, c.listen, warnings); !s.ok()) return s;
     tokens = *std::move(t);
   }
-  d->auth_ = std::make_unique<Authenticator>(std::move(tokens), c.admins);
-  d->live_ = std::make_unique<LiveConfig>(d->config_);
+  auth_ = std::make_unique<Authenticator>(std::move(tokens), c.admins);
+  live_ = std::make_unique<LiveConfig>(config_);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> Daemon::StartEngine(std::vector<std::string>* warnings,
+                                                             const std::string& worker_name) {
+  const DaemonConfig& c = config_;
   // The engine runs in worker processes (libreyolod-worker, the one executable that links
   // LibTorch), one per device slot. The CPU's comes first: it tells how many CUDA devices the
   // engine sees, and a daemon whose engine cannot load fails here, not at the first job.
@@ -118,13 +123,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   const std::string self = std::filesystem::read_symlink("/proc/self/exe", self_error).string();
   auto worker = FindWorkerExecutable(c.worker_binary, self, worker_name);
   if (!worker.ok()) return worker.status();
-  d->runner_ = std::make_unique<EngineRunner>(*d->live_, d->store_.get(), *worker);
-  d->runner_->set_cancel_grace(std::chrono::seconds(c.cancel_grace_s));
-  if (absl::Status s = d->runner_->StartWorker("cpu"); !s.ok()) {
+  runner_ = std::make_unique<EngineRunner>(*live_, store_.get(), *worker);
+  runner_->set_cancel_grace(std::chrono::seconds(c.cancel_grace_s));
+  if (absl::Status s = runner_->StartWorker("cpu"); !s.ok()) {
     return absl::InternalError(absl::StrCat("the engine could not start: ", s.message()));
   }
-  const std::vector<std::string> devices =
-      ServedDevices(c, d->runner_->Facts().cuda_device_count);
+  std::vector<std::string> devices = ServedDevices(c, runner_->Facts().cuda_device_count);
   // The other devices' workers together, from this thread (it lives as long as the daemon: a
   // worker's parent-death signal follows the thread that started it). A device whose worker
   // cannot start is served anyway: its jobs try again and fail with the reason, and
@@ -134,42 +138,32 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   std::vector<std::string> others;
   DaemonConfig listed = c;
   listed.cpu_slots = 1;
-  for (const std::string& device : ServedDevices(listed, d->runner_->Facts().cuda_device_count)) {
+  for (const std::string& device : ServedDevices(listed, runner_->Facts().cuda_device_count)) {
     if (device != "cpu") others.push_back(device);
   }
-  d->runner_->StartWorkers(others, warnings);
-  if (absl::Status s = d->StartRunners(warnings); !s.ok()) return s;
+  runner_->StartWorkers(others, warnings);
+  return devices;
+}
+
+absl::Status Daemon::StartJobs(const std::vector<std::string>& devices,
+                               std::vector<std::string>* warnings) {
+  const DaemonConfig& c = config_;
   // The attach lane (issue 37) queues beside the devices and holds none of them.
   std::vector<std::string> lanes = devices;
-  if (d->attach_) lanes.push_back(kAttachLane);
-  d->jobs_ = std::make_unique<JobManager>(d->store_.get(), d->routing_.get(), lanes, c.limits,
-                                          c.retention);
-  if (auto s = d->jobs_->Recover(warnings); !s.ok()) return s;
-  d->service_ = std::make_unique<ProfilerServiceImpl>(*d->live_, d->auth_.get(), d->jobs_.get(),
-                                                      d->store_.get());
-  if (d->attach_) d->service_->set_attach(d->attach_.get());
+  if (attach_) lanes.push_back(kAttachLane);
+  jobs_ = std::make_unique<JobManager>(store_.get(), routing_.get(), lanes, c.limits,
+                                       c.retention);
+  if (auto s = jobs_->Recover(warnings); !s.ok()) return s;
+  service_ = std::make_unique<ProfilerServiceImpl>(*live_, auth_.get(), jobs_.get(),
+                                                   store_.get());
+  if (attach_) service_->set_attach(attach_.get());
+  return absl::OkStatus();
+}
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // one daemon per port (ProbeTcpPort)
-  // Connections hold descriptors (issue 23 item 2): one with no RPC in flight is closed after
-  // connection_idle_timeout_s (a connection that sent only the HTTP/2 preface used to stay open
-  // for as long as its peer liked), one stuck in its handshake after handshake_timeout_s.
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-                             static_cast<int>(c.connection_idle_timeout_s * 1000));
-  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
-                             static_cast<int>(c.handshake_timeout_s * 1000));
-  builder.RegisterService(d->service_.get());
-  // Every RPC's status passes the API edge: unparsable requests, path redaction, length cap.
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> edge;
-  edge.push_back(MakeRpcEdgeInterceptors(&d->config_, d->auth_.get()));
-  builder.experimental().SetInterceptorCreators(std::move(edge));
-  // Requests carry inline images; the limit is enforced per field, this bounds the message.
-  builder.SetMaxReceiveMessageSize(
-      static_cast<int>(std::min<int64_t>(c.limits.max_inline_image_bytes + (1 << 20), INT32_MAX)));
+absl::Status Daemon::BindListeners(grpc::ServerBuilder& builder,
+                                   std::vector<std::unique_ptr<int>>& ports) {
+  const DaemonConfig& c = config_;
   std::vector<std::string> unix_paths;
-  std::vector<std::unique_ptr<int>> ports;
   for (const std::string& addr : c.listen) {
     if (absl::StartsWith(addr, "unix:")) {
       unix_paths.push_back(addr.substr(5));
@@ -181,8 +175,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
       // none); TLS connections cannot be handed over, so TLS stays gRPC's listener.
       auto l = OwnListener::BindTcp(addr, hostport);
       if (!l.ok()) return l.status();
-      d->tcp_ports_.push_back((*l)->port());
-      d->own_listeners_.push_back(*std::move(l));
+      tcp_ports_.push_back((*l)->port());
+      own_listeners_.push_back(*std::move(l));
       continue;
     }
     if (auto probe = ProbeTcpPort(addr, hostport); !probe.ok()) return probe;
@@ -194,10 +188,36 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   for (const std::string& path : unix_paths) {
     auto l = OwnListener::Bind(path, c.unix_socket_mode);
     if (!l.ok()) return l.status();
-    d->own_listeners_.push_back(*std::move(l));
+    own_listeners_.push_back(*std::move(l));
   }
-  d->server_ = builder.BuildAndStart();
-  if (d->server_ == nullptr) {
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::StartServer() {
+  const DaemonConfig& c = config_;
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // one daemon per port (ProbeTcpPort)
+  // Connections hold descriptors (issue 23 item 2): one with no RPC in flight is closed after
+  // connection_idle_timeout_s (a connection that sent only the HTTP/2 preface used to stay open
+  // for as long as its peer liked), one stuck in its handshake after handshake_timeout_s.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(c.connection_idle_timeout_s * 1000));
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(c.handshake_timeout_s * 1000));
+  builder.RegisterService(service_.get());
+  // Every RPC's status passes the API edge: unparsable requests, path redaction, length cap.
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> edge;
+  edge.push_back(MakeRpcEdgeInterceptors(&config_, auth_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(edge));
+  // Requests carry inline images; the limit is enforced per field, this bounds the message.
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<int64_t>(c.limits.max_inline_image_bytes + (1 << 20), INT32_MAX)));
+  std::vector<std::unique_ptr<int>> ports;
+  if (absl::Status s = BindListeners(builder, ports); !s.ok()) return s;
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr) {
     return absl::AlreadyExistsError(
         "the gRPC server did not start: an address in `listen` is in use or cannot be bound");
   }
@@ -205,22 +225,27 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
     if (*p == 0) {
       return absl::AlreadyExistsError("a TCP listen address could not be bound (in use?)");
     }
-    d->tcp_ports_.push_back(*p);
+    tcp_ports_.push_back(*p);
   }
+  return absl::OkStatus();
+}
+
+void Daemon::StartServing() {
+  const DaemonConfig& c = config_;
   rlimit files{};
   const int64_t fd_limit =
       ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
           ? static_cast<int64_t>(files.rlim_cur)
           : 0;
-  d->gate_ = std::make_unique<ConnectionGate>(
+  gate_ = std::make_unique<ConnectionGate>(
       ConnectionCaps{c.max_connections, c.max_connections_per_peer, c.reserved_descriptors,
                      c.handshake_timeout_s},
       fd_limit);  // Reload sets new caps
-  for (auto& l : d->own_listeners_) l->Serve(d->server_.get(), d->auth_.get(), d->gate_.get());
-  d->server_->GetHealthCheckService()->SetServingStatus(true);
+  for (auto& l : own_listeners_) l->Serve(server_.get(), auth_.get(), gate_.get());
+  server_->GetHealthCheckService()->SetServingStatus(true);
   // A job state that cannot be made durable (a full state filesystem) takes the daemon out of
   // service: health says NOT_SERVING and the log says why, until the store takes writes again.
-  d->jobs_->SetStoreListener([raw = d.get()](bool ok, const std::string& why) {
+  jobs_->SetStoreListener([raw = this](bool ok, const std::string& why) {
     std::cerr << (ok ? "libreyolod: the state store takes writes again; accepting jobs again "
                        "(it had failed: "
                      : "libreyolod: cannot record job state durably; accepting and starting no "
@@ -228,10 +253,27 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
               << why << ")" << std::endl;
     if (raw->jobs_->accepting()) raw->server_->GetHealthCheckService()->SetServingStatus(ok);
   });
-  d->jobs_->Start();
-  d->metrics_thread_ = std::thread([raw = d.get()] {
+  jobs_->Start();
+  metrics_thread_ = std::thread([raw = this] {
     RunGuarded("metrics textfile", kMetricsThreadAction, [raw] { raw->MetricsLoop(); });
   });
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
+                                                      std::vector<std::string>* warnings,
+                                                      const std::string& worker_name) {
+  std::unique_ptr<Daemon> d(new Daemon());
+  d->config_ = std::move(config);
+  // Dataset names resolve in the daemon's datasets directory (the engine reads this variable).
+  ::setenv("LIBREYOLO_DATASETS", d->config_.datasets_dir.c_str(), 1);
+  if (absl::Status s = d->OpenStore(); !s.ok()) return s;
+  if (absl::Status s = d->LoadAuth(warnings); !s.ok()) return s;
+  absl::StatusOr<std::vector<std::string>> devices = d->StartEngine(warnings, worker_name);
+  if (!devices.ok()) return devices.status();
+  if (absl::Status s = d->StartRunners(warnings); !s.ok()) return s;
+  if (absl::Status s = d->StartJobs(*devices, warnings); !s.ok()) return s;
+  if (absl::Status s = d->StartServer(); !s.ok()) return s;
+  d->StartServing();
   return d;
 }
 

@@ -17,6 +17,7 @@
 
 namespace grpc {
 class Server;
+class ServerBuilder;
 }
 
 namespace libreyolo::daemon {
@@ -75,6 +76,23 @@ class Daemon {
   // The job runners behind the queue (routing_ sends each job to its own): the attach
   // endpoint and its runner when the config serves one, the Python LibreYOLO's runner.
   absl::Status StartRunners(std::vector<std::string>* warnings);
+  // Start's other stages, in order (the runners come between the engine and the jobs):
+  // the store and its directories' locks; the tokens and the live configuration; the engine's
+  // worker processes (returns the devices served); the job manager (recovering the store's
+  // jobs) and the service; the gRPC server and every listener; then serving: the connection
+  // gate, health, the store listener, the job manager's thread, the metrics thread.
+  absl::Status OpenStore();
+  absl::Status LoadAuth(std::vector<std::string>* warnings);
+  absl::StatusOr<std::vector<std::string>> StartEngine(std::vector<std::string>* warnings,
+                                                       const std::string& worker_name);
+  absl::Status StartJobs(const std::vector<std::string>& devices,
+                         std::vector<std::string>* warnings);
+  absl::Status StartServer();
+  // The listen addresses: plaintext TCP and Unix sockets on our own listeners, TLS on gRPC's
+  // (`ports` receives where gRPC will write each one's port).
+  absl::Status BindListeners(grpc::ServerBuilder& builder,
+                             std::vector<std::unique_ptr<int>>& ports);
+  void StartServing();
 
   DaemonConfig config_;
   std::unique_ptr<LiveConfig> live_;  // what RPCs and jobs read; Reload swaps it

@@ -112,6 +112,144 @@ std::string AddRanksToProfile(const v1::Job& job, const std::vector<std::string>
   return "";
 }
 
+// RunRanks' stages: the gang's shape; every rank's worker; the rendezvous; the ranks run on
+// their threads, supervised together (RunGang); the cause of a failure (GangCauseRank) made
+// the job's error (GangFailure); else the cross-rank analysis, every rank's files published
+// and the run's headline numbers (SetRunHeadline).
+
+// This daemon's ranks: all of the run's on one host; across hosts, node_rank's part of it
+// (global ranks first .. first + n - 1).
+struct GangShape {
+  int n = 0;      // this daemon's ranks
+  int first = 0;  // the global rank of its rank 0
+  int world = 0;  // the run's ranks
+};
+
+GangShape GangShapeOf(const v1::Job& job) {
+  return GangShape{job.devices_size(), job.world().first_rank(),
+                   static_cast<int>(jobspec::JobWorldSize(job))};
+}
+
+std::string RankName(const v1::Job& job, const GangShape& g, int r) {
+  return absl::StrCat("rank ", g.first + r, " of ", g.world, " (", job.devices(r), ")");
+}
+
+// Where the ranks meet.
+struct RankRendezvous {
+  bool across_hosts = false;
+  std::string master_addr;
+  int port = 0;
+  std::string group;
+};
+
+// One host: a rendezvous on the loopback, at a port free now (rank 0 listens on 127.0.0.1
+// only). Across hosts: the one the scheduler gave (node 0's rank 0 serves it, on that address
+// only: data_parallel.cc, ListenForRendezvous).
+absl::StatusOr<RankRendezvous> RendezvousOf(const v1::Job& job) {
+  const v1::Rendezvous& rdv = job.request().run().data_parallel().rendezvous();
+  RankRendezvous out;
+  out.across_hosts = jobspec::AcrossHosts(job.request().run().data_parallel());
+  out.master_addr = out.across_hosts ? rdv.master_addr() : "127.0.0.1";
+  absl::StatusOr<int> port =
+      out.across_hosts ? absl::StatusOr<int>(rdv.master_port()) : FreeLoopbackPort();
+  if (!port.ok()) return port.status();
+  out.port = *port;
+  out.group = out.across_hosts ? jobspec::GroupId(rdv) : job.id();
+  return out;
+}
+
+// Rank r's run on its worker, placed in the gang.
+using RankJob = std::function<EngineWorker::JobEnd(int r, const wv1::RankPlacement& placement)>;
+
+// Every rank on its own thread until all have ended. The job's cancel goes to every rank; so
+// does the first failure (the others would wait for it at their next collective until the
+// dist timeout).
+void RunGang(std::vector<RankRun>& runs, const GangShape& g, const RankRendezvous& rdv,
+             const std::string& job_id, const RankJob& run_rank,
+             const engine::CancelToken& cancel) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t ended = 0;
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(g.n));
+  for (int r = 0; r < g.n; ++r) {
+    threads.emplace_back([&, r] {
+      wv1::RankPlacement placement;
+      placement.set_rank(g.first + r);
+      placement.set_world_size(g.world);
+      placement.set_master_addr(rdv.master_addr);
+      placement.set_master_port(rdv.port);
+      placement.set_group_id(rdv.group);
+      EngineWorker::JobEnd end =
+          RunRankGuarded(g.first + r, job_id, [&] { return run_rank(r, placement); });
+      std::lock_guard<std::mutex> lock(mu);
+      RankRun& run = runs[static_cast<size_t>(r)];
+      run.end = std::move(end);
+      run.finished = ended++;
+      cv.notify_all();
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    while (ended < g.n) {
+      cv.wait_for(lock, std::chrono::milliseconds(100));
+      bool stop = cancel.cancelled.load();
+      for (const RankRun& run : runs) stop |= run.finished >= 0 && !Succeeded(run.end);
+      if (stop) {
+        for (RankRun& run : runs) run.cancel.cancelled = true;
+      }
+    }
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+// The failed job's status from its cause rank's: cancelled when its caller cancelled it, else
+// the cause's reason under the rank's name.
+absl::Status GangFailure(const v1::Job& job, const GangShape& g, int cause_rank,
+                         const absl::Status& cause, std::string cause_note,
+                         const engine::CancelToken& cancel, RunOutcome* out) {
+  if (cancel.cancelled.load()) {
+    out->cancel_note = std::move(cause_note);
+    return absl::CancelledError(absl::StrCat("cancelled while running ", g.n, " ranks"));
+  }
+  // The engine already names the rank in its own errors ("rank 1 of 2: ...").
+  const std::string said = absl::StrCat("rank ", g.first + cause_rank, " of ", g.world, ": ");
+  std::string message(cause.message());
+  if (absl::StartsWith(message, said)) message = message.substr(said.size());
+  if (cause.code() == absl::StatusCode::kCancelled) {
+    // Not the caller's cancel: the gang's, after a peer failed waiting for this rank, which
+    // was stopped and could not stop when asked. It failed the job.
+    return absl::InternalError(absl::StrCat(
+        RankName(job, g, cause_rank), ": ", message, "; the other ranks' collectives timed out ",
+        "waiting for it (--dist-timeout); the daemon starts a fresh worker for the next job"));
+  }
+  return absl::Status(cause.code(), absl::StrCat(RankName(job, g, cause_rank), ": ", message));
+}
+
+// The cross-rank analysis in rank 0's profile.json, or the log line that says why not.
+void AddRanksOrLogWhyNot(const v1::Job& job, const std::vector<EngineWorker::JobEnd>& ends) {
+  std::vector<std::string> dirs;
+  for (const EngineWorker::JobEnd& end : ends) dirs.push_back(end.done->job_dir());
+  if (const std::string why = AddRanksToProfile(job, dirs); !why.empty()) {
+    std::cerr << "libreyolod: job " << job.id() << ": no cross-rank analysis in its "
+              << kProfileFileName << ": " << why << std::endl;
+  }
+}
+
+// The job's headline numbers are the run's, not rank 0's: every rank trains its own batch, so
+// the throughput is their sum (DDP's global img/s), and a synchronous step lasts as long as
+// the slowest rank's. Across hosts: this host's ranks'.
+void SetRunHeadline(const std::vector<EngineWorker::JobEnd>& ends, RunOutcome* out) {
+  out->step_ms = 0;
+  out->img_per_s = 0;
+  for (const EngineWorker::JobEnd& end : ends) {
+    const wv1::Done& d = *end.done;
+    out->step_ms = std::max(out->step_ms, d.step_ms());
+    out->img_per_s += d.img_per_s();
+  }
+  out->bound = ends[0].done->bound();
+}
+
 }  // namespace
 
 int GangCauseRank(const std::vector<EngineWorker::JobEnd>& ends,
@@ -136,14 +274,8 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
                                     const std::string& scratch, const DaemonConfig& config,
                                     const std::function<void(const RunProgress&)>& progress,
                                     const engine::CancelToken& cancel, RunOutcome* out) {
-  // This daemon's ranks: all of the run's on one host; across hosts, node_rank's part of it
-  // (global ranks first_rank .. first_rank + n - 1).
-  const int n = job.devices_size();
-  const int first = job.world().first_rank();
-  const int world = static_cast<int>(jobspec::JobWorldSize(job));
-  auto rank_name = [&](int r) {
-    return absl::StrCat("rank ", first + r, " of ", world, " (", job.devices(r), ")");
-  };
+  const GangShape g = GangShapeOf(job);
+  const int n = g.n;
   std::vector<RankRun> runs(static_cast<size_t>(n));
   auto at = [&](int r) -> RankRun& { return runs[static_cast<size_t>(r)]; };
   // Every rank's worker, started from this thread (a device's job thread, which lives as long
@@ -152,60 +284,20 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
     absl::StatusOr<EngineWorker*> w = EnsureWorker(job.devices(r));
     if (!w.ok()) {
       return absl::Status(w.status().code(),
-                          absl::StrCat(rank_name(r), ": ", w.status().message()));
+                          absl::StrCat(RankName(job, g, r), ": ", w.status().message()));
     }
     at(r).worker = *w;
     at(r).pid = (*w)->pid();
   }
-  // One host: a rendezvous on the loopback, at a port free now (rank 0 listens on 127.0.0.1
-  // only). Across hosts: the one the scheduler gave (node 0's rank 0 serves it, on that address
-  // only: data_parallel.cc, ListenForRendezvous).
-  const v1::Rendezvous& rdv = job.request().run().data_parallel().rendezvous();
-  const bool hosts = jobspec::AcrossHosts(job.request().run().data_parallel());
-  const std::string master_addr = hosts ? rdv.master_addr() : "127.0.0.1";
-  absl::StatusOr<int> port = hosts ? absl::StatusOr<int>(rdv.master_port()) : FreeLoopbackPort();
-  if (!port.ok()) return port.status();
-  const std::string group = hosts ? jobspec::GroupId(rdv) : job.id();
+  const absl::StatusOr<RankRendezvous> rdv = RendezvousOf(job);
+  if (!rdv.ok()) return rdv.status();
   const EngineWorker::Supervision watch = Watch(job, config);
   // Rank 0's progress is the job's (every rank runs the same steps).
   const std::function<void(const RunProgress&)> none;
-  std::mutex mu;
-  std::condition_variable cv;
-  int64_t ended = 0;
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      wv1::RankPlacement placement;
-      placement.set_rank(first + r);
-      placement.set_world_size(world);
-      placement.set_master_addr(master_addr);
-      placement.set_master_port(*port);
-      placement.set_group_id(group);
-      EngineWorker::JobEnd end = RunRankGuarded(first + r, resolved.id(), [&] {
-        return at(r).worker->RunJob(resolved, scratch, r == 0 ? progress : none, at(r).cancel,
-                                    watch, placement);
-      });
-      std::lock_guard<std::mutex> lock(mu);
-      at(r).end = std::move(end);
-      at(r).finished = ended++;
-      cv.notify_all();
-    });
-  }
-  {
-    // The job's cancel goes to every rank; so does the first failure (the others would wait
-    // for it at their next collective until the dist timeout).
-    std::unique_lock<std::mutex> lock(mu);
-    while (ended < n) {
-      cv.wait_for(lock, std::chrono::milliseconds(100));
-      bool stop = cancel.cancelled.load();
-      for (const RankRun& run : runs) stop |= run.finished >= 0 && !Succeeded(run.end);
-      if (stop) {
-        for (RankRun& run : runs) run.cancel.cancelled = true;
-      }
-    }
-  }
-  for (std::thread& t : threads) t.join();
+  RunGang(runs, g, *rdv, resolved.id(), [&](int r, const wv1::RankPlacement& placement) {
+    return at(r).worker->RunJob(resolved, scratch, r == 0 ? progress : none, at(r).cancel, watch,
+                                placement);
+  }, cancel);
 
   // The job's outcome (GangCauseRank); a job cancelled by its caller is cancelled. The ranks'
   // ends move here (each holds its Done, results included).
@@ -229,32 +321,10 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
     cause_note = std::move(note);
   }
   if (cause_rank >= 0) {
-    if (cancel.cancelled.load()) {
-      out->cancel_note = cause_note;
-      return absl::CancelledError(absl::StrCat("cancelled while running ", n, " ranks"));
-    }
-    // The engine already names the rank in its own errors ("rank 1 of 2: ...").
-    const std::string said = absl::StrCat("rank ", first + cause_rank, " of ", world, ": ");
-    std::string message(cause.message());
-    if (absl::StartsWith(message, said)) message = message.substr(said.size());
-    if (cause.code() == absl::StatusCode::kCancelled) {
-      // Not the caller's cancel: the gang's, after a peer failed waiting for this rank, which
-      // was stopped and could not stop when asked. It failed the job.
-      return absl::InternalError(absl::StrCat(
-          rank_name(cause_rank), ": ", message, "; the other ranks' collectives timed out ",
-          "waiting for it (--dist-timeout); the daemon starts a fresh worker for the next job"));
-    }
-    return absl::Status(cause.code(), absl::StrCat(rank_name(cause_rank), ": ", message));
+    return GangFailure(job, g, cause_rank, cause, std::move(cause_note), cancel, out);
   }
-  if (!hosts) {
-    // Across hosts this daemon holds its own ranks only: `summary` of the gathered folder.
-    std::vector<std::string> dirs;
-    for (const EngineWorker::JobEnd& end : ends) dirs.push_back(end.done->job_dir());
-    if (const std::string why = AddRanksToProfile(job, dirs); !why.empty()) {
-      std::cerr << "libreyolod: job " << job.id() << ": no cross-rank analysis in its "
-                << kProfileFileName << ": " << why << std::endl;
-    }
-  }
+  // Across hosts this daemon holds its own ranks only: `summary` of the gathered folder.
+  if (!rdv->across_hosts) AddRanksOrLogWhyNot(job, ends);
   for (int r = 0; r < n; ++r) {
     if (absl::Status s = Publish(job, end_of(r).done->job_dir(), scratch, RankArtifactName(r, ""),
                                  config, r == 0 ? progress : none, out);
@@ -262,17 +332,7 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
       return s;
     }
   }
-  // The job's headline numbers are the run's, not rank 0's: every rank trains its own batch, so
-  // the throughput is their sum (DDP's global img/s), and a synchronous step lasts as long as
-  // the slowest rank's. Across hosts: this host's ranks'.
-  out->step_ms = 0;
-  out->img_per_s = 0;
-  for (int r = 0; r < n; ++r) {
-    const wv1::Done& d = *end_of(r).done;
-    out->step_ms = std::max(out->step_ms, d.step_ms());
-    out->img_per_s += d.img_per_s();
-  }
-  out->bound = ends[0].done->bound();
+  SetRunHeadline(ends, out);
   return absl::OkStatus();
 }
 
