@@ -10,6 +10,7 @@
 #include "common/analysis/repeat_trials.h"
 #include "common/analysis/trust.h"
 #include "common/json/json_read.h"
+#include "common/profile/metric_id.h"
 #include "common/profile/metric_table.h"
 #include "rapidjson/document.h"
 
@@ -27,8 +28,8 @@ OptDouble Round3(OptDouble x) {
   return std::nearbyint(*x * 1000.0) / 1000.0;
 }
 
-OptDouble Table(const char* name, const Profile& p) {
-  return MetricValueOf(*FindMetric(name), p).AsDouble();
+OptDouble Table(MetricId id, const Profile& p) {
+  return MetricValueOf(MetricDefOf(id), p).AsDouble();
 }
 
 }  // namespace
@@ -42,9 +43,9 @@ PythonCompareBlocks PythonCompareOf(const Profile& a, const Profile& b) {
     r.img_per_s_std[i] = p.repeat.img_per_s_std;
     r.img_per_s_n[i] = p.repeat.img_per_s_n.value_or(1);
     r.ms_per_image[i] = Round3(MsPerImage(p));
-    r.gpu_util[i] = Table("gpu_util", p);
-    r.host_overhead_ms_per_step[i] = Table("host_overhead_ms", p);
-    r.launches_per_step[i] = Table("launches_per_step", p);
+    r.gpu_util[i] = Table(MetricId::kGpuUtil, p);
+    r.host_overhead_ms_per_step[i] = Table(MetricId::kHostOverheadMs, p);
+    r.launches_per_step[i] = Table(MetricId::kLaunchesPerStep, p);
   }
   if (!r.img_per_s[0] || !r.img_per_s[1]) {
     r.significance = "img/s unavailable";
@@ -102,12 +103,14 @@ CompareResult Compare(const Profile& a, const Profile& b, const std::string& bef
   CompareResult r;
   r.before_label = before_label;
   r.after_label = after_label;
-  r.deltas = {{"img_per_s", "img/s", true, a.img_per_s, b.img_per_s},
+  const MetricDef& img_per_s = MetricDefOf(MetricId::kImgPerS);
+  r.deltas = {{std::string(img_per_s.name), std::string(img_per_s.unit), true, a.img_per_s,
+               b.img_per_s},
               {"ms_per_image", "ms", false, MsPerImage(a), MsPerImage(b)}};
   // Every metric the table says compare judges, by its profile.json key; n/a stays n/a (a CPU
   // job's GPU metrics are null on both sides, never "worse").
   for (const MetricDef& d : MetricTable()) {
-    if (d.better == MetricBetter::kNone || d.name == "img_per_s") continue;
+    if (d.better == MetricBetter::kNone || d.name == img_per_s.name) continue;
     const OptDouble before = MetricValueOf(d, a).AsDouble(), after = MetricValueOf(d, b).AsDouble();
     // Nothing to judge: absent on both sides, or 0 on both (no communication in either run).
     if (!before && !after) continue;

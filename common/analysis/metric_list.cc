@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "common/profile/metric_id.h"
 #include "common/profile/metric_table.h"
 
 namespace libreyolo {
@@ -86,7 +87,7 @@ std::vector<MetricValue> FlatMetrics(const Profile& p) {
   }
   // A repeat profile: every aggregated scalar's sample std over the trials.
   for (const auto& [name, stat] : p.repeat.metrics) {
-    if (name == "img_per_s") continue;  // img_per_s_std above
+    if (name == MetricName(MetricId::kImgPerS)) continue;  // img_per_s_std above
     // No spread for a metric that does not apply (a CPU job's GPU metrics).
     if (const MetricDef* d = FindMetric(name); d != nullptr && MetricValueOf(*d, p).is_null()) {
       continue;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/analysis/latency_stats.h"
+#include "common/profile/metric_id.h"
 #include "common/profile/metric_table.h"
 
 namespace libreyolo {
@@ -41,6 +42,9 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
   const bool repeat = trials.size() >= 2;
   const double b = static_cast<double>(batch);
   p.repeat = RepeatInfo{};
+  // A table metric's key in the repeat's stats: its `get` name.
+  auto key = [](MetricId id) { return std::string(MetricName(id)); };
+  auto stat_of = [&](MetricId id) -> TrialStat& { return p.repeat.metrics[key(id)]; };
   // Records metric `name` (a `get` name) over the trials and returns its mean.
   auto record = [&](const std::string& name,
                     const std::function<double(const TrialMeasurement&)>& of) {
@@ -55,7 +59,8 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
     return mean;
   };
 
-  const double step = record("step_ms", [](const TrialMeasurement& t) { return t.step_ms; });
+  const double step =
+      record(key(MetricId::kStepMs), [](const TrialMeasurement& t) { return t.step_ms; });
   p.step_ms = step;
   // The arithmetic mean of the trials' img/s and its population standard deviation, as the
   // Python LibreYOLO defines them (statistics.fmean, pstdev). One trial: batch × 1000 / step.
@@ -67,7 +72,7 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
     p.repeat.img_per_s_n = static_cast<int64_t>(trials.size());
     p.repeat.img_per_s_std = PopulationStd(trial_img_per_s);
     p.repeat.img_per_s_trials = trial_img_per_s;
-    p.repeat.metrics["img_per_s"] =
+    stat_of(MetricId::kImgPerS) =
         TrialStat{*p.img_per_s, *p.repeat.img_per_s_std, *p.repeat.img_per_s_n, trial_img_per_s};
   }
 
@@ -75,31 +80,33 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
   const bool training = trials.front().dataload_ms.has_value();
   double dataload = 0;
   if (training) {
-    dataload = record("dataload_ms", [](const TrialMeasurement& t) { return *t.dataload_ms; });
+    dataload = record(key(MetricId::kDataloadMs),
+                      [](const TrialMeasurement& t) { return *t.dataload_ms; });
     p.dataload_ms = dataload;
     p.dataload_frac = dataload / step;
     if (repeat) {
-      record("dataload_frac", [](const TrialMeasurement& t) { return *t.dataload_ms / t.step_ms; });
-      p.repeat.metrics["dataload_frac"].mean = *p.dataload_frac;  // ratio of the means
+      record(key(MetricId::kDataloadFrac),
+             [](const TrialMeasurement& t) { return *t.dataload_ms / t.step_ms; });
+      stat_of(MetricId::kDataloadFrac).mean = *p.dataload_frac;  // ratio of the means
     }
   }
   // The residual uses the same (unprofiled) step as the headline; gpu_busy is the profiled
   // window's, the only place kernels were seen.
   p.host_overhead_residual_ms_per_step =
-      record("host_overhead_residual_ms", [&](const TrialMeasurement& t) {
+      record(key(MetricId::kHostOverheadResidualMs), [&](const TrialMeasurement& t) {
         return std::max(t.step_ms - busy - t.dataload_ms.value_or(0.0), 0.0);
       });
   if (p.host_overhead_method.value_or("residual") == "residual") {
     p.host_overhead_ms_per_step = p.host_overhead_residual_ms_per_step;
     if (repeat)
-      p.repeat.metrics["host_overhead_ms"] = p.repeat.metrics["host_overhead_residual_ms"];
+      stat_of(MetricId::kHostOverheadMs) = stat_of(MetricId::kHostOverheadResidualMs);
   }
   if (p.flops_per_step.has_value()) {
     const double flops = *p.flops_per_step;
-    record("achieved_tflops",
+    record(key(MetricId::kAchievedTflops),
            [&](const TrialMeasurement& t) { return flops / (t.step_ms / 1000.0) / 1e12; });
     p.achieved_tflops = flops / (step / 1000.0) / 1e12;
-    if (repeat) p.repeat.metrics["achieved_tflops"].mean = *p.achieved_tflops;
+    if (repeat) stat_of(MetricId::kAchievedTflops).mean = *p.achieved_tflops;
   }
 
   if (!trials.front().latency_samples_ms.empty()) {

@@ -2,7 +2,8 @@
 // it, its unit and type, when it does not apply, how compare judges it, its label and its
 // definition. profile.json (write and read), `get`, `summary --json`, `compare`, the report's
 // headline grid and docs/metrics.md's metric table are all driven by it, so a metric is written
-// once: a new metric is one row here.
+// once: a new metric is one row here (metric_table.cc) and one id (metric_id.h); code that
+// means one metric names it by its id, never by its string.
 #ifndef LIBREYOLO_COMMON_PROFILE_METRIC_TABLE_H_
 #define LIBREYOLO_COMMON_PROFILE_METRIC_TABLE_H_
 

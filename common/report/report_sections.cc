@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/analysis/trust.h"
+#include "common/profile/metric_id.h"
 #include "common/profile/metric_table.h"
 #include "common/readers/kernels_view.h"
 #include "common/readers/ops_view.h"
@@ -54,6 +55,17 @@ std::string HeadlineText(const MetricDef& d, const MetricCell& c) {
   return FmtUnit(v, std::string(d.unit) + (per_step ? "/step" : ""), d.precision);
 }
 
+namespace {
+
+// A table metric's cell as the report's grids show it: its name, label and text.
+Metric TableMetric(MetricId id, const Profile& p) {
+  const MetricDef& d = MetricDefOf(id);
+  const MetricCell c = MetricValueOf(d, p);
+  return {std::string(d.name), std::string(d.label), c.AsDouble(), HeadlineText(d, c)};
+}
+
+}  // namespace
+
 std::vector<Metric> HeadlineMetrics(const SummaryView& v) {
   const Profile& p = v.profile;
   const bool infer = p.mode == "inference";
@@ -62,8 +74,8 @@ std::vector<Metric> HeadlineMetrics(const SummaryView& v) {
     if (!d.headline) continue;
     const MetricCell c = MetricValueOf(d, p);
     std::string label(d.label);
-    if (d.name == "step_ms" && infer) label = "latency (mean)";
-    if (d.name == "host_overhead_ms" && p.host_overhead_method && !c.is_null()) {
+    if (d.name == MetricName(MetricId::kStepMs) && infer) label = "latency (mean)";
+    if (d.name == MetricName(MetricId::kHostOverheadMs) && p.host_overhead_method && !c.is_null()) {
       label += " (" + *p.host_overhead_method + ")";
     }
     const std::string_view key = d.object.empty() && !d.field.empty() ? d.field : d.name;
@@ -349,9 +361,7 @@ std::string OpsBody(const Profile& full, const std::string& source) {
 std::string MemoryBody(const ReportInput& in, const SummaryView& sv) {
   const Profile& p = sv.profile;
   std::string s = MetricGrid(
-      {{"peak_vram_mb", "peak VRAM (allocated)", p.peak_vram_mb, FmtUnit(p.peak_vram_mb, "MB", 1)},
-       {"peak_reserved_mb", "peak VRAM (reserved)", p.peak_reserved_mb,
-        FmtUnit(p.peak_reserved_mb, "MB", 1)}});
+      {TableMetric(MetricId::kPeakVramMb, p), TableMetric(MetricId::kPeakReservedMb, p)});
   if (!in.timeline) return s + NotAvailable(absl::StrCat("memory over time: ", in.timeline_note));
   const TraceTimeline& tl = *in.timeline;
   absl::StrAppend(&s, "<h3>device memory</h3>\n",

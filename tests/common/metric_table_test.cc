@@ -14,6 +14,7 @@
 
 #include "common/analysis/compare.h"
 #include "common/analysis/metric_list.h"
+#include "common/profile/metric_id.h"
 #include "common/profile/profile_json.h"
 #include "common/readers/get_view.h"
 #include "common/readers/summary_view.h"
@@ -156,6 +157,28 @@ TEST(MetricTable, SummaryJsonBatchIsAnInteger) {
   ASSERT_TRUE(d["batch"].IsInt64()) << "issue 22: summary --json had \"batch\": \"1\"";
   EXPECT_EQ(d["batch"].GetInt64(), 16);
   EXPECT_STREQ(d["batch_rule"].GetString(), "largest power of two that fits");
+}
+
+// Code names a metric by its id (issue 39 §3); each id is its row, in the table's order, and
+// the ids code uses name the metrics they spell.
+TEST(MetricTable, EachIdIsItsRow) {
+  ASSERT_EQ(MetricTable().size(), kMetricCount);
+  for (size_t i = 0; i < kMetricCount; ++i) {
+    const MetricId id = static_cast<MetricId>(i);
+    EXPECT_EQ(&MetricDefOf(id), &MetricTable()[i]);
+    EXPECT_EQ(MetricName(id), MetricTable()[i].name);
+    EXPECT_EQ(FindMetric(MetricName(id)), &MetricDefOf(id));
+  }
+  EXPECT_EQ(MetricName(MetricId::kImgPerS), "img_per_s");
+  EXPECT_EQ(MetricName(MetricId::kStepMs), "step_ms");
+  EXPECT_EQ(MetricName(MetricId::kDataloadMs), "dataload_ms");
+  EXPECT_EQ(MetricName(MetricId::kDataloadFrac), "dataload_frac");
+  EXPECT_EQ(MetricName(MetricId::kGpuUtil), "gpu_util");
+  EXPECT_EQ(MetricName(MetricId::kHostOverheadMs), "host_overhead_ms");
+  EXPECT_EQ(MetricName(MetricId::kHostOverheadResidualMs), "host_overhead_residual_ms");
+  EXPECT_EQ(MetricName(MetricId::kLaunchesPerStep), "launches_per_step");
+  EXPECT_EQ(MetricName(MetricId::kAchievedTflops), "achieved_tflops");
+  EXPECT_EQ(MetricName(MetricId::kWindowWallMs), "window_wall_ms");
 }
 
 TEST(MetricTable, PerStepCountsFollowThePythonToolsRule) {
