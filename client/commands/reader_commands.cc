@@ -208,7 +208,7 @@ const std::vector<ReaderFlags>& ReaderFlagTable() {
        "Lists GPU kernels with their share of GPU time, ms per step, calls per step, Tensor\n"
        "Core use and category.",
        {kTraceArg},
-       {{"top", "N", "20", "show the first N kernels (0 = all)"},
+       {{"top", "N", absl::StrCat(kDefaultTop), "show the first N kernels (0 = all)"},
         {"category", "C", "",
          "keep categories containing C (gemm, layout, norm, elementwise, "
          "communication, other)"},
@@ -225,7 +225,7 @@ const std::vector<ReaderFlags>& ReaderFlagTable() {
        "calls, memory and FLOPs columns where the profile has them, and the \"Self CPU time\n"
        "total\" footer. This is where host cost shows.",
        {kTraceArg},
-       {{"top", "N", "20", "show the first N ops (0 = all)"},
+       {{"top", "N", absl::StrCat(kDefaultTop), "show the first N ops (0 = all)"},
         {"phase", "P", "", "only ops run in phase P (unknown P exits 2)"},
         {"sort", "KEY", "cpu_time_total", SortKeysText()},
         {"group-by-input-shape", "", "", "one row per (op, input shapes); needs shapes"},

@@ -8,11 +8,12 @@
 
 #include "absl/status/statusor.h"
 #include "common/profile/profile.h"
+#include "common/readers/top_rows.h"
 
 namespace libreyolo {
 
 struct KernelsOptions {
-  int top = 20;  // <= 0: all
+  int top = kDefaultTop;  // <= 0: all
   std::optional<std::string> category;  // substring of the category name
   std::optional<std::string> grep;      // ECMAScript regex over raw and friendly names
   bool tensorcore_only = false;

@@ -8,11 +8,12 @@
 
 #include "absl/status/statusor.h"
 #include "common/profile/profile.h"
+#include "common/readers/top_rows.h"
 
 namespace libreyolo {
 
 struct OpsOptions {
-  int top = 20;  // <= 0: all
+  int top = kDefaultTop;  // <= 0: all
   std::optional<std::string> phase;
   std::string sort = "cpu_time_total";
   bool group_by_input_shape = false;
