@@ -92,7 +92,7 @@ absl::Status ParseKernels(const ParsedArgs& a, ReaderInvocation& inv) {
   o.category = a.Value("category");
   o.grep = a.Value("grep");
   o.tensorcore_only = a.Switch("tensorcore");
-  o.sort = a.ValueOr("sort", "time");
+  o.sort = a.ValueOr("sort", KernelsOptions{}.sort);
   o.phase = a.Value("phase");
   return absl::OkStatus();
 }
@@ -101,7 +101,7 @@ absl::Status ParseOps(const ParsedArgs& a, ReaderInvocation& inv) {
   OpsOptions& o = inv.ops;
   if (auto s = ParseTop(a, &o.top); !s.ok()) return s;
   o.phase = a.Value("phase");
-  o.sort = a.ValueOr("sort", "cpu_time_total");
+  o.sort = a.ValueOr("sort", OpsOptions{}.sort);
   o.group_by_input_shape = a.Switch("group-by-input-shape");
   return absl::OkStatus();
 }
@@ -214,7 +214,7 @@ const std::vector<ReaderFlags>& ReaderFlagTable() {
          "communication, other)"},
         {"grep", "REGEX", "", "keep kernels whose name matches REGEX (case-insensitive)"},
         {"tensorcore", "", "", "keep only Tensor Core kernels"},
-        {"sort", "KEY", "time", "order by time, count or name"},
+        {"sort", "KEY", KernelsOptions{}.sort, "order by time, count or name"},
         {"phase", "P", "", "only kernels launched in phase P (unknown P exits 2)"},
         kRankFlag,
         kJsonFlag},
@@ -227,7 +227,7 @@ const std::vector<ReaderFlags>& ReaderFlagTable() {
        {kTraceArg},
        {{"top", "N", absl::StrCat(kDefaultTop), "show the first N ops (0 = all)"},
         {"phase", "P", "", "only ops run in phase P (unknown P exits 2)"},
-        {"sort", "KEY", "cpu_time_total", SortKeysText()},
+        {"sort", "KEY", OpsOptions{}.sort, SortKeysText()},
         {"group-by-input-shape", "", "", "one row per (op, input shapes); needs shapes"},
         kRankFlag,
         kJsonFlag},
