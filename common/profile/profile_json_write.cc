@@ -4,6 +4,7 @@
 #include "common/analysis/trust.h"
 #include "common/json/json_read.h"
 #include "common/json/json_writer.h"
+#include "common/profile/metric_id.h"
 #include "common/profile/metric_table.h"
 #include "common/profile/profile_json.h"
 #include "rapidjson/document.h"
@@ -126,7 +127,7 @@ void WriteScalarMetrics(JsonWriter& w, const Profile& p) {
     }
   }
   w.Key("memory").BeginObject();
-  WriteMetricCell(w.Key("peak_allocated_mb"), MetricValueOf(*FindMetric("peak_vram_mb"), p));
+  WriteMetricCell(w.Key("peak_allocated_mb"), MetricValueOf(MetricDefOf(MetricId::kPeakVramMb), p));
   WriteObjectCells(w, "memory", p);
   w.EndObject();
   w.Key("window").BeginObject();

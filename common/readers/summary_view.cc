@@ -13,6 +13,7 @@
 #include "common/analysis/trust.h"
 #include "common/json/json_read.h"
 #include "common/json/json_writer.h"
+#include "common/profile/metric_id.h"
 #include "common/profile/metric_table.h"
 #include "common/readers/ranks_view.h"
 #include "common/render/text_table.h"
@@ -143,8 +144,9 @@ std::string Sd(const Profile& p, const std::string& metric, int precision = 2) {
 }
 
 // "x ± sd unit (n=N trials)" or "x unit".
-std::string ValueSd(const Profile& p, const std::string& metric, OptDouble v,
-                    const std::string& unit, int precision = 2) {
+std::string ValueSd(const Profile& p, MetricId id, OptDouble v, const std::string& unit,
+                    int precision = 2) {
+  const std::string metric(MetricName(id));
   const std::string sd = Sd(p, metric, precision);
   if (sd.empty() || !v.has_value()) return FmtUnit(v, unit, precision);
   auto it = p.repeat.metrics.find(metric);
@@ -416,7 +418,7 @@ void AppendStepTimeLines(std::string& out, const Profile& p, bool windowed) {
   } else {
     // Say what the file says of how the step was timed, or nothing (StepTimingOf).
     Line(out, p.mode == "inference" ? "latency (mean)" : "step time",
-         absl::StrCat(ValueSd(p, "step_ms", p.step_ms, "ms"),
+         absl::StrCat(ValueSd(p, MetricId::kStepMs, p.step_ms, "ms"),
                       StepTimingOf(p) == StepTiming::kUnprofiled
                           ? "  (measured without the profiler)"
                           : (windowed ? "  (no steps marked in the window)" : "")));
@@ -427,7 +429,7 @@ void AppendStepTimeLines(std::string& out, const Profile& p, bool windowed) {
     }
   }
   Line(out, "throughput",
-       p.img_per_s ? ValueSd(p, "img_per_s", p.img_per_s, "img/s")
+       p.img_per_s ? ValueSd(p, MetricId::kImgPerS, p.img_per_s, "img/s")
                    : "n/a (batch size not recorded in a trace)");
 }
 
@@ -512,7 +514,7 @@ void AppendGpuLines(std::string& out, const Profile& p, const PerUnit& u) {
                                                         FmtUnit(p.peak_reserved_mb, "MB", 1), ")")
                                          : "")
                       : "n/a");
-  std::string host = ValueSd(p, "host_overhead_ms", p.host_overhead_ms_per_step, ms_per);
+  std::string host = ValueSd(p, MetricId::kHostOverheadMs, p.host_overhead_ms_per_step, ms_per);
   if (p.host_overhead_method == "measured") {
     absl::StrAppend(&host, " measured (GPU idle waiting for launches); CUDA API ",
                     FmtUnit(p.host_api_ms_per_step, ms_per), ", launch calls ",
@@ -696,7 +698,7 @@ std::string RenderSummaryJson(const SummaryView& v) {
   w.EndArray();
   // Every scalar metric, by its profile.json key (metric_table.h), null where it does not apply.
   for (const MetricDef& d : MetricTable()) {
-    if (d.name == "bound") continue;  // above, with its reason
+    if (d.name == MetricName(MetricId::kBound)) continue;  // above, with its reason
     const std::string_view key = d.object.empty() && !d.field.empty() ? d.field : d.name;
     WriteMetricValue(w.Key(key), MetricValueFromCell(d, MetricValueOf(d, p)));
   }
