@@ -4,13 +4,16 @@
 // task_exports.py, the engine_task_exports fixture) and run by our TorchScriptModel against its
 // own TorchScript backend on the same file and image:
 //   - our input tensor against the blob the backend fed the module (the classification eval
-//     transform with Pillow's bicubic filter, the dense tasks' cv2 stretch): equal to 1e-6;
+//     transform with Pillow's bicubic filter, the dense tasks' cv2 stretch): equal to 1e-6
+//     (1e-4 for the float bicubic of MiDaS / Depth Anything: OpenCV 4.6 against cv2 5.0);
 //   - the backend's raw outputs through our decode against its result: the same probabilities
-//     (1e-6) and top-5, the same class map, the same depth map (1e-5 of its range);
-//   - our forward end to end: the same top-5 (the reference's top-5 margin is checked to be far
-//     above the forward's float differences); class-map pixels differ only where the backend's own
-//     two best upsampled logits are within 1e-3 (a tie the forward's ~1e-5 float differences may
-//     flip); the depth map within 1e-4 of its range;
+//     and top-5, the same class map, the same depth map (1e-5 of its largest value), the same
+//     persons and keypoints (1e-3 px);
+//   - our forward end to end: the same top-5 (where a random net's probabilities are a near tie,
+//     each rank's probability equals the backend's at that rank within 1e-6); class-map pixels
+//     differ only where the backend's own two best upsampled logits are within 1e-3 (a tie the
+//     forward's ~1e-5 float differences may flip); the depth map within 1e-4 of its largest
+//     value; persons and keypoints within 0.05 px, scores 1e-4;
 //   - the job (`profile infer`): profile.json's `model` names family, task, size, classes and
 //     export size; preprocess and forward are timed; postprocess is timed where the task is
 //     decoded and null (with config.postprocess_skipped saying why) where not.
@@ -152,14 +155,21 @@ class TaskExport : public ::testing::TestWithParam<std::string> {
     const torch::Tensor want = ReadNpy(base_ + ".result.npy");
     switch (task().task) {
       case ExportTask::kClassify: {
+        // A random net's probabilities may be near-uniform (MobileNetV4-S: the top-5 within
+        // 1.5e-6): a rank is the backend's when its class's probability is the backend's k-th
+        // within `tol`, and the same class wherever the backend's own margins exceed 2 x tol.
         const rapidjson::Value& top5 = reference_["top5"];
         ASSERT_EQ(got.classes.size(0), 5);
-        ASSERT_GT(reference_["top5_margin"].GetDouble(), 1e-5)
-            << "the reference's top-5 is a near tie: pick another seed";
+        const double tol = ours_forward ? 1e-6 : 1e-7;
+        const bool distinct = reference_["top5_margin"].GetDouble() > 2 * tol;
         for (rapidjson::SizeType k = 0; k < top5.Size(); ++k) {
-          EXPECT_EQ(got.classes[k].item<int64_t>(), top5[k].GetInt64()) << "top-" << k + 1;
-          EXPECT_NEAR(got.scores[k].item<float>(), want[top5[k].GetInt64()].item<float>(),
-                      ours_forward ? 1e-5 : 1e-6);
+          const int64_t c = got.classes[k].item<int64_t>();
+          EXPECT_NEAR(want[c].item<float>(), want[top5[k].GetInt64()].item<float>(), tol)
+              << "top-" << k + 1 << ": class " << c << ", the backend's " << top5[k].GetInt64();
+          if (distinct) {
+            EXPECT_EQ(c, top5[k].GetInt64()) << "top-" << k + 1;
+          }
+          EXPECT_NEAR(got.scores[k].item<float>(), want[c].item<float>(), tol);
         }
         break;
       }
@@ -189,12 +199,16 @@ class TaskExport : public ::testing::TestWithParam<std::string> {
       }
       case ExportTask::kDepth: {
         ASSERT_EQ(got.map.sizes(), want.sizes());
-        const double range = (want.max() - want.min()).item<double>();
+        // Relative to the map's largest value: the backend's own outputs decode to its map within
+        // float rounding; our forward adds its float differences (and, for the bicubic families,
+        // those of the input: Depth Anything-S 3.2e-7 of 0.064).
+        const double scale = want.abs().max().item<double>();
         const double diff = (got.map - want).abs().max().item<double>();
-        EXPECT_LE(diff, (ours_forward ? 1e-4 : 1e-5) * std::max(range, 1e-6))
-            << "depth range " << range;
+        EXPECT_LE(diff, (ours_forward ? 1e-4 : 1e-5) * std::max(scale, 1e-6))
+            << "depth values up to " << scale;
         if (ours_forward) {
-          std::cout << GetParam() << ": depth max diff " << diff << " (range " << range << ")\n";
+          std::cout << GetParam() << ": depth max diff " << diff << " (values up to " << scale
+                    << ")\n";
         }
         break;
       }
@@ -252,7 +266,11 @@ TEST_P(TaskExport, RunsAsThePythonBackendDoes) {
     SCOPED_TRACE("our input against the backend's blob");
     const torch::Tensor want = ReadNpy(base_ + ".input.npy");
     ASSERT_EQ(input->sizes(), want.sizes());
-    EXPECT_LE((*input - want).abs().max().item<double>(), 1e-6);
+    // Bicubic on the float image (MiDaS, Depth Anything) is OpenCV's: the engine's (4.6) and the
+    // Python tool's cv2 (5.0) differ there by up to 3.7e-5 (Depth Anything-S at 266, in 0..1
+    // units: 1 % of a grey level); every other input is equal.
+    const bool cubic = task().input == TaskInputKind::kStretchCubic;
+    EXPECT_LE((*input - want).abs().max().item<double>(), cubic ? 1e-4 : 1e-6);
   }
   const bool decodes = task().no_postprocess.empty();
   if (decodes) {
