@@ -315,6 +315,24 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
     return absl::UnavailableError("libreyolod is shutting down; submit again after it restarts");
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status s = AdmitLocked(device); !s.ok()) return s;
+  auto same = SameRequestLocked(who, request);
+  if (!same.ok()) return same.status();
+  if (*same != nullptr) return (*same)->job;
+  std::set<std::string> active_users;
+  if (absl::Status s = CheckQueueLimitsLocked(who, device, &active_users); !s.ok()) return s;
+  std::vector<std::string> ranks;  // a data-parallel job's slots
+  if (request.has_run()) {
+    auto placed = PlaceRanksLocked(request.run(), device);
+    if (!placed.ok()) return placed.status();
+    ranks = *std::move(placed);
+  }
+  std::unique_ptr<Entry> e = NewEntryLocked(who, request, device, ranks);
+  if (absl::Status s = PersistNewJobLocked(e->job); !s.ok()) return s;
+  return EnqueueLocked(std::move(e), who, request, active_users).job;
+}
+
+absl::Status JobManager::AdmitLocked(const std::string& device) const {
   if (!store_error_.empty()) {
     return absl::UnavailableError(absl::StrCat(
         "libreyolod accepts no jobs: it could not record a job's state durably (", store_error_,
@@ -342,26 +360,32 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
                                                    " is not served by this daemon (it has: ", known,
                                                    ")", way_out));
   }
-  if (!request.request_id().empty()) {
-    auto it = request_ids_.find(absl::StrCat(who.user, "/", request.request_id()));
-    if (it != request_ids_.end()) {
-      const Entry& existing = *jobs_.at(it->second);
-      v1::SubmitJobRequest a = existing.job.request(), b = request;
-      if (a.SerializeAsString() != b.SerializeAsString()) {
-        return absl::AlreadyExistsError(
-            absl::StrCat("request_id '", Excerpt(request.request_id()), "' was used for job ",
-                         existing.job.id(), " with a different request; use a new request_id"));
-      }
-      return existing.job;
-    }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const JobManager::Entry*> JobManager::SameRequestLocked(
+    const Identity& who, const v1::SubmitJobRequest& request) const {
+  if (request.request_id().empty()) return nullptr;
+  auto it = request_ids_.find(absl::StrCat(who.user, "/", request.request_id()));
+  if (it == request_ids_.end()) return nullptr;
+  const Entry& existing = *jobs_.at(it->second);
+  v1::SubmitJobRequest a = existing.job.request(), b = request;
+  if (a.SerializeAsString() != b.SerializeAsString()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("request_id '", Excerpt(request.request_id()), "' was used for job ",
+                     existing.job.id(), " with a different request; use a new request_id"));
   }
+  return &existing;
+}
+
+absl::Status JobManager::CheckQueueLimitsLocked(const Identity& who, const std::string& device,
+                                                std::set<std::string>* active_users) const {
   int32_t queued_here = 0, users_active = 0;
-  std::set<std::string> active_users;
   for (const auto& [id, e] : jobs_) {
     const v1::JobState s = e->job.state();
     if (s == v1::JOB_STATE_QUEUED && OnDevice(e->job, device)) ++queued_here;
     if (s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RUNNING) {
-      active_users.insert(e->job.owner());
+      active_users->insert(e->job.owner());
       if (e->job.owner() == who.user) ++users_active;
     }
   }
@@ -375,12 +399,12 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
         absl::StrCat(who.user, " already has ", users_active, " queued or running jobs (limit ",
                      "max_jobs_per_user ", limits_.max_jobs_per_user, "); wait or cancel one"));
   }
-  std::vector<std::string> ranks;  // a data-parallel job's slots
-  if (request.has_run()) {
-    auto placed = PlaceRanksLocked(request.run(), device);
-    if (!placed.ok()) return placed.status();
-    ranks = *std::move(placed);
-  }
+  return absl::OkStatus();
+}
+
+std::unique_ptr<JobManager::Entry> JobManager::NewEntryLocked(
+    const Identity& who, const v1::SubmitJobRequest& request, const std::string& device,
+    const std::vector<std::string>& ranks) {
   auto e = std::make_unique<Entry>();
   v1::Job& job = e->job;
   job.set_id(NewJobId());
@@ -402,25 +426,34 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   if (!ranks.empty()) *job.mutable_world() = JobWorldOf(request.run().data_parallel());
   *job.mutable_request() = request;
   job.set_create_time_unix_ms(NowMs());
+  return e;
+}
+
+absl::Status JobManager::PersistNewJobLocked(const v1::Job& job) {
   // Durable before it is accepted: a job the caller was told about must survive a restart. A
   // record that cannot be written (a full state filesystem) refuses the job, and the store has
   // removed its temp file. The record counts the first event, stored next: should that append
   // be lost (or the log be freed by a cancel, below), a restart still numbers on after it.
   v1::Job record = job;
   record.set_last_sequence(1);
-  if (absl::Status s = store_->PutJob(record); !s.ok()) {
-    StoreFailedLocked(s);
-    // The record may be in place without being durable (its directory's fsync failed): the
-    // caller is told the job was not accepted, so it must not come back after a restart.
-    (void)store_->DeleteJob(job.id());
-    const bool full = s.code() == absl::StatusCode::kResourceExhausted ||
-                      s.code() == absl::StatusCode::kOutOfRange;  // ENOSPC, EDQUOT; EFBIG
-    const std::string why = absl::StrCat(
-        "the job was not accepted: libreyolod cannot record it durably (", s.message(), ")");
-    return full ? absl::ResourceExhaustedError(absl::StrCat(
-                      why, "; the state filesystem is full: an admin must free space there"))
-                : absl::InternalError(why);
-  }
+  absl::Status s = store_->PutJob(record);
+  if (s.ok()) return s;
+  StoreFailedLocked(s);
+  // The record may be in place without being durable (its directory's fsync failed): the
+  // caller is told the job was not accepted, so it must not come back after a restart.
+  (void)store_->DeleteJob(job.id());
+  const bool full = s.code() == absl::StatusCode::kResourceExhausted ||
+                    s.code() == absl::StatusCode::kOutOfRange;  // ENOSPC, EDQUOT; EFBIG
+  const std::string why = absl::StrCat(
+      "the job was not accepted: libreyolod cannot record it durably (", s.message(), ")");
+  return full ? absl::ResourceExhaustedError(absl::StrCat(
+                    why, "; the state filesystem is full: an admin must free space there"))
+              : absl::InternalError(why);
+}
+
+const JobManager::Entry& JobManager::EnqueueLocked(std::unique_ptr<Entry> e, const Identity& who,
+                                                   const v1::SubmitJobRequest& request,
+                                                   const std::set<std::string>& active_users) {
   e->submit_order = next_submit_order_++;
   // Fair share counts device time within a busy period: when nobody is waiting or running,
   // the slate is wiped; a user who joins one starts level with the least served of the others
@@ -433,7 +466,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
     usage_ms_[who.user] = std::max(usage_ms_[who.user], floor);
   }
   Entry& ref = *e;
-  const std::string id = job.id();
+  const std::string id = ref.job.id();
   jobs_[id] = std::move(e);
   if (!request.request_id().empty()) {
     request_ids_[absl::StrCat(who.user, "/", request.request_id())] = id;
@@ -444,7 +477,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   RefreshQueuePositionsLocked(&ref);
   AppendEventLocked(ref, "queued", 0, 0, "");
   work_cv_.notify_all();
-  return ref.job;
+  return ref;
 }
 
 absl::StatusOr<v1::Job> JobManager::Get(const Identity& who, const std::string& id) const {

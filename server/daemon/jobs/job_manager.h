@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -172,6 +173,29 @@ class JobManager {
   void RecoverRunTimeLocked(Entry& e, const std::optional<RunClock>& run,
                             std::vector<std::string>* warnings);
   bool Visible(const Identity& who, const v1::Job& job) const;
+  // Submit's steps, in order, under mu_.
+  // Admission: the manager in service, `device` one this daemon serves (the error names them).
+  absl::Status AdmitLocked(const std::string& device) const;
+  // Idempotency by request id: the job an earlier identical request of `who` made (nullptr:
+  // none), or ALREADY_EXISTS when that id came with a different request.
+  absl::StatusOr<const Entry*> SameRequestLocked(const Identity& who,
+                                                 const v1::SubmitJobRequest& request) const;
+  // The queue limits (max_queue_length of `device`, max_jobs_per_user); fills `active_users`,
+  // the users with a queued or running job, for the fair-share level of EnqueueLocked.
+  absl::Status CheckQueueLimitsLocked(const Identity& who, const std::string& device,
+                                      std::set<std::string>* active_users) const;
+  // The new job's record: QUEUED, owned by `who`, on `device` or its data-parallel `ranks`.
+  std::unique_ptr<Entry> NewEntryLocked(const Identity& who, const v1::SubmitJobRequest& request,
+                                        const std::string& device,
+                                        const std::vector<std::string>& ranks);
+  // Writes the new job's record durably; on failure the manager goes out of service and the
+  // job is refused (RESOURCE_EXHAUSTED for a full state filesystem, else INTERNAL).
+  absl::Status PersistNewJobLocked(const v1::Job& job);
+  // Puts the persisted job in the table and its queue (fair share, request id, positions),
+  // stores its first "queued" event and wakes the workers.
+  const Entry& EnqueueLocked(std::unique_ptr<Entry> e, const Identity& who,
+                             const v1::SubmitJobRequest& request,
+                             const std::set<std::string>& active_users);
   // Queued jobs of `device` in the order they will run.
   std::vector<Entry*> QueueOrderLocked(const std::string& device) const;
   // Device time `user` has used, the running jobs' time so far included.
