@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "common/profile/profile.h"
 #include "proto/job_spec/job_defaults.h"
+#include "server/engine/data/image_header.h"
 
 namespace libreyolo::engine {
 
@@ -102,6 +103,9 @@ struct InferJobSpec {
   // Kineto) and save LibTorch's own trace of them here.
   std::string kineto_trace_path;
   JobOutputOptions output;
+  // The most pixels (width x height) decoded from one source image (image_io.h): a daemon's
+  // limits.max_decoded_pixels (worker.proto's RunJob), else the engine's bound.
+  int64_t max_decoded_pixels = kMaxDecodedPixels;
 };
 
 // Progress as the daemon streams it: stage names are stable ("loading model", "warmup",
@@ -191,6 +195,8 @@ struct TrainJobSpec {
   // cross-rank analysis names it (the engine tool's --inject-dataload-delay; never a job
   // option). Recorded as config.injected_dataload_delay_ms when set.
   int64_t inject_dataload_delay_ms = 0;
+  // The most pixels (width x height) decoded from one dataset image (image_io.h), as for infer.
+  int64_t max_decoded_pixels = kMaxDecodedPixels;
 };
 
 // Runs `profile run`: loads the model (the dataset's class count), then `repeat` measured

@@ -63,16 +63,23 @@ void CopySharedFields(const Request& r, const std::string& device, const std::st
   s->project = project;
 }
 
+// A daemon's limits.max_decoded_pixels; 0 (the engine tool, a daemon that sent none): the
+// engine's own bound.
+int64_t DecodedPixelBound(int64_t max_decoded_pixels) {
+  return max_decoded_pixels > 0 ? max_decoded_pixels : engine::kMaxDecodedPixels;
+}
+
 }  // namespace
 
 engine::InferJobSpec ToEngineInferSpec(const v1::InferSpec& request, const std::string& device,
-                                       const std::string& project) {
+                                       const std::string& project, int64_t max_decoded_pixels) {
   v1::InferSpec r = request;
   r.clear_images();  // the daemon wrote them out (job_inputs.h); source names their directory
   jobspec::ApplyDefaults(&r);
   engine::InferJobSpec s;
   CopySharedFields(r, device, project, &s);
   s.source = r.source();  // empty: the sample image
+  s.max_decoded_pixels = DecodedPixelBound(max_decoded_pixels);
   s.half = r.half();
   s.amp_dtype = r.amp_dtype();
   s.runs = r.runs();
@@ -86,12 +93,14 @@ engine::InferJobSpec ToEngineInferSpec(const v1::InferSpec& request, const std::
 
 engine::TrainJobSpec ToEngineTrainSpec(const v1::RunSpec& request, const std::string& device,
                                        const std::string& project,
-                                       const RankPlacement& placement) {
+                                       const RankPlacement& placement,
+                                       int64_t max_decoded_pixels) {
   v1::RunSpec r = request;
   jobspec::ApplyDefaults(&r);
   engine::TrainJobSpec s;
   CopySharedFields(r, device, project, &s);
   s.data = r.data();
+  s.max_decoded_pixels = DecodedPixelBound(max_decoded_pixels);
   s.workers = r.workers();
   s.amp = r.amp();
   s.steps = r.steps();

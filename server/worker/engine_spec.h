@@ -7,6 +7,7 @@
 #ifndef LIBREYOLO_SERVER_WORKER_ENGINE_SPEC_H_
 #define LIBREYOLO_SERVER_WORKER_ENGINE_SPEC_H_
 
+#include <cstdint>
 #include <string>
 
 #include "libreyolo/profiler/v1/profiler.pb.h"
@@ -18,9 +19,12 @@ namespace libreyolo::worker {
 namespace v1 = ::libreyolo::profiler::v1;
 
 // `device` is the job's device: "cpu", "cuda:N" (the daemon's normalised form) or "N" (the
-// CLI's); `project` the directory the engine writes under (<project>/infer/ or <project>/prof/).
+// CLI's); `project` the directory the engine writes under (<project>/infer/ or <project>/prof/);
+// `max_decoded_pixels` the daemon's limits.max_decoded_pixels (worker.proto's RunJob), 0 = the
+// engine's bound (engine::kMaxDecodedPixels; the engine tool's).
 engine::InferJobSpec ToEngineInferSpec(const v1::InferSpec& request, const std::string& device,
-                                       const std::string& project);
+                                       const std::string& project,
+                                       int64_t max_decoded_pixels = 0);
 // Where one rank of a data-parallel run stands: given by the daemon to each of a job's slots
 // (worker.proto's RankPlacement), or by a launcher to the engine tool (torchrun's RANK,
 // WORLD_SIZE, MASTER_ADDR, MASTER_PORT). world_size 1: not distributed.
@@ -34,10 +38,11 @@ struct RankPlacement {
 };
 
 // The run's data_parallel options (backend, buckets, timeouts) with `placement` become the
-// engine's DataParallelSpec.
+// engine's DataParallelSpec. `max_decoded_pixels` as for ToEngineInferSpec.
 engine::TrainJobSpec ToEngineTrainSpec(const v1::RunSpec& request, const std::string& device,
                                        const std::string& project,
-                                       const RankPlacement& placement = {});
+                                       const RankPlacement& placement = {},
+                                       int64_t max_decoded_pixels = 0);
 
 }  // namespace libreyolo::worker
 

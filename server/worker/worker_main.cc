@@ -170,7 +170,8 @@ class Worker {
     try {
       if (request.has_infer()) {
         done.set_job_dir((fs::path(run.project_dir()) / kInferOutputFolder).string());
-        engine::InferJobSpec spec = ToEngineInferSpec(request.infer(), device_, run.project_dir());
+        engine::InferJobSpec spec = ToEngineInferSpec(request.infer(), device_, run.project_dir(),
+                                                      run.max_decoded_pixels());
         spec.output = output;
         result = engine::RunInferJob(spec, progress, &cancel_);
       } else if (request.has_run()) {
@@ -185,7 +186,8 @@ class Worker {
           placement.placed = true;
         }
         engine::TrainJobSpec spec =
-            ToEngineTrainSpec(request.run(), device_, run.project_dir(), placement);
+            ToEngineTrainSpec(request.run(), device_, run.project_dir(), placement,
+                              run.max_decoded_pixels());
         spec.output = output;
         result = engine::RunTrainJob(spec, progress, &cancel_);
       } else {

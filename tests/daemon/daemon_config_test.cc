@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/daemon/config/daemon_config.h"
 #include "server/daemon/config/daemon_options.h"
+#include "server/engine/data/image_header.h"
 #include "tests/daemon/security_test_util.h"
 
 namespace libreyolo::daemon {
@@ -392,8 +393,8 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
   // With --worker-binary, --connection-idle-timeout, --handshake-timeout, --cpu-slots and the
   // per-user caps of reads and downloads (--max-reads, --max-downloads and their _per_user), and
   // issue 37's --attach-dir, --attach-dynolog-compat and --attach-unix-user, and issue 38's
-  // --python-tool.
-  EXPECT_EQ(documented, 53);
+  // --python-tool, and issue 40's --max-decoded-pixels.
+  EXPECT_EQ(documented, 54);
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {
@@ -496,6 +497,44 @@ TEST(DaemonConfigValidateTest, MessagesNameTheKeyAndTheWayOut) {
   bad.limits.max_job_seconds = -1;
   EXPECT_THAT(message(bad), HasSubstr("limits.max_job_seconds (--max-job-seconds) must be "
                                       "positive, got -1"));
+}
+
+// Issue 40 A.9: limits.max_decoded_pixels. Its default is the engine's own bound; it is bounded
+// by 1 and OpenCV's 2^30; the flag and the key set it alike; a reload applies it (new jobs).
+TEST(DaemonConfigTest, MaxDecodedPixelsIsBoundedSetAndReloaded) {
+  EXPECT_EQ(DaemonConfig{}.limits.max_decoded_pixels, engine::kMaxDecodedPixels);
+  DaemonConfig c;
+  c.listen = {"unix:/run/libreyolod/libreyolod.sock"};
+  auto message = [](const DaemonConfig& config) {
+    return std::string(ValidateDaemonConfig(config).message());
+  };
+  DaemonConfig bad = c;
+  for (int64_t v : {int64_t{0}, int64_t{-5}}) {
+    bad.limits.max_decoded_pixels = v;
+    EXPECT_THAT(message(bad), HasSubstr(absl::StrCat("limits.max_decoded_pixels "
+                                                     "(--max-decoded-pixels) must be positive, "
+                                                     "got ", v)));
+  }
+  bad.limits.max_decoded_pixels = (int64_t{1} << 30) + 1;
+  EXPECT_THAT(message(bad), HasSubstr("limits.max_decoded_pixels (--max-decoded-pixels): at most "
+                                      "1073741824 pixels, got 1073741825"));
+  for (int64_t v : {int64_t{1}, int64_t{1} << 30}) {
+    bad.limits.max_decoded_pixels = v;
+    EXPECT_THAT(message(bad), ::testing::Not(HasSubstr("max_decoded_pixels"))) << v;
+  }
+
+  DaemonConfig from_flag;
+  ASSERT_TRUE(ApplyDaemonFlags({"--max-decoded-pixels", "4096"}, &from_flag).ok());
+  EXPECT_EQ(from_flag.limits.max_decoded_pixels, 4096);
+  TempDir dir;
+  WriteFile(dir.File("p.yaml"), "limits:\n  max_decoded_pixels: 4096\n");
+  absl::StatusOr<DaemonConfig> from_file = LoadDaemonConfig(dir.File("p.yaml"));
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  EXPECT_EQ(from_file->limits.max_decoded_pixels, 4096);
+
+  DaemonConfig next;
+  EXPECT_THAT(MergeReloadable(DaemonConfig{}, *from_file, &next), ::testing::IsEmpty());
+  EXPECT_EQ(next.limits.max_decoded_pixels, 4096);
 }
 
 TEST(DaemonConfigValidateTest, ParsesListenAddresses) {

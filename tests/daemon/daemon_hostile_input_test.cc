@@ -34,6 +34,8 @@ class DaemonHostileInput : public ::testing::Test {
     WriteFile(dir_->File("tokens"), std::string(kAlice) + " alice\n", 0600);
     std::vector<std::string> flags = dirs_->Flags({"unix:" + dirs_->socket, "tcp:127.0.0.1:0"});
     flags.insert(flags.end(), {"--tokens-file", dir_->File("tokens"), "--insecure-tcp"});
+    // Below an ordinary image's size (issue 40 A.9: AnImageOverTheDaemonsPixelBound...).
+    flags.insert(flags.end(), {"--max-decoded-pixels", "1024"});
     daemon_ = DaemonProcess::Start(flags, dir_->File("daemon.log")).release();
   }
   static void TearDownTestSuite() {
@@ -343,6 +345,51 @@ TEST_F(DaemonHostileInput, FailedJobErrorsShowNoDaemonPaths) {
   v1::CancelJobRequest cancel;
   cancel.set_job_id(job.id());
   ASSERT_TRUE(stub_->CancelJob(ctx.get(), cancel, &job).ok());  // terminal: unchanged
+}
+
+// A valid 24-bit BMP of `width` x `height` (every pixel grey): an ordinary image, written
+// without an image library.
+std::string GreyBmp(int width, int height) {
+  const int row = (width * 3 + 3) / 4 * 4;
+  const int pixels = row * height;
+  std::string bmp(54 + static_cast<size_t>(pixels), '\x80');
+  auto le = [&](size_t at, uint32_t v, size_t bytes) {
+    for (size_t i = 0; i < bytes; ++i) bmp[at + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+  };
+  bmp[0] = 'B';
+  bmp[1] = 'M';
+  le(2, static_cast<uint32_t>(bmp.size()), 4);
+  le(6, 0, 4);
+  le(10, 54, 4);   // pixel data offset
+  le(14, 40, 4);   // BITMAPINFOHEADER
+  le(18, static_cast<uint32_t>(width), 4);
+  le(22, static_cast<uint32_t>(height), 4);
+  le(26, 1, 2);    // planes
+  le(28, 24, 2);   // bits per pixel
+  le(30, 0, 4);    // no compression
+  le(34, static_cast<uint32_t>(pixels), 4);
+  le(38, 2835, 4);
+  le(42, 2835, 4);
+  le(46, 0, 4);
+  le(50, 0, 4);
+  return bmp;
+}
+
+// Issue 40 A.9: the suite's daemon runs with --max-decoded-pixels 1024: an ordinary 40 x 30
+// image fails its job, which names the image's size, the bound and the option that raises it.
+TEST_F(DaemonHostileInput, AnImageOverTheDaemonsPixelBoundFailsTheJobNamingTheOption) {
+  fs::create_directories(dirs_->images + "/ordinary");
+  WriteFile(dirs_->images + "/ordinary/a.bmp", GreyBmp(40, 30), 0644);
+  v1::SubmitJobRequest r = TinyInfer();
+  r.mutable_infer()->set_source("ordinary");
+  v1::Job job;
+  const grpc::Status submitted = Submit(*stub_, r, &job, kAlice);
+  ASSERT_TRUE(submitted.ok()) << submitted.error_message();
+  ASSERT_TRUE(WaitTerminal(*stub_, job.id(), &job, seconds(180), kAlice));
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
+  EXPECT_THAT(job.error(), HasSubstr("is 40 x 30 pixels, over the bound of 1024 decoded pixels "
+                                     "(32 x 32)"));
+  EXPECT_THAT(job.error(), HasSubstr("limits.max_decoded_pixels (--max-decoded-pixels)"));
 }
 
 // Item 11, the other side: on a private daemon (allow_local_paths) its own user keeps the full

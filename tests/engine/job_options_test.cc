@@ -372,5 +372,19 @@ TEST(JobOptionDefaults, OnePlaceForTheDefaults) {
   EXPECT_TRUE(worker::ToEngineInferSpec(alias, "cpu", "p").profiler.with_modules);
 }
 
+// Issue 40 A.9: the daemon's limits.max_decoded_pixels (worker.proto's RunJob) reaches both
+// engine specs; 0 (the engine tool, a daemon that sent none) is the engine's own bound.
+TEST(JobOptionDefaults, TheDecodedPixelBoundReachesTheEngine) {
+  EXPECT_EQ(worker::ToEngineInferSpec(v1::InferSpec(), "cpu", "p", 4096).max_decoded_pixels, 4096);
+  EXPECT_EQ(worker::ToEngineTrainSpec(v1::RunSpec(), "cpu", "p", {}, 4096).max_decoded_pixels,
+            4096);
+  EXPECT_EQ(worker::ToEngineInferSpec(v1::InferSpec(), "cpu", "p").max_decoded_pixels,
+            engine::kMaxDecodedPixels);
+  EXPECT_EQ(worker::ToEngineTrainSpec(v1::RunSpec(), "cpu", "p", {}, 0).max_decoded_pixels,
+            engine::kMaxDecodedPixels);
+  EXPECT_EQ(engine::InferJobSpec().max_decoded_pixels, engine::kMaxDecodedPixels);
+  EXPECT_EQ(engine::TrainJobSpec().max_decoded_pixels, engine::kMaxDecodedPixels);
+}
+
 }  // namespace
 }  // namespace libreyolo

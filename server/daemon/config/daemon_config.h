@@ -39,6 +39,10 @@ struct Limits : jobspec::JobLimits {
   // A job's wall-time limit, from its start (seconds): the submitter's max_wall_seconds is
   // capped at it, and 0 there means this. A job still running then is stopped and FAILED.
   int64_t max_job_seconds = 86400;
+  // The most pixels (width x height) the engine decodes from one image of a job (an inline
+  // image, a source folder's, a dataset's): a bigger one fails the job naming its size. The
+  // engine's own bound by default (server/engine/data/image_header.h, kMaxDecodedPixels).
+  int64_t max_decoded_pixels = int64_t{1} << 26;
 };
 
 struct Retention {
@@ -55,6 +59,9 @@ inline constexpr size_t kMaxAdmins = 1024;
 // The largest wall-time limit, the daemon's or a job's (2^31-1 s, 68 years: any larger one
 // would overflow the clock arithmetic that enforces it).
 inline constexpr int64_t kMaxJobSeconds = 2147483647;
+// The largest limits.max_decoded_pixels: OpenCV's own bound (OPENCV_IO_MAX_IMAGE_PIXELS, 2^30),
+// past which it refuses to decode whatever this says.
+inline constexpr int64_t kMaxDecodedPixelsBound = int64_t{1} << 30;
 
 // The wall-time limit a job runs under: the one it asked for (0 = none asked) capped at the
 // daemon's `cap` (limits.max_job_seconds).

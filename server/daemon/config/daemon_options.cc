@@ -266,6 +266,11 @@ std::vector<DaemonOption> LimitRows() {
       {"limits.max_job_seconds", "max-job-seconds", "SECONDS",
        "a job's wall-time limit from its start (the submitter's is capped at it)", kInt,
        LANDS(limits.max_job_seconds), kLive, kPositive, 1, kMaxJobSeconds, "seconds"},
+      {"limits.max_decoded_pixels", "max-decoded-pixels", "PIXELS",
+       "most pixels (width x height) the engine decodes from one image; a bigger one fails "
+       "the job",
+       kInt, LANDS(limits.max_decoded_pixels), kLive, kPositive, 1, kMaxDecodedPixelsBound,
+       "pixels"},
       {"retention.max_age_hours", "retention-max-age-hours", "HOURS",
        "finished jobs older than this are deleted; 0 = keep", kInt,
        LANDS(retention.max_age_hours), kLive, kNonNegative},

@@ -284,6 +284,8 @@ EngineWorker::Supervision EngineRunner::Watch(const v1::Job& job,
   // A job recorded before it had a limit of its own (0) runs under the daemon's.
   watch.wall_limit = std::chrono::seconds(
       JobWallSeconds(job.max_wall_seconds(), config.limits.max_job_seconds));
+  // The live config's (a reload applies to the jobs sent after it).
+  watch.max_decoded_pixels = config.limits.max_decoded_pixels;
   return watch;
 }
 

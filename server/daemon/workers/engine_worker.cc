@@ -248,6 +248,7 @@ EngineWorker::JobEnd EngineWorker::RunJob(const v1::Job& resolved_job,
   wv1::DaemonToWorker run;
   *run.mutable_run()->mutable_job() = resolved_job;
   run.mutable_run()->set_project_dir(project_dir);
+  run.mutable_run()->set_max_decoded_pixels(supervision.max_decoded_pixels);
   if (rank.world_size() >= 1) *run.mutable_run()->mutable_rank() = rank;  // a gang, even of one
   if (!worker::WriteFrame(fd_, run).ok()) {
     end.death = Reap(milliseconds(5000));

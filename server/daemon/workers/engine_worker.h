@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -63,6 +64,9 @@ class EngineWorker {
     std::chrono::milliseconds progress_timeout{600000};
     // The job's wall-time limit, from the moment it is sent to the worker.
     std::chrono::milliseconds wall_limit{86400000};
+    // Not a deadline: the bound the job is sent with (RunJob.max_decoded_pixels), the most
+    // pixels the engine decodes from one image (limits.max_decoded_pixels); 0 = the engine's.
+    int64_t max_decoded_pixels = 0;
   };
   struct JobEnd {
     // The worker's Done, when it sent one.

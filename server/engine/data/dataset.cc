@@ -14,7 +14,8 @@ namespace libreyolo::engine {
 absl::StatusOr<std::unique_ptr<FileDataset>> FileDataset::Open(std::vector<std::string> images,
                                                                int num_classes,
                                                                std::string description,
-                                                               bool allow_empty) {
+                                                               bool allow_empty,
+                                                               int64_t max_pixels) {
   if (images.empty() && !allow_empty) {
     return absl::InvalidArgumentError(
         absl::StrCat(description, ": no images found (", ImageExtensionList(),
@@ -29,6 +30,7 @@ absl::StatusOr<std::unique_ptr<FileDataset>> FileDataset::Open(std::vector<std::
   }
   dataset->images_ = std::move(images);
   dataset->num_classes_ = num_classes;
+  dataset->max_pixels_ = max_pixels;
   dataset->description_ = absl::StrCat(description, " (", dataset->images_.size(), " images)");
   return dataset;
 }
@@ -40,7 +42,7 @@ absl::StatusOr<Sample> FileDataset::Load(int64_t index) const {
   const size_t i = static_cast<size_t>(index);
   Sample sample;
   sample.path = images_[i];
-  ASSIGN_OR_RETURN(sample.image, DecodeImageFile(images_[i]));
+  ASSIGN_OR_RETURN(sample.image, DecodeImageFile(images_[i], max_pixels_));
   const float w = static_cast<float>(sample.image.cols);
   const float h = static_cast<float>(sample.image.rows);
   sample.boxes.reserve(labels_[i].size());
@@ -66,7 +68,8 @@ std::string SyntheticDataset::Describe() const {
 }
 
 absl::StatusOr<std::shared_ptr<const DetectionDataset>> OpenDataset(const DatasetSpec& spec,
-                                                                    Split split, bool allow_empty) {
+                                                                    Split split, bool allow_empty,
+                                                                    int64_t max_pixels) {
   if (spec.synthetic()) {
     // Train and val differ in content, as real splits do, through the seed.
     const uint64_t seed =
@@ -80,7 +83,7 @@ absl::StatusOr<std::shared_ptr<const DetectionDataset>> OpenDataset(const Datase
       std::unique_ptr<FileDataset> dataset,
       FileDataset::Open(std::move(images), spec.nc(),
                         absl::StrCat(sources.origin, " ", absl::StrJoin(sources.sources, ", ")),
-                        allow_empty));
+                        allow_empty, max_pixels));
   return std::shared_ptr<const DetectionDataset>(std::move(dataset));
 }
 

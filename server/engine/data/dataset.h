@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/engine/data/dataset_spec.h"
+#include "server/engine/data/image_header.h"
 #include "server/engine/data/labels.h"
 #include "server/engine/data/transforms.h"
 
@@ -32,10 +33,10 @@ class DetectionDataset {
 class FileDataset : public DetectionDataset {
  public:
   // Parses every label file; fails on the first bad line (file:line), and on an empty list
-  // unless `allow_empty`.
-  static absl::StatusOr<std::unique_ptr<FileDataset>> Open(std::vector<std::string> images,
-                                                           int num_classes, std::string description,
-                                                           bool allow_empty = false);
+  // unless `allow_empty`. Load() refuses an image over `max_pixels` (width x height, image_io.h).
+  static absl::StatusOr<std::unique_ptr<FileDataset>> Open(
+      std::vector<std::string> images, int num_classes, std::string description,
+      bool allow_empty = false, int64_t max_pixels = kMaxDecodedPixels);
 
   int64_t size() const override { return static_cast<int64_t>(images_.size()); }
   int num_classes() const override { return num_classes_; }
@@ -53,6 +54,7 @@ class FileDataset : public DetectionDataset {
   std::vector<std::vector<LabelBox>> labels_;
   int num_classes_ = 0;
   std::string description_;
+  int64_t max_pixels_ = kMaxDecodedPixels;
 };
 
 // The built-in synthetic dataset (synthetic.h): `count` images made from `seed` on demand.
@@ -75,10 +77,11 @@ enum class Split { kTrain, kVal };
 // The dataset for one split of a resolved spec. NOT_FOUND when the split's folder is missing
 // (naming the YAML line), INVALID_ARGUMENT when a label is bad or the split holds no images
 // (with `allow_empty`: an empty dataset, for a caller that says what that means for it). A
-// spec without `val` falls back to `train` for kVal (as the reference's examples do).
-absl::StatusOr<std::shared_ptr<const DetectionDataset>> OpenDataset(const DatasetSpec& spec,
-                                                                    Split split,
-                                                                    bool allow_empty = false);
+// spec without `val` falls back to `train` for kVal (as the reference's examples do). An image
+// over `max_pixels` (TrainJobSpec.max_decoded_pixels) fails the sample that loads it.
+absl::StatusOr<std::shared_ptr<const DetectionDataset>> OpenDataset(
+    const DatasetSpec& spec, Split split, bool allow_empty = false,
+    int64_t max_pixels = kMaxDecodedPixels);
 
 }  // namespace libreyolo::engine
 

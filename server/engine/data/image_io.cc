@@ -1,6 +1,7 @@
 #include "server/engine/data/image_io.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <opencv2/imgcodecs.hpp>
@@ -110,19 +111,35 @@ std::string LabelPathForImage(const std::string& image_path) {
   return fs::path(path).replace_extension(".txt").string();
 }
 
-absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, const std::string& what) {
+namespace {
+
+// An image of `width` x `height` over `max_pixels`: its size, the bound, and the ways out.
+absl::Status OverPixelBound(const std::string& what, int64_t width, int64_t height,
+                            int64_t max_pixels) {
+  const auto side = static_cast<int64_t>(std::sqrt(static_cast<double>(max_pixels)));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "image '", what, "' is ", width, " x ", height, " pixels, over the bound of ",
+      max_pixels, " decoded pixels",
+      side * side == max_pixels ? absl::StrCat(" (", side, " x ", side, ")") : "",
+      ": resize it (the model sees at most --imgsz anyway) or leave it out; a daemon's bound "
+      "is its limits.max_decoded_pixels (--max-decoded-pixels)"));
+}
+
+}  // namespace
+
+absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, const std::string& what,
+                                         int64_t max_pixels) {
   // The size its header declares, before a byte is decoded (issue 40 A.9: a few hundred KB of
   // PNG used to decode to gigabytes).
-  if (const std::optional<ImageSize> size = DeclaredImageSize(bytes);
-      size && (size->width <= 0 || size->height <= 0 ||
-               size->width > kMaxDecodedPixels / std::max<int64_t>(1, size->height))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "image '", what, "' declares ", size->width, " x ", size->height, " pixels",
-        size->width <= 0 || size->height <= 0
-            ? ": an empty image; replace or delete the file"
-            : absl::StrCat(", over the engine's bound of ", kMaxDecodedPixels,
-                           " decoded pixels (8192 x 8192): resize it (the model sees at most "
-                           "--imgsz anyway) or leave it out")));
+  if (const std::optional<ImageSize> size = DeclaredImageSize(bytes); size) {
+    if (size->width <= 0 || size->height <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("image '", what, "' declares ", size->width, " x ", size->height,
+                       " pixels: an empty image; replace or delete the file"));
+    }
+    if (size->width > max_pixels / size->height) {
+      return OverPixelBound(what, size->width, size->height, max_pixels);
+    }
   }
   cv::Mat image;
   try {
@@ -145,10 +162,14 @@ absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, const std::st
                      "reads (",
                      ImageExtensionList(), "); replace or delete it"));
   }
+  // A format whose header is not read here (TIFF, ...) was bounded by OpenCV's own 2^30 only.
+  if (image.cols > max_pixels / std::max(1, image.rows)) {
+    return OverPixelBound(what, image.cols, image.rows, max_pixels);
+  }
   return image;
 }
 
-absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path) {
+absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path, int64_t max_pixels) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(absl::StrCat("image '", path,
@@ -157,7 +178,7 @@ absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path) {
   }
   std::ostringstream bytes;
   bytes << in.rdbuf();
-  return DecodeImageBytes(bytes.str(), path);
+  return DecodeImageBytes(bytes.str(), path, max_pixels);
 }
 
 }  // namespace libreyolo::engine

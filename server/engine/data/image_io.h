@@ -4,6 +4,7 @@
 #define LIBREYOLO_SERVER_ENGINE_DATA_IMAGE_IO_H_
 
 #include <array>
+#include <cstdint>
 #include <opencv2/core.hpp>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/io/image_extensions.h"
+#include "server/engine/data/image_header.h"
 
 namespace libreyolo::engine {
 
@@ -38,8 +40,14 @@ std::string LabelPathForImage(const std::string& image_path);
 // Reads and decodes an image as 3-channel BGR uint8, its pixels as stored: an EXIF orientation
 // is not applied (the Python LibreYOLO does not apply it either). NOT_FOUND for a missing file,
 // INVALID_ARGUMENT naming the file for one OpenCV cannot decode (corrupt or unsupported).
-absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path);
-absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, const std::string& what);
+// `max_pixels` bounds width x height (a daemon's limits.max_decoded_pixels, else
+// kMaxDecodedPixels): an image over it is INVALID_ARGUMENT naming its size, the bound and the
+// daemon option that raises it, refused from its header before decoding where the header says
+// (image_header.h), else after.
+absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path,
+                                        int64_t max_pixels = kMaxDecodedPixels);
+absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, const std::string& what,
+                                         int64_t max_pixels = kMaxDecodedPixels);
 
 }  // namespace libreyolo::engine
 

@@ -42,13 +42,14 @@ absl::StatusOr<InferenceSource> ResolveInferenceSource(const std::string& source
   return out;
 }
 
-absl::StatusOr<cv::Mat> LoadInferenceImage(const InferenceSource& source, size_t index) {
+absl::StatusOr<cv::Mat> LoadInferenceImage(const InferenceSource& source, size_t index,
+                                           int64_t max_pixels) {
   if (index >= source.paths.size()) {
     return absl::OutOfRangeError(
         absl::StrCat("inference image ", index, " of ", source.paths.size()));
   }
   if (source.sample) return MakeSampleImage();
-  return DecodeImageFile(source.paths[index]);
+  return DecodeImageFile(source.paths[index], max_pixels);
 }
 
 }  // namespace libreyolo::engine

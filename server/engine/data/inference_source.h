@@ -4,11 +4,13 @@
 #define LIBREYOLO_SERVER_ENGINE_DATA_INFERENCE_SOURCE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <opencv2/core.hpp>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/engine/data/image_header.h"
 
 namespace libreyolo::engine {
 
@@ -25,8 +27,10 @@ struct InferenceSource {
 // accepted extensions.
 absl::StatusOr<InferenceSource> ResolveInferenceSource(const std::string& source);
 
-// Image `index` of the source, decoded as BGR uint8 (the sample is generated).
-absl::StatusOr<cv::Mat> LoadInferenceImage(const InferenceSource& source, size_t index);
+// Image `index` of the source, decoded as BGR uint8 (the sample is generated); an image over
+// `max_pixels` (width x height: InferJobSpec.max_decoded_pixels) is refused (image_io.h).
+absl::StatusOr<cv::Mat> LoadInferenceImage(const InferenceSource& source, size_t index,
+                                           int64_t max_pixels = kMaxDecodedPixels);
 
 }  // namespace libreyolo::engine
 

@@ -150,7 +150,7 @@ class InferIteration {
       for (int64_t b = 0; b < spec_.batch; ++b) {
         const auto index = static_cast<size_t>((iteration * spec_.batch + b) %
                                                static_cast<int64_t>(source_.size()));
-        auto image = LoadInferenceImage(source_, index);
+        auto image = LoadInferenceImage(source_, index, spec_.max_decoded_pixels);
         if (!image.ok()) return image.status();
         images.push_back(*std::move(image));
       }

@@ -107,7 +107,8 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     }
     auto dataset_spec = ResolveDataset(spec_.data);
     if (!dataset_spec.ok()) return dataset_spec.status();
-    auto dataset = OpenDataset(*dataset_spec, Split::kTrain, /*allow_empty=*/true);
+    auto dataset = OpenDataset(*dataset_spec, Split::kTrain, /*allow_empty=*/true,
+                               spec_.max_decoded_pixels);
     if (!dataset.ok()) return dataset.status();
     dataset_ = *std::move(dataset);
     window_ = spec_.warmup + spec_.steps;

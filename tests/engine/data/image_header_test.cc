@@ -3,13 +3,18 @@
 // to decode to +1.1 GiB per job).
 #include "server/engine/data/image_header.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <opencv2/imgcodecs.hpp>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/engine/data/dataset.h"
 #include "server/engine/data/image_io.h"
+#include "server/engine/data/inference_source.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -60,14 +65,76 @@ TEST(DecodeImageBytes, AnImageOverTheBoundIsRefusedFromItsHeader) {
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(big.status().message()),
-              HasSubstr("'huge.png' declares 20000 x 20000 pixels, over the engine's bound of "
-                        "67108864 decoded pixels"));
+              HasSubstr("'huge.png' is 20000 x 20000 pixels, over the bound of 67108864 "
+                        "decoded pixels (8192 x 8192): resize it"));
+  EXPECT_THAT(std::string(big.status().message()),
+              HasSubstr("limits.max_decoded_pixels (--max-decoded-pixels)"));
   const absl::StatusOr<cv::Mat> small = DecodeImageBytes(Encode(".png", 8, 8), "small.png");
   ASSERT_TRUE(small.ok()) << small.status();
   EXPECT_EQ(small->cols, 8);
   be32(16, 0);
   EXPECT_THAT(std::string(DecodeImageBytes(png, "empty.png").status().message()),
               HasSubstr("an empty image"));
+}
+
+// Issue 40 A.9: the bound is the caller's (a daemon's limits.max_decoded_pixels): an image
+// over a small configured bound is refused naming it and the option; one at the bound decodes.
+TEST(DecodeImageBytes, TheBoundIsTheCallersAndNamesTheDaemonOption) {
+  const std::string png = Encode(".png", 40, 30);  // 1200 pixels
+  const absl::StatusOr<cv::Mat> over = DecodeImageBytes(png, "a.png", 1199);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(over.status().message()),
+              HasSubstr("image 'a.png' is 40 x 30 pixels, over the bound of 1199 decoded pixels: "
+                        "resize it"));
+  EXPECT_THAT(std::string(over.status().message()),
+              HasSubstr("limits.max_decoded_pixels (--max-decoded-pixels)"));
+  const absl::StatusOr<cv::Mat> at = DecodeImageBytes(png, "a.png", 1200);
+  ASSERT_TRUE(at.ok()) << at.status();
+  EXPECT_EQ(at->cols, 40);
+  // A square bound is shown as its side too.
+  EXPECT_THAT(std::string(DecodeImageBytes(png, "a.png", 900).status().message()),
+              HasSubstr("over the bound of 900 decoded pixels (30 x 30)"));
+}
+
+// A format whose header is not read here (TIFF) is held to the same bound once decoded.
+TEST(DecodeImageBytes, AFormatWithoutAReadHeaderIsBoundAfterDecoding) {
+  std::vector<uchar> out;
+  bool encoded = false;
+  try {
+    encoded = cv::imencode(".tiff", cv::Mat(30, 40, CV_8UC3, cv::Scalar(1, 2, 3)), out);
+  } catch (const cv::Exception&) {
+  }
+  if (!encoded) GTEST_SKIP() << "this OpenCV writes no TIFF";
+  const std::string tiff(out.begin(), out.end());
+  ASSERT_FALSE(DeclaredImageSize(tiff).has_value());
+  EXPECT_THAT(std::string(DecodeImageBytes(tiff, "a.tiff", 1000).status().message()),
+              HasSubstr("image 'a.tiff' is 40 x 30 pixels, over the bound of 1000"));
+  EXPECT_TRUE(DecodeImageBytes(tiff, "a.tiff", 1200).ok());
+}
+
+// The dataset and the inference source pass their bound to the decoder.
+TEST(DecodedPixelBound, ReachesTheDatasetAndTheInferenceSource) {
+  const std::string dir = ::testing::TempDir() + "/pixel_bound_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/a.png";
+  ASSERT_TRUE(cv::imwrite(path, cv::Mat(30, 40, CV_8UC3, cv::Scalar(1, 2, 3))));
+
+  auto bounded = FileDataset::Open({path}, 1, "test", /*allow_empty=*/false, 1000);
+  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  EXPECT_THAT(std::string((*bounded)->Load(0).status().message()),
+              HasSubstr("is 40 x 30 pixels, over the bound of 1000"));
+  auto roomy = FileDataset::Open({path}, 1, "test", /*allow_empty=*/false, 1200);
+  ASSERT_TRUE(roomy.ok()) << roomy.status();
+  EXPECT_TRUE((*roomy)->Load(0).ok());
+
+  absl::StatusOr<InferenceSource> source = ResolveInferenceSource(path);
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_THAT(std::string(LoadInferenceImage(*source, 0, 1000).status().message()),
+              HasSubstr("is 40 x 30 pixels, over the bound of 1000"));
+  EXPECT_TRUE(LoadInferenceImage(*source, 0, 1200).ok());
+  EXPECT_TRUE(LoadInferenceImage(*source, 0).ok());  // the engine's default bound
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
