@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -205,8 +206,65 @@ int FetchFailed(std::ostream& err, const std::string& cmd, const absl::Status& s
   return code;
 }
 
-int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job& submitted,
-                   const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+// FollowAndFetch's stages, in order:
+//
+//   follow   the job's events shown until it ends; Ctrl-C cancels or detaches (the command
+//            ends there)
+//   check    a job that did not succeed ends the command with its exit code and error
+//   fetch    its artifacts into <project> (an earlier run's other files removed first); a
+//            download that fails keeps the files before it
+//   notes    each profile.json's profile_summary.json, a failed download's warning, and how to
+//            read the job again
+//   report   report.html beside the profile when the daemon stored none
+//   summary  the job's summary (its ranks', its repeat aggregate's) on `out`
+//
+// Each stage that can end the command returns its exit code; std::nullopt goes on.
+
+// What the fetch stage wrote and where; the stages after it read these.
+struct FetchedFiles {
+  std::string project;
+  std::string profile_path, trace_path, repeat_path;
+  std::vector<std::string> written;        // the artifacts' names, in download order
+  std::vector<std::string> profile_files;  // every folder's profile.json (trials, ranks)
+  absl::Status fetch_error;  // the first download that failed; the files before it are kept
+};
+
+// After Ctrl-C while following: cancels the job (waiting for the cancellation to land) or
+// detaches from it, as ShouldCancel decides, and says which.
+int CancelOrDetach(DaemonSession& session, const v1::Job& submitted, int64_t last_sequence,
+                   std::ostream& err, bool json) {
+  DaemonConnection& c = session.connection();
+  if (ShouldCancel(session, err, submitted.id())) {
+    auto ctx = c.Context(std::chrono::seconds(30));
+    v1::CancelJobRequest req;
+    req.set_job_id(submitted.id());
+    v1::Job job;
+    (void)c.stub().CancelJob(ctx.get(), req, &job);
+    ClearInterrupt();
+    // Wait for the cancellation to land so the daemon's record is final.
+    (void)WatchJob(c, submitted.id(), last_sequence + 1, [](const v1::JobEvent&) {});
+    if (json) {
+      JsonLine(err, "cancelled", {{"job_id", submitted.id()}}, 130);
+    } else {
+      err << "job " << submitted.id() << " cancelled\n";
+    }
+    return kExitInterrupted;
+  }
+  const std::string follow = absl::StrCat("libreyolo jobs watch ", submitted.id(),
+                                          session.is_remote() ? " --remote ..." : "");
+  if (json) {
+    JsonLine(err, "detached", {{"job_id", submitted.id()}, {"follow", follow}}, 130);
+  } else {
+    err << "detached; job " << submitted.id() << " keeps running. Follow it with: " << follow
+        << "\n";
+  }
+  return kExitInterrupted;
+}
+
+// The follow and check stages: `*job` is the finished job when it succeeded.
+std::optional<int> FollowJob(const std::string& cmd, DaemonSession& session,
+                             const v1::Job& submitted, const ParsedArgs& a, std::ostream& err,
+                             v1::Job* job) {
   DaemonConnection& c = session.connection();
   const bool json = a.Switch("json");
   ProgressDisplay display(err, StyleFor(a));
@@ -217,49 +275,28 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   display.Finish();
   if (!watched.ok()) return FailJobStatus(err, cmd, watched.status(), json);
   if (watched->interrupted) {
-    if (ShouldCancel(session, err, submitted.id())) {
-      auto ctx = c.Context(std::chrono::seconds(30));
-      v1::CancelJobRequest req;
-      req.set_job_id(submitted.id());
-      v1::Job job;
-      (void)c.stub().CancelJob(ctx.get(), req, &job);
-      ClearInterrupt();
-      // Wait for the cancellation to land so the daemon's record is final.
-      (void)WatchJob(c, submitted.id(), watched->last_sequence + 1, [](const v1::JobEvent&) {});
-      if (json) {
-        JsonLine(err, "cancelled", {{"job_id", submitted.id()}}, 130);
-      } else {
-        err << "job " << submitted.id() << " cancelled\n";
-      }
-      return kExitInterrupted;
-    }
-    const std::string follow = absl::StrCat("libreyolo jobs watch ", submitted.id(),
-                                            session.is_remote() ? " --remote ..." : "");
-    if (json) {
-      JsonLine(err, "detached", {{"job_id", submitted.id()}, {"follow", follow}}, 130);
-    } else {
-      err << "detached; job " << submitted.id() << " keeps running. Follow it with: " << follow
-          << "\n";
-    }
-    return kExitInterrupted;
+    return CancelOrDetach(session, submitted, watched->last_sequence, err, json);
   }
-  const v1::Job& job = watched->job;
-  if (job.state() != v1::JOB_STATE_SUCCEEDED) {
-    const int code = job.exit_code() != 0 ? job.exit_code() : kExitAnalysisFailed;
-    return FailJob(err, cmd, code,
-                   absl::StrCat("job ", job.id(), " ", StateName(job.state()), ": ", job.error()),
-                   json);
+  *job = watched->job;
+  if (job->state() != v1::JOB_STATE_SUCCEEDED) {
+    const int code = job->exit_code() != 0 ? job->exit_code() : kExitAnalysisFailed;
+    return FailJob(
+        err, cmd, code,
+        absl::StrCat("job ", job->id(), " ", StateName(job->state()), ": ", job->error()), json);
   }
-  const std::string project = a.ValueOr("project", jobspec::defaults::kProject);
-  const bool ranks = jobspec::DataParallelJob(job);
+  return std::nullopt;
+}
+
+// The fetch stage. Ends the command when an artifact has no place under the project, on
+// Ctrl-C during the download, and when a download failed before profile.json arrived.
+std::optional<int> FetchJobFiles(const std::string& cmd, DaemonConnection& c, const v1::Job& job,
+                                 std::ostream& err, bool json, FetchedFiles* files) {
+  const std::string& project = files->project;
   if (job.kind() == v1::JOB_KIND_RUN) {
+    const bool ranks = jobspec::DataParallelJob(job);
     RemoveOtherRuns(project, ranks ? static_cast<int>(jobspec::JobWorldSize(job)) : 0, err, json);
   }
-  std::string profile_path, trace_path, repeat_path;
-  std::vector<std::string> written;
-  absl::Status fetch_error;  // the first download that failed; the files before it are kept
   std::map<std::string, std::string> fetched;  // identical artifacts: one download, links
-  std::vector<std::string> profile_files;  // every folder's profile.json (trials, ranks)
   for (const v1::Artifact& art : job.artifacts()) {
     // WatchJob checked the job's names (CheckJobAnswer): nothing here lands outside project.
     auto dest_or = ArtifactDestination(project, job, art.name());
@@ -267,61 +304,70 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
     const std::string& dest = *dest_or;
     auto got = FetchArtifact(c, job.id(), art, dest, &fetched);
     if (!got.ok()) {
-      fetch_error = got.status();
+      files->fetch_error = got.status();
       break;
     }
-    written.push_back(art.name());
-    if (std::filesystem::path(dest).filename() == "profile.json") profile_files.push_back(dest);
-    if (art.name() == "profile.json") profile_path = dest;
-    if (art.name() == "profile_trace.json") trace_path = dest;
-    if (IsRepeatFileName(art.name())) repeat_path = dest;
+    files->written.push_back(art.name());
+    if (std::filesystem::path(dest).filename() == "profile.json") {
+      files->profile_files.push_back(dest);
+    }
+    if (art.name() == "profile.json") files->profile_path = dest;
+    if (art.name() == "profile_trace.json") files->trace_path = dest;
+    if (IsRepeatFileName(art.name())) files->repeat_path = dest;
     if (json) {
       JsonLine(err, "wrote", {{"path", dest}});
     } else {
       err << "wrote " << dest << "\n";
     }
   }
-  if (!fetch_error.ok() && Interrupted()) {
+  if (!files->fetch_error.ok() && Interrupted()) {
     // Ctrl-C during the download: the files written so far stay, the one in flight is gone.
     return FailJob(err, cmd, kExitInterrupted,
                    absl::StrCat("interrupted during the download of job ", job.id(), "'s files (",
-                                written.size(), " of ", job.artifacts_size(),
+                                files->written.size(), " of ", job.artifacts_size(),
                                 " written); they stay on the daemon: libreyolo jobs download ",
                                 job.id(), " --project ", project),
                    json);
   }
-  if (!fetch_error.ok() && profile_path.empty()) {
-    return FailJobStatus(err, cmd, fetch_error, json);
+  if (!files->fetch_error.ok() && files->profile_path.empty()) {
+    return FailJobStatus(err, cmd, files->fetch_error, json);
   }
-  WriteProfileSummaries(profile_files, cmd, err, json);
-  // Without the rest, the profile is still read: warn now, fail at the end.
-  const int fetch_code = FetchFailed(err, cmd, fetch_error, job.id(), project, json);
-  if (!json && ranks) {
+  return std::nullopt;
+}
+
+// The notes stage: the profiles' summary files, then how to read the job again (text only).
+void SayHowToReadAgain(const v1::Job& job, const FetchedFiles& files, std::ostream& err,
+                       bool json) {
+  if (json) return;
+  if (jobspec::DataParallelJob(job)) {
     err << "job " << job.id() << " (read its ranks again with: libreyolo profile summary "
-        << (std::filesystem::path(project) / kRunOutputFolder).string()
+        << (std::filesystem::path(files.project) / kRunOutputFolder).string()
         << "/; rank 0's profile: job:"
         << job.id() << ")\n";
-  } else if (!json) {
+  } else {
     // A --repeat job's aggregate is its repeat file (job:<id> alone is the final trial's).
     const std::string repeat_name =
-        repeat_path.empty() ? ""
-                            : "/" + std::filesystem::path(repeat_path).filename().string();
+        files.repeat_path.empty()
+            ? ""
+            : "/" + std::filesystem::path(files.repeat_path).filename().string();
     err << "job " << job.id() << " (read it again with: libreyolo profile summary job:"
         << job.id() << repeat_name << ")\n";
   }
-  if (profile_path.empty()) {
-    return FailJob(err, cmd, kExitNoProfile, "the job stored no profile.json", json);
-  }
-  // The HTML report beside the profile: the daemon stores one with each job (downloaded above);
-  // a daemon that did not, or a download that failed first, is covered here, from the profile.
-  // A report that cannot be written does not fail the job: the profile is there and `report`
-  // can retry.
+}
+
+// The report stage. The HTML report beside the profile: the daemon stores one with each job
+// (downloaded by the fetch stage); a daemon that did not, or a download that failed first, is
+// covered here, from the profile. A report that cannot be written does not fail the job: the
+// profile is there and `report` can retry.
+void EnsureReport(const std::string& cmd, const FetchedFiles& files, std::ostream& err,
+                  bool json) {
+  const std::string& profile_path = files.profile_path;
   const std::string report_path =
       (std::filesystem::path(profile_path).parent_path() / "report.html").string();
   const bool stored =
-      std::find(written.begin(), written.end(), "report.html") != written.end();
+      std::find(files.written.begin(), files.written.end(), "report.html") != files.written.end();
   if (stored) {
-    // Written above with the other artifacts.
+    // Written by the fetch stage with the other artifacts.
   } else if (auto report = WriteReport({profile_path}, {profile_path}, report_path); report.ok()) {
     if (json) {
       JsonLine(err, "wrote", {{"path", report_path}});
@@ -335,6 +381,14 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
     err << "libreyolo " << cmd << ": warning: no report.html: "
         << report.status().message() << "\n";
   }
+}
+
+// The summary stage: the job's summary on `out`; `fetch_code` when it was printed.
+int PrintJobSummary(const std::string& cmd, const v1::Job& job, const FetchedFiles& files,
+                    int fetch_code, std::ostream& out, std::ostream& err, bool json) {
+  const std::string& profile_path = files.profile_path;
+  const std::string& repeat_path = files.repeat_path;
+  const bool ranks = jobspec::DataParallelJob(job);
   ReaderInvocation inv;
   inv.reader = ReaderId::kSummary;
   // A data-parallel job's summary is its ranks' (the cross-rank view of <project>/prof/). Across
@@ -369,7 +423,7 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
                    std::string(summary.status().message()), json);
   if (json) {
     // One document: the job and its files, the Python tool's keys, then the summary's own.
-    JobJsonFields fields{job.id(), profile_path, repeat_path, trace_path, std::nullopt, 1};
+    JobJsonFields fields{job.id(), profile_path, repeat_path, files.trace_path, std::nullopt, 1};
     if (auto loaded = LoadProfile(job_profile); loaded.ok()) {
       fields.img_per_s_std = loaded->repeat.img_per_s_std;
       fields.img_per_s_n = loaded->repeat.img_per_s_n.value_or(1);
@@ -380,6 +434,26 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   }
   out.flush();
   return fetch_code;
+}
+
+int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job& submitted,
+                   const ParsedArgs& a, std::ostream& out, std::ostream& err) {
+  const bool json = a.Switch("json");
+  v1::Job job;
+  if (std::optional<int> ended = FollowJob(cmd, session, submitted, a, err, &job)) return *ended;
+  FetchedFiles files;
+  files.project = a.ValueOr("project", jobspec::defaults::kProject);
+  if (std::optional<int> ended = FetchJobFiles(cmd, session.connection(), job, err, json, &files))
+    return *ended;
+  WriteProfileSummaries(files.profile_files, cmd, err, json);
+  // Without the rest, the profile is still read: warn now, fail at the end.
+  const int fetch_code = FetchFailed(err, cmd, files.fetch_error, job.id(), files.project, json);
+  SayHowToReadAgain(job, files, err, json);
+  if (files.profile_path.empty()) {
+    return FailJob(err, cmd, kExitNoProfile, "the job stored no profile.json", json);
+  }
+  EnsureReport(cmd, files, err, json);
+  return PrintJobSummary(cmd, job, files, fetch_code, out, err, json);
 }
 
 int SubmitAndFollow(const std::string& cmd, const ParsedArgs& a, std::ostream& out,
