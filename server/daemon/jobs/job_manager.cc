@@ -237,24 +237,16 @@ std::optional<RunClock> JobManager::RunClockLocked(const Entry& e, const v1::Job
 // fall in the busy period is read on the wall clock; a job that started before it counts the
 // part after its start, at most the time it ran.
 void JobManager::RebuildUsageLocked() {
-  usage_ms_.clear();
   int64_t since = INT64_MAX;
-  for (const auto& [id, e] : jobs_) {
-    if (e->job.state() == v1::JOB_STATE_QUEUED) {
-      since = std::min(since, e->job.create_time_unix_ms());
-    }
-  }
-  if (since == INT64_MAX) return;  // idle: the next busy period starts level
+  std::vector<FairShare::PastRun> runs;
   for (const auto& [id, e] : jobs_) {
     const v1::Job& j = e->job;
-    if (j.start_time_unix_ms() <= 0 || j.finish_time_unix_ms() <= 0 || e->ran_ms <= 0) continue;
+    if (j.state() == v1::JOB_STATE_QUEUED) since = std::min(since, j.create_time_unix_ms());
     if (j.device() == kAttachLane) continue;  // holds no device
-    int64_t ms = e->ran_ms;
-    if (j.start_time_unix_ms() < since) {
-      ms = std::min(ms, std::max<int64_t>(0, j.finish_time_unix_ms() - since));
-    }
-    usage_ms_[j.owner()] += ms * static_cast<int64_t>(JobDevices(j).size());
+    runs.push_back({j.owner(), j.start_time_unix_ms(), j.finish_time_unix_ms(), e->ran_ms,
+                    static_cast<int64_t>(JobDevices(j).size())});
   }
+  fair_.Rebuild(since, runs);
 }
 
 void JobManager::Start() {
@@ -458,13 +450,7 @@ const JobManager::Entry& JobManager::EnqueueLocked(std::unique_ptr<Entry> e, con
   // Fair share counts device time within a busy period: when nobody is waiting or running,
   // the slate is wiped; a user who joins one starts level with the least served of the others
   // (time spent away is not banked as credit).
-  if (active_users.empty()) {
-    usage_ms_.clear();
-  } else if (active_users.count(who.user) == 0) {
-    int64_t floor = INT64_MAX;
-    for (const std::string& u : active_users) floor = std::min(floor, UsageLocked(u));
-    usage_ms_[who.user] = std::max(usage_ms_[who.user], floor);
-  }
+  fair_.Join(who.user, active_users, [this](const std::string& u) { return UsageLocked(u); });
   Entry& ref = *e;
   const std::string id = ref.job.id();
   jobs_[id] = std::move(e);

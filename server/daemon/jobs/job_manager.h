@@ -31,6 +31,7 @@
 #include "common/time/clock.h"
 #include "server/daemon/config/daemon_config.h"
 #include "server/daemon/jobs/artifact_verifier.h"
+#include "server/daemon/jobs/fair_share.h"
 #include "server/daemon/jobs/job_runner.h"
 #include "server/daemon/jobs/metrics_snapshot.h"
 #include "server/daemon/jobs/user_slots.h"
@@ -198,7 +199,7 @@ class JobManager {
                              const std::set<std::string>& active_users);
   // Queued jobs of `device` in the order they will run.
   std::vector<Entry*> QueueOrderLocked(const std::string& device) const;
-  // Device time `user` has used, the running jobs' time so far included.
+  // Device time `user` has used (fair_), the running jobs' time so far included.
   int64_t UsageLocked(const std::string& user) const;
   v1::JobEvent NewEventLocked(const Entry& e, const std::string& stage, int64_t done, int64_t total,
                               const std::string& message) const;
@@ -263,7 +264,6 @@ class JobManager {
   // gangs never each hold part of what the other needs.
   std::string forming_gang_;
   int64_t next_submit_order_ = 0;
-  int64_t starts_ = 0;
   int64_t submitted_total_ = 0;
   std::atomic<bool> accepting_{true};
   bool stopping_ = false;
@@ -280,14 +280,10 @@ class JobManager {
   std::string store_error_ ABSL_GUARDED_BY(mu_);      // out of service when not empty
   int64_t store_write_failures_ ABSL_GUARDED_BY(mu_) = 0;
   std::function<void(bool, const std::string&)> store_listener_ ABSL_GUARDED_BY(mu_);
-  // Fair share: device time (ms) each user's finished jobs used, and when each user last
-  // started a job (ties).
-  std::map<std::string, int64_t> usage_ms_ ABSL_GUARDED_BY(mu_);
+  // Fair share (fair_share.h): device time each user's finished jobs used, the order of their
+  // latest starts (ties) and the mean run (queue positions).
+  FairShare fair_ ABSL_GUARDED_BY(mu_);
   void RebuildUsageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // at Recover, from the records
-  std::map<std::string, int64_t> last_start_by_user_ ABSL_GUARDED_BY(mu_);
-  // The mean run, for queue positions.
-  int64_t finished_runs_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t finished_run_ms_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t artifacts_corrupt_ ABSL_GUARDED_BY(mu_) = 0;
   // The artifacts last verified intact (its own lock: hashing runs outside mu_; taken after
   // mu_ where both are held, as Record and Forget are).

@@ -2,7 +2,6 @@
 // device time across users), the device workers, and what happens when a state change cannot
 // be made durable (the manager goes out of service until RetryStore succeeds).
 #include <algorithm>
-#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -20,16 +19,12 @@ namespace {
 // intermediate counts are thinned to a few per second. Stage changes and completions always go.
 constexpr auto kProgressInterval = std::chrono::milliseconds(250);
 
-// What a queued job is expected to cost before any job has finished, for queue positions.
-constexpr int64_t kDefaultRunMs = 1000;
-
 }  // namespace
 
 int64_t JobManager::NowMs() const { return clock_.NowUnixMs(); }
 
 int64_t JobManager::UsageLocked(const std::string& user) const {
-  auto it = usage_ms_.find(user);
-  int64_t ms = it == usage_ms_.end() ? 0 : it->second;
+  int64_t ms = fair_.Used(user);
   const Clock::SteadyTime now = clock_.SteadyNow();
   for (const auto& [device, state] : device_state_) {
     if (state.running.empty() || device == kAttachLane) continue;
@@ -43,50 +38,17 @@ int64_t JobManager::UsageLocked(const std::string& user) const {
 }
 
 std::vector<JobManager::Entry*> JobManager::QueueOrderLocked(const std::string& device) const {
-  // Each user's queued jobs, priority first, then in submission order.
-  std::map<std::string, std::vector<Entry*>> by_user;
+  std::vector<Entry*> queued;
+  std::vector<FairShare::Queued> rows;
   for (const auto& [id, e] : jobs_) {
     if (e->job.state() == v1::JOB_STATE_QUEUED && OnDevice(e->job, device)) {
-      by_user[e->job.owner()].push_back(e.get());
+      queued.push_back(e.get());
+      rows.push_back({e->job.owner(), e->job.priority(), e->submit_order});
     }
   }
-  struct Turn {
-    std::vector<Entry*> jobs;
-    size_t next = 0;
-    int64_t usage = 0, last_start = -1;
-  };
-  std::map<std::string, Turn> turns;
-  for (auto& [user, jobs] : by_user) {
-    std::sort(jobs.begin(), jobs.end(), [](const Entry* a, const Entry* b) {
-      if (a->job.priority() != b->job.priority()) return a->job.priority() > b->job.priority();
-      return a->submit_order < b->submit_order;
-    });
-    Turn& t = turns[user];
-    t.jobs = std::move(jobs);
-    t.usage = UsageLocked(user);
-    auto last = last_start_by_user_.find(user);
-    if (last != last_start_by_user_.end()) t.last_start = last->second;
-  }
-  // The user who has used the least device time goes next (ties: the one who started least
-  // recently, then the earliest job). Later turns are projected with the mean job's time.
-  const int64_t mean_ms =
-      finished_runs_ > 0 ? std::max<int64_t>(1, finished_run_ms_ / finished_runs_) : kDefaultRunMs;
   std::vector<Entry*> order;
-  int64_t tick = starts_;
-  for (;;) {
-    Turn* best = nullptr;
-    for (auto& [user, t] : turns) {
-      if (t.next == t.jobs.size()) continue;
-      if (best == nullptr || std::make_tuple(t.usage, t.last_start, t.jobs[t.next]->submit_order) <
-                                 std::make_tuple(best->usage, best->last_start,
-                                                 best->jobs[best->next]->submit_order)) {
-        best = &t;
-      }
-    }
-    if (best == nullptr) break;
-    order.push_back(best->jobs[best->next++]);
-    best->usage += mean_ms;
-    best->last_start = ++tick;
+  for (size_t i : fair_.Order(rows, [this](const std::string& u) { return UsageLocked(u); })) {
+    order.push_back(queued[i]);
   }
   return order;
 }
@@ -274,7 +236,7 @@ void JobManager::WorkerLoop(const std::string& device) {
         device_state_.at(d).running = next->job.id();
       }
       if (forming_gang_ == next->job.id()) forming_gang_.clear();
-      last_start_by_user_[next->job.owner()] = ++starts_;
+      fair_.Started(next->job.owner());
       AppendEventLocked(*next, "starting", 0, 0,
                         absl::StrCat("on ", absl::StrJoin(JobDevices(next->job), ", ")));
       RefreshQueuePositionsLocked();
@@ -349,11 +311,8 @@ void JobManager::RunOne(Entry& e) {
   e.ran_ms = ran_ms;
   // Device time: a gang held each of its devices for the whole run; the attach lane holds none.
   const std::vector<std::string> slots = JobDevices(finished);
-  if (finished.device() != kAttachLane) {
-    usage_ms_[finished.owner()] += ran_ms * static_cast<int64_t>(slots.size());
-  }
-  ++finished_runs_;
-  finished_run_ms_ += ran_ms;
+  fair_.Finished(finished.owner(), ran_ms,
+                 finished.device() == kAttachLane ? 0 : static_cast<int64_t>(slots.size()));
   if (CommitLocked(e, finished)) {
     AppendEventLocked(e, stage, stage == "done" ? 1 : 0, stage == "done" ? 1 : 0,
                       stage == "done" ? "" : e.job.error());
