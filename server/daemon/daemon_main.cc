@@ -16,7 +16,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status/exit_code.h"
-#include "common/status/status_macros.h"
 #include "common/status/thread_guard.h"
 #include "server/daemon/config/daemon_config.h"
 #include "server/daemon/daemon.h"
@@ -36,18 +35,6 @@ void RaiseDescriptorLimit() {
   (void)::setrlimit(RLIMIT_NOFILE, &files);
 }
 
-// The configuration of `args` whose flags were parsed into `flags`: --config FILE, the flags
-// over it, then ValidateDaemonConfig. With no file the flags' parse is the configuration.
-absl::StatusOr<DaemonConfig> LoadConfig(const std::vector<std::string>& args,
-                                        const FlagParseResult& flags, DaemonConfig parsed) {
-  if (!flags.config_file.empty()) {
-    ASSIGN_OR_RETURN(parsed, LoadDaemonConfig(flags.config_file));
-    RETURN_IF_ERROR(ApplyDaemonFlags(args, &parsed).status());  // flags win over the file
-  }
-  RETURN_IF_ERROR(ValidateDaemonConfig(parsed));
-  return parsed;
-}
-
 // The line whoever waits for the daemon reads (scripts, tests, systemd's log), in one write.
 std::string ServingLine(const DaemonConfig& config, const Daemon& daemon) {
   std::string serving = "libreyolod: serving on";
@@ -63,13 +50,10 @@ std::string ServingLine(const DaemonConfig& config, const Daemon& daemon) {
   return serving;
 }
 
-// SIGHUP: the file and the flags read again; a reload that fails keeps every running setting
-// and says why.
-void ReloadDaemon(Daemon& daemon, const std::vector<std::string>& args, std::ostream& err) {
-  DaemonConfig parsed;
-  absl::StatusOr<FlagParseResult> flags = ApplyDaemonFlags(args, &parsed);
-  absl::StatusOr<DaemonConfig> loaded =
-      flags.ok() ? LoadConfig(args, *flags, std::move(parsed)) : flags.status();
+// SIGHUP: the file read again, the flags parsed at start-up over it; a reload that fails keeps
+// every running setting and says why.
+void ReloadDaemon(Daemon& daemon, const ParsedFlags& flags, std::ostream& err) {
+  absl::StatusOr<DaemonConfig> loaded = LoadDaemonConfigWithFlags(flags);
   std::vector<std::string> notes;
   absl::Status status = loaded.ok() ? daemon.Reload(*loaded, &notes) : loaded.status();
   if (!status.ok()) {
@@ -83,8 +67,8 @@ void ReloadDaemon(Daemon& daemon, const std::vector<std::string>& args, std::ost
 
 // Serves until a drain: the signal loop on `signal_fd` (its write end `signal_write_fd`, which
 // the lease watcher writes to), the lease watcher, the reload thread.
-int Serve(Daemon& daemon, const DaemonConfig& config, const std::vector<std::string>& args,
-          int signal_fd, int signal_write_fd, std::ostream& err) {
+int Serve(Daemon& daemon, const DaemonConfig& config, const ParsedFlags& flags, int signal_fd,
+          int signal_write_fd, std::ostream& err) {
   std::atomic<bool> stopped{false};
   std::thread lease_thread;
   if (!config.lease_dir.empty()) {
@@ -96,7 +80,7 @@ int Serve(Daemon& daemon, const DaemonConfig& config, const std::vector<std::str
   }
   // The reload runs off the signal thread (issue 40 A.7): one that blocks on a file cannot keep
   // SIGTERM from draining.
-  ReloadRunner reloader([&] { ReloadDaemon(daemon, args, err); });
+  ReloadRunner reloader([&] { ReloadDaemon(daemon, flags, err); });
   const SignalLoopTarget target{[&] { daemon.Shutdown(); },
                                 [&] { return daemon.drain_timeout_s(); }, config.lease_dir};
   std::thread signal_thread([&] {
@@ -137,8 +121,8 @@ int DaemonMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     err << "libreyolod: error: " << s.message() << "\n";
     return kDaemonExitUnexpected;
   }
-  DaemonConfig parsed;
-  absl::StatusOr<FlagParseResult> flags = ApplyDaemonFlags(args, &parsed);
+  // argv is parsed once: start-up and every SIGHUP reload apply these flags over the file.
+  absl::StatusOr<ParsedFlags> flags = ParseDaemonFlags(args);
   if (!flags.ok()) {
     err << "libreyolod: error: " << flags.status().message()
         << "\nRun 'libreyolod --help' for the flags.\n";
@@ -148,7 +132,7 @@ int DaemonMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     out << DaemonFlagsHelp();
     return kDaemonExitOk;
   }
-  absl::StatusOr<DaemonConfig> config = LoadConfig(args, *flags, std::move(parsed));
+  absl::StatusOr<DaemonConfig> config = LoadDaemonConfigWithFlags(*flags);
   if (!config.ok()) {
     err << "libreyolod: error: " << config.status().message() << "\n";
     return kDaemonExitConfig;
@@ -161,7 +145,7 @@ int DaemonMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     return DaemonExitCodeForStartStatus(daemon.status());
   }
   err << ServingLine(*config, **daemon) << std::flush;
-  return Serve(**daemon, *config, args, pipe_fds[0], pipe_fds[1], err);
+  return Serve(**daemon, *config, *flags, pipe_fds[0], pipe_fds[1], err);
 }
 
 }  // namespace libreyolo::daemon

@@ -234,7 +234,7 @@ TEST(DaemonFlagsTest, FlagsOverrideTheFile) {
       "--threads",
       "7",
   };
-  absl::StatusOr<FlagParseResult> result = ApplyDaemonFlags(args, &*c);
+  absl::StatusOr<ParsedFlags> result = ApplyDaemonFlags(args, &*c);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_FALSE(result->help);
   EXPECT_EQ(result->config_file, "/etc/x.yaml");
@@ -267,7 +267,7 @@ TEST(DaemonFlagsTest, FlagsOverrideTheFile) {
 
 TEST(DaemonFlagsTest, SwitchesAndHelp) {
   DaemonConfig c;
-  absl::StatusOr<FlagParseResult> result =
+  absl::StatusOr<ParsedFlags> result =
       ApplyDaemonFlags({"--insecure-tcp", "--allow-local-paths", "--require-client-cert"}, &c);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_TRUE(c.insecure_tcp);
@@ -277,6 +277,47 @@ TEST(DaemonFlagsTest, SwitchesAndHelp) {
   result = ApplyDaemonFlags({"--help"}, &c);
   ASSERT_TRUE(result.ok());
   EXPECT_TRUE(result->help);
+}
+
+// Issue 39 §4: argv is parsed once into ParsedFlags; start-up (and each SIGHUP reload) loads
+// --config's file and applies those flags over it: a flag wins over the file's key, a repeated
+// list flag replaces the file's list, a key no flag names keeps the file's value.
+TEST(DaemonFlagsTest, ParsedFlagsWinOverTheConfigFile) {
+  TempDir dir;
+  WriteFile(dir.File("d.yaml"),
+            "listen: [\"unix:/run/file-a.sock\", \"unix:/run/file-b.sock\"]\n"
+            "limits:\n  max_batch: 8\n  max_steps: 9\n");
+  absl::StatusOr<ParsedFlags> flags =
+      ParseDaemonFlags({"--max-batch=3", "--config", dir.File("d.yaml"), "--listen",
+                        "unix:/run/flag.sock", "--drain-timeout=90s"});
+  ASSERT_TRUE(flags.ok()) << flags.status();
+  EXPECT_EQ(flags->config_file, dir.File("d.yaml"));
+  ASSERT_EQ(flags->values.size(), 3u);
+  EXPECT_STREQ(flags->values[0].option->flag, "max-batch");
+  EXPECT_EQ(flags->values[0].value, "3");
+  for (int load = 0; load < 2; ++load) {  // start-up, then a reload with the same flags
+    absl::StatusOr<DaemonConfig> c = LoadDaemonConfigWithFlags(*flags);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->limits.max_batch, 3);  // the flag over the file's 8
+    EXPECT_EQ(c->limits.max_steps, 9);  // the file's, no flag
+    EXPECT_THAT(c->listen, ::testing::ElementsAre("unix:/run/flag.sock"));
+    EXPECT_EQ(c->drain_timeout_s, 90);
+  }
+  // The file changed under a reload: its new keys are read, the flags still win.
+  WriteFile(dir.File("d.yaml"), "limits:\n  max_batch: 5\n  max_steps: 6\n");
+  absl::StatusOr<DaemonConfig> reloaded = LoadDaemonConfigWithFlags(*flags);
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+  EXPECT_EQ(reloaded->limits.max_batch, 3);
+  EXPECT_EQ(reloaded->limits.max_steps, 6);
+  // Without --config the flags apply over the defaults; a missing file is NOT_FOUND.
+  absl::StatusOr<ParsedFlags> bare = ParseDaemonFlags({"--listen=unix:/run/x.sock", "--max-batch=2"});
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  absl::StatusOr<DaemonConfig> defaults = LoadDaemonConfigWithFlags(*bare);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->limits.max_batch, 2);
+  EXPECT_EQ(defaults->limits.max_steps, DaemonConfig().limits.max_steps);
+  bare->config_file = dir.File("missing.yaml");
+  EXPECT_EQ(LoadDaemonConfigWithFlags(*bare).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(DaemonFlagsTest, BadArgumentsAreRefusedWithAHint) {
@@ -296,7 +337,7 @@ TEST(DaemonFlagsTest, BadArgumentsAreRefusedWithAHint) {
   };
   for (const Case& c : cases) {
     DaemonConfig config;
-    const absl::StatusOr<FlagParseResult> result = ApplyDaemonFlags(c.args, &config);
+    const absl::StatusOr<ParsedFlags> result = ApplyDaemonFlags(c.args, &config);
     EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument) << c.args[0];
     EXPECT_THAT(std::string(result.status().message()), HasSubstr(c.message)) << c.args[0];
   }

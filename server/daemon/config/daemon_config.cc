@@ -42,20 +42,15 @@ bool AllDigits(absl::string_view text) {
 
 }  // namespace
 
-absl::StatusOr<DaemonConfig> LoadConfigFromArgs(const std::vector<std::string>& args) {
-  DaemonConfig scratch;
-  absl::StatusOr<FlagParseResult> flags = ApplyDaemonFlags(args, &scratch);
-  if (!flags.ok()) return flags.status();
+absl::StatusOr<DaemonConfig> LoadDaemonConfigWithFlags(const ParsedFlags& flags) {
   DaemonConfig config;
-  if (!flags->config_file.empty()) {
-    absl::StatusOr<DaemonConfig> loaded = LoadDaemonConfig(flags->config_file);
+  if (!flags.config_file.empty()) {
+    absl::StatusOr<DaemonConfig> loaded = LoadDaemonConfig(flags.config_file);
     if (!loaded.ok()) return loaded.status();
     config = *std::move(loaded);
   }
   // Flags win over the file.
-  if (absl::StatusOr<FlagParseResult> again = ApplyDaemonFlags(args, &config); !again.ok()) {
-    return again.status();
-  }
+  if (absl::Status applied = ApplyParsedFlags(flags, &config); !applied.ok()) return applied;
   if (absl::Status valid = ValidateDaemonConfig(config); !valid.ok()) return valid;
   return config;
 }

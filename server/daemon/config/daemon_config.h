@@ -145,16 +145,29 @@ struct DaemonConfig {
 // wrong with it (unknown keys are errors, not ignored).
 absl::StatusOr<DaemonConfig> LoadDaemonConfig(const std::string& path);
 
-// Applies command-line flags over `config` (flags win). Returns INVALID_ARGUMENT naming a bad
-// flag; `help` set when --help was given. Flags: --config is handled by the caller.
-// `args` are argv[1..] (without the program name). "--flag value" and "--flag=value" both work;
-// --listen, --device and --admin repeat, and when given replace the file's list.
-struct FlagParseResult {
+struct DaemonOption;
+
+// libreyolod's argv[1..] (without the program name), parsed once by the option rows
+// (daemon_options.cc): --config's file, --help, and each option flag's value in argv order.
+// "--flag value" and "--flag=value" both work; --listen, --device and --admin repeat, and when
+// given replace the file's list.
+struct ParsedFlags {
+  struct Value {
+    const DaemonOption* option = nullptr;  // a row of DaemonOptions()
+    std::string value;                     // "true" for a switch given alone
+  };
   bool help = false;
   std::string config_file;
+  std::vector<Value> values;
 };
-absl::StatusOr<FlagParseResult> ApplyDaemonFlags(const std::vector<std::string>& args,
-                                                 DaemonConfig* config);
+// Parses `args`; every value is checked as its row's kind says. INVALID_ARGUMENT naming the
+// first bad flag (unknown, missing or bad value, a word that is not a flag).
+absl::StatusOr<ParsedFlags> ParseDaemonFlags(const std::vector<std::string>& args);
+// Applies parsed flags over `config` (flags win over the file's keys).
+absl::Status ApplyParsedFlags(const ParsedFlags& flags, DaemonConfig* config);
+// ParseDaemonFlags then ApplyParsedFlags over `config`.
+absl::StatusOr<ParsedFlags> ApplyDaemonFlags(const std::vector<std::string>& args,
+                                             DaemonConfig* config);
 std::string DaemonFlagsHelp();
 
 // Every key path of the config file ("limits.max_batch"), in file order.
@@ -210,9 +223,10 @@ std::vector<std::string> MergeReloadable(const DaemonConfig& running, const Daem
 // line names).
 std::vector<std::string> ReloadableKeys();
 
-// The whole start-up sequence of a configuration: --config FILE, then flags over it, then
-// ValidateDaemonConfig. INVALID_ARGUMENT / NOT_FOUND / FAILED_PRECONDITION naming the problem.
-absl::StatusOr<DaemonConfig> LoadConfigFromArgs(const std::vector<std::string>& args);
+// The whole start-up sequence of a configuration: --config's file (the defaults without one),
+// the parsed flags over it, then ValidateDaemonConfig. INVALID_ARGUMENT / NOT_FOUND /
+// FAILED_PRECONDITION naming the problem. A SIGHUP reload runs it again with the same flags.
+absl::StatusOr<DaemonConfig> LoadDaemonConfigWithFlags(const ParsedFlags& flags);
 
 }  // namespace libreyolo::daemon
 

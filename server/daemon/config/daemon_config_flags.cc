@@ -1,5 +1,6 @@
-// libreyolod's command-line flags: applying them over a DaemonConfig and --help, both loops
-// over the option rows (daemon_options.cc: each row's flag overrides its key of the file).
+// libreyolod's command-line flags: parsing argv once (ParsedFlags), applying them over a
+// DaemonConfig, and --help, all loops over the option rows (daemon_options.cc: each row's flag
+// overrides its key of the file).
 #include <type_traits>
 #include <variant>
 #include <limits>
@@ -136,10 +137,9 @@ absl::Status NotAFlag(const std::string& arg) {
 
 }  // namespace
 
-absl::StatusOr<FlagParseResult> ApplyDaemonFlags(const std::vector<std::string>& args,
-                                                 DaemonConfig* config) {
-  FlagParseResult result;
-  std::set<std::string> lists_replaced;
+absl::StatusOr<ParsedFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
+  ParsedFlags result;
+  DaemonConfig scratch;  // each value is checked by applying it as its row's kind says
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "-h") {
@@ -186,14 +186,34 @@ absl::StatusOr<FlagParseResult> ApplyDaemonFlags(const std::vector<std::string>&
       }
       continue;
     }
-    if (option->kind == OptionKind::kList && lists_replaced.insert(std::string(name)).second) {
-      std::get<std::vector<std::string>& (*)(DaemonConfig&)>(option->field)(*config).clear();
+    if (absl::Status status = ApplyFlag(*option, name, *value, &scratch); !status.ok()) {
+      return status;
     }
-    if (absl::Status status = ApplyFlag(*option, name, *value, config); !status.ok()) {
+    result.values.push_back({option, *std::move(value)});
+  }
+  return result;
+}
+
+absl::Status ApplyParsedFlags(const ParsedFlags& flags, DaemonConfig* config) {
+  std::set<const DaemonOption*> lists_replaced;
+  for (const ParsedFlags::Value& v : flags.values) {
+    const DaemonOption& option = *v.option;
+    if (option.kind == OptionKind::kList && lists_replaced.insert(&option).second) {
+      std::get<std::vector<std::string>& (*)(DaemonConfig&)>(option.field)(*config).clear();
+    }
+    if (absl::Status status = ApplyFlag(option, option.flag, v.value, config); !status.ok()) {
       return status;
     }
   }
-  return result;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ParsedFlags> ApplyDaemonFlags(const std::vector<std::string>& args,
+                                             DaemonConfig* config) {
+  absl::StatusOr<ParsedFlags> flags = ParseDaemonFlags(args);
+  if (!flags.ok()) return flags.status();
+  if (absl::Status status = ApplyParsedFlags(*flags, config); !status.ok()) return status;
+  return flags;
 }
 
 std::string DaemonFlagForKey(const std::string& key_path) {
