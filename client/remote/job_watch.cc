@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "client/remote/daemon_answer.h"
+#include "common/status/thread_guard.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -32,20 +34,52 @@ void InstallInterruptFlag() {
 bool Interrupted() { return g_interrupted.load(); }
 void ClearInterrupt() { g_interrupted.store(false); }
 
+namespace internal {
+std::atomic<int> g_interrupt_watcher_throws_for_test{0};
+}  // namespace internal
+
+namespace {
+constexpr char kWatcherThread[] = "Ctrl-C watcher";
+}  // namespace
+
 CancelOnInterrupt::CancelOnInterrupt(grpc::ClientContext* ctx)
     : thread_([this, ctx] {
-        while (!done_.load()) {
-          if (Interrupted()) {
-            ctx->TryCancel();
-            return;
+        const auto body = [&] {
+          if (internal::g_interrupt_watcher_throws_for_test.load() > 0 &&
+              internal::g_interrupt_watcher_throws_for_test.fetch_sub(1) > 0) {
+            throw std::runtime_error("injected by the test");
           }
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
+          while (!done_.load()) {
+            if (Interrupted()) {
+              ctx->TryCancel();
+              return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
+        };
+        RunGuarded(kWatcherThread, "the stream is cancelled and the command fails", body,
+                   [&](const std::string& what) {
+                     {
+                       std::lock_guard<std::mutex> lock(mu_);
+                       failure_ = absl::InternalError(absl::StrCat(
+                           "the client's '", kWatcherThread, "' thread threw (", what,
+                           "), so the daemon's stream was cancelled; the job itself was not "
+                           "touched: `libreyolo jobs watch ID` follows it again"));
+                     }
+                     ctx->TryCancel();
+                   });
       }) {}
 
-CancelOnInterrupt::~CancelOnInterrupt() {
+CancelOnInterrupt::~CancelOnInterrupt() { Stop(); }
+
+void CancelOnInterrupt::Stop() {
   done_ = true;
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::Status CancelOnInterrupt::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
 }
 
 absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job_id,
@@ -60,6 +94,7 @@ absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job
     req.set_from_sequence(out.last_sequence + 1);
     auto ctx = c.Context(std::chrono::seconds(0));
     grpc::Status s;
+    absl::Status watcher;
     bool terminal_seen = false;
     {
       // Ctrl-C cancels the stream (not the job); the caller decides about the job.
@@ -73,7 +108,10 @@ absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job
         terminal_seen = Terminal(e.state());
       }
       s = reader->Finish();
+      interrupter.Stop();
+      watcher = interrupter.status();
     }
+    if (!watcher.ok()) return watcher;
     if (Interrupted()) {
       out.interrupted = true;
       break;

@@ -6,9 +6,11 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/remote/daemon_connection.h"
 
@@ -20,7 +22,9 @@ bool Interrupted();
 void ClearInterrupt();
 
 // While it lives, cancels `ctx` as soon as Ctrl-C is seen (the flag above), so that a stream
-// (WatchJob, ReadArtifact) ends at once instead of when its next message comes.
+// (WatchJob, ReadArtifact) ends at once instead of when its next message comes. Its thread runs
+// through RunGuarded (issue 39 §4): should it throw, it logs one line, cancels `ctx` and
+// status() says so, for the command to fail with that message instead of the process ending.
 class CancelOnInterrupt {
  public:
   explicit CancelOnInterrupt(grpc::ClientContext* ctx);
@@ -28,10 +32,23 @@ class CancelOnInterrupt {
   CancelOnInterrupt(const CancelOnInterrupt&) = delete;
   CancelOnInterrupt& operator=(const CancelOnInterrupt&) = delete;
 
+  // Ends the thread (idempotent; the destructor calls it).
+  void Stop();
+  // OK, or INTERNAL naming the thread and what it threw (then `ctx` was cancelled).
+  absl::Status status() const;
+
  private:
   std::atomic<bool> done_{false};
-  std::thread thread_;
+  mutable std::mutex mu_;
+  absl::Status failure_;  // guarded by mu_
+  std::thread thread_;    // last: starts once the members above exist
 };
+
+namespace internal {
+// Test hook (issue 39 §4): while > 0, each CancelOnInterrupt thread that starts takes one and
+// throws std::runtime_error at once.
+extern std::atomic<int> g_interrupt_watcher_throws_for_test;
+}  // namespace internal
 
 struct WatchResult {
   v1::Job job;             // the job after its last event (GetJob)

@@ -4,9 +4,11 @@
 #include <atomic>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 #include <type_traits>
@@ -22,7 +24,9 @@
 #include "common/io/rank_artifacts.h"
 #include "common/json/json_read.h"
 #include "common/json/json_writer.h"
+#include "common/readers/ranks_view_internal.h"
 #include "common/render/text_table.h"
+#include "common/status/thread_guard.h"
 #include "rapidjson/document.h"
 
 namespace libreyolo {
@@ -151,8 +155,15 @@ std::optional<DistributedInfo> TracedProcessBeside(const std::string& trace) {
 struct RankPasses {
   explicit RankPasses(size_t n) : results(n), stepless(n), backends(n) {}
 
+  // Each pass over rank i runs through RunGuarded (issue 39 §4): anything it throws (bad_alloc
+  // on a huge trace) fails this rank only, naming the thread, and the worker goes on with the
+  // next rank.
   void Read(size_t i, const std::string& path) {
-    try {
+    Guarded(i, path, [&] {
+      if (internal::g_rank_read_throws_for_test.load() > 0 &&
+          internal::g_rank_read_throws_for_test.fetch_sub(1) > 0) {
+        throw std::runtime_error("injected by the test");
+      }
       absl::StatusOr<RankTraceRead> read = ReadRankTraceFile(path);
       if (!read.ok()) {
         results[i] = read.status();
@@ -164,17 +175,19 @@ struct RankPasses {
           stepless[i] = *std::move(read);
         }
       }
-    } catch (const std::exception& e) {  // bad_alloc on a huge trace: fail this rank only
-      results[i] = absl::ResourceExhaustedError(e.what());
-    }
+    });
   }
   void Window(size_t i, const std::string& path, const Interval& window) {
-    try {
-      results[i] = RankWindowFiguresOf(*std::move(stepless[i]), path, window);
-    } catch (const std::exception& e) {
-      results[i] = absl::ResourceExhaustedError(e.what());
-    }
+    Guarded(i, path,
+            [&] { results[i] = RankWindowFiguresOf(*std::move(stepless[i]), path, window); });
     stepless[i].reset();
+  }
+  void Guarded(size_t i, const std::string& path, const std::function<void()>& pass) {
+    RunGuarded(absl::StrCat("rank trace reader (", path, ")"), "this rank's read fails", pass,
+               [&](const std::string& what) {
+                 results[i] = absl::ResourceExhaustedError(
+                     absl::StrCat("the rank trace reader thread threw: ", what));
+               });
   }
   // The first rank that failed, naming it.
   absl::Status Check(const std::vector<RankFile>& files) const {
@@ -228,7 +241,8 @@ struct RankPasses {
   std::vector<std::string> backends;
 };
 
-// Runs task(i) for i in [0, n) on at most `threads` threads; no exception leaves a thread.
+// Runs task(i) for i in [0, n) on at most `threads` threads. The tasks (RankPasses::Read,
+// Window) run their bodies through RunGuarded, so no exception leaves a thread.
 template <typename Task>
 void ParallelFor(size_t n, int threads, Task task) {
   std::atomic<size_t> next{0};
@@ -243,6 +257,10 @@ void ParallelFor(size_t n, int threads, Task task) {
 }
 
 }  // namespace
+
+namespace internal {
+std::atomic<int> g_rank_read_throws_for_test{0};
+}  // namespace internal
 
 bool IsDirectory(const std::string& path) {
   std::error_code ec;

@@ -291,6 +291,32 @@ TEST_F(RemoteLogicTest, AStreamEndingWithoutATerminalEventAsksGetJob) {
   EXPECT_EQ(watched->job.state(), v1::JOB_STATE_SUCCEEDED);
 }
 
+// Issue 39 §4: the Ctrl-C watcher thread runs through RunGuarded: one that throws logs one line
+// naming it, and the watch fails with a message saying what happened and the way on (it used
+// to end the process through std::terminate). Without the injection the same watch succeeds.
+TEST_F(RemoteLogicTest, AWatcherThreadThatThrowsFailsTheWatch) {
+  internal::g_interrupt_watcher_throws_for_test = 1;
+  ExpectStreamFrom(1, {Event(1, v1::JOB_STATE_RUNNING, "warmup")});
+  testing::internal::CaptureStderr();
+  auto watched = Watch();
+  const std::string logged = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(internal::g_interrupt_watcher_throws_for_test.exchange(0), 0);
+  ASSERT_FALSE(watched.ok());
+  EXPECT_EQ(watched.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(watched.status().message(),
+              HasSubstr("the client's 'Ctrl-C watcher' thread threw (injected by the test)"));
+  EXPECT_THAT(watched.status().message(), HasSubstr("libreyolo jobs watch ID"));
+  EXPECT_EQ(logged,
+            "libreyolo: thread 'Ctrl-C watcher' threw: injected by the test; the stream is "
+            "cancelled and the command fails\n");
+
+  ExpectStreamFrom(1, {Event(1, v1::JOB_STATE_SUCCEEDED, "done")});
+  EXPECT_CALL(*stub_, GetJob(_, _, _)).WillOnce(JobIn(v1::JOB_STATE_SUCCEEDED));
+  auto again = Watch();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->job.state(), v1::JOB_STATE_SUCCEEDED);
+}
+
 // The final GetJob rides out a restart too (a job that ended during a drain).
 TEST_F(RemoteLogicTest, TheFinalGetJobRidesOutARestart) {
   EXPECT_CALL(*stub_, WatchJobRaw(_, _))

@@ -9,9 +9,12 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/readers/ranks_view.h"
+#include "common/readers/ranks_view_internal.h"
 #include "common/trace/trace_reader_internal.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/test_files.h"
 
 namespace libreyolo {
 namespace {
@@ -89,6 +92,50 @@ TEST(ThreadGuard, ATraceBatchWalkerThatThrowsFailsTheRead) {
                                            "injected by the test; the trace read fails\n"));
   }
   EXPECT_GT(threw, 0) << "no walker thread took a batch in 200 reads";
+}
+
+// The rank-folder reader's threads (common/readers/ranks_view.cc, ParallelFor): a rank whose
+// read throws fails the read, naming the thread and the rank, where it used to end the process
+// (a non-std exception) or fail without naming the thread; without the injection the same
+// folder reads.
+TEST(ThreadGuard, ARankTraceReaderThatThrowsFailsTheRead) {
+  test::TempDir d;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::string events;
+    for (int step = 0; step < 2; ++step) {
+      const int64_t t = step * 100'000;
+      absl::StrAppend(
+          &events, step == 0 ? "" : ",\n",
+          R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)", step + 1,
+          R"(", "ts": )", t, R"(, "dur": 100000, "pid": 1, "tid": 1},)",
+          R"({"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "ts": )", t + 1000,
+          R"(, "dur": 50000, "pid": 1, "tid": 1},)",
+          R"({"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "ts": )", t + 60000,
+          R"(, "dur": 30000, "pid": 1, "tid": 2, "args": {"Input Dims": [[1000]], )",
+          R"("Input type": ["float"]}})");
+    }
+    d.Write(absl::StrCat("rank", rank, ".json"),
+            absl::StrCat(R"({"schemaVersion": 1, "distributedInfo": {"backend": "gloo", "rank": )",
+                         rank, R"(, "world_size": 2, "pg_config": [{"pg_size": 2, "ranks": [0, 1]}]},)",
+                         R"( "traceEvents": [)", events, "]}"));
+  }
+  auto clean = BuildRanksView(d.path(), 2);
+  ASSERT_TRUE(clean.ok()) << clean.status();
+  for (int threads : {1, 2}) {
+    internal::g_rank_read_throws_for_test = 1;
+    testing::internal::CaptureStderr();
+    auto got = BuildRanksView(d.path(), threads);
+    const std::string logged = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(internal::g_rank_read_throws_for_test.exchange(0), 0);
+    ASSERT_FALSE(got.ok()) << "a reader threw and the read still succeeded";
+    const std::string message(got.status().message());
+    EXPECT_THAT(message,
+                testing::HasSubstr("the rank trace reader thread threw: injected by the test"));
+    EXPECT_THAT(message, testing::MatchesRegex("rank [01] \\(.*rank[01]\\.json\\): .*"));
+    EXPECT_THAT(logged, testing::MatchesRegex("libreyolo: thread 'rank trace reader \\(.*rank[01]"
+                                              "\\.json\\)' threw: injected by the test; this "
+                                              "rank's read fails\n"));
+  }
 }
 
 }  // namespace
