@@ -154,13 +154,13 @@ absl::StatusOr<TaskSettings> ParseTaskSettings(absl::string_view json, absl::str
   }
   if (task == "semantic") {
     // _preprocess_semantic: PIDNet, SegFormer and GTR letterbox the image with their own
-    // geometry and crop the logits back; every other family is a cv2 stretch.
+    // geometry and _parse_semantic_output crops the logits back to it; every other family is a
+    // cv2 stretch.
     if (family == "pidnet" || family == "segformer" || family == "gtr") {
-      return Bad(what, absl::StrCat(
-                           "a ", family, " semantic export: the engine does not reproduce its "
-                           "letterboxed preprocessing (models/", family == "gtr" ? "segformer" : family,
-                           "/model.py preprocess_numpy) nor the crop of its logits; profile the "
-                           "native checkpoint (the daemon runs the Python LibreYOLO for it)"));
+      t.task = ExportTask::kSemantic;
+      t.input = TaskInputKind::kSemanticLetterbox;
+      t.align_corners = family == "pidnet";
+      return t;
     }
     t.task = ExportTask::kSemantic;
     t.input = TaskInputKind::kStretchCv;

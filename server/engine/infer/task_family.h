@@ -25,6 +25,9 @@ enum class TaskInputKind {
                   // Resize((S, S)) for resize_mode "stretch"; PIL's filter; / 255; mean, std
   kStretchCv,     // cv2.resize(rgb, (W, H), INTER_LINEAR), / 255, then mean/std when set
   kStretchCubic,  // cv2.resize(rgb / 255 as float32, (W, H), INTER_CUBIC) (MiDaS, Depth Anything)
+  kSemanticLetterbox,  // PIDNet, SegFormer, GTR semantic (models/{pidnet,segformer}/model.py
+                       // preprocess_numpy): ratio min(H / h, W / w), int() sides (at least 1),
+                       // cv2 INTER_LINEAR, top-left on a 114 canvas, R, G, B, / 255
   kPoseLetterbox,  // YOLO-NAS pose: the longest side to min(640, S) (round()), PIL BILINEAR,
                    // pasted top-left on a 127 canvas, B, G, R, / 255
 };
@@ -40,6 +43,8 @@ struct TaskSettings {
   bool stretch = false;                    // resize_mode "stretch": no centre crop
   // (x - mean) / std after / 255, R, G, B; std 0: none.
   std::array<float, 3> mean = {0, 0, 0}, std = {0, 0, 0};
+  // kSemanticLetterbox: the upsampling of the cropped logits uses align_corners (PIDNet's).
+  bool align_corners = false;
   // Why the engine does not decode this export's outputs (the postprocess stage is then null
   // and the profile says why); empty: it does.
   std::string no_postprocess;

@@ -60,6 +60,35 @@ cv::Mat ResizeTo(const cv::Mat& src, int w, int h, int interpolation) {
   return out;
 }
 
+// PIDNet / SegFormer / GTR semantic (models/pidnet/model.py, models/segformer/model.py
+// preprocess_numpy): ratio min(H / h, W / w) in double, each side int(side * ratio) (truncated,
+// at least 1), cv2 INTER_LINEAR, top-left on a 114 canvas.
+cv::Mat SemanticLetterboxCanvas(const cv::Mat& bgr, int h, int w, ExportGeometry* geometry) {
+  constexpr int kPad = 114;
+  const double ratio = std::min(static_cast<double>(h) / bgr.rows, static_cast<double>(w) / bgr.cols);
+  const int nh = std::clamp(static_cast<int>(bgr.rows * ratio), 1, h);
+  const int nw = std::clamp(static_cast<int>(bgr.cols * ratio), 1, w);
+  cv::Mat canvas(h, w, CV_8UC3, cv::Scalar(kPad, kPad, kPad));
+  ResizeTo(bgr, nw, nh, cv::INTER_LINEAR).copyTo(canvas(cv::Rect(0, 0, nw, nh)));
+  if (geometry != nullptr) geometry->ratio = geometry->ratio_x = geometry->ratio_y = ratio;
+  return canvas;
+}
+
+// _parse_semantic_output's crop for the letterboxed families: the logits' share of the canvas
+// the image covers, int(round(src * ratio * logits / canvas)) (half to even), at least 1.
+torch::Tensor CropLetterboxLogits(const torch::Tensor& logits, const ExportMetadata& meta,
+                                  const ExportGeometry& g) {
+  const int64_t lh = logits.size(2), lw = logits.size(3);
+  const double scale_y = static_cast<double>(lh) / static_cast<double>(meta.height);
+  const double scale_x = static_cast<double>(lw) / static_cast<double>(meta.width);
+  const auto valid = [](double v, int64_t limit) {
+    return std::min(limit, std::max<int64_t>(static_cast<int64_t>(std::nearbyint(v)), 1));
+  };
+  const int64_t vh = valid(static_cast<double>(g.src_height) * g.ratio * scale_y, lh);
+  const int64_t vw = valid(static_cast<double>(g.src_width) * g.ratio * scale_x, lw);
+  return logits.slice(2, 0, vh).slice(3, 0, vw);
+}
+
 std::vector<torch::Tensor> Tensors(const torch::IValue& output) {
   std::vector<torch::Tensor> outs;
   if (output.isTensor()) outs.push_back(output.toTensor());
@@ -172,6 +201,7 @@ cv::Mat TaskCanvas(const ExportMetadata& meta, const cv::Mat& bgr, ExportGeometr
   switch (t.input) {
     case TaskInputKind::kClassifyEval: return ClassifyCanvas(t, bgr, h);
     case TaskInputKind::kPoseLetterbox: return PoseCanvas(bgr, h, w, geometry);
+    case TaskInputKind::kSemanticLetterbox: return SemanticLetterboxCanvas(bgr, h, w, geometry);
     case TaskInputKind::kStretchCubic: {
       // cv2.resize(arr.astype(np.float32) / 255.0, (W, H), INTER_CUBIC); divided in float32, as
       // numpy does (OpenCV's Mat / s multiplies by 1 / s).
@@ -259,12 +289,15 @@ absl::StatusOr<std::vector<TaskOutput>> TaskPostprocess(
       for (int64_t i = 0; i < batch; ++i) {
         const ExportGeometry& g = geometry[static_cast<size_t>(i)];
         // Upsampled to the source image: depth with align_corners=True (the native depth
-        // families'), semantic logits with False, then their argmax.
+        // families'), semantic logits with False (PIDNet's True), the letterboxed families'
+        // cropped to the image first, then their argmax.
+        torch::Tensor one = x.slice(0, i, i + 1);
+        if (t.input == TaskInputKind::kSemanticLetterbox) one = CropLetterboxLogits(one, meta, g);
         const torch::Tensor up = F::interpolate(
-            x.slice(0, i, i + 1), F::InterpolateFuncOptions()
-                                      .size(std::vector<int64_t>{g.src_height, g.src_width})
-                                      .mode(torch::kBilinear)
-                                      .align_corners(depth));
+            one, F::InterpolateFuncOptions()
+                     .size(std::vector<int64_t>{g.src_height, g.src_width})
+                     .mode(torch::kBilinear)
+                     .align_corners(depth || t.align_corners));
         TaskOutput map;
         if (depth) {
           map.map = up[0][0];

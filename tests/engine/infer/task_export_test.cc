@@ -83,7 +83,6 @@ TEST(TaskMetadata, RefusesWhatItDoesNotReproduceNamingIt) {
   refused(R"({"model_family": "resnet", "task": "classify", "norm_mean": "[1, 2]"})", "norm_mean");
   refused(R"({"model_family": "resnet", "task": "classify", "imgsz_h": 224, "imgsz_w": 256})",
           "square");
-  refused(R"({"model_family": "segformer", "task": "semantic"})", "letterboxed preprocessing");
   refused(R"({"model_family": "hrnet", "task": "pose"})", "top-down");
   refused(R"({"model_family": "dekr", "task": "pose"})", "pose");
   refused(R"({"model_family": "picosam3", "task": "segment"})", "detection family");
@@ -94,6 +93,15 @@ TEST(TaskMetadata, RefusesWhatItDoesNotReproduceNamingIt) {
       "m");
   ASSERT_TRUE(seg.ok()) << seg.status();
   EXPECT_EQ(seg->task_settings.input, TaskInputKind::kStretchCv);
+  // PIDNet, SegFormer, GTR: their own letterbox; PIDNet upsamples with align_corners.
+  for (const char* family : {"pidnet", "segformer", "gtr"}) {
+    auto lb = ParseExportMetadata(
+        absl::StrCat(R"({"model_family": ")", family, R"(", "task": "semantic"})"), "m");
+    ASSERT_TRUE(lb.ok()) << lb.status();
+    EXPECT_EQ(lb->task_settings.input, TaskInputKind::kSemanticLetterbox) << family;
+    EXPECT_EQ(lb->task_settings.align_corners, absl::string_view(family) == "pidnet") << family;
+    EXPECT_TRUE(lb->task_settings.no_postprocess.empty()) << family;
+  }
   auto depth = ParseExportMetadata(R"({"model_family": "depth_anything", "task": "depth"})", "m");
   ASSERT_TRUE(depth.ok()) << depth.status();
   EXPECT_EQ(depth->task_settings.input, TaskInputKind::kStretchCubic);
@@ -184,11 +192,25 @@ class TaskExport : public ::testing::TestWithParam<std::string> {
         // The backend's own top-2 margin per pixel, from its logits upsampled as it does.
         ExportGeometry g;
         (void)model_->Canvas(image_, &g);
+        torch::Tensor logits = py_outs[0];
+        if (task().input == TaskInputKind::kSemanticLetterbox) {
+          // _parse_semantic_output's crop: the image's share of the letterboxed canvas.
+          const auto valid = [](double v, int64_t limit) {
+            return std::min(limit, std::max<int64_t>(static_cast<int64_t>(std::nearbyint(v)), 1));
+          };
+          const ExportMetadata& m = model_->metadata();
+          const int64_t lh = logits.size(2), lw = logits.size(3);
+          const double scale_y = static_cast<double>(lh) / static_cast<double>(m.height);
+          const double scale_x = static_cast<double>(lw) / static_cast<double>(m.width);
+          const int64_t vh = valid(static_cast<double>(g.src_height) * g.ratio * scale_y, lh);
+          const int64_t vw = valid(static_cast<double>(g.src_width) * g.ratio * scale_x, lw);
+          logits = logits.slice(2, 0, vh).slice(3, 0, vw);
+        }
         const torch::Tensor up = torch::nn::functional::interpolate(
-            py_outs[0], torch::nn::functional::InterpolateFuncOptions()
-                            .size(std::vector<int64_t>{g.src_height, g.src_width})
-                            .mode(torch::kBilinear)
-                            .align_corners(false))[0];
+            logits, torch::nn::functional::InterpolateFuncOptions()
+                        .size(std::vector<int64_t>{g.src_height, g.src_width})
+                        .mode(torch::kBilinear)
+                        .align_corners(task().align_corners))[0];
         const torch::Tensor top2 = std::get<0>(up.topk(2, 0));
         const torch::Tensor tie = (top2[0] - top2[1]).lt(1e-3);
         EXPECT_EQ(differ.logical_and(tie.logical_not()).sum().item<int64_t>(), 0)
@@ -252,7 +274,8 @@ class TaskExport : public ::testing::TestWithParam<std::string> {
 
 TEST_P(TaskExport, RunsAsThePythonBackendDoes) {
   const ExportMetadata& meta = model_->metadata();
-  EXPECT_EQ(meta.task, GetParam());
+  const std::string task_name = reference_["task"].GetString();
+  EXPECT_EQ(meta.task, task_name);
   std::vector<torch::Tensor> py_outs;
   for (int i = 0; std::filesystem::exists(absl::StrCat(base_, ".output", i, ".npy")); ++i) {
     py_outs.push_back(ReadNpy(absl::StrCat(base_, ".output", i, ".npy")));
@@ -309,7 +332,7 @@ TEST_P(TaskExport, RunsAsThePythonBackendDoes) {
   ASSERT_TRUE(r.ok()) << r.status();
   const Profile& p = r->profile;
   EXPECT_EQ(p.model, TaskLabel(meta));
-  for (const char* part : {reference_["family"].GetString(), GetParam().c_str()}) {
+  for (const char* part : {reference_["family"].GetString(), task_name.c_str()}) {
     EXPECT_TRUE(absl::StrContains(p.model, part)) << p.model;
   }
   EXPECT_TRUE(absl::StrContains(p.model, absl::StrCat(meta.width, "x", meta.height))) << p.model;
@@ -324,7 +347,8 @@ TEST_P(TaskExport, RunsAsThePythonBackendDoes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tasks, TaskExport,
-                         ::testing::Values("classify", "semantic", "depth", "segment", "pose"),
+                         ::testing::Values("classify", "semantic", "semantic_letterbox", "depth",
+                                           "segment", "pose"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

@@ -8,7 +8,8 @@ Run it with the LibreYOLO Python environment (`$(bash scripts/python-env.sh)/bin
 Everything runs in this one process: each model is built (``Family._from_scratch``, no download),
 exported once (``model.export(format="torchscript")``, as ``libreyolo export`` does), loaded with
 ``libreyolo.LibreYOLO(path)`` (the TorchScript backend) and run on the sample image. For each task
-OUT_DIR gets <task>.torchscript and:
+OUT_DIR gets <task>.torchscript (<key>.*: a key such as semantic_letterbox, another family of the
+task with its own preprocessing) and:
   <task>.input.npy      the exact blob the backend fed the module
   <task>.output<i>.npy  the module's raw outputs
   <task>.result.npy     the backend's decode: classify: the probabilities [nc]; semantic: the
@@ -34,10 +35,13 @@ import time
 from pathlib import Path
 
 # One family per task, the smallest that exports offline from random init (found from the
-# registry with --list; bench/README.md has the sweep). (family, size, imgsz)
+# registry with --list; bench/README.md has the sweep). (family, size, imgsz); a key other than
+# a task name is "<task>_<what>": another preprocessing of that task, its files named by the key.
 TASKS = {
     "classify": ("vit", "ti", 224),
     "semantic": ("ppliteseg", "t50", 128),
+    # PIDNet / SegFormer / GTR: their letterbox and the crop of its logits (PIDNet: align_corners)
+    "semantic_letterbox": ("pidnet", "s", 128),
     "depth": ("zipdepth", "b", 128),
     "segment": ("dfine", "n", 256),
     "pose": ("yolonas", "n", 256),
@@ -55,7 +59,7 @@ def list_registry() -> None:
                 print(f"{task:9s} {fam:16s} available={d['available']} export={d['export_override']}")
 
 
-def one_task(task: str, family: str, size: str, imgsz: int, out: Path, image: str, runs: int) -> dict:
+def one_task(key: str, family: str, size: str, imgsz: int, out: Path, image: str, runs: int) -> dict:
     import importlib
 
     import numpy as np
@@ -64,6 +68,7 @@ def one_task(task: str, family: str, size: str, imgsz: int, out: Path, image: st
     import libreyolo
     from libreyolo.models.inventory import collect_model_inventory
 
+    task = key.split("_", 1)[0]
     d = collect_model_inventory()[family]
     mod, cls_name = d["class"].rsplit(".", 1)
     cls = getattr(importlib.import_module(mod), cls_name)
@@ -74,7 +79,7 @@ def one_task(task: str, family: str, size: str, imgsz: int, out: Path, image: st
         from make_exports import make_informative
 
         make_informative(model, family, imgsz, image, 0)
-    ts = out / f"{task}.torchscript"
+    ts = out / f"{key}.torchscript"
     model.export(format="torchscript", output_path=str(ts), imgsz=imgsz, half=False, int8=False,
                  dynamic=False, simplify=True, opset=None, batch=1, device="cpu", verbose=False)
     extra = {"libreyolo_metadata.json": ""}
@@ -110,26 +115,26 @@ def one_task(task: str, family: str, size: str, imgsz: int, out: Path, image: st
            "image": str(Path(image).resolve()), "mb": ts.stat().st_size / 1e6,
            "params": {"conf": conf, "iou": 0.45, "max_det": 300},
            "input_shape": list(cap["blob"].shape), "output_shapes": [list(o.shape) for o in cap["raw"]]}
-    np.save(out / f"{task}.input.npy", cap["blob"].astype(np.float32))
+    np.save(out / f"{key}.input.npy", cap["blob"].astype(np.float32))
     for i, o in enumerate(cap["raw"]):
-        np.save(out / f"{task}.output{i}.npy", np.asarray(o, dtype=np.float32))
+        np.save(out / f"{key}.output{i}.npy", np.asarray(o, dtype=np.float32))
     if task == "classify":
         probs = np.asarray(res.probs.data, dtype=np.float32)
-        np.save(out / f"{task}.result.npy", probs)
+        np.save(out / f"{key}.result.npy", probs)
         rec["top5"] = [int(c) for c in res.probs.top5]
         srt = np.sort(probs)[::-1]
         rec["top5_margin"] = float(min(srt[i] - srt[i + 1] for i in range(5)))
     elif task == "semantic":
-        np.save(out / f"{task}.result.npy", np.asarray(res.semantic_mask.data, dtype=np.float32))
+        np.save(out / f"{key}.result.npy", np.asarray(res.semantic_mask.data, dtype=np.float32))
     elif task == "depth":
-        np.save(out / f"{task}.result.npy", np.asarray(res.depth_map.data, dtype=np.float32))
+        np.save(out / f"{key}.result.npy", np.asarray(res.depth_map.data, dtype=np.float32))
     elif task == "pose":
         boxes = np.asarray(res.boxes.xyxy, dtype=np.float32).reshape(-1, 4)
         n = boxes.shape[0]
         kp = np.asarray(res.keypoints.data, dtype=np.float32).reshape(n, -1)
         rows = np.concatenate([boxes, np.asarray(res.boxes.conf, dtype=np.float32).reshape(n, 1),
                                np.asarray(res.boxes.cls, dtype=np.float32).reshape(n, 1), kp], 1)
-        np.save(out / f"{task}.result.npy", rows.astype(np.float32))
+        np.save(out / f"{key}.result.npy", rows.astype(np.float32))
     if runs > 0:
         times["pre"].clear()
         times["fwd"].clear()
