@@ -315,7 +315,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::Submit
   if (absl::Status s = CheckQueueLimitsLocked(who, device, &active_users); !s.ok()) return s;
   std::vector<std::string> ranks;  // a data-parallel job's slots
   if (request.has_run()) {
-    auto placed = PlaceRanksLocked(request.run(), device);
+    auto placed = GangPlacement::Place(request.run(), device, devices_);
     if (!placed.ok()) return placed.status();
     ranks = *std::move(placed);
   }

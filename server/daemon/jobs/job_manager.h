@@ -32,6 +32,7 @@
 #include "server/daemon/config/daemon_config.h"
 #include "server/daemon/jobs/artifact_verifier.h"
 #include "server/daemon/jobs/fair_share.h"
+#include "server/daemon/jobs/gang_placement.h"
 #include "server/daemon/jobs/job_runner.h"
 #include "server/daemon/jobs/metrics_snapshot.h"
 #include "server/daemon/jobs/user_slots.h"
@@ -162,9 +163,6 @@ class JobManager {
   struct DeviceState {
     std::thread worker;
     std::string running;  // job id
-    // The forming gang (a data-parallel job) this idle device is held for until all of the
-    // gang's devices are; its job thread waits meanwhile (job_manager_gang.cc).
-    std::string reserved;
   };
 
   // What `record`'s file keeps of e's run clock: none before it started.
@@ -229,7 +227,7 @@ class JobManager {
   // `fresh` (a job just submitted) is left to its caller, which stores its first event.
   void RefreshQueuePositionsLocked(const Entry* fresh = nullptr);
   void WorkerLoop(const std::string& device);
-  // job_manager_gang.cc. The job `device`'s thread takes next: the forming gang when it holds
+  // job_manager_gang.cc, over gangs_. The job `device`'s thread takes next: the forming gang when it holds
   // this device, else the first of the device's order that is not a gang waiting behind
   // another (a gang found first becomes the forming one). nullptr when there is none.
   Entry* NextForLocked(const std::string& device);
@@ -238,10 +236,6 @@ class JobManager {
   bool ReserveForGangLocked(Entry& e, const std::string& device);
   // Lets go of every device held for gang `id` (it ran, or was cancelled while forming).
   void ReleaseGangLocked(const std::string& id);
-  // Where a data-parallel request's ranks run: the first nproc slots of `device`'s kind, or
-  // the slots it names. INVALID_ARGUMENT / FAILED_PRECONDITION naming what this daemon has.
-  absl::StatusOr<std::vector<std::string>> PlaceRanksLocked(const v1::RunSpec& run,
-                                                            const std::string& device) const;
   // Runs `e` on its devices (the caller's thread, for a gang the one that held its last).
   void RunOne(Entry& e);
   // The record of `job` after `out`, and the stage of its final event.
@@ -260,9 +254,10 @@ class JobManager {
   std::map<std::string, std::unique_ptr<Entry>> jobs_;
   std::map<std::string, DeviceState> device_state_;
   std::map<std::string, std::string> request_ids_;  // owner + "/" + request_id -> job id
-  // The one gang whose devices are being held for it (empty: none). One at a time, so that two
-  // gangs never each hold part of what the other needs.
-  std::string forming_gang_;
+  // Gang placement (gang_placement.h): the one forming gang (one at a time, so that two gangs
+  // never each hold part of what the other needs) and the idle devices held for it until all
+  // of its devices are; their job threads wait meanwhile. Guarded by mu_.
+  GangPlacement gangs_;
   int64_t next_submit_order_ = 0;
   int64_t submitted_total_ = 0;
   std::atomic<bool> accepting_{true};

@@ -208,8 +208,8 @@ void JobManager::WorkerLoop(const std::string& device) {
         // run (or was cancelled), then look again.
         const std::string gang = next->job.id();
         work_cv_.wait(lock, [&] {
-          const DeviceState& ds = device_state_.at(device);
-          return stopping_ || (ds.reserved != gang && ds.running != gang);
+          return stopping_ || (!gangs_.HeldFor(device, gang) &&
+                               device_state_.at(device).running != gang);
         });
         continue;
       }
@@ -235,7 +235,7 @@ void JobManager::WorkerLoop(const std::string& device) {
       for (const std::string& d : JobDevices(next->job)) {
         device_state_.at(d).running = next->job.id();
       }
-      if (forming_gang_ == next->job.id()) forming_gang_.clear();
+      gangs_.Started(next->job.id());
       fair_.Started(next->job.owner());
       AppendEventLocked(*next, "starting", 0, 0,
                         absl::StrCat("on ", absl::StrJoin(JobDevices(next->job), ", ")));
