@@ -15,8 +15,8 @@
 
 #include <vector>
 
+#include "common/analysis/trace_analyser.h"
 #include "common/io/block_reader.h"
-#include "common/trace/trace_analyser.h"
 #include "common/trace/trace_reader.h"
 
 int main(int argc, char** argv) {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "client/cli/cli.h"
+#include "client/app/cli.h"
 #include "client/cli/python_cli.h"
 
 int main(int argc, char** argv) {

@@ -6,9 +6,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/analysis/trace_analyser.h"
 #include "common/io/file_reader.h"
 #include "common/profile/profile_json.h"
-#include "common/trace/trace_analyser.h"
 
 namespace libreyolo {
 namespace {

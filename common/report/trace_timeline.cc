@@ -8,7 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "common/trace/trace_analyser.h"
+#include "common/analysis/trace_analyser.h"
 
 namespace libreyolo {
 namespace {

@@ -1,6 +1,6 @@
 // What the HTML report draws over time, from the trace's events: the per-step split of the
 // step, the GPU busy/idle strip per stream with the kernel launches, and memory over the window.
-// The scalar metrics stay the analyser's (common/trace/trace_analyser.h); this only lays out
+// The scalar metrics stay the analyser's (common/analysis/trace_analyser.h); this only lays out
 // the same events along the time axis.
 #ifndef LIBREYOLO_COMMON_REPORT_TRACE_TIMELINE_H_
 #define LIBREYOLO_COMMON_REPORT_TRACE_TIMELINE_H_

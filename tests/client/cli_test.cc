@@ -1,6 +1,6 @@
 // The `libreyolo profile` command contract (shared/spec/cli.md): every reader, --help, --json,
 // exit codes and error messages, driven through RunCli exactly as main() does.
-#include "client/cli/cli.h"
+#include "client/app/cli.h"
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "client/cli/cli.h"
+#include "client/app/cli.h"
 #include "tests/support/cli_run.h"
 
 namespace libreyolo::cli {

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "client/cli/cli.h"
-#include "tests/support/cli_run.h"
+#include "client/app/cli.h"
 #include "client/cli/python_cli.h"
 #include "client/cli/suggest.h"
+#include "tests/support/cli_run.h"
 
 namespace libreyolo::cli {
 namespace {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/cli/cli.h"
+#include "client/app/cli.h"
 #include "client/remote/daemon_answer.h"
 #include "client/remote/job_watch.h"
 #include "common/io/sha256.h"

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "client/cli/cli.h"
-#include "tests/support/cli_run.h"
+#include "client/app/cli.h"
+#include "common/analysis/profile_json_write.h"
 #include "common/load/load_profile.h"
-#include "common/profile/profile_json.h"
+#include "tests/support/cli_run.h"
 
 namespace libreyolo::cli {
 namespace {

@@ -7,8 +7,8 @@
 #include <iostream>
 #include <string>
 
+#include "common/analysis/profile_json_write.h"
 #include "common/load/load_profile.h"
-#include "common/profile/profile_json.h"
 
 int main(int argc, char** argv) {
   if (argc < 3) {

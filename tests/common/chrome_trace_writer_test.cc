@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
+#include "common/analysis/trace_analyser.h"
 #include "common/load/load_profile.h"
-#include "common/trace/trace_analyser.h"
 #include "common/trace/trace_reader.h"
 
 namespace libreyolo {

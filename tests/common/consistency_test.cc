@@ -9,9 +9,11 @@
 
 #include "absl/strings/str_format.h"
 
+#include "common/analysis/compare.h"
 #include "common/analysis/kernel_classify.h"
 #include "common/analysis/latency_stats.h"
 #include "common/analysis/metric_list.h"
+#include "common/analysis/profile_json_write.h"
 #include "common/analysis/repeat_trials.h"
 #include "common/analysis/what_if.h"
 #include "common/load/load_profile.h"
@@ -20,7 +22,6 @@
 #include "common/readers/ops_view.h"
 #include "common/readers/phases_view.h"
 #include "common/readers/summary_view.h"
-#include "common/analysis/compare.h"
 #include "tests/common/trace_builder.h"
 
 namespace libreyolo::testing {

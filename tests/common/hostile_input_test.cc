@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "common/analysis/profile_json_write.h"
 #include "common/profile/profile_json.h"
 #include "tests/common/trace_builder.h"
 

@@ -1,6 +1,7 @@
 // The metric table (common/profile/metric_table.h) is the one definition of every scalar
 // metric: docs/metrics.md's table is generated from it, every row round-trips through
 // profile.json at its place and type, and the views that print a metric agree with it.
+#include "common/analysis/profile_json_write.h"
 #include "common/profile/metric_table.h"
 
 #include <gtest/gtest.h>

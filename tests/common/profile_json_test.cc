@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/analysis/kernel_classify.h"
+#include "common/analysis/profile_json_write.h"
 #include "common/json/json_read.h"
 #include "common/profile/metric_table.h"
 #include "rapidjson/document.h"

@@ -15,8 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/analysis/trace_analyser.h"
 #include "common/profile/profile.h"
-#include "common/trace/trace_analyser.h"
 #include "common/trace/trace_reader.h"
 
 namespace libreyolo::testing {

@@ -2,6 +2,7 @@
 // edges, and the fixtures tests/fixtures/trust/make_trust_fixtures.py makes from the real traces
 // (each reproduces one defect; before the checks every one of them got a confident verdict and
 // no word of it: the kernel-less rank "compute: no GPU kernels ... runs on the CPU").
+#include "common/analysis/profile_json_write.h"
 #include "common/analysis/trust.h"
 
 #include <gmock/gmock.h>

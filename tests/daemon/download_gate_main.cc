@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "client/cli/cli.h"
+#include "client/app/cli.h"
 #include "client/remote/artifact_download.h"
 
 namespace {

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "common/analysis/module_table.h"
-#include "common/trace/trace_analyser.h"
+#include "common/analysis/trace_analyser.h"
 #include "common/trace/trace_reader.h"
 #include "server/engine/collect/torch_profiler.h"
 #include "server/engine/collect/trace_export.h"

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/analysis/profile_json_write.h"
 #include "common/profile/profile_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -16,8 +16,9 @@
 #include <string_view>
 #include <utility>
 
+#include "common/analysis/profile_json_write.h"
+#include "common/analysis/trace_analyser.h"
 #include "common/profile/profile_json.h"
-#include "common/trace/trace_analyser.h"
 #include "common/trace/trace_reader.h"
 #include "common/trace/trace_reader_internal.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "client/cli/cli.h"
+#include "client/app/cli.h"
 
 namespace libreyolo::cli::testing {
 

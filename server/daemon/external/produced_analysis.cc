@@ -15,14 +15,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/analysis/profile_json_write.h"
+#include "common/analysis/trace_analyser.h"
+#include "common/analysis/verdict.h"
 #include "common/io/rank_artifacts.h"
 #include "common/io/unique_fd.h"
 #include "common/job/names.h"
-#include "common/analysis/verdict.h"
 #include "common/json/json_writer.h"
-#include "common/profile/profile_json.h"
 #include "common/readers/ranks_view.h"
-#include "common/trace/trace_analyser.h"
 #include "common/trace/trace_reader.h"
 #include "rapidjson/filereadstream.h"
 #include "rapidjson/reader.h"

@@ -88,7 +88,7 @@ struct TraceOrigin {
 };
 
 // Takes the traces from the folder (TakeProducedFiles' rules) and analyses them into the job's
-// profile (common/trace/trace_analyser.h), publishing both: one process -> profile_trace.json
+// profile (common/analysis/trace_analyser.h), publishing both: one process -> profile_trace.json
 // and profile.json over it (its "trace" naming it, its tool `origin.tool`); several -> each
 // rank's trace and profile under the rank names of common/io/rank_artifacts.h (by RANK, else in
 // pid order) and the cross-rank view in rank 0's profile, as a data-parallel job's. The ranks

@@ -16,13 +16,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/analysis/profile_json_write.h"
 #include "common/io/atomic_file.h"
 #include "common/io/file_reader.h"
 #include "common/io/rank_artifacts.h"
 #include "common/io/unique_fd.h"
-#include "common/profile/profile_json.h"
-#include "common/status/thread_guard.h"
 #include "common/readers/ranks_view.h"
+#include "common/status/thread_guard.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/daemon/workers/engine_runner.h"
 

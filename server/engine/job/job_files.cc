@@ -6,6 +6,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/analysis/profile_json_write.h"
+#include "common/analysis/trace_analyser.h"
 #include "common/io/atomic_file.h"
 #include "common/io/rank_artifacts.h"
 #include "common/io/trial_artifacts.h"
@@ -13,7 +15,6 @@
 #include "common/profile/profile_json.h"
 #include "common/report/report_html.h"
 #include "common/report/report_input.h"
-#include "common/trace/trace_analyser.h"
 
 namespace libreyolo::engine {
 namespace {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/trace/trace_analyser.h"
+#include "common/analysis/trace_analyser.h"
 #include "server/engine/collect/cupti_convert.h"
 #include "server/engine/collect/trace_export.h"
 #include "tests/engine/collect/collected_event_util.h"

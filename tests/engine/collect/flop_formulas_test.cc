@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/trace/trace_analyser.h"
+#include "common/analysis/trace_analyser.h"
 #include "server/engine/collect/flop_attribution.h"
 #include "server/engine/collect/trace_export.h"
 #include "tests/support/test_files.h"

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <string>
 
+#include "common/analysis/trace_analyser.h"
 #include "common/profile/profile_json.h"
-#include "common/trace/trace_analyser.h"
 #include "common/trace/trace_data_builder.h"
 #include "common/trace/trace_reader.h"
 #include "server/engine/collect/trace_export.h"

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "common/profile/profile_json.h"
-#include "common/trace/trace_analyser.h"
+#include "common/analysis/profile_json_write.h"
+#include "common/analysis/trace_analyser.h"
 #include "common/trace/trace_reader.h"
 
 namespace libreyolo::engine {

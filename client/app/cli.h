@@ -1,6 +1,6 @@
 // The `libreyolo` command line: dispatch to subcommands, help, exit codes.
-#ifndef LIBREYOLO_CLIENT_CLI_CLI_H_
-#define LIBREYOLO_CLIENT_CLI_CLI_H_
+#ifndef LIBREYOLO_CLIENT_APP_CLI_H_
+#define LIBREYOLO_CLIENT_APP_CLI_H_
 
 #include <ostream>
 #include <string>
@@ -14,4 +14,4 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
 
 }  // namespace libreyolo::cli
 
-#endif  // LIBREYOLO_CLIENT_CLI_CLI_H_
+#endif  // LIBREYOLO_CLIENT_APP_CLI_H_

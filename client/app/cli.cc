@@ -1,4 +1,4 @@
-#include "client/cli/cli.h"
+#include "client/app/cli.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"

@@ -1,3 +1,5 @@
+#include "common/analysis/profile_json_write.h"
+
 #include "absl/strings/str_cat.h"
 #include "common/analysis/kernel_classify.h"
 #include "common/analysis/metric_list.h"
@@ -6,7 +8,6 @@
 #include "common/json/json_writer.h"
 #include "common/profile/metric_id.h"
 #include "common/profile/metric_table.h"
-#include "common/profile/profile_json.h"
 #include "rapidjson/document.h"
 
 namespace libreyolo {

@@ -1,4 +1,4 @@
-#include "common/trace/trace_analyser.h"
+#include "common/analysis/trace_analyser.h"
 
 #include <algorithm>
 #include <array>

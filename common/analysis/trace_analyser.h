@@ -1,6 +1,6 @@
 // The Chrome-trace analyser: a pure function from trace events to a Profile.
-#ifndef LIBREYOLO_COMMON_TRACE_TRACE_ANALYSER_H_
-#define LIBREYOLO_COMMON_TRACE_TRACE_ANALYSER_H_
+#ifndef LIBREYOLO_COMMON_ANALYSIS_TRACE_ANALYSER_H_
+#define LIBREYOLO_COMMON_ANALYSIS_TRACE_ANALYSER_H_
 
 #include <string>
 
@@ -22,4 +22,4 @@ std::string PhaseOfSpanName(const std::string& name);
 
 }  // namespace libreyolo
 
-#endif  // LIBREYOLO_COMMON_TRACE_TRACE_ANALYSER_H_
+#endif  // LIBREYOLO_COMMON_ANALYSIS_TRACE_ANALYSER_H_
