@@ -47,6 +47,16 @@ TEST(GangPlacementTest, PlacesRanksOnTheFirstSlotsOfTheKind) {
   EXPECT_THAT(cpu.status().message(), HasSubstr("libreyolod --device cpu --device cpu:1"));
 }
 
+TEST(GangPlacementTest, TheAttachLaneIsNeverARanksSlot) {
+  // A one-GPU daemon serving the attach endpoint lists "attach" among its lanes.
+  const std::vector<std::string> served = {"cuda:0", "attach"};
+  auto two = GangPlacement::Place(Nproc(2), "cuda:0", served);
+  EXPECT_EQ(two.status().code(), absl::StatusCode::kFailedPrecondition) << two.status();
+  EXPECT_THAT(two.status().message(), HasSubstr("this daemon has 1 CUDA slot (cuda:0);"));
+  auto named = GangPlacement::Place(Devices({"cuda:0", "attach"}), "cuda:0", served);
+  EXPECT_FALSE(named.ok());
+}
+
 TEST(GangPlacementTest, NamedDevicesAreCheckedAgainstWhatTheDaemonServes) {
   auto named = GangPlacement::Place(Devices({"2", "cuda:0"}), "cuda:0", kServed);
   ASSERT_TRUE(named.ok()) << named.status();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/daemon/jobs/job_manager.h"
+#include "server/daemon/jobs/job_runner.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -24,10 +25,11 @@ absl::StatusOr<std::vector<std::string>> GangPlacement::Place(
   if (ranks <= 1 && dp.devices_size() == 0 && !jobspec::AcrossHosts(dp)) {
     return std::vector<std::string>{};
   }
-  // This daemon's slots of the job's kind, in its order.
+  // This daemon's slots of the job's kind, in its order. The attach lane is no device (it
+  // traces other processes): never a rank's slot, nor counted as a GPU.
   std::vector<std::string> kind;
   for (const std::string& d : served) {
-    if (IsCpu(d) == IsCpu(device)) kind.push_back(d);
+    if (d != kAttachLane && IsCpu(d) == IsCpu(device)) kind.push_back(d);
   }
   const std::string what = IsCpu(device) ? "CPU" : "CUDA";
   const std::string slots_hint =
