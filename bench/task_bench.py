@@ -4,7 +4,8 @@ backend on the same export, image and thread count; prints bench/README.md's tab
 
     python3 bench/task_bench.py [--specs classify=vit:ti:224,...] [--runs 20] [--threads 1]
 
-Per TASK=FAMILY:SIZE:IMGSZ (default: the list below):
+Per TASK=FAMILY:SIZE:IMGSZ (default: the list below; TASK may be a task_exports.py key such as
+semantic_letterbox, a family of that task with its own preprocessing):
   1. the Python tool exports the family from random init and times its backend
      (tests/engine/torchscript/task_exports.py --runs: median preprocess, forward and predict ms;
      its postprocess is predict - preprocess - forward, which also holds the image load);
@@ -27,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPECS = ("classify=vit:ti:224,classify=resnet:18:224,classify=convnextv2:atto:224,"
          "classify=mobilenetv4:s:224,classify=efficientnetv2:b0:224,classify=deit:t:224,"
          "semantic=ppliteseg:t50:128,semantic=fcn:r50:256,semantic=deeplabv3:r50:256,"
+         "semantic_letterbox=pidnet:s:128,semantic_letterbox=segformer:b0:128,"
          "depth=zipdepth:b:128,depth=depth_anything:s:266,segment=dfine:n:256,segment=ec:s:320,"
          "pose=yolonas:n:256")
 

@@ -212,11 +212,20 @@ class TaskExport : public ::testing::TestWithParam<std::string> {
                         .mode(torch::kBilinear)
                         .align_corners(task().align_corners))[0];
         const torch::Tensor top2 = std::get<0>(up.topk(2, 0));
-        const torch::Tensor tie = (top2[0] - top2[1]).lt(1e-3);
+        // A pixel may flip only where the backend's margin is under twice our forward's largest
+        // logit difference (bilinear weights sum to 1), at least 1e-3; that difference itself is
+        // float summation order: within 1e-3 of the logits' range (random-init PIDNet's reach
+        // 230, and the Python tool's own forward moves them 0.14 from 1 to 2 threads).
+        const double range = py_outs[0].abs().max().item<double>();
+        const double drift = (our_logits_ - py_outs[0]).abs().max().item<double>();
+        EXPECT_LE(drift, 1e-3 * std::max(range, 1.0)) << "our forward's logits, range " << range;
+        const double margin = std::max(1e-3, 2 * drift);
+        const torch::Tensor tie = (top2[0] - top2[1]).lt(margin);
         EXPECT_EQ(differ.logical_and(tie.logical_not()).sum().item<int64_t>(), 0)
-            << n << " pixels differ, some where the backend's best class leads by >= 1e-3";
+            << n << " pixels differ, some where the backend's best class leads by >= " << margin;
         std::cout << GetParam() << ": " << n << " of " << want.numel()
-                  << " class-map pixels differ (all at near ties)\n";
+                  << " class-map pixels differ (all at near ties; logits up to " << range
+                  << ", our forward's within " << drift << ")\n";
         break;
       }
       case ExportTask::kDepth: {
@@ -270,6 +279,7 @@ class TaskExport : public ::testing::TestWithParam<std::string> {
   rapidjson::Document reference_;
   std::unique_ptr<TorchScriptModel> model_;
   cv::Mat image_;
+  torch::Tensor our_logits_;  // our forward's first output (semantic's tie check)
 };
 
 TEST_P(TaskExport, RunsAsThePythonBackendDoes) {
@@ -309,7 +319,12 @@ TEST_P(TaskExport, RunsAsThePythonBackendDoes) {
   if (decodes) {
     SCOPED_TRACE("our forward");
     torch::InferenceMode guard;
-    auto decoded = Decode(model_->Forward(*input));
+    const torch::IValue out = model_->Forward(*input);
+    if (task().task == ExportTask::kSemantic) {
+      our_logits_ = (out.isTensor() ? out.toTensor() : out.toTupleRef().elements()[0].toTensor())
+                        .to(torch::kCPU, torch::kFloat);
+    }
+    auto decoded = Decode(out);
     ASSERT_TRUE(decoded.ok()) << decoded.status();
     ExpectLikeBackend((*decoded)[0], py_outs, true);
   }
