@@ -210,11 +210,20 @@ absl::StatusOr<TaskSettings> ParseTaskSettings(absl::string_view json, absl::str
           "forward are measured");
       return t;
     }
+    if (family == "dekr") {  // _preprocess's dekr branch (bottom-up: the whole frame)
+      t.input = TaskInputKind::kDekrLetterbox;
+      t.mean = kImageNetMean;
+      t.std = kImageNetStd;
+      t.no_postprocess =
+          "a dekr pose export's decode (heatmap peaks, per-pixel keypoint offsets, the backend's "
+          "grouping and rescoring) is not reproduced; its preprocessing and forward are measured";
+      return t;
+    }
     return Bad(what, absl::StrCat(
-                         "a ", family, " pose export: the engine runs YOLO-NAS, EC and GTR pose "
-                         "exports; ", family, "'s preprocessing (",
+                         "a ", family, " pose export: the engine runs YOLO-NAS, DEKR, EC and GTR "
+                         "pose exports; ", family, "'s preprocessing (",
                          family == "hrnet" ? "top-down: one crop per person box"
-                                           : "its own letterbox and heatmap decode",
+                                           : "its own",
                          ") is not reproduced: profile the native checkpoint (the daemon runs the "
                          "Python LibreYOLO for it)"));
   }

@@ -28,6 +28,9 @@ enum class TaskInputKind {
   kSemanticLetterbox,  // PIDNet, SegFormer, GTR semantic (models/{pidnet,segformer}/model.py
                        // preprocess_numpy): ratio min(H / h, W / w), int() sides (at least 1),
                        // cv2 INTER_LINEAR, top-left on a 114 canvas, R, G, B, / 255
+  kDekrLetterbox,  // DEKR pose (preprocess/dekr.py preprocess_numpy): ratio min(H / h, W / w),
+                   // int(side * ratio + 0.5) (no resize at ratio 1), cv2 INTER_LINEAR, top-left
+                   // on a 127 canvas, R, G, B, / 255, ImageNet mean/std
   kPoseLetterbox,  // YOLO-NAS pose: the longest side to min(640, S) (round()), PIL BILINEAR,
                    // pasted top-left on a 127 canvas, B, G, R, / 255
 };

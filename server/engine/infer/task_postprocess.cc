@@ -63,12 +63,16 @@ cv::Mat ResizeTo(const cv::Mat& src, int w, int h, int interpolation) {
 // PIDNet / SegFormer / GTR semantic (models/pidnet/model.py, models/segformer/model.py
 // preprocess_numpy): ratio min(H / h, W / w) in double, each side int(side * ratio) (truncated,
 // at least 1), cv2 INTER_LINEAR, top-left on a 114 canvas.
-cv::Mat SemanticLetterboxCanvas(const cv::Mat& bgr, int h, int w, ExportGeometry* geometry) {
-  constexpr int kPad = 114;
+// DEKR (preprocess/dekr.py preprocess_numpy): the same with int(side * ratio + 0.5) (round half
+// up), on a 127 canvas (kDekrLetterbox; TaskInput then applies its ImageNet mean/std).
+cv::Mat TopLeftLetterbox(const cv::Mat& bgr, int h, int w, bool dekr, ExportGeometry* geometry) {
+  const int pad = dekr ? 127 : 114;
   const double ratio = std::min(static_cast<double>(h) / bgr.rows, static_cast<double>(w) / bgr.cols);
-  const int nh = std::clamp(static_cast<int>(bgr.rows * ratio), 1, h);
-  const int nw = std::clamp(static_cast<int>(bgr.cols * ratio), 1, w);
-  cv::Mat canvas(h, w, CV_8UC3, cv::Scalar(kPad, kPad, kPad));
+  const double half = dekr ? 0.5 : 0.0;
+  const int nh = std::clamp(static_cast<int>(bgr.rows * ratio + half), 1, h);
+  const int nw = std::clamp(static_cast<int>(bgr.cols * ratio + half), 1, w);
+  cv::Mat canvas(h, w, CV_8UC3, cv::Scalar(pad, pad, pad));
+  // At ratio 1 the sides are the image's: ResizeTo copies it, as DEKR's skipped resize.
   ResizeTo(bgr, nw, nh, cv::INTER_LINEAR).copyTo(canvas(cv::Rect(0, 0, nw, nh)));
   if (geometry != nullptr) geometry->ratio = geometry->ratio_x = geometry->ratio_y = ratio;
   return canvas;
@@ -201,7 +205,8 @@ cv::Mat TaskCanvas(const ExportMetadata& meta, const cv::Mat& bgr, ExportGeometr
   switch (t.input) {
     case TaskInputKind::kClassifyEval: return ClassifyCanvas(t, bgr, h);
     case TaskInputKind::kPoseLetterbox: return PoseCanvas(bgr, h, w, geometry);
-    case TaskInputKind::kSemanticLetterbox: return SemanticLetterboxCanvas(bgr, h, w, geometry);
+    case TaskInputKind::kSemanticLetterbox: return TopLeftLetterbox(bgr, h, w, false, geometry);
+    case TaskInputKind::kDekrLetterbox: return TopLeftLetterbox(bgr, h, w, true, geometry);
     case TaskInputKind::kStretchCubic: {
       // cv2.resize(arr.astype(np.float32) / 255.0, (W, H), INTER_CUBIC); divided in float32, as
       // numpy does (OpenCV's Mat / s multiplies by 1 / s).

@@ -84,7 +84,6 @@ TEST(TaskMetadata, RefusesWhatItDoesNotReproduceNamingIt) {
   refused(R"({"model_family": "resnet", "task": "classify", "imgsz_h": 224, "imgsz_w": 256})",
           "square");
   refused(R"({"model_family": "hrnet", "task": "pose"})", "top-down");
-  refused(R"({"model_family": "dekr", "task": "pose"})", "pose");
   refused(R"({"model_family": "picosam3", "task": "segment"})", "detection family");
   // Dense tasks may be rectangular; depth labels carry no class count.
   auto seg = ParseExportMetadata(
@@ -113,6 +112,11 @@ TEST(TaskMetadata, RefusesWhatItDoesNotReproduceNamingIt) {
   ASSERT_TRUE(pose.ok()) << pose.status();
   EXPECT_EQ(pose->task_settings.input, TaskInputKind::kPoseLetterbox);
   EXPECT_TRUE(pose->task_settings.no_postprocess.empty());
+  auto dekr = ParseExportMetadata(R"({"model_family": "dekr", "task": "pose"})", "m");
+  ASSERT_TRUE(dekr.ok()) << dekr.status();
+  EXPECT_EQ(dekr->task_settings.input, TaskInputKind::kDekrLetterbox);
+  EXPECT_FLOAT_EQ(dekr->task_settings.std[0], 0.229f);
+  EXPECT_FALSE(dekr->task_settings.no_postprocess.empty());
   auto inst = ParseExportMetadata(R"({"model_family": "dfine", "task": "segment"})", "m");
   ASSERT_TRUE(inst.ok()) << inst.status();
   EXPECT_EQ(inst->task_settings.input, TaskInputKind::kDetection);
@@ -363,7 +367,7 @@ TEST_P(TaskExport, RunsAsThePythonBackendDoes) {
 
 INSTANTIATE_TEST_SUITE_P(Tasks, TaskExport,
                          ::testing::Values("classify", "semantic", "semantic_letterbox", "depth",
-                                           "segment", "pose"),
+                                           "segment", "pose", "pose_dekr"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

@@ -45,7 +45,11 @@ TASKS = {
     "depth": ("zipdepth", "b", 128),
     "segment": ("dfine", "n", 256),
     "pose": ("yolonas", "n", 256),
+    # DEKR: its own letterbox (preprocess/dekr.py: round half up, 127, ImageNet); not decoded
+    "pose_dekr": ("dekr", "w32", 128),
 }
+# Families whose pose result is not decoded by the engine: no informative heads, one conf.
+UNDECODED_POSE = ("dekr",)
 CONFS = (0.5, 0.3, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.001)
 HERE = Path(__file__).resolve().parent
 
@@ -74,7 +78,8 @@ def one_task(key: str, family: str, size: str, imgsz: int, out: Path, image: str
     cls = getattr(importlib.import_module(mod), cls_name)
     torch.manual_seed(0)
     model = cls._from_scratch(size=size, device="cpu", seed=0, task=task)
-    if task == "pose":  # constant heads give no person over any conf: as registry_exports.py
+    decoded_pose = task == "pose" and family not in UNDECODED_POSE
+    if decoded_pose:  # constant heads give no person over any conf: as registry_exports.py
         sys.path.insert(0, str(HERE))
         from make_exports import make_informative
 
@@ -107,9 +112,9 @@ def one_task(key: str, family: str, size: str, imgsz: int, out: Path, image: str
 
     backend._preprocess, backend._run_inference = pre, run
     conf = 0.25
-    for conf in CONFS if task == "pose" else (conf,):
+    for conf in CONFS if decoded_pose else (conf,):
         res = backend(image, conf=conf, iou=0.45, max_det=300)
-        if task != "pose" or len(res.boxes.conf) >= 10:
+        if not decoded_pose or len(res.boxes.conf) >= 10:
             break
     rec = {"task": task, "family": family, "size": size, "imgsz": imgsz, "metadata": meta,
            "image": str(Path(image).resolve()), "mb": ts.stat().st_size / 1e6,
@@ -128,7 +133,7 @@ def one_task(key: str, family: str, size: str, imgsz: int, out: Path, image: str
         np.save(out / f"{key}.result.npy", np.asarray(res.semantic_mask.data, dtype=np.float32))
     elif task == "depth":
         np.save(out / f"{key}.result.npy", np.asarray(res.depth_map.data, dtype=np.float32))
-    elif task == "pose":
+    elif decoded_pose:
         boxes = np.asarray(res.boxes.xyxy, dtype=np.float32).reshape(-1, 4)
         n = boxes.shape[0]
         kp = np.asarray(res.keypoints.data, dtype=np.float32).reshape(n, -1)
