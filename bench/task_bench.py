@@ -30,7 +30,7 @@ SPECS = ("classify=vit:ti:224,classify=resnet:18:224,classify=convnextv2:atto:22
          "semantic=ppliteseg:t50:128,semantic=fcn:r50:256,semantic=deeplabv3:r50:256,"
          "semantic_letterbox=pidnet:s:128,semantic_letterbox=segformer:b0:128,"
          "depth=zipdepth:b:128,depth=depth_anything:s:266,segment=dfine:n:256,segment=ec:s:320,"
-         "pose=yolonas:n:256")
+         "pose=yolonas:n:256,pose_dekr=dekr:w32:128")
 
 
 def python_env():

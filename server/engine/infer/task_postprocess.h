@@ -1,9 +1,10 @@
 // Tasks other than detection, run as the Python LibreYOLO's TorchScript backend runs their
 // exports (task_family.h says which and how): the input (classification's eval transform, the
-// dense tasks' stretch, PIDNet / SegFormer / GTR semantic's and YOLO-NAS pose's letterboxes) and
-// the decode where it is simple: classification's softmax top-k, semantic segmentation's
-// upsampled argmax (the letterboxed families' logits cropped to the image first), depth's
-// upsampled map, YOLO-NAS pose's boxes and keypoints (score >= conf, class-aware NMS, max_det).
+// dense tasks' stretch, PIDNet / SegFormer / GTR semantic's, YOLO-NAS and DEKR pose's
+// letterboxes) and the decode where it is simple: classification's softmax top-k, semantic
+// segmentation's upsampled argmax (the letterboxed families' logits cropped to the image first),
+// depth's upsampled map, YOLO-NAS pose's boxes and keypoints (score >= conf, class-aware NMS,
+// max_det).
 #ifndef LIBREYOLO_SERVER_ENGINE_INFER_TASK_POSTPROCESS_H_
 #define LIBREYOLO_SERVER_ENGINE_INFER_TASK_POSTPROCESS_H_
 
