@@ -101,10 +101,13 @@ Candidates PairCandidates(const torch::Tensor& boxes, const torch::Tensor& score
   return Candidates{boxes.to(torch::kFloat).index_select(0, anchor), score, cls, anchor};
 }
 
-Candidates CapPerLevel(const Candidates& c, const std::vector<int64_t>& bounds, int64_t cap) {
+namespace {
+// The best `cap` of each group's candidates (by score, stable: ties keep candidate order), the
+// groups in order.
+Candidates KeepBestPerGroup(const Candidates& c, const std::vector<torch::Tensor>& members,
+                            int64_t cap) {
   std::vector<torch::Tensor> keep;
-  for (size_t l = 0; l + 1 < bounds.size(); ++l) {
-    torch::Tensor idx = ((c.anchors >= bounds[l]) & (c.anchors < bounds[l + 1])).nonzero().squeeze(1);
+  for (torch::Tensor idx : members) {
     if (idx.size(0) > cap) {
       const torch::Tensor top = std::get<1>(
           c.scores.index_select(0, idx).sort(/*stable=*/true, 0, /*descending=*/true));
@@ -116,22 +119,39 @@ Candidates CapPerLevel(const Candidates& c, const std::vector<int64_t>& bounds, 
   return Candidates{c.boxes.index_select(0, k), c.scores.index_select(0, k),
                     c.classes.index_select(0, k), c.anchors.index_select(0, k)};
 }
+}  // namespace
+
+Candidates CapPerLevel(const Candidates& c, const std::vector<int64_t>& bounds, int64_t cap) {
+  std::vector<torch::Tensor> members;
+  for (size_t l = 0; l + 1 < bounds.size(); ++l) {
+    members.push_back(
+        ((c.anchors >= bounds[l]) & (c.anchors < bounds[l + 1])).nonzero().squeeze(1));
+  }
+  return KeepBestPerGroup(c, members, cap);
+}
 
 Candidates CapPerGroup(const Candidates& c, const torch::Tensor& group, int64_t groups,
                        int64_t cap) {
-  std::vector<torch::Tensor> keep;
-  for (int64_t g = 0; g < groups; ++g) {
-    torch::Tensor idx = (group == g).nonzero().squeeze(1);
-    if (idx.size(0) > cap) {
-      const torch::Tensor top = std::get<1>(
-          c.scores.index_select(0, idx).sort(/*stable=*/true, 0, /*descending=*/true));
-      idx = idx.index_select(0, top.slice(0, 0, cap));
+  std::vector<torch::Tensor> members;
+  for (int64_t g = 0; g < groups; ++g) members.push_back((group == g).nonzero().squeeze(1));
+  return KeepBestPerGroup(c, members, cap);
+}
+
+std::vector<torch::Tensor> OutputTensors(const torch::IValue& output, torch::ScalarType type) {
+  std::vector<torch::Tensor> outs;
+  if (output.isTensor()) outs.push_back(output.toTensor());
+  if (output.isTuple()) {
+    for (const torch::IValue& v : output.toTupleRef().elements()) {
+      if (v.isTensor()) outs.push_back(v.toTensor());
     }
-    keep.push_back(idx);
   }
-  const torch::Tensor k = keep.empty() ? torch::empty({0}, torch::kLong) : torch::cat(keep);
-  return Candidates{c.boxes.index_select(0, k), c.scores.index_select(0, k),
-                    c.classes.index_select(0, k), c.anchors.index_select(0, k)};
+  if (output.isList()) {
+    for (const torch::IValue& v : output.toListRef()) {
+      if (v.isTensor()) outs.push_back(v.toTensor());
+    }
+  }
+  for (torch::Tensor& t : outs) t = t.detach().to(torch::kCPU, type);
+  return outs;
 }
 
 Candidates BestClassCandidates(const torch::Tensor& boxes, const torch::Tensor& scores,

@@ -3,6 +3,7 @@
 #ifndef LIBREYOLO_SERVER_ENGINE_INFER_POSTPROCESS_H_
 #define LIBREYOLO_SERVER_ENGINE_INFER_POSTPROCESS_H_
 
+#include <ATen/core/ivalue.h>
 #include <torch/types.h>
 
 #include <vector>
@@ -21,6 +22,10 @@ struct PostprocessOptions {
 struct Detections {
   torch::Tensor boxes, scores, classes;
 };
+
+// A module's output tensors (the tensor, or the tensors of its tuple or list, in order),
+// detached, on the CPU, as `type`: what every decode starts from.
+std::vector<torch::Tensor> OutputTensors(const torch::IValue& output, torch::ScalarType type);
 
 // Greedy NMS over boxes [N, 4] xyxy sorted or not; returns kept indices by descending score.
 // IoU strictly greater than `iou` suppresses (the torchvision convention).

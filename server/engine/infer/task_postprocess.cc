@@ -93,23 +93,6 @@ torch::Tensor CropLetterboxLogits(const torch::Tensor& logits, const ExportMetad
   return logits.slice(2, 0, vh).slice(3, 0, vw);
 }
 
-std::vector<torch::Tensor> Tensors(const torch::IValue& output) {
-  std::vector<torch::Tensor> outs;
-  if (output.isTensor()) outs.push_back(output.toTensor());
-  if (output.isTuple()) {
-    for (const torch::IValue& v : output.toTupleRef().elements()) {
-      if (v.isTensor()) outs.push_back(v.toTensor());
-    }
-  }
-  if (output.isList()) {
-    for (const torch::IValue& v : output.toListRef()) {
-      if (v.isTensor()) outs.push_back(v.toTensor());
-    }
-  }
-  for (torch::Tensor& t : outs) t = t.detach().to(torch::kCPU, torch::kFloat);
-  return outs;
-}
-
 std::string Shapes(const std::vector<torch::Tensor>& outs) {
   std::vector<std::string> s;
   for (const torch::Tensor& t : outs) s.push_back(c10::str(t.sizes()));
@@ -256,7 +239,7 @@ absl::StatusOr<std::vector<TaskOutput>> TaskPostprocess(
     const std::vector<ExportGeometry>& geometry, const PostprocessOptions& o, int64_t top_k) {
   const TaskSettings& t = meta.task_settings;
   if (!t.no_postprocess.empty()) return absl::FailedPreconditionError(t.no_postprocess);
-  const std::vector<torch::Tensor> outs = Tensors(output);
+  const std::vector<torch::Tensor> outs = OutputTensors(output, torch::kFloat);
   const auto bad = [&](absl::string_view want) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a ", meta.family_name, " '", t.task_name, "' export returned outputs ", Shapes(outs),

@@ -279,24 +279,6 @@ std::string TorchScriptModel::FloatType() const {
 
 namespace {
 
-std::vector<torch::Tensor> OutputTensors(const torch::IValue& output,
-                                         torch::ScalarType type = torch::kDouble) {
-  std::vector<torch::Tensor> outs;
-  if (output.isTensor()) outs.push_back(output.toTensor());
-  if (output.isTuple()) {
-    for (const torch::IValue& v : output.toTupleRef().elements()) {
-      if (v.isTensor()) outs.push_back(v.toTensor());
-    }
-  }
-  if (output.isList()) {
-    for (const torch::IValue& v : output.toListRef()) {
-      if (v.isTensor()) outs.push_back(v.toTensor());
-    }
-  }
-  for (torch::Tensor& t : outs) t = t.detach().to(torch::kCPU, type);
-  return outs;
-}
-
 // The interpreter's message ends with the failing op's own error ("RuntimeError: shape
 // '[1, 300, 4]' is invalid ..."): that line, not its "The following operation failed"; at most
 // 300 bytes.
@@ -329,7 +311,7 @@ absl::Status TorchScriptModel::CheckBatch(int64_t batch) {
                                    .to(device_, dtype_);
   std::vector<torch::Tensor> alone, together;
   try {
-    alone = OutputTensors(module_.forward({images.slice(0, 0, 1)}));
+    alone = OutputTensors(module_.forward({images.slice(0, 0, 1)}), torch::kDouble);
   } catch (const std::exception& e) {
     // Not the batch's fault: the graph does not run on this device at all (an export traced on
     // the CPU carries "cpu" constants in its anchor code).
@@ -339,7 +321,7 @@ absl::Status TorchScriptModel::CheckBatch(int64_t batch) {
         "--format torchscript --device ", device_.str(), "`) or run it with --device cpu"));
   }
   try {
-    together = OutputTensors(module_.forward({images}));
+    together = OutputTensors(module_.forward({images}), torch::kDouble);
   } catch (const std::exception& e) {  // c10::Error, or the interpreter's JITException
     return absl::InvalidArgumentError(absl::StrCat(
         what, " does not run a batch of ", batch, " (LibTorch: ", LibTorchReason(e), ")", way_out));
