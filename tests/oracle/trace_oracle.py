@@ -342,9 +342,9 @@ def innermost_each(cands, times):
     return out
 
 
-def innermost_on_threads(cands_by_thr, queries):
-    """queries: list of (thr, t).  Returns innermost(cands_by_thr.get(thr, []), t)
-    for each, answered per thread with innermost_each."""
+def on_threads(each, cands_by_thr, queries):
+    """queries: list of (thr, t).  Returns each(cands_by_thr[thr], times) per query, asked
+    once per thread (None where the thread has no candidates)."""
     out = [None] * len(queries)
     qs_by_thr = {}
     for qi, (thr, _) in enumerate(queries):
@@ -352,10 +352,15 @@ def innermost_on_threads(cands_by_thr, queries):
     for thr, qis in qs_by_thr.items():
         cands = cands_by_thr.get(thr)
         if cands:
-            res = innermost_each(cands, [queries[qi][1] for qi in qis])
+            res = each(cands, [queries[qi][1] for qi in qis])
             for qi, r in zip(qis, res):
                 out[qi] = r
     return out
+
+
+def innermost_on_threads(cands_by_thr, queries):
+    """innermost(cands_by_thr.get(thr, []), t) for each (thr, t), by innermost_each."""
+    return on_threads(innermost_each, cands_by_thr, queries)
 
 
 def outermost_each(cands, times):
@@ -385,17 +390,7 @@ def outermost_each(cands, times):
 
 def outermost_on_threads(cands_by_thr, queries):
     """queries: list of (thr, t); outermost_each per thread."""
-    out = [None] * len(queries)
-    qs_by_thr = {}
-    for qi, (thr, _) in enumerate(queries):
-        qs_by_thr.setdefault(thr, []).append(qi)
-    for thr, qis in qs_by_thr.items():
-        cands = cands_by_thr.get(thr)
-        if cands:
-            res = outermost_each(cands, [queries[qi][1] for qi in qis])
-            for qi, r in zip(qis, res):
-                out[qi] = r
-    return out
+    return on_threads(outermost_each, cands_by_thr, queries)
 
 
 def union_length(intervals):
