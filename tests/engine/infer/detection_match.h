@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "server/engine/engine.h"
 #include "server/engine/infer/postprocess.h"
 
 namespace libreyolo::engine::test_match {
@@ -123,6 +124,25 @@ inline double ExpectSameDetections(const Detections& got, const rapidjson::Value
     used[static_cast<size_t>(found)] = true;
   }
   return max_diff;
+}
+
+// The job both export tests run on the Python tool's export and image: the CPU, one thread, a
+// warm-up, two measured runs and one profiled, without the overhead probes (17 to 51 more
+// forwards; engine_infer_job_test covers them): the trace, its analysis and the profile are what
+// an export adds.
+inline InferJobSpec ExportJobSpec(const std::string& weights, const std::string& image,
+                                  const std::string& project) {
+  InferJobSpec spec;
+  spec.model.device = "cpu";
+  spec.model.threads = 1;
+  spec.model.weights = weights;
+  spec.source = image;
+  spec.warmup = 1;
+  spec.runs = 2;
+  spec.profiled_runs = 1;
+  spec.profiler.probe_overhead = false;
+  spec.project = project;
+  return spec;
 }
 
 }  // namespace libreyolo::engine::test_match

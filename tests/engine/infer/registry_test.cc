@@ -183,21 +183,11 @@ void RegistryFamily::MatchesAndProfiles() {
   }
   SCOPED_TRACE("profile infer");
   test::TempDir out("registryjob");
-  InferJobSpec spec;
-  spec.model.device = "cpu";
-  spec.model.threads = 1;
-  spec.model.weights = base_ + ".torchscript";
-  spec.source = reference_["image"].GetString();
-  spec.warmup = 1;
-  spec.runs = 2;
-  spec.profiled_runs = 1;
-  // No overhead probes (17 to 51 more forwards; engine_infer_job_test covers them): the trace,
-  // its analysis and the profile are what a family adds.
-  spec.profiler.probe_overhead = false;
+  InferJobSpec spec = test_match::ExportJobSpec(
+      base_ + ".torchscript", reference_["image"].GetString(), out.path() + "/runs");
   spec.conf = options_.conf;
   // A user's export traced at a batch above 1 (--variants) runs at it.
   if (reference_.HasMember("batch")) spec.batch = reference_["batch"].GetInt64();
-  spec.project = out.path() + "/runs";
   auto r = RunInferJob(spec, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->profile.model, model_->metadata().Label());

@@ -334,18 +334,10 @@ TEST_P(TaskExport, RunsAsThePythonBackendDoes) {
   }
   SCOPED_TRACE("profile infer");
   test::TempDir out("taskjob");
-  InferJobSpec spec;
-  spec.model.device = "cpu";
-  spec.model.threads = 1;
-  spec.model.weights = base_ + ".torchscript";
-  spec.source = reference_["image"].GetString();
-  spec.warmup = 1;
-  spec.runs = 2;
-  spec.profiled_runs = 1;
-  // The probe's windows would triple the job (a semantic decode upsamples 80 maps to the image:
-  // ~0.7 s an iteration here); the switches' costs are not what this test checks.
-  spec.profiler.probe_overhead = false;
-  spec.project = out.path() + "/runs";
+  // Without the probe's windows, which would triple the job (a semantic decode upsamples 80
+  // maps to the image: ~0.7 s an iteration here).
+  InferJobSpec spec = test_match::ExportJobSpec(
+      base_ + ".torchscript", reference_["image"].GetString(), out.path() + "/runs");
   if (reference_.HasMember("params")) spec.conf = reference_["params"]["conf"].GetDouble();
   auto r = RunInferJob(spec, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
