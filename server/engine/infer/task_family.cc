@@ -219,13 +219,16 @@ absl::StatusOr<TaskSettings> ParseTaskSettings(absl::string_view json, absl::str
           "grouping and rescoring) is not reproduced; its preprocessing and forward are measured";
       return t;
     }
-    return Bad(what, absl::StrCat(
-                         "a ", family, " pose export: the engine runs YOLO-NAS, DEKR, EC and GTR "
-                         "pose exports; ", family, "'s preprocessing (",
-                         family == "hrnet" ? "top-down: one crop per person box"
-                                           : "its own",
-                         ") is not reproduced: profile the native checkpoint (the daemon runs the "
-                         "Python LibreYOLO for it)"));
+    if (family == "hrnet") {  // _preprocess's hrnet branch: a person-crop head, no detector
+      t.input = TaskInputKind::kHrnetCrop;
+      t.mean = kImageNetMean;
+      t.std = kImageNetStd;
+      return t;
+    }
+    return Bad(what, absl::StrCat("a ", family, " pose export: the engine runs YOLO-NAS, HRNet, "
+                                  "DEKR, EC and GTR pose exports; ", family, "'s preprocessing "
+                                  "(its own) is not reproduced: profile the native checkpoint (the "
+                                  "daemon runs the Python LibreYOLO for it)"));
   }
   return Bad(what, absl::StrCat("a ", family, " '", task, "' export; the engine profiles ",
                                 TaskNames(), " exports: profile the native checkpoint (the daemon "

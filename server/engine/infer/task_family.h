@@ -31,6 +31,9 @@ enum class TaskInputKind {
   kDekrLetterbox,  // DEKR pose (preprocess/dekr.py preprocess_numpy): ratio min(H / h, W / w),
                    // int(side * ratio + 0.5) (no resize at ratio 1), cv2 INTER_LINEAR, top-left
                    // on a 127 canvas, R, G, B, / 255, ImageNet mean/std
+  kHrnetCrop,  // HRNet pose (models/hrnet/utils.py preprocess_numpy; backends/base.py has no person
+               // detector): the whole image as one person box, widened to the canvas's aspect and
+               // x 1.25, cv2.warpAffine INTER_LINEAR on black, R, G, B, / 255, ImageNet mean/std
   kPoseLetterbox,  // YOLO-NAS pose: the longest side to min(640, S) (round()), PIL BILINEAR,
                    // pasted top-left on a 127 canvas, B, G, R, / 255
 };

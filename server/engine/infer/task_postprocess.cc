@@ -78,6 +78,138 @@ cv::Mat TopLeftLetterbox(const cv::Mat& bgr, int h, int w, bool dekr, ExportGeom
   return canvas;
 }
 
+// HRNet's person box -> centre and scale (models/hrnet/utils.py box_to_center_scale) for the
+// whole image as the box [0, 0, W, H] (the backend's, with no person detector): the box widened
+// to the canvas's aspect w / h, in units of 200 px, x 1.25; float32 as numpy keeps them.
+struct HrnetBox {
+  cv::Point2f center, scale;
+};
+HrnetBox HrnetWholeImage(int src_w, int src_h, int64_t canvas_h, int64_t canvas_w) {
+  double width = src_w, height = src_h;
+  const double aspect = static_cast<double>(canvas_w) / static_cast<double>(canvas_h);
+  if (width > aspect * height) {
+    height = width / aspect;
+  } else if (width < aspect * height) {
+    width = height * aspect;
+  }
+  HrnetBox b;
+  b.center = cv::Point2f(static_cast<float>(src_w * 0.5), static_cast<float>(src_h * 0.5));
+  b.scale = cv::Point2f(static_cast<float>(width / 200.0) * 1.25f, static_cast<float>(height / 200.0) * 1.25f);
+  return b;
+}
+
+// models/hrnet/utils.py get_affine_transform (no rotation, no shift): the box's centre to the
+// output's and its width (scale x 200) to the output width, from three float32 point pairs;
+// OpenCV's 2 x 3 CV_64F matrix, source -> output or (`inverse`) output -> source.
+cv::Mat HrnetAffine(const HrnetBox& b, int out_w, int out_h, bool inverse) {
+  const auto third = [](cv::Point2f a, cv::Point2f c) {
+    const cv::Point2f d = a - c;
+    return c + cv::Point2f(-d.y, d.x);
+  };
+  const float src_w = b.scale.x * 200.0f;
+  cv::Point2f src[3], dst[3];
+  src[0] = b.center;
+  src[1] = b.center + cv::Point2f(0.0f, src_w * -0.5f);
+  src[2] = third(src[0], src[1]);
+  dst[0] = cv::Point2f(static_cast<float>(out_w) * 0.5f, static_cast<float>(out_h) * 0.5f);
+  dst[1] = dst[0] + cv::Point2f(0.0f, static_cast<float>(out_w) * -0.5f);
+  dst[2] = third(dst[0], dst[1]);
+  return inverse ? cv::getAffineTransform(dst, src) : cv::getAffineTransform(src, dst);
+}
+
+// cv2 5.0's warpAffine INTER_LINEAR, BORDER_CONSTANT 0 (the Python tool's): each output pixel
+// sampled at the inverted map's point in float32, bilinear from its four neighbours (0 outside
+// the image), rounded to nearest and saturated. The engine's OpenCV 4.6 rounds the point to 1/32
+// px first: up to 4 grey levels apart from the backend's blob on the sample image, where this
+// (and the same in float64, or rounded half up) is equal to it.
+cv::Mat WarpAffineLinear(const cv::Mat& bgr, const cv::Mat& forward, int w, int h) {
+  cv::Mat inv;
+  cv::invertAffineTransform(forward, inv);
+  const auto m = [&](int r, int c) { return static_cast<float>(inv.at<double>(r, c)); };
+  cv::Mat out(h, w, CV_8UC3);
+  const auto pixel = [&](int r, int c, int ch) -> float {
+    if (r < 0 || c < 0 || r >= bgr.rows || c >= bgr.cols) return 0.0f;
+    return bgr.at<cv::Vec3b>(r, c)[ch];
+  };
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      const auto fx = static_cast<float>(x), fy = static_cast<float>(y);
+      const float sx = m(0, 0) * fx + m(0, 1) * fy + m(0, 2);
+      const float sy = m(1, 0) * fx + m(1, 1) * fy + m(1, 2);
+      const float x0f = std::floor(sx), y0f = std::floor(sy);
+      const float a = sx - x0f, b = sy - y0f;
+      const int x0 = static_cast<int>(x0f), y0 = static_cast<int>(y0f);
+      cv::Vec3b& o = out.at<cv::Vec3b>(y, x);
+      for (int ch = 0; ch < 3; ++ch) {
+        const float p00 = pixel(y0, x0, ch), p01 = pixel(y0, x0 + 1, ch);
+        const float p10 = pixel(y0 + 1, x0, ch), p11 = pixel(y0 + 1, x0 + 1, ch);
+        const float v0 = p00 + a * (p01 - p00), v1 = p10 + a * (p11 - p10);
+        o[ch] = cv::saturate_cast<uchar>(v0 + b * (v1 - v0));
+      }
+    }
+  }
+  return out;
+}
+
+// HRNet's crop (warp_person_crop) onto the canvas, black outside.
+cv::Mat HrnetCanvas(const cv::Mat& bgr, int h, int w) {
+  const HrnetBox box = HrnetWholeImage(bgr.cols, bgr.rows, h, w);
+  return WarpAffineLinear(bgr, HrnetAffine(box, w, h, false), w, h);
+}
+
+// One image of HRNet (the backend's _parse_hrnet_pose: postprocess/hrnet.py postprocess_hrnet
+// for the one whole-image box, score 1): each keypoint at its heatmap's first maximum (0, 0 where
+// the maximum is not > 0), moved 0.25 towards the larger neighbour on each axis where it lies
+// strictly inside (1 < p < side - 1, upstream's bounds), then through the inverse crop affine
+// for the heatmap's size; the person's score is the mean of the maxima over 0.2 (0 when none);
+// its box the image. One person (max_det >= 1), whatever the conf, as the backend's.
+TaskOutput HrnetPerson(const torch::Tensor& heatmaps, const ExportMetadata& meta,
+                       const ExportGeometry& g, const PostprocessOptions& o) {
+  const torch::Tensor hm = heatmaps.to(torch::kFloat).contiguous();
+  const int64_t k = hm.size(0), hh = hm.size(1), hw = hm.size(2);
+  const HrnetBox box = HrnetWholeImage(g.src_width, g.src_height, meta.height, meta.width);
+  const cv::Mat inv = HrnetAffine(box, static_cast<int>(hw), static_cast<int>(hh), true);
+  torch::Tensor kp = torch::zeros({1, k, 3}, torch::kFloat);
+  auto out = kp.accessor<float, 3>();
+  const float* data = hm.data_ptr<float>();
+  float sum = 0.0f;
+  int visible = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    const float* m = data + j * hh * hw;
+    const int64_t best = std::max_element(m, m + hh * hw) - m;  // the first maximum
+    const float peak = m[best];
+    float x = peak > 0.0f ? static_cast<float>(best % hw) : 0.0f;
+    float y = peak > 0.0f ? static_cast<float>(best / hw) : 0.0f;
+    const auto px = static_cast<int64_t>(std::floor(x + 0.5f));
+    const auto py = static_cast<int64_t>(std::floor(y + 0.5f));
+    if (1 < px && px < hw - 1 && 1 < py && py < hh - 1) {
+      const auto at = [&](int64_t r, int64_t c) { return m[r * hw + c]; };
+      const float dx = at(py, px + 1) - at(py, px - 1), dy = at(py + 1, px) - at(py - 1, px);
+      x += static_cast<float>((dx > 0) - (dx < 0)) * 0.25f;
+      y += static_cast<float>((dy > 0) - (dy < 0)) * 0.25f;
+    }
+    const double sx = x, sy = y;
+    out[0][j][0] = static_cast<float>(inv.at<double>(0, 0) * sx + inv.at<double>(0, 1) * sy + inv.at<double>(0, 2));
+    out[0][j][1] = static_cast<float>(inv.at<double>(1, 0) * sx + inv.at<double>(1, 1) * sy + inv.at<double>(1, 2));
+    out[0][j][2] = peak;
+    if (peak > 0.2f) {
+      sum += peak;
+      ++visible;
+    }
+  }
+  TaskOutput person;
+  const int64_t n = o.max_det >= 1 ? 1 : 0;
+  person.boxes = torch::tensor({0.0f, 0.0f, static_cast<float>(g.src_width), static_cast<float>(g.src_height)})
+                     .view({1, 4}).slice(0, 0, n);
+  // np.divide(float32 sum, int64 count): in double, stored as float32.
+  const float score = visible > 0 ? static_cast<float>(static_cast<double>(sum) / visible) : 0.0f;
+  person.scores = torch::full({1}, score).slice(0, 0, n);
+  person.classes = torch::zeros({n}, torch::kLong);
+  person.keypoints = kp.slice(0, 0, n);
+  person.count = n;
+  return person;
+}
+
 // _parse_semantic_output's crop for the letterboxed families: the logits' share of the canvas
 // the image covers, int(round(src * ratio * logits / canvas)) (half to even), at least 1.
 torch::Tensor CropLetterboxLogits(const torch::Tensor& logits, const ExportMetadata& meta,
@@ -190,6 +322,7 @@ cv::Mat TaskCanvas(const ExportMetadata& meta, const cv::Mat& bgr, ExportGeometr
     case TaskInputKind::kPoseLetterbox: return PoseCanvas(bgr, h, w, geometry);
     case TaskInputKind::kSemanticLetterbox: return TopLeftLetterbox(bgr, h, w, false, geometry);
     case TaskInputKind::kDekrLetterbox: return TopLeftLetterbox(bgr, h, w, true, geometry);
+    case TaskInputKind::kHrnetCrop: return HrnetCanvas(bgr, h, w);
     case TaskInputKind::kStretchCubic: {
       // cv2.resize(arr.astype(np.float32) / 255.0, (W, H), INTER_CUBIC); divided in float32, as
       // numpy does (OpenCV's Mat / s multiplies by 1 / s).
@@ -299,6 +432,15 @@ absl::StatusOr<std::vector<TaskOutput>> TaskPostprocess(
       return result;
     }
     case ExportTask::kPose: {
+      if (t.input == TaskInputKind::kHrnetCrop) {
+        if (outs.size() != 1 || x.dim() != 4 || x.size(0) != batch) {
+          return bad("one heatmap tensor [batch, keypoints, H, W]");
+        }
+        for (int64_t i = 0; i < batch; ++i) {
+          result.push_back(HrnetPerson(x[i], meta, geometry[static_cast<size_t>(i)], o));
+        }
+        return result;
+      }
       if (outs.size() != 4 || outs[0].dim() != 3 || outs[0].size(2) != 4 || outs[2].dim() != 4 ||
           outs[2].size(3) != 2 || outs[3].dim() != 3 || outs[0].size(0) != batch) {
         return bad("boxes [batch, A, 4], scores [batch, A, classes], keypoints [batch, A, K, 2] "

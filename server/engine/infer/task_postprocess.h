@@ -1,10 +1,11 @@
 // Tasks other than detection, run as the Python LibreYOLO's TorchScript backend runs their
 // exports (task_family.h says which and how): the input (classification's eval transform, the
 // dense tasks' stretch, PIDNet / SegFormer / GTR semantic's, YOLO-NAS and DEKR pose's
-// letterboxes) and the decode where it is simple: classification's softmax top-k, semantic
-// segmentation's upsampled argmax (the letterboxed families' logits cropped to the image first),
-// depth's upsampled map, YOLO-NAS pose's boxes and keypoints (score >= conf, class-aware NMS,
-// max_det).
+// letterboxes, HRNet's crop of the whole image as its one person box) and the decode where it is
+// simple: classification's softmax top-k, semantic segmentation's upsampled argmax (the
+// letterboxed families' logits cropped to the image first), depth's upsampled map, YOLO-NAS
+// pose's boxes and keypoints (score >= conf, class-aware NMS, max_det), HRNet's heatmap maxima
+// back through its crop (one person, the image as its box).
 #ifndef LIBREYOLO_SERVER_ENGINE_INFER_TASK_POSTPROCESS_H_
 #define LIBREYOLO_SERVER_ENGINE_INFER_TASK_POSTPROCESS_H_
 
@@ -46,7 +47,7 @@ struct TaskOutput {
 };
 // The backend's decode of the module's outputs, one per image (the backend's
 // _parse_classify_probs + top-k, _parse_semantic_output, _parse_depth_output,
-// _parse_yolonas_pose + _build_result with `o`'s conf, iou, max_det). INVALID_ARGUMENT
+// _parse_yolonas_pose + _build_result with `o`'s conf, iou, max_det; _parse_hrnet_pose). INVALID_ARGUMENT
 // naming the shapes when they are not the task's; FAILED_PRECONDITION when the task's decode is
 // not reproduced (meta.task_settings.no_postprocess).
 absl::StatusOr<std::vector<TaskOutput>> TaskPostprocess(

@@ -8,7 +8,7 @@
 //     (1e-4 for the float bicubic of MiDaS / Depth Anything: OpenCV 4.6 against cv2 5.0);
 //   - the backend's raw outputs through our decode against its result: the same probabilities
 //     and top-5, the same class map, the same depth map (1e-5 of its largest value), the same
-//     persons and keypoints (1e-3 px);
+//     persons and keypoints (1e-3 px; HRNet's one whole-image person from its heatmaps);
 //   - our forward end to end: the same top-5 (where a random net's probabilities are a near tie,
 //     each rank's probability equals the backend's at that rank within 1e-6); class-map pixels
 //     differ only where the backend's own two best upsampled logits are within 1e-3 (a tie the
@@ -83,7 +83,7 @@ TEST(TaskMetadata, RefusesWhatItDoesNotReproduceNamingIt) {
   refused(R"({"model_family": "resnet", "task": "classify", "norm_mean": "[1, 2]"})", "norm_mean");
   refused(R"({"model_family": "resnet", "task": "classify", "imgsz_h": 224, "imgsz_w": 256})",
           "square");
-  refused(R"({"model_family": "hrnet", "task": "pose"})", "top-down");
+  refused(R"({"model_family": "openpose", "task": "pose"})", "openpose's preprocessing");
   refused(R"({"model_family": "picosam3", "task": "segment"})", "detection family");
   // Dense tasks may be rectangular; depth labels carry no class count.
   auto seg = ParseExportMetadata(
@@ -117,6 +117,13 @@ TEST(TaskMetadata, RefusesWhatItDoesNotReproduceNamingIt) {
   EXPECT_EQ(dekr->task_settings.input, TaskInputKind::kDekrLetterbox);
   EXPECT_FLOAT_EQ(dekr->task_settings.std[0], 0.229f);
   EXPECT_FALSE(dekr->task_settings.no_postprocess.empty());
+  // HRNet: the person-crop head's own canvas (256x192), the whole image as the one box; decoded.
+  auto hrnet = ParseExportMetadata(
+      R"({"model_family": "hrnet", "task": "pose", "imgsz_h": 256, "imgsz_w": 192})", "m");
+  ASSERT_TRUE(hrnet.ok()) << hrnet.status();
+  EXPECT_EQ(hrnet->task_settings.input, TaskInputKind::kHrnetCrop);
+  EXPECT_FLOAT_EQ(hrnet->task_settings.mean[0], 0.485f);
+  EXPECT_TRUE(hrnet->task_settings.no_postprocess.empty());
   auto inst = ParseExportMetadata(R"({"model_family": "dfine", "task": "segment"})", "m");
   ASSERT_TRUE(inst.ok()) << inst.status();
   EXPECT_EQ(inst->task_settings.input, TaskInputKind::kDetection);
@@ -359,7 +366,8 @@ TEST_P(TaskExport, RunsAsThePythonBackendDoes) {
 
 INSTANTIATE_TEST_SUITE_P(Tasks, TaskExport,
                          ::testing::Values("classify", "semantic", "semantic_letterbox", "depth",
-                                           "segment", "pose", "pose_dekr"),
+                                           "segment", "pose", "pose_dekr", "pose_hrnet",
+                                           "semantic_gtr"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

@@ -16,7 +16,8 @@ task with its own preprocessing) and:
                         class map [H, W] (as float32); depth: the depth map [H, W]; pose: one
                         row per person [x1, y1, x2, y2, score, class, (x, y, conf) per keypoint]
                         at the first conf of 0.5, 0.3, ... that leaves >= 10 (the random net
-                        made informative as registry_exports.py does); segment: none
+                        made informative as registry_exports.py does; HRNet: its one
+                        whole-image person at conf 0.25); segment: none
   <task>.reference.json family, size, imgsz, metadata, input and output shapes, the top-5
                         (classify), and with --runs the backend's median preprocess / forward /
                         predict ms at one thread.
@@ -47,9 +48,17 @@ TASKS = {
     "pose": ("yolonas", "n", 256),
     # DEKR: its own letterbox (preprocess/dekr.py: round half up, 127, ImageNet); not decoded
     "pose_dekr": ("dekr", "w32", 128),
+    # HRNet: a person-crop head, exported only at its fixed (H, W) canvas; with no detector the
+    # backend takes the whole image as one box (affine crop, ImageNet), decoded to one person
+    "pose_hrnet": ("hrnet", "w32", (256, 192)),
+    # GTR semantic: the letterbox of PIDNet / SegFormer; ImageNet normalisation inside its graph
+    "semantic_gtr": ("gtr", "s", 128),
 }
 # Families whose pose result is not decoded by the engine: no informative heads, one conf.
 UNDECODED_POSE = ("dekr",)
+# Top-down heads decoded to one person whatever the conf (the whole image as its box): the
+# random net's heatmaps as they are, one conf.
+ONE_PERSON_POSE = ("hrnet",)
 CONFS = (0.5, 0.3, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.001)
 HERE = Path(__file__).resolve().parent
 
@@ -63,7 +72,7 @@ def list_registry() -> None:
                 print(f"{task:9s} {fam:16s} available={d['available']} export={d['export_override']}")
 
 
-def one_task(key: str, family: str, size: str, imgsz: int, out: Path, image: str, runs: int) -> dict:
+def one_task(key: str, family: str, size: str, imgsz, out: Path, image: str, runs: int) -> dict:
     import importlib
 
     import numpy as np
@@ -79,7 +88,8 @@ def one_task(key: str, family: str, size: str, imgsz: int, out: Path, image: str
     torch.manual_seed(0)
     model = cls._from_scratch(size=size, device="cpu", seed=0, task=task)
     decoded_pose = task == "pose" and family not in UNDECODED_POSE
-    if decoded_pose:  # constant heads give no person over any conf: as registry_exports.py
+    conf_sweep = decoded_pose and family not in ONE_PERSON_POSE
+    if conf_sweep:  # constant heads give no person over any conf: as registry_exports.py
         sys.path.insert(0, str(HERE))
         from make_exports import make_informative
 
@@ -112,9 +122,9 @@ def one_task(key: str, family: str, size: str, imgsz: int, out: Path, image: str
 
     backend._preprocess, backend._run_inference = pre, run
     conf = 0.25
-    for conf in CONFS if decoded_pose else (conf,):
+    for conf in CONFS if conf_sweep else (conf,):
         res = backend(image, conf=conf, iou=0.45, max_det=300)
-        if not decoded_pose or len(res.boxes.conf) >= 10:
+        if not conf_sweep or len(res.boxes.conf) >= 10:
             break
     rec = {"task": task, "family": family, "size": size, "imgsz": imgsz, "metadata": meta,
            "image": str(Path(image).resolve()), "mb": ts.stat().st_size / 1e6,
