@@ -21,6 +21,7 @@ enum class MetricId {
   kGpuUtil,
   kGpuUtilRaw,
   kGpuBusyMs,
+  kGpuIdleMs,
   kGpuKernelMs,
   kGpuActiveMs,
   kCommMs,

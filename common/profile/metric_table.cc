@@ -53,6 +53,12 @@ MetricCell Bound(const Profile& p) {
 }
 void SetBound(Profile& p, const MetricCell& c) { p.bound = c.text.value_or(""); }
 MetricCell ProfiledStep(const Profile& p) { return MetricCell::Number(ProfiledStepMs(p)); }
+// The profiled step less its GPU-busy time (both per step, under the profiler), at least 0.
+MetricCell GpuIdle(const Profile& p) {
+  const OptDouble step = ProfiledStepMs(p);
+  if (!step || !p.gpu_busy_ms_per_step) return {};
+  return MetricCell::Number(std::max(*step - *p.gpu_busy_ms_per_step, 0.0));
+}
 // Known only for what we analysed ourselves (a Python profile does not count them).
 MetricCell Unattributed(const Profile& p) {
   if (!p.gpu_attribution.has_value()) return {};
@@ -100,6 +106,10 @@ constexpr std::array kRows = {
     {"gpu_busy_ms", "", "gpu_busy_ms_per_step", "ms", K::kNumber, A::kGpu, B::kLower,
     true, "GPU busy", 2, "union of the kernels' intervals per step",
     Num<&Profile::gpu_busy_ms_per_step>, SetNum<&Profile::gpu_busy_ms_per_step>}},
+  Row{MetricId::kGpuIdleMs,
+    {"gpu_idle_ms", "", "", "ms", K::kNumber, A::kGpu, B::kLower, false,
+    "GPU idle", 2, "profiled_step_ms - gpu_busy_ms, at least 0: the time per step no kernel runs",
+    GpuIdle, nullptr}},
   Row{MetricId::kGpuKernelMs,
     {"gpu_kernel_ms", "", "gpu_kernel_ms_per_step", "ms", K::kNumber, A::kGpu, B::kNone,
     true, "kernel time (sum)", 2, "sum of the kernels' durations per step",

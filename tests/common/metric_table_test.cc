@@ -190,5 +190,22 @@ TEST(MetricTable, PerStepCountsFollowThePythonToolsRule) {
   EXPECT_EQ(PerStepCount(7, 0), 7);  // no steps: one
 }
 
+// gpu_idle_ms (the profiled step less the GPU's busy time) is the golden traces' oracle value
+// (fixture_metrics_test); here its edges: never below 0, n/a without a window or a busy time.
+TEST(MetricTable, GpuIdleIsTheProfiledStepLessBusyAndNeverNegative) {
+  Profile p = FullGpuProfile();
+  p.window_wall_ms = 30.0;
+  p.real_steps = 3;
+  p.gpu_busy_ms_per_step = 4.0;
+  EXPECT_EQ(MetricValueOf(MetricDefOf(MetricId::kGpuIdleMs), p).number, 6.0);
+  p.gpu_busy_ms_per_step = 12.0;  // a busy time past the step (clock skew): idle is 0, not -2
+  EXPECT_EQ(MetricValueOf(MetricDefOf(MetricId::kGpuIdleMs), p).number, 0.0);
+  p.real_steps = 0;
+  EXPECT_TRUE(MetricValueOf(MetricDefOf(MetricId::kGpuIdleMs), p).is_null());
+  p.real_steps = 3;
+  p.gpu_busy_ms_per_step.reset();
+  EXPECT_TRUE(MetricValueOf(MetricDefOf(MetricId::kGpuIdleMs), p).is_null());
+}
+
 }  // namespace
 }  // namespace libreyolo

@@ -859,12 +859,18 @@ def analyse(raw_events):
     else:
         bound = "host / launch"
 
+    # The profiled step less the GPU's busy time, per step, at least 0 (metrics.md gpu_idle_ms).
+    gpu_idle_ms = (None if gpu_busy_ms_per_step is None or window_wall_ms is None
+                   or not real_steps
+                   else max(window_wall_ms / real_steps - gpu_busy_ms_per_step, 0.0))
+
     result = {
         "real_steps": real_steps,
         "window_wall_ms": window_wall_ms,
         "step_ms": step_ms,
         "gpu_kernel_ms_per_step": gpu_kernel_ms_per_step,
         "gpu_busy_ms_per_step": gpu_busy_ms_per_step,
+        "gpu_idle_ms": gpu_idle_ms,
         "gpu_active_ms_per_step": gpu_active_ms_per_step,
         "comm_ms_per_step": comm_ms_per_step,
         "comm_exposed_ms_per_step": comm_exposed_ms_per_step,
@@ -910,7 +916,7 @@ def analyse(raw_events):
 
 # The GPU-side scalars (docs/metrics.md's table, "n/a when: CPU job").
 GPU_ONLY_KEYS = (
-    "gpu_kernel_ms_per_step", "gpu_busy_ms_per_step", "gpu_active_ms_per_step",
+    "gpu_kernel_ms_per_step", "gpu_busy_ms_per_step", "gpu_idle_ms", "gpu_active_ms_per_step",
     "comm_ms_per_step", "comm_exposed_ms_per_step", "comm_overlap_pct", "gpu_attribution",
     "unattributed_kernels", "gpu_util", "gpu_util_raw", "kernels_per_step", "unique_kernels",
     "mean_kernel_us", "memcpy_ms_per_step", "tensorcore_pct", "launches_per_step",
