@@ -15,6 +15,7 @@
 #include "common/analysis/kernel_classify.h"
 #include "common/analysis/trace_analyser.h"
 #include "common/io/block_reader.h"
+#include "common/status/status_macros.h"
 #include "common/trace/trace_data_builder.h"
 #include "rapidjson/error/en.h"
 #include "rapidjson/memorystream.h"
@@ -349,9 +350,8 @@ absl::Status Parse(Stream& stream, const absl::Status* stream_status, const std:
 }
 
 absl::Status ParseFile(const std::string& path, Collected* out, bool header_only) {
-  auto reader = BlockReader::Open(path);
-  if (!reader.ok()) return reader.status();
-  ChunkStream stream(reader->get());
+  ASSIGN_OR_RETURN(auto reader, BlockReader::Open(path));
+  ChunkStream stream(reader.get());
   return Parse(stream, &stream.status(), path, out, header_only);
 }
 
@@ -486,7 +486,7 @@ std::optional<int64_t> DtypeBytes(std::string_view dtype) {
 
 absl::StatusOr<DistributedInfo> ReadDistributedInfo(const std::string& path) {
   Collected c;
-  if (absl::Status s = ParseFile(path, &c, /*header_only=*/true); !s.ok()) return s;
+  RETURN_IF_ERROR(ParseFile(path, &c, /*header_only=*/true));
   return c.info;
 }
 
@@ -506,16 +506,14 @@ std::optional<Interval> RankTraceRead::recorded() const {
 
 absl::StatusOr<RankTraceRead> ReadRankTraceFile(const std::string& path) {
   RankTraceRead r;
-  if (absl::Status s = ParseFile(path, r.c_.get(), /*header_only=*/false); !s.ok()) return s;
+  RETURN_IF_ERROR(ParseFile(path, r.c_.get(), /*header_only=*/false));
   return r;
 }
 
 absl::StatusOr<RankTraceRead> ReadRankTraceText(std::string_view json, const std::string& what) {
   RankTraceRead r;
   rapidjson::MemoryStream stream(json.data(), json.size());
-  if (absl::Status s = Parse(stream, nullptr, what, r.c_.get(), /*header_only=*/false); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(Parse(stream, nullptr, what, r.c_.get(), /*header_only=*/false));
   return r;
 }
 
@@ -529,15 +527,13 @@ absl::StatusOr<RankFigures> RankWindowFiguresOf(RankTraceRead read, const std::s
 }
 
 absl::StatusOr<RankFigures> AnalyseRankTraceFile(const std::string& path) {
-  auto read = ReadRankTraceFile(path);
-  if (!read.ok()) return read.status();
-  return RankFiguresOf(*std::move(read), path);
+  ASSIGN_OR_RETURN(auto read, ReadRankTraceFile(path));
+  return RankFiguresOf(std::move(read), path);
 }
 
 absl::StatusOr<RankFigures> AnalyseRankTraceText(std::string_view json, const std::string& what) {
-  auto read = ReadRankTraceText(json, what);
-  if (!read.ok()) return read.status();
-  return RankFiguresOf(*std::move(read), what);
+  ASSIGN_OR_RETURN(auto read, ReadRankTraceText(json, what));
+  return RankFiguresOf(std::move(read), what);
 }
 
 }  // namespace libreyolo

@@ -16,6 +16,7 @@
 #include "common/analysis/trust.h"
 #include "common/analysis/verdict.h"
 #include "common/profile/metric_table.h"
+#include "common/status/status_macros.h"
 #include "common/trace/event_tree.h"
 #include "common/trace/flop_formulas.h"
 #include "common/trace/trace_reader.h"
@@ -750,9 +751,8 @@ std::string PhaseOfSpanName(const std::string& name) {
 Profile AnalyseTrace(TraceData trace) { return Analyser(std::move(trace)).Run(); }
 
 absl::StatusOr<Profile> AnalyseTraceFile(const std::string& path) {
-  auto data = ReadTraceFile(path);
-  if (!data.ok()) return data.status();
-  Profile p = AnalyseTrace(*std::move(data));
+  ASSIGN_OR_RETURN(auto data, ReadTraceFile(path));
+  Profile p = AnalyseTrace(std::move(data));
   p.trace = path;
   return p;
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo {
 
@@ -153,7 +154,7 @@ void ProjectStep(const Profile& p, const std::string& clamp_note, WhatIfResult& 
 }  // namespace
 
 absl::StatusOr<WhatIfResult> WhatIf(const Profile& p, const WhatIfRequest& req) {
-  if (absl::Status checked = CheckWhatIfRequest(p, req); !checked.ok()) return checked;
+  RETURN_IF_ERROR(CheckWhatIfRequest(p, req));
   WhatIfResult r;
   r.trace = p.trace.value_or("");
   r.bound = p.bound;
@@ -174,9 +175,7 @@ absl::StatusOr<WhatIfResult> WhatIf(const Profile& p, const WhatIfRequest& req) 
   if (req.remove_category.has_value()) {
     RemoveCategory(p, *req.remove_category, r);
   } else {
-    absl::StatusOr<std::string> note = RemoveLaunches(p, *req.remove_launches, r);
-    if (!note.ok()) return note.status();
-    clamp_note = *std::move(note);
+    ASSIGN_OR_RETURN(clamp_note, RemoveLaunches(p, *req.remove_launches, r));
   }
   ProjectStep(p, clamp_note, r);
   return r;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/io/file_reader.h"
 #include "common/io/unique_fd.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo {
 namespace {
@@ -66,7 +67,7 @@ class GzipReader : public BlockReader {
         continue;
       }
       if (state_.avail_in == 0 && !eof_) {
-        if (auto st = Fill(); !st.ok()) return st;
+        RETURN_IF_ERROR(Fill());
       }
       const uint32_t before_out = state_.avail_out;
       const uint32_t before_in = state_.avail_in;
@@ -130,11 +131,10 @@ class GzipReader : public BlockReader {
 
 absl::StatusOr<std::unique_ptr<BlockReader>> BlockReader::Open(const std::string& path) {
   // The checks (and their errors) and the size hint are ChunkedFileReader's.
-  auto probe = ChunkedFileReader::Open(path);
-  if (!probe.ok()) return probe.status();
-  const bool compressed = (*probe)->compressed();
-  const size_t hint = (*probe)->UncompressedSizeHint();
-  probe->reset();
+  ASSIGN_OR_RETURN(auto probe, ChunkedFileReader::Open(path));
+  const bool compressed = probe->compressed();
+  const size_t hint = probe->UncompressedSizeHint();
+  probe.reset();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return absl::PermissionDeniedError(

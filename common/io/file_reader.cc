@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo {
 namespace {
@@ -78,15 +79,13 @@ absl::StatusOr<size_t> ChunkedFileReader::Read(char* out, size_t capacity) {
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  auto reader = ChunkedFileReader::Open(path);
-  if (!reader.ok()) return reader.status();
+  ASSIGN_OR_RETURN(auto reader, ChunkedFileReader::Open(path));
   std::string data;
   std::vector<char> buf(1 << 16);
   while (true) {
-    auto n = (*reader)->Read(buf.data(), buf.size());
-    if (!n.ok()) return n.status();
-    if (*n == 0) break;
-    data.append(buf.data(), *n);
+    ASSIGN_OR_RETURN(auto n, reader->Read(buf.data(), buf.size()));
+    if (n == 0) break;
+    data.append(buf.data(), n);
   }
   return data;
 }

@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo {
 namespace {
@@ -42,12 +43,11 @@ absl::StatusOr<UniqueFd> OpenControl(const std::string& dir) {
 
 absl::StatusOr<LeaseDirLock> LeaseDirLock::Acquire(const std::string& dir,
                                                    std::chrono::milliseconds timeout) {
-  auto fd = OpenControl(dir);
-  if (!fd.ok()) return fd.status();
+  ASSIGN_OR_RETURN(auto fd, OpenControl(dir));
   // Polled rather than a blocking flock, so the wait is bounded.
   const auto until = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    if (::flock(fd->get(), LOCK_EX | LOCK_NB) == 0) return LeaseDirLock(*std::move(fd));
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return LeaseDirLock(std::move(fd));
     if (errno != EWOULDBLOCK && errno != EINTR) {
       return absl::PermissionDeniedError(
           absl::StrCat("cannot lock ", dir, "/", kControlFile, ": ", std::strerror(errno)));

@@ -9,6 +9,7 @@
 #include "common/analysis/trace_analyser.h"
 #include "common/io/file_reader.h"
 #include "common/profile/profile_json.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo {
 namespace {
@@ -18,15 +19,13 @@ constexpr size_t kPeekBytes = 1 << 16;
 // Profiles (ours and the Python tool's) write "schema" as their first key; traces start with
 // "schemaVersion"/"traceEvents". Peeking at the head decides without reading a 1 GB trace twice.
 absl::StatusOr<bool> LooksLikeProfile(const std::string& path) {
-  auto reader = ChunkedFileReader::Open(path);
-  if (!reader.ok()) return reader.status();
+  ASSIGN_OR_RETURN(auto reader, ChunkedFileReader::Open(path));
   std::string head(kPeekBytes, '\0');
   size_t got = 0;
   while (got < head.size()) {
-    auto n = (*reader)->Read(head.data() + got, head.size() - got);
-    if (!n.ok()) return n.status();
-    if (*n == 0) break;
-    got += *n;
+    ASSIGN_OR_RETURN(auto n, reader->Read(head.data() + got, head.size() - got));
+    if (n == 0) break;
+    got += n;
   }
   head.resize(got);
   const size_t schema = head.find("\"schema\"");
@@ -39,12 +38,10 @@ absl::StatusOr<bool> LooksLikeProfile(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<Profile> LoadProfile(const std::string& path) {
-  auto is_profile = LooksLikeProfile(path);
-  if (!is_profile.ok()) return is_profile.status();
-  if (!*is_profile) return AnalyseTraceFile(path);
-  auto text = ReadWholeFile(path);
-  if (!text.ok()) return text.status();
-  return ReadProfileJson(*text, path);
+  ASSIGN_OR_RETURN(auto is_profile, LooksLikeProfile(path));
+  if (!is_profile) return AnalyseTraceFile(path);
+  ASSIGN_OR_RETURN(auto text, ReadWholeFile(path));
+  return ReadProfileJson(text, path);
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include "common/json/json_read.h"
 #include "common/profile/metric_table.h"
 #include "common/profile/profile_json.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo {
 namespace {
@@ -426,7 +427,7 @@ void ReadProvenance(FieldReader& r, const Value& doc, Profile& p) {
 
 absl::StatusOr<Profile> ReadProfileJson(std::string_view text, const std::string& what) {
   rapidjson::Document doc;
-  if (absl::Status parsed = ParseProfileDocument(text, what, doc); !parsed.ok()) return parsed;
+  RETURN_IF_ERROR(ParseProfileDocument(text, what, doc));
   absl::Status status;
   FieldReader r(what, &status);
   Profile p;

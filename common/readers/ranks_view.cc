@@ -26,6 +26,7 @@
 #include "common/json/json_writer.h"
 #include "common/readers/ranks_view_internal.h"
 #include "common/render/text_table.h"
+#include "common/status/status_macros.h"
 #include "common/status/thread_guard.h"
 #include "rapidjson/document.h"
 
@@ -268,9 +269,8 @@ bool IsDirectory(const std::string& path) {
 }
 
 absl::StatusOr<std::vector<RankFile>> ScanRankFolder(const std::string& dir, bool require_all) {
-  auto files = TraceFiles(dir);
-  if (!files.ok()) return files.status();
-  return ScanRankTraces(dir, *files, require_all);
+  ASSIGN_OR_RETURN(auto files, TraceFiles(dir));
+  return ScanRankTraces(dir, files, require_all);
 }
 
 absl::StatusOr<std::vector<RankFile>> ScanRankTraces(const std::string& dir,
@@ -306,29 +306,27 @@ absl::StatusOr<std::vector<RankFile>> ScanRankTraces(const std::string& dir,
     }
     out.push_back({path, *info});
   }
-  if (absl::Status s = CheckRanks(dir, out, require_all); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckRanks(dir, out, require_all));
   std::sort(out.begin(), out.end(),
             [](const RankFile& a, const RankFile& b) { return a.info.rank < b.info.rank; });
   return out;
 }
 
 absl::StatusOr<std::string> RankTracePath(const std::string& dir, int64_t rank) {
-  auto files = ScanRankFolder(dir, /*require_all=*/false);
-  if (!files.ok()) return files.status();
+  ASSIGN_OR_RETURN(auto files, ScanRankFolder(dir, /*require_all=*/false));
   std::vector<int64_t> held;
-  for (const RankFile& f : *files) {
+  for (const RankFile& f : files) {
     if (f.info.rank == rank) return f.path;
     held.push_back(f.info.rank);
   }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "--rank %d: %s holds rank%s %s of a %d-rank job", rank, dir, held.size() == 1 ? "" : "s",
-      RanksText(held), files->front().info.world_size));
+  return absl::InvalidArgumentError(
+      absl::StrFormat("--rank %d: %s holds rank%s %s of a %d-rank job", rank, dir,
+                      held.size() == 1 ? "" : "s", RanksText(held), files.front().info.world_size));
 }
 
 absl::StatusOr<RanksView> BuildRanksView(const std::string& dir, int threads) {
-  auto files = TraceFiles(dir);
-  if (!files.ok()) return files.status();
-  return BuildRanksViewOfTraces(dir, *files, threads);
+  ASSIGN_OR_RETURN(auto files, TraceFiles(dir));
+  return BuildRanksViewOfTraces(dir, files, threads);
 }
 
 absl::StatusOr<RanksView> BuildRanksViewOfTraces(const std::string& dir,
@@ -343,30 +341,28 @@ absl::StatusOr<RanksView> BuildRanksViewOfTraces(const std::string& dir,
   // Two or more ranks of a larger job are analysed for the ranks present (the missing ones
   // named in `trust`, the figures that need every rank partial); one rank alone has no other to
   // set against, so a lone rank of a larger job is refused, naming --rank.
-  auto files = ScanRankTraces(dir, traces, /*require_all=*/traces.size() < 2);
-  if (!files.ok()) return files.status();
+  ASSIGN_OR_RETURN(auto files, ScanRankTraces(dir, traces, /*require_all=*/traces.size() < 2));
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const size_t n = files->size();
+  const size_t n = files.size();
   RankPasses passes(n);
-  ParallelFor(n, threads, [&](size_t i) { passes.Read(i, (*files)[i].path); });
-  if (absl::Status s = passes.Check(*files); !s.ok()) return s;
+  ParallelFor(n, threads, [&](size_t i) { passes.Read(i, files[i].path); });
+  RETURN_IF_ERROR(passes.Check(files));
   if (passes.windowed()) {
-    absl::StatusOr<Interval> window = passes.CommonWindow(dir, *files);
-    if (!window.ok()) return window.status();
-    ParallelFor(n, threads, [&](size_t i) { passes.Window(i, (*files)[i].path, *window); });
-    if (absl::Status s = passes.Check(*files); !s.ok()) return s;
+    ASSIGN_OR_RETURN(Interval window, passes.CommonWindow(dir, files));
+    ParallelFor(n, threads, [&](size_t i) { passes.Window(i, files[i].path, window); });
+    RETURN_IF_ERROR(passes.Check(files));
   }
   std::vector<RankFigures> figures;
   for (size_t i = 0; i < n; ++i) {
     figures.push_back(**passes.results[i]);
-    figures.back().info = (*files)[i].info;
+    figures.back().info = files[i].info;
     // A trace without distributedInfo: its collective spans name the backend.
     if (figures.back().info.backend.empty()) figures.back().info.backend = passes.backends[i];
   }
   RanksView v;
   v.source = dir;
   v.threads = std::min(threads, static_cast<int>(n));
-  v.result = AnalyseCrossRank(std::move(figures), files->front().info.world_size);
+  v.result = AnalyseCrossRank(std::move(figures), files.front().info.world_size);
   return v;
 }
 

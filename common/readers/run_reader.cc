@@ -13,6 +13,7 @@
 #include "common/readers/ranks_view.h"
 #include "common/readers/summary_view.h"
 #include "common/readers/what_if_view.h"
+#include "common/status/status_macros.h"
 #include "common/trace/trace_reader.h"
 
 namespace libreyolo {
@@ -67,14 +68,14 @@ absl::StatusOr<ReaderOutput> ReadOps(const ReaderCall& c) {
 
 absl::StatusOr<ReaderOutput> ReadModules(const ReaderCall& c) {
   const std::string& input = c.invocation.inputs[0];
-  auto trace = c.locate ? c.locate(input, c.profiles[0]) : LocalTrace(input, c.profiles[0]);
-  if (!trace.ok()) return trace.status();
-  auto data = ReadTraceFile(trace->path);
+  ASSIGN_OR_RETURN(auto trace,
+                   c.locate ? c.locate(input, c.profiles[0]) : LocalTrace(input, c.profiles[0]));
+  auto data = ReadTraceFile(trace.path);
   if (!data.ok()) {
     return absl::DataLossError(
-        absl::StrCat("cannot read the trace ", trace->label, ": ", data.status().message()));
+        absl::StrCat("cannot read the trace ", trace.label, ": ", data.status().message()));
   }
-  return Render(BuildModules(*data, c.invocation.modules, c.labels[0], trace->label),
+  return Render(BuildModules(*data, c.invocation.modules, c.labels[0], trace.label),
                 RenderModulesText, RenderModulesJson);
 }
 
@@ -93,10 +94,9 @@ absl::Status CheckWhatIf(const ReaderInvocation& in) {
 }
 
 absl::StatusOr<ReaderOutput> ReadWhatIf(const ReaderCall& c) {
-  auto r = WhatIf(c.profiles[0], c.invocation.what_if);
-  if (!r.ok()) return r.status();
-  if (r->trace.empty()) r->trace = c.labels[0];
-  return Render(*r, RenderWhatIfText, RenderWhatIfJson);
+  ASSIGN_OR_RETURN(auto r, WhatIf(c.profiles[0], c.invocation.what_if));
+  if (r.trace.empty()) r.trace = c.labels[0];
+  return Render(r, RenderWhatIfText, RenderWhatIfJson);
 }
 
 // Folders of per-rank traces: `summary DIR` is the cross-rank view, `compare DIR DIR` compares
@@ -117,30 +117,26 @@ absl::StatusOr<ReaderOutput> RunFolderReader(ReaderInvocation in, const ProfileL
   if (in.rank) {
     const bool named = !in.labels.empty();
     for (size_t i = 0; i < in.inputs.size(); ++i) {
-      auto path = RankTracePath(in.inputs[i], *in.rank);
-      if (!path.ok()) return path.status();
-      if (!named) in.labels.push_back(absl::StrCat(*path, " (rank ", *in.rank, ")"));
-      in.inputs[i] = *path;
+      ASSIGN_OR_RETURN(auto path, RankTracePath(in.inputs[i], *in.rank));
+      if (!named) in.labels.push_back(absl::StrCat(path, " (rank ", *in.rank, ")"));
+      in.inputs[i] = path;
     }
     in.rank.reset();
     in.read_folders = false;
     return RunReader(in, load);
   }
   if (in.reader == ReaderId::kCompare) {
-    auto before = BuildRanksView(in.inputs[0]);
-    if (!before.ok()) return before.status();
-    auto after = BuildRanksView(in.inputs[1]);
-    if (!after.ok()) return after.status();
-    return Render(CompareRanks(*before, *after), RenderCompareText, RenderCompareJson);
+    ASSIGN_OR_RETURN(auto before, BuildRanksView(in.inputs[0]));
+    ASSIGN_OR_RETURN(auto after, BuildRanksView(in.inputs[1]));
+    return Render(CompareRanks(before, after), RenderCompareText, RenderCompareJson);
   }
   if (in.reader != ReaderId::kSummary) {
     return absl::InvalidArgumentError(absl::StrCat(
         def.name, " reads one rank's trace: add --rank K to read rank K of ", in.inputs[0],
         " (summary DIR gives the cross-rank view, compare DIR DIR compares two runs)"));
   }
-  auto v = BuildRanksView(in.inputs[0]);
-  if (!v.ok()) return v.status();
-  return ReaderOutput{RenderRanksText(*v), RenderRanksJson(*v)};
+  ASSIGN_OR_RETURN(auto v, BuildRanksView(in.inputs[0]));
+  return ReaderOutput{RenderRanksText(v), RenderRanksJson(v)};
 }
 
 }  // namespace
@@ -192,7 +188,7 @@ absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const Profile
                                                    in.inputs.size()));
   }
   if (def.check != nullptr) {
-    if (absl::Status s = def.check(in); !s.ok()) return s;
+    RETURN_IF_ERROR(def.check(in));
   }
   if (in.read_folders &&
       (in.rank || std::any_of(in.inputs.begin(), in.inputs.end(), IsDirectory))) {
@@ -202,9 +198,8 @@ absl::StatusOr<ReaderOutput> RunReader(const ReaderInvocation& in, const Profile
   std::vector<Profile> profiles;
   std::vector<std::string> labels;
   for (size_t i = 0; i < in.inputs.size(); ++i) {
-    auto p = LoadReaderInput(load, in.inputs[i]);
-    if (!p.ok()) return p.status();
-    profiles.push_back(*std::move(p));
+    ASSIGN_OR_RETURN(auto p, LoadReaderInput(load, in.inputs[i]));
+    profiles.push_back(std::move(p));
     labels.push_back(i < in.labels.size() ? in.labels[i] : in.inputs[i]);
   }
   return def.read(ReaderCall{in, profiles, labels, locate});

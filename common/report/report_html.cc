@@ -14,6 +14,7 @@
 #include "common/report/ranks_report.h"
 #include "common/report/report_sections.h"
 #include "common/report/svg_charts.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo {
 
@@ -89,10 +90,9 @@ absl::StatusOr<std::string> RenderReportFiles(const std::vector<std::string>& pa
   if (folders > 0) {
     std::vector<RanksView> views;
     for (size_t i = 0; i < paths.size(); ++i) {
-      auto view = BuildRanksView(paths[i]);
-      if (!view.ok()) return view.status();
-      view->source = label(i);
-      views.push_back(*std::move(view));
+      ASSIGN_OR_RETURN(auto view, BuildRanksView(paths[i]));
+      view.source = label(i);
+      views.push_back(std::move(view));
     }
     return views.size() == 2 ? RenderRanksCompareReportHtml(views[0], views[1])
                              : RenderRanksReportHtml(views[0]);
@@ -100,9 +100,8 @@ absl::StatusOr<std::string> RenderReportFiles(const std::vector<std::string>& pa
   const ProfileLoader load = [](const std::string& p) { return LoadProfile(p); };
   std::vector<ReportInput> inputs;
   for (size_t i = 0; i < paths.size(); ++i) {
-    auto in = LoadReportInput(paths[i], label(i), load);
-    if (!in.ok()) return in.status();
-    inputs.push_back(*std::move(in));
+    ASSIGN_OR_RETURN(auto in, LoadReportInput(paths[i], label(i), load));
+    inputs.push_back(std::move(in));
   }
   return inputs.size() == 2 ? RenderCompareReportHtml(inputs[0], inputs[1])
                             : RenderReportHtml(inputs[0]);

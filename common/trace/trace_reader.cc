@@ -30,6 +30,7 @@
 #include "common/io/block_reader.h"
 #include "common/io/file_reader.h"
 #include "common/json/json_read.h"
+#include "common/status/status_macros.h"
 #include "common/status/thread_guard.h"
 #include "common/trace/trace_data_builder.h"
 #include "common/trace/trace_reader_internal.h"
@@ -633,10 +634,9 @@ absl::StatusOr<TraceData> Parse(Stream& stream, const std::string& what,
 }
 
 absl::StatusOr<TraceData> ReadFileRapidJson(const std::string& path) {
-  auto reader = ChunkedFileReader::Open(path);
-  if (!reader.ok()) return reader.status();
-  ChunkStream stream(reader->get());
-  return Parse(stream, path, &stream.status(), (*reader)->UncompressedSizeHint());
+  ASSIGN_OR_RETURN(auto reader, ChunkedFileReader::Open(path));
+  ChunkStream stream(reader.get());
+  return Parse(stream, path, &stream.status(), reader->UncompressedSizeHint());
 }
 
 absl::StatusOr<TraceData> ReadTextRapidJson(std::string_view json) {
@@ -1805,9 +1805,7 @@ int BatchWorkers() {
 // The file, read (and inflated) on a thread of its own while this one parses. nullopt: the
 // RapidJSON reader must decide this input.
 std::optional<absl::StatusOr<TraceData>> ReadFileStreaming(const std::string& path) {
-  auto opened = BlockReader::Open(path);
-  if (!opened.ok()) return opened.status();
-  std::unique_ptr<BlockReader> reader = *std::move(opened);
+  ASSIGN_OR_RETURN(std::unique_ptr<BlockReader> reader, BlockReader::Open(path));
   TraceData data = EmptyData(reader->UncompressedSizeHint());
   ParserPool pool;
   OrderedWalk parser(&data, &pool, BatchWorkers());
