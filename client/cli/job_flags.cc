@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 #include "proto/job_spec/job_defaults.h"
 
 namespace libreyolo::cli {
@@ -117,7 +118,7 @@ template <typename Set>
 absl::Status MaybeInt(const ParsedArgs& a, const std::string& name, Set set) {
   int64_t v = 0;
   bool given = false;
-  if (auto st = ReadInt(a, name, &v, &given); !st.ok()) return st;
+  RETURN_IF_ERROR(ReadInt(a, name, &v, &given));
   if (given) set(v);
   return absl::OkStatus();
 }
@@ -126,9 +127,8 @@ template <typename Set>
 absl::Status MaybeDouble(const ParsedArgs& a, const std::string& name, Set set) {
   auto v = a.Value(name);
   if (!v) return absl::OkStatus();
-  auto d = ParseDoubleFlag(name, *v);
-  if (!d.ok()) return d.status();
-  set(*d);
+  ASSIGN_OR_RETURN(auto d, ParseDoubleFlag(name, *v));
+  set(d);
   return absl::OkStatus();
 }
 
@@ -335,7 +335,7 @@ absl::Status ReadRendezvous(const ParsedArgs& a, const std::function<const char*
                             v1::Rendezvous* r) {
   int64_t nnodes = 0;
   bool given = false;
-  if (auto s = ReadInt(a, "nnodes", &nnodes, &given); !s.ok()) return s;
+  RETURN_IF_ERROR(ReadInt(a, "nnodes", &nnodes, &given));
   // Without --nnodes > 1 only the flags given are read: the spec's validator refuses them
   // there, naming --nnodes.
   const std::function<const char*(const char*)> from =
@@ -351,14 +351,14 @@ absl::Status ReadRendezvous(const ParsedArgs& a, const std::function<const char*
   }
   int64_t v = 0;
   if (node.value) {
-    if (auto s = IntFrom(node, &v); !s.ok()) return s;
+    RETURN_IF_ERROR(IntFrom(node, &v));
     r->set_node_rank(Clamp32(v));
   }
   if (const FromEnv addr = Lookup(a, "master-addr", from, {"MASTER_ADDR"}); addr.value) {
     r->set_master_addr(*addr.value);
   }
   if (const FromEnv port = Lookup(a, "master-port", from, {"MASTER_PORT"}); port.value) {
-    if (auto s = IntFrom(port, &v); !s.ok()) return s;
+    RETURN_IF_ERROR(IntFrom(port, &v));
     r->set_master_port(Clamp32(v));
   }
   if (auto g = a.Value("group-id")) {

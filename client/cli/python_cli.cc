@@ -21,6 +21,7 @@
 #include "client/cli/exit_codes.h"
 #include "client/cli/suggest.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 
 extern char** environ;
 
@@ -232,13 +233,11 @@ absl::StatusOr<std::string> RunVersion(const std::string& cli, int* exit_status)
 }  // namespace
 
 absl::StatusOr<PythonCliInfo> ProbePythonCli() {
-  absl::StatusOr<std::string> cli = FindPythonCli(CurrentPythonCliSearch());
-  if (!cli.ok()) return cli.status();
+  ASSIGN_OR_RETURN(std::string cli, FindPythonCli(CurrentPythonCliSearch()));
   int exit_status = 0;
-  absl::StatusOr<std::string> output = RunVersion(*cli, &exit_status);
-  if (!output.ok()) return output.status();
-  PythonCliInfo info{*cli, ""};
-  for (absl::string_view line : absl::StrSplit(*output, '\n')) {
+  ASSIGN_OR_RETURN(std::string output, RunVersion(cli, &exit_status));
+  PythonCliInfo info{cli, ""};
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
     std::string text(absl::StripAsciiWhitespace(line));
     if (text.empty()) continue;
     if (absl::StartsWith(text, kProbeMarker)) {  // a copy of this binary: its answer
@@ -250,7 +249,7 @@ absl::StatusOr<PythonCliInfo> ProbePythonCli() {
     return info;
   }
   return absl::UnavailableError(
-      absl::StrCat(*cli, " --version printed nothing (exit ", exit_status, ")"));
+      absl::StrCat(cli, " --version printed nothing (exit ", exit_status, ")"));
 }
 
 std::string VersionText() {

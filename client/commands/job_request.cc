@@ -13,14 +13,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/cli/job_flags.h"
 #include "client/cli/python_cli.h"
 #include "client/commands/dataset_name.h"
 #include "common/io/image_extensions.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 #include "proto/job_spec/job_defaults.h"
 
 namespace libreyolo::cli {
@@ -141,9 +142,8 @@ absl::Status LocalWeights(bool remote, v1::ModelOptions* m) {
     }
     return absl::OkStatus();
   }
-  auto p = LocalPath("--weights", given, true);
-  if (!p.ok()) return p.status();
-  m->set_weights(*p);
+  ASSIGN_OR_RETURN(auto p, LocalPath("--weights", given, true));
+  m->set_weights(p);
   return absl::OkStatus();
 }
 
@@ -181,8 +181,8 @@ std::optional<std::string> PythonSampleImage() {
 absl::StatusOr<v1::SubmitJobRequest> BuildInferRequest(const ParsedArgs& a, bool remote) {
   v1::SubmitJobRequest r;
   v1::InferSpec* s = r.mutable_infer();
-  if (auto st = ReadInferSpec(a, s); !st.ok()) return st;
-  if (auto st = LocalWeights(remote, s->mutable_model()); !st.ok()) return st;
+  RETURN_IF_ERROR(ReadInferSpec(a, s));
+  RETURN_IF_ERROR(LocalWeights(remote, s->mutable_model()));
   if (s->source().empty() && s->images_size() == 0) {
     // The default source, as the Python LibreYOLO's: its bundled photograph when it is
     // installed (else the daemon's generated sample image).
@@ -194,7 +194,7 @@ absl::StatusOr<v1::SubmitJobRequest> BuildInferRequest(const ParsedArgs& a, bool
     if (remote && fs::exists(src, ec)) {
       // The daemon cannot see our files: the images travel with the request.
       s->clear_source();
-      if (auto st = AddInlineImages(src, s); !st.ok()) return st;
+      RETURN_IF_ERROR(AddInlineImages(src, s));
     } else if (!remote) {
       if (!fs::exists(src, ec)) {
         return absl::NotFoundError(absl::StrCat("source ", src, ": no such file or directory"));
@@ -202,24 +202,24 @@ absl::StatusOr<v1::SubmitJobRequest> BuildInferRequest(const ParsedArgs& a, bool
       s->set_source(fs::absolute(src).lexically_normal().string());
     }  // else: a name in the daemon's images directory
   }
-  if (auto c = FillCommon(a, &r); !c.ok()) return c;
+  RETURN_IF_ERROR(FillCommon(a, &r));
   return r;
 }
 
 absl::StatusOr<v1::SubmitJobRequest> BuildRunRequest(const ParsedArgs& a, bool remote) {
   v1::SubmitJobRequest r;
   v1::RunSpec* s = r.mutable_run();
-  if (auto st = ReadRunSpec(a, s); !st.ok()) return st;
-  if (auto st = LocalWeights(remote, s->mutable_model()); !st.ok()) return st;
+  RETURN_IF_ERROR(ReadRunSpec(a, s));
+  RETURN_IF_ERROR(LocalWeights(remote, s->mutable_model()));
   if (!remote && !absl::StartsWith(s->data(), "synthetic")) {
-    auto p = LocalPath("data", s->data(), true);
-    if (!p.ok()) return p.status();
+    ASSIGN_OR_RETURN(std::string p, LocalPath("data", s->data(), true));
     // A bare name the private daemon's datasets directory lacks: where the Python tool looks.
-    if (*p == s->data()) p = ResolveDatasetName(*p, CurrentDatasetPlaces());
-    if (!p.ok()) return p.status();
-    s->set_data(*p);
+    if (p == s->data()) {
+      ASSIGN_OR_RETURN(p, ResolveDatasetName(p, CurrentDatasetPlaces()));
+    }
+    s->set_data(p);
   }
-  if (auto c = FillCommon(a, &r); !c.ok()) return c;
+  RETURN_IF_ERROR(FillCommon(a, &r));
   return r;
 }
 
@@ -276,7 +276,7 @@ absl::StatusOr<v1::SubmitJobRequest> BuildAttachRequest(const ParsedArgs& a, boo
       p->add_activities(std::string(piece));
     }
   }
-  if (auto c = FillCommon(a, &r); !c.ok()) return c;
+  RETURN_IF_ERROR(FillCommon(a, &r));
   return r;
 }
 

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <iostream>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,6 +26,7 @@
 #include "client/remote/progress_display.h"
 #include "common/job/names.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 #include "proto/job_spec/job_defaults.h"
 #include "proto/job_spec/job_spec.h"
 
@@ -133,7 +134,7 @@ absl::StatusOr<v1::Job> GetJobRecord(DaemonConnection& c, const std::string& id)
   v1::Job job;
   const grpc::Status s = c.stub().GetJob(ctx.get(), req, &job);
   if (!s.ok()) return FromGrpc(s, c.address());
-  if (auto st = CheckJobAnswer(job, c.address()); !st.ok()) return st;
+  RETURN_IF_ERROR(CheckJobAnswer(job, c.address()));
   return job;
 }
 

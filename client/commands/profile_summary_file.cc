@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/io/atomic_file.h"
 #include "common/json/json_read.h"
+#include "common/status/status_macros.h"
 #include "rapidjson/document.h"
 #include "rapidjson/prettywriter.h"
 #include "rapidjson/stringbuffer.h"
@@ -159,7 +160,7 @@ absl::StatusOr<std::string> WriteProfileSummaryBeside(const std::string& profile
   }
   const std::string path =
       (std::filesystem::path(profile_path).parent_path() / kProfileSummaryFileName).string();
-  if (absl::Status s = WriteFileAtomically(path, *summary); !s.ok()) return s;
+  RETURN_IF_ERROR(WriteFileAtomically(path, *summary));
   return path;
 }
 

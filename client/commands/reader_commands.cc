@@ -17,6 +17,7 @@
 #include "common/readers/run_reader.h"
 #include "common/readers/top_rows.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -79,16 +80,15 @@ absl::Status ParseCompare(const ParsedArgs& a, ReaderInvocation&) {
 
 absl::Status ParseTop(const ParsedArgs& a, int* top) {
   if (!a.Value("top")) return absl::OkStatus();
-  auto n = IntFlag(a, "top");
-  if (!n.ok()) return n.status();
-  if (auto s = CheckTop(*n); !s.ok()) return s;
-  *top = *n;
+  ASSIGN_OR_RETURN(auto n, IntFlag(a, "top"));
+  RETURN_IF_ERROR(CheckTop(n));
+  *top = n;
   return absl::OkStatus();
 }
 
 absl::Status ParseKernels(const ParsedArgs& a, ReaderInvocation& inv) {
   KernelsOptions& o = inv.kernels;
-  if (auto s = ParseTop(a, &o.top); !s.ok()) return s;
+  RETURN_IF_ERROR(ParseTop(a, &o.top));
   o.category = a.Value("category");
   o.grep = a.Value("grep");
   o.tensorcore_only = a.Switch("tensorcore");
@@ -99,7 +99,7 @@ absl::Status ParseKernels(const ParsedArgs& a, ReaderInvocation& inv) {
 
 absl::Status ParseOps(const ParsedArgs& a, ReaderInvocation& inv) {
   OpsOptions& o = inv.ops;
-  if (auto s = ParseTop(a, &o.top); !s.ok()) return s;
+  RETURN_IF_ERROR(ParseTop(a, &o.top));
   o.phase = a.Value("phase");
   o.sort = a.ValueOr("sort", OpsOptions{}.sort);
   o.group_by_input_shape = a.Switch("group-by-input-shape");
@@ -109,10 +109,9 @@ absl::Status ParseOps(const ParsedArgs& a, ReaderInvocation& inv) {
 absl::Status ParseModules(const ParsedArgs& a, ReaderInvocation& inv) {
   ModulesOptions& o = inv.modules;
   if (a.Value("depth")) {
-    auto n = IntFlag(a, "depth");
-    if (!n.ok()) return n.status();
-    if (auto s = CheckModuleDepth(*n); !s.ok()) return s;
-    o.depth = *n;
+    ASSIGN_OR_RETURN(auto n, IntFlag(a, "depth"));
+    RETURN_IF_ERROR(CheckModuleDepth(n));
+    o.depth = n;
   }
   o.sort = a.ValueOr("sort", "order");
   o.format = a.ValueOr("format", "table");
@@ -126,10 +125,9 @@ absl::Status ParseModules(const ParsedArgs& a, ReaderInvocation& inv) {
 absl::Status ParseWhatIf(const ParsedArgs& a, ReaderInvocation& inv) {
   inv.what_if.remove_category = a.Value("remove-category");
   if (auto n = a.Value("remove-launches")) {
-    auto v = ParseDoubleFlag("remove-launches", *n);
-    if (!v.ok()) return v.status();
-    if (auto s = CheckRemoveLaunches(*v); !s.ok()) return s;
-    inv.what_if.remove_launches = *v;
+    ASSIGN_OR_RETURN(auto v, ParseDoubleFlag("remove-launches", *n));
+    RETURN_IF_ERROR(CheckRemoveLaunches(v));
+    inv.what_if.remove_launches = v;
   }
   return absl::OkStatus();
 }

@@ -17,6 +17,7 @@
 #include "common/readers/run_reader.h"
 #include "common/render/terminal_text.h"
 #include "common/report/report_html.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -89,7 +90,7 @@ CommandSpec ReportCommandSpec() {
 absl::StatusOr<std::string> WriteReport(const std::vector<std::string>& paths,
                                         const std::vector<std::string>& labels,
                                         const std::string& output) {
-  if (auto ok = CheckOutput(output); !ok.ok()) return ok;
+  RETURN_IF_ERROR(CheckOutput(output));
   for (const std::string& in : paths) {
     std::error_code ec;
     if (output != "-" && fs::equivalent(in, output, ec)) {
@@ -97,11 +98,9 @@ absl::StatusOr<std::string> WriteReport(const std::vector<std::string>& paths,
           absl::StrCat("-o ", output, " is the input ", in, "; it would be overwritten"));
     }
   }
-  absl::StatusOr<std::string> rendered = RenderReportFiles(paths, labels);
-  if (!rendered.ok()) return rendered.status();
-  std::string html = *std::move(rendered);
+  ASSIGN_OR_RETURN(std::string html, RenderReportFiles(paths, labels));
   if (output != "-") {
-    if (auto w = WriteFileAtomically(output, html); !w.ok()) return w;
+    RETURN_IF_ERROR(WriteFileAtomically(output, html));
   }
   return html;
 }

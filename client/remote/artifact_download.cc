@@ -20,6 +20,7 @@
 #include "common/io/unique_fd.h"
 #include "common/job/names.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -88,7 +89,7 @@ absl::Status ReceiveInto(DaemonConnection& c, const std::string& job_id, const s
         return absl::DataLossError(absl::StrCat("artifact ", name, ": chunk at offset ",
                                                 chunk.offset(), ", expected ", got->bytes));
       }
-      if (absl::Status w = WriteAllToFd(fd, chunk.data(), tmp); !w.ok()) return w;
+      RETURN_IF_ERROR(WriteAllToFd(fd, chunk.data(), tmp));
       got->bytes += static_cast<int64_t>(chunk.data().size());
       Observe(name, got->bytes);
       if (chunk.last()) {
@@ -149,18 +150,17 @@ absl::StatusOr<int64_t> DownloadArtifact(DaemonConnection& c, const std::string&
     }
   } cleanup{tmp};
   Received got;
-  if (absl::Status s = ReceiveInto(c, job_id, name, fd.get(), tmp, &got); !s.ok()) return s;
+  RETURN_IF_ERROR(ReceiveInto(c, job_id, name, fd.get(), tmp, &got));
   if (::close(fd.Release()) != 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", tmp));
   }
-  auto sha = Sha256File(tmp);
-  if (!sha.ok()) return sha.status();
-  if (!got.sha256.empty() && *sha != got.sha256) {
-    return absl::DataLossError(absl::StrCat("artifact ", name, ": SHA-256 mismatch (got ", *sha,
+  ASSIGN_OR_RETURN(auto sha, Sha256File(tmp));
+  if (!got.sha256.empty() && sha != got.sha256) {
+    return absl::DataLossError(absl::StrCat("artifact ", name, ": SHA-256 mismatch (got ", sha,
                                             ", the daemon has ", got.sha256, ")"));
   }
   cleanup.published = true;  // PublishTempFile removes it on failure
-  if (auto published = PublishTempFile(tmp, dest); !published.ok()) return published;
+  RETURN_IF_ERROR(PublishTempFile(tmp, dest));
   return got.bytes;
 }
 

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/remote/job_watch.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -54,9 +55,8 @@ absl::StatusOr<std::optional<RemoteTarget>> ResolveRemote(const ParsedArgs& a) {
   RemoteTarget t;
   t.address = *address;
   if (auto file = a.Value("token-file")) {
-    auto token = ReadSmallFile(*file, "--token-file");
-    if (!token.ok()) return token.status();
-    t.token = std::string(absl::StripAsciiWhitespace(*token));
+    ASSIGN_OR_RETURN(auto token, ReadSmallFile(*file, "--token-file"));
+    t.token = std::string(absl::StripAsciiWhitespace(token));
     if (t.token.empty()) return absl::InvalidArgumentError(absl::StrCat("--token-file ", *file, " is empty"));
   } else if (auto env = Env("LIBREYOLO_TOKEN")) {
     t.token = std::string(absl::StripAsciiWhitespace(*env));
@@ -82,17 +82,13 @@ absl::StatusOr<std::unique_ptr<DaemonConnection>> DaemonConnection::Open(const R
   } else {
     grpc::SslCredentialsOptions o;
     if (!t.tls_ca_file.empty()) {
-      auto ca = ReadSmallFile(t.tls_ca_file, "--tls-ca");
-      if (!ca.ok()) return ca.status();
-      o.pem_root_certs = *ca;
+      ASSIGN_OR_RETURN(o.pem_root_certs, ReadSmallFile(t.tls_ca_file, "--tls-ca"));
     }
     if (!t.tls_cert_file.empty()) {
-      auto cert = ReadSmallFile(t.tls_cert_file, "--tls-cert");
-      if (!cert.ok()) return cert.status();
-      auto key = ReadSmallFile(t.tls_key_file, "--tls-key");
-      if (!key.ok()) return key.status();
-      o.pem_cert_chain = *cert;
-      o.pem_private_key = *key;
+      ASSIGN_OR_RETURN(auto cert, ReadSmallFile(t.tls_cert_file, "--tls-cert"));
+      ASSIGN_OR_RETURN(auto key, ReadSmallFile(t.tls_key_file, "--tls-key"));
+      o.pem_cert_chain = cert;
+      o.pem_private_key = key;
     }
     creds = grpc::SslCredentials(o);
   }

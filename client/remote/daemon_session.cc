@@ -1,20 +1,17 @@
 #include "client/remote/daemon_session.h"
 
+#include "common/status/status_macros.h"
+
 namespace libreyolo::cli {
 
 absl::StatusOr<std::unique_ptr<DaemonSession>> DaemonSession::Open(const ParsedArgs& args) {
-  auto target = ResolveRemote(args);
-  if (!target.ok()) return target.status();
+  ASSIGN_OR_RETURN(auto target, ResolveRemote(args));
   auto s = std::unique_ptr<DaemonSession>(new DaemonSession());
-  if (target->has_value()) {
-    auto c = DaemonConnection::Open(**target);
-    if (!c.ok()) return c.status();
-    s->remote_ = *std::move(c);
+  if (target.has_value()) {
+    ASSIGN_OR_RETURN(s->remote_, DaemonConnection::Open(*target));
     return s;
   }
-  auto p = PrivateDaemon::Acquire();
-  if (!p.ok()) return p.status();
-  s->private_ = *std::move(p);
+  ASSIGN_OR_RETURN(s->private_, PrivateDaemon::Acquire());
   return s;
 }
 

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/remote/daemon_answer.h"
+#include "common/status/status_macros.h"
 #include "common/status/thread_guard.h"
 
 namespace libreyolo::cli {
@@ -147,7 +148,7 @@ absl::StatusOr<WatchResult> WatchJob(DaemonConnection& c, const std::string& job
     if (!again.ShouldRetry(s)) return c.Error(s);
   }
   // Its artifact names become paths the caller writes.
-  if (auto st = CheckJobAnswer(out.job, c.address()); !st.ok()) return st;
+  RETURN_IF_ERROR(CheckJobAnswer(out.job, c.address()));
   return out;
 }
 

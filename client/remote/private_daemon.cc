@@ -23,6 +23,7 @@
 #include "absl/strings/strip.h"
 #include "common/io/unique_fd.h"
 #include "common/status/exit_code.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::cli {
 namespace {
@@ -262,32 +263,25 @@ absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire(std::ostre
     return absl::PermissionDeniedError(absl::StrCat(
         paths.runtime_dir, " is not owned by you; set XDG_RUNTIME_DIR to a private directory"));
   }
-  auto stop_wait = StopWaitSeconds();
-  if (!stop_wait.ok()) return stop_wait.status();
+  ASSIGN_OR_RETURN(auto stop_wait, StopWaitSeconds());
   auto d = std::unique_ptr<PrivateDaemon>(new PrivateDaemon());
   d->paths_ = paths;
   // Under the lease directory's lock until the daemon serves: a daemon stopping now (its last
   // command gone) finishes first, and two commands never start two daemons.
-  auto lock = LeaseDirLock::Acquire(paths.leases, std::chrono::seconds(120));
-  if (!lock.ok()) return lock.status();
+  ASSIGN_OR_RETURN(auto lock, LeaseDirLock::Acquire(paths.leases, std::chrono::seconds(120)));
   std::string command = ReadText("/proc/self/cmdline");
   std::replace(command.begin(), command.end(), '\0', ' ');
-  auto lease = Lease::Take(paths.leases, command);
-  if (!lease.ok()) return lease.status();
-  d->lease_ = *std::move(lease);
+  ASSIGN_OR_RETURN(d->lease_, Lease::Take(paths.leases, command));
   RemoteTarget target;
   target.address = absl::StrCat("unix:", paths.socket);
-  auto conn = DaemonConnection::Open(target);
-  if (!conn.ok()) return conn.status();
-  d->connection_ = *std::move(conn);
+  ASSIGN_OR_RETURN(d->connection_, DaemonConnection::Open(target));
   d->connection_->set_gone_probe([raw = d.get()] { return raw->GoneReason(); });
   if (fs::exists(paths.socket, ec) && Answers(*d->connection_)) {
     d->pid_ = OnDemandDaemonPid(paths);
     return d;
   }
 
-  auto binary = FindDaemonBinary();
-  if (!binary.ok()) return binary.status();
+  ASSIGN_OR_RETURN(auto binary, FindDaemonBinary());
   const fs::path state = paths.state_root;
   fs::create_directories(state, ec);
   if (ec) {
@@ -295,16 +289,15 @@ absl::StatusOr<std::unique_ptr<PrivateDaemon>> PrivateDaemon::Acquire(std::ostre
         absl::StrCat("cannot create ", state.string(), ": ", ec.message(),
                      " (set LIBREYOLO_STATE_DIR to a writable directory)"));
   }
-  const std::vector<std::string> args = DaemonArgs(paths, *binary, target.address);
+  const std::vector<std::string> args = DaemonArgs(paths, binary, target.address);
   // A daemon that is stopping (nothing answers on the socket any more) keeps its state and
   // store directories locked while it drains its jobs: a fresh one started now would exit 3,
   // "state_dir ... in use". Wait for it (saying so once), then start; a start that still meets
   // the lock (it was taken in between) waits again, within the same bound.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*stop_wait);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(stop_wait);
   bool said = false;
   for (;;) {
-    absl::Status waited = WaitForStoppingDaemon(paths, deadline, *stop_wait, notes, &said);
-    if (!waited.ok()) return waited;
+    RETURN_IF_ERROR(WaitForStoppingDaemon(paths, deadline, stop_wait, notes, &said));
     absl::Status started = d->StartAndWait(args);
     if (started.ok()) return d;
     if (!absl::IsAlreadyExists(started) || std::chrono::steady_clock::now() >= deadline) {

@@ -14,6 +14,7 @@
 #include "common/io/trial_artifacts.h"
 #include "common/job/names.h"
 #include "common/load/load_profile.h"
+#include "common/status/status_macros.h"
 #include "proto/reader_spec/reader_request.h"
 
 namespace libreyolo::cli {
@@ -69,7 +70,7 @@ absl::StatusOr<std::string> JobProfileName(DaemonConnection& c, const std::strin
   v1::Job job;
   const grpc::Status s = c.stub().GetJob(ctx.get(), req, &job);
   if (!s.ok()) return c.Error(s);
-  if (auto st = CheckJobAnswer(job, c.address()); !st.ok()) return st;
+  RETURN_IF_ERROR(CheckJobAnswer(job, c.address()));
   std::vector<std::string> names;
   for (const v1::Artifact& a : job.artifacts()) names.push_back(a.name());
   return JobProfileArtifact(names);
@@ -86,24 +87,19 @@ absl::StatusOr<std::vector<std::string>> FetchJobInputs(const std::vector<std::s
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::optional<JobRef> ref = ParseJobRef(inputs[i], bare_ok);
     if (!ref) continue;
-    if (absl::Status bad = CheckJobId(ref->job_id); !bad.ok()) return bad;
+    RETURN_IF_ERROR(CheckJobId(ref->job_id));
     if (session == nullptr) {
-      auto opened = DaemonSession::Open(args);
-      if (!opened.ok()) return opened.status();
-      session = *std::move(opened);
+      ASSIGN_OR_RETURN(session, DaemonSession::Open(args));
     }
     DaemonConnection& c = session->connection();
     std::string name = ref->artifact;
     if (name.empty()) {
       // The job's profile: a --repeat job's repeat file (JobProfileArtifact).
-      auto job = JobProfileName(c, ref->job_id);
-      if (!job.ok()) return job.status();
-      name = *job;
+      ASSIGN_OR_RETURN(name, JobProfileName(c, ref->job_id));
     }
     const fs::path sub = fs::path(dir) / absl::StrCat(i);
     const std::string dest = (sub / fs::path(name).filename()).string();
-    auto got = DownloadArtifact(c, ref->job_id, name, dest);
-    if (!got.ok()) return got.status();
+    RETURN_IF_ERROR(DownloadArtifact(c, ref->job_id, name, dest).status());
     paths[i] = dest;
     const std::string trace_name = TraceArtifactBeside(name);
     if (with_trace && trace_name != name) {
@@ -129,36 +125,31 @@ absl::StatusOr<ReaderOutput> RunRemoteReader(const ReaderInvocation& inv, const 
   }
   for (const auto& r : refs) {
     if (!r) continue;
-    if (absl::Status bad = CheckJobId(r->job_id); !bad.ok()) return bad;
+    RETURN_IF_ERROR(CheckJobId(r->job_id));
   }
   if (!all_jobs) {
     // A mix of stored jobs and local files: fetch the jobs' profiles, read everything here.
-    auto tmp = ScratchFolder::Create("libreyolo-read");
-    if (!tmp.ok()) return tmp.status();
+    ASSIGN_OR_RETURN(auto tmp, ScratchFolder::Create("libreyolo-read"));
     ReaderInvocation local = inv;
     local.labels = inv.inputs;
-    auto paths = FetchJobInputs(inv.inputs, args, (*tmp)->path(), false);
-    if (!paths.ok()) return paths.status();
-    local.inputs = *paths;
+    ASSIGN_OR_RETURN(local.inputs, FetchJobInputs(inv.inputs, args, tmp->path(), false));
     return RunReader(local, [](const std::string& p) { return LoadProfile(p); });
   }
 
   std::vector<JobRef> jobs;
   for (const auto& r : refs) jobs.push_back(*r);
-  auto session = DaemonSession::Open(args);
-  if (!session.ok()) return session.status();
-  return ReadOnDaemon((*session)->connection(), inv, jobs);
+  ASSIGN_OR_RETURN(auto session, DaemonSession::Open(args));
+  return ReadOnDaemon(session->connection(), inv, jobs);
 }
 
 absl::StatusOr<ReaderOutput> ReadOnDaemon(DaemonConnection& c, const ReaderInvocation& inv,
                                           const std::vector<JobRef>& jobs) {
   std::vector<v1::ProfileRef> job_refs;
   for (const JobRef& j : jobs) job_refs.push_back(ToRef(j));
-  auto req = readerspec::ToReadRequest(inv, job_refs);
-  if (!req.ok()) return req.status();
+  ASSIGN_OR_RETURN(auto req, readerspec::ToReadRequest(inv, job_refs));
   auto ctx = c.Context(std::chrono::seconds(120));
   v1::ReaderResponse resp;
-  const grpc::Status s = c.stub().Read(ctx.get(), *req, &resp);
+  const grpc::Status s = c.stub().Read(ctx.get(), req, &resp);
   if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
     return absl::FailedPreconditionError(absl::StrCat(
         c.address(), " predates the Read RPC (an older libreyolod): upgrade it, or download the "
