@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::jobspec {
 namespace {
@@ -120,11 +121,8 @@ absl::Status Model(const v1::ModelOptions& m) {
 }
 
 absl::Status Profiler(const std::string& field, const v1::ProfilerOptions& p, bool cpu) {
-  if (auto s = Finite(field + ".overhead_budget_pct", p.overhead_budget_pct(), 0,
-                      bounds::kMaxOverheadBudgetPct);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(Finite(field + ".overhead_budget_pct", p.overhead_budget_pct(), 0,
+                         bounds::kMaxOverheadBudgetPct));
   if (p.collector() != "native" && p.collector() != "libtorch") {
     return FieldError(field + ".collector",
                       absl::StrCat("'", Excerpt(p.collector()), "' is not native or libtorch"));
@@ -158,7 +156,7 @@ bool AllOf(const std::string& s, absl::string_view extra) {
 absl::Status CheckRendezvous(const v1::DataParallelOptions& d) {
   const v1::Rendezvous& r = d.rendezvous();
   const std::string f = "run.data_parallel.rendezvous.";
-  if (auto s = Range(f + "nnodes", r.nnodes(), 0, bounds::kMaxWorldSize); !s.ok()) return s;
+  RETURN_IF_ERROR(Range(f + "nnodes", r.nnodes(), 0, bounds::kMaxWorldSize));
   if (r.nnodes() <= 1) {
     if (r.node_rank() != 0 || !r.master_addr().empty() || r.master_port() != 0 ||
         !r.group_id().empty()) {
@@ -169,7 +167,7 @@ absl::Status CheckRendezvous(const v1::DataParallelOptions& d) {
     }
     return absl::OkStatus();
   }
-  if (auto s = Range(f + "node_rank", r.node_rank(), 0, r.nnodes() - 1); !s.ok()) return s;
+  RETURN_IF_ERROR(Range(f + "node_rank", r.node_rank(), 0, r.nnodes() - 1));
   if (r.master_addr().empty()) {
     return FieldError(f + "master_addr",
                       "required across hosts: node 0's host name or address (MASTER_ADDR)");
@@ -183,7 +181,7 @@ absl::Status CheckRendezvous(const v1::DataParallelOptions& d) {
                       "required across hosts: the port node 0 serves the rendezvous on "
                       "(MASTER_PORT)");
   }
-  if (auto s = Range(f + "master_port", r.master_port(), 1, 65535); !s.ok()) return s;
+  RETURN_IF_ERROR(Range(f + "master_port", r.master_port(), 1, 65535));
   if (r.group_id().size() > 128 || !AllOf(r.group_id(), "_.:@-")) {
     return FieldError(f + "group_id",
                       absl::StrCat("'", Excerpt(r.group_id()), "' is not [A-Za-z0-9_.:@-]{1,128}"));
@@ -197,9 +195,7 @@ absl::Status CheckRendezvous(const v1::DataParallelOptions& d) {
 }
 
 absl::Status DataParallel(const v1::DataParallelOptions& d, bool cpu) {
-  if (auto s = Range("run.data_parallel.nproc", d.nproc(), 0, bounds::kMaxRanks); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(Range("run.data_parallel.nproc", d.nproc(), 0, bounds::kMaxRanks));
   if (d.devices_size() > bounds::kMaxRanks) {
     return FieldError("run.data_parallel.devices",
                       absl::StrCat(d.devices_size(), " slots; at most ", bounds::kMaxRanks));
@@ -228,12 +224,9 @@ absl::Status DataParallel(const v1::DataParallelOptions& d, bool cpu) {
     return FieldError("run.data_parallel.bucket_cap_mb",
                       absl::StrCat(d.bucket_cap_mb(), " is not above 0"));
   }
-  if (auto s = Finite("run.data_parallel.bucket_cap_mb", d.bucket_cap_mb(), 0,
-                      bounds::kMaxBucketCapMb);
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = CheckRendezvous(d); !s.ok()) return s;
+  RETURN_IF_ERROR(
+      Finite("run.data_parallel.bucket_cap_mb", d.bucket_cap_mb(), 0, bounds::kMaxBucketCapMb));
+  RETURN_IF_ERROR(CheckRendezvous(d));
   return Range("run.data_parallel.timeout_s", d.timeout_s(), 1, bounds::kMaxDistTimeoutS);
 }
 
@@ -349,26 +342,17 @@ absl::Status ValidateInferSpec(const v1::InferSpec& spec, const JobLimits& l, bo
   v1::InferSpec s = spec;
   s.clear_images();  // not needed here, and possibly megabytes
   ApplyDefaults(&s);
-  if (auto st = Model(s.model()); !st.ok()) return st;
-  if (auto st = Count("infer.batch", s.batch(), 1, l.max_batch, l, "max_batch"); !st.ok()) {
-    return st;
-  }
-  if (auto st = Imgsz("infer.imgsz", s.imgsz(), l); !st.ok()) return st;
-  if (auto st = Count("infer.warmup", s.warmup(), 0, l.max_runs, l, "max_runs"); !st.ok()) {
-    return st;
-  }
-  if (auto st = Count("infer.runs", s.runs(), 1, l.max_runs, l, "max_runs"); !st.ok()) return st;
-  if (auto st = Total("infer.warmup + infer.runs", Add(s.warmup(), s.runs()), l.max_runs, l,
-                      "max_runs");
-      !st.ok()) {
-    return st;
-  }
-  if (auto st = Count("infer.repeat", s.repeat(), 1, l.max_repeat, l, "max_repeat"); !st.ok()) {
-    return st;
-  }
-  if (auto st = Finite("infer.conf", s.conf(), 0, 1); !st.ok()) return st;
-  if (auto st = Finite("infer.iou", s.iou(), 0, 1); !st.ok()) return st;
-  if (auto st = Range("infer.max_det", s.max_det(), 1, bounds::kMaxDet); !st.ok()) return st;
+  RETURN_IF_ERROR(Model(s.model()));
+  RETURN_IF_ERROR(Count("infer.batch", s.batch(), 1, l.max_batch, l, "max_batch"));
+  RETURN_IF_ERROR(Imgsz("infer.imgsz", s.imgsz(), l));
+  RETURN_IF_ERROR(Count("infer.warmup", s.warmup(), 0, l.max_runs, l, "max_runs"));
+  RETURN_IF_ERROR(Count("infer.runs", s.runs(), 1, l.max_runs, l, "max_runs"));
+  RETURN_IF_ERROR(
+      Total("infer.warmup + infer.runs", Add(s.warmup(), s.runs()), l.max_runs, l, "max_runs"));
+  RETURN_IF_ERROR(Count("infer.repeat", s.repeat(), 1, l.max_repeat, l, "max_repeat"));
+  RETURN_IF_ERROR(Finite("infer.conf", s.conf(), 0, 1));
+  RETURN_IF_ERROR(Finite("infer.iou", s.iou(), 0, 1));
+  RETURN_IF_ERROR(Range("infer.max_det", s.max_det(), 1, bounds::kMaxDet));
   if (s.postprocess() != "auto" && s.postprocess() != "none") {
     return FieldError("infer.postprocess",
                       absl::StrCat("'", Excerpt(s.postprocess()),
@@ -387,41 +371,33 @@ absl::Status ValidateInferSpec(const v1::InferSpec& spec, const JobLimits& l, bo
 absl::Status ValidateRunSpec(const v1::RunSpec& spec, const JobLimits& l, bool cpu) {
   v1::RunSpec s = spec;
   ApplyDefaults(&s);
-  if (auto st = Model(s.model()); !st.ok()) return st;
+  RETURN_IF_ERROR(Model(s.model()));
   if (s.batch() < -1 || s.batch() == 0) {
     return FieldError("run.batch", absl::StrCat(s.batch(), " is below 1; -1 is auto"));
   }
   if (s.batch() > l.max_batch) {
     return LimitError("run.batch", s.batch(), l.max_batch, l.limit_owner, "max_batch");
   }
-  if (auto st = Imgsz("run.imgsz", s.imgsz(), l); !st.ok()) return st;
-  if (auto st = Range("run.workers", s.workers(), 0, bounds::kMaxWorkers); !st.ok()) return st;
-  if (auto st = Count("run.steps", s.steps(), 1, l.max_steps, l, "max_steps"); !st.ok()) {
-    return st;
-  }
+  RETURN_IF_ERROR(Imgsz("run.imgsz", s.imgsz(), l));
+  RETURN_IF_ERROR(Range("run.workers", s.workers(), 0, bounds::kMaxWorkers));
+  RETURN_IF_ERROR(Count("run.steps", s.steps(), 1, l.max_steps, l, "max_steps"));
   for (const auto& [field, v] : {std::pair<const char*, int64_t>{"run.warmup", s.warmup()},
                                  {"run.skip_first", s.skip_first()},
                                  {"run.wait", s.wait()}}) {
-    if (auto st = Count(field, v, 0, l.max_steps, l, "max_steps"); !st.ok()) return st;
+    RETURN_IF_ERROR(Count(field, v, 0, l.max_steps, l, "max_steps"));
   }
-  if (auto st = Count("run.repeat", s.repeat(), 1, l.max_repeat, l, "max_repeat"); !st.ok()) {
-    return st;
-  }
-  if (auto st = Range("run.cycles", s.cycles(), 1, bounds::kMaxCycles); !st.ok()) return st;
-  if (auto st = Finite("run.aux_weight", s.aux_weight(), 0, bounds::kMaxAuxWeight); !st.ok()) {
-    return st;
-  }
+  RETURN_IF_ERROR(Count("run.repeat", s.repeat(), 1, l.max_repeat, l, "max_repeat"));
+  RETURN_IF_ERROR(Range("run.cycles", s.cycles(), 1, bounds::kMaxCycles));
+  RETURN_IF_ERROR(Finite("run.aux_weight", s.aux_weight(), 0, bounds::kMaxAuxWeight));
   // repeat x (warmup + steps) + skip_first + cycles x (wait + warmup + steps), without wrapping.
   const std::optional<int64_t> total =
       Add(Add(Mul(s.repeat(), Add(s.warmup(), s.steps())), s.skip_first()),
           Mul(s.cycles(), Add(Add(s.wait(), s.warmup()), s.steps())));
-  if (auto st = Total("run (total steps: repeat x (warmup + steps) + skip_first + cycles x "
-                      "(wait + warmup + steps))",
-                      total, l.max_steps, l, "max_steps");
-      !st.ok()) {
-    return st;
-  }
-  if (auto st = DataParallel(s.data_parallel(), cpu); !st.ok()) return st;
+  RETURN_IF_ERROR(
+      Total("run (total steps: repeat x (warmup + steps) + skip_first + cycles x "
+            "(wait + warmup + steps))",
+            total, l.max_steps, l, "max_steps"));
+  RETURN_IF_ERROR(DataParallel(s.data_parallel(), cpu));
   return Profiler("run.profiler", s.profiler(), cpu);
 }
 

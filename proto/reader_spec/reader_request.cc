@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::readerspec {
 namespace {
@@ -18,7 +19,7 @@ absl::Status WantRefs(const ReaderDef& def, const std::vector<v1::ProfileRef>& r
 absl::StatusOr<v1::ReadRequest> ToReadRequest(const ReaderInvocation& inv,
                                               const std::vector<v1::ProfileRef>& refs) {
   v1::ReadRequest r;
-  if (auto s = WantRefs(Reader(inv.reader), refs); !s.ok()) return s;
+  RETURN_IF_ERROR(WantRefs(Reader(inv.reader), refs));
   switch (inv.reader) {
     case ReaderId::kSummary:
       *r.mutable_summary()->mutable_profile() = refs[0];
