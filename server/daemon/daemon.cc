@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 #include "common/status/thread_guard.h"
 #include "server/daemon/attach/attach_endpoint.h"
 #include "server/daemon/attach/attach_job.h"
@@ -61,9 +62,7 @@ absl::Status Daemon::StartRunners(std::vector<std::string>* warnings) {
     attach::AttachEndpointOptions attach_options;
     attach_options.socket_root = c.attach_dir;
     attach_options.abstract_name = c.attach_dynolog_compat;
-    auto attach = attach::AttachEndpoint::Start(std::move(attach_options), warnings);
-    if (!attach.ok()) return attach.status();
-    attach_ = *std::move(attach);
+    ASSIGN_OR_RETURN(attach_, attach::AttachEndpoint::Start(std::move(attach_options), warnings));
     attach_runner_ =
         std::make_unique<attach::AttachJobRunner>(attach_.get(), store_.get(), *live_);
   }
@@ -85,16 +84,13 @@ absl::Status Daemon::StartRunners(std::vector<std::string>* warnings) {
 
 absl::Status Daemon::OpenStore() {
   const DaemonConfig& c = config_;
-  auto store = JobStore::Open(c.state_dir, c.store_dir);
-  if (!store.ok()) return store.status();
-  store_ = *std::move(store);
+  ASSIGN_OR_RETURN(store_, JobStore::Open(c.state_dir, c.store_dir));
   // One daemon per state and store dir: a second one would recover (fail) the first one's
   // running jobs and sweep its scratch files. Locked before anything is read or changed.
   for (const auto& [dir, what] : {std::pair<std::string, const char*>{c.state_dir, "state_dir"},
                                   {c.store_dir, "store_dir"}}) {
-    auto lock = DirLock::Acquire(dir, what);
-    if (!lock.ok()) return lock.status();
-    locks_.push_back(*std::move(lock));
+    ASSIGN_OR_RETURN(auto lock, DirLock::Acquire(dir, what));
+    locks_.push_back(std::move(lock));
   }
   return absl::OkStatus();
 }
@@ -103,10 +99,9 @@ absl::Status Daemon::LoadAuth(std::vector<std::string>* warnings) {
   const DaemonConfig& c = config_;
   TokenTable tokens;
   if (!c.tokens_file.empty()) {
-    auto t = TokenTable::Load(c.tokens_file);
-    if (!t.ok()) return t.status();
-    if (auto s = CheckLoadedTokens(c.tokens_file, *t, c.listen, warnings); !s.ok()) return s;
-    tokens = *std::move(t);
+    ASSIGN_OR_RETURN(auto t, TokenTable::Load(c.tokens_file));
+    RETURN_IF_ERROR(CheckLoadedTokens(c.tokens_file, t, c.listen, warnings));
+    tokens = std::move(t);
   }
   auth_ = std::make_unique<Authenticator>(std::move(tokens), c.admins);
   live_ = std::make_unique<LiveConfig>(config_);
@@ -121,9 +116,8 @@ absl::StatusOr<std::vector<std::string>> Daemon::StartEngine(std::vector<std::st
   // engine sees, and a daemon whose engine cannot load fails here, not at the first job.
   std::error_code self_error;
   const std::string self = std::filesystem::read_symlink("/proc/self/exe", self_error).string();
-  auto worker = FindWorkerExecutable(c.worker_binary, self, worker_name);
-  if (!worker.ok()) return worker.status();
-  runner_ = std::make_unique<EngineRunner>(*live_, store_.get(), *worker);
+  ASSIGN_OR_RETURN(auto worker, FindWorkerExecutable(c.worker_binary, self, worker_name));
+  runner_ = std::make_unique<EngineRunner>(*live_, store_.get(), worker);
   runner_->set_cancel_grace(std::chrono::seconds(c.cancel_grace_s));
   if (absl::Status s = runner_->StartWorker("cpu"); !s.ok()) {
     return absl::InternalError(absl::StrCat("the engine could not start: ", s.message()));
@@ -153,7 +147,7 @@ absl::Status Daemon::StartJobs(const std::vector<std::string>& devices,
   if (attach_) lanes.push_back(kAttachLane);
   jobs_ = std::make_unique<JobManager>(store_.get(), routing_.get(), lanes, c.limits,
                                        c.retention);
-  if (auto s = jobs_->Recover(warnings); !s.ok()) return s;
+  RETURN_IF_ERROR(jobs_->Recover(warnings));
   service_ = std::make_unique<ProfilerServiceImpl>(*live_, auth_.get(), jobs_.get(),
                                                    store_.get());
   if (attach_) service_->set_attach(attach_.get());
@@ -173,22 +167,19 @@ absl::Status Daemon::BindListeners(grpc::ServerBuilder& builder,
     if (c.tls.cert_file.empty()) {
       // Plaintext TCP: our own listener, so that the connection caps apply (gRPC 1.51 has
       // none); TLS connections cannot be handed over, so TLS stays gRPC's listener.
-      auto l = OwnListener::BindTcp(addr, hostport);
-      if (!l.ok()) return l.status();
-      tcp_ports_.push_back((*l)->port());
-      own_listeners_.push_back(*std::move(l));
+      ASSIGN_OR_RETURN(auto l, OwnListener::BindTcp(addr, hostport));
+      tcp_ports_.push_back(l->port());
+      own_listeners_.push_back(std::move(l));
       continue;
     }
-    if (auto probe = ProbeTcpPort(addr, hostport); !probe.ok()) return probe;
-    auto creds = MakeServerCredentials(c.tls);
-    if (!creds.ok()) return creds.status();
+    RETURN_IF_ERROR(ProbeTcpPort(addr, hostport));
+    ASSIGN_OR_RETURN(auto creds, MakeServerCredentials(c.tls));
     ports.push_back(std::make_unique<int>(0));
-    builder.AddListeningPort(hostport, *creds, ports.back().get());
+    builder.AddListeningPort(hostport, creds, ports.back().get());
   }
   for (const std::string& path : unix_paths) {
-    auto l = OwnListener::Bind(path, c.unix_socket_mode);
-    if (!l.ok()) return l.status();
-    own_listeners_.push_back(*std::move(l));
+    ASSIGN_OR_RETURN(auto l, OwnListener::Bind(path, c.unix_socket_mode));
+    own_listeners_.push_back(std::move(l));
   }
   return absl::OkStatus();
 }
@@ -215,7 +206,7 @@ absl::Status Daemon::StartServer() {
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::min<int64_t>(c.limits.max_inline_image_bytes + (1 << 20), INT32_MAX)));
   std::vector<std::unique_ptr<int>> ports;
-  if (absl::Status s = BindListeners(builder, ports); !s.ok()) return s;
+  RETURN_IF_ERROR(BindListeners(builder, ports));
   server_ = builder.BuildAndStart();
   if (server_ == nullptr) {
     return absl::AlreadyExistsError(
@@ -266,13 +257,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config,
   d->config_ = std::move(config);
   // Dataset names resolve in the daemon's datasets directory (the engine reads this variable).
   ::setenv("LIBREYOLO_DATASETS", d->config_.datasets_dir.c_str(), 1);
-  if (absl::Status s = d->OpenStore(); !s.ok()) return s;
-  if (absl::Status s = d->LoadAuth(warnings); !s.ok()) return s;
-  absl::StatusOr<std::vector<std::string>> devices = d->StartEngine(warnings, worker_name);
-  if (!devices.ok()) return devices.status();
-  if (absl::Status s = d->StartRunners(warnings); !s.ok()) return s;
-  if (absl::Status s = d->StartJobs(*devices, warnings); !s.ok()) return s;
-  if (absl::Status s = d->StartServer(); !s.ok()) return s;
+  RETURN_IF_ERROR(d->OpenStore());
+  RETURN_IF_ERROR(d->LoadAuth(warnings));
+  ASSIGN_OR_RETURN(std::vector<std::string> devices, d->StartEngine(warnings, worker_name));
+  RETURN_IF_ERROR(d->StartRunners(warnings));
+  RETURN_IF_ERROR(d->StartJobs(devices, warnings));
+  RETURN_IF_ERROR(d->StartServer());
   d->StartServing();
   return d;
 }
@@ -327,10 +317,9 @@ absl::Status Daemon::Reload(const DaemonConfig& loaded, std::vector<std::string>
   *notes = MergeReloadable(*running, loaded, &next);
   TokenTable tokens;
   if (!next.tokens_file.empty()) {
-    absl::StatusOr<TokenTable> t = TokenTable::Load(next.tokens_file);
-    if (!t.ok()) return t.status();
-    if (auto s = CheckLoadedTokens(next.tokens_file, *t, next.listen, notes); !s.ok()) return s;
-    tokens = *std::move(t);
+    ASSIGN_OR_RETURN(TokenTable t, TokenTable::Load(next.tokens_file));
+    RETURN_IF_ERROR(CheckLoadedTokens(next.tokens_file, t, next.listen, notes));
+    tokens = std::move(t);
   }
   auth_->Reload(std::move(tokens), next.admins);
   jobs_->SetLimits(next.limits, next.retention);

@@ -13,6 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 #include "common/status/thread_guard.h"
 #include "server/daemon/attach/kineto_wire.h"
 #include "server/daemon/attach/process_facts.h"
@@ -74,13 +75,9 @@ absl::StatusOr<std::unique_ptr<AttachEndpoint>> AttachEndpoint::Start(
   wake.data.fd = e->wake_fd_;
   ::epoll_ctl(e->epoll_fd_, EPOLL_CTL_ADD, e->wake_fd_, &wake);
   if (e->options_.abstract_name) {
-    absl::StatusOr<int> fd = BindAbstractSocket(e->options_.abstract_name_text);
-    if (!fd.ok()) return fd.status();
-    if (absl::Status s =
-            e->AddSocket(Socket{*fd, "", std::nullopt, "@" + e->options_.abstract_name_text});
-        !s.ok()) {
-      return s;
-    }
+    ASSIGN_OR_RETURN(int fd, BindAbstractSocket(e->options_.abstract_name_text));
+    RETURN_IF_ERROR(
+        e->AddSocket(Socket{fd, "", std::nullopt, "@" + e->options_.abstract_name_text}));
   }
   // Users who asked before a restart: their processes poll <root>/<uid>/dynolog still.
   std::error_code ec;
@@ -155,10 +152,8 @@ absl::StatusOr<std::string> AttachEndpoint::PrepareUser(uid_t uid) {
       return known->second;
     }
   }
-  absl::StatusOr<std::string> dir = EnsureUserDir(options_.socket_root, uid);
-  if (!dir.ok()) return dir.status();
-  absl::StatusOr<int> fd = BindDirSocket(*dir);
-  if (!fd.ok()) return fd.status();
+  ASSIGN_OR_RETURN(std::string dir, EnsureUserDir(options_.socket_root, uid));
+  ASSIGN_OR_RETURN(int fd, BindDirSocket(dir));
   for (auto it = sockets_.begin(); it != sockets_.end(); ++it) {
     if (it->second.owner == uid) {  // the socket whose file went away
       ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->first, nullptr);
@@ -167,9 +162,9 @@ absl::StatusOr<std::string> AttachEndpoint::PrepareUser(uid_t uid) {
       break;
     }
   }
-  if (absl::Status s = AddSocket(Socket{*fd, *dir, uid, *dir}); !s.ok()) return s;
-  user_dirs_[uid] = *dir;
-  return *dir;
+  RETURN_IF_ERROR(AddSocket(Socket{fd, dir, uid, dir}));
+  user_dirs_[uid] = dir;
+  return dir;
 }
 
 std::string AttachEndpoint::UserDir(uid_t uid) const {

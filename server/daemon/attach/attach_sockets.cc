@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::daemon::attach {
 namespace {
@@ -77,7 +78,7 @@ absl::StatusOr<sockaddr_un> PathAddress(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::string> EnsureUserDir(const std::string& root, uid_t uid) {
-  if (absl::Status s = EnsureRoot(root); !s.ok()) return s;
+  RETURN_IF_ERROR(EnsureRoot(root));
   const std::string dir = absl::StrCat(root, "/", uid);
   const bool made = ::mkdir(dir.c_str(), 0700) == 0;
   if (!made && errno != EEXIST) return Errno("cannot create", dir, errno);
@@ -108,8 +109,7 @@ absl::StatusOr<std::string> EnsureUserDir(const std::string& root, uid_t uid) {
 
 absl::StatusOr<int> BindDirSocket(const std::string& dir) {
   const std::string path = absl::StrCat(dir, "/", kDaemonSocketName);
-  absl::StatusOr<sockaddr_un> addr = PathAddress(path);
-  if (!addr.ok()) return addr.status();
+  ASSIGN_OR_RETURN(sockaddr_un addr, PathAddress(path));
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode) && !S_ISLNK(st.st_mode)) {
@@ -120,7 +120,7 @@ absl::StatusOr<int> BindDirSocket(const std::string& dir) {
   }
   Fd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return Errno("cannot make a socket for", path, errno);
-  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(sockaddr_un)) != 0) {
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(sockaddr_un)) != 0) {
     return Errno("cannot bind", path, errno);
   }
   // Mode 0666 (Kineto's own choice) on the very file bound: a path swapped since is not chmodded.
@@ -192,9 +192,8 @@ absl::Status SendReply(int fd, const Sender& to, const std::string& dir, const s
       st.st_uid != to.uid) {
     return absl::PermissionDeniedError("the sender's address is not its own socket");
   }
-  absl::StatusOr<sockaddr_un> via = PathAddress(absl::StrCat("/proc/self/fd/", file.get()));
-  if (!via.ok()) return via.status();
-  return send(*via, sizeof(sockaddr_un));
+  ASSIGN_OR_RETURN(sockaddr_un via, PathAddress(absl::StrCat("/proc/self/fd/", file.get())));
+  return send(via, sizeof(sockaddr_un));
 }
 
 }  // namespace libreyolo::daemon::attach

@@ -27,6 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 #include "server/daemon/config/daemon_config_internal.h"
 #include "server/daemon/config/daemon_options.h"
 
@@ -45,13 +46,11 @@ bool AllDigits(absl::string_view text) {
 absl::StatusOr<DaemonConfig> LoadDaemonConfigWithFlags(const ParsedFlags& flags) {
   DaemonConfig config;
   if (!flags.config_file.empty()) {
-    absl::StatusOr<DaemonConfig> loaded = LoadDaemonConfig(flags.config_file);
-    if (!loaded.ok()) return loaded.status();
-    config = *std::move(loaded);
+    ASSIGN_OR_RETURN(config, LoadDaemonConfig(flags.config_file));
   }
   // Flags win over the file.
-  if (absl::Status applied = ApplyParsedFlags(flags, &config); !applied.ok()) return applied;
-  if (absl::Status valid = ValidateDaemonConfig(config); !valid.ok()) return valid;
+  RETURN_IF_ERROR(ApplyParsedFlags(flags, &config));
+  RETURN_IF_ERROR(ValidateDaemonConfig(config));
   return config;
 }
 

@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
+#include <limits>
 #include <set>
+#include <sstream>
 #include <type_traits>
 #include <variant>
-#include <limits>
-#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 #include "server/daemon/config/daemon_config.h"
 #include "server/daemon/config/daemon_config_internal.h"
 #include "server/daemon/config/daemon_options.h"
@@ -183,9 +184,8 @@ absl::Status ParseMapping(const YAML::Node& node, const std::string& prefix,
           absl::StrCat("unknown key (known keys of ", what, ": ", absl::StrJoin(names, ", "), ")"));
     }
     const DaemonOption* option = FindDaemonOption(key_path);
-    absl::Status status = option != nullptr ? ParseValue(*option, item.second, key_path, config)
-                                            : ParseMapping(item.second, key_path, config);
-    if (!status.ok()) return status;
+    RETURN_IF_ERROR(option != nullptr ? ParseValue(*option, item.second, key_path, config)
+                                      : ParseMapping(item.second, key_path, config));
   }
   return absl::OkStatus();
 }
@@ -200,11 +200,10 @@ std::string TopLevel(const DaemonOption& option) {
 
 absl::StatusOr<DaemonConfig> LoadDaemonConfig(const std::string& path) {
   // Opened without blocking and refused unless a regular file (issue 40 A.7).
-  absl::StatusOr<std::string> text = ReadRegularFile(path, "config file");
-  if (!text.ok()) return text.status();
+  ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path, "config file"));
   YAML::Node root;
   try {
-    root = YAML::Load(*text);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("config file ", path, ": line ", e.mark.line + 1, ": ", e.msg));

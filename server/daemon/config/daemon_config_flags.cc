@@ -1,12 +1,12 @@
 // libreyolod's command-line flags: parsing argv once (ParsedFlags), applying them over a
 // DaemonConfig, and --help, all loops over the option rows (daemon_options.cc: each row's flag
 // overrides its key of the file).
-#include <type_traits>
-#include <variant>
 #include <limits>
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 #include "server/daemon/config/daemon_config.h"
 #include "server/daemon/config/daemon_config_internal.h"
 #include "server/daemon/config/daemon_options.h"
@@ -186,9 +187,7 @@ absl::StatusOr<ParsedFlags> ParseDaemonFlags(const std::vector<std::string>& arg
       }
       continue;
     }
-    if (absl::Status status = ApplyFlag(*option, name, *value, &scratch); !status.ok()) {
-      return status;
-    }
+    RETURN_IF_ERROR(ApplyFlag(*option, name, *value, &scratch));
     result.values.push_back({option, *std::move(value)});
   }
   return result;
@@ -201,18 +200,15 @@ absl::Status ApplyParsedFlags(const ParsedFlags& flags, DaemonConfig* config) {
     if (option.kind == OptionKind::kList && lists_replaced.insert(&option).second) {
       std::get<std::vector<std::string>& (*)(DaemonConfig&)>(option.field)(*config).clear();
     }
-    if (absl::Status status = ApplyFlag(option, option.flag, v.value, config); !status.ok()) {
-      return status;
-    }
+    RETURN_IF_ERROR(ApplyFlag(option, option.flag, v.value, config));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<ParsedFlags> ApplyDaemonFlags(const std::vector<std::string>& args,
                                              DaemonConfig* config) {
-  absl::StatusOr<ParsedFlags> flags = ParseDaemonFlags(args);
-  if (!flags.ok()) return flags.status();
-  if (absl::Status status = ApplyParsedFlags(*flags, config); !status.ok()) return status;
+  ASSIGN_OR_RETURN(ParsedFlags flags, ParseDaemonFlags(args));
+  RETURN_IF_ERROR(ApplyParsedFlags(flags, config));
   return flags;
 }
 

@@ -23,6 +23,7 @@
 #include "common/job/names.h"
 #include "common/json/json_writer.h"
 #include "common/readers/ranks_view.h"
+#include "common/status/status_macros.h"
 #include "common/trace/trace_reader.h"
 #include "rapidjson/filereadstream.h"
 #include "rapidjson/reader.h"
@@ -173,16 +174,15 @@ absl::StatusOr<std::string> AnalyseOne(const TracedProcess& proc, const TraceOri
                                        const std::string& trace_path,
                                        const std::string& trace_artifact,
                                        std::optional<int64_t> world) {
-  absl::StatusOr<TraceHeader> header = ReadTraceHeader(trace_path);
-  if (!header.ok()) return header.status();
+  ASSIGN_OR_RETURN(TraceHeader header, ReadTraceHeader(trace_path));
   const std::string who = absl::StrCat(proc.trace_file, " (pid ", proc.pid, ")");
-  if (!header->trace_id.has_value()) {
+  if (!header.trace_id.has_value()) {
     return absl::DataLossError(absl::StrCat(
         who, " has no top-level trace_id before its events: not the Kineto trace this job asked "
         "for (REQUEST_TRACE_ID=", origin.request_trace_id, "); refused"));
   }
-  if (*header->trace_id != origin.request_trace_id) {
-    return absl::DataLossError(absl::StrCat(who, " says trace_id '", *header->trace_id,
+  if (*header.trace_id != origin.request_trace_id) {
+    return absl::DataLossError(absl::StrCat(who, " says trace_id '", *header.trace_id,
                                             "', not '", origin.request_trace_id,
                                             "' that this job asked for: another request's "
                                             "trace; refused"));
@@ -207,8 +207,8 @@ absl::StatusOr<std::string> AnalyseOne(const TracedProcess& proc, const TraceOri
   }
   p.trace = trace_artifact;
   p.tool_name = origin.tool;
-  p.tool_version = header->schema_version.has_value()
-                       ? absl::StrCat("trace schemaVersion ", *header->schema_version)
+  p.tool_version = header.schema_version.has_value()
+                       ? absl::StrCat("trace schemaVersion ", *header.schema_version)
                        : std::string("trace");
   p.config_json = TracedProcessConfig(proc, origin, world);
   return WriteProfileJson(p);
@@ -237,9 +237,8 @@ std::string AddRanks(const v1::Job& job, const std::vector<RankTraceInput>& trac
 absl::StatusOr<v1::Artifact> PublishText(JobStore* store, const std::string& job_id,
                                          const std::string& name, const std::string& text,
                                          int64_t max_bytes) {
-  absl::StatusOr<std::string> scratch = store->ScratchDir(job_id);
-  if (!scratch.ok()) return scratch.status();
-  const std::string path = absl::StrCat(*scratch, "/.produced.", name);
+  ASSIGN_OR_RETURN(std::string scratch, store->ScratchDir(job_id));
+  const std::string path = absl::StrCat(scratch, "/.produced.", name);
   (void)::unlink(path.c_str());
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
   if (!fd.valid()) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", path));
@@ -269,17 +268,15 @@ absl::Status AnalyseIntoJob(const v1::Job& job, const DropFolder& folder,
                             const std::vector<TracedProcess>& processes,
                             const TraceOrigin& origin, JobStore* store, int64_t max_bytes,
                             std::vector<v1::Artifact>* artifacts) {
-  if (absl::Status s = CheckProcesses(processes); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckProcesses(processes));
   const std::vector<size_t> order = RankOrder(processes);
   std::vector<ProducedFile> files;
   for (size_t r = 0; r < order.size(); ++r) {
     files.push_back({processes[order[r]].trace_file,
                      RankArtifactName(static_cast<int64_t>(r), kTraceFileName)});
   }
-  absl::StatusOr<std::vector<v1::Artifact>> traces =
-      TakeProducedFiles(folder, files, store, job.id(), max_bytes);
-  if (!traces.ok()) return traces.status();
-  std::vector<v1::Artifact> published = *traces;
+  ASSIGN_OR_RETURN(std::vector<v1::Artifact> published,
+                   TakeProducedFiles(folder, files, store, job.id(), max_bytes));
   auto fail = [&](absl::Status s) {
     internal::UnpublishArtifacts(store, job.id(), published);
     return s;

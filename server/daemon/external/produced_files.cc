@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/io/unique_fd.h"
 #include "common/job/names.h"
+#include "common/status/status_macros.h"
 #include "server/daemon/external/produced_files_internal.h"
 
 namespace libreyolo::daemon::external {
@@ -288,14 +289,12 @@ absl::StatusOr<std::vector<v1::Artifact>> TakeProducedFiles(const DropFolder& fo
           absl::StrCat("two files would be stored as the artifact ", f.artifact));
     }
   }
-  absl::StatusOr<UniqueFd> dir = internal::OpenDropFolder(folder);
-  if (!dir.ok()) return dir.status();
-  absl::StatusOr<std::string> scratch = store->ScratchDir(job_id);
-  if (!scratch.ok()) return scratch.status();
+  ASSIGN_OR_RETURN(UniqueFd dir, internal::OpenDropFolder(folder));
+  ASSIGN_OR_RETURN(std::string scratch, store->ScratchDir(job_id));
   std::vector<v1::Artifact> published;
   for (const ProducedFile& f : files) {
     absl::StatusOr<v1::Artifact> art =
-        internal::TakeOne(dir->get(), folder, f, *scratch, store, job_id, max_bytes);
+        internal::TakeOne(dir.get(), folder, f, scratch, store, job_id, max_bytes);
     if (!art.ok()) {
       internal::UnpublishArtifacts(store, job_id, published);
       return art.status();

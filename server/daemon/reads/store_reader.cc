@@ -9,11 +9,12 @@
 #include "common/io/trial_artifacts.h"
 #include "common/job/names.h"
 #include "common/load/load_profile.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::daemon {
 
 absl::StatusOr<JobId> JobId::Parse(absl::string_view id, absl::string_view field) {
-  if (absl::Status bad = CheckJobId(id, field); !bad.ok()) return bad;
+  RETURN_IF_ERROR(CheckJobId(id, field));
   return JobId(std::string(id));
 }
 
@@ -23,16 +24,15 @@ std::string ArtifactRef::Label() const {
 
 absl::StatusOr<std::string> StoreReader::PathOf(const Identity& who, const JobId& id,
                                                 const std::string& name) const {
-  absl::StatusOr<v1::Job> job = jobs_.readable(who, id.str());
-  if (!job.ok()) return job.status();
-  if (job->artifacts_size() == 0) {
-    return absl::NotFoundError(absl::StrCat("job ", job->id(), " has no profile (state ",
-                                            v1::JobState_Name(job->state()), ")"));
+  ASSIGN_OR_RETURN(v1::Job job, jobs_.readable(who, id.str()));
+  if (job.artifacts_size() == 0) {
+    return absl::NotFoundError(absl::StrCat("job ", job.id(), " has no profile (state ",
+                                            v1::JobState_Name(job.state()), ")"));
   }
-  if (!name.empty()) return jobs_.verified_path(*job, name);
+  if (!name.empty()) return jobs_.verified_path(job, name);
   std::vector<std::string> names;
-  for (const v1::Artifact& a : job->artifacts()) names.push_back(a.name());
-  return jobs_.verified_path(*job, JobProfileArtifact(names));
+  for (const v1::Artifact& a : job.artifacts()) names.push_back(a.name());
+  return jobs_.verified_path(job, JobProfileArtifact(names));
 }
 
 absl::StatusOr<TraceInput> StoreReader::TraceOf(const Identity& who,
@@ -63,9 +63,8 @@ absl::StatusOr<ReaderOutput> StoreReader::Read(const Identity& who, ReaderInvoca
   }
   auto load = [&](const std::string& input) -> absl::StatusOr<Profile> {
     const ArtifactRef& ref = *by_label.at(input);
-    absl::StatusOr<std::string> path = PathOf(who, ref.job, ref.artifact);
-    if (!path.ok()) return path.status();
-    return LoadProfile(*path);
+    ASSIGN_OR_RETURN(std::string path, PathOf(who, ref.job, ref.artifact));
+    return LoadProfile(path);
   };
   auto locate = [&](const std::string& input, const Profile&) -> absl::StatusOr<TraceInput> {
     return TraceOf(who, *by_label.at(input));
@@ -75,12 +74,10 @@ absl::StatusOr<ReaderOutput> StoreReader::Read(const Identity& who, ReaderInvoca
 
 absl::StatusOr<ServedArtifact> StoreReader::Artifact(const Identity& who, const JobId& id,
                                                      const std::string& name) const {
-  absl::StatusOr<v1::Job> job = jobs_.readable(who, id.str());
-  if (!job.ok()) return job.status();
-  absl::StatusOr<std::string> path = jobs_.verified_path(*job, name);
-  if (!path.ok()) return path.status();
-  ServedArtifact served{*std::move(path), ""};
-  for (const v1::Artifact& a : job->artifacts()) {
+  ASSIGN_OR_RETURN(v1::Job job, jobs_.readable(who, id.str()));
+  ASSIGN_OR_RETURN(std::string path, jobs_.verified_path(job, name));
+  ServedArtifact served{std::move(path), ""};
+  for (const v1::Artifact& a : job.artifacts()) {
     if (a.name() == name) served.sha256 = a.sha256();
   }
   return served;

@@ -17,6 +17,7 @@
 #include "common/readers/modules_view.h"
 #include "common/readers/top_rows.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/daemon/attach/attach_job.h"
 #include "server/daemon/jobs/job_manager.h"
@@ -47,9 +48,7 @@ absl::Status MaxBytes(const std::string& field, const std::string& v, size_t max
 absl::Status CheckNameOrPath(const std::string& field, const std::string& value, bool local_ok,
                              const char* dir_key) {
   if (value.empty() || IsPlainName(value)) return absl::OkStatus();
-  if (auto s = MaxBytes(field, value, local_ok ? kMaxLocalPathBytes : kMaxNameBytes); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(MaxBytes(field, value, local_ok ? kMaxLocalPathBytes : kMaxNameBytes));
   if (!absl::StrContains(value, '/')) {
     return Bad(field, absl::StrCat("'", Excerpt(value),
                                    "' is not a valid name (letters, digits, . _ -, not starting "
@@ -88,9 +87,7 @@ absl::Status CheckSynthetic(const std::string& data) {
 
 absl::Status CheckModel(const v1::ModelOptions& m, const DaemonConfig& config, bool local_ok,
                         std::string* device) {
-  if (auto s = CheckNameOrPath("model.weights", m.weights(), local_ok, "models_dir"); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckNameOrPath("model.weights", m.weights(), local_ok, "models_dir"));
   if (m.weights_searched_size() > kMaxWeightsSearched) {
     return Bad("model.weights_searched", absl::StrCat("at most ", kMaxWeightsSearched,
                                                       " places, got ", m.weights_searched_size()));
@@ -112,9 +109,8 @@ absl::Status CheckModel(const v1::ModelOptions& m, const DaemonConfig& config, b
     return Bad("model.device", absl::StrCat("'", Excerpt(m.device()),
                                             "' is not a device (use cpu, 0, 1, ... or cuda:N)"));
   }
-  auto d = NormaliseDevice(m.device());
-  if (!d.ok()) return d.status();
-  *device = *d;
+  ASSIGN_OR_RETURN(auto d, NormaliseDevice(m.device()));
+  *device = d;
   return absl::OkStatus();
 }
 
@@ -125,15 +121,11 @@ absl::Status CheckInfer(const v1::InferSpec& s, const DaemonConfig& config, bool
                         const std::string& device) {
   const Limits& l = config.limits;
   // The options' values (ranges, the imgsz grid, the limits): the job spec's one validator.
-  if (auto st = jobspec::ValidateInferSpec(s, l, IsCpuSlot(device)); !st.ok()) {
-    return st;
-  }
+  RETURN_IF_ERROR(jobspec::ValidateInferSpec(s, l, IsCpuSlot(device)));
   if (!s.source().empty() && s.images_size() > 0) {
     return Bad("infer.source", "give a source name or inline images, not both");
   }
-  if (auto st = CheckNameOrPath("infer.source", s.source(), local_ok, "images_dir"); !st.ok()) {
-    return st;
-  }
+  RETURN_IF_ERROR(CheckNameOrPath("infer.source", s.source(), local_ok, "images_dir"));
   if (s.images_size() > kMaxInlineImages) {
     return Bad("infer.images", absl::StrCat(s.images_size(), " images; at most ",
                                             kMaxInlineImages));
@@ -143,7 +135,7 @@ absl::Status CheckInfer(const v1::InferSpec& s, const DaemonConfig& config, bool
     const v1::InlineImage& im = s.images(i);
     const std::string field = absl::StrCat("infer.images[", i, "]");
     if (im.data().empty()) return Bad(field + ".data", "is empty");
-    if (auto st = MaxBytes(field + ".name", im.name(), kMaxNameBytes); !st.ok()) return st;
+    RETURN_IF_ERROR(MaxBytes(field + ".name", im.name(), kMaxNameBytes));
     if (!IsPrintableUtf8(im.name())) {
       return Bad(field + ".name", absl::StrCat("'", Excerpt(im.name()),
                                                "' holds control characters"));
@@ -162,10 +154,9 @@ absl::Status CheckRun(const v1::RunSpec& s, const DaemonConfig& config, bool loc
   const Limits& l = config.limits;
   if (s.data().empty()) return Bad("run.data", "required: a dataset name or synthetic[:N]");
   if (IsSyntheticData(s.data())) {
-    if (auto st = CheckSynthetic(s.data()); !st.ok()) return st;
-  } else if (auto st = CheckNameOrPath("run.data", s.data(), local_ok, "datasets_dir");
-             !st.ok()) {
-    return st;
+    RETURN_IF_ERROR(CheckSynthetic(s.data()));
+  } else {
+    RETURN_IF_ERROR(CheckNameOrPath("run.data", s.data(), local_ok, "datasets_dir"));
   }
   // The options' values (ranges, the imgsz grid, the schedule's total, the limits): the job
   // spec's one validator.
@@ -196,7 +187,7 @@ absl::Status CheckLabels(const std::string& field,
 }
 
 absl::Status CheckProfileRef(const std::string& field, const v1::ProfileRef& ref) {
-  if (auto s = ValidateJobId(field + ".job_id", ref.job_id()); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateJobId(field + ".job_id", ref.job_id()));
   return MaxBytes(field + ".artifact", ref.artifact(), kMaxNameBytes);
 }
 
@@ -258,16 +249,10 @@ absl::Status CheckAttachSpec(const v1::AttachSpec& a) {
     return Bad("attach", "give duration_ms (--duration-ms) or iterations (--iterations), not both");
   }
   if (a.has_duration_ms()) {
-    if (auto s = Range("attach.duration_ms", a.duration_ms(), 1, bounds::kMaxAttachDurationMs);
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(Range("attach.duration_ms", a.duration_ms(), 1, bounds::kMaxAttachDurationMs));
   }
   if (a.has_iterations()) {
-    if (auto s = Range("attach.iterations", a.iterations(), 1, bounds::kMaxAttachIterations);
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(Range("attach.iterations", a.iterations(), 1, bounds::kMaxAttachIterations));
   }
   const v1::ProfilerOptions& p = a.profiler();
   const char* inapplicable = p.has_overhead_budget_pct() ? "overhead_budget_pct"
@@ -334,27 +319,25 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& c
   if (r.spec_case() == v1::SubmitJobRequest::SPEC_NOT_SET) {
     return Bad("spec", "set infer, run or attach");
   }
-  if (auto s = CheckLabels("labels", r.labels()); !s.ok()) return s;
-  if (auto s = Range("priority", r.priority(), -10, 10); !s.ok()) return s;
-  if (auto s = Range("max_wall_seconds", r.max_wall_seconds(), 0, kMaxJobSeconds); !s.ok()) {
-    return s;
-  }
-  if (auto s = MaxBytes("request_id", r.request_id(), kMaxRequestIdBytes); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckLabels("labels", r.labels()));
+  RETURN_IF_ERROR(Range("priority", r.priority(), -10, 10));
+  RETURN_IF_ERROR(Range("max_wall_seconds", r.max_wall_seconds(), 0, kMaxJobSeconds));
+  RETURN_IF_ERROR(MaxBytes("request_id", r.request_id(), kMaxRequestIdBytes));
   if (!IsPrintableUtf8(r.request_id())) {
     return Bad("request_id", "must be printable UTF-8 (no control characters)");
   }
   if (r.has_attach()) {
-    if (auto s = CheckAttachSpec(r.attach()); !s.ok()) return s;
-    if (auto a = AttachIdentity(who, config); !a.ok()) return a.status();
+    RETURN_IF_ERROR(CheckAttachSpec(r.attach()));
+    RETURN_IF_ERROR(AttachIdentity(who, config).status());
     *device = kAttachLane;
     return absl::OkStatus();
   }
   const bool local_ok = MayNameLocalPaths(config, who);
   if (r.has_infer()) {
-    if (auto s = CheckModel(r.infer().model(), config, local_ok, device); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckModel(r.infer().model(), config, local_ok, device));
     return CheckInfer(r.infer(), config, local_ok, *device);
   }
-  if (auto s = CheckModel(r.run().model(), config, local_ok, device); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckModel(r.run().model(), config, local_ok, device));
   // The ranks' slots say the device when the request does not (rpc.md, "Data-parallel jobs").
   const v1::DataParallelOptions& dp = r.run().data_parallel();
   if (r.run().model().device().empty() && !dp.devices().empty()) {
@@ -364,7 +347,7 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& c
 }
 
 absl::Status ValidateRequest(const v1::WatchJobRequest& r) {
-  if (auto s = ValidateJobId("job_id", r.job_id()); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateJobId("job_id", r.job_id()));
   if (r.from_sequence() < 0) return Bad("from_sequence", "must be >= 0");
   return absl::OkStatus();
 }
@@ -388,14 +371,14 @@ absl::Status ValidateRequest(const v1::ListJobsRequest& r) {
   for (const int state : r.states()) {
     if (!v1::JobState_IsValid(state)) return Bad("states", absl::StrCat(state, " is not a JobState"));
   }
-  if (auto s = MaxBytes("owner", r.owner(), kMaxTextBytes); !s.ok()) return s;
-  if (auto s = CheckLabels("labels", r.labels()); !s.ok()) return s;
+  RETURN_IF_ERROR(MaxBytes("owner", r.owner(), kMaxTextBytes));
+  RETURN_IF_ERROR(CheckLabels("labels", r.labels()));
   if (r.page_size() < 0) return Bad("page_size", "must be >= 0");
   return MaxBytes("page_token", r.page_token(), kMaxShortStringBytes);
 }
 
 absl::Status ValidateRequest(const v1::ReadArtifactRequest& r) {
-  if (auto s = ValidateJobId("job_id", r.job_id()); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateJobId("job_id", r.job_id()));
   return MaxBytes("name", r.name(), kMaxNameBytes);
 }
 
@@ -404,7 +387,7 @@ absl::Status ValidateRequest(const v1::SummaryRequest& r) {
 }
 
 absl::Status ValidateRequest(const v1::GetRequest& r) {
-  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckProfileRef("profile", r.profile()));
   return MaxBytes("field", r.field(), kMaxTextBytes);
 }
 
@@ -413,41 +396,39 @@ absl::Status ValidateRequest(const v1::PhasesRequest& r) {
 }
 
 absl::Status ValidateRequest(const v1::KernelsRequest& r) {
-  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
-  if (auto s = CheckTop(r.has_top(), r.top()); !s.ok()) return s;
-  if (auto s = MaxBytes("category", r.category(), kMaxShortStringBytes); !s.ok()) return s;
-  if (auto s = MaxBytes("grep", r.grep(), kMaxTextBytes); !s.ok()) return s;
-  if (auto s = MaxBytes("sort", r.sort(), kMaxShortStringBytes); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckProfileRef("profile", r.profile()));
+  RETURN_IF_ERROR(CheckTop(r.has_top(), r.top()));
+  RETURN_IF_ERROR(MaxBytes("category", r.category(), kMaxShortStringBytes));
+  RETURN_IF_ERROR(MaxBytes("grep", r.grep(), kMaxTextBytes));
+  RETURN_IF_ERROR(MaxBytes("sort", r.sort(), kMaxShortStringBytes));
   return MaxBytes("phase", r.phase(), kMaxShortStringBytes);
 }
 
 absl::Status ValidateRequest(const v1::OpsRequest& r) {
-  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
-  if (auto s = CheckTop(r.has_top(), r.top()); !s.ok()) return s;
-  if (auto s = MaxBytes("phase", r.phase(), kMaxShortStringBytes); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckProfileRef("profile", r.profile()));
+  RETURN_IF_ERROR(CheckTop(r.has_top(), r.top()));
+  RETURN_IF_ERROR(MaxBytes("phase", r.phase(), kMaxShortStringBytes));
   return MaxBytes("sort", r.sort(), kMaxShortStringBytes);
 }
 
 absl::Status ValidateRequest(const v1::CompareRequest& r) {
-  if (auto s = CheckProfileRef("before", r.before()); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckProfileRef("before", r.before()));
   return CheckProfileRef("after", r.after());
 }
 
 absl::Status ValidateRequest(const v1::WhatIfRequest& r) {
-  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
-  if (auto s = MaxBytes("remove_category", r.remove_category(), kMaxShortStringBytes); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckProfileRef("profile", r.profile()));
+  RETURN_IF_ERROR(MaxBytes("remove_category", r.remove_category(), kMaxShortStringBytes));
   if (r.change_case() != v1::WhatIfRequest::kRemoveLaunches) return absl::OkStatus();
   return CheckRemoveLaunches(r.remove_launches());
 }
 
 absl::Status ValidateRequest(const v1::ModulesRequest& r) {
-  if (auto s = CheckProfileRef("profile", r.profile()); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckProfileRef("profile", r.profile()));
   if (r.has_depth()) {
-    if (auto s = CheckModuleDepth(r.depth()); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckModuleDepth(r.depth()));
   }
-  if (auto s = MaxBytes("sort", r.sort(), kMaxShortStringBytes); !s.ok()) return s;
+  RETURN_IF_ERROR(MaxBytes("sort", r.sort(), kMaxShortStringBytes));
   return MaxBytes("format", r.format(), kMaxShortStringBytes);
 }
 

@@ -29,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 #include "server/daemon/security/regular_file.h"
 #include "server/daemon/security/token_checks.h"
 
@@ -219,9 +220,7 @@ absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
   const absl::StatusOr<std::string> text = ReadRegularFile(
       path, "tokens file", "point tokens_file at a regular file (mode 600)",
       [&](const struct stat& info) -> absl::Status {
-        if (absl::Status s = CheckTokensFileOwner(path, info.st_uid, ::geteuid()); !s.ok()) {
-          return s;
-        }
+        RETURN_IF_ERROR(CheckTokensFileOwner(path, info.st_uid, ::geteuid()));
         if ((info.st_mode & 077) == 0) return absl::OkStatus();
         return absl::FailedPreconditionError(absl::StrFormat(
             "tokens file %s is accessible by group/others (mode %04o): it holds secrets, run "
@@ -385,24 +384,20 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     return absl::InvalidArgumentError(
         "tls.require_client_cert needs tls.client_ca (--tls-client-ca)");
   }
-  absl::StatusOr<std::string> cert = ReadPemFile("tls.cert", tls.cert_file);
-  if (!cert.ok()) return cert.status();
-  absl::StatusOr<std::string> key = ReadPemFile("tls.key", tls.key_file);
-  if (!key.ok()) return key.status();
-  if (absl::Status status = CheckKeyPair(tls, *cert, *key); !status.ok()) return status;
+  ASSIGN_OR_RETURN(std::string cert, ReadPemFile("tls.cert", tls.cert_file));
+  ASSIGN_OR_RETURN(std::string key, ReadPemFile("tls.key", tls.key_file));
+  RETURN_IF_ERROR(CheckKeyPair(tls, cert, key));
 
   grpc_ssl_client_certificate_request_type request = GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
   std::string client_ca;
   if (!tls.client_ca_file.empty()) {
-    absl::StatusOr<std::string> ca = ReadPemFile("tls.client_ca", tls.client_ca_file);
-    if (!ca.ok()) return ca.status();
-    client_ca = *std::move(ca);
+    ASSIGN_OR_RETURN(client_ca, ReadPemFile("tls.client_ca", tls.client_ca_file));
     request = tls.require_client_cert ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
                                       : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   grpc::SslServerCredentialsOptions options(request);
   options.pem_root_certs = client_ca;
-  options.pem_key_cert_pairs.push_back({*key, *cert});
+  options.pem_key_cert_pairs.push_back({key, cert});
   return grpc::SslServerCredentials(options);
 }
 
@@ -454,9 +449,8 @@ absl::StatusOr<std::optional<uid_t>> MappedUnixUid(const std::vector<std::string
   for (const std::string& entry : entries) {
     absl::StatusOr<AttachUnixUser> m = ParseAttachUnixUser(entry);
     if (!m.ok() || m->token_user != token_user) continue;  // the config's check refused bad ones
-    absl::StatusOr<uid_t> uid = AttachUnixUid(m->unix_user);
-    if (!uid.ok()) return uid.status();
-    return std::optional<uid_t>(*uid);
+    ASSIGN_OR_RETURN(uid_t uid, AttachUnixUid(m->unix_user));
+    return std::optional<uid_t>(uid);
   }
   return std::optional<uid_t>();
 }

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 #include "common/status/thread_guard.h"
 #include "server/daemon/security/auth.h"
 #include "server/daemon/security/connection_gate.h"
@@ -132,7 +133,7 @@ absl::Status AddressInUse(const std::string& address, const std::string& port) {
 absl::StatusOr<std::unique_ptr<OwnListener>> OwnListener::Bind(const std::string& path,
                                                                  int mode) {
   sockaddr_un address{};
-  if (absl::Status status = MakeAddress(path, &address); !status.ok()) return status;
+  RETURN_IF_ERROR(MakeAddress(path, &address));
   if (mode < 0 || mode > 0777) {
     return absl::InvalidArgumentError(absl::StrCat("Unix socket mode ", mode, " is not 0..0777"));
   }
@@ -148,9 +149,8 @@ absl::StatusOr<std::unique_ptr<OwnListener>> OwnListener::Bind(const std::string
       return absl::FailedPreconditionError(
           absl::StrCat(path, " exists and is not a socket: remove it or choose another path"));
     }
-    absl::StatusOr<bool> listening = SomeoneListens(path, address);
-    if (!listening.ok()) return listening.status();
-    if (*listening) {
+    ASSIGN_OR_RETURN(bool listening, SomeoneListens(path, address));
+    if (listening) {
       return absl::AlreadyExistsError(absl::StrCat(
           "another libreyolod listens on ", path, ": stop it or choose another socket path"));
     }
@@ -178,17 +178,16 @@ absl::StatusOr<std::unique_ptr<OwnListener>> OwnListener::Bind(const std::string
 
 absl::StatusOr<std::unique_ptr<OwnListener>> OwnListener::BindTcp(const std::string& address,
                                                                   const std::string& hostport) {
-  absl::StatusOr<TcpAddresses> found = ResolveTcp(address, hostport);
-  if (!found.ok()) return found.status();
+  ASSIGN_OR_RETURN(TcpAddresses found, ResolveTcp(address, hostport));
   absl::Status last = absl::UnavailableError(absl::StrCat("listen ", address, ": no address"));
-  for (const addrinfo* a = found->list.get(); a != nullptr; a = a->ai_next) {
+  for (const addrinfo* a = found.list.get(); a != nullptr; a = a->ai_next) {
     const int fd = TcpSocket(*a);
     if (fd < 0) continue;
     if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, kBacklog) != 0) {
       const int error = errno;
       close(fd);
       last = error == EADDRINUSE
-                 ? AddressInUse(address, found->port)
+                 ? AddressInUse(address, found.port)
                  : absl::UnavailableError(absl::StrCat("listen ", address, ": ", ErrnoText(error)));
       continue;
     }

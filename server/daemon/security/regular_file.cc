@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::daemon {
 namespace {
@@ -68,7 +69,7 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path, absl::strin
                      "): it is refused rather than waited on; ", fix));
   }
   if (check) {
-    if (absl::Status s = check(info); !s.ok()) return s;
+    RETURN_IF_ERROR(check(info));
   }
   std::string text;
   char buffer[8192];

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/io/sha256.h"
 #include "common/io/unique_fd.h"
+#include "common/status/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "libreyolo/profiler/v1/profiler.pb.h"
 #include "server/daemon/store/job_store_internal.h"
@@ -48,12 +49,11 @@ absl::StatusOr<ScrubReport> ScrubStore(const std::string& state_dir,
                                        const std::string& store_dir) {
   return Guarded("ScrubStore", [&]() -> absl::StatusOr<ScrubReport> {
     const Layout layout = LayoutOf(StripTrailingSlashes(state_dir), StripTrailingSlashes(store_dir));
-    auto names = ListDir(layout.jobs);
-    if (!names.ok()) return names.status();
+    ASSIGN_OR_RETURN(auto names, ListDir(layout.jobs));
     ScrubReport report;
     google::protobuf::util::JsonParseOptions options;
     options.ignore_unknown_fields = true;
-    for (const std::string& name : *names) {
+    for (const std::string& name : names) {
       if (!absl::EndsWith(name, ".json") || absl::StartsWith(name, kTmpPrefix)) continue;
       auto data = ReadFile(Join(layout.jobs, name));
       v1::Job job;
