@@ -56,7 +56,7 @@ class StepRunner : public JobRunner {
     finish_ = false;
     if (cancel.cancelled.load()) {
       saw_cancel_ = true;
-      return RunOutcome{absl::CancelledError("cancelled"), 130, {}, 0, 0, "", ""};
+      return test::CancelledOutcome(130);
     }
     return done;
   }

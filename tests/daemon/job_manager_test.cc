@@ -42,7 +42,7 @@ class ScriptedRunner : public JobRunner {
     const std::string name = job.request().labels().at("name");
     while (released_.count(name) == 0 && !release_all_) {
       if (cancel.cancelled.load())
-        return RunOutcome{absl::CancelledError("cancelled"), 1, {}, 0, 0, "", ""};
+        return test::CancelledOutcome(1);
       cv_.wait_for(lock, std::chrono::milliseconds(10));
     }
     RunOutcome out;

@@ -1,5 +1,5 @@
 // The JobManager tests' shared pieces, one copy each: who submits (User), what (InferRequest),
-// when a job is over (Terminal), the bounded real-time poll for what the job threads do on their
+// a cancelled run's outcome (CancelledOutcome), when a job is over (Terminal), the bounded real-time poll for what the job threads do on their
 // own (Eventually, WaitTerminal), a job's events (Events) and the store in a test's directory
 // (OpenStore, with tests/support/test_files.h's TempDir). The polls bound how long a test waits;
 // no test asserts on the time they take.
@@ -42,6 +42,15 @@ inline v1::SubmitJobRequest InferRequest(const std::string& name = "", int prior
   if (!name.empty()) (*r.mutable_labels())["name"] = name;
   r.set_priority(priority);
   return r;
+}
+
+// What a scripted runner returns for a job cancelled while it ran (fields by name, so that
+// RunOutcome may grow without touching the tests).
+inline daemon::RunOutcome CancelledOutcome(int exit_code) {
+  daemon::RunOutcome out;
+  out.status = absl::CancelledError("cancelled");
+  out.exit_code = exit_code;
+  return out;
 }
 
 inline bool Terminal(v1::JobState s) {

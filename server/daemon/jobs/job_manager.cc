@@ -6,15 +6,13 @@
 #include <set>
 #include <utility>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/render/terminal_text.h"
 #include "common/status/exit_code.h"
+#include "common/status/status_macros.h"
 #include "common/status/thread_guard.h"
 
 namespace libreyolo::daemon {
@@ -48,25 +46,6 @@ constexpr auto kRetentionInterval = std::chrono::milliseconds(60'000);
 
 }  // namespace
 
-absl::StatusOr<std::string> NormaliseDevice(const std::string& device) {
-  const std::string d = absl::AsciiStrToLower(device);
-  if (d == "cpu" || d == "cpu:0") return std::string("cpu");
-  int n = 0;
-  if (absl::StartsWith(d, "cpu:")) {
-    // Further CPU slots ("cpu:1"): a daemon configured with them runs that many CPU jobs at
-    // once, each in its own engine worker (docs/rpc.md, "Devices").
-    if (absl::SimpleAtoi(d.substr(4), &n) && n > 0 && n < 64) return absl::StrCat("cpu:", n);
-  }
-  std::string index = d;
-  if (absl::StartsWith(d, "cuda:")) index = d.substr(5);
-  if (!index.empty() && absl::SimpleAtoi(index, &n) && n >= 0 && n < 64) {
-    return absl::StrCat("cuda:", n);
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--device (model.device): '", device,
-      "' is not a device (use cpu, 0, 1, ... or cuda:N; cpu:N names a further CPU slot)"));
-}
-
 std::string NewJobId() {
   static std::mutex mu;
   static std::mt19937_64 rng{std::random_device{}()};
@@ -94,15 +73,14 @@ JobManager::JobManager(JobStore* store, JobRunner* runner, std::vector<std::stri
 JobManager::~JobManager() { Drain(std::chrono::milliseconds(0)); }
 
 absl::Status JobManager::Recover(std::vector<std::string>* warnings) {
-  auto stored = store_->LoadAll(warnings);
-  if (!stored.ok()) return stored.status();
+  ASSIGN_OR_RETURN(std::vector<StoredJob> stored, store_->LoadAll(warnings));
   std::lock_guard<std::mutex> lock(mu_);
-  std::sort(stored->begin(), stored->end(), [](const StoredJob& a, const StoredJob& b) {
+  std::sort(stored.begin(), stored.end(), [](const StoredJob& a, const StoredJob& b) {
     return a.job.create_time_unix_ms() != b.job.create_time_unix_ms()
                ? a.job.create_time_unix_ms() < b.job.create_time_unix_ms()
                : a.job.id() < b.job.id();
   });
-  for (StoredJob& s : *stored) {
+  for (StoredJob& s : stored) {
     auto e = std::make_unique<Entry>();
     e->job = std::move(s.job);
     e->events = std::move(s.events);
@@ -303,56 +281,19 @@ bool JobManager::Visible(const Identity& who, const v1::Job& job) const {
 
 absl::StatusOr<v1::Job> JobManager::Submit(const Identity& who, const v1::SubmitJobRequest& request,
                                            const std::string& device) {
-  if (!accepting_) {
-    return absl::UnavailableError("libreyolod is shutting down; submit again after it restarts");
-  }
+  RETURN_IF_ERROR(Admission::CheckAccepting(accepting_));
   std::lock_guard<std::mutex> lock(mu_);
-  if (absl::Status s = AdmitLocked(device); !s.ok()) return s;
-  auto same = SameRequestLocked(who, request);
-  if (!same.ok()) return same.status();
-  if (*same != nullptr) return (*same)->job;
-  std::set<std::string> active_users;
-  if (absl::Status s = CheckQueueLimitsLocked(who, device, &active_users); !s.ok()) return s;
-  std::vector<std::string> ranks;  // a data-parallel job's slots
-  if (request.has_run()) {
-    auto placed = GangPlacement::Place(request.run(), device, devices_);
-    if (!placed.ok()) return placed.status();
-    ranks = *std::move(placed);
-  }
+  RETURN_IF_ERROR(Admission::CheckInService(store_error_));
+  RETURN_IF_ERROR(Admission::CheckDevice(device, devices_));
+  ASSIGN_OR_RETURN(const Entry* same, SameRequestLocked(who, request));
+  if (same != nullptr) return same->job;
+  const Admission::Load load = LoadLocked(who, device);
+  RETURN_IF_ERROR(Admission::CheckQueueLimits(who.user, device, load, limits_));
+  ASSIGN_OR_RETURN(const std::vector<std::string> ranks,
+                   Admission::Ranks(request, device, devices_));  // a data-parallel job's slots
   std::unique_ptr<Entry> e = NewEntryLocked(who, request, device, ranks);
-  if (absl::Status s = PersistNewJobLocked(e->job); !s.ok()) return s;
-  return EnqueueLocked(std::move(e), who, request, active_users).job;
-}
-
-absl::Status JobManager::AdmitLocked(const std::string& device) const {
-  if (!store_error_.empty()) {
-    return absl::UnavailableError(absl::StrCat(
-        "libreyolod accepts no jobs: it could not record a job's state durably (", store_error_,
-        "); an admin must free space on the state filesystem (it resumes by itself)"));
-  }
-  if (device_state_.count(device) == 0 && device == kAttachLane) {
-    return absl::FailedPreconditionError(
-        "this daemon serves no attach endpoint (attach_dir): it traces no running process");
-  }
-  if (device_state_.count(device) == 0) {
-    std::string known;
-    bool any_gpu = false;
-    for (const std::string& d : devices_) {
-      if (d == kAttachLane) continue;  // a lane, not a device a job may name
-      absl::StrAppend(&known, known.empty() ? "" : ", ", d);
-      any_gpu |= !absl::StartsWith(d, "cpu");
-    }
-    // `--device` defaults to 0 (the seed's default): on a host without a GPU the way out is the
-    // CPU, said in so many words.
-    const std::string way_out =
-        !any_gpu && !devices_.empty() ? "; it serves no GPU: use --device cpu"
-        : devices_.empty()            ? ""
-                                      : absl::StrCat("; use --device ", devices_.front());
-    return absl::InvalidArgumentError(absl::StrCat("--device (model.device): ", device,
-                                                   " is not served by this daemon (it has: ", known,
-                                                   ")", way_out));
-  }
-  return absl::OkStatus();
+  RETURN_IF_ERROR(PersistNewJobLocked(e->job));
+  return EnqueueLocked(std::move(e), who, request, load.active_users).job;
 }
 
 absl::StatusOr<const JobManager::Entry*> JobManager::SameRequestLocked(
@@ -361,37 +302,15 @@ absl::StatusOr<const JobManager::Entry*> JobManager::SameRequestLocked(
   auto it = request_ids_.find(absl::StrCat(who.user, "/", request.request_id()));
   if (it == request_ids_.end()) return nullptr;
   const Entry& existing = *jobs_.at(it->second);
-  v1::SubmitJobRequest a = existing.job.request(), b = request;
-  if (a.SerializeAsString() != b.SerializeAsString()) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("request_id '", Excerpt(request.request_id()), "' was used for job ",
-                     existing.job.id(), " with a different request; use a new request_id"));
-  }
+  RETURN_IF_ERROR(Admission::CheckSameRequest(existing.job, request));
   return &existing;
 }
 
-absl::Status JobManager::CheckQueueLimitsLocked(const Identity& who, const std::string& device,
-                                                std::set<std::string>* active_users) const {
-  int32_t queued_here = 0, users_active = 0;
-  for (const auto& [id, e] : jobs_) {
-    const v1::JobState s = e->job.state();
-    if (s == v1::JOB_STATE_QUEUED && OnDevice(e->job, device)) ++queued_here;
-    if (s == v1::JOB_STATE_QUEUED || s == v1::JOB_STATE_RUNNING) {
-      active_users->insert(e->job.owner());
-      if (e->job.owner() == who.user) ++users_active;
-    }
-  }
-  if (queued_here >= limits_.max_queue_length) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the queue of ", device, " is full (", queued_here, " jobs, limit max_queue_length ",
-        limits_.max_queue_length, "); wait for jobs to finish or cancel some"));
-  }
-  if (users_active >= limits_.max_jobs_per_user) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(who.user, " already has ", users_active, " queued or running jobs (limit ",
-                     "max_jobs_per_user ", limits_.max_jobs_per_user, "); wait or cancel one"));
-  }
-  return absl::OkStatus();
+Admission::Load JobManager::LoadLocked(const Identity& who, const std::string& device) const {
+  std::vector<const v1::Job*> all;
+  all.reserve(jobs_.size());
+  for (const auto& [id, e] : jobs_) all.push_back(&e->job);
+  return Admission::Count(all, who.user, device);
 }
 
 std::unique_ptr<JobManager::Entry> JobManager::NewEntryLocked(
@@ -434,13 +353,7 @@ absl::Status JobManager::PersistNewJobLocked(const v1::Job& job) {
   // The record may be in place without being durable (its directory's fsync failed): the
   // caller is told the job was not accepted, so it must not come back after a restart.
   (void)store_->DeleteJob(job.id());
-  const bool full = s.code() == absl::StatusCode::kResourceExhausted ||
-                    s.code() == absl::StatusCode::kOutOfRange;  // ENOSPC, EDQUOT; EFBIG
-  const std::string why = absl::StrCat(
-      "the job was not accepted: libreyolod cannot record it durably (", s.message(), ")");
-  return full ? absl::ResourceExhaustedError(absl::StrCat(
-                    why, "; the state filesystem is full: an admin must free space there"))
-              : absl::InternalError(why);
+  return Admission::RefuseUnrecorded(s);
 }
 
 const JobManager::Entry& JobManager::EnqueueLocked(std::unique_ptr<Entry> e, const Identity& who,
@@ -560,7 +473,7 @@ absl::StatusOr<v1::Job> JobManager::Delete(const Identity& who, const std::strin
         absl::StrCat("job ", id, " is ", job.state() == v1::JOB_STATE_QUEUED ? "queued" : "running",
                      ": cancel it first (libreyolo jobs cancel ", id, "), then delete it"));
   }
-  if (absl::Status s = store_->DeleteJob(id); !s.ok()) return s;
+  RETURN_IF_ERROR(store_->DeleteJob(id));
   if (!job.request().request_id().empty()) {
     request_ids_.erase(absl::StrCat(job.owner(), "/", job.request().request_id()));
   }
@@ -602,8 +515,8 @@ absl::Status JobManager::Watch(const Identity& who, const std::string& id, int64
     total_cap = limits_.max_watchers;
     per_user_cap = limits_.max_watchers_per_user;
   }
-  auto slot = watchers_.Acquire(who.user, total_cap, per_user_cap);
-  if (!slot.ok()) return slot.status();
+  // Held until the stream ends.
+  ASSIGN_OR_RETURN(UserSlots::Slot slot, watchers_.Acquire(who.user, total_cap, per_user_cap));
   int64_t next = std::max<int64_t>(from, 1);
   int64_t unstored_sent = 0;  // the generation of the last unstored event this stream sent
   std::unique_lock<std::mutex> lock(mu_);

@@ -8,7 +8,9 @@
 // what was held back and a probe write passes. A job is never started without a durable
 // RUNNING record, so a job that finished is never run again after a restart.
 // Files: job_manager.cc (submission, reading, cancel, watch, metrics), job_manager_dispatch.cc
-// (queue order, the device workers, store health).
+// (queue order, the device workers, store health), job_manager_gang.cc (gangs). Its seams are
+// units of their own: admission.h (whether a submission is accepted), gang_placement.h,
+// artifact_verifier.h, fair_share.h.
 #ifndef LIBREYOLO_SERVER_DAEMON_JOBS_JOB_MANAGER_H_
 #define LIBREYOLO_SERVER_DAEMON_JOBS_JOB_MANAGER_H_
 
@@ -30,9 +32,11 @@
 #include "absl/status/statusor.h"
 #include "common/time/clock.h"
 #include "server/daemon/config/daemon_config.h"
+#include "server/daemon/jobs/admission.h"
 #include "server/daemon/jobs/artifact_verifier.h"
 #include "server/daemon/jobs/fair_share.h"
 #include "server/daemon/jobs/gang_placement.h"
+#include "server/daemon/jobs/job_devices.h"
 #include "server/daemon/jobs/job_runner.h"
 #include "server/daemon/jobs/metrics_snapshot.h"
 #include "server/daemon/jobs/user_slots.h"
@@ -67,7 +71,10 @@ class JobManager {
   // running jobs are not touched.
   void SetLimits(const Limits& limits, const Retention& retention);
 
-  // `request` already validated by the service. RESOURCE_EXHAUSTED for full queues/limits.
+  // `request` already validated by the service. Admission (admission.h) decides whether it is
+  // accepted: UNAVAILABLE while draining or out of service, INVALID_ARGUMENT for a device this
+  // daemon does not serve, ALREADY_EXISTS for a request_id reused with another request,
+  // RESOURCE_EXHAUSTED for full queues/limits or a record that cannot be written.
   absl::StatusOr<v1::Job> Submit(const Identity& who, const v1::SubmitJobRequest& request,
                                  const std::string& device);
   // NOT_FOUND for unknown ids and for other users' jobs (their existence is not disclosed).
@@ -172,23 +179,19 @@ class JobManager {
   void RecoverRunTimeLocked(Entry& e, const std::optional<RunClock>& run,
                             std::vector<std::string>* warnings);
   bool Visible(const Identity& who, const v1::Job& job) const;
-  // Submit's steps, in order, under mu_.
-  // Admission: the manager in service, `device` one this daemon serves (the error names them).
-  absl::Status AdmitLocked(const std::string& device) const;
+  // Submit's steps, in order, under mu_ (the checks are Admission's, admission.h).
   // Idempotency by request id: the job an earlier identical request of `who` made (nullptr:
   // none), or ALREADY_EXISTS when that id came with a different request.
   absl::StatusOr<const Entry*> SameRequestLocked(const Identity& who,
                                                  const v1::SubmitJobRequest& request) const;
-  // The queue limits (max_queue_length of `device`, max_jobs_per_user); fills `active_users`,
-  // the users with a queued or running job, for the fair-share level of EnqueueLocked.
-  absl::Status CheckQueueLimitsLocked(const Identity& who, const std::string& device,
-                                      std::set<std::string>* active_users) const;
+  // What the table holds for `who` submitting to `device` (Admission::Count).
+  Admission::Load LoadLocked(const Identity& who, const std::string& device) const;
   // The new job's record: QUEUED, owned by `who`, on `device` or its data-parallel `ranks`.
   std::unique_ptr<Entry> NewEntryLocked(const Identity& who, const v1::SubmitJobRequest& request,
                                         const std::string& device,
                                         const std::vector<std::string>& ranks);
   // Writes the new job's record durably; on failure the manager goes out of service and the
-  // job is refused (RESOURCE_EXHAUSTED for a full state filesystem, else INTERNAL).
+  // job is refused (Admission::RefuseUnrecorded).
   absl::Status PersistNewJobLocked(const v1::Job& job);
   // Puts the persisted job in the table and its queue (fair share, request id, positions),
   // stores its first "queued" event and wakes the workers.
@@ -288,14 +291,8 @@ class JobManager {
   }
 };
 
-// The device slots a job runs on: a data-parallel job's devices (rank order), else its device.
-std::vector<std::string> JobDevices(const v1::Job& job);
-bool OnDevice(const v1::Job& job, const std::string& device);
 // A data-parallel request's place in its run (Job.world): its global ranks, world and group.
 v1::JobWorld JobWorldOf(const v1::DataParallelOptions& dp);
-
-// "cpu" -> "cpu"; "0" / "cuda:0" -> "cuda:0"; anything else INVALID_ARGUMENT.
-absl::StatusOr<std::string> NormaliseDevice(const std::string& device);
 
 // A fresh job id: 16 lowercase hex characters from a random source, prefixed by the date
 // ("20261129-3f9a1c0b7e2d4a55") so ids sort by submission day.

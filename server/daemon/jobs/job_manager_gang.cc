@@ -11,11 +11,6 @@
 
 namespace libreyolo::daemon {
 
-std::vector<std::string> JobDevices(const v1::Job& job) {
-  if (job.devices_size() == 0) return {job.device()};
-  return {job.devices().begin(), job.devices().end()};
-}
-
 v1::JobWorld JobWorldOf(const v1::DataParallelOptions& dp) {
   v1::JobWorld w;
   const int64_t ranks = jobspec::Ranks(dp);
@@ -27,11 +22,6 @@ v1::JobWorld JobWorldOf(const v1::DataParallelOptions& dp) {
     w.set_group_id(jobspec::GroupId(dp.rendezvous()));
   }
   return w;
-}
-
-bool OnDevice(const v1::Job& job, const std::string& device) {
-  if (job.devices_size() == 0) return job.device() == device;
-  return std::find(job.devices().begin(), job.devices().end(), device) != job.devices().end();
 }
 
 JobManager::Entry* JobManager::NextForLocked(const std::string& device) {
