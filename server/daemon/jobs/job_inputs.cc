@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/io/image_extensions.h"
+#include "common/status/status_macros.h"
 #include "proto/job_spec/job_defaults.h"
 #include "server/daemon/config/plain_name.h"
 
@@ -69,9 +70,8 @@ absl::StatusOr<v1::Job> ResolveJobInputs(const v1::Job& job, const DaemonConfig&
     v1::InferSpec* r = request->mutable_infer();
     ResolveModel(config, r->mutable_model());
     if (r->images_size() > 0) {
-      auto dir = WriteInlineImages(*r, scratch);
-      if (!dir.ok()) return dir.status();
-      r->set_source(*dir);
+      ASSIGN_OR_RETURN(std::string dir, WriteInlineImages(*r, scratch));
+      r->set_source(dir);
       r->clear_images();
     } else if (IsPlainName(r->source())) {
       r->set_source((fs::path(config.images_dir) / r->source()).string());
