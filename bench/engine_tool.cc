@@ -26,6 +26,7 @@
 #include "client/cli/job_flags.h"
 #include "common/readers/summary_view.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/engine/engine.h"
 #include "server/engine/runtime/cpu_threads.h"
@@ -131,13 +132,12 @@ std::string FlagOrEnv(const ParsedArgs& a, const std::string& flag, const char* 
 
 absl::StatusOr<int64_t> BoundedInt(const std::string& flag, const std::string& value, int64_t lo,
                                    int64_t hi) {
-  auto v = libreyolo::cli::ParseIntFlag(flag, value);
-  if (!v.ok()) return v.status();
-  if (*v < lo || *v > hi) {
+  ASSIGN_OR_RETURN(const int64_t v, libreyolo::cli::ParseIntFlag(flag, value));
+  if (v < lo || v > hi) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, " ", *v, ": must be in ", lo, "..", hi));
+        absl::StrCat("--", flag, " ", v, ": must be in ", lo, "..", hi));
   }
-  return *v;
+  return v;
 }
 
 // The rank's place in a data-parallel run, from the flags and torchrun's environment. The
@@ -151,26 +151,22 @@ absl::StatusOr<libreyolo::worker::RankPlacement> RankPlacementOf(const ParsedArg
         "tool is one rank: start N of them with torchrun, or with --world-size and --rank");
   }
   libreyolo::worker::RankPlacement d;  // its defaults are the fallbacks
-  auto world = BoundedInt("world-size",
-                          FlagOrEnv(a, "world-size", "WORLD_SIZE", absl::StrCat(d.world_size)), 1,
-                          bounds::kMaxWorldSize);
-  if (!world.ok()) return world.status();
-  d.world_size = *world;
-  auto rank =
-      BoundedInt("rank", FlagOrEnv(a, "rank", "RANK", absl::StrCat(d.rank)), 0, d.world_size - 1);
-  if (!rank.ok()) return rank.status();
-  d.rank = *rank;
+  ASSIGN_OR_RETURN(
+      d.world_size,
+      BoundedInt("world-size", FlagOrEnv(a, "world-size", "WORLD_SIZE", absl::StrCat(d.world_size)),
+                 1, bounds::kMaxWorldSize));
+  ASSIGN_OR_RETURN(d.rank, BoundedInt("rank", FlagOrEnv(a, "rank", "RANK", absl::StrCat(d.rank)), 0,
+                                      d.world_size - 1));
   d.master_addr = FlagOrEnv(a, "master-addr", "MASTER_ADDR", d.master_addr);
   if (!libreyolo::jobspec::IsHostOrAddress(d.master_addr)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--master-addr: '", libreyolo::Excerpt(d.master_addr),
                      "' is not a host name or address (1..253 bytes of [A-Za-z0-9.:_-])"));
   }
-  auto port = BoundedInt(
-      "master-port", FlagOrEnv(a, "master-port", "MASTER_PORT", absl::StrCat(d.master_port)), 1,
-      65535);
-  if (!port.ok()) return port.status();
-  d.master_port = *port;
+  ASSIGN_OR_RETURN(d.master_port, BoundedInt("master-port",
+                                             FlagOrEnv(a, "master-port", "MASTER_PORT",
+                                                       absl::StrCat(d.master_port)),
+                                             1, 65535));
   return d;
 }
 
@@ -202,7 +198,7 @@ int Finish(const std::string& command, const absl::StatusOr<libreyolo::engine::J
   return libreyolo::cli::kExitOk;
 }
 
-void PrintProgress(const libreyolo::engine::JobProgress& p) {
+void PrintProgress(const libreyolo::JobProgress& p) {
   std::cerr << "[" << p.stage << "] " << p.done << "/" << p.total
             << (p.message.empty() ? "" : ": " + p.message) << "\n";
 }

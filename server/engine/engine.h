@@ -5,12 +5,12 @@
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/job/progress.h"
 #include "common/profile/profile.h"
 #include "proto/job_spec/job_defaults.h"
 #include "server/engine/data/image_header.h"
@@ -108,15 +108,8 @@ struct InferJobSpec {
   int64_t max_decoded_pixels = kMaxDecodedPixels;
 };
 
-// Progress as the daemon streams it: stage names are stable ("loading model", "warmup",
-// "measuring", "probing" (the overhead budget's probes), "profiling", "analysing", "writing";
-// a data-parallel rank's "rendezvous" while it waits for its peers).
-struct JobProgress {
-  std::string stage;
-  int64_t done = 0, total = 0;
-  std::string message;
-};
-using ProgressFn = std::function<void(const JobProgress&)>;
+// A job reports its progress as JobProgress through a ProgressFn (common/job/progress.h: the
+// one type the engine, the worker and the daemon share; its stage names are listed there).
 
 // Set from another thread; jobs observe it between iterations and return CANCELLED.
 struct CancelToken {

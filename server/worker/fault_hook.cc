@@ -42,7 +42,7 @@ FaultHook FaultHookFromEnvironment() {
   }
   const char* once = std::getenv("LIBREYOLO_WORKER_FAULT_ONCE");
   const std::string once_file = once == nullptr ? "" : once;
-  return [faults, once_file](const engine::JobProgress& p) {
+  return [faults, once_file](const JobProgress& p) {
     for (const Fault& f : faults) {
       if (p.stage != f.stage || p.done != f.done) continue;
       if (!once_file.empty()) {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/job/names.h"
 #include "libreyolo/worker/v1/worker.pb.h"
+#include "server/engine/engine.h"
 #include "server/engine/runtime/cuda_runtime.h"
 #include "server/worker/engine_spec.h"
 #include "server/worker/worker_protocol.h"
@@ -149,13 +150,9 @@ class Worker {
   wv1::Done RunJob(const wv1::RunJob& run) {
     wv1::Done done;
     done.set_job_id(run.job().id());
-    const engine::ProgressFn progress = [this](const engine::JobProgress& p) {
+    const ProgressFn progress = [this](const JobProgress& p) {
       wv1::WorkerToDaemon m;
-      wv1::Progress* out = m.mutable_progress();
-      out->set_stage(p.stage);
-      out->set_done(p.done);
-      out->set_total(p.total);
-      out->set_message(p.message);
+      *m.mutable_progress() = ProgressToWire(p);
       (void)Send(m);
       // After the event is out: the daemon knows the stage the fault happened in.
       if (hook_) hook_(p);

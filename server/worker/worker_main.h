@@ -7,17 +7,16 @@
 #ifndef LIBREYOLO_SERVER_WORKER_WORKER_MAIN_H_
 #define LIBREYOLO_SERVER_WORKER_WORKER_MAIN_H_
 
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "server/engine/engine.h"
+#include "common/job/progress.h"
 
 namespace libreyolo::worker {
 
 // Called at every progress event of a job, after it is sent. Test builds of libreyolod install
 // one that crashes or hangs the worker on cue (fault_hook.h); production has none.
-using FaultHook = std::function<void(const engine::JobProgress&)>;
+using FaultHook = ProgressFn;
 
 // Runs the worker for `args` (its command line after the program name). Returns the process's
 // exit code: 0 when the daemon said Stop or went away, 2 for bad arguments, 1 for a broken

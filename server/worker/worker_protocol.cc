@@ -85,4 +85,17 @@ absl::StatusOr<bool> ReadFrame(int fd, google::protobuf::MessageLite* message) {
   return true;
 }
 
+::libreyolo::worker_wire::v1::Progress ProgressToWire(const JobProgress& progress) {
+  ::libreyolo::worker_wire::v1::Progress wire;
+  wire.set_stage(progress.stage);
+  wire.set_done(progress.done);
+  wire.set_total(progress.total);
+  wire.set_message(progress.message);
+  return wire;
+}
+
+JobProgress ProgressFromWire(const ::libreyolo::worker_wire::v1::Progress& wire) {
+  return JobProgress{wire.stage(), wire.done(), wire.total(), wire.message()};
+}
+
 }  // namespace libreyolo::worker

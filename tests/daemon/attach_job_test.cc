@@ -170,7 +170,7 @@ class AttachJobTest : public ::testing::Test {
   RunOutcome Run(const v1::Job& job) {
     return runner_->Run(
         job,
-        [&](const RunProgress& p) {
+        [&](const JobProgress& p) {
           std::lock_guard<std::mutex> lock(mu_);
           stages_.push_back(p.stage);
           messages_ += p.stage + ": " + p.message + "\n";

@@ -23,8 +23,7 @@ using ::testing::HasSubstr;
 // Throws for the job labelled name=throw, succeeds for the others.
 class ThrowingRunner : public JobRunner {
  public:
-  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>&,
-                 const engine::CancelToken&) override {
+  RunOutcome Run(const v1::Job& job, const ProgressFn&, const engine::CancelToken&) override {
     if (job.request().labels().at("name") == "throw") throw std::runtime_error("injected\nthrow");
     RunOutcome out;
     out.step_ms = 1;

@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "common/io/rank_artifacts.h"
 #include "common/status/exit_code.h"
+#include "common/status/status_macros.h"
 #include "server/daemon/attach/process_facts.h"
 #include "server/daemon/external/produced_files.h"
 
@@ -142,12 +143,11 @@ std::map<pid_t, std::string> TraceArtifactNames(const std::vector<external::Trac
 
 // One job's state across its stages.
 struct AttachRun {
-  AttachRun(const v1::Job& j, const std::function<void(const RunProgress&)>& p,
-            const engine::CancelToken& c)
+  AttachRun(const v1::Job& j, const ProgressFn& p, const engine::CancelToken& c)
       : job(j), spec(j.request().attach()), progress(p), cancel(c) {}
   const v1::Job& job;
   const v1::AttachSpec& spec;
-  const std::function<void(const RunProgress&)>& progress;
+  const ProgressFn& progress;
   const engine::CancelToken& cancel;
   TargetSelection selection;
   std::optional<external::DropFolder> folder;  // as the daemon opens it
@@ -163,7 +163,7 @@ struct AttachRun {
   milliseconds warmup = kKinetoWarmup;  // the warm-up Kineto takes
 
   void Report(const std::string& stage, int64_t done, int64_t total, std::string message) const {
-    if (progress) progress(RunProgress{stage, done, total, std::move(message)});
+    if (progress) progress(JobProgress{stage, done, total, std::move(message)});
   }
   bool Cancelled() const { return cancel.cancelled.load(); }
 };
@@ -191,11 +191,10 @@ static std::optional<bool> HoldsGpu(pid_t pid) { return HoldsGpuDevice(pid); }
 
 // select: the targets, the owner checked.
 absl::Status AttachJobRunner::Select(AttachRun& run) const {
-  absl::StatusOr<AttachOwner> owner = ResolveOwner(run.job);
-  if (!owner.ok()) return owner.status();
+  ASSIGN_OR_RETURN(const AttachOwner owner, ResolveOwner(run.job));
   run.Report("select", 0, 0, "choosing the processes to trace");
   absl::StatusOr<TargetSelection> chosen =
-      SelectTargets(run.spec, endpoint_->registry().List(), *owner, HoldsGpu);
+      SelectTargets(run.spec, endpoint_->registry().List(), owner, HoldsGpu);
   // A process started a moment ago has not polled yet (its first poll comes within an
   // interval; a private daemon this very command started has an empty registry): a --pid
   // that is alive and that no registered process is or descends from is waited for, up to two
@@ -208,10 +207,9 @@ absl::Status AttachJobRunner::Select(AttachRun& run) const {
       run.Report("select", 0, 0, "waiting for the process's first poll (every 5 s)");
     }
     std::this_thread::sleep_for(kTick);
-    chosen = SelectTargets(run.spec, endpoint_->registry().List(), *owner, HoldsGpu);
+    chosen = SelectTargets(run.spec, endpoint_->registry().List(), owner, HoldsGpu);
   }
-  if (!chosen.ok()) return chosen.status();
-  run.selection = *std::move(chosen);
+  ASSIGN_OR_RETURN(run.selection, std::move(chosen));
   std::vector<std::string> said;
   for (const AttachableProcess& p : run.selection.traced) said.push_back(absl::StrCat(p.pid));
   std::string msg = absl::StrCat("tracing ", said.size(), " process(es): ", absl::StrJoin(said, ", "));
@@ -250,16 +248,14 @@ absl::Status AttachJobRunner::Prepare(AttachRun& run) const {
     }
   }
   if (!folder.ok()) {
-    if (absl::Status s = EnsureDropRoot(drop_root_); !s.ok()) return s;
+    RETURN_IF_ERROR(EnsureDropRoot(drop_root_));
     folder = external::MakeDropFolder(drop_root_, run.job.id(), producer);
-    if (!folder.ok()) return folder.status();
+    RETURN_IF_ERROR(folder.status());
     run.drop_path = folder->path;
     where = absl::StrCat("under /tmp (", drop_root_, "), where Kineto accepts an on-demand path");
   }
   run.folder = *std::move(folder);
-  absl::StatusOr<std::unique_ptr<TraceArrivals>> arrivals = TraceArrivals::Watch(run.folder->path);
-  if (!arrivals.ok()) return arrivals.status();
-  run.arrivals = *std::move(arrivals);
+  ASSIGN_OR_RETURN(run.arrivals, TraceArrivals::Watch(run.folder->path));
   run.Report("prepare", 1, 1, absl::StrCat("drop folder ", run.drop_path, " ", where));
   return absl::OkStatus();
 }
@@ -514,8 +510,7 @@ void AttachJobRunner::RecordTargets(const AttachRun& run, RunOutcome* out) const
   for (const v1::AttachTarget& t : run.selection.skipped) out->attach_targets.push_back(t);
 }
 
-RunOutcome AttachJobRunner::Run(const v1::Job& job,
-                                const std::function<void(const RunProgress&)>& progress,
+RunOutcome AttachJobRunner::Run(const v1::Job& job, const ProgressFn& progress,
                                 const engine::CancelToken& cancel) {
   RunOutcome out;
   if (job.kind() != v1::JOB_KIND_ATTACH || !job.request().has_attach()) {

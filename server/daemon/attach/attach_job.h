@@ -164,7 +164,7 @@ class AttachJobRunner : public JobRunner {
   AttachJobRunner(AttachEndpoint* endpoint, JobStore* store, const LiveConfig& config,
                   const Clock& clock = Clock::Real());
 
-  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>& progress,
+  RunOutcome Run(const v1::Job& job, const ProgressFn& progress,
                  const engine::CancelToken& cancel) override;
   std::string ToolFor(const v1::Job& job) const override;  // kToolKineto
   std::string DescribeDevice(const std::string& device) const override;

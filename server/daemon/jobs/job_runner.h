@@ -5,11 +5,11 @@
 #define LIBREYOLO_SERVER_DAEMON_JOBS_JOB_RUNNER_H_
 
 #include <atomic>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/job/progress.h"
 #include "libreyolo/profiler/v1/profiler.pb.h"
 #include "server/engine/engine.h"
 
@@ -28,11 +28,10 @@ inline constexpr char kToolEngine[] = "libreyolo-engine";
 inline constexpr char kToolPython[] = "python-libreyolo";
 inline constexpr char kToolKineto[] = "kineto-on-demand";
 
-struct RunProgress {
-  std::string stage;
-  int64_t done = 0, total = 0;
-  std::string message;
-};
+// A job reports its progress as JobProgress through a ProgressFn (common/job/progress.h, the
+// one type of it the engine, its worker and the daemon share). RunProgress is its old name
+// here, left only for the job manager's files until they say JobProgress.
+using RunProgress = JobProgress;
 
 struct RunOutcome {
   absl::Status status;                 // OK, CANCELLED, or why it failed
@@ -59,8 +58,7 @@ class JobRunner {
   virtual ~JobRunner() = default;
   // Runs `job` to completion on its device. `cancel` is observed between steps. Must not
   // throw; every failure comes back in the outcome.
-  virtual RunOutcome Run(const v1::Job& job,
-                         const std::function<void(const RunProgress&)>& progress,
+  virtual RunOutcome Run(const v1::Job& job, const ProgressFn& progress,
                          const engine::CancelToken& cancel) = 0;
   // Who will make `job`'s profile (Job.tool, set when it starts): "libreyolo-engine",
   // "python-libreyolo", "kineto-on-demand" (server/daemon/external/produced_files.h).

@@ -10,6 +10,7 @@
 #include "common/io/trial_artifacts.h"
 #include "common/job/names.h"
 #include "common/status/exit_code.h"
+#include "common/status/status_macros.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/daemon/jobs/job_inputs.h"
 
@@ -180,8 +181,7 @@ absl::Status EngineRunner::EndStatus(const v1::Job& job, const std::string& devi
 
 absl::Status EngineRunner::Publish(const v1::Job& job, const std::string& job_dir,
                                    const std::string& scratch, const std::string& prefix,
-                                   const DaemonConfig& config,
-                                   const std::function<void(const RunProgress&)>& progress,
+                                   const DaemonConfig& config, const ProgressFn& progress,
                                    RunOutcome* out) {
   // Publish what the worker wrote, as it wrote it (job_files.h: profile.json records its files
   // relative to the job's output folder, report.html drawn from the job's memory): the job
@@ -203,12 +203,10 @@ absl::Status EngineRunner::Publish(const v1::Job& job, const std::string& job_di
     return absl::OkStatus();
   };
   const int64_t trials = prefix.empty() ? jobspec::JobTrials(job) : 1;
-  if (absl::Status s = list(job_dir, trials - 1, trials); !s.ok()) return s;
+  RETURN_IF_ERROR(list(job_dir, trials - 1, trials));
   const std::string kind = job.kind() == v1::JOB_KIND_RUN ? kRunOutputFolder : kInferOutputFolder;
   for (int64_t t = 0; t + 1 < trials; ++t) {
-    if (absl::Status s = list(fs::path(scratch) / TrialFolderName(kind, t), t, trials); !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(list(fs::path(scratch) / TrialFolderName(kind, t), t, trials));
   }
   if (prefix.empty()) {
     // The repeat file; a single run has none (ranks keep theirs in their own folders).
@@ -219,17 +217,16 @@ absl::Status EngineRunner::Publish(const v1::Job& job, const std::string& job_di
     }
   }
   std::sort(files.begin(), files.end());
-  if (progress) progress(RunProgress{"storing", 0, static_cast<int64_t>(files.size()), ""});
+  if (progress) progress(JobProgress{"storing", 0, static_cast<int64_t>(files.size()), ""});
   for (const auto& [name, f] : files) {
-    auto a = store_->PublishArtifact(job.id(), f.string(), name, config.limits.max_artifact_bytes);
-    if (!a.ok()) return a.status();
-    out->artifacts.push_back(*a);
+    ASSIGN_OR_RETURN(v1::Artifact a, store_->PublishArtifact(job.id(), f.string(), name,
+                                                             config.limits.max_artifact_bytes));
+    out->artifacts.push_back(std::move(a));
   }
   return absl::OkStatus();
 }
 
-RunOutcome EngineRunner::Run(const v1::Job& job,
-                             const std::function<void(const RunProgress&)>& progress,
+RunOutcome EngineRunner::Run(const v1::Job& job, const ProgressFn& progress,
                              const engine::CancelToken& cancel) {
   const std::shared_ptr<const DaemonConfig> snapshot = config_.Get();  // SIGHUP may swap it
   const DaemonConfig& config = *snapshot;

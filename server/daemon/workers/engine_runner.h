@@ -50,7 +50,7 @@ class EngineRunner : public JobRunner {
   // Stops every worker (after the job manager's drain: they are idle). Idempotent.
   void StopWorkers();
 
-  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>& progress,
+  RunOutcome Run(const v1::Job& job, const ProgressFn& progress,
                  const engine::CancelToken& cancel) override;
   EngineFacts Facts() const override;
   std::string DescribeDevice(const std::string& device) const override;
@@ -89,15 +89,14 @@ class EngineRunner : public JobRunner {
   // (named as common/io/trial_artifacts.h says) and the repeat file at the project root.
   absl::Status Publish(const v1::Job& job, const std::string& job_dir, const std::string& scratch,
                        const std::string& prefix, const DaemonConfig& config,
-                       const std::function<void(const RunProgress&)>& progress, RunOutcome* out);
+                       const ProgressFn& progress, RunOutcome* out);
   // engine_runner_ranks.cc: a data-parallel job, one rank per device of job.devices on that
   // device's worker, all at once; rank 0 serves the rendezvous on a free loopback port. The
   // first rank to fail stops the others (a cancel; their workers are killed past the grace),
   // and the job fails with its cause's reason (GangCauseRank), "rank R of N (device): ...". On
   // success every rank's files are published (common/io/rank_artifacts.h names them).
   absl::Status RunRanks(const v1::Job& job, const v1::Job& resolved, const std::string& scratch,
-                        const DaemonConfig& config,
-                        const std::function<void(const RunProgress&)>& progress,
+                        const DaemonConfig& config, const ProgressFn& progress,
                         const engine::CancelToken& cancel, RunOutcome* out);
 
   const LiveConfig& config_;

@@ -22,6 +22,7 @@
 #include "common/io/rank_artifacts.h"
 #include "common/io/unique_fd.h"
 #include "common/readers/ranks_view.h"
+#include "common/status/status_macros.h"
 #include "common/status/thread_guard.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/daemon/workers/engine_runner.h"
@@ -150,10 +151,8 @@ absl::StatusOr<RankRendezvous> RendezvousOf(const v1::Job& job) {
   RankRendezvous out;
   out.across_hosts = jobspec::AcrossHosts(job.request().run().data_parallel());
   out.master_addr = out.across_hosts ? rdv.master_addr() : "127.0.0.1";
-  absl::StatusOr<int> port =
-      out.across_hosts ? absl::StatusOr<int>(rdv.master_port()) : FreeLoopbackPort();
-  if (!port.ok()) return port.status();
-  out.port = *port;
+  ASSIGN_OR_RETURN(out.port,
+                   out.across_hosts ? absl::StatusOr<int>(rdv.master_port()) : FreeLoopbackPort());
   out.group = out.across_hosts ? jobspec::GroupId(rdv) : job.id();
   return out;
 }
@@ -272,8 +271,8 @@ int GangCauseRank(const std::vector<EngineWorker::JobEnd>& ends,
 
 absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
                                     const std::string& scratch, const DaemonConfig& config,
-                                    const std::function<void(const RunProgress&)>& progress,
-                                    const engine::CancelToken& cancel, RunOutcome* out) {
+                                    const ProgressFn& progress, const engine::CancelToken& cancel,
+                                    RunOutcome* out) {
   const GangShape g = GangShapeOf(job);
   const int n = g.n;
   std::vector<RankRun> runs(static_cast<size_t>(n));
@@ -289,12 +288,11 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
     at(r).worker = *w;
     at(r).pid = (*w)->pid();
   }
-  const absl::StatusOr<RankRendezvous> rdv = RendezvousOf(job);
-  if (!rdv.ok()) return rdv.status();
+  ASSIGN_OR_RETURN(const RankRendezvous rdv, RendezvousOf(job));
   const EngineWorker::Supervision watch = Watch(job, config);
   // Rank 0's progress is the job's (every rank runs the same steps).
-  const std::function<void(const RunProgress&)> none;
-  RunGang(runs, g, *rdv, resolved.id(), [&](int r, const wv1::RankPlacement& placement) {
+  const ProgressFn none;
+  RunGang(runs, g, rdv, resolved.id(), [&](int r, const wv1::RankPlacement& placement) {
     return at(r).worker->RunJob(resolved, scratch, r == 0 ? progress : none, at(r).cancel, watch,
                                 placement);
   }, cancel);
@@ -324,7 +322,7 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
     return GangFailure(job, g, cause_rank, cause, std::move(cause_note), cancel, out);
   }
   // Across hosts this daemon holds its own ranks only: `summary` of the gathered folder.
-  if (!rdv->across_hosts) AddRanksOrLogWhyNot(job, ends);
+  if (!rdv.across_hosts) AddRanksOrLogWhyNot(job, ends);
   for (int r = 0; r < n; ++r) {
     if (absl::Status s = Publish(job, end_of(r).done->job_dir(), scratch, RankArtifactName(r, ""),
                                  config, r == 0 ? progress : none, out);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 #include "server/worker/worker_protocol.h"
 
 extern char** environ;
@@ -108,9 +109,8 @@ absl::StatusOr<std::string> FindWorkerExecutable(const std::string& configured,
 absl::StatusOr<std::unique_ptr<EngineWorker>> EngineWorker::Start(
     const std::string& executable, const std::string& device, milliseconds hello_timeout,
     const std::vector<std::string>& extra_args) {
-  absl::StatusOr<std::unique_ptr<EngineWorker>> w = Spawn(executable, device, extra_args);
-  if (!w.ok()) return w.status();
-  if (absl::Status s = (*w)->AwaitHello(hello_timeout); !s.ok()) return s;
+  ASSIGN_OR_RETURN(std::unique_ptr<EngineWorker> w, Spawn(executable, device, extra_args));
+  RETURN_IF_ERROR(w->AwaitHello(hello_timeout));
   return w;
 }
 
@@ -235,12 +235,12 @@ void EngineWorker::Stop(milliseconds grace) {
 
 EngineWorker::JobEnd EngineWorker::RunJob(const v1::Job& resolved_job,
                                           const std::string& project_dir,
-                                          const std::function<void(const RunProgress&)>& progress,
+                                          const ProgressFn& progress,
                                           const engine::CancelToken& cancel,
                                           const Supervision& supervision,
                                           const wv1::RankPlacement& rank) {
   JobEnd end;
-  last_progress_ = RunProgress{};
+  last_progress_ = JobProgress{};
   if (pid_ <= 0) {
     end.death = "had already ended";
     return end;
@@ -303,8 +303,7 @@ EngineWorker::JobEnd EngineWorker::RunJob(const v1::Job& resolved_job,
     }
     last_heard = Clock::now();
     if (msg.has_progress()) {
-      const wv1::Progress& p = msg.progress();
-      last_progress_ = RunProgress{p.stage(), p.done(), p.total(), p.message()};
+      last_progress_ = worker::ProgressFromWire(msg.progress());
       if (progress) progress(last_progress_);
     } else if (msg.has_done()) {
       end.done = msg.done();

@@ -86,9 +86,8 @@ class EngineWorker {
   // (stopped, hung) or still running at `wall_limit`. The last progress seen is in LastStage().
   // `rank`: this worker's place in a data-parallel job (world size 1 or unset: none).
   JobEnd RunJob(const v1::Job& resolved_job, const std::string& project_dir,
-                const std::function<void(const RunProgress&)>& progress,
-                const engine::CancelToken& cancel, const Supervision& supervision,
-                const wv1::RankPlacement& rank = {});
+                const ProgressFn& progress, const engine::CancelToken& cancel,
+                const Supervision& supervision, const wv1::RankPlacement& rank = {});
 
   // Asks the worker to stop, kills it after `grace`, reaps it. Idempotent.
   void Stop(std::chrono::milliseconds grace);
@@ -116,7 +115,7 @@ class EngineWorker {
   int fd_;
   std::string device_;
   wv1::Hello hello_;
-  RunProgress last_progress_;
+  JobProgress last_progress_;
 };
 
 // "killed by signal 9 (Killed)", "exited with code 3", from a waitpid status.

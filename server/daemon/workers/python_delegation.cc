@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "common/status/status_macros.h"
 #include "proto/job_spec/job_defaults.h"
 #include "proto/job_spec/job_spec.h"
 #include "server/daemon/jobs/job_inputs.h"
@@ -248,15 +249,13 @@ absl::StatusOr<std::vector<std::string>> PythonToolArgs(const v1::Job& job, cons
   std::vector<std::string> args = {tool, "profile", run ? "run" : "infer"};
   std::string positional;
   if (run) {
-    if (absl::Status s = CheckRun(job.request().run()); !s.ok()) return s;
-    absl::StatusOr<std::string> data = DataYaml(job.request().run().data(), config);
-    if (!data.ok()) return data.status();
-    positional = *data;
+    RETURN_IF_ERROR(CheckRun(job.request().run()));
+    ASSIGN_OR_RETURN(positional, DataYaml(job.request().run().data(), config));
     v1::RunSpec spec = job.request().run();
     jobspec::ApplyDefaults(&spec);
     for (std::string& f : RunFlags(spec)) args.push_back(std::move(f));
   } else {
-    if (absl::Status s = CheckProfiler(job.request().infer().profiler(), "infer"); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckProfiler(job.request().infer().profiler(), "infer"));
     // The Python tool's profile infer always decodes: --postprocess none is the engine's.
     if (job.request().infer().postprocess() == "none") return Unsupported("infer.postprocess", "infer");
     positional = job.request().infer().source();  // "" = the tool's bundled sample image
@@ -276,23 +275,23 @@ absl::StatusOr<std::vector<std::string>> PythonToolArgs(const v1::Job& job, cons
   return args;
 }
 
-std::optional<RunProgress> PythonProgress::Line(const std::string& line) {
+std::optional<JobProgress> PythonProgress::Line(const std::string& line) {
   const absl::string_view msg = LogMessage(line);
   const std::string text(msg);
   if (absl::StartsWith(msg, "Starting training for")) {
     ++trial_;
-    if (trials_ > 1) return RunProgress{"training", trial_, trials_, ""};
-    return RunProgress{"training", 0, 0, ""};
+    if (trials_ > 1) return JobProgress{"training", trial_, trials_, ""};
+    return JobProgress{"training", 0, 0, ""};
   }
   if (absl::StartsWith(msg, "Epoch ") && absl::StrContains(msg, " - Average loss: ")) {
-    return RunProgress{"training", 0, 0, text};
+    return JobProgress{"training", 0, 0, text};
   }
-  if (absl::StrContains(msg, "LibreYOLO training profile")) return RunProgress{"analysing", 0, 0, ""};
+  if (absl::StrContains(msg, "LibreYOLO training profile")) return JobProgress{"analysing", 0, 0, ""};
   // Its result lines: the training profile's headline and verdict, the inference latency, stage
   // split and verdict, and the final throughput.
   for (const char* prefix : {"REAL step ", ">> VERDICT:", "latency  p50", "stages   preprocess",
                              ">> ", "img/s: "}) {
-    if (absl::StartsWith(msg, prefix)) return RunProgress{"measured", 0, 0, text};
+    if (absl::StartsWith(msg, prefix)) return JobProgress{"measured", 0, 0, text};
   }
   return std::nullopt;
 }

@@ -16,6 +16,7 @@
 #include "common/job/names.h"
 #include "common/load/load_profile.h"
 #include "common/status/exit_code.h"
+#include "common/status/status_macros.h"
 #include "server/daemon/external/produced_files.h"
 #include "server/daemon/jobs/job_inputs.h"
 #include "server/daemon/workers/engine_worker.h"
@@ -151,21 +152,21 @@ absl::Status PythonRunner::TakeFiles(const v1::Job& job, const std::string& proj
         "the Python LibreYOLO ended without writing profile.json (looked in ", final_folder, ")"));
   }
   auto take = [&](const std::string& path, const std::vector<external::ProducedFile>& f) {
-    absl::StatusOr<std::vector<v1::Artifact>> taken =
-        external::TakeProducedFiles(external::DropFolder{path, self}, f, store_, job.id(), max_bytes);
-    if (!taken.ok()) return taken.status();
-    for (v1::Artifact& a : *taken) out->artifacts.push_back(std::move(a));
+    ASSIGN_OR_RETURN(std::vector<v1::Artifact> taken,
+                     external::TakeProducedFiles(external::DropFolder{path, self}, f, store_,
+                                                 job.id(), max_bytes));
+    for (v1::Artifact& a : taken) out->artifacts.push_back(std::move(a));
     return absl::OkStatus();
   };
-  if (absl::Status s = take(final_folder, files); !s.ok()) return s;
+  RETURN_IF_ERROR(take(final_folder, files));
   // The earlier trials' profiles ("trial<T>.profile.json") and the repeat file at the root.
   for (int64_t t = 0; t + 1 < trials; ++t) {
     const auto earlier = Present(folder(t), {"profile.json"}, absl::StrCat("trial", t, "."));
-    if (absl::Status s = take(folder(t), earlier); !s.ok()) return s;
+    RETURN_IF_ERROR(take(folder(t), earlier));
   }
   const std::string repeat = run ? "profile_repeat.json" : "infer_repeat.json";
   if (trials > 1) {
-    if (absl::Status s = take(project, Present(project, {repeat}, "")); !s.ok()) return s;
+    RETURN_IF_ERROR(take(project, Present(project, {repeat}, "")));
   }
   // Checked before they count: every profile taken must read as one.
   v1::Job stored = job;
@@ -187,8 +188,7 @@ absl::Status PythonRunner::TakeFiles(const v1::Job& job, const std::string& proj
   return absl::OkStatus();
 }
 
-RunOutcome PythonRunner::Run(const v1::Job& job,
-                             const std::function<void(const RunProgress&)>& progress,
+RunOutcome PythonRunner::Run(const v1::Job& job, const ProgressFn& progress,
                              const engine::CancelToken& cancel) {
   const std::shared_ptr<const DaemonConfig> snapshot = config_.Get();  // SIGHUP may swap it
   const DaemonConfig& config = *snapshot;
@@ -203,7 +203,7 @@ RunOutcome PythonRunner::Run(const v1::Job& job,
     store_->DiscardArtifacts(job.id());
     return out;
   };
-  auto report = [&](const RunProgress& p) {
+  auto report = [&](const JobProgress& p) {
     if (progress) progress(p);
   };
   absl::StatusOr<std::string> scratch = store_->ScratchDir(job.id());
@@ -249,7 +249,7 @@ RunOutcome PythonRunner::Run(const v1::Job& job,
       [&](const std::string& line) {
         log.Add(line);
         if (std::string said = FailureLine(line); !said.empty()) last_line = std::move(said);
-        if (std::optional<RunProgress> p = parser.Line(line)) report(*p);
+        if (std::optional<JobProgress> p = parser.Line(line)) report(*p);
       });
   if (!end.ok()) return fail(end.status());
   const std::string what = absl::StrCat("the Python LibreYOLO (`libreyolo profile ", command,

@@ -70,7 +70,7 @@ absl::StatusOr<std::vector<std::string>> PythonToolArgs(const v1::Job& job, cons
 class PythonProgress {
  public:
   explicit PythonProgress(int64_t trials) : trials_(trials) {}
-  std::optional<RunProgress> Line(const std::string& line);
+  std::optional<JobProgress> Line(const std::string& line);
 
  private:
   int64_t trials_;
@@ -82,7 +82,7 @@ class PythonRunner : public JobRunner {
   PythonRunner(const LiveConfig& config, JobStore* store);
 
   // Runs `job` (which DelegatedFamily sent here) with the Python tool to its end. Never throws.
-  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>& progress,
+  RunOutcome Run(const v1::Job& job, const ProgressFn& progress,
                  const engine::CancelToken& cancel) override;
   std::string ToolFor(const v1::Job& job) const override;
 

@@ -22,8 +22,7 @@ JobRunner* RoutingRunner::Pick(const v1::Job& job, std::string* why_not) const {
   return routes_.engine;
 }
 
-RunOutcome RoutingRunner::Run(const v1::Job& job,
-                              const std::function<void(const RunProgress&)>& progress,
+RunOutcome RoutingRunner::Run(const v1::Job& job, const ProgressFn& progress,
                               const engine::CancelToken& cancel) {
   std::string why_not;
   JobRunner* runner = Pick(job, &why_not);

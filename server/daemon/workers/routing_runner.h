@@ -26,7 +26,7 @@ class RoutingRunner : public JobRunner {
   };
   explicit RoutingRunner(Routes routes) : routes_(std::move(routes)) {}
 
-  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>& progress,
+  RunOutcome Run(const v1::Job& job, const ProgressFn& progress,
                  const engine::CancelToken& cancel) override;
   std::string ToolFor(const v1::Job& job) const override;
   EngineFacts Facts() const override { return routes_.engine->Facts(); }
