@@ -366,139 +366,154 @@ bool LayoutFits(ExportOutput layout, const std::vector<torch::Tensor>& outs, int
   return false;
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<Detections>> TorchScriptModel::Postprocess(
-    const torch::IValue& output, const PostprocessOptions& o,
-    const std::vector<ExportGeometry>& geometry) const {
-  const std::vector<torch::Tensor> outs = OutputTensors(output, torch::kFloat);
-  const ExportFamily& f = *meta_.family;
-  const std::string shapes = ShapesOf(outs);
+// Why `outs` cannot be decoded as the family's layout (the family has none, or the outputs are
+// not of its form), naming the shapes and the way out; OK when they can.
+absl::Status CheckDecodable(const ExportMetadata& meta, const std::vector<torch::Tensor>& outs) {
+  const ExportFamily& f = *meta.family;
   const std::string no_decode =
       "; `profile infer --postprocess none` profiles its preprocessing and forward without a "
       "decode (or profile the family's native checkpoint: a daemon runs the Python LibreYOLO's "
       "own profiler for a family the engine lacks, `profile infer --weights <checkpoint>.pt`)";
   if (!f.unsupported.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a ", meta_.family_name, " export (outputs ", shapes, "): the engine does not decode it: ",
-        f.unsupported, no_decode));
+        "a ", meta.family_name, " export (outputs ", ShapesOf(outs),
+        "): the engine does not decode it: ", f.unsupported, no_decode));
   }
-  if (!LayoutFits(f.output, outs, meta_.num_classes)) {
+  if (!LayoutFits(f.output, outs, meta.num_classes)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a ", meta_.family_name, " export returned outputs ", shapes, " with ", meta_.num_classes,
-        " classes in its metadata, not the layout the engine decodes for ", meta_.family_name,
-        no_decode));
+        "a ", meta.family_name, " export returned outputs ", ShapesOf(outs), " with ",
+        meta.num_classes, " classes in its metadata, not the layout the engine decodes for ",
+        meta.family_name, no_decode));
   }
+  return absl::OkStatus();
+}
+
+// Image `i` of a DETR-style export (queries with logits and boxes): the backend's _parse_rtdetr
+// and its kin, already in source pixels.
+Detections DetrImage(const ExportMetadata& meta, const std::vector<torch::Tensor>& outs, int64_t i,
+                     const PostprocessOptions& o, int64_t max_det, const ExportGeometry& g) {
+  const ExportFamily& f = *meta.family;
+  // The boxes are the output whose last dimension is 4 (the backend's _parse_rtdetr).
+  const bool second_is_boxes = outs[1].size(-1) == 4;
+  torch::Tensor logits = (second_is_boxes ? outs[0] : outs[1])[i];
+  const torch::Tensor boxes = (second_is_boxes ? outs[1] : outs[0])[i];
+  int64_t top_k = max_det;
+  // LW-DETR's cap (the backend's _lwdetr_num_select): its t size's queries, else 300.
+  if (f.small_size_top_k > 0) {
+    top_k = std::min<int64_t>(top_k, meta.size == "t" ? f.small_size_top_k : 300);
+  }
+  // COCO-91 logits (91 ids, +1 for DETR's "no object") cut to the 80 classes.
+  const int64_t id_columns = logits.size(1) - (f.output == ExportOutput::kDetrSoftmax ? 1 : 0);
+  const torch::Tensor columns = f.coco91_logits && id_columns == 91 && meta.num_classes == 80
+                                    ? torch::tensor(Coco91CategoryIds(), torch::kLong)
+                                    : torch::Tensor();
+  if (f.output == ExportOutput::kDetrSoftmax) {
+    return DetrSoftmaxDetections(logits, boxes, columns, o.conf, top_k, g.src_width, g.src_height);
+  }
+  if (columns.defined()) logits = logits.index_select(1, columns);
+  return DetrDetections(logits, boxes, o.conf, top_k, g.src_width, g.src_height);
+}
+
+// Image `i`'s candidates (canvas pixels) from a dense or row layout, as the family's row says.
+Candidates LayoutCandidates(const ExportMetadata& meta, const std::vector<torch::Tensor>& outs,
+                            int64_t i, const PostprocessOptions& o, int64_t max_det) {
+  const ExportFamily& f = *meta.family;
+  switch (f.output) {
+    case ExportOutput::kDenseXyxy: {
+      PostprocessOptions po = o;
+      po.max_candidates = f.candidates;
+      return DenseCandidates(outs[0][i], po);
+    }
+    case ExportOutput::kDenseTopK: return TopKAnchorCandidates(outs[0][i], o.conf, max_det);
+    case ExportOutput::kRowsXyxy: {
+      const torch::Tensor rows = outs[0][i];
+      std::vector<int64_t> bounds = {0};
+      for (int s : f.level_strides) {
+        if (s > 0) bounds.push_back(bounds.back() + (meta.height + s - 1) / s * ((meta.width + s - 1) / s));
+      }
+      if (bounds.size() > 1 && bounds.back() == rows.size(0)) {
+        return CapPerLevel(PairCandidates(rows.slice(1, 0, 4), rows.slice(1, 4), o.conf, 0), bounds,
+                           f.candidates);
+      }
+      return PairCandidates(rows.slice(1, 0, 4), rows.slice(1, 4), o.conf, f.candidates);
+    }
+    case ExportOutput::kYoloxCxcywh: return YoloxCandidates(outs[0][i], o.conf);
+    case ExportOutput::kRows6:
+      // CenterNet's ranked peaks: the first max_det rows (_parse_centernet's budget).
+      return Rows6Candidates(f.ranked_rows ? outs[0][i].slice(0, 0, max_det) : outs[0][i], o.conf);
+    case ExportOutput::kRowsLevelXyxy: {
+      const torch::Tensor rows = outs[0][i];
+      const Candidates c = PairCandidates(rows.slice(1, 0, 4), rows.slice(1, 5), o.conf, 0);
+      // np.rint: half to even, as torch.round.
+      const torch::Tensor level = rows.select(1, 4).round().to(torch::kLong).index_select(0, c.anchors);
+      return CapPerGroup(c, level, f.level_count, f.candidates);
+    }
+    case ExportOutput::kBoxesScores: {
+      // The boxes are the output whose last dimension is 4 (the backend's _parse_yolonas).
+      const bool first_is_boxes = outs[0].size(-1) == 4 && outs[1].size(-1) != 4;
+      const bool second_is_boxes = !first_is_boxes && outs[1].size(-1) == 4;
+      const torch::Tensor boxes = (second_is_boxes ? outs[1] : outs[0])[i];
+      const torch::Tensor scores = (second_is_boxes ? outs[0] : outs[1])[i];
+      return f.multi_label ? PairCandidates(boxes, scores, o.conf, f.candidates)
+                           : BestClassCandidates(boxes, scores, o.conf, f.candidates);
+    }
+    default: break;
+  }
+  return Candidates{};
+}
+
+// Candidates on the canvas -> the image's detections: through CenterNet's inverse warp, or back
+// through the letterbox / stretch and clipped, then the family's NMS and max_det.
+Detections FinishImage(const ExportFamily& f, Candidates c, const ExportGeometry& g,
+                       const PostprocessOptions& o, int64_t max_det) {
+  if (f.resize == ExportResize::kAffineCentre) {
+    // Through the inverse warp, in float32 as postprocess/centernet.py; not clipped: its
+    // clamp_ acts on a copy (boxes[:, [0, 2]] is advanced indexing), so the backend's boxes
+    // may leave the image, and ours do as well.
+    const std::array<double, 6>& m = g.inverse_affine;
+    const torch::Tensor mt =
+        torch::tensor({m[0], m[1], m[2], m[3], m[4], m[5]}, torch::kDouble).view({2, 3}).to(torch::kFloat).t();
+    const torch::Tensor ones = torch::ones({c.boxes.size(0), 1}, torch::kFloat);
+    c.boxes = torch::cat({torch::cat({c.boxes.slice(1, 0, 2), ones}, 1).matmul(mt),
+                          torch::cat({c.boxes.slice(1, 2, 4), ones}, 1).matmul(mt)}, 1);
+    return FinishCandidates(c, 2.0, max_det, false, f.drop_empty);
+  }
+  // Back to the source image, clipped (the backend does both before its NMS).
+  torch::Tensor b = c.boxes.clone();
+  b.select(1, 0).sub_(g.pad_left);
+  b.select(1, 2).sub_(g.pad_left);
+  b.select(1, 1).sub_(g.pad_top);
+  b.select(1, 3).sub_(g.pad_top);
+  b.select(1, 0).div_(static_cast<float>(g.ratio_x));
+  b.select(1, 2).div_(static_cast<float>(g.ratio_x));
+  b.select(1, 1).div_(static_cast<float>(g.ratio_y));
+  b.select(1, 3).div_(static_cast<float>(g.ratio_y));
+  b.select(1, 0).clamp_(0, g.src_width);
+  b.select(1, 2).clamp_(0, g.src_width);
+  b.select(1, 1).clamp_(0, g.src_height);
+  b.select(1, 3).clamp_(0, g.src_height);
+  c.boxes = b;
+  if (f.nms == ExportNms::kNone) return FinishCandidates(c, 2.0, max_det, false);  // IoU never > 2
+  return FinishCandidates(c, o.iou, max_det, f.nms == ExportNms::kClassAware, f.drop_empty);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Detections>> TorchScriptModel::Postprocess(
+    const torch::IValue& output, const PostprocessOptions& o,
+    const std::vector<ExportGeometry>& geometry) const {
+  const std::vector<torch::Tensor> outs = OutputTensors(output, torch::kFloat);
+  if (absl::Status s = CheckDecodable(meta_, outs); !s.ok()) return s;
+  const ExportFamily& f = *meta_.family;
   const int64_t max_det = f.max_det_cap > 0 ? std::min(o.max_det, f.max_det_cap) : o.max_det;
+  const bool detr = f.output == ExportOutput::kDetr || f.output == ExportOutput::kDetrSoftmax;
   std::vector<Detections> result;
   for (size_t img = 0; img < geometry.size(); ++img) {
-    const ExportGeometry& g = geometry[img];
     const auto i = static_cast<int64_t>(img);
-    if (f.output == ExportOutput::kDetr || f.output == ExportOutput::kDetrSoftmax) {
-      // The boxes are the output whose last dimension is 4 (the backend's _parse_rtdetr).
-      const bool second_is_boxes = outs[1].size(-1) == 4;
-      torch::Tensor logits = (second_is_boxes ? outs[0] : outs[1])[i];
-      const torch::Tensor boxes = (second_is_boxes ? outs[1] : outs[0])[i];
-      int64_t top_k = max_det;
-      // LW-DETR's cap (the backend's _lwdetr_num_select): its t size's queries, else 300.
-      if (f.small_size_top_k > 0) {
-        top_k = std::min<int64_t>(top_k, meta_.size == "t" ? f.small_size_top_k : 300);
-      }
-      // COCO-91 logits (91 ids, +1 for DETR's "no object") cut to the 80 classes.
-      const int64_t id_columns = logits.size(1) - (f.output == ExportOutput::kDetrSoftmax ? 1 : 0);
-      const torch::Tensor columns = f.coco91_logits && id_columns == 91 && meta_.num_classes == 80
-                                        ? torch::tensor(Coco91CategoryIds(), torch::kLong)
-                                        : torch::Tensor();
-      if (f.output == ExportOutput::kDetrSoftmax) {
-        result.push_back(DetrSoftmaxDetections(logits, boxes, columns, o.conf, top_k, g.src_width,
-                                               g.src_height));
-        continue;
-      }
-      if (columns.defined()) logits = logits.index_select(1, columns);
-      result.push_back(DetrDetections(logits, boxes, o.conf, top_k, g.src_width, g.src_height));
-      continue;
-    }
-    Candidates c;
-    switch (f.output) {
-      case ExportOutput::kDenseXyxy: {
-        PostprocessOptions po = o;
-        po.max_candidates = f.candidates;
-        c = DenseCandidates(outs[0][i], po);
-        break;
-      }
-      case ExportOutput::kDenseTopK: c = TopKAnchorCandidates(outs[0][i], o.conf, max_det); break;
-      case ExportOutput::kRowsXyxy: {
-        const torch::Tensor rows = outs[0][i];
-        std::vector<int64_t> bounds = {0};
-        for (int s : f.level_strides) {
-          if (s > 0) bounds.push_back(bounds.back() + (meta_.height + s - 1) / s * ((meta_.width + s - 1) / s));
-        }
-        if (bounds.size() > 1 && bounds.back() == rows.size(0)) {
-          c = CapPerLevel(PairCandidates(rows.slice(1, 0, 4), rows.slice(1, 4), o.conf, 0), bounds,
-                          f.candidates);
-        } else {
-          c = PairCandidates(rows.slice(1, 0, 4), rows.slice(1, 4), o.conf, f.candidates);
-        }
-        break;
-      }
-      case ExportOutput::kYoloxCxcywh: c = YoloxCandidates(outs[0][i], o.conf); break;
-      case ExportOutput::kRows6:
-        // CenterNet's ranked peaks: the first max_det rows (_parse_centernet's budget).
-        c = Rows6Candidates(f.ranked_rows ? outs[0][i].slice(0, 0, max_det) : outs[0][i], o.conf);
-        break;
-      case ExportOutput::kRowsLevelXyxy: {
-        const torch::Tensor rows = outs[0][i];
-        c = PairCandidates(rows.slice(1, 0, 4), rows.slice(1, 5), o.conf, 0);
-        // np.rint: half to even, as torch.round.
-        const torch::Tensor level = rows.select(1, 4).round().to(torch::kLong).index_select(0, c.anchors);
-        c = CapPerGroup(c, level, f.level_count, f.candidates);
-        break;
-      }
-      case ExportOutput::kBoxesScores: {
-        // The boxes are the output whose last dimension is 4 (the backend's _parse_yolonas).
-        const bool first_is_boxes = outs[0].size(-1) == 4 && outs[1].size(-1) != 4;
-        const bool second_is_boxes = !first_is_boxes && outs[1].size(-1) == 4;
-        const torch::Tensor boxes = (second_is_boxes ? outs[1] : outs[0])[i];
-        const torch::Tensor scores = (second_is_boxes ? outs[0] : outs[1])[i];
-        c = f.multi_label ? PairCandidates(boxes, scores, o.conf, f.candidates)
-                          : BestClassCandidates(boxes, scores, o.conf, f.candidates);
-        break;
-      }
-      default: break;
-    }
-    if (f.resize == ExportResize::kAffineCentre) {
-      // Through the inverse warp, in float32 as postprocess/centernet.py; not clipped: its
-      // clamp_ acts on a copy (boxes[:, [0, 2]] is advanced indexing), so the backend's boxes
-      // may leave the image, and ours do as well.
-      const std::array<double, 6>& m = g.inverse_affine;
-      const torch::Tensor mt =
-          torch::tensor({m[0], m[1], m[2], m[3], m[4], m[5]}, torch::kDouble).view({2, 3}).to(torch::kFloat).t();
-      const torch::Tensor ones = torch::ones({c.boxes.size(0), 1}, torch::kFloat);
-      c.boxes = torch::cat({torch::cat({c.boxes.slice(1, 0, 2), ones}, 1).matmul(mt),
-                            torch::cat({c.boxes.slice(1, 2, 4), ones}, 1).matmul(mt)}, 1);
-      result.push_back(FinishCandidates(c, 2.0, max_det, false, f.drop_empty));
-      continue;
-    }
-    // Back to the source image, clipped (the backend does both before its NMS).
-    torch::Tensor b = c.boxes.clone();
-    b.select(1, 0).sub_(g.pad_left);
-    b.select(1, 2).sub_(g.pad_left);
-    b.select(1, 1).sub_(g.pad_top);
-    b.select(1, 3).sub_(g.pad_top);
-    b.select(1, 0).div_(static_cast<float>(g.ratio_x));
-    b.select(1, 2).div_(static_cast<float>(g.ratio_x));
-    b.select(1, 1).div_(static_cast<float>(g.ratio_y));
-    b.select(1, 3).div_(static_cast<float>(g.ratio_y));
-    b.select(1, 0).clamp_(0, g.src_width);
-    b.select(1, 2).clamp_(0, g.src_width);
-    b.select(1, 1).clamp_(0, g.src_height);
-    b.select(1, 3).clamp_(0, g.src_height);
-    c.boxes = b;
-    if (f.nms == ExportNms::kNone) {
-      result.push_back(FinishCandidates(c, 2.0, max_det, false));  // IoU never > 2: no NMS
+    if (detr) {
+      result.push_back(DetrImage(meta_, outs, i, o, max_det, geometry[img]));
     } else {
-      result.push_back(
-          FinishCandidates(c, o.iou, max_det, f.nms == ExportNms::kClassAware, f.drop_empty));
+      result.push_back(FinishImage(f, LayoutCandidates(meta_, outs, i, o, max_det), geometry[img], o, max_det));
     }
   }
   return result;
