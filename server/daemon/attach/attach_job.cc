@@ -471,11 +471,8 @@ absl::Status AttachJobRunner::Analyse(AttachRun& run, RunOutcome* out) const {
   origin.request_trace_id = run.job.id();
   const int64_t max_bytes = config_.Get()->limits.max_artifact_bytes;
   std::vector<v1::Artifact> artifacts;
-  if (absl::Status s = external::AnalyseIntoJob(run.job, *run.folder, processes, origin, store_,
-                                                max_bytes, &artifacts);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(external::AnalyseIntoJob(run.job, *run.folder, processes, origin, store_,
+                                           max_bytes, &artifacts));
   out->artifacts = std::move(artifacts);
   const std::map<pid_t, std::string> names = TraceArtifactNames(processes);
   for (v1::AttachTarget& t : out->attach_targets) {

@@ -324,11 +324,8 @@ absl::Status EngineRunner::RunRanks(const v1::Job& job, const v1::Job& resolved,
   // Across hosts this daemon holds its own ranks only: `summary` of the gathered folder.
   if (!rdv.across_hosts) AddRanksOrLogWhyNot(job, ends);
   for (int r = 0; r < n; ++r) {
-    if (absl::Status s = Publish(job, end_of(r).done->job_dir(), scratch, RankArtifactName(r, ""),
-                                 config, r == 0 ? progress : none, out);
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(Publish(job, end_of(r).done->job_dir(), scratch, RankArtifactName(r, ""),
+                            config, r == 0 ? progress : none, out));
   }
   SetRunHeadline(ends, out);
   return absl::OkStatus();
