@@ -4,7 +4,7 @@ backend on the same export, image and thread count; prints bench/README.md's tab
 
     python3 bench/task_bench.py [--specs classify=vit:ti:224,...] [--runs 20] [--threads 1]
 
-Per TASK=FAMILY:SIZE:IMGSZ (default: the list below; TASK may be a task_exports.py key such as
+Per TASK=FAMILY:SIZE:IMGSZ (IMGSZ may be HxW; default: the list below; TASK may be a task_exports.py key such as
 semantic_letterbox, a family of that task with its own preprocessing):
   1. the Python tool exports the family from random init and times its backend
      (tests/engine/torchscript/task_exports.py --runs: median preprocess, forward and predict ms;
@@ -30,7 +30,8 @@ SPECS = ("classify=vit:ti:224,classify=resnet:18:224,classify=convnextv2:atto:22
          "semantic=ppliteseg:t50:128,semantic=fcn:r50:256,semantic=deeplabv3:r50:256,"
          "semantic_letterbox=pidnet:s:128,semantic_letterbox=segformer:b0:128,"
          "depth=zipdepth:b:128,depth=depth_anything:s:266,segment=dfine:n:256,segment=ec:s:320,"
-         "pose=yolonas:n:256,pose_dekr=dekr:w32:128")
+         "pose=yolonas:n:256,pose_dekr=dekr:w32:128,pose_hrnet=hrnet:w32:256x192,"
+         "semantic_gtr=gtr:s:128")
 
 
 def python_env():
@@ -103,7 +104,9 @@ def main():
         o = ours(a, folder, task)
         mine = (o["error"] if "error" in o else
                 f"{ms(o.get('preprocess'))} / {ms(o.get('forward'))} / {ms(o.get('postprocess'))}")
-        print(f"| {task} | {family}-{ref['size']} ({ref['imgsz']}) | {ref['mb']:.0f} | "
+        size = ref["imgsz"]
+        size = "x".join(map(str, size)) if isinstance(size, list) else size
+        print(f"| {task} | {family}-{ref['size']} ({size}) | {ref['mb']:.0f} | "
               f"{ms(t.get('preprocess_ms_median'))} / {ms(t.get('forward_ms_median'))} / "
               f"{ms(py_post)} | {mine} | {agreement(a, folder, task)} |", flush=True)
     return 0

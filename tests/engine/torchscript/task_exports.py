@@ -59,6 +59,9 @@ UNDECODED_POSE = ("dekr",)
 # Top-down heads decoded to one person whatever the conf (the whole image as its box): the
 # random net's heatmaps as they are, one conf.
 ONE_PERSON_POSE = ("hrnet",)
+# Keys built with another class count than 80: GTR semantic with its own 19 (Cityscapes): a
+# user's class count, and a quarter of the 80 maps the semantic decode upsamples to the image.
+NB_CLASSES = {"semantic_gtr": 19}
 CONFS = (0.5, 0.3, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.001)
 HERE = Path(__file__).resolve().parent
 
@@ -86,7 +89,8 @@ def one_task(key: str, family: str, size: str, imgsz, out: Path, image: str, run
     mod, cls_name = d["class"].rsplit(".", 1)
     cls = getattr(importlib.import_module(mod), cls_name)
     torch.manual_seed(0)
-    model = cls._from_scratch(size=size, device="cpu", seed=0, task=task)
+    model = cls._from_scratch(size=size, nb_classes=NB_CLASSES.get(key, 80), device="cpu", seed=0,
+                              task=task)
     decoded_pose = task == "pose" and family not in UNDECODED_POSE
     conf_sweep = decoded_pose and family not in ONE_PERSON_POSE
     if conf_sweep:  # constant heads give no person over any conf: as registry_exports.py
@@ -170,7 +174,7 @@ def main(argv=None) -> int:
     p.add_argument("out_dir", nargs="?", default="")
     p.add_argument("--tasks", default=",".join(TASKS))
     p.add_argument("--family", action="append", default=[],
-                   help="TASK=FAMILY:SIZE:IMGSZ instead of the default for that task")
+                   help="TASK=FAMILY:SIZE:IMGSZ (or HxW) instead of the default for that task")
     p.add_argument("--list", action="store_true")
     p.add_argument("--image", default="")
     p.add_argument("--runs", type=int, default=0)
@@ -196,7 +200,8 @@ def main(argv=None) -> int:
     for f in args.family:
         task, spec = f.split("=", 1)
         fam, size, imgsz = spec.split(":")
-        tasks[task] = (fam, size, int(imgsz))
+        # 256x192: an (H, W) canvas (HRNet's fixed person crop)
+        tasks[task] = (fam, size, tuple(int(v) for v in imgsz.split("x")) if "x" in imgsz else int(imgsz))
     for task in [t for t in args.tasks.split(",") if t]:
         fam, size, imgsz = tasks[task]
         t = time.perf_counter()
