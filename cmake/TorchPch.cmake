@@ -3,7 +3,8 @@
 # Parsing LibTorch's headers is most of such a unit's compile time: a file holding only
 # `#include <torch/torch.h>` takes 25 s at -O2 -g1 on a 2-core box, blocks.cc 24 s in all; with
 # the header precompiled, ~12 s of each goes. About 50 units include it (the engine's libraries,
-# its tests, one bench tool), so the header is compiled once (libreyolo_torch_pch, ~60 s) and
+# its tests, one bench tool), so the header is compiled once for the libraries and once for
+# the tests (libreyolo_torch_pch and _test, ~60 s each) and
 # every target below reuses it (REUSE_FROM: the same compile flags, which these targets share;
 # GCC checks the rest with -Winvalid-pch and falls back to parsing the header, never to a
 # wrong build). Files of those targets that do not include LibTorch skip it: the precompiled
@@ -30,15 +31,29 @@ function(libreyolo_torch_pch)
   if(NOT LIBREYOLO_TORCH_PCH OR NOT TARGET libreyolo_model)
     return()
   endif()
+  # Two: GoogleTest's targets compile with -pthread (_REENTRANT), and GCC refuses a header
+  # precompiled without it ("not used because `_REENTRANT' is defined"), and the reverse.
   file(WRITE "${CMAKE_BINARY_DIR}/torch_pch.cc" "// the unit behind the precompiled LibTorch header\n")
   add_library(libreyolo_torch_pch OBJECT "${CMAKE_BINARY_DIR}/torch_pch.cc")
   target_link_libraries(libreyolo_torch_pch PRIVATE ${TORCH_LIBRARIES} libreyolo_warnings)
   target_precompile_headers(libreyolo_torch_pch PRIVATE <torch/torch.h>)
+  if(TARGET GTest::gtest)
+    add_library(libreyolo_torch_pch_test OBJECT "${CMAKE_BINARY_DIR}/torch_pch.cc")
+    target_link_libraries(libreyolo_torch_pch_test PRIVATE ${TORCH_LIBRARIES} GTest::gtest
+                          libreyolo_warnings)
+    target_compile_options(libreyolo_torch_pch_test PRIVATE -pthread)  # as the tests' (gRPC's)
+    target_precompile_headers(libreyolo_torch_pch_test PRIVATE <torch/torch.h>)
+  endif()
   set(_target "")
   foreach(item ${_LIBREYOLO_TORCH_PCH_TARGETS})
     if(TARGET ${item})
       set(_target ${item})
-      target_precompile_headers(${_target} REUSE_FROM libreyolo_torch_pch)
+      get_target_property(_libs ${_target} LINK_LIBRARIES)
+      if("GTest::gtest_main" IN_LIST _libs AND TARGET libreyolo_torch_pch_test)
+        target_precompile_headers(${_target} REUSE_FROM libreyolo_torch_pch_test)
+      else()
+        target_precompile_headers(${_target} REUSE_FROM libreyolo_torch_pch)
+      endif()
     elseif(item MATCHES "\\.cc$")
       if(NOT EXISTS "${CMAKE_SOURCE_DIR}/${item}")
         message(FATAL_ERROR "cmake/TorchPch.cmake: ${item} is not a source file of the tree")
