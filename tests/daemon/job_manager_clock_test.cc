@@ -31,11 +31,11 @@ using test::InferRequest;
 // cancel) before it returns.
 class StepRunner : public JobRunner {
  public:
-  using Script = std::function<void(const std::function<void(const RunProgress&)>&)>;
+  using Script = std::function<void(const std::function<void(const JobProgress&)>&)>;
   void SetScript(Script script) { script_ = std::move(script); }
   // Each job then publishes a profile.json into `store`, as the engine's runner does.
   void PublishInto(JobStore* store) { store_ = store; }
-  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>& progress,
+  RunOutcome Run(const v1::Job& job, const std::function<void(const JobProgress&)>& progress,
                  const engine::CancelToken& cancel) override {
     if (script_) script_(progress);
     RunOutcome done;
@@ -203,17 +203,17 @@ TEST_F(JobManagerClockTest, ARestartCountsTheTimeARecoveredJobRanNotItsWallClock
 // stage, the stage's last step and a message are always recorded.
 TEST_F(JobManagerClockTest, ProgressWithinAStageIsThrottledByTheClock) {
   Open();
-  runner_.SetScript([&](const std::function<void(const RunProgress&)>& progress) {
-    progress(RunProgress{"warmup", 1, 10, ""});   // a new stage: recorded
-    progress(RunProgress{"warmup", 2, 10, ""});   // 0 ms later: dropped
+  runner_.SetScript([&](const std::function<void(const JobProgress&)>& progress) {
+    progress(JobProgress{"warmup", 1, 10, ""});   // a new stage: recorded
+    progress(JobProgress{"warmup", 2, 10, ""});   // 0 ms later: dropped
     clock_.Advance(milliseconds(249));
-    progress(RunProgress{"warmup", 3, 10, ""});   // 249 ms: dropped
+    progress(JobProgress{"warmup", 3, 10, ""});   // 249 ms: dropped
     clock_.Advance(milliseconds(1));
-    progress(RunProgress{"warmup", 4, 10, ""});   // 250 ms: recorded
-    progress(RunProgress{"warmup", 5, 10, "a note"});  // a message: recorded
-    progress(RunProgress{"warmup", 10, 10, ""});  // the last step: recorded
-    progress(RunProgress{"measuring", 1, 3, ""});  // a new stage: recorded
-    progress(RunProgress{"measuring", 2, 3, ""});  // dropped
+    progress(JobProgress{"warmup", 4, 10, ""});   // 250 ms: recorded
+    progress(JobProgress{"warmup", 5, 10, "a note"});  // a message: recorded
+    progress(JobProgress{"warmup", 10, 10, ""});  // the last step: recorded
+    progress(JobProgress{"measuring", 1, 3, ""});  // a new stage: recorded
+    progress(JobProgress{"measuring", 2, 3, ""});  // dropped
   });
   const v1::Job job = RunToEnd();
   std::vector<std::string> seen;

@@ -35,13 +35,13 @@ using Call = FaultyFileOps::Call;
 // of each job id.
 class PublishingRunner : public JobRunner {
  public:
-  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>& progress,
+  RunOutcome Run(const v1::Job& job, const std::function<void(const JobProgress&)>& progress,
                  const engine::CancelToken&) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++runs_[job.id()];
     }
-    progress(RunProgress{"measuring", 1, 1, ""});
+    progress(JobProgress{"measuring", 1, 1, ""});
     RunOutcome out;
     auto scratch = store_->ScratchDir(job.id());
     if (!scratch.ok()) {

@@ -40,9 +40,9 @@ using ::testing::HasSubstr;
 class QuickRunner : public JobRunner {
  public:
   using Script =
-      std::function<void(const v1::Job&, const std::function<void(const RunProgress&)>&)>;
+      std::function<void(const v1::Job&, const std::function<void(const JobProgress&)>&)>;
   void SetScript(Script script) { script_ = std::move(script); }
-  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>& progress,
+  RunOutcome Run(const v1::Job& job, const std::function<void(const JobProgress&)>& progress,
                  const engine::CancelToken&) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -51,7 +51,7 @@ class QuickRunner : public JobRunner {
     if (script_) {
       script_(job, progress);
     } else {
-      progress(RunProgress{"measuring", 1, 1, ""});
+      progress(JobProgress{"measuring", 1, 1, ""});
     }
     return RunOutcome{};
   }
@@ -285,14 +285,14 @@ TEST_F(JobManagerEventsTest, AJobsStoredLogIsBounded) {
   ManualClock& clock = clock_;
   Open(RoomyLimits(), clock);
   std::vector<v1::JobEvent> live;
-  runner_.SetScript([&](const v1::Job& job, const std::function<void(const RunProgress&)>& p) {
+  runner_.SetScript([&](const v1::Job& job, const std::function<void(const JobProgress&)>& p) {
     for (int i = 1; i <= 1000; ++i) {  // past the progress throttle: 300 ms apart
       clock.Advance(std::chrono::milliseconds(300));
-      p(RunProgress{"measuring", i, 1000, ""});
+      p(JobProgress{"measuring", i, 1000, ""});
     }
     for (int cycle = 1; cycle <= 500; ++cycle) {  // a stage change each time
-      p(RunProgress{"profiling", cycle, 500, ""});
-      p(RunProgress{"writing", cycle, 500, "trace"});
+      p(JobProgress{"profiling", cycle, 500, ""});
+      p(JobProgress{"writing", cycle, 500, "trace"});
     }
     live = Snapshot(*jobs_, job.id(), 0);
   });

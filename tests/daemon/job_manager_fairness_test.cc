@@ -27,7 +27,7 @@ using ::testing::HasSubstr;
 class ClockRunner : public JobRunner {
  public:
   explicit ClockRunner(ManualClock* clock) : clock_(clock) {}
-  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>&,
+  RunOutcome Run(const v1::Job& job, const std::function<void(const JobProgress&)>&,
                  const engine::CancelToken&) override {
     const auto& labels = job.request().labels();
     {

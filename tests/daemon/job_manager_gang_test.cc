@@ -27,7 +27,7 @@ using ::testing::HasSubstr;
 
 class SlotRunner : public JobRunner {
  public:
-  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>&,
+  RunOutcome Run(const v1::Job& job, const std::function<void(const JobProgress&)>&,
                  const engine::CancelToken& cancel) override {
     const std::string name = job.request().labels().at("name");
     std::unique_lock<std::mutex> lock(mu_);

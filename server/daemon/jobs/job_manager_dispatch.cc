@@ -283,7 +283,7 @@ void JobManager::RunOne(Entry& e) {
   }
   std::string last_stage;
   auto last_emit = Clock::SteadyTime{};
-  auto progress = [&](const RunProgress& p) {
+  auto progress = [&](const JobProgress& p) {
     const auto now = clock_.SteadyNow();
     const bool boundary = p.stage != last_stage || p.done == p.total || !p.message.empty();
     if (!boundary && now - last_emit < kProgressInterval) return;

@@ -29,9 +29,7 @@ inline constexpr char kToolPython[] = "python-libreyolo";
 inline constexpr char kToolKineto[] = "kineto-on-demand";
 
 // A job reports its progress as JobProgress through a ProgressFn (common/job/progress.h, the
-// one type of it the engine, its worker and the daemon share). RunProgress is its old name
-// here, left only for the job manager's files until they say JobProgress.
-using RunProgress = JobProgress;
+// one type of it the engine, its worker and the daemon share).
 
 struct RunOutcome {
   absl::Status status;                 // OK, CANCELLED, or why it failed
