@@ -30,14 +30,14 @@ using ::testing::HasSubstr;
 // Runs each job until the test releases it (or it is cancelled), recording the start order.
 class ScriptedRunner : public JobRunner {
  public:
-  RunOutcome Run(const v1::Job& job, const std::function<void(const RunProgress&)>& progress,
+  RunOutcome Run(const v1::Job& job, const std::function<void(const JobProgress&)>& progress,
                  const engine::CancelToken& cancel) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       started_.push_back(job.request().labels().at("name"));
     }
     cv_.notify_all();
-    for (int i = 1; i <= 3; ++i) progress(RunProgress{"measuring", i, 3, ""});
+    for (int i = 1; i <= 3; ++i) progress(JobProgress{"measuring", i, 3, ""});
     std::unique_lock<std::mutex> lock(mu_);
     const std::string name = job.request().labels().at("name");
     while (released_.count(name) == 0 && !release_all_) {
