@@ -434,8 +434,9 @@ TEST(DaemonFlagsTest, HelpDocumentsEveryFlag) {
   // With --worker-binary, --connection-idle-timeout, --handshake-timeout, --cpu-slots and the
   // per-user caps of reads and downloads (--max-reads, --max-downloads and their _per_user), and
   // issue 37's --attach-dir, --attach-dynolog-compat and --attach-unix-user, and issue 38's
-  // --python-tool, and issue 40's --max-decoded-pixels.
-  EXPECT_EQ(documented, 54);
+  // --python-tool, and issue 40's --max-decoded-pixels, and issue 39's
+  // --max-attach-duration-ms (its demonstration of adding an option).
+  EXPECT_EQ(documented, 55);
 }
 
 TEST(DaemonConfigValidateTest, AcceptsAUnixOnlyDaemon) {

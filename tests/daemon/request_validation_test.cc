@@ -125,6 +125,38 @@ TEST(ValidateSubmit, ACpuSlotIsCheckedAsTheCpu) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("infer.half"));
 }
 
+// limits.max_attach_duration_ms (--max-attach-duration-ms): an operator's cap on how long an
+// attach job may trace a running process, under the job spec's own bound (10 minutes).
+TEST(ValidateSubmit, AnAttachLongerThanTheDaemonsCapIsRefusedNamingIt) {
+  DaemonConfig c;
+  c.attach_dir = "/run/libreyolo/attach";
+  c.limits.max_attach_duration_ms = 5000;
+  Identity admin = Tcp();
+  admin.admin = true;  // may attach to any process (the caller's identity is not what is tested)
+  std::string device;
+  v1::SubmitJobRequest r;
+  r.mutable_attach()->add_pids(4242);
+  r.mutable_attach()->set_duration_ms(5000);
+  const absl::Status at = ValidateSubmit(r, c, admin, &device);
+  ASSERT_TRUE(at.ok()) << at;
+  EXPECT_EQ(device, "attach");  // the attach lane
+  r.mutable_attach()->set_duration_ms(5001);
+  const absl::Status over = ValidateSubmit(r, c, admin, &device);
+  EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted) << over;
+  EXPECT_THAT(Message(over), HasSubstr("attach.duration_ms"));
+  EXPECT_THAT(Message(over), HasSubstr("5001 exceeds this daemon's max_attach_duration_ms (5000)"));
+  // Past the job spec's own bound it is the request that is wrong, whatever the cap.
+  c.limits.max_attach_duration_ms = jobspec::bounds::kMaxAttachDurationMs;
+  r.mutable_attach()->set_duration_ms(jobspec::bounds::kMaxAttachDurationMs + 1);
+  EXPECT_EQ(ValidateSubmit(r, c, admin, &device).code(),
+            absl::StatusCode::kInvalidArgument);
+  // Iterations are not a duration: the cap does not apply to them.
+  c.limits.max_attach_duration_ms = 1;
+  r.mutable_attach()->clear_duration_ms();
+  r.mutable_attach()->set_iterations(3);
+  EXPECT_TRUE(ValidateSubmit(r, c, admin, &device).ok());
+}
+
 TEST(ValidateSubmit, ImgszGridIsTheEnginesWhateverTheLimit) {
   DaemonConfig c;
   c.limits.max_imgsz = 8192;

@@ -43,6 +43,9 @@ struct Limits : jobspec::JobLimits {
   // image, a source folder's, a dataset's): a bigger one fails the job naming its size. The
   // engine's own bound by default (server/engine/data/image_header.h, kMaxDecodedPixels).
   int64_t max_decoded_pixels = int64_t{1} << 26;
+  // The longest trace an attach job may ask of a running process (duration_ms): the traced
+  // process pays the profiler's cost for that long. The job spec's own bound by default.
+  int64_t max_attach_duration_ms = jobspec::bounds::kMaxAttachDurationMs;
 };
 
 struct Retention {

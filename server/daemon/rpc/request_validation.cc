@@ -220,7 +220,7 @@ absl::Status ValidateJobId(const std::string& field, const std::string& id) {
 
 // `profile attach` (issue 37 §3-4): exactly one target, the window's bounds, and only the
 // profiler switches Kineto's on-demand configuration has.
-absl::Status CheckAttachSpec(const v1::AttachSpec& a) {
+absl::Status CheckAttachSpec(const v1::AttachSpec& a, const Limits& limits) {
   namespace bounds = jobspec::bounds;
   const int targets = (a.pids_size() > 0 ? 1 : 0) + (a.slurm_job_id().empty() ? 0 : 1) +
                       (a.all() ? 1 : 0);
@@ -250,6 +250,11 @@ absl::Status CheckAttachSpec(const v1::AttachSpec& a) {
   }
   if (a.has_duration_ms()) {
     RETURN_IF_ERROR(Range("attach.duration_ms", a.duration_ms(), 1, bounds::kMaxAttachDurationMs));
+    if (a.duration_ms() > limits.max_attach_duration_ms) {
+      return jobspec::LimitError("attach.duration_ms", a.duration_ms(),
+                                 limits.max_attach_duration_ms, limits.limit_owner,
+                                 "max_attach_duration_ms");
+    }
   }
   if (a.has_iterations()) {
     RETURN_IF_ERROR(Range("attach.iterations", a.iterations(), 1, bounds::kMaxAttachIterations));
@@ -327,7 +332,7 @@ absl::Status ValidateSubmit(const v1::SubmitJobRequest& r, const DaemonConfig& c
     return Bad("request_id", "must be printable UTF-8 (no control characters)");
   }
   if (r.has_attach()) {
-    RETURN_IF_ERROR(CheckAttachSpec(r.attach()));
+    RETURN_IF_ERROR(CheckAttachSpec(r.attach(), config.limits));
     RETURN_IF_ERROR(AttachIdentity(who, config).status());
     *device = kAttachLane;
     return absl::OkStatus();
