@@ -57,6 +57,7 @@ failed=0
 summary=()
 
 # run_target <binary name> <seed corpus dir name> <inputs with --ci> [dictionary, default trace.dict]
+# Runs one target; its exit status lands in <work>/<name>/rc for report_target.
 run_target() {
   local name="$1" seeds="$2" ci_runs="$3" dict="${4:-trace.dict}"
   local bin="${build}/tests/fuzz/${name}"
@@ -77,6 +78,17 @@ run_target() {
       "${bound[@]}" "${seeding[@]}" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
       -dict="${fuzz_src}/${dict}" -artifact_prefix="${dir}/artifacts/" \
       -print_final_stats=1 corpus ) >"${dir}/fuzz.log" 2>&1 || rc=$?
+  echo "${rc}" > "${dir}/rc"
+}
+
+# report_target <binary name>: its summary line, and on a failure its first report and
+# reproducers.
+report_target() {
+  local name="$1"
+  local bin="${build}/tests/fuzz/${name}"
+  local dir="${work}/${name}"
+  local rc
+  rc="$(cat "${dir}/rc" 2>/dev/null || echo 1)"
   local execs rate
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "${dir}/fuzz.log" | tail -n1)"
   rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "${dir}/fuzz.log" | tail -n1)"
@@ -105,11 +117,18 @@ run_target() {
   fi
 }
 
-# Inputs per target with --ci: ~30 s each on this project's 2-core machines.
-run_target trace_reader_fuzzer trace 30000
-run_target profile_json_fuzzer profile 150000
-run_target checkpoint_fuzzer checkpoint 200000 checkpoint.dict
-run_target kineto_ipc_fuzzer kineto_ipc 20000000 kineto_ipc.dict
+# Inputs per target with --ci: ~30 s each on this project's 2-core machines. With --ci the
+# targets run side by side (each one process; their input counts are fixed, so what each
+# explores does not depend on it); a timed exploration (N seconds) runs them one after another,
+# each with the whole machine. They report in this order.
+launch() { if [[ "${ci}" -eq 1 ]]; then "$@" & else "$@"; fi; }
+targets=(trace_reader_fuzzer profile_json_fuzzer checkpoint_fuzzer kineto_ipc_fuzzer)
+launch run_target trace_reader_fuzzer trace 30000
+launch run_target profile_json_fuzzer profile 150000
+launch run_target checkpoint_fuzzer checkpoint 200000 checkpoint.dict
+launch run_target kineto_ipc_fuzzer kineto_ipc 20000000 kineto_ipc.dict
+wait
+for t in "${targets[@]}"; do report_target "${t}"; done
 
 echo "=== summary"
 printf '  %s\n' "${summary[@]}"
