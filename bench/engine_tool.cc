@@ -5,7 +5,7 @@
 // same for `libreyolo profile run` (a short training run) under <project>/prof/, with the
 // profiler schedule knobs and switches; a dataset too small for the window exits 3.
 // The job's flags, defaults and bounds are those of `libreyolo profile infer|run` (one flag
-// table, client/cli/job_flags.h; one validator, proto/job_spec/job_spec.h, without a daemon's
+// table, client/cli/job_flags.h; one validator, wire/job_spec/job_spec.h, without a daemon's
 // limits). --record-shapes/--profile-memory/--with-flops: given (--x or --no-x) they are obeyed,
 // left out they take their fixed defaults (server/engine/job/overhead_budget.h).
 // Started without OMP_WAIT_POLICY (and without GOMP_SPINCOUNT), the tool re-executes itself with
@@ -27,7 +27,7 @@
 #include "common/readers/summary_view.h"
 #include "common/render/terminal_text.h"
 #include "common/status/status_macros.h"
-#include "proto/job_spec/job_spec.h"
+#include "wire/job_spec/job_spec.h"
 #include "server/engine/engine.h"
 #include "server/engine/runtime/cpu_threads.h"
 #include "server/worker/engine_spec.h"

@@ -14,7 +14,7 @@ file that uses grpc::Status is skipped: it may be one (the macros take absl stat
 
   scripts/check_status_macros.py [--list] [--root DIR]
 
-Counts the plain repeats and the macro uses per folder under common/, client/, proto/ and
+Counts the plain repeats and the macro uses per folder under common/, client/, wire/ and
 server/. With --list, prints each repeat. Without it, also checks them against ALLOWED below (a
 ratchet: the counts when the check came in) and exits 1 when a file holds more than its allowance,
 naming each line and the macro to write instead. Counts below the allowance pass; lower the
@@ -26,7 +26,7 @@ import os
 import re
 import sys
 
-ROOTS = ('common', 'client', 'proto', 'server')
+ROOTS = ('common', 'client', 'wire', 'server')
 V = r'[A-Za-z_]\w*'
 # if (DECL v = EXPR; !v.ok()) return v | v.status();   (braces optional)
 IF_INIT = re.compile(
@@ -116,7 +116,7 @@ def scan(root):
 
 def folder_of(rel):
     parts = rel.split('/')
-    return '/'.join(parts[:2]) if parts[0] in ('common', 'client', 'proto') else '/'.join(parts[:3])
+    return '/'.join(parts[:2]) if parts[0] in ('common', 'client', 'wire') else '/'.join(parts[:3])
 
 
 def main():

@@ -15,7 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "common/render/terminal_text.h"
 #include "common/status/status_macros.h"
-#include "proto/job_spec/job_defaults.h"
+#include "wire/job_spec/job_defaults.h"
 
 namespace libreyolo::cli {
 namespace {

@@ -1,7 +1,7 @@
 // The one flag table of a job's options: the flags of `libreyolo profile infer|run` and of
 // bench/engine_tool (`libreyolo-engine infer|run`), each naming a field of the proto's job spec
 // (InferSpec, RunSpec, ModelOptions, ProfilerOptions), with the spec's defaults
-// (proto/job_spec/job_defaults.h) in its help. Reading a command line fills the spec with the
+// (wire/job_spec/job_defaults.h) in its help. Reading a command line fills the spec with the
 // flags given and nothing else: an unset field takes its default where the spec is applied
 // (jobspec::ApplyDefaults), and its values are checked by the spec's validator
 // (jobspec::ValidateInferSpec / ValidateRunSpec). Torch-free, like all of client/.

@@ -22,7 +22,7 @@
 #include "common/io/image_extensions.h"
 #include "common/render/terminal_text.h"
 #include "common/status/status_macros.h"
-#include "proto/job_spec/job_defaults.h"
+#include "wire/job_spec/job_defaults.h"
 
 namespace libreyolo::cli {
 namespace {

@@ -27,8 +27,8 @@
 #include "common/job/names.h"
 #include "common/render/terminal_text.h"
 #include "common/status/status_macros.h"
-#include "proto/job_spec/job_defaults.h"
-#include "proto/job_spec/job_spec.h"
+#include "wire/job_spec/job_defaults.h"
+#include "wire/job_spec/job_spec.h"
 
 namespace libreyolo::cli {
 namespace {

@@ -13,8 +13,8 @@
 #include "common/io/trial_artifacts.h"
 #include "common/job/names.h"
 #include "common/render/terminal_text.h"
-#include "proto/job_spec/job_defaults.h"
-#include "proto/job_spec/job_spec.h"
+#include "wire/job_spec/job_defaults.h"
+#include "wire/job_spec/job_spec.h"
 
 namespace libreyolo::cli {
 namespace {

@@ -15,7 +15,7 @@
 #include "common/job/names.h"
 #include "common/load/load_profile.h"
 #include "common/status/status_macros.h"
-#include "proto/reader_spec/reader_request.h"
+#include "wire/reader_spec/reader_request.h"
 
 namespace libreyolo::cli {
 namespace {

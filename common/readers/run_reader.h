@@ -23,7 +23,7 @@ namespace libreyolo {
 // The readers of `libreyolo profile`, in the order it lists them. Each has one row in
 // Readers() (below): its name, the profiles it reads and the function that builds and renders
 // its view. The command line (client/commands/reader_commands.cc: flags), the wire
-// (proto/reader_spec: one request per reader) and the daemon all go through that row.
+// (wire/reader_spec: one request per reader) and the daemon all go through that row.
 enum class ReaderId { kSummary, kGet, kPhases, kKernels, kOps, kModules, kCompare, kWhatIf };
 
 struct ReaderInvocation {

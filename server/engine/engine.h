@@ -12,12 +12,12 @@
 #include "absl/status/statusor.h"
 #include "common/job/progress.h"
 #include "common/profile/profile.h"
-#include "proto/job_spec/job_defaults.h"
+#include "wire/job_spec/job_defaults.h"
 #include "server/engine/data/image_header.h"
 
 namespace libreyolo::engine {
 
-// Every default below is the job spec's (proto/job_spec/job_defaults.h, the one place they are
+// Every default below is the job spec's (wire/job_spec/job_defaults.h, the one place they are
 // stated); jobs from the daemon and the engine tool arrive with every field set
 // (server/worker/engine_spec.h), so these initialisers matter only to direct callers (tests).
 namespace job_defaults = ::libreyolo::jobspec::defaults;

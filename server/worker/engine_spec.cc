@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "proto/job_spec/job_spec.h"
+#include "wire/job_spec/job_spec.h"
 
 namespace libreyolo::worker {
 namespace {

@@ -1,5 +1,5 @@
 // The one conversion from a job's proto spec into the engine's options. The caller has already
-// validated the spec (proto/job_spec/job_spec.h: the daemon at submission, the engine tool
+// validated the spec (wire/job_spec/job_spec.h: the daemon at submission, the engine tool
 // before it runs) and, for a daemon job, resolved its inputs (server/daemon/jobs/job_inputs.h:
 // weights and source paths, inline images written, the CPU thread default). The spec's defaults
 // are applied here (jobspec::ApplyDefaults, the one place they live) and every field is then
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "libreyolo/profiler/v1/profiler.pb.h"
-#include "proto/job_spec/job_defaults.h"
+#include "wire/job_spec/job_defaults.h"
 #include "server/engine/engine.h"
 
 namespace libreyolo::worker {

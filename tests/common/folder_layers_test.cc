@@ -94,6 +94,47 @@ void ExpectLayered(const std::string& tree, size_t min_folders) {
   }
 }
 
+// The top-level folders are layers too (architecture.md): proto/ is the contract and holds only
+// .proto files (its generated headers, "libreyolo/...", depend on nothing of ours); common/ knows
+// neither gRPC nor the other folders; wire/ converts between the contract and common/'s types;
+// client/ and server/ sit on those three and never include each other.
+TEST(FolderLayers, TopLevelFoldersKeepTheirLayers) {
+  const fs::path root(LIBREYOLO_SOURCE_DIR);
+  const std::map<std::string, std::set<std::string>> allowed = {
+      {"common", {}},
+      {"proto", {}},
+      {"wire", {"common", "proto"}},
+      {"client", {"common", "proto", "wire"}},
+      {"server", {"common", "proto", "wire"}},
+  };
+  const std::regex include(R"(^\s*#\s*include\s*"(common|proto|wire|client|server|libreyolo)/)");
+  for (const auto& [folder, may] : allowed) {
+    for (const fs::directory_entry& file : fs::recursive_directory_iterator(root / folder)) {
+      const std::string ext = file.path().extension().string();
+      if (!file.is_regular_file()) continue;
+      if (folder == "proto") {
+        EXPECT_TRUE(ext == ".proto" || file.path().filename() == "CMakeLists.txt")
+            << fs::relative(file.path(), root).string()
+            << ": proto/ holds only the .proto contract; put code that converts its messages "
+               "in wire/";
+        continue;
+      }
+      if (ext != ".h" && ext != ".cc") continue;
+      std::ifstream in(file.path());
+      std::string line;
+      std::smatch m;
+      while (std::getline(in, line)) {
+        if (!std::regex_search(line, m, include)) continue;
+        const std::string to = m[1] == "libreyolo" ? "proto" : m[1].str();
+        if (to == folder) continue;
+        EXPECT_TRUE(may.count(to)) << fs::relative(file.path(), root).string() << " includes "
+                                   << to << "/: " << folder << "/ may include only the layers "
+                                   << "below it (architecture.md)";
+      }
+    }
+  }
+}
+
 TEST(FolderLayers, DaemonFoldersIncludeOneWay) { ExpectLayered("server/daemon", 8); }
 
 TEST(FolderLayers, CommonFoldersIncludeOneWay) { ExpectLayered("common", 11); }

@@ -1,7 +1,7 @@
-// The reader's call on the wire (proto/reader_spec): every reader the command line knows has a
+// The reader's call on the wire (wire/reader_spec): every reader the command line knows has a
 // request, and a request carries every option back unchanged, so a reader read through the
 // daemon is the reader read here (issue 22 §2).
-#include "proto/reader_spec/reader_request.h"
+#include "wire/reader_spec/reader_request.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -17,7 +17,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "proto/job_spec/job_spec.h"
+#include "wire/job_spec/job_spec.h"
 #include "server/daemon/rpc/rpc_edge.h"
 
 namespace libreyolo::daemon {
@@ -42,7 +42,7 @@ Identity SameUidOnUnix() {
 
 std::string Message(const absl::Status& s) { return std::string(s.message()); }
 
-// Issue 10: one validator (proto/job_spec/job_spec.h) with the limits. An unset option is
+// Issue 10: one validator (wire/job_spec/job_spec.h) with the limits. An unset option is
 // checked at its default, the value the job will run with: a daemon whose max_imgsz is under
 // the default 640 refuses a job that leaves --imgsz out (it used to run it at 640), and one
 // whose max_batch is under run's default 16 refuses a run without --batch.

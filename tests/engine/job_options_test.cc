@@ -20,7 +20,7 @@
 #include "client/cli/args.h"
 #include "client/cli/job_flags.h"
 #include "common/load/load_profile.h"
-#include "proto/job_spec/job_spec.h"
+#include "wire/job_spec/job_spec.h"
 #include "server/engine/engine.h"
 #include "server/worker/engine_spec.h"
 

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/render/terminal_text.h"
-#include "proto/job_spec/job_defaults.h"
+#include "wire/job_spec/job_defaults.h"
 #include "server/daemon/attach/attach_job.h"
 
 namespace libreyolo::daemon::attach {

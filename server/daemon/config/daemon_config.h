@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "proto/job_spec/job_spec.h"
+#include "wire/job_spec/job_spec.h"
 #include "server/daemon/security/tls_config.h"
 
 namespace libreyolo::daemon {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/io/image_extensions.h"
 #include "common/status/status_macros.h"
-#include "proto/job_spec/job_defaults.h"
+#include "wire/job_spec/job_defaults.h"
 #include "server/daemon/config/plain_name.h"
 
 namespace libreyolo::daemon {

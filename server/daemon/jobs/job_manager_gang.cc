@@ -6,7 +6,7 @@
 // gangs that wait behind it included in their order.
 #include <algorithm>
 
-#include "proto/job_spec/job_spec.h"
+#include "wire/job_spec/job_spec.h"
 #include "server/daemon/jobs/job_manager.h"
 
 namespace libreyolo::daemon {

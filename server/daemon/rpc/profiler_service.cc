@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "proto/reader_spec/reader_request.h"
+#include "wire/reader_spec/reader_request.h"
 #include "server/daemon/attach/attach_endpoint.h"
 #include "server/daemon/rpc/prometheus.h"
 #include "server/daemon/rpc/request_validation.h"

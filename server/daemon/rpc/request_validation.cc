@@ -18,7 +18,7 @@
 #include "common/readers/top_rows.h"
 #include "common/render/terminal_text.h"
 #include "common/status/status_macros.h"
-#include "proto/job_spec/job_spec.h"
+#include "wire/job_spec/job_spec.h"
 #include "server/daemon/attach/attach_job.h"
 #include "server/daemon/jobs/job_manager.h"
 

@@ -1,6 +1,6 @@
 // The field checks of every request at the API edge: string lengths and character sets, where
 // a job's inputs may come from, and (through the job spec's one validator,
-// proto/job_spec/job_spec.h) the options' ranges, enum values and the daemon's limits. Bad
+// wire/job_spec/job_spec.h) the options' ranges, enum values and the daemon's limits. Bad
 // values are INVALID_ARGUMENT (RESOURCE_EXHAUSTED for a value over one of the daemon's
 // configured `limits`) naming the field. Counts are compared with overflow-safe arithmetic, so
 // no value up to 2^63-1 wraps past a limit. Error messages echo at most a short, terminal-safe
@@ -25,7 +25,7 @@ namespace libreyolo::daemon {
 namespace v1 = ::libreyolo::profiler::v1;
 
 // Bounds of the contract that are not daemon settings (docs/rpc.md, "Bounds"); those of a job's
-// options are the job spec's (proto/job_spec/job_defaults.h).
+// options are the job spec's (wire/job_spec/job_defaults.h).
 inline constexpr size_t kMaxLocalPathBytes = 4096;  // a caller's path on a private daemon
 inline constexpr int kMaxWeightsSearched = 8;       // ModelOptions.weights_searched
 inline constexpr size_t kMaxShortStringBytes = 64;  // device, size, sort, phase, category, ...

@@ -11,7 +11,7 @@
 #include "common/job/names.h"
 #include "common/status/exit_code.h"
 #include "common/status/status_macros.h"
-#include "proto/job_spec/job_spec.h"
+#include "wire/job_spec/job_spec.h"
 #include "server/daemon/jobs/job_inputs.h"
 
 namespace libreyolo::daemon {

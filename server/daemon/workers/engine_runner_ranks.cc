@@ -24,7 +24,7 @@
 #include "common/readers/ranks_view.h"
 #include "common/status/status_macros.h"
 #include "common/status/thread_guard.h"
-#include "proto/job_spec/job_spec.h"
+#include "wire/job_spec/job_spec.h"
 #include "server/daemon/workers/engine_runner.h"
 
 namespace libreyolo::daemon {

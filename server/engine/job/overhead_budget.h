@@ -44,7 +44,7 @@ const char* SwitchName(CostlySwitch s);
 // The flag that turns it off: "--no-record-shapes", "--no-profile-memory", "--no-with-flops".
 const char* SwitchOffFlag(CostlySwitch s);
 
-// The fixed defaults of the switches a job leaves unset (proto/job_spec/job_defaults.h, which the
+// The fixed defaults of the switches a job leaves unset (wire/job_spec/job_defaults.h, which the
 // client's --help shows too). The Python tool records none of the three; ours records what
 // costs less than the default 3 % budget on the benchmark and what the README's commands need.
 // Measured with bench/profiler_switch_cost on our collector (the default), 640 px (the default

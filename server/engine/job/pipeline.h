@@ -18,7 +18,7 @@
 // A kind is a JobKind holding what its stages pass each other. The pipeline owns what every
 // kind shares: the order, the decide and write stages, the error boundary (a LibTorch error
 // anywhere is INTERNAL "LibTorch failed: ..."), and what ends every profile. Bounds are the job
-// spec's (proto/job_spec/job_spec.h, the one validator): the engine checks none of its own.
+// spec's (wire/job_spec/job_spec.h, the one validator): the engine checks none of its own.
 #ifndef LIBREYOLO_SERVER_ENGINE_JOB_PIPELINE_H_
 #define LIBREYOLO_SERVER_ENGINE_JOB_PIPELINE_H_
 

@@ -1,4 +1,4 @@
-#include "proto/reader_spec/reader_request.h"
+#include "wire/reader_spec/reader_request.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"

@@ -3,8 +3,8 @@
 // and every v1 reader RPC, which it wraps into one) back into the same invocation, and the
 // shared RunReader (common/readers/run_reader.h) renders it. Torch-free, gRPC-free (messages
 // only).
-#ifndef LIBREYOLO_PROTO_READER_SPEC_READER_REQUEST_H_
-#define LIBREYOLO_PROTO_READER_SPEC_READER_REQUEST_H_
+#ifndef LIBREYOLO_WIRE_READER_SPEC_READER_REQUEST_H_
+#define LIBREYOLO_WIRE_READER_SPEC_READER_REQUEST_H_
 
 #include <vector>
 
@@ -32,4 +32,4 @@ absl::StatusOr<ReadCall> FromReadRequest(const v1::ReadRequest& req);
 
 }  // namespace libreyolo::readerspec
 
-#endif  // LIBREYOLO_PROTO_READER_SPEC_READER_REQUEST_H_
+#endif  // LIBREYOLO_WIRE_READER_SPEC_READER_REQUEST_H_

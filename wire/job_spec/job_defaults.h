@@ -6,8 +6,8 @@
 // configurable limits (limits.max_imgsz, ...) are not here: they narrow these bounds
 // (job_spec.h: JobLimits). Header-only and dependency-free, so that the torch-side engine can
 // include it. docs/cli.md ("Job options") lists every default and bound.
-#ifndef LIBREYOLO_PROTO_JOB_SPEC_JOB_DEFAULTS_H_
-#define LIBREYOLO_PROTO_JOB_SPEC_JOB_DEFAULTS_H_
+#ifndef LIBREYOLO_WIRE_JOB_SPEC_JOB_DEFAULTS_H_
+#define LIBREYOLO_WIRE_JOB_SPEC_JOB_DEFAULTS_H_
 
 #include <cstdint>
 
@@ -104,4 +104,4 @@ inline constexpr int64_t kMaxDistTimeoutS = 86400;  // data_parallel.timeout_s: 
 
 }  // namespace libreyolo::jobspec
 
-#endif  // LIBREYOLO_PROTO_JOB_SPEC_JOB_DEFAULTS_H_
+#endif  // LIBREYOLO_WIRE_JOB_SPEC_JOB_DEFAULTS_H_

@@ -6,8 +6,8 @@
 // job_defaults.h. What a job reads (weights, a dataset, images) and where it may come from
 // (names in the daemon's directories, inline images, local paths) is the daemon's check, not
 // this one.
-#ifndef LIBREYOLO_PROTO_JOB_SPEC_JOB_SPEC_H_
-#define LIBREYOLO_PROTO_JOB_SPEC_JOB_SPEC_H_
+#ifndef LIBREYOLO_WIRE_JOB_SPEC_JOB_SPEC_H_
+#define LIBREYOLO_WIRE_JOB_SPEC_JOB_SPEC_H_
 
 #include <cstdint>
 #include <limits>
@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "libreyolo/profiler/v1/profiler.pb.h"
-#include "proto/job_spec/job_defaults.h"
+#include "wire/job_spec/job_defaults.h"
 
 namespace libreyolo::jobspec {
 
@@ -82,4 +82,4 @@ absl::Status LimitError(const std::string& field, int64_t value, int64_t limit,
 
 }  // namespace libreyolo::jobspec
 
-#endif  // LIBREYOLO_PROTO_JOB_SPEC_JOB_SPEC_H_
+#endif  // LIBREYOLO_WIRE_JOB_SPEC_JOB_SPEC_H_

@@ -1,4 +1,4 @@
-#include "proto/job_spec/job_spec.h"
+#include "wire/job_spec/job_spec.h"
 
 #include <algorithm>
 #include <cmath>
