@@ -3,6 +3,8 @@
 // daemon is the reader read here (issue 22 §2).
 #include "wire/reader_spec/reader_request.h"
 
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -76,6 +78,44 @@ TEST(ReaderRequest, EveryReaderRoundTripsWithEveryOption) {
       EXPECT_EQ(got.what_if.remove_launches, 12.5);
     }
   }
+}
+
+// The wire mapping is rows (ReaderWires): every reader has exactly one, carried by the oneof
+// field named as the reader ('-' -> '_'), and every field of the oneof is some reader's.
+TEST(ReaderRequest, EveryReaderHasExactlyOneWireRowNamedAsItsField) {
+  for (const ReaderDef& def : Readers()) {
+    SCOPED_TRACE(def.name);
+    EXPECT_EQ(&Reader(def.id), &def);
+    size_t rows = 0;
+    for (const ReaderWire& w : ReaderWires()) rows += w.id == def.id ? 1 : 0;
+    EXPECT_EQ(rows, 1u);
+    const ReaderWire* wire = FindReaderWire(def.id);
+    ASSERT_NE(wire, nullptr);
+    std::string field = def.name;
+    std::replace(field.begin(), field.end(), '-', '_');
+    EXPECT_EQ(WireFieldName(wire->wire_case), field);
+    EXPECT_EQ(FindReaderWire(wire->wire_case), wire);
+  }
+  EXPECT_EQ(ReaderWires().size(), Readers().size());
+  const auto* oneof = v1::ReadRequest::descriptor()->FindOneofByName("reader");
+  ASSERT_NE(oneof, nullptr);
+  EXPECT_EQ(static_cast<size_t>(oneof->field_count()), Readers().size());
+  for (int i = 0; i < oneof->field_count(); ++i) {
+    const auto wire_case = static_cast<v1::ReadRequest::ReaderCase>(oneof->field(i)->number());
+    EXPECT_NE(FindReaderWire(wire_case), nullptr) << oneof->field(i)->name() << " has no row";
+  }
+  EXPECT_EQ(FindReaderWire(v1::ReadRequest::READER_NOT_SET), nullptr);
+}
+
+// The refusal of a request without a reader lists the rows' fields (it was typed by hand).
+TEST(ReaderRequest, ReaderNotSetListsEveryReadersField) {
+  const std::string msg = ReaderNotSetMessage();
+  EXPECT_THAT(msg, ::testing::StartsWith("reader: set one of summary, get, phases, kernels, ops, "
+                                         "modules, compare, what_if"));
+  for (const ReaderWire& w : ReaderWires()) {
+    EXPECT_THAT(msg, ::testing::HasSubstr(WireFieldName(w.wire_case)));
+  }
+  EXPECT_EQ(FromReadRequest(v1::ReadRequest()).status().message(), msg);
 }
 
 TEST(ReaderRequest, DefaultsStayDefaultsAndBadRequestsAreRefused) {
