@@ -45,6 +45,7 @@ command -v clang++-14 >/dev/null || { echo "run-fuzz: clang++-14 not found" >&2;
 cmake -S "${root}" -B "${build}" -G Ninja \
   -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
   -DLIBREYOLO_BUILD_FUZZERS=ON \
   -DLIBREYOLO_BUILD_TESTS=ON \
   -DLIBREYOLO_BUILD_BENCH=OFF \
