@@ -12,6 +12,7 @@
 #include "client/remote/remote_reader.h"
 #include "common/analysis/what_if.h"
 #include "common/load/load_profile.h"
+#include "common/readers/latency_view.h"
 #include "common/readers/modules_view.h"
 #include "common/readers/ops_view.h"
 #include "common/readers/run_reader.h"
@@ -130,6 +131,18 @@ absl::Status ParseWhatIf(const ParsedArgs& a, ReaderInvocation& inv) {
     inv.what_if.remove_launches = v;
   }
   return absl::OkStatus();
+}
+
+// The bounds are the view's (CheckLatencyOptions), the same the daemon checks.
+absl::Status ParseLatency(const ParsedArgs& a, ReaderInvocation& inv) {
+  LatencyOptions& o = inv.latency;
+  if (a.Value("buckets")) {
+    ASSIGN_OR_RETURN(o.buckets, IntFlag(a, "buckets"));
+  }
+  if (a.Value("slowest")) {
+    ASSIGN_OR_RETURN(o.slowest, IntFlag(a, "slowest"));
+  }
+  return CheckLatencyOptions(o);
 }
 
 // Builds the view through the one reader path shared with the daemon (common/readers/
@@ -277,6 +290,22 @@ const std::vector<ReaderFlags>& ReaderFlagTable() {
         {"remove-launches", "N", "", "remove N kernel launches per step"},
         kJsonFlag},
        ParseWhatIf},
+      {ReaderId::kLatency,
+       "an inference profile's per-iteration latency: percentiles, histogram, slowest",
+       "The distribution of an inference profile's per-iteration latency: the recorded n,\n"
+       "p50/p90/p99, mean, min and max (as stored: the numbers summary and get print), and\n"
+       "from the per-iteration samples (latency.samples_ms; a repeat profile holds every\n"
+       "trial's) their standard deviation, a histogram of equal-width buckets between the\n"
+       "fastest and the slowest sample, and the slowest iterations with their index. A\n"
+       "profile with percentiles only (the Python LibreYOLO's) shows the percentiles; a\n"
+       "training profile or a trace has no latency (exit 2).",
+       {kTraceArg},
+       {{"buckets", "N", absl::StrCat(kDefaultLatencyBuckets),
+         absl::StrCat("the histogram's buckets (1..", kMaxLatencyBuckets, ")")},
+        {"slowest", "K", absl::StrCat(kDefaultLatencySlowest),
+         absl::StrCat("list the K slowest samples (0..", kMaxLatencySlowest, "; 0 = none)")},
+        kJsonFlag},
+       ParseLatency},
   };
   return *table;
 }

@@ -8,6 +8,7 @@
 #include "common/load/load_profile.h"
 #include "common/readers/compare_view.h"
 #include "common/readers/get_view.h"
+#include "common/readers/latency_view.h"
 #include "common/readers/modules_view.h"
 #include "common/readers/phases_view.h"
 #include "common/readers/ranks_view.h"
@@ -99,6 +100,13 @@ absl::StatusOr<ReaderOutput> ReadWhatIf(const ReaderCall& c) {
   return Render(r, RenderWhatIfText, RenderWhatIfJson);
 }
 
+absl::Status CheckLatency(const ReaderInvocation& in) { return CheckLatencyOptions(in.latency); }
+
+absl::StatusOr<ReaderOutput> ReadLatency(const ReaderCall& c) {
+  return Render(BuildLatency(c.profiles[0], c.invocation.latency, c.labels[0]), RenderLatencyText,
+                RenderLatencyJson);
+}
+
 // Folders of per-rank traces: `summary DIR` is the cross-rank view, `compare DIR DIR` compares
 // two runs' views; with `--rank k`, any reader reads rank k's trace of each folder through the
 // ordinary single-trace path.
@@ -166,6 +174,7 @@ const std::vector<ReaderDef>& Readers() {
       {ReaderId::kModules, "modules", 1, nullptr, ReadModules},
       {ReaderId::kCompare, "compare", 2, nullptr, ReadCompare},
       {ReaderId::kWhatIf, "what-if", 1, CheckWhatIf, ReadWhatIf},
+      {ReaderId::kLatency, "latency", 1, CheckLatency, ReadLatency},
   };
   return *readers;
 }

@@ -15,6 +15,7 @@
 #include "common/analysis/what_if.h"
 #include "common/profile/profile.h"
 #include "common/readers/kernels_view.h"
+#include "common/readers/latency_view.h"
 #include "common/readers/modules_view.h"
 #include "common/readers/ops_view.h"
 
@@ -23,8 +24,18 @@ namespace libreyolo {
 // The readers of `libreyolo profile`, in the order it lists them. Each has one row in
 // Readers() (below): its name, the profiles it reads and the function that builds and renders
 // its view. The command line (client/commands/reader_commands.cc: flags), the wire
-// (wire/reader_spec: one request per reader) and the daemon all go through that row.
-enum class ReaderId { kSummary, kGet, kPhases, kKernels, kOps, kModules, kCompare, kWhatIf };
+// (wire/reader_spec: one row per reader, ReaderWires()) and the daemon all go through that row.
+enum class ReaderId {
+  kSummary,
+  kGet,
+  kPhases,
+  kKernels,
+  kOps,
+  kModules,
+  kCompare,
+  kWhatIf,
+  kLatency,
+};
 
 struct ReaderInvocation {
   ReaderId reader = ReaderId::kSummary;
@@ -37,6 +48,7 @@ struct ReaderInvocation {
   OpsOptions ops;
   ModulesOptions modules;
   WhatIfRequest what_if;
+  LatencyOptions latency;
   // Local readers only (never set for a daemon's reader RPCs, whose inputs are job ids): a
   // directory input is a folder of per-rank traces (ranks_view.h). `summary DIR` is the
   // cross-rank view; with `rank`, any reader but compare reads that rank's trace.

@@ -103,7 +103,7 @@ TEST(CliContract, ProfileAloneListsSubcommands) {
   const Result r = Cli({"profile"});
   EXPECT_EQ(r.code, 0);
   for (const char* sub : {"run", "infer", "summary", "get", "phases", "kernels", "ops", "modules",
-                          "compare", "what-if"}) {
+                          "compare", "what-if", "latency"}) {
     EXPECT_NE(r.out.find(std::string("  ") + sub), std::string::npos) << sub;
   }
 }
@@ -119,6 +119,7 @@ TEST(CliContract, HelpOnEverySubcommandListsItsFlags) {
       {"modules", {"--depth", "--sort", "--format", "--json", "self_cpu", "folded"}},
       {"compare", {"before", "after", "--json"}},
       {"what-if", {"--remove-category", "--remove-launches", "--json"}},
+      {"latency", {"--buckets", "--slowest", "--json", "1..1000", "0..100000"}},
   };
   for (const auto& [sub, flags] : expected) {
     const Result r = Cli({"profile", sub, "--help"});
@@ -185,6 +186,44 @@ TEST(CliContract, PythonLibreYoloProfilesReadInEveryReader) {
   EXPECT_NE(s.out.find("latency p50/p90/p99    153.00 / 158.62 / 160.99 ms"), std::string::npos)
       << s.out;
   EXPECT_NE(s.out.find("peak VRAM              n/a"), std::string::npos) << s.out;
+}
+
+// `latency` (issue 39 §3): an inference profile reads (percentiles only for the Python tool's),
+// a training profile is exit 2 naming the way out, and bad flag values are exit 2 before
+// anything is read.
+TEST(CliContract, LatencyReaderInputsAndFlagValues) {
+  const std::string infer = Fixture("profiles/libreyolo-python-infer.json");
+  const std::string run = Fixture("profiles/libreyolo-python-run.json");
+  Result r = Cli({"profile", "latency", infer});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("p50 153.000 / p90 158.615 / p99 160.992 ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("records percentiles only"), std::string::npos) << r.out;
+  r = Cli({"profile", "latency", infer, "--json", "--buckets", "1000", "--slowest", "0"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(IsJson(r.out)) << r.out;
+  EXPECT_NE(r.out.find("\"histogram\": null"), std::string::npos) << r.out;
+  r = Cli({"profile", "latency", run});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("`libreyolo profile phases " + run + "`"), std::string::npos) << r.err;
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"--buckets", "0"},
+                                             {"--buckets", "1001"},
+                                             {"--buckets", "-1"},
+                                             {"--buckets", "nan"},
+                                             {"--buckets", "1.5"},
+                                             {"--buckets", "99999999999"},
+                                             {"--slowest", "-1"},
+                                             {"--slowest", "100001"},
+                                             {"--slowest", "x"}}) {
+    std::vector<std::string> cmd = {"profile", "latency", "/nonexistent/profile.json"};
+    cmd.insert(cmd.end(), bad.begin(), bad.end());
+    r = Cli(cmd);
+    EXPECT_EQ(r.code, 2) << bad[0] << " " << bad[1];
+    EXPECT_TRUE(r.out.empty());
+    // Refused for its value, not for the missing file.
+    EXPECT_EQ(r.err.find("nonexistent"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(bad[0].substr(2)), std::string::npos) << r.err;
+  }
 }
 
 // `modules` on a trace with module scopes (our --with-modules ranges), in every form; on one

@@ -100,7 +100,7 @@ std::string CheckDownload(const Remote& r, const v1::Job& job, const std::string
 void CheckReadersRemoteEqualLocal(const Remote& r, const v1::Job& job,
                                   const std::string& local_profile) {
   const std::string ref = "job:" + job.id();
-  const std::vector<std::vector<std::string>> readers = {
+  std::vector<std::vector<std::string>> readers = {
       {"summary"},
       {"get"},
       {"get", "step_ms"},
@@ -109,6 +109,8 @@ void CheckReadersRemoteEqualLocal(const Remote& r, const v1::Job& job,
       {"ops"},
       {"what-if", "--remove-launches", "1"},
   };
+  // An inference job's latency distribution (issue 39 §3: a reader with no RPC of its own).
+  if (job.kind() == v1::JOB_KIND_INFER) readers.push_back({"latency", "--buckets", "4"});
   for (const std::vector<std::string>& reader : readers) {
     std::vector<std::string> remote_args = {"profile", reader[0], ref};
     std::vector<std::string> local_args = {"profile", reader[0], local_profile};

@@ -35,6 +35,7 @@ TEST(ReaderRequest, EveryReaderRoundTripsWithEveryOption) {
     inv.ops.group_by_input_shape = true;
     inv.modules = {.depth = 2, .sort = "self_cpu", .format = "folded"};
     inv.what_if.remove_launches = 12.5;
+    inv.latency = {.buckets = 37, .slowest = 0};
     std::vector<v1::ProfileRef> refs = {Ref("20261202-0123456789abcdef", "rank1.profile.json")};
     if (def.inputs == 2) refs.push_back(Ref("20261202-fedcba9876543210"));
     auto req = ToReadRequest(inv, refs);
@@ -76,6 +77,13 @@ TEST(ReaderRequest, EveryReaderRoundTripsWithEveryOption) {
     }
     if (name == "what-if") {
       EXPECT_EQ(got.what_if.remove_launches, 12.5);
+    }
+    if (name == "latency") {
+      EXPECT_EQ(got.latency.buckets, 37);
+      EXPECT_EQ(got.latency.slowest, 0);
+    } else {
+      EXPECT_EQ(got.latency.buckets, LatencyOptions{}.buckets);
+      EXPECT_EQ(got.latency.slowest, LatencyOptions{}.slowest);
     }
   }
 }
@@ -139,6 +147,32 @@ TEST(ReaderRequest, DefaultsStayDefaultsAndBadRequestsAreRefused) {
               ::testing::HasSubstr("depth: 0 is outside 1..1024"));
   deep.mutable_modules()->set_depth(2147483647);
   EXPECT_EQ(daemon::ValidateRequest(deep).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// latency's options: unset on the wire is the default; the bounds are the view's, refused at the
+// daemon's edge with the local command's message.
+TEST(ReaderRequest, LatencyOptionsDefaultsAndBounds) {
+  v1::ReadRequest req;
+  req.mutable_latency()->mutable_profile()->set_job_id("20261202-0123456789abcdef");
+  auto call = FromReadRequest(req);
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->invocation.reader, ReaderId::kLatency);
+  EXPECT_EQ(call->invocation.latency.buckets, kDefaultLatencyBuckets);
+  EXPECT_EQ(call->invocation.latency.slowest, kDefaultLatencySlowest);
+  EXPECT_TRUE(daemon::ValidateRequest(req).ok());
+  req.mutable_latency()->set_buckets(1000);
+  req.mutable_latency()->set_slowest(100000);
+  EXPECT_TRUE(daemon::ValidateRequest(req).ok());
+  req.mutable_latency()->set_buckets(0);
+  EXPECT_EQ(daemon::ValidateRequest(req).message(), CheckLatencyBuckets(0).message());
+  req.mutable_latency()->set_buckets(1001);
+  EXPECT_EQ(daemon::ValidateRequest(req).code(), absl::StatusCode::kInvalidArgument);
+  req.mutable_latency()->set_buckets(10);
+  req.mutable_latency()->set_slowest(-1);
+  EXPECT_THAT(std::string(daemon::ValidateRequest(req).message()),
+              ::testing::HasSubstr("slowest: -1 is outside 0..100000"));
+  req.mutable_latency()->set_slowest(100001);
+  EXPECT_EQ(daemon::ValidateRequest(req).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

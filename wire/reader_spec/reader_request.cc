@@ -124,6 +124,19 @@ Refs WhatIfFrom(const v1::ReadRequest& r, ReaderInvocation& inv) {
   return {q.profile()};
 }
 
+void LatencyTo(const ReaderInvocation& inv, const Refs& refs, v1::ReadRequest& r) {
+  v1::LatencyRequest& q = *r.mutable_latency();
+  *q.mutable_profile() = refs[0];
+  q.set_buckets(inv.latency.buckets);
+  q.set_slowest(inv.latency.slowest);
+}
+Refs LatencyFrom(const v1::ReadRequest& r, ReaderInvocation& inv) {
+  const v1::LatencyRequest& q = r.latency();
+  if (q.has_buckets()) inv.latency.buckets = q.buckets();
+  if (q.has_slowest()) inv.latency.slowest = q.slowest();
+  return {q.profile()};
+}
+
 }  // namespace
 
 const std::vector<ReaderWire>& ReaderWires() {
@@ -137,6 +150,7 @@ const std::vector<ReaderWire>& ReaderWires() {
       {ReaderId::kModules, R::kModules, ModulesTo, ModulesFrom},
       {ReaderId::kCompare, R::kCompare, CompareTo, CompareFrom},
       {ReaderId::kWhatIf, R::kWhatIf, WhatIfTo, WhatIfFrom},
+      {ReaderId::kLatency, R::kLatency, LatencyTo, LatencyFrom},
   };
   return *rows;
 }

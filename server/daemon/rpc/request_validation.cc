@@ -14,11 +14,13 @@
 #include "absl/strings/str_join.h"
 #include "common/analysis/what_if.h"
 #include "common/job/names.h"
+#include "common/readers/latency_view.h"
 #include "common/readers/modules_view.h"
 #include "common/readers/top_rows.h"
 #include "common/render/terminal_text.h"
 #include "common/status/status_macros.h"
 #include "wire/job_spec/job_spec.h"
+#include "wire/reader_spec/reader_request.h"
 #include "server/daemon/attach/attach_job.h"
 #include "server/daemon/jobs/job_manager.h"
 
@@ -437,6 +439,15 @@ absl::Status ValidateRequest(const v1::ModulesRequest& r) {
   return MaxBytes("format", r.format(), kMaxShortStringBytes);
 }
 
+absl::Status ValidateRequest(const v1::LatencyRequest& r) {
+  RETURN_IF_ERROR(CheckProfileRef("profile", r.profile()));
+  if (r.has_buckets()) {
+    RETURN_IF_ERROR(CheckLatencyBuckets(r.buckets()));
+  }
+  if (!r.has_slowest()) return absl::OkStatus();
+  return CheckLatencySlowest(r.slowest());
+}
+
 absl::Status ValidateRequest(const v1::ReadRequest& r) {
   switch (r.reader_case()) {
     case v1::ReadRequest::kSummary:
@@ -455,11 +466,12 @@ absl::Status ValidateRequest(const v1::ReadRequest& r) {
       return ValidateRequest(r.compare());
     case v1::ReadRequest::kWhatIf:
       return ValidateRequest(r.what_if());
+    case v1::ReadRequest::kLatency:
+      return ValidateRequest(r.latency());
     case v1::ReadRequest::READER_NOT_SET:
       break;
   }
-  return absl::InvalidArgumentError(
-      "reader: set one of summary, get, phases, kernels, ops, modules, compare, what_if");
+  return absl::InvalidArgumentError(readerspec::ReaderNotSetMessage());
 }
 
 absl::Status CheckInputsExist(const v1::SubmitJobRequest& r, const DaemonConfig& config) {

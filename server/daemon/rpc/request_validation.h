@@ -76,6 +76,7 @@ absl::Status ValidateRequest(const v1::OpsRequest& r);
 absl::Status ValidateRequest(const v1::CompareRequest& r);
 absl::Status ValidateRequest(const v1::WhatIfRequest& r);
 absl::Status ValidateRequest(const v1::ModulesRequest& r);
+absl::Status ValidateRequest(const v1::LatencyRequest& r);
 absl::Status ValidateRequest(const v1::ReadRequest& r);  // the reader's own request's rules
 
 // After ValidateSubmit: the named weights (other than the default name, which falls back to a
