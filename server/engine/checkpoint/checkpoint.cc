@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 #include "server/engine/checkpoint/checkpoint_convert.h"
 #include "server/engine/checkpoint/pickle.h"
 #include "server/engine/checkpoint/zip_archive.h"
@@ -134,27 +135,23 @@ absl::StatusOr<Checkpoint> ReadCheckpointBytes(const std::string& bytes, const s
         what, ": legacy (pre-1.6, non-zip) torch.save format is not supported; re-save it with "
               "torch.save from PyTorch >= 1.6"));
   }
-  auto zip = ZipArchive::Open(bytes, what);
-  if (!zip.ok()) return zip.status();
-  const ZipEntry* pkl = FindDataPickle(*zip);
+  ASSIGN_OR_RETURN(auto zip, ZipArchive::Open(bytes, what));
+  const ZipEntry* pkl = FindDataPickle(zip);
   if (pkl == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": no <archive>/data.pkl entry: a zip, but not one torch.save wrote"));
   }
   const std::string prefix = pkl->name.substr(0, pkl->name.size() - std::strlen("data.pkl"));
-  if (const ZipEntry* order = zip->Find(prefix + "byteorder"); order != nullptr) {
-    auto text = zip->Read(*order);
-    if (!text.ok()) return text.status();
-    if (*text != "little") {
+  if (const ZipEntry* order = zip.Find(prefix + "byteorder"); order != nullptr) {
+    ASSIGN_OR_RETURN(auto text, zip.Read(*order));
+    if (text != "little") {
       return absl::InvalidArgumentError(
-          absl::StrCat(what, ": storages are ", *text, "-endian; only little-endian is read"));
+          absl::StrCat(what, ": storages are ", text, "-endian; only little-endian is read"));
     }
   }
-  auto pickle = zip->Read(*pkl);
-  if (!pickle.ok()) return pickle.status();
-  auto graph = Unpickle(*pickle, absl::StrCat(what, ": ", pkl->name));
-  if (!graph.ok()) return graph.status();
-  return ConvertCheckpoint(*graph, *zip, prefix, what);
+  ASSIGN_OR_RETURN(auto pickle, zip.Read(*pkl));
+  ASSIGN_OR_RETURN(auto graph, Unpickle(pickle, absl::StrCat(what, ": ", pkl->name)));
+  return ConvertCheckpoint(graph, zip, prefix, what);
 }
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -79,9 +80,8 @@ absl::StatusOr<std::shared_ptr<const std::string>> Converter::Storage(const std:
   if (e == nullptr) {
     return Bad(absl::StrCat(tensor, ": storage entry ", entry, " is missing from the archive"));
   }
-  auto bytes = zip_.Read(*e);
-  if (!bytes.ok()) return bytes.status();
-  auto blob = std::make_shared<const std::string>(std::move(*bytes));
+  ASSIGN_OR_RETURN(auto bytes, zip_.Read(*e));
+  auto blob = std::make_shared<const std::string>(std::move(bytes));
   storages_.emplace(key, blob);
   return blob;
 }
@@ -130,16 +130,15 @@ absl::StatusOr<CheckpointTensor> Converter::Tensor(ValueId id, absl::string_view
     overflow |= __builtin_mul_overflow(last, int64_t{DTypeSize(t.dtype)}, &needed);
   }
   if (overflow) return bad("size/stride/offset overflow");
-  auto blob = Storage(storage.s, name);
-  if (!blob.ok()) return blob.status();
-  if (static_cast<uint64_t>(needed) > (*blob)->size()) {
-    return bad(absl::StrCat("storage ", prefix_, "data/", storage.s, " holds ", (*blob)->size(),
+  ASSIGN_OR_RETURN(auto blob, Storage(storage.s, name));
+  if (static_cast<uint64_t>(needed) > blob->size()) {
+    return bad(absl::StrCat("storage ", prefix_, "data/", storage.s, " holds ", blob->size(),
                             " bytes but the ", DTypeName(t.dtype), " tensor of shape [",
                             absl::StrJoin(t.shape, ", "), "], stride [",
                             absl::StrJoin(t.strides, ", "), "], offset ", t.storage_offset,
                             " needs ", needed, " (storage too small)"));
   }
-  t.storage = *std::move(blob);
+  t.storage = std::move(blob);
   return t;
 }
 
@@ -211,13 +210,12 @@ absl::StatusOr<Checkpoint> Converter::Run() {
   for (const auto& [k, v] : g_.at(state).entries) {
     // Non-tensor values (e.g. a module's `_extra_state`) are not weights.
     if (g_.at(k).kind != PyKind::kString || g_.at(v).kind != PyKind::kTensor) continue;
-    auto t = Tensor(v, g_.at(k).s);
-    if (!t.ok()) return t.status();
+    ASSIGN_OR_RETURN(auto t, Tensor(v, g_.at(k).s));
     const auto [it, fresh] = index.try_emplace(g_.at(k).s, ck.tensors.size());
     if (fresh) {
-      ck.tensors.emplace_back(g_.at(k).s, *std::move(t));
+      ck.tensors.emplace_back(g_.at(k).s, std::move(t));
     } else {
-      ck.tensors[it->second].second = *std::move(t);
+      ck.tensors[it->second].second = std::move(t);
     }
   }
   if (ck.tensors.empty()) return Bad(absl::StrCat("the state dict '", state_key, "' is empty"));
@@ -244,7 +242,7 @@ absl::StatusOr<Checkpoint> Converter::Run() {
     }
   }
   if (const std::optional<ValueId> names = g_.DictGet(root, "names"); names) {
-    if (absl::Status s = ClassNames(*names, &ck.class_names); !s.ok()) return s;
+    RETURN_IF_ERROR(ClassNames(*names, &ck.class_names));
   }
   return ck;
 }

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -72,7 +73,7 @@ bool Inflate(absl::string_view in, std::string* out) {
 
 absl::StatusOr<ZipArchive> ZipArchive::Open(absl::string_view bytes, std::string what) {
   ZipArchive zip(bytes, std::move(what));
-  if (absl::Status s = zip.ReadCentralDirectory(); !s.ok()) return s;
+  RETURN_IF_ERROR(zip.ReadCentralDirectory());
   return zip;
 }
 

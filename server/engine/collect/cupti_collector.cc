@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 #include "server/engine/collect/cupti_adapter.h"
 #include "server/engine/collect/cupti_call.h"
 #include "server/engine/collect/cupti_convert.h"
@@ -123,11 +124,10 @@ absl::Status RegisterCallbacksOnce() {
 absl::Status EnableActivity(const CuptiOptions& o, EnabledKinds* enabled) {
   g_buffer_bytes = std::max<size_t>(o.buffer_bytes / ACTIVITY_RECORD_ALIGNMENT, 1024) *
                    ACTIVITY_RECORD_ALIGNMENT;
-  absl::Status s = RegisterCallbacksOnce();
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(RegisterCallbacksOnce());
   enabled->clear();
   for (const Kind& k : KindsFor(o)) {
-    s = CUPTI_CALL_FOR(cuptiActivityEnable(k.kind), k.name);
+    const absl::Status s = CUPTI_CALL_FOR(cuptiActivityEnable(k.kind), k.name);
     if (s.ok()) {
       enabled->emplace_back(k.kind, k.name);
     } else if (k.required) {

@@ -24,6 +24,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/status/status_macros.h"
 #include "common/trace/chrome_trace_writer.h"
 #include "common/trace/flop_formulas.h"
 #include "server/engine/collect/flop_attribution.h"
@@ -463,7 +464,7 @@ absl::Status OpCollector::OnOwnerThread(const char* what) const {
 }
 
 absl::Status OpCollector::Pause() {
-  if (auto s = OnOwnerThread("Pause"); !s.ok()) return s;
+  RETURN_IF_ERROR(OnOwnerThread("Pause"));
   if (paused_) return absl::OkStatus();
   at::disableCallback(handle_);
   if (memory_) PopMemoryReporter();
@@ -472,7 +473,7 @@ absl::Status OpCollector::Pause() {
 }
 
 absl::Status OpCollector::Resume() {
-  if (auto s = OnOwnerThread("Resume"); !s.ok()) return s;
+  RETURN_IF_ERROR(OnOwnerThread("Resume"));
   if (!paused_) return absl::OkStatus();
   at::reenableCallback(handle_);
   if (memory_) {
@@ -484,7 +485,7 @@ absl::Status OpCollector::Resume() {
 }
 
 absl::StatusOr<CollectedTrace> OpCollector::Stop() {
-  if (auto s = OnOwnerThread("Stop"); !s.ok()) return s;
+  RETURN_IF_ERROR(OnOwnerThread("Stop"));
   std::vector<std::shared_ptr<ThreadBuffer>> buffers;
   for (auto& b : Detach()) buffers.push_back(std::static_pointer_cast<ThreadBuffer>(b));
   const int64_t to_realtime = realtime_minus_monotonic_ns_;

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "common/status/status_macros.h"
 #include "server/engine/collect/cupti_collector.h"
 #include "server/engine/collect/cupti_convert.h"
 #include "server/engine/collect/op_collector.h"
@@ -25,12 +26,11 @@ absl::StatusOr<std::unique_ptr<ProfilingSession>> ProfilingSession::Start(
   TorchProfilerOptions torch_options = options;
   bool native = options.cpu_collector == CpuCollector::kNative;
   if (options.cuda) {
-    auto cupti = CuptiCollector::Start(CuptiOptions());
-    if (!cupti.ok()) return cupti.status();
-    if ((*cupti)->active()) {
+    ASSIGN_OR_RETURN(auto cupti, CuptiCollector::Start(CuptiOptions()));
+    if (cupti->active()) {
       s->gpu_collector_ = "cupti";
       torch_options.cuda = false;  // one CUPTI subscriber per process
-      s->cupti_ = *std::move(cupti);
+      s->cupti_ = std::move(cupti);
     } else if (!CuptiBuilt()) {
       s->gpu_collector_ = "libtorch";
       s->note_ =
@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<ProfilingSession>> ProfilingSession::Start(
       // No driver or device: nothing to record. Keep the inactive collector, whose Stop()
       // returns the one-line reason as a note.
       torch_options.cuda = false;
-      s->cupti_ = *std::move(cupti);
+      s->cupti_ = std::move(cupti);
     }
   }
   if (native) {
@@ -54,14 +54,12 @@ absl::StatusOr<std::unique_ptr<ProfilingSession>> ProfilingSession::Start(
     // FLOPs only with shapes, as LibTorch's profiler counts them (WriteSwitchFields' rule):
     // one meaning of with_flops whichever collector records.
     o.with_flops = options.with_flops && options.record_shapes;
-    auto started = OpCollector::Start(o);
-    if (!started.ok()) return started.status();
-    s->native_ = *std::move(started);
+    ASSIGN_OR_RETURN(auto started, OpCollector::Start(o));
+    s->native_ = std::move(started);
     return s;
   }
-  auto torch = TorchProfiler::Start(torch_options);
-  if (!torch.ok()) return torch.status();
-  s->torch_ = *std::move(torch);
+  ASSIGN_OR_RETURN(auto torch, TorchProfiler::Start(torch_options));
+  s->torch_ = std::move(torch);
   return s;
 }
 
@@ -85,14 +83,12 @@ absl::Status ProfilingSession::Resume() {
 absl::StatusOr<CollectedTrace> ProfilingSession::Stop() {
   CollectedTrace gpu;
   if (cupti_ != nullptr) {
-    auto stopped = cupti_->Stop();
-    if (!stopped.ok()) return stopped.status();
-    gpu = *std::move(stopped);
+    ASSIGN_OR_RETURN(auto stopped, cupti_->Stop());
+    gpu = std::move(stopped);
   }
-  auto cpu = native_ != nullptr ? native_->Stop() : torch_->Stop();
-  if (!cpu.ok()) return cpu.status();
-  if (cupti_ != nullptr) MergeGpuActivity(*cpu, std::move(gpu));
-  if (!note_.empty()) cpu->notes.push_back(note_);
+  ASSIGN_OR_RETURN(auto cpu, native_ != nullptr ? native_->Stop() : torch_->Stop());
+  if (cupti_ != nullptr) MergeGpuActivity(cpu, std::move(gpu));
+  if (!note_.empty()) cpu.notes.push_back(note_);
   return cpu;
 }
 

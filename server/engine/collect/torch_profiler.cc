@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status/status_macros.h"
 #include "common/trace/flop_formulas.h"
 #include "server/engine/collect/flop_attribution.h"
 
@@ -224,7 +225,7 @@ TorchProfiler::~TorchProfiler() {
 
 absl::StatusOr<CollectedTrace> TorchProfiler::Stop() {
   if (!running_) return absl::FailedPreconditionError("the profiler is not running");
-  if (auto resumed = Resume(); !resumed.ok()) return resumed;
+  RETURN_IF_ERROR(Resume());
   running_ = false;
   CollectedTrace trace;
   try {

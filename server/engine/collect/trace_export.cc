@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 #include "common/trace/chrome_trace_writer.h"
 #include "common/trace/trace_data_builder.h"
 
@@ -281,23 +282,21 @@ void EmitTraceEvents(const CollectedTrace& trace, const TraceExportOptions& o, T
 
 absl::Status ExportChromeTrace(const CollectedTrace& trace, const std::string& path,
                                const TraceExportOptions& o) {
-  auto writer = ChromeTraceWriter::Open(path, trace.device_properties_json,
-                                        HeaderMembers(o, BaseNs(trace), path));
-  if (!writer.ok()) return writer.status();
-  EmitTraceEvents(trace, o, **writer);
-  return (*writer)->Finish();
+  ASSIGN_OR_RETURN(auto writer, ChromeTraceWriter::Open(path, trace.device_properties_json,
+                                                        HeaderMembers(o, BaseNs(trace), path)));
+  EmitTraceEvents(trace, o, *writer);
+  return writer->Finish();
 }
 
 absl::StatusOr<TraceData> ExportChromeTraceAndData(const CollectedTrace& trace,
                                                    const std::string& path,
                                                    const TraceExportOptions& o) {
-  auto writer = ChromeTraceWriter::Open(path, trace.device_properties_json,
-                                        HeaderMembers(o, BaseNs(trace), path));
-  if (!writer.ok()) return writer.status();
+  ASSIGN_OR_RETURN(auto writer, ChromeTraceWriter::Open(path, trace.device_properties_json,
+                                                        HeaderMembers(o, BaseNs(trace), path)));
   TraceDataBuilder data(trace.device_properties_json);
-  TeeTraceSink both(**writer, data);
+  TeeTraceSink both(*writer, data);
   EmitTraceEvents(trace, o, both);
-  if (absl::Status s = both.Finish(); !s.ok()) return s;
+  RETURN_IF_ERROR(both.Finish());
   return data.Take();
 }
 

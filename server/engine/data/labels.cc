@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -92,9 +93,8 @@ absl::StatusOr<std::vector<LabelBox>> ParseLabelText(std::string_view text, cons
     const std::vector<absl::string_view> fields =
         absl::StrSplit(line, absl::ByAnyChar(" \t\r\v\f"), absl::SkipEmpty());
     if (fields.empty()) continue;
-    absl::StatusOr<LabelBox> box = ParseLine(fields, path, line_no, num_classes);
-    if (!box.ok()) return box.status();
-    boxes.push_back(*box);
+    ASSIGN_OR_RETURN(LabelBox box, ParseLine(fields, path, line_no, num_classes));
+    boxes.push_back(box);
   }
   return boxes;
 }
