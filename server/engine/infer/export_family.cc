@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/json/json_read.h"
 #include "common/render/terminal_text.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -269,9 +270,8 @@ absl::StatusOr<ExportMetadata> ParseExportMetadata(absl::string_view json, absl:
   m.size = StringOr(doc, "model_size", StringOr(doc, "size", ""));
   m.task = StringOr(doc, "task", "detect");
   // Other tasks (classification, semantic segmentation, depth, ...): task_family.h.
-  absl::StatusOr<TaskSettings> task = ParseTaskSettings(json, family, m.task, what);
-  if (!task.ok()) return task.status();
-  m.task_settings = *std::move(task);
+  ASSIGN_OR_RETURN(TaskSettings task, ParseTaskSettings(json, family, m.task, what));
+  m.task_settings = std::move(task);
   if (m.task != "detect" && m.task_settings.input == TaskInputKind::kDetection &&
       !m.family->unsupported.empty()) {
     return Bad(what, absl::StrCat("a ", family, " '", m.task, "' export: its preprocessing is its ",
@@ -290,26 +290,21 @@ absl::StatusOr<ExportMetadata> ParseExportMetadata(absl::string_view json, absl:
   // The backend's rule (backends/base.py:223): imgsz_h and imgsz_w together, else imgsz, else 640.
   const bool has_h = doc.HasMember("imgsz_h"), has_w = doc.HasMember("imgsz_w");
   if (has_h != has_w) return Bad(what, "its metadata has one of imgsz_h / imgsz_w without the other");
-  absl::StatusOr<int64_t> square = IntOr(doc, "imgsz", 640, 32, 4096, what);
-  if (!square.ok()) return square.status();
-  absl::StatusOr<int64_t> h = IntOr(doc, "imgsz_h", *square, 32, 4096, what);
-  if (!h.ok()) return h.status();
-  absl::StatusOr<int64_t> w = IntOr(doc, "imgsz_w", *square, 32, 4096, what);
-  if (!w.ok()) return w.status();
-  m.height = *h;
-  m.width = *w;
+  ASSIGN_OR_RETURN(int64_t square, IntOr(doc, "imgsz", 640, 32, 4096, what));
+  ASSIGN_OR_RETURN(int64_t h, IntOr(doc, "imgsz_h", square, 32, 4096, what));
+  ASSIGN_OR_RETURN(int64_t w, IntOr(doc, "imgsz_w", square, 32, 4096, what));
+  m.height = h;
+  m.width = w;
   if (m.height != m.width &&
       (own_input ? m.task_settings.task == ExportTask::kClassify : !m.family->rectangular)) {
     return Bad(what, absl::StrCat("a ", family, " export is square; its metadata says ", m.width,
                                   "x", m.height));
   }
-  absl::StatusOr<int64_t> nc = IntOr(doc, "nb_classes", 80, 1, 100000, what);
-  if (!nc.ok()) return nc.status();
+  ASSIGN_OR_RETURN(int64_t nc, IntOr(doc, "nb_classes", 80, 1, 100000, what));
   if (!doc.HasMember("nb_classes")) {
-    nc = IntOr(doc, "nc", 80, 1, 100000, what);
-    if (!nc.ok()) return nc.status();
+    ASSIGN_OR_RETURN(nc, IntOr(doc, "nc", 80, 1, 100000, what));
   }
-  m.num_classes = *nc;
+  m.num_classes = nc;
   if (auto it = doc.FindMember("names"); it != doc.MemberEnd() && it->value.IsObject()) {
     m.class_names.assign(static_cast<size_t>(m.num_classes), "");
     for (auto n = it->value.MemberBegin(); n != it->value.MemberEnd(); ++n) {

@@ -18,6 +18,7 @@
 #include "common/analysis/repeat_trials.h"
 #include "common/json/json_writer.h"
 #include "common/job/names.h"
+#include "common/status/status_macros.h"
 #include "server/engine/collect/module_scope_events.h"
 #include "server/engine/collect/profiling_session.h"
 #include "server/engine/collect/recorded_kinds.h"
@@ -111,16 +112,15 @@ class ExportInferModel final : public InferModel {
   absl::StatusOr<int64_t> Decode(const torch::IValue& output,
                                  const PostprocessOptions& o) override {
     if (model_->metadata().task != "detect") {  // task_postprocess.h: top-k, mask, depth map
-      auto decoded = TaskPostprocess(model_->metadata(), output, geometry_, o, kTopK);
-      if (!decoded.ok()) return decoded.status();
+      ASSIGN_OR_RETURN(auto decoded,
+                       TaskPostprocess(model_->metadata(), output, geometry_, o, kTopK));
       int64_t n = 0;
-      for (const TaskOutput& d : *decoded) n += d.count;
+      for (const TaskOutput& d : decoded) n += d.count;
       return n;
     }
-    auto dets = model_->Postprocess(output, o, geometry_);
-    if (!dets.ok()) return dets.status();
+    ASSIGN_OR_RETURN(auto dets, model_->Postprocess(output, o, geometry_));
     int64_t n = 0;
-    for (const Detections& d : *dets) n += d.scores.size(0);
+    for (const Detections& d : dets) n += d.scores.size(0);
     return n;
   }
   std::string NoPostprocess() const override {
@@ -150,17 +150,15 @@ class InferIteration {
       for (int64_t b = 0; b < spec_.batch; ++b) {
         const auto index = static_cast<size_t>((iteration * spec_.batch + b) %
                                                static_cast<int64_t>(source_.size()));
-        auto image = LoadInferenceImage(source_, index, spec_.max_decoded_pixels);
-        if (!image.ok()) return image.status();
-        images.push_back(*std::move(image));
+        ASSIGN_OR_RETURN(auto image, LoadInferenceImage(source_, index, spec_.max_decoded_pixels));
+        images.push_back(std::move(image));
       }
-      auto prepared = model_->Prepare(images, /*pin=*/device_.cuda);
-      if (!prepared.ok()) return prepared.status();
+      ASSIGN_OR_RETURN(auto prepared, model_->Prepare(images, /*pin=*/device_.cuda));
       input =
           device_.cuda
-              ? prepared->to(
+              ? prepared.to(
                     torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device_.index)), true)
-              : *prepared;
+              : prepared;
       Sync(sync_stages);
     }
     auto t1 = Clock::now();
@@ -187,9 +185,8 @@ class InferIteration {
       po.conf = spec_.conf;
       po.iou = spec_.iou;
       po.max_det = spec_.max_det;
-      auto n = model_->Decode(predictions, po);
-      if (!n.ok()) return n.status();
-      detections_ = *n;
+      ASSIGN_OR_RETURN(auto n, model_->Decode(predictions, po));
+      detections_ = n;
     }
     auto t3 = Clock::now();
     t.pre = Ms(t1 - t0);
@@ -254,9 +251,8 @@ absl::StatusOr<JobModel> LoadInferModel(const InferJobSpec& spec, const DeviceCh
   const torch::Device cuda(torch::kCUDA, static_cast<c10::DeviceIndex>(device.index));
   try {
     if (IsTorchScriptArchive(spec.model.weights)) {
-      auto exported = TorchScriptModel::Load(spec.model.weights);
-      if (!exported.ok()) return exported.status();
-      m.exported = *std::move(exported);
+      ASSIGN_OR_RETURN(auto exported, TorchScriptModel::Load(spec.model.weights));
+      m.exported = std::move(exported);
       const ExportMetadata& meta = m.exported->metadata();
       m.label = meta.task == "detect" ? meta.Label() : TaskLabel(meta);
       m.weights_label = spec.model.weights;
@@ -273,13 +269,13 @@ absl::StatusOr<JobModel> LoadInferModel(const InferJobSpec& spec, const DeviceCh
       m.notice = absl::StrJoin(notes, "; ");
       if (device.cuda) m.exported->To(cuda);
       // After the move: a large batch of a big export probes on the device that runs it.
-      if (absl::Status s = m.exported->CheckBatch(spec.batch); !s.ok()) return s;
+      RETURN_IF_ERROR(m.exported->CheckBatch(spec.batch));
       m.runner = std::make_unique<ExportInferModel>(m.exported.get());
       return m;
     }
-    auto loaded = LoadModel(spec.model.weights, spec.model.size, 0, spec.model.weights_searched);
-    if (!loaded.ok()) return loaded.status();
-    m.yolo9 = *std::move(loaded);
+    ASSIGN_OR_RETURN(auto loaded, LoadModel(spec.model.weights, spec.model.size, 0,
+                                            spec.model.weights_searched));
+    m.yolo9 = std::move(loaded);
     m.yolo9->model->eval();
     if (device.cuda) m.yolo9->model->to(cuda);
     // A seeded random init is labelled with the size it was built at (`--size s` with the
@@ -307,26 +303,23 @@ class InferKind final : public JobKindOf<InferJobSpec> {
   const char* what() const override { return "inference"; }
 
   absl::Status Prepare(const StageContext& ctx) override {
-    if (auto s = ParseJobDevice(); !s.ok()) return s;
+    RETURN_IF_ERROR(ParseJobDevice());
     if (spec_.postprocess != "auto" && spec_.postprocess != "none") {
       return absl::InvalidArgumentError(absl::StrCat(
           "--postprocess: '", spec_.postprocess, "' is not auto or none"));
     }
     threads_ = ConfigureThreads(spec_.model.threads);
-    auto source = ResolveInferenceSource(spec_.source);
-    if (!source.ok()) return source.status();
-    source_ = *std::move(source);
+    ASSIGN_OR_RETURN(auto source, ResolveInferenceSource(spec_.source));
+    source_ = std::move(source);
     // What LibTorch's caching allocator already held on the device when the job began (a
     // long-lived daemon keeps earlier jobs' blocks cached): the profile records it.
     if (device_.cuda) {
-      auto stats = ReadCudaAllocator(device_.index);
-      if (!stats.ok()) return stats.status();
-      at_start_ = *stats;
+      ASSIGN_OR_RETURN(auto stats, ReadCudaAllocator(device_.index));
+      at_start_ = stats;
     }
     ctx.Report("loading model", 0, 1);
-    auto loaded = LoadInferModel(spec_, device_);
-    if (!loaded.ok()) return loaded.status();
-    model_ = *std::move(loaded);
+    ASSIGN_OR_RETURN(auto loaded, LoadInferModel(spec_, device_));
+    model_ = std::move(loaded);
     if (spec_.postprocess == "none") {
       auto forward_only = std::make_unique<ForwardOnlyModel>(std::move(model_->runner));
       forward_only_ = forward_only.get();
@@ -348,7 +341,7 @@ class InferKind final : public JobKindOf<InferJobSpec> {
   absl::Status Warmup(const StageContext& ctx) override {
     for (int64_t i = 0; i < spec_.warmup; ++i) {
       if (ctx.Cancelled()) return absl::CancelledError("cancelled during warmup");
-      if (auto t = iteration_->Run(i, false); !t.ok()) return t.status();
+      RETURN_IF_ERROR(iteration_->Run(i, false).status());
       ctx.Report("warmup", i + 1, spec_.warmup);
     }
     return absl::OkStatus();
@@ -360,9 +353,8 @@ class InferKind final : public JobKindOf<InferJobSpec> {
   absl::Status Measure(const StageContext& ctx) override {
     std::optional<CudaEventTimer> timer;
     if (device_.cuda) {
-      auto created = CudaEventTimer::Create(device_.index);
-      if (!created.ok()) return created.status();
-      timer.emplace(*std::move(created));
+      ASSIGN_OR_RETURN(auto created, CudaEventTimer::Create(device_.index));
+      timer.emplace(std::move(created));
     }
     for (int64_t trial = 0; trial < spec_.repeat; ++trial) {
       TrialMeasurement m;
@@ -373,19 +365,17 @@ class InferKind final : public JobKindOf<InferJobSpec> {
         const bool per_stage = i >= spec_.runs / 2;
         const auto t0 = Clock::now();
         if (timer) timer->Start();
-        auto t = iteration_->Run(spec_.warmup + i, per_stage);
-        if (!t.ok()) return t.status();
+        ASSIGN_OR_RETURN(auto t, iteration_->Run(spec_.warmup + i, per_stage));
         if (timer) {
-          auto gpu_ms = timer->StopMs();
-          if (!gpu_ms.ok()) return gpu_ms.status();
-          m.cuda_event_ms.push_back(*gpu_ms);
+          ASSIGN_OR_RETURN(auto gpu_ms, timer->StopMs());
+          m.cuda_event_ms.push_back(gpu_ms);
         }
         if (device_.cuda) torch::cuda::synchronize(device_.index);
         m.latency_samples_ms.push_back(Ms(Clock::now() - t0));
         if (per_stage || !device_.cuda) {
-          stage_sum.pre += t->pre;
-          stage_sum.fwd += t->fwd;
-          stage_sum.post += t->post;
+          stage_sum.pre += t.pre;
+          stage_sum.fwd += t.fwd;
+          stage_sum.post += t.post;
           ++stage_n;
         }
         ctx.Report("measuring", trial * spec_.runs + i + 1, spec_.repeat * spec_.runs);
@@ -426,27 +416,23 @@ class InferKind final : public JobKindOf<InferJobSpec> {
     if (device_.cuda) {
       // The window's memory starts from what the allocator holds now; its peaks are the
       // window's own.
-      if (auto reset = ResetCudaAllocatorPeaks(device_.index); !reset.ok()) return reset;
-      auto now = ReadCudaAllocator(device_.index);
-      if (!now.ok()) return now.status();
-      export_options_.device_allocated_at_start = now->allocated;
-      export_options_.device_reserved_at_start = now->reserved;
+      RETURN_IF_ERROR(ResetCudaAllocatorPeaks(device_.index));
+      ASSIGN_OR_RETURN(auto now, ReadCudaAllocator(device_.index));
+      export_options_.device_allocated_at_start = now.allocated;
+      export_options_.device_reserved_at_start = now.reserved;
     }
-    auto profiler = ProfilingSession::Start(Options(decision.budget.switches));
-    if (!profiler.ok()) return profiler.status();
-    if (auto s = ProfiledIterations(ctx, true); !s.ok()) return s;
-    auto collected = (*profiler)->Stop();
-    if (!collected.ok()) return collected.status();
-    collected_ = *std::move(collected);
+    ASSIGN_OR_RETURN(auto profiler, ProfilingSession::Start(Options(decision.budget.switches)));
+    RETURN_IF_ERROR(ProfiledIterations(ctx, true));
+    ASSIGN_OR_RETURN(auto collected, profiler->Stop());
+    collected_ = std::move(collected);
     recorded_ = RecordedKindsOf(collected_->events);
-    gpu_collector_ = (*profiler)->gpu_collector();
-    cpu_collector_ = (*profiler)->cpu_collector();
+    gpu_collector_ = profiler->gpu_collector();
+    cpu_collector_ = profiler->cpu_collector();
     collector_notes_ = collected_->notes;
     modules_recorded_ = HoldsModuleScopes(collected_->events);
     if (device_.cuda) {
-      auto peaks = ReadCudaAllocator(device_.index);
-      if (!peaks.ok()) return peaks.status();
-      window_peaks_ = *peaks;
+      ASSIGN_OR_RETURN(auto peaks, ReadCudaAllocator(device_.index));
+      window_peaks_ = peaks;
     }
     if (!spec_.kineto_trace_path.empty()) {
       // The cross-check: CUDA activity through Kineto's own CUPTI subscriber, saved by
@@ -454,10 +440,9 @@ class InferKind final : public JobKindOf<InferJobSpec> {
       TorchProfilerOptions ko = Options(decision.budget.switches);
       ko.cuda = device_.cuda;  // TorchProfiler: LibTorch's profiler whatever the job's collector
       ko.kineto_trace_path = spec_.kineto_trace_path;
-      auto kineto = TorchProfiler::Start(ko);
-      if (!kineto.ok()) return kineto.status();
-      if (auto s = ProfiledIterations(ctx, false); !s.ok()) return s;
-      if (auto saved = (*kineto)->Stop(); !saved.ok()) return saved.status();
+      ASSIGN_OR_RETURN(auto kineto, TorchProfiler::Start(ko));
+      RETURN_IF_ERROR(ProfiledIterations(ctx, false));
+      RETURN_IF_ERROR(kineto->Stop().status());
     }
     return absl::OkStatus();
   }
@@ -465,12 +450,10 @@ class InferKind final : public JobKindOf<InferJobSpec> {
   absl::StatusOr<Profile> Analyse(const StageContext& ctx) override {
     if (!collected_) return Profile{};
     ctx.Report("analysing", 0, 1);
-    auto analysed =
-        WriteAndAnalyseTrace(*collected_, files_.trace, export_options_, spec_.output,
-                             &post_window_);
-    if (!analysed.ok()) return analysed.status();
+    ASSIGN_OR_RETURN(auto analysed, WriteAndAnalyseTrace(*collected_, files_.trace, export_options_,
+                                                         spec_.output, &post_window_));
     collected_.reset();
-    analysed_ = *std::move(analysed);
+    analysed_ = std::move(analysed);
     Profile p = std::move(analysed_->profile);
     p.trace = files_.trace;
     if (window_peaks_) {
@@ -520,22 +503,20 @@ class InferKind final : public JobKindOf<InferJobSpec> {
     if (ctx.Cancelled()) return absl::CancelledError("cancelled while probing");
     std::unique_ptr<ProfilingSession> own;
     if (po != nullptr && round != nullptr) {
-      if (auto s = round->Resume(); !s.ok()) return s;
+      RETURN_IF_ERROR(round->Resume());
     } else if (po != nullptr) {
-      auto started = ProfilingSession::Start(*po);
-      if (!started.ok()) return started.status();
-      own = *std::move(started);
+      ASSIGN_OR_RETURN(auto started, ProfilingSession::Start(*po));
+      own = std::move(started);
     }
     const auto t0 = Clock::now();
     {
       ScopedRange step(absl::StrCat("ProfilerStep#", i + 1));
-      auto t = iteration_->Run(spec_.warmup + spec_.runs + i, false);
-      if (!t.ok()) return t.status();
+      RETURN_IF_ERROR(iteration_->Run(spec_.warmup + spec_.runs + i, false).status());
       if (device_.cuda) torch::cuda::synchronize(device_.index);
     }
     ms.push_back(Ms(Clock::now() - t0));
     if (po != nullptr && round != nullptr) {
-      if (auto s = round->Pause(); !s.ok()) return s;
+      RETURN_IF_ERROR(round->Pause());
     }
     ctx.Report("probing", ++probed_, round_end_);
     return absl::OkStatus();  // `own` stops here, its events dropped
@@ -546,24 +527,16 @@ class InferKind final : public JobKindOf<InferJobSpec> {
     const TorchProfilerOptions po = Options(sw);
     std::unique_ptr<ProfilingSession> round;  // stops (events dropped) as the round ends
     if (!po.cuda) {
-      auto started = ProfilingSession::Start(po);
-      if (!started.ok()) return started.status();
-      round = *std::move(started);
-      if (auto s = round->Pause(); !s.ok()) return s;
+      ASSIGN_OR_RETURN(auto started, ProfilingSession::Start(po));
+      round = std::move(started);
+      RETURN_IF_ERROR(round->Pause());
     }
     ProbeTimings t;
     for (int64_t i = 0; i < kProbePairs; ++i) {
-      if (auto s = ProbeWindow(ctx, t.unprofiled_ms, 2 * i, nullptr, round.get()); !s.ok()) {
-        return s;
-      }
-      if (auto s = ProbeWindow(ctx, t.profiled_ms, 2 * i + 1, &po, round.get()); !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(ProbeWindow(ctx, t.unprofiled_ms, 2 * i, nullptr, round.get()));
+      RETURN_IF_ERROR(ProbeWindow(ctx, t.profiled_ms, 2 * i + 1, &po, round.get()));
     }
-    if (auto s = ProbeWindow(ctx, t.unprofiled_ms, 2 * kProbePairs, nullptr, round.get());
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(ProbeWindow(ctx, t.unprofiled_ms, 2 * kProbePairs, nullptr, round.get()));
     return t;
   }
 
@@ -572,8 +545,7 @@ class InferKind final : public JobKindOf<InferJobSpec> {
     for (int64_t i = 0; i < recorded_runs_; ++i) {
       if (ctx.Cancelled()) return absl::CancelledError("cancelled while profiling");
       ScopedRange step(absl::StrCat("ProfilerStep#", i + 1));
-      auto t = iteration_->Run(spec_.warmup + spec_.runs + i, false);
-      if (!t.ok()) return t.status();
+      RETURN_IF_ERROR(iteration_->Run(spec_.warmup + spec_.runs + i, false).status());
       if (device_.cuda) torch::cuda::synchronize(device_.index);
       if (progress_events) ctx.Report("profiling", i + 1, recorded_runs_);
     }

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/json/json_read.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -99,9 +100,7 @@ absl::Status ClassifySettings(const rapidjson::Value& doc, absl::string_view fam
     t.stretch = l.stretch;
   }
   if (const rapidjson::Value* v = Member(doc, "crop_pct")) {
-    absl::StatusOr<double> crop = NumberField(*v, "crop_pct", what);
-    if (!crop.ok()) return crop.status();
-    t.crop_pct = *crop;
+    ASSIGN_OR_RETURN(t.crop_pct, NumberField(*v, "crop_pct", what));
   }
   if (!(t.crop_pct > 0.0 && t.crop_pct <= 1.0)) {
     return Bad(what, absl::StrCat("its metadata's crop_pct ", t.crop_pct, " is not in (0, 1]"));
@@ -118,14 +117,10 @@ absl::Status ClassifySettings(const rapidjson::Value& doc, absl::string_view fam
   }
   if (t.interpolation != "bicubic") t.interpolation = "bilinear";
   if (const rapidjson::Value* v = Member(doc, "norm_mean")) {
-    auto mean = Vector3(*v, "norm_mean", what);
-    if (!mean.ok()) return mean.status();
-    t.mean = *mean;
+    ASSIGN_OR_RETURN(t.mean, Vector3(*v, "norm_mean", what));
   }
   if (const rapidjson::Value* v = Member(doc, "norm_std")) {
-    auto std = Vector3(*v, "norm_std", what);
-    if (!std.ok()) return std.status();
-    t.std = *std;
+    ASSIGN_OR_RETURN(t.std, Vector3(*v, "norm_std", what));
   }
   for (float s : t.std) {
     if (!(s > 0.0f)) return Bad(what, "its metadata's norm_std has a value that is not > 0");
@@ -149,7 +144,7 @@ absl::StatusOr<TaskSettings> ParseTaskSettings(absl::string_view json, absl::str
   if (task == "detect") return t;
   if (task == "classify") {
     t.task = ExportTask::kClassify;
-    if (absl::Status s = ClassifySettings(doc, family, what, t); !s.ok()) return s;
+    RETURN_IF_ERROR(ClassifySettings(doc, family, what, t));
     return t;
   }
   if (task == "semantic") {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/status/status_macros.h"
 #include "server/engine/data/pil_resize.h"
 #include "server/engine/data/transforms.h"
 #include "server/engine/infer/task_postprocess.h"
@@ -155,9 +156,8 @@ absl::StatusOr<std::unique_ptr<TorchScriptModel>> TorchScriptModel::Load(const s
         path, ": a TorchScript file without libreyolo_metadata.json (not a LibreYOLO export): "
               "export the model with `libreyolo export --format torchscript`"));
   }
-  auto meta = ParseExportMetadata(json, path);
-  if (!meta.ok()) return meta.status();
-  m->meta_ = *std::move(meta);
+  ASSIGN_OR_RETURN(auto meta, ParseExportMetadata(json, path));
+  m->meta_ = std::move(meta);
   // The graph's float type (fp16 for --half exports): its first floating parameter's.
   for (const at::Tensor& t : m->module_.parameters()) {
     if (t.is_floating_point()) {
@@ -503,7 +503,7 @@ absl::StatusOr<std::vector<Detections>> TorchScriptModel::Postprocess(
     const torch::IValue& output, const PostprocessOptions& o,
     const std::vector<ExportGeometry>& geometry) const {
   const std::vector<torch::Tensor> outs = OutputTensors(output, torch::kFloat);
-  if (absl::Status s = CheckDecodable(meta_, outs); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckDecodable(meta_, outs));
   const ExportFamily& f = *meta_.family;
   const int64_t max_det = f.max_det_cap > 0 ? std::min(o.max_det, f.max_det_cap) : o.max_det;
   const bool detr = f.output == ExportOutput::kDetr || f.output == ExportOutput::kDetrSoftmax;
