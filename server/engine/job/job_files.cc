@@ -15,6 +15,7 @@
 #include "common/profile/profile_json.h"
 #include "common/report/report_html.h"
 #include "common/report/report_input.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -109,13 +110,12 @@ absl::StatusOr<AnalysedTrace> WriteAndAnalyseTrace(const CollectedTrace& trace,
   const auto t0 = Clock::now();
   AnalysedTrace out;
   if (output.analyse_from_files) {
-    if (auto s = WriteTraceAtomically(trace, path, options); !s.ok()) return s;
-    auto analysed = AnalyseTraceFile(path);
-    if (!analysed.ok()) return analysed.status();
-    out.profile = *std::move(analysed);
+    RETURN_IF_ERROR(WriteTraceAtomically(trace, path, options));
+    ASSIGN_OR_RETURN(auto analysed, AnalyseTraceFile(path));
+    out.profile = std::move(analysed);
   } else {
     TraceData data;
-    if (auto s = WriteTraceAtomically(trace, path, options, &data); !s.ok()) return s;
+    RETURN_IF_ERROR(WriteTraceAtomically(trace, path, options, &data));
     if (!output.report_label.empty()) {
       // The report's timeline and layers are drawn before the analyser drops the events
       // outside the window (it takes them by value).
@@ -146,7 +146,7 @@ absl::Status WriteTrialProfiles(const JobFiles& files, const std::vector<Profile
                             : files.RecordedFromTrial(*recorded.trace);
     }
     const std::string& path = last ? files.profile : files.trial_profiles[t];
-    if (auto s = WriteFileAtomically(path, WriteProfileJson(recorded)); !s.ok()) return s;
+    RETURN_IF_ERROR(WriteFileAtomically(path, WriteProfileJson(recorded)));
   }
   return absl::OkStatus();
 }
@@ -169,13 +169,13 @@ absl::Status WriteJobOutputs(const Profile& p, const JobFiles& files,
   }
   const std::string json = WriteProfileJson(recorded);
   if (trial_layout) {
-    if (auto s = WriteTrialProfiles(files, trials); !s.ok()) return s;
-  } else if (auto s = WriteFileAtomically(files.profile, json); !s.ok()) {
-    return s;
+    RETURN_IF_ERROR(WriteTrialProfiles(files, trials));
+  } else {
+    RETURN_IF_ERROR(WriteFileAtomically(files.profile, json));
   }
   result->profile_path = files.profile;
   if (repeat) {
-    if (auto s = WriteFileAtomically(files.repeat, json); !s.ok()) return s;
+    RETURN_IF_ERROR(WriteFileAtomically(files.repeat, json));
     result->repeat_path = files.repeat;
   }
   // The report shows the job's profile: with trials, the aggregate's numbers.

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status/status_macros.h"
 #include "server/engine/checkpoint/checkpoint.h"
 #include "server/engine/checkpoint/checkpoint_model.h"
 #include "server/engine/infer/torchscript_model.h"
@@ -63,9 +64,8 @@ absl::StatusOr<std::shared_ptr<const Checkpoint>> ReadCheckpointCached(const std
     }
   }
   *hit = false;
-  auto read = ReadCheckpoint(weights);
-  if (!read.ok()) return read.status();
-  auto shared = std::make_shared<const Checkpoint>(*std::move(read));
+  ASSIGN_OR_RETURN(auto read, ReadCheckpoint(weights));
+  auto shared = std::make_shared<const Checkpoint>(std::move(read));
   if (key) {
     std::lock_guard<std::mutex> lock(mu);
     cache.emplace_front(*key, shared);
@@ -149,9 +149,8 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& weights, const std::str
         "run`) profiles LibreYOLO9 from a torch.save checkpoint"));
   }
   if (exists) {
-    auto read = ReadCheckpointCached(weights, &out.from_cache);
-    if (!read.ok()) return read.status();
-    ckpt = *std::move(read);
+    ASSIGN_OR_RETURN(auto read, ReadCheckpointCached(weights, &out.from_cache));
+    ckpt = std::move(read);
     described = DescribeCheckpoint(*ckpt);
     if (!described.family.empty() && described.family != "yolo9") {
       const std::string stem = std::filesystem::path(weights).stem().string();
@@ -175,7 +174,7 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& weights, const std::str
   }
   out.num_classes = num_classes > 0 ? num_classes : 80;
   options.num_classes = out.num_classes;
-  if (auto valid = ValidateYolo9Options(options); !valid.ok()) return valid;
+  RETURN_IF_ERROR(ValidateYolo9Options(options));
   if (!exists) torch::manual_seed(kRandomInitSeed);
   out.model = Yolo9(options);
   if (!exists) {

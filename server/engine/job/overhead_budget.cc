@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -259,10 +260,9 @@ absl::StatusOr<BudgetOutcome> ProbeProfilerCost(const ProfilerSwitches& requeste
   auto measure = [&](const ResolvedSwitches& sw) -> absl::StatusOr<OverheadEstimate> {
     std::vector<ProbeTimings> rounds;
     for (int64_t r = 0; r < o.rounds_per_probe; ++r) {
-      auto timings = probe(sw);
-      if (!timings.ok()) return timings.status();
+      ASSIGN_OR_RETURN(auto timings, probe(sw));
       ++o.probe_rounds;
-      rounds.push_back(*std::move(timings));
+      rounds.push_back(std::move(timings));
     }
     return EstimateOverhead(rounds);
   };
@@ -270,20 +270,17 @@ absl::StatusOr<BudgetOutcome> ProbeProfilerCost(const ProfilerSwitches& requeste
     if (!o.switches.Get(c)) continue;
     ResolvedSwitches without = o.switches;
     without.Set(c, false);
-    auto e = measure(without);
-    if (!e.ok()) return e.status();
+    ASSIGN_OR_RETURN(auto e, measure(without));
     SwitchCost cost;
     cost.which = c;
-    cost.without = *std::move(e);
+    cost.without = std::move(e);
     o.costs.push_back(std::move(cost));
   }
-  auto in_force = measure(o.switches);
-  if (!in_force.ok()) return in_force.status();
-  o.overhead = *std::move(in_force);
+  ASSIGN_OR_RETURN(auto in_force, measure(o.switches));
+  o.overhead = std::move(in_force);
   for (SwitchCost& c : o.costs) {
-    auto shift = EstimateShift(o.overhead->diffs_pct, c.without.diffs_pct);
-    if (!shift.ok()) return shift.status();
-    c.cost = *shift;
+    ASSIGN_OR_RETURN(auto shift, EstimateShift(o.overhead->diffs_pct, c.without.diffs_pct));
+    c.cost = shift;
     c.over_budget = c.cost.ci_low_pct > budget_pct;
   }
   return o;

@@ -8,6 +8,7 @@
 #include "common/analysis/load_shift.h"
 #include "common/analysis/repeat_trials.h"
 #include "common/analysis/verdict.h"
+#include "common/status/status_macros.h"
 #include "server/engine/runtime/cuda_runtime.h"
 
 namespace libreyolo::engine {
@@ -22,9 +23,8 @@ absl::Status Finish(const DeviceChoice& device, Profile* p) {
   p->libtorch_version = LibTorchVersion();
   p->created_at = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
   if (device.cuda) {
-    auto props = CudaDeviceProperties(device.index);
-    if (!props.ok()) return props.status();
-    p->device = *props;
+    ASSIGN_OR_RETURN(auto props, CudaDeviceProperties(device.index));
+    p->device = props;
   } else {
     DeviceInfo d;
     d.type = "cpu";
@@ -49,37 +49,31 @@ absl::StatusOr<std::vector<Profile>> TrialProfiles(const DeviceChoice& device,
     Profile t = applied;
     t.repeat = RepeatInfo{};
     ApplyMeasuredTrials(t, out.trial_batch, {m});
-    if (auto s = Finish(device, &t); !s.ok()) return s;
+    RETURN_IF_ERROR(Finish(device, &t));
     trials.push_back(std::move(t));
   }
   return trials;
 }
 
 absl::StatusOr<JobResult> RunStages(JobKind& kind, const StageContext& ctx) {
-  if (auto s = kind.Prepare(ctx); !s.ok()) return s;
-  if (auto s = kind.Warmup(ctx); !s.ok()) return s;
-  if (auto s = kind.Measure(ctx); !s.ok()) return s;
+  RETURN_IF_ERROR(kind.Prepare(ctx));
+  RETURN_IF_ERROR(kind.Warmup(ctx));
+  RETURN_IF_ERROR(kind.Measure(ctx));
   const SwitchQuestion question = kind.AskSwitches(ctx);
-  auto decision = DecideSwitches(kind.requested(), question);
-  if (!decision.ok()) return decision.status();
-  if (auto s = kind.Record(ctx, *decision); !s.ok()) return s;
-  auto analysed = kind.Analyse(ctx);
-  if (!analysed.ok()) return analysed.status();
-  Profile p = *std::move(analysed);
-  if (auto s = kind.Apply(ctx, *decision, &p); !s.ok()) return s;
+  ASSIGN_OR_RETURN(auto decision, DecideSwitches(kind.requested(), question));
+  RETURN_IF_ERROR(kind.Record(ctx, decision));
+  ASSIGN_OR_RETURN(auto analysed, kind.Analyse(ctx));
+  Profile p = std::move(analysed);
+  RETURN_IF_ERROR(kind.Apply(ctx, decision, &p));
   const JobOutputs out = kind.Outputs();
-  auto trials = TrialProfiles(kind.device(), out, p);
-  if (!trials.ok()) return trials.status();
-  if (auto s = Finish(kind.device(), &p); !s.ok()) return s;
+  ASSIGN_OR_RETURN(auto trials, TrialProfiles(kind.device(), out, p));
+  RETURN_IF_ERROR(Finish(kind.device(), &p));
 
   ctx.Report("writing", 0, 1);
   JobResult result;
   result.post_window = out.post_window;
-  if (auto w = WriteJobOutputs(p, *out.files, kind.output(), out.window, out.repeat, &result,
-                               *trials);
-      !w.ok()) {
-    return w;
-  }
+  RETURN_IF_ERROR(
+      WriteJobOutputs(p, *out.files, kind.output(), out.window, out.repeat, &result, trials));
   ctx.Report("writing", 1, 1);
   result.trace_path = out.trace_path;
   result.profile = std::move(p);
@@ -101,10 +95,10 @@ absl::StatusOr<SwitchDecision> DecideSwitches(const ProfilerSwitches& requested,
                          "defaults; the overhead and their costs are not measured)");
     return d;
   }
-  auto probed = ProbeProfilerCost(requested, requested.overhead_budget_pct, q.probe,
-                                  RoundsPerProbe(q.job_windows, ProbeCount(requested)));
-  if (!probed.ok()) return probed.status();
-  d.budget = *std::move(probed);
+  ASSIGN_OR_RETURN(auto probed,
+                   ProbeProfilerCost(requested, requested.overhead_budget_pct, q.probe,
+                                     RoundsPerProbe(q.job_windows, ProbeCount(requested))));
+  d.budget = std::move(probed);
   return d;
 }
 

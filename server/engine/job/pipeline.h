@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/analysis/repeat_trials.h"
+#include "common/status/status_macros.h"
 #include "server/engine/engine.h"
 #include "server/engine/job/job_files.h"
 #include "server/engine/job/overhead_budget.h"
@@ -122,9 +123,8 @@ class JobKindOf : public JobKind {
   // "cpu" or a CUDA index (runtime_info.h): FAILED_PRECONDITION for a CUDA device that is not
   // there.
   absl::Status ParseJobDevice() {
-    auto device = ParseDevice(spec_.model.device);
-    if (!device.ok()) return device.status();
-    device_ = *device;
+    ASSIGN_OR_RETURN(auto device, ParseDevice(spec_.model.device));
+    device_ = device;
     return absl::OkStatus();
   }
 

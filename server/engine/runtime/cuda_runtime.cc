@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
 namespace {
@@ -79,7 +80,7 @@ absl::Status RequireCudaDevice(int index) {
 }
 
 absl::StatusOr<DeviceInfo> CudaDeviceProperties(int index) {
-  if (auto ok = RequireCudaDevice(index); !ok.ok()) return ok;
+  RETURN_IF_ERROR(RequireCudaDevice(index));
   try {
     const cudaDeviceProp* prop = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(index));
     DeviceInfo d;
@@ -96,13 +97,13 @@ absl::StatusOr<DeviceInfo> CudaDeviceProperties(int index) {
 }
 
 absl::StatusOr<std::string> CudaComputeCapability(int index) {
-  if (auto ok = RequireCudaDevice(index); !ok.ok()) return ok;
+  RETURN_IF_ERROR(RequireCudaDevice(index));
   const cudaDeviceProp* prop = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(index));
   return absl::StrCat(prop->major, ".", prop->minor);
 }
 
 absl::StatusOr<CudaAllocatorStats> ReadCudaAllocator(int index) {
-  if (auto ok = RequireCudaDevice(index); !ok.ok()) return ok;
+  RETURN_IF_ERROR(RequireCudaDevice(index));
   try {
     const auto s =
         c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
@@ -123,7 +124,7 @@ absl::StatusOr<CudaAllocatorStats> ReadCudaAllocator(int index) {
 }
 
 absl::Status ResetCudaAllocatorPeaks(int index) {
-  if (auto ok = RequireCudaDevice(index); !ok.ok()) return ok;
+  RETURN_IF_ERROR(RequireCudaDevice(index));
   try {
     c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(index));
   } catch (const std::exception& e) {
@@ -133,7 +134,7 @@ absl::Status ResetCudaAllocatorPeaks(int index) {
 }
 
 absl::Status ReleaseCudaCache(int index) {
-  if (auto ok = RequireCudaDevice(index); !ok.ok()) return ok;
+  RETURN_IF_ERROR(RequireCudaDevice(index));
   try {
     c10::cuda::CUDACachingAllocator::emptyCache();
   } catch (const std::exception& e) {
@@ -143,13 +144,13 @@ absl::Status ReleaseCudaCache(int index) {
 }
 
 absl::Status CheckCudaContext(int index) {
-  if (auto ok = RequireCudaDevice(index); !ok.ok()) return ok;
+  RETURN_IF_ERROR(RequireCudaDevice(index));
   try {
     const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
     // A sticky error surfaces at the next synchronisation; a plain one is cleared by reading it.
-    if (auto s = CudaCallStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); !s.ok()) return s;
+    RETURN_IF_ERROR(CudaCallStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
     (void)cudaGetLastError();
-    if (auto s = CudaCallStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); !s.ok()) return s;
+    RETURN_IF_ERROR(CudaCallStatus(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("CUDA: checking the context: ", e.what()));
   }
@@ -168,7 +169,7 @@ CudaEventTimer& CudaEventTimer::operator=(CudaEventTimer&&) noexcept = default;
 CudaEventTimer::~CudaEventTimer() = default;
 
 absl::StatusOr<CudaEventTimer> CudaEventTimer::Create(int index) {
-  if (auto ok = RequireCudaDevice(index); !ok.ok()) return ok;
+  RETURN_IF_ERROR(RequireCudaDevice(index));
   auto impl = std::make_unique<Impl>();
   impl->device = static_cast<c10::DeviceIndex>(index);
   return CudaEventTimer(std::move(impl));
@@ -220,13 +221,10 @@ CudnnSettings ReadCudnnSettings() {
 void SetCudnnBenchmark(bool on) { at::globalContext().setBenchmarkCuDNN(on); }
 
 absl::StatusOr<CudaMemInfo> CudaMemoryInfo(int index) {
-  if (auto ok = RequireCudaDevice(index); !ok.ok()) return ok;
+  RETURN_IF_ERROR(RequireCudaDevice(index));
   const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
   size_t free_bytes = 0, total_bytes = 0;
-  if (auto s = CudaCallStatus(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CudaCallStatus(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
   return CudaMemInfo{static_cast<int64_t>(free_bytes), static_cast<int64_t>(total_bytes)};
 }
 
