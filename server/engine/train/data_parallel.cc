@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/io/unique_fd.h"
+#include "common/status/status_macros.h"
 #include "server/engine/train/data_parallel_nccl.h"
 
 namespace libreyolo::engine {
@@ -125,12 +126,11 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const DataParallelSpec
   o.timeout = seconds(spec.timeout_s);
   const std::string where = absl::StrCat(spec.master_addr, ":", spec.master_port);
   if (o.isServer) {
-    absl::StatusOr<UniqueFd> listener = ListenForRendezvous(spec);
-    if (!listener.ok()) return listener.status();
+    ASSIGN_OR_RETURN(UniqueFd listener, ListenForRendezvous(spec));
     // The server takes the socket over: c10d's backends (libuv's, the default, and the
     // classic one) listen on it and close it with the store. Released here, not closed on a
     // failure below: the backend may have closed it already, and the number reused.
-    o.masterListenFd = listener->Release();
+    o.masterListenFd = listener.Release();
   }
   try {
     return c10::intrusive_ptr<c10d::Store>(
@@ -254,15 +254,13 @@ DataParallel::~DataParallel() {
 absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Join(const DataParallelSpec& spec,
                                                                  const DeviceChoice& device,
                                                                  torch::nn::Module& model) {
-  auto backend = BackendFor(spec, device);
-  if (!backend.ok()) return backend.status();
+  ASSIGN_OR_RETURN(auto backend, BackendFor(spec, device));
   std::unique_ptr<DataParallel> dp(new DataParallel());
   dp->spec_ = spec;
-  auto store = OpenStore(spec);
-  if (!store.ok()) return store.status();
-  dp->store_ = *std::move(store);
-  if (auto s = CheckIn(*dp->store_, spec); !s.ok()) return s;
-  dp->group_ = MakeGroup(dp->store_, spec, *backend);
+  ASSIGN_OR_RETURN(auto store, OpenStore(spec));
+  dp->store_ = std::move(store);
+  RETURN_IF_ERROR(CheckIn(*dp->store_, spec));
+  dp->group_ = MakeGroup(dp->store_, spec, backend);
 
   for (const torch::Tensor& p : model.parameters()) {
     if (p.requires_grad()) dp->params_.push_back(p);
@@ -291,7 +289,7 @@ absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Join(const DataParal
       /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false, std::move(limit_list));
 
   DataParallelFacts& f = dp->facts_;
-  f.backend = *backend;
+  f.backend = backend;
   f.rank = spec.rank;
   f.world_size = spec.world_size;
   f.bucket_cap_mb = spec.bucket_cap_mb;

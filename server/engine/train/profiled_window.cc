@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status/status_macros.h"
 #include "server/engine/collect/module_scope_events.h"
 #include "server/engine/collect/profiling_session.h"
 #include "server/engine/collect/recorded_kinds.h"
@@ -64,8 +65,7 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
     if (cancel != nullptr && cancel->cancelled.load()) {
       return absl::CancelledError("cancelled while profiling");
     }
-    auto t = trainer.Step(source, sync);
-    if (!t.ok()) return t.status();
+    RETURN_IF_ERROR(trainer.Step(source, sync).status());
     ++step;
     if (progress) progress(JobProgress{"profiling", step, total, ""});
     return absl::OkStatus();
@@ -76,20 +76,19 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
   };
 
   for (int64_t i = 0; i < schedule.skip_first; ++i) {
-    if (auto s = run(false); !s.ok()) return s;
+    RETURN_IF_ERROR(run(false));
   }
   TraceExportOptions export_options = export_base;
   export_options.pid = static_cast<int64_t>(::getpid());
   for (int64_t cycle = 0; cycle < schedule.cycles; ++cycle) {
     for (int64_t i = 0; i < schedule.wait; ++i) {
-      if (auto s = run(false); !s.ok()) return s;
+      RETURN_IF_ERROR(run(false));
     }
-    if (auto s = source.Reserve(schedule.warmup + schedule.active); !s.ok()) return s;
+    RETURN_IF_ERROR(source.Reserve(schedule.warmup + schedule.active));
     // The job's CPU collector, with CUPTI for GPU activity on CUDA (profiling_session.h).
-    auto profiler = ProfilingSession::Start(options);
-    if (!profiler.ok()) return profiler.status();
+    ASSIGN_OR_RETURN(auto profiler, ProfilingSession::Start(options));
     for (int64_t i = 0; i < schedule.warmup; ++i) {
-      if (auto s = run_in_range(true); !s.ok()) return s;
+      RETURN_IF_ERROR(run_in_range(true));
     }
     const int64_t first_active = step;
     const DeviceChoice& device = trainer.device();
@@ -97,29 +96,26 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
       // The [memory] running totals start from what the allocator holds as the active steps
       // begin (the warmup's events are dropped); the peaks are the active steps' own.
       torch::cuda::synchronize(device.index);
-      if (auto s = ResetCudaAllocatorPeaks(device.index); !s.ok()) return s;
-      auto now = ReadCudaAllocator(device.index);
-      if (!now.ok()) return now.status();
-      export_options.device_allocated_at_start = now->allocated;
-      export_options.device_reserved_at_start = now->reserved;
+      RETURN_IF_ERROR(ResetCudaAllocatorPeaks(device.index));
+      ASSIGN_OR_RETURN(auto now, ReadCudaAllocator(device.index));
+      export_options.device_allocated_at_start = now.allocated;
+      export_options.device_reserved_at_start = now.reserved;
     }
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < schedule.active; ++i) {
-      if (auto s = run_in_range(true); !s.ok()) return s;
+      RETURN_IF_ERROR(run_in_range(true));
     }
     recorded_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     out.recorded_steps += schedule.active;
     if (device.cuda) {
-      auto peaks = ReadCudaAllocator(device.index);
-      if (!peaks.ok()) return peaks.status();
-      out.memory = *peaks;
+      ASSIGN_OR_RETURN(auto peaks, ReadCudaAllocator(device.index));
+      out.memory = peaks;
     }
-    auto collected = (*profiler)->Stop();
-    if (!collected.ok()) return collected.status();
-    out.gpu_collector = (*profiler)->gpu_collector();
-    out.cpu_collector = (*profiler)->cpu_collector();
-    DropWarmupEvents(*collected, first_active);
-    for (const std::string& note : collected->notes) {
+    ASSIGN_OR_RETURN(auto collected, profiler->Stop());
+    out.gpu_collector = profiler->gpu_collector();
+    out.cpu_collector = profiler->cpu_collector();
+    DropWarmupEvents(collected, first_active);
+    for (const std::string& note : collected.notes) {
       if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end()) {
         out.notes.push_back(note);
       }
@@ -129,15 +125,15 @@ absl::StatusOr<ProfiledWindow> RunProfiledWindow(Trainer& trainer, LoaderBatchSo
     out.cycle_traces.push_back(files.Recorded(named));
     if (cycle + 1 == schedule.cycles) {
       // The analysed cycle: kept for the analyse stage, which writes it.
-      out.module_scopes = HoldsModuleScopes(collected->events);
-      out.recorded = RecordedKindsOf(collected->events);
-      out.last_cycle = *std::move(collected);
+      out.module_scopes = HoldsModuleScopes(collected.events);
+      out.recorded = RecordedKindsOf(collected.events);
+      out.last_cycle = std::move(collected);
       out.last_export = export_options;
       out.last_named = named;
       break;
     }
     if (progress) progress(JobProgress{"writing", cycle, schedule.cycles, "trace"});
-    if (auto s = WriteTraceAtomically(*collected, named, export_options); !s.ok()) return s;
+    RETURN_IF_ERROR(WriteTraceAtomically(collected, named, export_options));
   }
   out.mean_step_ms =
       out.recorded_steps > 0 ? recorded_ms / static_cast<double>(out.recorded_steps) : 0.0;
@@ -148,12 +144,11 @@ absl::Status AnalyseProfiledWindow(ProfiledWindow* window, const JobFiles& files
                                    const JobOutputOptions& output, PostWindowTimes* times) {
   if (!window->last_cycle) return absl::InternalError("the profiled window recorded no cycle");
   // Written and analysed in one pass (job_files.h).
-  auto analysed =
-      WriteAndAnalyseTrace(*window->last_cycle, files.trace, window->last_export, output, times);
-  if (!analysed.ok()) return analysed.status();
+  ASSIGN_OR_RETURN(auto analysed, WriteAndAnalyseTrace(*window->last_cycle, files.trace,
+                                                       window->last_export, output, times));
   window->last_cycle.reset();
-  window->analysed = *std::move(analysed);
-  if (auto s = LinkOrCopy(files.trace, window->last_named); !s.ok()) return s;
+  window->analysed = std::move(analysed);
+  RETURN_IF_ERROR(LinkOrCopy(files.trace, window->last_named));
   window->trace = files.trace;
   return absl::OkStatus();
 }
@@ -166,43 +161,40 @@ absl::StatusOr<ProbeTimings> ProbeRound(Trainer& trainer, LoaderBatchSource& sou
   // (ProfilingSession::Pause); with CUDA activity each profiled window starts its own.
   std::unique_ptr<ProfilingSession> round;  // stops (events dropped) as the round ends
   if (!options.cuda) {
-    auto started = ProfilingSession::Start(options);
-    if (!started.ok()) return started.status();
-    round = *std::move(started);
-    if (auto s = round->Pause(); !s.ok()) return s;
+    ASSIGN_OR_RETURN(auto started, ProfilingSession::Start(options));
+    round = std::move(started);
+    RETURN_IF_ERROR(round->Pause());
   }
   auto window = [&](std::vector<double>& ms, int64_t i, bool profiled) -> absl::Status {
     if (cancel != nullptr && cancel->cancelled.load()) {
       return absl::CancelledError("cancelled while probing");
     }
-    if (auto s = source.Reserve(1); !s.ok()) return s;
+    RETURN_IF_ERROR(source.Reserve(1));
     std::unique_ptr<ProfilingSession> own;
     if (profiled && round != nullptr) {
-      if (auto s = round->Resume(); !s.ok()) return s;
+      RETURN_IF_ERROR(round->Resume());
     } else if (profiled) {
-      auto started = ProfilingSession::Start(options);
-      if (!started.ok()) return started.status();
-      own = *std::move(started);
+      ASSIGN_OR_RETURN(auto started, ProfilingSession::Start(options));
+      own = std::move(started);
     }
     const auto t0 = Clock::now();
     {
       ScopedRange range(absl::StrCat("ProfilerStep#", i));
-      auto t = trainer.Step(source, /*sync=*/true);
-      if (!t.ok()) return t.status();
+      RETURN_IF_ERROR(trainer.Step(source, /*sync=*/true).status());
     }
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     if (profiled && round != nullptr) {
-      if (auto s = round->Pause(); !s.ok()) return s;
+      RETURN_IF_ERROR(round->Pause());
     }
     if (after_window) after_window();
     return absl::OkStatus();  // `own` stops here, its events unread
   };
   ProbeTimings t;
   for (int64_t i = 0; i < pairs; ++i) {
-    if (auto s = window(t.unprofiled_ms, 2 * i, false); !s.ok()) return s;
-    if (auto s = window(t.profiled_ms, 2 * i + 1, true); !s.ok()) return s;
+    RETURN_IF_ERROR(window(t.unprofiled_ms, 2 * i, false));
+    RETURN_IF_ERROR(window(t.profiled_ms, 2 * i + 1, true));
   }
-  if (auto s = window(t.unprofiled_ms, 2 * pairs, false); !s.ok()) return s;
+  RETURN_IF_ERROR(window(t.unprofiled_ms, 2 * pairs, false));
   return t;
 }
 

@@ -18,6 +18,7 @@
 #include "common/analysis/latency_stats.h"
 #include "common/analysis/repeat_trials.h"
 #include "common/job/names.h"
+#include "common/status/status_macros.h"
 #include "server/engine/checkpoint/checkpoint.h"
 #include "server/engine/collect/profiling_session.h"
 #include "server/engine/data/dataset.h"
@@ -98,19 +99,17 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
   }
 
   absl::Status Prepare(const StageContext& ctx) override {
-    if (auto s = ParseJobDevice(); !s.ok()) return s;
+    RETURN_IF_ERROR(ParseJobDevice());
     if (!std::isfinite(spec_.aux_weight) || spec_.aux_weight < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "aux_weight must be a finite number >= 0, got ", spec_.aux_weight,
           ": the PGI auxiliary branch's loss weight (", job_defaults::kAuxWeight,
           " as the Python LibreYOLO trains LibreYOLO9; 0 trains the main head only)"));
     }
-    auto dataset_spec = ResolveDataset(spec_.data);
-    if (!dataset_spec.ok()) return dataset_spec.status();
-    auto dataset = OpenDataset(*dataset_spec, Split::kTrain, /*allow_empty=*/true,
-                               spec_.max_decoded_pixels);
-    if (!dataset.ok()) return dataset.status();
-    dataset_ = *std::move(dataset);
+    ASSIGN_OR_RETURN(auto dataset_spec, ResolveDataset(spec_.data));
+    ASSIGN_OR_RETURN(auto dataset, OpenDataset(dataset_spec, Split::kTrain, /*allow_empty=*/true,
+                                               spec_.max_decoded_pixels));
+    dataset_ = std::move(dataset);
     window_ = spec_.warmup + spec_.steps;
     // Fail before loading anything when no image can fill the window.
     const int64_t images = ImagesPerRank(spec_, *dataset_);
@@ -118,19 +117,17 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     threads_ = ConfigureThreads(spec_.model.threads);
     amp_ = spec_.amp && device_.cuda;
     if (device_.cuda) {
-      auto stats = ReadCudaAllocator(device_.index);
-      if (!stats.ok()) return stats.status();
-      at_start_ = *stats;
+      ASSIGN_OR_RETURN(auto stats, ReadCudaAllocator(device_.index));
+      at_start_ = stats;
     }
     ctx.Report("loading model", 0, 1);
-    auto loaded = LoadModel(spec_.model.weights, spec_.model.size, dataset_->num_classes(),
-                            spec_.model.weights_searched);
-    if (!loaded.ok()) return loaded.status();
-    loaded_ = *std::move(loaded);
+    ASSIGN_OR_RETURN(auto loaded, LoadModel(spec_.model.weights, spec_.model.size,
+                                            dataset_->num_classes(), spec_.model.weights_searched));
+    loaded_ = std::move(loaded);
     if (!loaded_->notice.empty()) ctx.Report("loading model", 1, 1, loaded_->notice);
     // Before the device, the module scopes, the optimizer, the EMA and data-parallel: they all
     // see the branch's parameters, as Python attaches it before trainer.setup().
-    if (auto aux = AttachAuxBranch(); !aux.ok()) return aux;
+    RETURN_IF_ERROR(AttachAuxBranch());
     if (device_.cuda) loaded_->model->to(CudaDevice(device_));
     loaded_->model->train();
     // Module scopes for the probes and the recorded steps (the measured windows record none).
@@ -156,9 +153,8 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     lo.pin_memory = device_.cuda;
     lo.replicas = spec_.data_parallel.world_size;
     lo.rank = spec_.data_parallel.rank;
-    auto loader = DataLoader::Create(dataset_, lo);
-    if (!loader.ok()) return loader.status();
-    loader_ = *std::move(loader);
+    ASSIGN_OR_RETURN(auto loader, DataLoader::Create(dataset_, lo));
+    loader_ = std::move(loader);
     source_.emplace(loader_.get());
     if (spec_.data_parallel.distributed()) {
       ctx.Report("rendezvous", 0, spec_.data_parallel.world_size,
@@ -166,9 +162,9 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
                               spec_.data_parallel.world_size, " at ",
                               spec_.data_parallel.master_addr, ":",
                               spec_.data_parallel.master_port));
-      auto joined = DataParallel::Join(spec_.data_parallel, device_, *loaded_->model);
-      if (!joined.ok()) return joined.status();
-      data_parallel_ = *std::move(joined);
+      ASSIGN_OR_RETURN(auto joined,
+                       DataParallel::Join(spec_.data_parallel, device_, *loaded_->model));
+      data_parallel_ = std::move(joined);
       ctx.Report("rendezvous", spec_.data_parallel.world_size, spec_.data_parallel.world_size);
     }
     TrainerOptions to;
@@ -194,12 +190,11 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     torch::Tensor first_loss;
     const int64_t timed = device_.cuda ? spec_.steps - spec_.steps / 2 : spec_.steps;
     for (int64_t trial = 0; trial < spec_.repeat; ++trial) {
-      if (auto s = source_->Reserve(window_); !s.ok()) return s;
+      RETURN_IF_ERROR(source_->Reserve(window_));
       for (int64_t i = 0; i < spec_.warmup; ++i) {
         if (ctx.Cancelled()) return absl::CancelledError("cancelled during warmup");
-        auto t = trainer_->Step(*source_, false);
-        if (!t.ok()) return t.status();
-        LogStep("warmup", trial, *t, !device_.cuda);
+        ASSIGN_OR_RETURN(auto t, trainer_->Step(*source_, false));
+        LogStep("warmup", trial, t, !device_.cuda);
         ctx.Report("warmup", trial * spec_.warmup + i + 1, spec_.repeat * spec_.warmup);
       }
       double trial_ms = 0, trial_dataload = 0;
@@ -211,15 +206,14 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
           torch::cuda::synchronize(device_.index);
           trial_ms = Ms(Clock::now() - t0);
         }
-        auto t = trainer_->Step(*source_, per_phase);
-        if (!t.ok()) return t.status();
+        ASSIGN_OR_RETURN(auto t, trainer_->Step(*source_, per_phase));
         // Kept on the device and read after the window: .item() would sync mid-window.
         if (trial == 0 && i == 0) first_loss = trainer_->last_loss();
-        LogStep("measuring", trial, *t, per_phase || !device_.cuda);
-        if (i < timed) trial_dataload += t->dataload;
+        LogStep("measuring", trial, t, per_phase || !device_.cuda);
+        if (i < timed) trial_dataload += t.dataload;
         if (per_phase || !device_.cuda) {
-          m_.phases += *t;
-          synced_ms += t->total();
+          m_.phases += t;
+          synced_ms += t.total();
           ++synced_n;
         }
         ctx.Report("measuring", trial * spec_.steps + i + 1, spec_.repeat * spec_.steps);
@@ -246,7 +240,7 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     files_ = JobFilesFor(spec_.project, kRunOutputFolder, spec_.output,
                          data_parallel_ != nullptr ? data_parallel_->facts().rank : -1,
                          spec_.repeat);
-    if (auto made = CreateJobDir(files_); !made.ok()) return made;
+    RETURN_IF_ERROR(CreateJobDir(files_));
     // Written before the profiled window: a job that fails later still leaves its steps.
     return WriteFileAtomically(files_.metrics, step_log_.ToJsonLines());
   }
@@ -277,21 +271,17 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
 
   absl::Status Record(const StageContext& ctx, const SwitchDecision& decision) override {
     options_ = Options(decision.budget.switches);
-    auto profiled =
-        RunProfiledWindow(*trainer_, *source_, Schedule(), options_, files_, TraceIdentity(),
-                          ctx.progress(), ctx.cancel());
-    if (!profiled.ok()) return profiled.status();
-    window_result_ = *std::move(profiled);
+    ASSIGN_OR_RETURN(auto profiled,
+                     RunProfiledWindow(*trainer_, *source_, Schedule(), options_, files_,
+                                       TraceIdentity(), ctx.progress(), ctx.cancel()));
+    window_result_ = std::move(profiled);
     if (data_parallel_ != nullptr) data_parallel_->MeasureReplicaDivergence();
     return absl::OkStatus();
   }
 
   absl::StatusOr<Profile> Analyse(const StageContext& ctx) override {
     ctx.Report("analysing", 0, 1);
-    if (auto s = AnalyseProfiledWindow(&*window_result_, files_, spec_.output, &post_window_);
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(AnalyseProfiledWindow(&*window_result_, files_, spec_.output, &post_window_));
     Profile p = std::move(window_result_->analysed.profile);
     p.trace = window_result_->trace;
     return p;
@@ -372,10 +362,9 @@ class TrainKind final : public JobKindOf<TrainJobSpec> {
     for (const auto& item : model->named_parameters()) aux_tensors_ += IsAuxKey(item.key());
     for (const auto& item : model->named_buffers()) aux_tensors_ += IsAuxKey(item.key());
     if (loaded_->weights_label == "random-init") return absl::OkStatus();
-    auto checkpoint = ReadCheckpoint(loaded_->weights_label);
-    if (!checkpoint.ok()) return checkpoint.status();
+    ASSIGN_OR_RETURN(auto checkpoint, ReadCheckpoint(loaded_->weights_label));
     std::map<std::string, torch::Tensor> aux;
-    for (const auto& [name, tensor] : checkpoint->tensors) {
+    for (const auto& [name, tensor] : checkpoint.tensors) {
       if (IsAuxKey(name)) aux.emplace(name, ToTorch(tensor));
     }
     aux_tensors_loaded_ = LoadAuxTensors(model, aux);

@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "common/status/status_macros.h"
 #include "server/engine/collect/torch_profiler.h"
 #include "server/engine/runtime/cuda_runtime.h"
 
@@ -85,9 +86,8 @@ absl::StatusOr<PhaseTimes> Trainer::Step(BatchSource& source, bool sync) {
   Batch batch;
   {
     ScopedRange r("step/dataload");
-    auto next = source.Next();
-    if (!next.ok()) return next.status();
-    batch = *std::move(next);
+    ASSIGN_OR_RETURN(auto next, source.Next());
+    batch = std::move(next);
     if (options_.dataload_delay_ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(options_.dataload_delay_ms));
     }
