@@ -11,6 +11,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   clang-14 libclang-rt-14-dev            # libFuzzer targets
+  lld                                    # the linker (CMakeLists.txt: LIBREYOLO_USE_LLD)
   rapidjson-dev zlib1g-dev libabsl-dev
   libsimdjson-dev libisal-dev            # the trace reader: simdjson parse, igzip inflate
   libgtest-dev libgmock-dev libbenchmark-dev
