@@ -34,6 +34,18 @@ class FaultyFileOps : public FileOps {
     std::lock_guard<std::mutex> lock(mu_);
     byte_budget_ = bytes;
   }
+  // Where FailWrite cuts its write, in that write's own bytes.
+  enum class Cut { kBeforeFirstByte, kAfterOneByte, kOneByteShort };
+  // The n-th write (0-based, counted from the start) is cut at `cut` (it writes the bytes before
+  // the cut and returns short; with none to write it fails ENOSPC) and every later write fails
+  // ENOSPC: a disk that fills up during that write. Anchored on the write rather than on a byte
+  // count from the start, so a life whose records are a few bytes longer or shorter than the
+  // life that was counted (timestamps, durations) is cut at the same point of the same record.
+  void FailWrite(int n, Cut cut) {
+    std::lock_guard<std::mutex> lock(mu_);
+    cut_write_ = n;
+    cut_ = cut;
+  }
   // The n-th call (0-based, counted from the start) of `call` fails, and every later one.
   void FailFrom(Call call, int n) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -62,6 +74,7 @@ class FaultyFileOps : public FileOps {
   void Heal() {
     std::lock_guard<std::mutex> lock(mu_);
     byte_budget_ = -1;
+    cut_write_ = -1;
     fail_from_ = -1;
     disk_bytes_ = -1;
   }
@@ -84,7 +97,16 @@ class FaultyFileOps : public FileOps {
     {
       std::lock_guard<std::mutex> lock(mu_);
       write_sizes_.push_back(static_cast<int64_t>(size));
+      const int n = counts_[static_cast<int>(Call::kWrite)];
       if (Fails(Call::kWrite)) return FailWith(ENOSPC);
+      if (cut_write_ >= 0 && n > cut_write_) return FailWith(ENOSPC);
+      if (cut_write_ >= 0 && n == cut_write_) {
+        const size_t keep = cut_ == Cut::kBeforeFirstByte ? 0
+                            : cut_ == Cut::kAfterOneByte  ? 1
+                                                          : (size > 0 ? size - 1 : 0);
+        if (keep == 0) return FailWith(ENOSPC);
+        allowed = std::min(allowed, keep);
+      }
       if (disk_bytes_ >= 0 && DiskUsage(disk_dir_) + Growth(fd, size) > disk_bytes_) {
         return FailWith(ENOSPC);
       }
@@ -138,6 +160,8 @@ class FaultyFileOps : public FileOps {
   static constexpr int64_t kBlock = 4096;
   mutable std::mutex mu_;
   int64_t byte_budget_ = -1;
+  int cut_write_ = -1;
+  Cut cut_ = Cut::kBeforeFirstByte;
   std::string disk_dir_;
   int64_t disk_bytes_ = -1;
   Call fail_call_ = Call::kWrite;
