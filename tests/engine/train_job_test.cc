@@ -357,6 +357,7 @@ TEST_F(TrainJobErrors, MissingDevicesAndData) {
 TEST_F(TrainJobErrors, TwoCyclesWriteTwoTraces) {
   spec_.cycles = 2;
   spec_.wait = 1;
+  spec_.profiler.probe_overhead = false;  // the cycles' traces are the subject, not the probe
   auto r = RunTrainJob(spec_, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   // Cycle = wait 1 + warmup 1 + active 2: the first completes after 4 steps, the second after 8.
@@ -373,6 +374,7 @@ TEST_F(TrainJobErrors, TwoCyclesWriteTwoTraces) {
 
 TEST_F(TrainJobErrors, AutoBatchOnCpuIsSixteenAsThePythonToolsEvenOnASmallDataset) {
   spec_.batch = -1;
+  spec_.profiler.probe_overhead = false;  // the batch rule is the subject, not the probe
   auto r = RunTrainJob(spec_, nullptr, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   // 16 as the reference's non-CUDA fallback, never halved for the dataset: 8 images give one
