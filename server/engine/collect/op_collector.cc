@@ -199,8 +199,7 @@ std::vector<FlopArg> OurFlopArgs(const at::RecordFunction& fn) {
       } else if (v.isBool()) {
         out.push_back(FlopArg::Bools({v.toBool()}));
       } else if (v.isBoolList()) {
-        const auto list = v.toBoolList();
-        out.push_back(FlopArg::Bools({list.begin(), list.end()}));
+        out.push_back(FlopArg::Bools(v.toBoolList().vec()));
       } else if (v.isString()) {
         out.push_back(FlopArg::String(v.toStringRef()));
       } else {

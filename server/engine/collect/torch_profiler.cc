@@ -100,8 +100,7 @@ std::vector<FlopArg> FlopArgsOf(const tp::KinetoEvent& e) {
     } else if (v != nullptr && v->isBool()) {
       out.push_back(FlopArg::Bools({v->toBool()}));
     } else if (v != nullptr && v->isBoolList()) {
-      const auto list = v->toBoolList();
-      out.push_back(FlopArg::Bools({list.begin(), list.end()}));
+      out.push_back(FlopArg::Bools(v->toBoolList().vec()));
     } else if (v != nullptr && v->isString()) {
       out.push_back(FlopArg::String(v->toStringRef()));
     } else {
