@@ -29,6 +29,12 @@ for _ in $(seq 1 600); do
   kill -0 "$dpid" 2>/dev/null || fail "libreyolod exited before answering"
   sleep 0.2
 done
+# Waits until job $1 is into its steps: its first warmup step's event (both ranks through the
+# rendezvous and one all-reduce), rather than a fixed 3 s that a loaded box may not reach.
+into_steps() {
+  grep -q -m1 '"stage":"warmup"' < <(timeout 120 "$cli" jobs watch "$1" --remote "unix:$sock" \
+    --json 2>/dev/null) || fail "job $1 never reached its warmup step"
+}
 job=(synthetic:16 --device cpu --imgsz 64 --batch 2 --steps 2 --warmup 1 --workers 0
      --threads 1 --no-probe-overhead --remote "unix:$sock")
 
@@ -148,7 +154,7 @@ for _ in $(seq 1 600); do
   sleep 0.2
 done
 [ -n "$worker" ] || fail "rank 1's worker not found"
-sleep 3  # into its steps
+into_steps "$id"
 kill -9 "$worker"
 rc=0
 timeout 120 "$cli" jobs watch "$id" --remote "unix:$sock" > /dev/null 2>&1 || rc=$?
@@ -175,7 +181,7 @@ for _ in $(seq 1 600); do
   sleep 0.2
 done
 [ -n "$worker" ] || fail "rank 1's worker not found"
-sleep 3  # into its steps
+into_steps "$id"
 kill -STOP "$worker"
 stopped_at=$SECONDS
 rc=0
