@@ -10,6 +10,7 @@
 #include "common/analysis/repeat_trials.h"
 #include "common/analysis/trust.h"
 #include "common/json/json_read.h"
+#include "common/profile/inference_metrics.h"
 #include "common/profile/metric_id.h"
 #include "common/profile/metric_table.h"
 #include "rapidjson/document.h"
@@ -120,8 +121,11 @@ CompareResult Compare(const Profile& a, const Profile& b, const std::string& bef
         {std::string(key), std::string(d.unit), d.better == MetricBetter::kHigher, before, after});
   }
   if (a.latency && b.latency) {
-    r.deltas.push_back({"latency_p50_ms", "ms", false, a.latency->p50_ms, b.latency->p50_ms});
-    r.deltas.push_back({"latency_p99_ms", "ms", false, a.latency->p99_ms, b.latency->p99_ms});
+    using Id = InferenceMetricId;
+    for (const Id id : {Id::kLatencyP50Ms, Id::kLatencyP99Ms}) {
+      const InferenceMetricDef& d = InferenceMetricDefOf(id);
+      r.deltas.push_back({std::string(d.name), std::string(d.unit), false, d.get(a), d.get(b)});
+    }
   }
   r.bound_before = a.bound;
   r.bound_after = b.bound;

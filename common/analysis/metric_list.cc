@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "common/profile/inference_metrics.h"
 #include "common/profile/metric_id.h"
 #include "common/profile/metric_table.h"
 
@@ -94,17 +95,12 @@ std::vector<MetricValue> FlatMetrics(const Profile& p) {
     }
     out.push_back(Num(name + "_std", "", stat.std));
   }
-  if (p.latency.has_value()) {
-    out.push_back(Num("latency_p50_ms", "ms", p.latency->p50_ms));
-    out.push_back(Num("latency_p90_ms", "ms", p.latency->p90_ms));
-    out.push_back(Num("latency_p99_ms", "ms", p.latency->p99_ms));
-    out.push_back(Num("latency_mean_ms", "ms", p.latency->mean_ms));
-    out.push_back(Num("throughput_img_s", "img/s", p.img_per_s));
-  }
-  if (p.stages_ms.has_value()) {
-    out.push_back(Num("preprocess_ms", "ms", p.stages_ms->preprocess));
-    out.push_back(Num("forward_ms", "ms", p.stages_ms->forward));
-    out.push_back(Num("nms_ms", "ms", p.stages_ms->postprocess));
+  // An inference profile's latency, throughput and stage times (inference_metrics.h), when it
+  // has its latency / stages_ms objects.
+  for (const InferenceMetricDef& d : InferenceMetricTable()) {
+    if (d.listed && InferencePresent(d, p)) {
+      out.push_back(Num(std::string(d.name), std::string(d.unit), d.get(p)));
+    }
   }
   // Keys the file's own "metrics" object carried that we do not derive (kept, not dropped).
   std::set<std::string> known;

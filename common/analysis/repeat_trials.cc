@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/analysis/latency_stats.h"
+#include "common/profile/inference_metrics.h"
 #include "common/profile/metric_id.h"
 #include "common/profile/metric_table.h"
 
@@ -44,6 +45,8 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
   p.repeat = RepeatInfo{};
   // A table metric's key in the repeat's stats: its `get` name.
   auto key = [](MetricId id) { return std::string(MetricName(id)); };
+  // An inference scalar's key there: its `get` name too (inference_metrics.h).
+  auto ikey = [](InferenceMetricId id) { return std::string(InferenceMetricName(id)); };
   auto stat_of = [&](MetricId id) -> TrialStat& { return p.repeat.metrics[key(id)]; };
   // Records metric `name` (a `get` name) over the trials and returns its mean.
   auto record = [&](const std::string& name,
@@ -115,17 +118,17 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
       per_trial.push_back(ComputeLatencyStats(t.latency_samples_ms));
     }
     size_t i = 0;
-    auto lat = [&](const std::string& name, double LatencyStats::*field) {
+    auto lat = [&](InferenceMetricId id, double LatencyStats::*field) {
       i = 0;
-      return record(name, [&](const TrialMeasurement&) { return per_trial[i++].*field; });
+      return record(ikey(id), [&](const TrialMeasurement&) { return per_trial[i++].*field; });
     };
     Latency l;
-    l.p50_ms = lat("latency_p50_ms", &LatencyStats::p50_ms);
-    l.p90_ms = lat("latency_p90_ms", &LatencyStats::p90_ms);
-    l.p99_ms = lat("latency_p99_ms", &LatencyStats::p99_ms);
-    l.mean_ms = lat("latency_mean_ms", &LatencyStats::mean_ms);
-    l.min_ms = lat("latency_min_ms", &LatencyStats::min_ms);
-    l.max_ms = lat("latency_max_ms", &LatencyStats::max_ms);
+    l.p50_ms = lat(InferenceMetricId::kLatencyP50Ms, &LatencyStats::p50_ms);
+    l.p90_ms = lat(InferenceMetricId::kLatencyP90Ms, &LatencyStats::p90_ms);
+    l.p99_ms = lat(InferenceMetricId::kLatencyP99Ms, &LatencyStats::p99_ms);
+    l.mean_ms = lat(InferenceMetricId::kLatencyMeanMs, &LatencyStats::mean_ms);
+    l.min_ms = lat(InferenceMetricId::kLatencyMinMs, &LatencyStats::min_ms);
+    l.max_ms = lat(InferenceMetricId::kLatencyMaxMs, &LatencyStats::max_ms);
     for (const TrialMeasurement& t : trials) {
       l.samples_ms.insert(l.samples_ms.end(), t.latency_samples_ms.begin(),
                           t.latency_samples_ms.end());
@@ -135,24 +138,24 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
       std::vector<LatencyStats> gpu;
       for (const TrialMeasurement& t : trials) gpu.push_back(ComputeLatencyStats(t.cuda_event_ms));
       size_t j = 0;
-      l.cuda_event_p50_ms =
-          record("cuda_event_p50_ms", [&](const TrialMeasurement&) { return gpu[j++].p50_ms; });
+      l.cuda_event_p50_ms = record(ikey(InferenceMetricId::kCudaEventP50Ms),
+                                   [&](const TrialMeasurement&) { return gpu[j++].p50_ms; });
       j = 0;
-      l.cuda_event_mean_ms =
-          record("cuda_event_mean_ms", [&](const TrialMeasurement&) { return gpu[j++].mean_ms; });
+      l.cuda_event_mean_ms = record(ikey(InferenceMetricId::kCudaEventMeanMs),
+                                    [&](const TrialMeasurement&) { return gpu[j++].mean_ms; });
     }
     p.latency = l;
   }
   if (trials.front().stages.has_value()) {
-    auto stage = [&](const std::string& name, OptDouble Stages::*field) -> OptDouble {
+    auto stage = [&](InferenceMetricId id, OptDouble Stages::*field) -> OptDouble {
       if (!((*trials.front().stages).*field).has_value()) return std::nullopt;
-      return record(name, [&](const TrialMeasurement& t) {
+      return record(ikey(id), [&](const TrialMeasurement& t) {
         return t.stages ? ((*t.stages).*field).value_or(0.0) : 0.0;
       });
     };
-    p.stages_ms =
-        Stages{stage("preprocess_ms", &Stages::preprocess), stage("forward_ms", &Stages::forward),
-               stage("nms_ms", &Stages::postprocess)};
+    p.stages_ms = Stages{stage(InferenceMetricId::kPreprocessMs, &Stages::preprocess),
+                         stage(InferenceMetricId::kForwardMs, &Stages::forward),
+                         stage(InferenceMetricId::kNmsMs, &Stages::postprocess)};
   }
   ApplyMetricRules(p);  // a CPU job's host overhead is n/a, not the whole step
 }

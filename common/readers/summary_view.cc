@@ -13,6 +13,7 @@
 #include "common/analysis/trust.h"
 #include "common/json/json_read.h"
 #include "common/json/json_writer.h"
+#include "common/profile/inference_metrics.h"
 #include "common/profile/metric_id.h"
 #include "common/profile/metric_table.h"
 #include "common/readers/ranks_view.h"
@@ -433,21 +434,26 @@ void AppendStepTimeLines(std::string& out, const Profile& p, bool windowed) {
                    : "n/a (batch size not recorded in a trace)");
 }
 
+// An inference scalar's key in a repeat's stats (inference_metrics.h).
+std::string InferenceKey(InferenceMetricId id) { return std::string(InferenceMetricName(id)); }
+
 // An inference profile's latency percentiles and its stages' shares.
 void AppendInferenceLines(std::string& out, const Profile& p) {
   if (p.latency.has_value()) {
     const Latency& l = *p.latency;
     std::string line = absl::StrFormat("%.2f / %.2f / %.2f ms (min %.2f, max %.2f, n=%d)",
                                        l.p50_ms, l.p90_ms, l.p99_ms, l.min_ms, l.max_ms, l.n);
-    if (auto it = p.repeat.metrics.find("latency_p50_ms"); it != p.repeat.metrics.end()) {
-      auto sd = [&](const char* m) {
-        auto f = p.repeat.metrics.find(m);
+    using Id = InferenceMetricId;
+    if (auto it = p.repeat.metrics.find(InferenceKey(Id::kLatencyP50Ms));
+        it != p.repeat.metrics.end()) {
+      auto sd = [&](Id id) {
+        auto f = p.repeat.metrics.find(InferenceKey(id));
         return f == p.repeat.metrics.end() ? 0.0 : f->second.std;
       };
       line = absl::StrFormat(
           "%.2f / %.2f / %.2f ms ± %.2f / %.2f / %.2f (means of %d trials, %d samples in all)",
-          l.p50_ms, l.p90_ms, l.p99_ms, sd("latency_p50_ms"), sd("latency_p90_ms"),
-          sd("latency_p99_ms"), it->second.n, l.n);
+          l.p50_ms, l.p90_ms, l.p99_ms, sd(Id::kLatencyP50Ms), sd(Id::kLatencyP90Ms),
+          sd(Id::kLatencyP99Ms), it->second.n, l.n);
     }
     Line(out, "latency p50/p90/p99", line);
   }
@@ -456,7 +462,8 @@ void AppendInferenceLines(std::string& out, const Profile& p) {
     // Shares of the mean latency, as the Python tool's (the stages are timed synchronised in
     // their own iterations, so they need not add up to 100 %).
     const double total = p.step_ms.value_or(0);
-    auto share = [&](OptDouble x, const char* metric) {
+    auto share = [&](OptDouble x, InferenceMetricId id) {
+      const std::string metric = InferenceKey(id);
       return x && total > 0 ? absl::StrFormat("%s%s (%.0f%%)", FmtUnit(x, "ms"),
                                               Sd(p, metric).empty()
                                                   ? std::string()
@@ -465,9 +472,10 @@ void AppendInferenceLines(std::string& out, const Profile& p) {
                                               100 * *x / total)
                             : FmtUnit(x, "ms");
     };
-    Line(out, "stages (% of latency)", absl::StrCat("preprocess ", share(s.preprocess, "preprocess_ms"),
-                                     ", forward ", share(s.forward, "forward_ms"),
-                                     ", postprocess ", share(s.postprocess, "nms_ms")));
+    Line(out, "stages (% of latency)",
+         absl::StrCat("preprocess ", share(s.preprocess, InferenceMetricId::kPreprocessMs),
+                      ", forward ", share(s.forward, InferenceMetricId::kForwardMs),
+                      ", postprocess ", share(s.postprocess, InferenceMetricId::kNmsMs)));
   }
 }
 
