@@ -33,7 +33,9 @@ function(libreyolo_torch_pch)
   endif()
   # Two: GoogleTest's targets compile with -pthread (_REENTRANT), and GCC refuses a header
   # precompiled without it ("not used because `_REENTRANT' is defined"), and the reverse.
-  file(WRITE "${CMAKE_BINARY_DIR}/torch_pch.cc" "// the unit behind the precompiled LibTorch header\n")
+  # CONFIGURE writes only when the text changes: a re-run of CMake leaves both headers built.
+  file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/torch_pch.cc"
+       CONTENT "// the unit behind the precompiled LibTorch header\n")
   add_library(libreyolo_torch_pch OBJECT "${CMAKE_BINARY_DIR}/torch_pch.cc")
   target_link_libraries(libreyolo_torch_pch PRIVATE ${TORCH_LIBRARIES} libreyolo_warnings)
   target_precompile_headers(libreyolo_torch_pch PRIVATE <torch/torch.h>)
