@@ -242,6 +242,7 @@ class TorchScriptJob : public ::testing::Test {
 };
 
 TEST_F(TorchScriptJob, ProfilesAnExportUnderItsFamilysName) {
+  spec_.profiler.probe_overhead = false;  // the switches' probe is InferJob's subject, not this
   for (const char* family : {"yolox", "dfine"}) {
     SCOPED_TRACE(family);
     spec_.model.weights = absl::StrCat(exports_, "/", family, ".torchscript");
@@ -276,6 +277,7 @@ TEST_F(TorchScriptJob, ProfilesAnExportUnderItsFamilysName) {
 // An export made with --half runs in fp16 (on the CPU too, without --half, which is for CUDA's
 // autocast) and its profile says so; an fp32 one says fp32.
 TEST_F(TorchScriptJob, AnFp16ExportRunsInFp16AndTheProfileSaysSo) {
+  spec_.profiler.probe_overhead = false;  // the precision is the subject, not the probe
   for (const char* file : {"yolox.fp16", "yolox"}) {
     SCOPED_TRACE(file);
     spec_.model.weights = absl::StrCat(exports_, "/", file, ".torchscript");
