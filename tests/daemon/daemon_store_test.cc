@@ -113,6 +113,10 @@ TEST(DaemonStoreTest, ANearlyFullStateFilesystemNeverRunsAFinishedJobAgain) {
                                                          grpc::StatusCode::UNAVAILABLE))
           << submitted.error_message();
     }
+    // Our connection closed first: the daemon's stop waits out its 2 s gRPC shutdown deadline
+    // while a client holds one open, idle or not (16 stops here).
+    stub.reset();
+    channel.reset();
     EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
     fs::remove(root + "/zz-filler");
 
@@ -142,6 +146,7 @@ TEST(DaemonStoreTest, ANearlyFullStateFilesystemNeverRunsAFinishedJobAgain) {
         }
       }
     }
+    stub.reset();
     EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
   }
 }
