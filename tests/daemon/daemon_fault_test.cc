@@ -231,6 +231,10 @@ TEST(DaemonFaultTest, UnwritableStoreFailsTheJobAndTheDaemonServesOn) {
   EXPECT_EQ(after.state(), v1::JOB_STATE_SUCCEEDED) << after.error();
   ExpectArtifactsIntact(*stub, after);
   ExpectNoTempFiles(dirs, /*idle=*/true);
+  // Our connections closed first: libreyolod's stop waits out its 2 s gRPC shutdown deadline
+  // while a client holds one open, idle or not.
+  channel.reset();
+  stub.reset();
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
 }
 
@@ -285,6 +289,7 @@ TEST(DaemonFaultTest, GarbageWeightsFailOneJobWithExitCode2) {
   EXPECT_EQ(cli.exit_code, 2) << cli.Describe();
   EXPECT_THAT(cli.err, HasSubstr("garbage.pt"));
   EXPECT_FALSE(fs::exists(dir.File("proj/infer/profile.json")));
+  stub.reset();
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
 }
 
@@ -340,6 +345,8 @@ TEST(DaemonFaultTest, SigtermDuringAJobDrainsAndExitsZero) {
   ASSERT_TRUE(WaitTerminal(*stub, queued.id(), &queued));
   EXPECT_EQ(queued.state(), v1::JOB_STATE_SUCCEEDED) << queued.error();
   ExpectNoTempFiles(dirs, /*idle=*/true);
+  channel.reset();
+  stub.reset();
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
 }
 
@@ -394,6 +401,7 @@ TEST(DaemonFaultTest, SigtermMidJobClientsResumeAfterTheRestartAndDownload) {
         << ::testing::PrintToString(TreeSnapshot(dir.path()));
     EXPECT_TRUE(fs::exists(project + "/infer/profile_trace.json")) << project;
   }
+  stub.reset();
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
 }
 
@@ -444,6 +452,7 @@ TEST(DaemonFaultTest, AFullStateFilesystemRefusesJobsAndAFullStoreFailsThem) {
   EXPECT_THAT(s.error_message(), HasSubstr("state filesystem is full"));
   EXPECT_THAT(s.error_message(), HasSubstr("No space left on device"));
   ExpectNoTempFiles(dirs, /*idle=*/true);
+  stub.reset();
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
   fs::remove(dirs.state + "/zz-filler");
   daemon = DaemonProcess::Start(dirs.Flags(), dir.File("daemon2.log"));
@@ -467,6 +476,7 @@ TEST(DaemonFaultTest, AFullStateFilesystemRefusesJobsAndAFullStoreFailsThem) {
   ASSERT_TRUE(Submit(*stub, TinyInfer(), &job).ok());
   ASSERT_TRUE(WaitTerminal(*stub, job.id(), &job));
   EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.error();
+  stub.reset();
   EXPECT_EQ(daemon->Terminate(seconds(60)), 0) << daemon->LogTail();
 }
 
