@@ -11,6 +11,8 @@
 #include <thread>
 #include <utility>
 
+#include <grpc/grpc.h>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -137,6 +139,11 @@ int DaemonMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     err << "libreyolod: error: " << config.status().message() << "\n";
     return kDaemonExitConfig;
   }
+  // gRPC stays initialised until the process exits. Otherwise ~grpc::Server, after the drain,
+  // runs the last grpc_shutdown, which joins gRPC's executor threads; with gRPC 1.51 one of them
+  // may be polling up to ~10 s for a timer left by a large stream (grpc/grpc#41050): every stop
+  // after a ReadArtifact download took 10 s more (a private daemon's client waits for that).
+  grpc_init();
   std::vector<std::string> warnings;
   auto daemon = Daemon::Start(*config, &warnings, worker_name);
   for (const std::string& w : warnings) err << "libreyolod: warning: " << w << "\n";
