@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "common/profile/id_table.h"
+
 namespace libreyolo {
 namespace {
 
@@ -23,10 +25,7 @@ std::optional<double> Stage(const Profile& p) {
 std::optional<double> ImgPerS(const Profile& p) { return p.img_per_s; }
 
 // One row per metric, with its id.
-struct Row {
-  InferenceMetricId id;
-  InferenceMetricDef def;
-};
+using Row = IdRow<InferenceMetricId, InferenceMetricDef>;
 
 // clang-format off
 constexpr std::array kRows = {
@@ -47,21 +46,10 @@ constexpr std::array kRows = {
 
 // The rows at their ids' indices. A row out of InferenceMetricId's order, or an id without a
 // row, fails to compile.
-constexpr std::array<InferenceMetricDef, kRows.size()> Defs() {
-  std::array<InferenceMetricDef, kRows.size()> defs{};
-  for (size_t i = 0; i < kRows.size(); ++i) defs[i] = kRows[i].def;
-  return defs;
-}
-constexpr bool RowsInIdOrder() {
-  for (size_t i = 0; i < kRows.size(); ++i) {
-    if (static_cast<size_t>(kRows[i].id) != i) return false;
-  }
-  return true;
-}
 static_assert(kRows.size() == kInferenceMetricCount,
               "an InferenceMetricId without a row, or a row without one");
-static_assert(RowsInIdOrder(), "the rows must be in InferenceMetricId's order");
-constexpr std::array kTable = Defs();
+static_assert(RowsInIdOrder(kRows), "the rows must be in InferenceMetricId's order");
+constexpr std::array kTable = DefsOf(kRows);
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iterator>
 
+#include "common/profile/id_table.h"
 #include "common/profile/metric_id.h"
 
 namespace libreyolo {
@@ -66,10 +67,7 @@ MetricCell Unattributed(const Profile& p) {
 }
 
 // One row per metric, with its id (common/profile/metric_id.h).
-struct Row {
-  MetricId id;
-  MetricDef def;
-};
+using Row = IdRow<MetricId, MetricDef>;
 
 // clang-format off
 constexpr std::array kRows = {
@@ -257,20 +255,9 @@ constexpr std::array kRows = {
 
 // The rows as MetricTable() hands them out, each at its id's index. A row out of MetricId's
 // order, or an id without a row, fails to compile.
-constexpr std::array<MetricDef, kRows.size()> Defs() {
-  std::array<MetricDef, kRows.size()> defs{};
-  for (size_t i = 0; i < kRows.size(); ++i) defs[i] = kRows[i].def;
-  return defs;
-}
-constexpr bool RowsInIdOrder() {
-  for (size_t i = 0; i < kRows.size(); ++i) {
-    if (static_cast<size_t>(kRows[i].id) != i) return false;
-  }
-  return true;
-}
 static_assert(kRows.size() == kMetricCount, "a MetricId without a row, or a row without one");
-static_assert(RowsInIdOrder(), "the rows must be in MetricId's order");
-constexpr std::array kTable = Defs();
+static_assert(RowsInIdOrder(kRows), "the rows must be in MetricId's order");
+constexpr std::array kTable = DefsOf(kRows);
 
 }  // namespace
 
