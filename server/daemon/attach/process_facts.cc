@@ -71,7 +71,8 @@ bool IsGpuDevice(absl::string_view target) {
   for (absl::string_view prefix : {"/dev/nvidia", "/dev/dri/renderD"}) {
     absl::string_view rest = target;
     if (absl::ConsumePrefix(&rest, prefix) && !rest.empty() &&
-        std::all_of(rest.begin(), rest.end(), [](char c) { return absl::ascii_isdigit(c); })) {
+        std::all_of(rest.begin(), rest.end(),
+                    [](unsigned char c) { return absl::ascii_isdigit(c); })) {
       return true;
     }
   }

@@ -163,8 +163,9 @@ Candidates BestClassCandidates(const torch::Tensor& boxes, const torch::Tensor& 
         best.index_select(0, keep).sort(/*stable=*/true, 0, /*descending=*/true));
     keep = keep.index_select(0, order.slice(0, 0, cap));
   }
-  return Candidates{boxes.to(torch::kFloat).index_select(0, keep), best.index_select(0, keep),
-                    cls.index_select(0, keep)};
+  return Candidates{.boxes = boxes.to(torch::kFloat).index_select(0, keep),
+                    .scores = best.index_select(0, keep),
+                    .classes = cls.index_select(0, keep)};
 }
 
 Candidates TopKAnchorCandidates(const torch::Tensor& image_pred, double conf, int64_t max_det) {
@@ -173,7 +174,9 @@ Candidates TopKAnchorCandidates(const torch::Tensor& image_pred, double conf, in
   const int64_t nc = scores.size(1);
   const int64_t k_anchors = std::min(max_det, scores.size(0));
   if (k_anchors == 0 || nc == 0) {
-    return Candidates{torch::empty({0, 4}), torch::empty({0}), torch::empty({0}, torch::kLong)};
+    return Candidates{.boxes = torch::empty({0, 4}),
+                      .scores = torch::empty({0}),
+                      .classes = torch::empty({0}, torch::kLong)};
   }
   const torch::Tensor anchor = std::get<1>(
       std::get<0>(scores.max(1)).sort(/*stable=*/true, 0, /*descending=*/true)).slice(0, 0, k_anchors);
@@ -186,7 +189,8 @@ Candidates TopKAnchorCandidates(const torch::Tensor& image_pred, double conf, in
   const torch::Tensor which = idx.index_select(0, keep);
   const torch::Tensor boxes =
       p.slice(1, 0, 4).index_select(0, anchor.index_select(0, which.div(nc, "floor")));
-  return Candidates{boxes, score.index_select(0, keep), which.remainder(nc)};
+  return Candidates{
+      .boxes = boxes, .scores = score.index_select(0, keep), .classes = which.remainder(nc)};
 }
 
 Candidates Rows6Candidates(const torch::Tensor& rows_in, double conf) {
@@ -194,8 +198,9 @@ Candidates Rows6Candidates(const torch::Tensor& rows_in, double conf) {
   const torch::Tensor keep =
       ((rows.select(1, 4) > conf) & (rows.select(1, 5) >= 0)).nonzero().squeeze(1);
   const torch::Tensor r = rows.index_select(0, keep);
-  return Candidates{r.slice(1, 0, 4), r.select(1, 4).contiguous(),
-                    r.select(1, 5).to(torch::kLong)};
+  return Candidates{.boxes = r.slice(1, 0, 4),
+                    .scores = r.select(1, 4).contiguous(),
+                    .classes = r.select(1, 5).to(torch::kLong)};
 }
 
 namespace {
@@ -211,8 +216,9 @@ Candidates YoloxCandidates(const torch::Tensor& image_pred, double conf) {
   const auto [best, cls] = p.slice(1, 5).max(1);
   const torch::Tensor score = p.select(1, 4) * best;
   const torch::Tensor keep = (score > conf).nonzero().squeeze(1);
-  return Candidates{CxcywhToXyxy(p.slice(1, 0, 4).index_select(0, keep)),
-                    score.index_select(0, keep), cls.index_select(0, keep)};
+  return Candidates{.boxes = CxcywhToXyxy(p.slice(1, 0, 4).index_select(0, keep)),
+                    .scores = score.index_select(0, keep),
+                    .classes = cls.index_select(0, keep)};
 }
 
 Detections FinishCandidates(const Candidates& c, double iou, int64_t max_det, bool class_aware,

@@ -41,7 +41,7 @@ struct Candidates {
   torch::Tensor boxes;    // [K, 4] xyxy
   torch::Tensor scores;   // [K]
   torch::Tensor classes;  // [K] int64
-  torch::Tensor anchors;  // [K] int64: the row each came from (PairCandidates)
+  torch::Tensor anchors = {};  // [K] int64: the row each came from (PairCandidates); else undefined
 };
 // One image of [4 + nc, N] (xyxy, sigmoided class scores): every (anchor, class) pair with a
 // score > conf in row-major order, the best max(max_det, max_candidates) kept when there are more.
