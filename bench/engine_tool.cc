@@ -11,7 +11,10 @@
 // Started without OMP_WAIT_POLICY (and without GOMP_SPINCOUNT), the tool re-executes itself with
 // OMP_WAIT_POLICY=PASSIVE before doing anything, so that LibTorch's idle OpenMP threads sleep
 // instead of spinning on the cores the job needs (server/engine/runtime/cpu_threads.h); set either
-// variable to choose otherwise.
+// variable to choose otherwise. SIGPIPE is ignored, as in libreyolod and its workers: a rank whose
+// peer died gets EPIPE from Gloo's socket write and fails naming the rank, instead of dying by
+// the signal (exit 141, no message) when its write came before its read noticed the loss.
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -253,6 +256,7 @@ int RunTrain(const ParsedArgs& a) {
 
 int main(int argc, char** argv) {
   libreyolo::engine::ReexecWithPassiveOmpWaitPolicy(argv);  // returns unless it re-executes
+  std::signal(SIGPIPE, SIG_IGN);  // a closed peer is an error return (the header comment)
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: libreyolo-engine infer [<source>] [flags]   (see infer --help)\n"

@@ -209,6 +209,12 @@ if [ -n "$exposed" ]; then
   echo "FAIL: the ranks listen beyond the loopback:" $exposed; kill -9 "$pid0" "$pid1"; exit 1
 fi
 echo "ok: the rendezvous and the ranks listen on the loopback only"
+# Rank 0 ignores SIGPIPE (engine_tool.cc): whether its next socket call after the peer's death is
+# a write (EPIPE) or a read (reset) is a race, and a write must not kill it without a word (141).
+sigign="$(awk '/^SigIgn:/ {print $2}' "/proc/$pid0/status")"
+if [ $(( (16#$sigign >> 12) & 1 )) -ne 1 ]; then
+  echo "FAIL: rank 0 does not ignore SIGPIPE (SigIgn $sigign)"; kill -9 "$pid0" "$pid1"; exit 1
+fi
 kill -9 "$pid1"; wait "$pid1" 2>/dev/null || true
 start=$(date +%s); rc=0
 wait "$pid0" || rc=$?
