@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -85,14 +87,32 @@ class FieldReader {
     }
     return std::string(v->GetString(), v->GetStringLength());
   }
-  const Value* Array(const Value& obj, const char* key) {
+  const Value* Array(const Value& obj, const char* key, const std::string& ctx = "") {
     const Value* v = Find(obj, key);
     if (v == nullptr) return nullptr;
     if (!v->IsArray()) {
-      Fail(key, "a list");
+      Fail(ctx + key, "a list");
       return nullptr;
     }
     return v;
+  }
+  // A list of numbers, each element checked: one that is not a number (or that `admits`
+  // refuses) fails the read, naming its index, rather than being dropped, since readers print
+  // an element's index as the file's (`latency`'s slowest iterations).
+  std::vector<double> Numbers(const Value& obj, const char* key, const std::string& ctx = "",
+                              bool (*admits)(double) = nullptr,
+                              const char* expected = "a number") {
+    std::vector<double> out;
+    const Value* list = Array(obj, key, ctx);
+    if (list == nullptr) return out;
+    for (const Value& v : list->GetArray()) {
+      if (!v.IsNumber() || (admits != nullptr && !admits(v.GetDouble()))) {
+        Fail(absl::StrCat(ctx, key, "[", out.size(), "]"), expected);
+        return {};
+      }
+      out.push_back(v.GetDouble());
+    }
+    return out;
   }
   const Value* Object(const Value& obj, const char* key) {
     const Value* v = Find(obj, key);
@@ -351,11 +371,9 @@ void ReadLatencyAndStages(FieldReader& r, const Value& doc, Profile& p) {
     l.n = r.Int(*lat, "n", "latency.").value_or(0);
     l.cuda_event_p50_ms = r.Double(*lat, "cuda_event_p50_ms", "latency.");
     l.cuda_event_mean_ms = r.Double(*lat, "cuda_event_mean_ms", "latency.");
-    if (const Value* s = r.Array(*lat, "samples_ms")) {
-      for (const Value& v : s->GetArray()) {
-        if (v.IsNumber()) l.samples_ms.push_back(v.GetDouble());
-      }
-    }
+    l.samples_ms = r.Numbers(
+        *lat, "samples_ms", "latency.", [](double ms) { return std::isfinite(ms) && ms >= 0; },
+        "a time in milliseconds (a finite number >= 0)");
     p.latency = l;
   }
   if (const Value* st = r.Object(doc, "stages_ms")) {
@@ -369,11 +387,7 @@ void ReadLatencyAndStages(FieldReader& r, const Value& doc, Profile& p) {
 void ReadRepeat(FieldReader& r, const Value& doc, Profile& p) {
   p.repeat.img_per_s_std = r.Double(doc, "img_per_s_std");
   p.repeat.img_per_s_n = r.Int(doc, "img_per_s_n");
-  if (const Value* trials = r.Array(doc, "img_per_s_trials")) {
-    for (const Value& v : trials->GetArray()) {
-      if (v.IsNumber()) p.repeat.img_per_s_trials.push_back(v.GetDouble());
-    }
-  }
+  p.repeat.img_per_s_trials = r.Numbers(doc, "img_per_s_trials");
   if (const Value* agg = r.Object(doc, "aggregation")) {
     // Ours name the definition; ours before that used the sample sd; the Python tool's pstdev.
     const std::optional<std::string> kind = r.String(*agg, "std", "aggregation.");
@@ -391,11 +405,7 @@ void ReadRepeat(FieldReader& r, const Value& doc, Profile& p) {
         t.mean = r.DoubleOr(m.value, "mean", 0, where);
         t.std = r.DoubleOr(m.value, "std", 0, where);
         t.n = r.Int(m.value, "n", where).value_or(0);
-        if (const Value* tr = r.Array(m.value, "trials")) {
-          for (const Value& v : tr->GetArray()) {
-            if (v.IsNumber()) t.trials.push_back(v.GetDouble());
-          }
-        }
+        t.trials = r.Numbers(m.value, "trials", where);
         if (t.n >= 2) p.repeat.metrics[m.name.GetString()] = std::move(t);
       }
     }

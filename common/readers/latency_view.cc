@@ -120,8 +120,9 @@ std::string RenderLatencyText(const LatencyView& v) {
                     "infer keeps every sample in latency.samples_ms)\n");
     return out;
   }
-  absl::StrAppendFormat(&out, "spread: stddev %.3f ms over %d samples\n", *v.stddev_ms,
-                        *v.samples);
+  // n/a where the JSON has null (a spread past a double's range: samples near 1e308 ms).
+  absl::StrAppend(&out, "spread: stddev ", FmtUnit(v.stddev_ms, "ms", 3), " over ", *v.samples,
+                  " samples\n");
   int64_t most = 0;
   for (const LatencyBucket& b : *v.histogram) most = std::max(most, b.count);
   TextTable h({{"lo ms"}, {"hi ms"}, {"count"}, {"", TextTable::Align::kLeft}});

@@ -8,7 +8,10 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/analysis/kernel_classify.h"
 #include "common/analysis/profile_json_write.h"
 #include "common/json/json_read.h"
@@ -432,6 +435,39 @@ TEST(ProfileJson, WrongTypeNamesTheKey) {
       R"({"schema": "libreyolo.profile.analysis/v1", "memory_pressure": "yes"})", "bad.json");
   ASSERT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.status().message(), HasSubstr("memory_pressure"));
+}
+
+// A damaged element of a list of numbers fails the read, naming its index: dropping it would
+// shift every later element's index, which `latency` prints as the iteration.
+TEST(ProfileJson, ADamagedListElementNamesItsIndex) {
+  const auto read = [](const std::string& latency_samples, const std::string& rest = "") {
+    return ReadProfileJson(absl::StrCat(R"({"schema": "libreyolo.profile.analysis/v1", )",
+                                        R"("latency": {"p50_ms": 1, "samples_ms": )",
+                                        latency_samples, "}", rest, "}"),
+                           "bad.json");
+  };
+  auto good = read("[0, 2.5, 1e6]");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->latency->samples_ms, (std::vector<double>{0, 2.5, 1e6}));
+  for (const auto& [samples, index] :
+       std::vector<std::pair<std::string, std::string>>{{R"([1, "x", 2])", "[1]"},
+                                                        {"[1, 2, null]", "[2]"},
+                                                        {"[-0.5]", "[0]"},
+                                                        {"[1, NaN]", "[1]"},
+                                                        {"[Infinity]", "[0]"},
+                                                        {"[1, [2]]", "[1]"}}) {
+    auto p = read(samples);
+    ASSERT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << samples;
+    EXPECT_THAT(p.status().message(), HasSubstr("\"latency.samples_ms" + index + "\""));
+    EXPECT_THAT(p.status().message(), HasSubstr("a finite number >= 0")) << samples;
+  }
+  auto not_list = read("{}");
+  EXPECT_THAT(not_list.status().message(), HasSubstr("\"latency.samples_ms\" should be a list"));
+  auto trials = read("[]", R"(, "img_per_s_trials": [10, true])");
+  EXPECT_THAT(trials.status().message(), HasSubstr("\"img_per_s_trials[1]\" should be a number"));
+  auto agg = read("[]", R"(, "aggregation": {"metrics": {"step_ms": {"n": 2, "trials": [1, "2"]}}})");
+  EXPECT_THAT(agg.status().message(),
+              HasSubstr("\"aggregation.metrics.step_ms.trials[1]\" should be a number"));
 }
 
 TEST(ProfileJson, WrongSchemaIsAnError) {
