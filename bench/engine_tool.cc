@@ -125,20 +125,26 @@ CommandSpec RunSpec() {
           WithToolFlags(libreyolo::cli::RunSpecFlags(), /*infer=*/false)};
 }
 
+// A value and where it came from ("--rank", or "$RANK" when torchrun's variable gave it), for
+// the error that names it.
+struct Given {
+  std::string value;
+  std::string source;
+};
+
 // The flag, else torchrun's variable, else `fallback`.
-std::string FlagOrEnv(const ParsedArgs& a, const std::string& flag, const char* env,
-                      const std::string& fallback) {
-  if (auto v = a.Value(flag)) return *v;
+Given FlagOrEnv(const ParsedArgs& a, const std::string& flag, const char* env,
+                const std::string& fallback) {
+  if (auto v = a.Value(flag)) return {*v, "--" + flag};
   const char* e = std::getenv(env);
-  return e != nullptr && *e != '\0' ? std::string(e) : fallback;
+  if (e != nullptr && *e != '\0') return {std::string(e), absl::StrCat("$", env)};
+  return {fallback, "--" + flag};
 }
 
-absl::StatusOr<int64_t> BoundedInt(const std::string& flag, const std::string& value, int64_t lo,
-                                   int64_t hi) {
-  ASSIGN_OR_RETURN(const int64_t v, libreyolo::cli::ParseIntFlag(flag, value));
+absl::StatusOr<int64_t> BoundedInt(const Given& g, int64_t lo, int64_t hi) {
+  ASSIGN_OR_RETURN(const int64_t v, libreyolo::cli::ParseInteger(g.source, g.value));
   if (v < lo || v > hi) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, " ", v, ": must be in ", lo, "..", hi));
+    return absl::InvalidArgumentError(absl::StrCat(g.source, " ", v, ": must be in ", lo, "..", hi));
   }
   return v;
 }
@@ -154,22 +160,21 @@ absl::StatusOr<libreyolo::worker::RankPlacement> RankPlacementOf(const ParsedArg
         "tool is one rank: start N of them with torchrun, or with --world-size and --rank");
   }
   libreyolo::worker::RankPlacement d;  // its defaults are the fallbacks
-  ASSIGN_OR_RETURN(
-      d.world_size,
-      BoundedInt("world-size", FlagOrEnv(a, "world-size", "WORLD_SIZE", absl::StrCat(d.world_size)),
-                 1, bounds::kMaxWorldSize));
-  ASSIGN_OR_RETURN(d.rank, BoundedInt("rank", FlagOrEnv(a, "rank", "RANK", absl::StrCat(d.rank)), 0,
+  ASSIGN_OR_RETURN(d.world_size,
+                   BoundedInt(FlagOrEnv(a, "world-size", "WORLD_SIZE", absl::StrCat(d.world_size)),
+                              1, bounds::kMaxWorldSize));
+  ASSIGN_OR_RETURN(d.rank, BoundedInt(FlagOrEnv(a, "rank", "RANK", absl::StrCat(d.rank)), 0,
                                       d.world_size - 1));
-  d.master_addr = FlagOrEnv(a, "master-addr", "MASTER_ADDR", d.master_addr);
-  if (!libreyolo::jobspec::IsHostOrAddress(d.master_addr)) {
+  const Given addr = FlagOrEnv(a, "master-addr", "MASTER_ADDR", d.master_addr);
+  if (!libreyolo::jobspec::IsHostOrAddress(addr.value)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--master-addr: '", libreyolo::Excerpt(d.master_addr),
+        absl::StrCat(addr.source, ": '", libreyolo::Excerpt(addr.value),
                      "' is not a host name or address (1..253 bytes of [A-Za-z0-9.:_-])"));
   }
-  ASSIGN_OR_RETURN(d.master_port, BoundedInt("master-port",
-                                             FlagOrEnv(a, "master-port", "MASTER_PORT",
-                                                       absl::StrCat(d.master_port)),
-                                             1, 65535));
+  d.master_addr = addr.value;
+  ASSIGN_OR_RETURN(d.master_port,
+                   BoundedInt(FlagOrEnv(a, "master-port", "MASTER_PORT", absl::StrCat(d.master_port)),
+                              1, 65535));
   return d;
 }
 
@@ -245,7 +250,7 @@ int RunTrain(const ParsedArgs& a) {
   auto output = OutputOptions(a);
   if (!output.ok()) return UsageError("run", output.status());
   s.output = *output;
-  auto delay = BoundedInt("inject-dataload-delay", a.ValueOr("inject-dataload-delay", "0"), 0,
+  auto delay = BoundedInt({a.ValueOr("inject-dataload-delay", "0"), "--inject-dataload-delay"}, 0,
                           60000);
   if (!delay.ok()) return UsageError("run", delay.status());
   s.inject_dataload_delay_ms = *delay;

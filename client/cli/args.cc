@@ -1,9 +1,13 @@
 #include "client/cli/args.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -176,13 +180,23 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
   return out;
 }
 
-absl::StatusOr<int> ParseIntFlag(const std::string& flag, const std::string& value) {
-  int v = 0;
-  if (!absl::SimpleAtoi(value, &v)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, " needs an integer, got '", Excerpt(value), "'"));
+absl::StatusOr<int64_t> ParseInteger(const std::string& source, const std::string& value) {
+  int64_t v = 0;
+  if (absl::SimpleAtoi(value, &v)) return v;
+  const size_t sign = !value.empty() && (value[0] == '-' || value[0] == '+') ? 1 : 0;
+  if (value.size() > sign && std::all_of(value.begin() + static_cast<long>(sign), value.end(),
+                                         [](char c) { return absl::ascii_isdigit(
+                                                          static_cast<unsigned char>(c)); })) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": ", Excerpt(value), " is out of range (an integer of 64 bits, ",
+        std::numeric_limits<int64_t>::min(), "..", std::numeric_limits<int64_t>::max(), ")"));
   }
-  return v;
+  return absl::InvalidArgumentError(
+      absl::StrCat(source, " needs an integer, got '", Excerpt(value), "'"));
+}
+
+absl::StatusOr<int64_t> ParseIntFlag(const std::string& flag, const std::string& value) {
+  return ParseInteger(absl::StrCat("--", flag), value);
 }
 
 absl::StatusOr<double> ParseDoubleFlag(const std::string& flag, const std::string& value) {

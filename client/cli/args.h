@@ -2,6 +2,7 @@
 #ifndef LIBREYOLO_CLIENT_CLI_ARGS_H_
 #define LIBREYOLO_CLIENT_CLI_ARGS_H_
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -51,8 +52,13 @@ struct ParsedArgs {
 // wrong number of positionals; the message says what to write instead.
 absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec, const std::vector<std::string>& args);
 
-// Parses an integer flag value, naming the flag in the error.
-absl::StatusOr<int> ParseIntFlag(const std::string& flag, const std::string& value);
+// Parses an integer given by `source` (a flag, "--top", or a variable, "$WORLD_SIZE"); the error
+// names the source and tells text that is no integer ("needs an integer, got 'x'") from an
+// integer past 64 bits ("is out of range"), so that 2^63 is not called "not an integer". The
+// caller checks its own bounds on the int64_t.
+absl::StatusOr<int64_t> ParseInteger(const std::string& source, const std::string& value);
+// ParseInteger for a flag named without its dashes.
+absl::StatusOr<int64_t> ParseIntFlag(const std::string& flag, const std::string& value);
 absl::StatusOr<double> ParseDoubleFlag(const std::string& flag, const std::string& value);
 
 // `--help` text: usage line, description, positionals and every flag with its default.

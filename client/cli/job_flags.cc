@@ -106,10 +106,7 @@ absl::Status ReadInt(const ParsedArgs& a, const std::string& name, int64_t* into
   auto v = a.Value(name);
   if (given != nullptr) *given = v.has_value();
   if (!v) return absl::OkStatus();
-  if (!absl::SimpleAtoi(*v, into)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", name, " needs an integer, got '", Excerpt(*v), "'"));
-  }
+  ASSIGN_OR_RETURN(*into, ParseIntFlag(name, *v));
   return absl::OkStatus();
 }
 
@@ -322,10 +319,7 @@ FromEnv Lookup(const ParsedArgs& a, const std::string& flag,
 }
 
 absl::Status IntFrom(const FromEnv& v, int64_t* out) {
-  if (!absl::SimpleAtoi(*v.value, out)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(v.source, " needs an integer, got '", Excerpt(*v.value), "'"));
-  }
+  ASSIGN_OR_RETURN(*out, ParseInteger(v.source, *v.value));
   return absl::OkStatus();
 }
 

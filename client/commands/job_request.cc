@@ -251,11 +251,7 @@ absl::StatusOr<v1::SubmitJobRequest> BuildAttachRequest(const ParsedArgs& a, boo
   for (const char* flag : {"duration-ms", "iterations"}) {
     const std::optional<std::string> v = a.Value(flag);
     if (!v) continue;
-    int64_t n = 0;
-    if (!absl::SimpleAtoi(*v, &n)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, " needs an integer, got '", Excerpt(*v), "'"));
-    }
+    ASSIGN_OR_RETURN(const int64_t n, ParseIntFlag(flag, *v));
     if (std::string(flag) == "duration-ms") {
       s->set_duration_ms(n);
     } else {

@@ -36,12 +36,7 @@ namespace {
 absl::StatusOr<int64_t> IntFlag(const ParsedArgs& a, const std::string& name) {
   auto v = a.Value(name);
   if (!v) return absl::NotFoundError(name);
-  int64_t n = 0;
-  if (!absl::SimpleAtoi(*v, &n)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", name, " needs an integer, got '", Excerpt(*v), "'"));
-  }
-  return n;
+  return ParseIntFlag(name, *v);
 }
 
 // Copies an integer flag into a proto setter when given.

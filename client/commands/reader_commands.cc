@@ -61,7 +61,7 @@ struct ReaderFlags {
   int (*instead)(const ParsedArgs& a, std::ostream& out, std::ostream& err) = nullptr;
 };
 
-absl::StatusOr<int> IntFlag(const ParsedArgs& a, const std::string& flag) {
+absl::StatusOr<int64_t> IntFlag(const ParsedArgs& a, const std::string& flag) {
   return ParseIntFlag(flag, *a.Value(flag));
 }
 
@@ -81,9 +81,9 @@ absl::Status ParseCompare(const ParsedArgs& a, ReaderInvocation&) {
 
 absl::Status ParseTop(const ParsedArgs& a, int* top) {
   if (!a.Value("top")) return absl::OkStatus();
-  ASSIGN_OR_RETURN(auto n, IntFlag(a, "top"));
+  ASSIGN_OR_RETURN(const int64_t n, IntFlag(a, "top"));
   RETURN_IF_ERROR(CheckTop(n));
-  *top = n;
+  *top = static_cast<int>(n);  // within CheckTop's bounds
   return absl::OkStatus();
 }
 
@@ -110,9 +110,9 @@ absl::Status ParseOps(const ParsedArgs& a, ReaderInvocation& inv) {
 absl::Status ParseModules(const ParsedArgs& a, ReaderInvocation& inv) {
   ModulesOptions& o = inv.modules;
   if (a.Value("depth")) {
-    ASSIGN_OR_RETURN(auto n, IntFlag(a, "depth"));
+    ASSIGN_OR_RETURN(const int64_t n, IntFlag(a, "depth"));
     RETURN_IF_ERROR(CheckModuleDepth(n));
-    o.depth = n;
+    o.depth = static_cast<int>(n);  // within CheckModuleDepth's bounds
   }
   o.sort = a.ValueOr("sort", "order");
   o.format = a.ValueOr("format", "table");
@@ -137,12 +137,16 @@ absl::Status ParseWhatIf(const ParsedArgs& a, ReaderInvocation& inv) {
 absl::Status ParseLatency(const ParsedArgs& a, ReaderInvocation& inv) {
   LatencyOptions& o = inv.latency;
   if (a.Value("buckets")) {
-    ASSIGN_OR_RETURN(o.buckets, IntFlag(a, "buckets"));
+    ASSIGN_OR_RETURN(const int64_t n, IntFlag(a, "buckets"));
+    RETURN_IF_ERROR(CheckLatencyBuckets(n));
+    o.buckets = static_cast<int32_t>(n);
   }
   if (a.Value("slowest")) {
-    ASSIGN_OR_RETURN(o.slowest, IntFlag(a, "slowest"));
+    ASSIGN_OR_RETURN(const int64_t n, IntFlag(a, "slowest"));
+    RETURN_IF_ERROR(CheckLatencySlowest(n));
+    o.slowest = static_cast<int32_t>(n);
   }
-  return CheckLatencyOptions(o);
+  return absl::OkStatus();
 }
 
 // Builds the view through the one reader path shared with the daemon (common/readers/

@@ -50,13 +50,24 @@ std::string ReadBytes(const std::string& path) {
 // Issue 22: `--top -3` showed every row locally (the daemon refused it): one bound, both paths.
 TEST(CliContract, TopOutsideItsBoundIsExitTwoLocally) {
   for (const char* reader : {"kernels", "ops"}) {
-    for (const char* top : {"-3", "100001"}) {
+    // 2^31 and 2^63-1 are integers too: out of bounds, not "needs an integer".
+    for (const char* top : {"-3", "100001", "2147483648", "9223372036854775807"}) {
       const Result r = Cli({"profile", reader, kAmd, "--top", top});
       EXPECT_EQ(r.code, 2) << reader << " --top " << top;
       EXPECT_NE(r.err.find("top: "), std::string::npos) << r.err;
       EXPECT_NE(r.err.find("0 = all rows"), std::string::npos) << r.err;
       EXPECT_TRUE(r.out.empty());
     }
+    // Past 64 bits: out of range, with the range; text that is no integer: said so.
+    Result r = Cli({"profile", reader, kAmd, "--top", "-99999999999999999999"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--top: -99999999999999999999 is out of range (an integer of 64 bits, "
+                         "-9223372036854775808..9223372036854775807)"),
+              std::string::npos)
+        << r.err;
+    r = Cli({"profile", reader, kAmd, "--top", "12abc"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--top needs an integer, got '12abc'"), std::string::npos) << r.err;
   }
 }
 
@@ -212,7 +223,9 @@ TEST(CliContract, LatencyReaderInputsAndFlagValues) {
                                              {"--buckets", "nan"},
                                              {"--buckets", "1.5"},
                                              {"--buckets", "99999999999"},
+                                             {"--buckets", "4294967297"},  // 1 as an int32
                                              {"--slowest", "-1"},
+                                             {"--slowest", "4294967296"},
                                              {"--slowest", "100001"},
                                              {"--slowest", "x"}}) {
     std::vector<std::string> cmd = {"profile", "latency", "/nonexistent/profile.json"};

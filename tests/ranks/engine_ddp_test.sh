@@ -235,6 +235,13 @@ if [ "$rc" -ne 2 ] || ! grep -qF "$want" "$work/foreign.log"; then
   echo "FAIL: rank 0 given a foreign address exited $rc:"; tail -3 "$work/foreign.log"; exit 1
 fi
 grep "error:" "$work/foreign.log" | cut -c1-300
+# A rank torchrun's variables place outside the world: refused naming the variable, not a flag
+# the user never typed.
+rc=0
+RANK=7 WORLD_SIZE=2 "$engine" run synthetic:16 --device cpu > "$work/outside.log" 2>&1 || rc=$?
+if [ "$rc" -ne 2 ] || ! grep -qF '$RANK 7: must be in 0..1' "$work/outside.log"; then
+  echo "FAIL: a rank outside the world exited $rc:"; tail -3 "$work/outside.log"; exit 1
+fi
 # Its port held by another program: refused, saying so.
 rm -f "$work/held_port"
 "$python" -c 'import os, socket, sys, time
