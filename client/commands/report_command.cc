@@ -1,5 +1,6 @@
 #include "client/commands/report_command.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -31,6 +32,8 @@ constexpr char kDefaultOutput[] = "report.html";
 absl::Status CheckOutput(const std::string& output) {
   if (output == "-") return absl::OkStatus();
   if (output.empty()) return absl::InvalidArgumentError("-o needs a file name");
+  // /dev/null, /dev/stdout, a named pipe or a link: written through, no file beside it.
+  if (WritesThrough(output)) return absl::OkStatus();
   std::error_code ec;
   if (fs::is_directory(output, ec)) {
     return absl::InvalidArgumentError(
@@ -100,13 +103,23 @@ absl::StatusOr<std::string> WriteReport(const std::vector<std::string>& paths,
   }
   ASSIGN_OR_RETURN(std::string html, RenderReportFiles(paths, labels));
   if (output != "-") {
-    RETURN_IF_ERROR(WriteFileAtomically(output, html));
+    RETURN_IF_ERROR(WriteNamedOutput(output, html));
   }
   return html;
 }
 
+// Whether `path` is this process's standard output (`-o /dev/stdout`, or the file stdout is
+// redirected to): the page then goes to stdout as with `-o -`, with no "wrote" line after it,
+// which would land in the same file.
+bool IsStandardOutput(const std::string& path) {
+  struct stat named {}, standard {};
+  return ::stat(path.c_str(), &named) == 0 && ::fstat(STDOUT_FILENO, &standard) == 0 &&
+         named.st_dev == standard.st_dev && named.st_ino == standard.st_ino;
+}
+
 int RunReport(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
-  const std::string output = a.ValueOr("output", kDefaultOutput);
+  const std::string named = a.ValueOr("output", kDefaultOutput);
+  const std::string output = named != "-" && IsStandardOutput(named) ? "-" : named;
   if (auto ok = CheckOutput(output); !ok.ok())
     return Fail(err, kExitUsage, std::string(ok.message()));
   std::vector<std::string> paths = a.positionals;

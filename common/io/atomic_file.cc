@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/io/unique_fd.h"
+#include "common/status/status_macros.h"
 
 namespace libreyolo {
 namespace {
@@ -101,6 +102,29 @@ absl::Status FileError(int errno_value, absl::string_view what, absl::string_vie
     default:
       return absl::UnavailableError(msg);
   }
+}
+
+bool WritesThrough(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+absl::Status WriteNamedOutput(const std::string& path, absl::string_view content, mode_t mode) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is a directory; name a file"));
+  }
+  if (!WritesThrough(path)) return WriteFileAtomically(path, content, mode);
+  // A dangling link gets its target created, as `> link` would.
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  if (!fd.valid()) return FileError(errno, "cannot open", path);
+  RETURN_IF_ERROR(WriteAllToFd(fd.get(), content, path));
+  // A regular file behind a link is synced; a device or pipe has nothing to sync (EINVAL).
+  if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && ::fsync(fd.get()) != 0) {
+    return FileError(errno, "cannot fsync", path);
+  }
+  if (const int err = fd.Close(); err != 0) return FileError(err, "cannot close", path);
+  return absl::OkStatus();
 }
 
 absl::Status WriteAllToFd(int fd, absl::string_view data, absl::string_view path,

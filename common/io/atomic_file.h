@@ -47,6 +47,19 @@ FileOps& SystemFileOps();
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view content,
                                  mode_t mode = 0644, FileOps& ops = SystemFileOps());
 
+// Writes an output a user named (`report -o FILE`): a new path or an existing regular file is
+// written atomically (WriteFileAtomically); an existing symbolic link, device, FIFO or socket
+// (/dev/null, /dev/stdout, a named pipe, a link to a report) is opened and written through, as a
+// shell redirection writes it, and is never replaced (a rename over /dev/null run as root would
+// put a regular file in its place). A directory is INVALID_ARGUMENT. The device's own errors are
+// returned (ENOSPC from /dev/full: RESOURCE_EXHAUSTED).
+absl::Status WriteNamedOutput(const std::string& path, absl::string_view content,
+                              mode_t mode = 0644);
+
+// Whether WriteNamedOutput writes `path` through (it exists and is not a regular file or a
+// directory), so that no file is created beside it.
+bool WritesThrough(const std::string& path);
+
 // Like WriteFileAtomically, for a file written once: ALREADY_EXISTS (and nothing changed) when
 // `path` exists.
 absl::Status WriteFileOnce(const std::string& path, absl::string_view content, mode_t mode,

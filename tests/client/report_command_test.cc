@@ -84,6 +84,29 @@ TEST_F(ReportCommand, DashWritesThePageToStdout) {
   EXPECT_EQ(r.out.rfind("<!DOCTYPE html>", 0), 0u);
 }
 
+// -o naming a link or a device writes through it (docs/report.md): the link stays a link, /dev/null
+// stays a device even for root, and /dev/full's "No space left on device" is exit 2.
+TEST_F(ReportCommand, ALinkOrADeviceIsWrittenThroughNotReplaced) {
+  const std::string t = Fixture("traces/amd_trace.json.gz");
+  ASSERT_EQ(Cli({"profile", "report", t, "-o", Path("page.html")}).code, 0);
+  std::filesystem::create_symlink(Path("page.html"), Path("latest.html"));
+  std::filesystem::resize_file(Path("page.html"), 0);
+  Result r = Cli({"profile", "report", t, "-o", Path("latest.html")});
+  EXPECT_EQ(r.code, 0) << r.err;
+  // Before the devices: an implementation that renames over its output stops here.
+  ASSERT_TRUE(std::filesystem::is_symlink(Path("latest.html")));
+  EXPECT_GT(std::filesystem::file_size(Path("page.html")), 1000u);
+  r = Cli({"profile", "report", t, "-o", "/dev/null"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  if (std::filesystem::is_character_file("/dev/full")) {
+    r = Cli({"profile", "report", t, "-o", "/dev/full"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("/dev/full: No space left on device"), std::string::npos) << r.err;
+    EXPECT_TRUE(std::filesystem::is_character_file("/dev/full"));
+  }
+}
+
 TEST_F(ReportCommand, ProfileJsonFindsItsTraceBeside) {
   // A profile.json that names its trace relative to the job, as the daemon stores it.
   fs::copy_file(Fixture("traces/trace_filter.json.gz"), Path("profile_trace.json"));

@@ -145,6 +145,44 @@ TEST_F(AtomicFileTest, PublishTempFileRenamesACallerWrittenFile) {
   EXPECT_EQ(Read(path), "{}");
 }
 
+// An output the user names: a regular file is replaced atomically; a link, FIFO or device is
+// written through and stays what it was (a rename over /dev/null as root would replace it).
+TEST_F(AtomicFileTest, ANamedOutputIsWrittenThroughALinkAFifoOrADevice) {
+  const std::string file = dir_ + "/report.html";
+  ASSERT_TRUE(WriteNamedOutput(file, "one").ok());
+  ASSERT_TRUE(WriteNamedOutput(file, "two").ok());
+  EXPECT_EQ(Read(file), "two");
+  EXPECT_FALSE(WritesThrough(file));
+  // A link keeps being a link; its target gets the content.
+  const std::string link = dir_ + "/latest.html";
+  fs::create_symlink(file, link);
+  ASSERT_TRUE(WritesThrough(link));
+  ASSERT_TRUE(WriteNamedOutput(link, "three").ok());
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(Read(file), "three");
+  // A named pipe: its reader gets the bytes, and it is still a pipe.
+  const std::string fifo = dir_ + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = Read(fifo); });
+  const absl::Status through = WriteNamedOutput(fifo, "four");
+  reader.join();
+  ASSERT_TRUE(through.ok()) << through;
+  EXPECT_EQ(got, "four");
+  ASSERT_TRUE(fs::is_fifo(fifo));  // before the devices below: this path must not rename
+  EXPECT_THAT(Names(), ::testing::UnorderedElementsAre("report.html", "latest.html", "pipe"));
+  // Devices: /dev/null takes it; /dev/full's ENOSPC is the answer; both stay devices.
+  ASSERT_TRUE(WriteNamedOutput("/dev/null", "five").ok());
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  if (fs::is_character_file("/dev/full")) {
+    const absl::Status full = WriteNamedOutput("/dev/full", std::string(8192, 'x'));
+    EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+    EXPECT_THAT(full.message(), HasSubstr("/dev/full"));
+    EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  }
+  EXPECT_EQ(WriteNamedOutput(dir_, "six").code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TempPathBeside, ABareNameStaysInTheWorkingDirectory) {
   EXPECT_EQ(TempPathBeside("x.json").rfind(".tmp.x.json.", 0), 0u);
 }
