@@ -1,5 +1,6 @@
 #include "common/io/file_reader.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -36,8 +37,31 @@ bool LooksGzip(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// A file is opened several times (the gzip probe, its trailer, the read), and the readers may
+// open it again after peeking: only a regular file reads the same each time. /dev/zero would be
+// read until memory ran out, a FIFO blocks until a writer comes, and a pipe's first bytes would
+// go to the peek. Refused at once, saying what the path is.
+absl::Status CheckRegularFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return absl::OkStatus();  // open says
+  const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO (a pipe)"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "not a regular file";
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, " is ", kind, ": give a file (a profile.json or a Chrome trace, plain or "
+                   "gzip); save a stream to a file first"));
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<ChunkedFileReader>> ChunkedFileReader::Open(
     const std::string& path) {
+  RETURN_IF_ERROR(CheckRegularFile(path));
   std::FILE* probe = std::fopen(path.c_str(), "rb");
   if (probe == nullptr) {
     const int err = errno;

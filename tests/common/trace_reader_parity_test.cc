@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -492,6 +495,22 @@ TEST(IgzipReader, TruncatedOrCorruptGzipIsDataLoss) {
   }
   auto missing = ReadAllBlocks(dir.Write("x", "") + ".none");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+}
+
+// A device or a FIFO is refused before it is read: /dev/zero was read until memory ran out, and a
+// FIFO blocked the command until a writer came.
+TEST(IgzipReader, ADeviceOrAFifoIsRefusedAtOnce) {
+  TempDir dir;
+  const std::string fifo = dir.path() + "/stream";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const auto& [path, kind] : std::vector<std::pair<std::string, std::string>>{
+           {"/dev/zero", "is a character device"}, {fifo, "is a FIFO (a pipe)"}}) {
+    auto blocks = ReadAllBlocks(path);
+    EXPECT_EQ(blocks.status().code(), absl::StatusCode::kInvalidArgument) << blocks.status();
+    EXPECT_THAT(std::string(blocks.status().message()), HasSubstr(path + " " + kind));
+    EXPECT_EQ(ReadWholeFile(path).status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_FALSE(ReadTraceFile(path).ok());
+  }
 }
 
 TEST(IgzipReader, TraceFromGzipReadsTheSameAsPlain) {
