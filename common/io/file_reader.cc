@@ -37,23 +37,26 @@ bool LooksGzip(const std::string& path) {
 
 }  // namespace
 
+std::optional<std::string> NonRegularFileKind(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return std::nullopt;  // open says
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO (a pipe)";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "not a regular file";
+}
+
 namespace {
 
 // A file is opened several times (the gzip probe, its trailer, the read), and the readers may
-// open it again after peeking: only a regular file reads the same each time. /dev/zero would be
-// read until memory ran out, a FIFO blocks until a writer comes, and a pipe's first bytes would
-// go to the peek. Refused at once, saying what the path is.
+// open it again after peeking: only a regular file reads the same each time. Refused at once.
 absl::Status CheckRegularFile(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return absl::OkStatus();  // open says
-  const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
-                     : S_ISCHR(st.st_mode)  ? "a character device"
-                     : S_ISBLK(st.st_mode)  ? "a block device"
-                     : S_ISFIFO(st.st_mode) ? "a FIFO (a pipe)"
-                     : S_ISSOCK(st.st_mode) ? "a socket"
-                                            : "not a regular file";
+  const std::optional<std::string> kind = NonRegularFileKind(path);
+  if (!kind) return absl::OkStatus();
   return absl::InvalidArgumentError(
-      absl::StrCat(path, " is ", kind, ": give a file (a profile.json or a Chrome trace, plain or "
+      absl::StrCat(path, " is ", *kind, ": give a file (a profile.json or a Chrome trace, plain or "
                    "gzip); save a stream to a file first"));
 }
 

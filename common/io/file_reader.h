@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,12 @@
 #include "absl/status/statusor.h"
 
 namespace libreyolo {
+
+// What `path` is when it exists and is not a regular file ("a directory", "a character device",
+// "a FIFO (a pipe)", "a socket", ...); nullopt for a regular file or a path stat cannot see (the
+// open that follows says why). A reader of a FIFO blocks until a writer comes and one of
+// /dev/zero never ends: callers that take a path from a user check it first.
+std::optional<std::string> NonRegularFileKind(const std::string& path);
 
 // Reads a plain or gzip file in fixed-size chunks (so a 1 GB trace never sits in memory whole).
 // Errors: NOT_FOUND for a missing file, DATA_LOSS for a truncated or corrupt gzip stream.

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/io/file_reader.h"
 #include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
@@ -214,6 +215,10 @@ absl::StatusOr<DatasetSpec> ParseDatasetYamlText(const std::string& text,
 
 absl::StatusOr<DatasetSpec> ParseDatasetYaml(const std::string& yaml_path,
                                              const std::string& datasets_dir) {
+  if (const std::optional<std::string> kind = NonRegularFileKind(yaml_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset YAML '", yaml_path, "' is ", *kind, ", not a file"));
+  }
   std::ifstream in(yaml_path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(

@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/io/file_reader.h"
 #include "common/status/status_macros.h"
 #include "server/engine/data/dataset_spec.h"
 #include "server/engine/data/image_header.h"
@@ -170,6 +171,11 @@ absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, const std::st
 }
 
 absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path, int64_t max_pixels) {
+  // A .txt image list may name anything: a FIFO blocks, /dev/zero never ends.
+  if (const std::optional<std::string> kind = NonRegularFileKind(path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("image '", path, "' is ", *kind, ", not an image file"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(absl::StrCat("image '", path,

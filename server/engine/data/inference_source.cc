@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/io/file_reader.h"
 #include "server/engine/data/image_io.h"
 #include "common/status/status_macros.h"
 #include "server/engine/data/synthetic.h"
@@ -37,6 +38,12 @@ absl::StatusOr<InferenceSource> ResolveInferenceSource(const std::string& source
   if (!HasImageExtension(source)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "source '", source, "' is not an image (accepted: ", ImageExtensionList(), ")"));
+  }
+  // A FIFO named x.jpg would block the job until a writer came; a device would never end.
+  if (const std::optional<std::string> kind = NonRegularFileKind(source)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "source '", source, "' is ", *kind, ", not an image file: pass an image, a folder of "
+        "images, or nothing for the built-in sample image"));
   }
   out.paths.push_back(source);
   return out;

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/io/file_reader.h"
 #include "common/status/status_macros.h"
 
 namespace libreyolo::engine {
@@ -102,6 +103,10 @@ absl::StatusOr<std::vector<LabelBox>> ParseLabelText(std::string_view text, cons
 absl::StatusOr<std::vector<LabelBox>> ReadLabelFile(const std::string& path, int num_classes) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::vector<LabelBox>{};
+  if (const std::optional<std::string> kind = NonRegularFileKind(path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("label file '", path, "' is ", *kind, ", not a text file of boxes"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::InvalidArgumentError(

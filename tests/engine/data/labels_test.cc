@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <string>
@@ -10,6 +11,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "server/engine/data/dataset.h"
+#include "server/engine/data/dataset_spec.h"
 #include "server/engine/data/image_io.h"
 #include "server/engine/data/inference_source.h"
 #include "server/engine/data/synthetic.h"
@@ -200,6 +202,29 @@ TEST(InferenceSourceTest, Errors) {
   auto not_image = ResolveInferenceSource(dir.path() + "/empty/readme.txt");
   EXPECT_EQ(not_image.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(not_image.status().message(), HasSubstr("is not an image"));
+}
+
+// A FIFO or a device where a file is read (a source named x.jpg, a path in a .txt image list, a
+// label file, a dataset YAML) fails at once naming what it is: reading it blocked the job until a
+// writer came (a FIFO) or never ended (/dev/zero).
+TEST(InferenceSourceTest, AFifoOrADeviceIsRefusedNotRead) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/labels");
+  for (const std::string name : {"/x.jpg", "/labels/x.txt", "/data.yaml"}) {
+    ASSERT_EQ(::mkfifo((dir.path() + name).c_str(), 0600), 0) << name;
+  }
+  auto source = ResolveInferenceSource(dir.path() + "/x.jpg");
+  EXPECT_EQ(source.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(source.status().message(), HasSubstr("x.jpg' is a FIFO (a pipe), not an image file"));
+  auto image = DecodeImageFile("/dev/zero");
+  EXPECT_EQ(image.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(image.status().message(), HasSubstr("'/dev/zero' is a character device"));
+  auto labels = ReadLabelFile(dir.path() + "/labels/x.txt", 3);
+  EXPECT_EQ(labels.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(labels.status().message(), HasSubstr("is a FIFO (a pipe)"));
+  auto yaml = ParseDatasetYaml(dir.path() + "/data.yaml", "");
+  EXPECT_EQ(yaml.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(yaml.status().message(), HasSubstr("data.yaml' is a FIFO (a pipe), not a file"));
 }
 
 TEST(InferenceSourceTest, SampleImage) {
