@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <set>
 #include <filesystem>
 #include <iostream>
@@ -456,6 +459,28 @@ int FollowAndFetch(const std::string& cmd, DaemonSession& session, const v1::Job
   return PrintJobSummary(cmd, job, files, fetch_code, out, err, json);
 }
 
+// The project folder the files will be fetched into, made (as the fetch would) and tried with a
+// file before the job is submitted: a name too long, a read-only or a file in the way failed the
+// fetch only after the whole job had run.
+absl::Status CheckProjectWritable(const std::string& project) {
+  namespace fs = std::filesystem;
+  const auto refused = [&](const std::string& why) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--project ", Excerpt(project), ": ", why,
+        "; the job was not submitted: name a folder you can write (or --detach and fetch later "
+        "with `libreyolo jobs download`)"));
+  };
+  std::error_code ec;
+  fs::create_directories(project, ec);
+  if (ec) return refused(absl::StrCat("cannot create it: ", ec.message()));
+  std::string probe = (fs::path(project) / ".libreyolo-write-check.XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) return refused(absl::StrCat("cannot write into it: ", std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return absl::OkStatus();
+}
+
 int SubmitAndFollow(const std::string& cmd, const ParsedArgs& a, std::ostream& out,
                     std::ostream& err,
                     absl::StatusOr<v1::SubmitJobRequest> (*build)(const ParsedArgs&, bool)) {
@@ -464,6 +489,11 @@ int SubmitAndFollow(const std::string& cmd, const ParsedArgs& a, std::ostream& o
   if (!remote.ok()) return FailJobStatus(err, cmd, remote.status(), json);
   auto request = build(a, remote->has_value());
   if (!request.ok()) return FailJobStatus(err, cmd, request.status(), json);
+  if (!a.Switch("detach")) {
+    const absl::Status writable =
+        CheckProjectWritable(a.ValueOr("project", jobspec::defaults::kProject));
+    if (!writable.ok()) return FailJobStatus(err, cmd, writable, json);
+  }
   auto session = DaemonSession::Open(a);
   if (!session.ok()) return FailJobStatus(err, cmd, session.status(), json);
   DaemonConnection& c = (*session)->connection();

@@ -448,6 +448,27 @@ TEST(CliContract, JobAddressWithoutDaemonExits2) {
   EXPECT_NE(r.err.find("libreyolod"), std::string::npos);
 }
 
+// A project the files cannot be fetched into is refused before the job is submitted (no daemon
+// is reached: none answers at this address), not after the whole job ran.
+TEST(CliContract, AnUnwritableProjectIsRefusedBeforeTheJob) {
+  TempDir dir;
+  const std::string file = dir.Write("a-file", "x");
+  for (const std::string& project : {file, file + "/sub", std::string(5000, 'p')}) {
+    for (const char* cmd : {"infer", "run"}) {
+      std::vector<std::string> args = {"profile", cmd};
+      if (std::string(cmd) == "run") args.push_back("synthetic");
+      for (const char* f : {"--device", "cpu", "--remote", "127.0.0.1:1", "--project"}) {
+        args.push_back(f);
+      }
+      args.push_back(project);
+      const Result r = Cli(args);
+      EXPECT_EQ(r.code, 2) << cmd << " " << project.substr(0, 40) << ": " << r.err;
+      EXPECT_NE(r.err.find("the job was not submitted"), std::string::npos) << r.err;
+      EXPECT_EQ(r.err.find("127.0.0.1:1"), std::string::npos) << r.err;
+    }
+  }
+}
+
 TEST(CliContract, CompareSingleRunSaysNoCall) {
   const Result r = Cli({"profile", "compare", kTrace, kAmd});
   ASSERT_EQ(r.code, 0);
