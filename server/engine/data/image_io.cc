@@ -10,6 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/io/file_reader.h"
 #include "common/status/status_macros.h"
@@ -130,6 +132,10 @@ absl::Status OverPixelBound(const std::string& what, int64_t width, int64_t heig
 
 absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, const std::string& what,
                                          int64_t max_pixels) {
+  if (bytes.empty()) {  // OpenCV's answer would be an assertion, "!buf.empty()"
+    return absl::InvalidArgumentError(
+        absl::StrCat("image '", what, "' is an empty file (0 bytes); replace or delete it"));
+  }
   // The size its header declares, before a byte is decoded (issue 40 A.9: a few hundred KB of
   // PNG used to decode to gigabytes).
   if (const std::optional<ImageSize> size = DeclaredImageSize(bytes); size) {
@@ -153,8 +159,12 @@ absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, const std::st
     // longer fit its labels.
     image = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
   } catch (const cv::Exception& e) {
+    // OpenCV's what() spans lines ("OpenCV(4.6.0) file:line: error: (-215...) ...\n"): one line.
+    const std::string why = absl::StrJoin(absl::StrSplit(e.what(), '\n', absl::SkipWhitespace()),
+                                          " ");
     return absl::InvalidArgumentError(absl::StrCat("image '", what, "' cannot be decoded (",
-                                                   e.what(), "); replace or delete the file"));
+                                                   absl::StripAsciiWhitespace(why),
+                                                   "); replace or delete the file"));
   }
   if (image.empty()) {
     return absl::InvalidArgumentError(

@@ -216,6 +216,12 @@ TEST(InferenceSourceTest, AFifoOrADeviceIsRefusedNotRead) {
   auto source = ResolveInferenceSource(dir.path() + "/x.jpg");
   EXPECT_EQ(source.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(source.status().message(), HasSubstr("x.jpg' is a FIFO (a pipe), not an image file"));
+  // An empty image file names itself so, not through OpenCV's assertion text.
+  const std::string empty = dir.Write("empty.jpg", "");
+  auto nothing = DecodeImageFile(empty);
+  EXPECT_EQ(nothing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(nothing.status().message(), HasSubstr("empty.jpg' is an empty file (0 bytes)"));
+  EXPECT_THAT(nothing.status().message(), ::testing::Not(HasSubstr("\n")));
   auto image = DecodeImageFile("/dev/zero");
   EXPECT_EQ(image.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(image.status().message(), HasSubstr("'/dev/zero' is a character device"));
