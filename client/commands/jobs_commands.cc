@@ -22,6 +22,7 @@
 #include "client/remote/artifact_download.h"
 #include "client/remote/daemon_answer.h"
 #include "client/remote/daemon_session.h"
+#include "client/remote/job_list.h"
 #include "client/remote/job_watch.h"
 #include "client/remote/progress_display.h"
 #include "common/job/names.h"
@@ -75,6 +76,10 @@ const char* KindName(v1::JobKind kind) {
   }
 }
 
+// `jobs list --limit`: its default, and its most (the client pages through ListJobs for it).
+constexpr int64_t kDefaultListLimit = 50;
+constexpr int64_t kMaxListLimit = 1000000;
+
 int JobsList(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
   v1::ListJobsRequest req;
   for (const std::string& s : a.Values("state")) {
@@ -89,18 +94,21 @@ int JobsList(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
     (*req.mutable_labels())[l.substr(0, eq)] = l.substr(eq + 1);
   }
   if (auto o = a.Value("owner")) req.set_owner(*o);
-  if (auto st =
-          MaybeInt(a, "limit", [&](int64_t v) { req.set_page_size(static_cast<int32_t>(v)); });
-      !st.ok()) {
+  int64_t limit = kDefaultListLimit;
+  if (auto st = MaybeInt(a, "limit", [&](int64_t v) { limit = v; }); !st.ok()) {
     return FailStatus(err, "jobs list", st);
+  }
+  if (limit < 1 || limit > kMaxListLimit) {
+    return Fail(err, "jobs list", kExitUsage,
+                absl::StrCat("--limit: ", limit, " is outside 1..", kMaxListLimit,
+                             " (the most jobs listed)"));
   }
   auto session = DaemonSession::Open(a);
   if (!session.ok()) return FailStatus(err, "jobs list", session.status());
   DaemonConnection& c = (*session)->connection();
-  auto ctx = c.Context(std::chrono::seconds(30));
-  v1::ListJobsResponse resp;
-  const grpc::Status s = c.stub().ListJobs(ctx.get(), req, &resp);
-  if (!s.ok()) return FailStatus(err, "jobs list", FromGrpc(s, c.address()));
+  auto listed = ListJobsUpTo(c, req, limit);
+  if (!listed.ok()) return FailStatus(err, "jobs list", listed.status());
+  const v1::ListJobsResponse& resp = *listed;
   if (a.Switch("json")) {
     out << ProtoJson(resp) << "\n";
     return kExitOk;
@@ -117,7 +125,9 @@ int JobsList(const ParsedArgs& a, std::ostream& out, std::ostream& err) {
                            j.step_ms() > 0 ? absl::StrFormat("%.2f", j.step_ms()) : "-",
                            TerminalSafe(j.error().empty() ? j.bound() : j.error()));
   }
-  if (!resp.next_page_token().empty()) out << "(more: raise --limit)\n";
+  if (!resp.next_page_token().empty()) {
+    out << "(more than " << limit << ": raise --limit, or narrow with --state or --label)\n";
+  }
   return kExitOk;
 }
 
@@ -306,7 +316,8 @@ const std::vector<JobCommand>& JobsCommands() {
         WithRemote({{"state", "S", "", "only jobs in state S (repeatable)"},
                     {"label", "KEY=VALUE", "", "only jobs with this label (repeatable)"},
                     {"owner", "USER", "", "only USER's jobs (admins)"},
-                    {"limit", "N", "50", "at most N jobs"},
+                    {"limit", "N", absl::StrCat(kDefaultListLimit),
+                     absl::StrCat("at most N jobs, 1..", kMaxListLimit)},
                     {"json", "", "", "the ListJobs response as JSON"}})},
        JobsList},
       {{"show",

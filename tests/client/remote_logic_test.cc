@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/remote/artifact_download.h"
 #include "client/remote/daemon_connection.h"
+#include "client/remote/job_list.h"
 #include "client/remote/job_watch.h"
 #include "client/remote/remote_reader.h"
 #include "gmock/gmock.h"
@@ -362,6 +363,56 @@ auto ArtifactAt(const std::string& name, int64_t offset) {
   return ::testing::AllOf(Property(&v1::ReadArtifactRequest::job_id, kJob),
                           Property(&v1::ReadArtifactRequest::name, name),
                           Property(&v1::ReadArtifactRequest::offset, offset));
+}
+
+// `jobs list --limit N` pages through ListJobs: a daemon answers at most 500 a page, and the
+// client used to ask once, cap its page size to int32 (2^63-1 became -1: "page_size: must be
+// >= 0") and print "(more: raise --limit)" for a limit it could not raise past 500.
+TEST_F(RemoteLogicTest, AJobListFollowsThePagesUpToItsLimit) {
+  // A daemon of 1,234 jobs, numbered from the newest, that answers 500 a page at most.
+  const auto daemon = [](grpc::ClientContext*, const v1::ListJobsRequest& r,
+                         v1::ListJobsResponse* out) {
+    int64_t from = 0;
+    if (!r.page_token().empty()) from = std::stoll(r.page_token());
+    const int64_t page = std::min<int64_t>(r.page_size() <= 0 ? 50 : r.page_size(), 500);
+    for (int64_t i = from; i < std::min<int64_t>(from + page, 1234); ++i) {
+      out->add_jobs()->set_id(absl::StrCat("job-", i));
+    }
+    if (from + page < 1234) out->set_next_page_token(absl::StrCat(from + page));
+    return grpc::Status::OK;
+  };
+  ON_CALL(*stub_, ListJobs(_, _, _)).WillByDefault(daemon);
+  EXPECT_CALL(*stub_, ListJobs(_, _, _)).Times(3);
+  auto some = ListJobsUpTo(*connection_, v1::ListJobsRequest(), 1100);
+  ASSERT_TRUE(some.ok()) << some.status();
+  ASSERT_EQ(some->jobs_size(), 1100);
+  EXPECT_EQ(some->jobs(1099).id(), "job-1099");
+  EXPECT_EQ(some->next_page_token(), "1100");  // more match
+  ::testing::Mock::VerifyAndClearExpectations(stub_);
+  ON_CALL(*stub_, ListJobs(_, _, _)).WillByDefault(daemon);
+  auto all = ListJobsUpTo(*connection_, v1::ListJobsRequest(), 9223372036854775807);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->jobs_size(), 1234);
+  EXPECT_EQ(all->jobs(1233).id(), "job-1233");
+  EXPECT_TRUE(all->next_page_token().empty());
+  // A daemon that hands out tokens for empty pages, or more jobs than asked, holds nothing.
+  ON_CALL(*stub_, ListJobs(_, _, _))
+      .WillByDefault([](grpc::ClientContext*, const v1::ListJobsRequest& r,
+                        v1::ListJobsResponse* out) {
+        for (int i = 0; i < 3 && r.page_token().empty(); ++i) out->add_jobs()->set_id("x");
+        out->set_next_page_token("again");
+        return grpc::Status::OK;
+      });
+  auto odd = ListJobsUpTo(*connection_, v1::ListJobsRequest(), 2);
+  ASSERT_TRUE(odd.ok());
+  EXPECT_EQ(odd->jobs_size(), 2);
+  odd = ListJobsUpTo(*connection_, v1::ListJobsRequest(), 10);
+  ASSERT_TRUE(odd.ok());
+  EXPECT_EQ(odd->jobs_size(), 3);
+  ON_CALL(*stub_, ListJobs(_, _, _))
+      .WillByDefault(Return(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "not yours")));
+  EXPECT_EQ(ListJobsUpTo(*connection_, v1::ListJobsRequest(), 5).status().code(),
+            absl::StatusCode::kPermissionDenied);
 }
 
 TEST_F(RemoteLogicTest, ADownloadWritesTheChunksAndPublishesTheVerifiedFile) {
