@@ -432,7 +432,7 @@ TEST(AttachSubmit, BoundsAndOneTarget) {
   EXPECT_THAT(msg(two), HasSubstr("exactly one target"));
   v1::AttachSpec init;
   init.add_pids(1);
-  EXPECT_THAT(msg(init), HasSubstr("attach.pids: 1 is not a process to trace"));
+  EXPECT_THAT(msg(init), HasSubstr("--pid (attach.pids): 1 is not a process to trace"));
   v1::AttachSpec many;
   for (int i = 0; i < 65; ++i) many.add_pids(100 + i);
   EXPECT_THAT(msg(many), HasSubstr("at most 64"));
@@ -442,16 +442,16 @@ TEST(AttachSubmit, BoundsAndOneTarget) {
   EXPECT_THAT(msg(both), HasSubstr("not both"));
   v1::AttachSpec long_window = ok;
   long_window.set_duration_ms(600001);
-  EXPECT_THAT(msg(long_window), HasSubstr("attach.duration_ms: 600001 is outside 1..600000"));
+  EXPECT_THAT(msg(long_window), HasSubstr("--duration-ms (attach.duration_ms): 600001 is outside 1..600000"));
   v1::AttachSpec zero_iter = ok;
   zero_iter.set_iterations(0);
-  EXPECT_THAT(msg(zero_iter), HasSubstr("attach.iterations: 0 is outside 1..100000"));
+  EXPECT_THAT(msg(zero_iter), HasSubstr("--iterations (attach.iterations): 0 is outside 1..100000"));
   v1::AttachSpec slurm;
   slurm.set_slurm_job_id("12;rm");
   EXPECT_THAT(msg(slurm), HasSubstr("is not a Slurm job id"));
   v1::AttachSpec probe = ok;
   probe.mutable_profiler()->set_overhead_budget_pct(3);
-  EXPECT_THAT(msg(probe), HasSubstr("attach.profiler.overhead_budget_pct: does not apply"));
+  EXPECT_THAT(msg(probe), HasSubstr("--overhead-budget (attach.profiler.overhead_budget_pct): does not apply"));
   v1::AttachSpec act = ok;
   act.mutable_profiler()->add_activities("tpu");
   EXPECT_THAT(msg(act), HasSubstr("'tpu' is not cpu or cuda"));

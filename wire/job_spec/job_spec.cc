@@ -26,14 +26,17 @@ std::string FlagOf(const std::string& field) {
   // Fields whose flag is not their name.
   static const std::vector<std::pair<std::string, std::string>> kRenamed = {
       {"run.data_parallel.backend", "--dist-backend"},
-      {"run.data_parallel.timeout_s", "--dist-timeout"}};
+      {"run.data_parallel.timeout_s", "--dist-timeout"},
+      {"attach.pids", "--pid"},
+      {"attach.slurm_job_id", "--slurm-job"}};
   // The rendezvous's fields are torchrun's flags: --nnodes, --node-rank, --master-addr, ...
   for (const auto& [f, flag] : kRenamed) {
     if (field == f) return flag;
   }
   std::string rest = field;
-  for (const char* prefix : {"infer.profiler.", "run.profiler.", "run.data_parallel.rendezvous.",
-                             "run.data_parallel.", "infer.", "run.", "model."}) {
+  for (const char* prefix : {"infer.profiler.", "run.profiler.", "attach.profiler.",
+                             "run.data_parallel.rendezvous.", "run.data_parallel.", "infer.",
+                             "run.", "attach.", "model."}) {
     if (absl::StartsWith(rest, prefix)) {
       rest = rest.substr(std::string(prefix).size());
       break;
