@@ -15,9 +15,9 @@
 #include "common/analysis/kernel_classify.h"
 #include "common/analysis/trace_analyser.h"
 #include "common/io/block_reader.h"
+#include "common/json/json_read.h"
 #include "common/status/status_macros.h"
 #include "common/trace/trace_data_builder.h"
-#include "rapidjson/error/en.h"
 #include "rapidjson/memorystream.h"
 #include "rapidjson/reader.h"
 
@@ -343,7 +343,7 @@ absl::Status Parse(Stream& stream, const absl::Status* stream_status, const std:
   }
   if (r.IsError()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, ": not valid JSON at byte ", r.Offset(), ": ", rapidjson::GetParseError_En(r.Code()),
+        NotJsonAt(what, r),
         ". Is the file complete? Re-export it with the profiler's export_chrome_trace."));
   }
   return absl::OkStatus();

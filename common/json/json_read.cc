@@ -1,6 +1,7 @@
 #include "common/json/json_read.h"
 
 #include <rapidjson/encodedstream.h>
+#include <rapidjson/error/en.h>
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
 
@@ -8,6 +9,7 @@
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <string_view>
 #include <system_error>
 
@@ -125,6 +127,17 @@ rapidjson::Document JsonOrNull(std::string_view text) {
   rapidjson::Document doc;
   ParseJson(text, &doc);
   return doc;
+}
+
+std::string NotJsonAt(std::string_view what, const rapidjson::ParseResult& result) {
+  std::string_view reason = rapidjson::GetParseError_En(result.Code());
+  if (!reason.empty() && reason.back() == '.') reason.remove_suffix(1);
+  std::string out(what);
+  out += ": not valid JSON at byte ";
+  out += std::to_string(result.Offset());
+  out += ": ";
+  out += reason;
+  return out;
 }
 
 }  // namespace libreyolo

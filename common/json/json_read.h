@@ -14,6 +14,7 @@
 #include <rapidjson/document.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace libreyolo {
@@ -47,6 +48,10 @@ bool HandNumber(std::string_view text, Handler& handler) {
 // accepted, iteratively (hostile nesting cannot exhaust the stack). On a parse error *doc is
 // null and the result says where and what (rapidjson::GetParseError_En).
 rapidjson::ParseResult ParseJson(std::string_view text, rapidjson::Document* doc);
+
+// "<what>: not valid JSON at byte N: <RapidJSON's reason>", the reason without its full stop, so
+// that every reader can go on with its own sentence (the readers printed "empty.." before).
+std::string NotJsonAt(std::string_view what, const rapidjson::ParseResult& result);
 
 // The document ParseJson makes, null where `text` is not JSON: for a reader that treats both
 // alike. Held const, its iterators compare without C++20's reversed-operator ambiguity.

@@ -1,5 +1,4 @@
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -233,9 +232,8 @@ absl::Status ParseProfileDocument(std::string_view text, const std::string& what
         what, ": nested deeper than ", kMaxProfileDepth, " levels; not a libreyolo profile"));
   }
   if (const rapidjson::ParseResult parsed = ParseJson(text, &doc); parsed.IsError()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": not valid JSON at byte ", parsed.Offset(), ": ",
-        rapidjson::GetParseError_En(parsed.Code()), ". Is the file complete?"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(NotJsonAt(what, parsed), ". Is the file complete?"));
   }
   if (!doc.IsObject()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": a profile must be a JSON object"));

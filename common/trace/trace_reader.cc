@@ -1,6 +1,5 @@
 #include "common/trace/trace_reader.h"
 
-#include <rapidjson/error/en.h>
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
 #include <simdjson.h>
@@ -626,8 +625,7 @@ absl::StatusOr<TraceData> Parse(Stream& stream, const std::string& what,
   }
   if (result.IsError()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, ": not valid JSON at byte ", result.Offset(), ": ",
-        rapidjson::GetParseError_En(result.Code()),
+        NotJsonAt(what, result),
         ". Is the file complete? Re-export it with the profiler's export_chrome_trace."));
   }
   return Finish(std::move(data), handler, what);

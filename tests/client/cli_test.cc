@@ -320,6 +320,15 @@ TEST(CliContract, BadJsonExits1WithOffset) {
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(r.out.empty());
   EXPECT_NE(r.err.find("not valid JSON at byte"), std::string::npos) << r.err;
+  // A trace, a profile and an empty file: RapidJSON's reason and our sentence, one full stop.
+  const std::string profile =
+      dir.Write("profile.json", "{\"schema\": \"libreyolo.profile.analysis/v1\", ");
+  for (const std::string& f : {bad, profile, dir.Write("empty.json", "")}) {
+    const Result e = Cli({"profile", "summary", f});
+    EXPECT_EQ(e.code, 1) << f;
+    EXPECT_EQ(e.err.find(".."), std::string::npos) << e.err;
+    EXPECT_NE(e.err.find(". Is the file complete?"), std::string::npos) << e.err;
+  }
 }
 
 TEST(CliContract, TruncatedGzipExits1) {
