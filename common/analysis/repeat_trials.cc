@@ -5,6 +5,7 @@
 #include <functional>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "common/analysis/latency_stats.h"
 #include "common/profile/inference_metrics.h"
@@ -38,6 +39,68 @@ double ImgPerSSampleSd(const Profile& p) {
                     p.repeat.population_std);
 }
 
+namespace {
+
+// Records a metric over the trials under its `get` name and returns the mean (the repeat's
+// stats get its spread): ApplyMeasuredTrials' `record`.
+using RecordFn = std::function<double(const std::string& name,
+                                      const std::function<double(const TrialMeasurement&)>& of)>;
+
+// An inference job's latency percentiles and stage times, each the mean over the trials; the
+// samples of every trial are kept one trial after another.
+void ApplyTrialLatencyAndStages(Profile& p, const std::vector<TrialMeasurement>& trials,
+                                const RecordFn& record) {
+  // An inference scalar's key in the repeat's stats: its `get` name (inference_metrics.h).
+  auto ikey = [](InferenceMetricId id) { return std::string(InferenceMetricName(id)); };
+  if (!trials.front().latency_samples_ms.empty()) {
+    std::vector<LatencyStats> per_trial;
+    for (const TrialMeasurement& t : trials) {
+      per_trial.push_back(ComputeLatencyStats(t.latency_samples_ms));
+    }
+    size_t i = 0;
+    auto lat = [&](InferenceMetricId id, double LatencyStats::*field) {
+      i = 0;
+      return record(ikey(id), [&](const TrialMeasurement&) { return per_trial[i++].*field; });
+    };
+    Latency l;
+    l.p50_ms = lat(InferenceMetricId::kLatencyP50Ms, &LatencyStats::p50_ms);
+    l.p90_ms = lat(InferenceMetricId::kLatencyP90Ms, &LatencyStats::p90_ms);
+    l.p99_ms = lat(InferenceMetricId::kLatencyP99Ms, &LatencyStats::p99_ms);
+    l.mean_ms = lat(InferenceMetricId::kLatencyMeanMs, &LatencyStats::mean_ms);
+    l.min_ms = lat(InferenceMetricId::kLatencyMinMs, &LatencyStats::min_ms);
+    l.max_ms = lat(InferenceMetricId::kLatencyMaxMs, &LatencyStats::max_ms);
+    for (const TrialMeasurement& t : trials) {
+      l.samples_ms.insert(l.samples_ms.end(), t.latency_samples_ms.begin(),
+                          t.latency_samples_ms.end());
+    }
+    l.n = static_cast<int64_t>(l.samples_ms.size());
+    if (!trials.front().cuda_event_ms.empty()) {
+      std::vector<LatencyStats> gpu;
+      for (const TrialMeasurement& t : trials) gpu.push_back(ComputeLatencyStats(t.cuda_event_ms));
+      size_t j = 0;
+      l.cuda_event_p50_ms = record(ikey(InferenceMetricId::kCudaEventP50Ms),
+                                   [&](const TrialMeasurement&) { return gpu[j++].p50_ms; });
+      j = 0;
+      l.cuda_event_mean_ms = record(ikey(InferenceMetricId::kCudaEventMeanMs),
+                                    [&](const TrialMeasurement&) { return gpu[j++].mean_ms; });
+    }
+    p.latency = l;
+  }
+  if (trials.front().stages.has_value()) {
+    auto stage = [&](InferenceMetricId id, OptDouble Stages::*field) -> OptDouble {
+      if (!((*trials.front().stages).*field).has_value()) return std::nullopt;
+      return record(ikey(id), [&](const TrialMeasurement& t) {
+        return t.stages ? ((*t.stages).*field).value_or(0.0) : 0.0;
+      });
+    };
+    p.stages_ms = Stages{stage(InferenceMetricId::kPreprocessMs, &Stages::preprocess),
+                         stage(InferenceMetricId::kForwardMs, &Stages::forward),
+                         stage(InferenceMetricId::kNmsMs, &Stages::postprocess)};
+  }
+}
+
+}  // namespace
+
 void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasurement>& trials) {
   if (trials.empty()) return;
   const bool repeat = trials.size() >= 2;
@@ -45,8 +108,6 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
   p.repeat = RepeatInfo{};
   // A table metric's key in the repeat's stats: its `get` name.
   auto key = [](MetricId id) { return std::string(MetricName(id)); };
-  // An inference scalar's key there: its `get` name too (inference_metrics.h).
-  auto ikey = [](InferenceMetricId id) { return std::string(InferenceMetricName(id)); };
   auto stat_of = [&](MetricId id) -> TrialStat& { return p.repeat.metrics[key(id)]; };
   // Records metric `name` (a `get` name) over the trials and returns its mean.
   auto record = [&](const std::string& name,
@@ -112,51 +173,7 @@ void ApplyMeasuredTrials(Profile& p, int64_t batch, const std::vector<TrialMeasu
     if (repeat) stat_of(MetricId::kAchievedTflops).mean = *p.achieved_tflops;
   }
 
-  if (!trials.front().latency_samples_ms.empty()) {
-    std::vector<LatencyStats> per_trial;
-    for (const TrialMeasurement& t : trials) {
-      per_trial.push_back(ComputeLatencyStats(t.latency_samples_ms));
-    }
-    size_t i = 0;
-    auto lat = [&](InferenceMetricId id, double LatencyStats::*field) {
-      i = 0;
-      return record(ikey(id), [&](const TrialMeasurement&) { return per_trial[i++].*field; });
-    };
-    Latency l;
-    l.p50_ms = lat(InferenceMetricId::kLatencyP50Ms, &LatencyStats::p50_ms);
-    l.p90_ms = lat(InferenceMetricId::kLatencyP90Ms, &LatencyStats::p90_ms);
-    l.p99_ms = lat(InferenceMetricId::kLatencyP99Ms, &LatencyStats::p99_ms);
-    l.mean_ms = lat(InferenceMetricId::kLatencyMeanMs, &LatencyStats::mean_ms);
-    l.min_ms = lat(InferenceMetricId::kLatencyMinMs, &LatencyStats::min_ms);
-    l.max_ms = lat(InferenceMetricId::kLatencyMaxMs, &LatencyStats::max_ms);
-    for (const TrialMeasurement& t : trials) {
-      l.samples_ms.insert(l.samples_ms.end(), t.latency_samples_ms.begin(),
-                          t.latency_samples_ms.end());
-    }
-    l.n = static_cast<int64_t>(l.samples_ms.size());
-    if (!trials.front().cuda_event_ms.empty()) {
-      std::vector<LatencyStats> gpu;
-      for (const TrialMeasurement& t : trials) gpu.push_back(ComputeLatencyStats(t.cuda_event_ms));
-      size_t j = 0;
-      l.cuda_event_p50_ms = record(ikey(InferenceMetricId::kCudaEventP50Ms),
-                                   [&](const TrialMeasurement&) { return gpu[j++].p50_ms; });
-      j = 0;
-      l.cuda_event_mean_ms = record(ikey(InferenceMetricId::kCudaEventMeanMs),
-                                    [&](const TrialMeasurement&) { return gpu[j++].mean_ms; });
-    }
-    p.latency = l;
-  }
-  if (trials.front().stages.has_value()) {
-    auto stage = [&](InferenceMetricId id, OptDouble Stages::*field) -> OptDouble {
-      if (!((*trials.front().stages).*field).has_value()) return std::nullopt;
-      return record(ikey(id), [&](const TrialMeasurement& t) {
-        return t.stages ? ((*t.stages).*field).value_or(0.0) : 0.0;
-      });
-    };
-    p.stages_ms = Stages{stage(InferenceMetricId::kPreprocessMs, &Stages::preprocess),
-                         stage(InferenceMetricId::kForwardMs, &Stages::forward),
-                         stage(InferenceMetricId::kNmsMs, &Stages::postprocess)};
-  }
+  ApplyTrialLatencyAndStages(p, trials, record);
   ApplyMetricRules(p);  // a CPU job's host overhead is n/a, not the whole step
 }
 
